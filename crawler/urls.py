@@ -1,0 +1,424 @@
+"""THE URL normalisation of the project, and the dedup key built on it.
+
+Every URL that the crawler follows, records or publishes goes through
+:func:`normalize_url` once, so there is exactly one answer to "which URL is
+this?". The rules follow RFC 3986 section 6.2.2 (syntax-based normalisation)
+and the URL living standard where browsers and RFC 3986 differ, plus the
+parameter stripping that the user can switch off. Scrapy's maintainers prefer
+"more duplicate requests" over merging two URLs that a server may treat
+differently, so nothing else is changed.
+
+:func:`normalize_url` takes an *absolute* URL (the caller has joined it with its
+base already) and returns a pure-ASCII URI, or ``None`` when the URL cannot be
+parsed or must not be crawled:
+
+1.  Leading and trailing C0 controls and spaces are stripped and ASCII tabs and
+    newlines removed, as the URL standard (and so every browser) does. A lone
+    surrogate becomes U+FFFD, as in a browser's USVString conversion.
+2.  Only ``http`` and ``https`` are accepted (``mailto:``, ``javascript:``,
+    ``ftp:``, ``file:``, ``data:``, ... give ``None``), and the scheme must be
+    followed by ``//`` and a non-empty host.
+3.  ``\\`` before the query is read as ``/``, as the URL standard (and Scrapy's
+    own ``safe_url_string``, which every ``Request`` URL goes through) does for
+    http(s): no client can send a raw ``\\`` in a path, and all of them send
+    ``/``. In the query a ``\\`` is percent-encoded like any other unsafe
+    character.
+4.  A URL with userinfo (``user:pass@``, even an empty one) gives ``None``: a
+    crawler must not publish credentials.
+5.  The scheme and host are lowercased. A non-ASCII (or percent-encoded) host
+    is mapped with UTS #46 (non-transitional, as browsers do) and converted to
+    punycode with the ``idna`` package (IDNA 2008), or with the stdlib's IDNA
+    2003 codec when ``idna`` is not installed. A host that cannot be encoded,
+    or whose ASCII form is not a sequence of 1-63 character labels of
+    ``[a-z0-9_-]`` separated by dots (at most 253 characters) gives ``None``.
+    A trailing dot is kept: ``example.com.`` is a different origin. IPv6
+    literals must be valid (no zone id, no IPvFuture) and are only lowercased.
+6.  The port must be decimal and at most 65535 (``:99999`` or ``:abc`` gives
+    ``None``); it is written without leading zeros, and the default port
+    (http 80, https 443) and an empty port (``host:``) are removed.
+7.  Percent-encoding is normalised in the path and the query: hex digits are
+    uppercased; an encoded unreserved character (``A-Z a-z 0-9 - . _ ~``) is
+    decoded; an encoded reserved character stays encoded (``%2F`` is not
+    ``/``, ``%3F`` is not ``?``); a ``%`` not followed by two hex digits
+    becomes ``%25``; every character that is not allowed in a URI component
+    (controls, space, ``"``, ``<``, ``>``, the backtick, ``{``, ``}``, ``|``,
+    ``\\``, ``^``, ``[``, ``]``, non-ASCII) is percent-encoded. Characters
+    that RFC 3986 allows (such as ``'``, ``!``, ``$``, ``+``, ``:``, ``@``)
+    are kept as they are, so the output is not longer than needed. Non-ASCII
+    characters are encoded as UTF-8 in the path and with the page's
+    ``encoding`` in the query, as browsers do; a character that the page
+    encoding cannot represent becomes ``&#NNNN;``, percent-encoded (the URL
+    standard's rule), and a page encoding that is unknown or not
+    ASCII-compatible (UTF-16, UTF-32, EBCDIC) falls back to UTF-8 (browsers do
+    this for UTF-16).
+8.  With ``strip_params`` (the default), ``;jsessionid=...`` matrix
+    parameters on the last path segment are removed (case-insensitively).
+9.  Dot segments are removed (RFC 3986 section 5.2.4, ``..`` above the root
+    stays at the root); duplicate slashes are kept, since servers may route
+    ``//a`` and ``/a`` differently. An empty path becomes ``/``.
+10. The fragment is dropped: it never reaches the server.
+11. The query keeps its order and its blank values (``?a=&b``). With
+    ``strip_params``, every parameter whose name, compared case-insensitively,
+    is in :data:`TRACKING_PARAMS`, starts with ``utm_`` or is in
+    ``extra_strip`` is removed (``strip_params=False`` removes nothing, not
+    even ``extra_strip``). If the query ends up empty, or was empty to begin
+    with (``http://example.com/?``), the ``?`` goes too.
+
+Nothing else is touched: no trailing-slash changes, no lowercasing of the path,
+no ``index.html`` or ``www.`` removal, no sorting of the query. The function is
+idempotent: ``normalize_url(normalize_url(u)) == normalize_url(u)`` whenever
+the inner call is not ``None``.
+
+The published URL is the normalised one, with its query in the site's order.
+The dedup key of :func:`url_key` is a second, canonical form (w3lib's
+``canonicalize_url``, which sorts the query and so merges ``?a=1&b=2`` with
+``?b=2&a=1``); it is only ever compared, never published.
+"""
+
+from __future__ import annotations
+
+import codecs
+import functools
+import ipaddress
+import re
+import string
+from typing import TYPE_CHECKING, Final
+
+from w3lib.url import canonicalize_url
+
+try:
+    import idna as _idna
+except ImportError:  # pragma: no cover - Scrapy needs tldextract, which needs idna
+    _idna = None  # type: ignore[assignment]
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = ["TRACKING_PARAMS", "host_port", "is_http_url", "normalize_url", "url_key"]
+
+TRACKING_PARAMS: Final[frozenset[str]] = frozenset(
+    {"gclid", "fbclid", "jsessionid", "phpsessid", "sid"}
+)
+"""Query parameters removed by default (lowercase; matched case-insensitively).
+
+Names starting with ``utm_`` are removed as well, by prefix, so they are not
+listed here.
+"""
+
+_TRACKING_PREFIX: Final = "utm_"
+_PATH_SESSION_PARAM: Final = "jsessionid"
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+
+# RFC 3986 section 2.3 and 2.2.
+_UNRESERVED: Final = frozenset(string.ascii_letters + string.digits + "-._~")
+_SUB_DELIMS: Final = "!$&'()*+,;="
+# path = *( "/" / pchar ), pchar = unreserved / pct-encoded / sub-delims / ":" / "@"
+_PATH_SAFE: Final = string.ascii_letters + string.digits + "-._~" + _SUB_DELIMS + ":@/"
+# query = *( pchar / "/" / "?" )
+_QUERY_SAFE: Final = _PATH_SAFE + "?"
+
+# URL standard: "remove any leading and trailing C0 control or space", then
+# "remove all ASCII tab or newline".
+_C0_CONTROL_OR_SPACE: Final = "".join(map(chr, range(0x21)))
+_TAB_OR_NEWLINE: Final = str.maketrans("", "", "\t\n\r")
+_SURROGATE_RE: Final = re.compile("[\ud800-\udfff]")
+_SCHEME_RE: Final = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+_PORT_RE: Final = re.compile(r"[0-9]*")
+# DNS: labels of 1 to 63 characters; "_" is not a hostname character but real
+# sites use it (and DNS allows it), so it is accepted. A trailing dot is kept.
+_HOST_RE: Final = re.compile(r"(?=.{1,253}\.?\Z)[a-z0-9_-]{1,63}(?:\.[a-z0-9_-]{1,63})*\.?")
+
+
+def _component_re(safe: str) -> re.Pattern[str]:
+    """Match what must change in a component: escapes, lone ``%``, unsafe characters."""
+    unsafe_ascii = "".join(chr(c) for c in range(0x80) if chr(c) not in safe)
+    return re.compile(
+        r"(%[0-9A-Fa-f]{2})|(%)|([" + re.escape(unsafe_ascii) + r"])|([^\x00-\x7f]+)"
+    )
+
+
+_PATH_RE: Final = _component_re(_PATH_SAFE)
+_QUERY_RE: Final = _component_re(_QUERY_SAFE)
+
+
+def normalize_url(
+    url: str,
+    *,
+    strip_params: bool = True,
+    extra_strip: Iterable[str] = (),
+    encoding: str = "utf-8",
+) -> str | None:
+    """Return the normalised form of the absolute URL *url*, or ``None``.
+
+    The rules are those of the module docstring. *encoding* is the encoding of
+    the page the URL comes from; it only affects non-ASCII characters of the
+    query. *extra_strip* names query parameters to remove on top of
+    :data:`TRACKING_PARAMS` (only when *strip_params* is true).
+    """
+    parts = _split(url)
+    if parts is None:
+        return None
+    scheme, authority, path, query = parts
+    parsed = _parse_authority(scheme, authority)
+    if parsed is None or parsed[0]:  # parsed[0]: userinfo present
+        return None
+    _, host, port = parsed
+
+    netloc = host if port == _DEFAULT_PORTS[scheme] else f"{host}:{port}"
+
+    path = _normalise_component(path, _PATH_RE, "utf-8")
+    if strip_params:
+        path = _strip_path_session(path)
+    # After percent normalisation (so "%2E" counts as "."), as RFC 3986 6.2.2
+    # orders it, and after the jsessionid removal, which can turn "..;jsessionid=x"
+    # into ".." (the other order would not be idempotent).
+    path = _remove_dot_segments(path) or "/"
+
+    if query:
+        query = _normalise_component(query, _QUERY_RE, _query_encoding(encoding))
+        if strip_params:
+            query = _strip_query(query, extra_strip, encoding)
+
+    return f"{scheme}://{netloc}{path}?{query}" if query else f"{scheme}://{netloc}{path}"
+
+
+def url_key(normalized_url: str) -> str:
+    """Return the dedup key of a URL that :func:`normalize_url` returned.
+
+    This is w3lib's ``canonicalize_url`` (the form Scrapy's request
+    fingerprints are built on): among other things it sorts the query, so two
+    orders of the same parameters share a key. It also reads the query as form
+    data, so ``?q=a+b`` and ``?q=a%20b`` share a key, as do ``?a`` and
+    ``?a=``: the same merges as Scrapy's duplicate filter. It is for
+    comparisons only; the published URL keeps the order of the site.
+    """
+    return canonicalize_url(normalized_url, keep_fragments=False)
+
+
+def is_http_url(url: str) -> bool:
+    """Tell whether *url* is an absolute http(s) URL with a valid host and port.
+
+    Userinfo does not make it false (it is still an http URL);
+    :func:`normalize_url` is the judge of what may be published.
+    """
+    return host_port(url) is not None
+
+
+def host_port(url: str) -> tuple[str, int] | None:
+    """Return ``(host, port)`` of an absolute http(s) URL, or ``None``.
+
+    The host is lowercased and in punycode, as in :func:`normalize_url` (an
+    IPv6 address comes without its brackets, as ``urlsplit().hostname`` gives
+    it); the port is the effective one, the scheme's default when the URL has
+    none.
+    """
+    parts = _split(url)
+    if parts is None:
+        return None
+    parsed = _parse_authority(parts[0], parts[1])
+    if parsed is None:
+        return None
+    _, host, port = parsed
+    return host.removeprefix("[").removesuffix("]"), port
+
+
+def _split(url: str) -> tuple[str, str, str, str] | None:
+    """Split an http(s) URL into scheme, authority, path and query (fragment dropped)."""
+    url = url.strip(_C0_CONTROL_OR_SPACE).translate(_TAB_OR_NEWLINE)
+    url = _SURROGATE_RE.sub("\ufffd", url)
+    match = _SCHEME_RE.match(url)
+    if match is None:
+        return None
+    scheme = match.group(1).lower()
+    if scheme not in _DEFAULT_PORTS:
+        return None
+    rest = url[match.end() :].partition("#")[0]
+    hier, _, query = rest.partition("?")
+    hier = hier.replace("\\", "/")
+    if not hier.startswith("//"):
+        # "http:example.com" or "http:/example.com": the caller did not join
+        # the URL with its base; guessing the host here would be wrong.
+        return None
+    authority, slash, path = hier[2:].partition("/")
+    return scheme, authority, slash + path, query
+
+
+def _parse_authority(scheme: str, authority: str) -> tuple[bool, str, int] | None:
+    """Return (has userinfo, normalised host, effective port), or None if invalid."""
+    userinfo, at, hostport = authority.rpartition("@")
+    if hostport.startswith("["):
+        literal, bracket, port = hostport[1:].partition("]")
+        host = _normalise_ipv6(literal) if bracket else None
+        if port and not port.startswith(":"):
+            return None
+        port = port[1:]
+    else:
+        raw_host, _, port = hostport.partition(":")
+        host = _normalise_host(raw_host)
+    if host is None or not _PORT_RE.fullmatch(port):
+        return None
+    digits = port.lstrip("0")
+    # The length check first: int() refuses strings of more than 4300 digits.
+    if len(digits) > 5 or (digits and int(digits) > 65535):
+        return None
+    number = int(digits or "0") if port else _DEFAULT_PORTS[scheme]
+    return bool(at), host, number
+
+
+def _normalise_ipv6(literal: str) -> str | None:
+    """Return ``[literal]`` lowercased if it is a plain IPv6 address, else None."""
+    # A zone id ("%25eth0") only means something on the crawling machine, and
+    # IPvFuture ("v1.x") is not something we can connect to.
+    if "%" in literal:
+        return None
+    try:
+        ipaddress.IPv6Address(literal)
+    except ValueError:
+        return None
+    return f"[{literal.lower()}]"
+
+
+def _normalise_host(host: str) -> str | None:
+    """Return the lowercased ASCII (punycode) form of a registered name or IPv4 address."""
+    if "%" in host:
+        # The URL standard percent-decodes the host (as UTF-8) before IDNA.
+        try:
+            host = _unquote_to_bytes(host).decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    if not host.isascii():
+        ascii_host = _to_ascii(host)
+        if ascii_host is None:
+            return None
+        host = ascii_host
+    host = host.lower()
+    return host if _HOST_RE.fullmatch(host) else None
+
+
+def _to_ascii(host: str) -> str | None:
+    """IDNA-encode a non-ASCII host; None if it cannot be encoded."""
+    try:
+        if _idna is None:
+            return host.encode("idna").decode("ascii")
+        # UTS #46 mapping first (case folding, full-width dots, NFC), as
+        # browsers do; std3_rules=False keeps "_" labels. Then each non-ASCII
+        # label is converted on its own, so an ASCII label that IDNA 2008
+        # would reject ("a_b") does not sink the whole host.
+        mapped = _idna.uts46_remap(host, std3_rules=False, transitional=False)
+        return ".".join(
+            label if label.isascii() else _idna.alabel(label).decode("ascii")
+            for label in mapped.split(".")
+        )
+    except UnicodeError:  # idna.IDNAError is a UnicodeError
+        return None
+
+
+def _unquote_to_bytes(text: str) -> bytes:
+    """Percent-decode *text* (UTF-8 for the rest); a malformed escape stays as it is."""
+    return re.sub(
+        rb"%([0-9A-Fa-f]{2})",
+        lambda m: bytes([int(m.group(1), 16)]),
+        text.encode("utf-8"),
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _query_encoding(encoding: str) -> str:
+    """Return the codec used for non-ASCII query characters of a page in *encoding*."""
+    try:
+        name = codecs.lookup(encoding).name
+    except LookupError:
+        return "utf-8"
+    # ASCII characters are never passed through the page encoding (they are
+    # kept or escaped as ASCII), which is only correct for ASCII-compatible
+    # encodings; for the others, browsers use UTF-8 (URL standard, "encoding"
+    # of a URL for UTF-16 documents).
+    probe = string.printable
+    try:
+        compatible = probe.encode(name) == probe.encode("ascii")
+    except UnicodeError:
+        compatible = False
+    return name if compatible else "utf-8"
+
+
+def _normalise_component(text: str, pattern: re.Pattern[str], encoding: str) -> str:
+    """Apply the percent-encoding rules (7 in the module docstring) to a path or query."""
+
+    def replace(match: re.Match[str]) -> str:
+        escape, lone_percent, unsafe_ascii, non_ascii = match.groups()
+        if escape is not None:
+            char = chr(int(escape[1:], 16))
+            return char if char in _UNRESERVED else escape.upper()
+        if lone_percent is not None:
+            return "%25"
+        if unsafe_ascii is not None:
+            return f"%{ord(unsafe_ascii):02X}"
+        # A non-ASCII run is encoded as a whole (stateful encodings such as
+        # ISO-2022-JP need that). Bytes that happen to be unreserved ASCII (the
+        # digits of "&#8364;", the trail byte of some Shift_JIS characters)
+        # stay literal: encoding them would not survive a second pass.
+        data = non_ascii.encode(encoding, errors="xmlcharrefreplace")
+        return "".join(chr(b) if chr(b) in _UNRESERVED else f"%{b:02X}" for b in data)
+
+    return pattern.sub(replace, text)
+
+
+def _strip_path_session(path: str) -> str:
+    """Remove ``;jsessionid=...`` matrix parameters from the last path segment."""
+    head, slash, last = path.rpartition("/")
+    if ";" not in last:
+        return path
+    segment, *params = last.split(";")
+    kept = [p for p in params if p.partition("=")[0].lower() != _PATH_SESSION_PARAM]
+    return head + slash + ";".join([segment, *kept])
+
+
+def _strip_query(query: str, extra_strip: Iterable[str], encoding: str) -> str:
+    """Remove tracking parameters (and *extra_strip*) from a normalised query."""
+    if isinstance(extra_strip, str):  # a single name, not its characters
+        extra_strip = (extra_strip,)
+    # Compare with the names as they appear in a normalised query ("ü" is
+    # "%C3%BC" there).
+    extra = {
+        _normalise_component(name, _QUERY_RE, _query_encoding(encoding)).lower()
+        for name in extra_strip
+    }
+
+    def removed(pair: str) -> bool:
+        name = pair.partition("=")[0].lower()
+        return name in TRACKING_PARAMS or name.startswith(_TRACKING_PREFIX) or name in extra
+
+    return "&".join(pair for pair in query.split("&") if not removed(pair))
+
+
+def _remove_dot_segments(path: str) -> str:
+    """RFC 3986 section 5.2.4, ``remove_dot_segments``, step by step."""
+    if "." not in path:
+        return path
+    output: list[str] = []
+    while path:
+        if path.startswith("../"):  # A
+            path = path[3:]
+        elif path.startswith("./"):
+            path = path[2:]
+        elif path.startswith("/./"):  # B
+            path = path[2:]
+        elif path == "/.":
+            path = "/"
+        elif path.startswith("/../"):  # C
+            path = path[3:]
+            if output:
+                output.pop()
+        elif path == "/..":
+            path = "/"
+            if output:
+                output.pop()
+        elif path in {".", ".."}:  # D
+            path = ""
+        else:  # E: move the first segment (with its leading "/") to the output
+            end = path.find("/", 1)
+            if end == -1:
+                end = len(path)
+            output.append(path[:end])
+            path = path[end:]
+    return "".join(output)
