@@ -1,0 +1,273 @@
+"""The ``sitemap-crawler`` command line.
+
+``sitemap-crawler crawl URL --out DIR`` runs the ``site`` spider with the options
+mapped onto Scrapy settings (``-s NAME=VALUE`` sets any other), prints a summary and
+exits with a status a scheduler can act on. Bad input gives one line on stderr and
+a non-zero exit, never a traceback.
+
+Exit status:
+  0  published
+  2  usage error (bad option, bad URL, unusable directory)
+  3  the crawl could not do its job (start URL or robots.txt unreachable, nothing
+     listed); nothing was published and the previous set is untouched
+  4  the sitemap set could not be written; the previous set is untouched
+  130 interrupted (Ctrl-C, SIGTERM); nothing was published
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from crawler import __version__
+from crawler.middlewares.robots import product_token
+from crawler.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
+from crawler.paths import CrawlPaths, PathError
+from crawler.publicurl import BaseUrlError, PublicUrls
+from crawler.report import format_summary
+from crawler.urls import host_port, normalize_url
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_CRAWL_FAILED = 3
+EXIT_OUTPUT = 4
+EXIT_INTERRUPTED = 130
+
+_OUTCOME_EXIT = {
+    "published": EXIT_OK,
+    "failed": EXIT_CRAWL_FAILED,
+    "output-error": EXIT_OUTPUT,
+    "interrupted": EXIT_INTERRUPTED,
+}
+
+
+class UsageError(Exception):
+    """Bad input: reported as one line, exit status 2."""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 3600 seconds: {text!r}")
+    return value
+
+
+def _regex(text: str) -> str:
+    try:
+        re.compile(text)
+    except re.error as e:
+        raise argparse.ArgumentTypeError(f"invalid regular expression {text!r}: {e}") from None
+    return text
+
+
+def _setting(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name.strip(), value
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # one line, not a usage block
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="sitemap-crawler",
+        description="Crawl a website politely and publish correct, rotated, gzipped "
+        "XML sitemaps plus a sitemap index.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    crawl = sub.add_parser(
+        "crawl",
+        help="crawl a site and publish its sitemaps",
+        description="Crawl URL's host (same host and port; robots.txt obeyed) and publish "
+        "the indexable pages as sitemap files plus sitemap_index.xml in --out.",
+        epilog="Exit status: 0 published; 2 usage error; 3 crawl failed (start URL or "
+        "robots.txt unreachable, nothing listed); 4 output could not be written; "
+        "130 interrupted. Nothing is published unless the crawl finished.",
+    )
+    crawl.add_argument("url", help="start URL, e.g. https://www.example.com/")
+    crawl.add_argument("--out", default="public", metavar="DIR",
+                       help="directory the sitemap set is published to (default: %(default)s)")
+    crawl.add_argument("--state", metavar="DIR",
+                       help="directory for the crawl's ledger and state (default: beside "
+                       "--out, as OUT.sitemap-state; never inside --out)")
+    crawl.add_argument("--base-url", metavar="URL",
+                       help="public address of the crawled site: every published <loc> is "
+                       "rewritten from the start URL's directory to this prefix")
+    crawl.add_argument("--max-pages", type=_non_negative_int, metavar="N",
+                       help="fetch at most N pages (0: no limit; default 500000)")
+    crawl.add_argument("--max-depth", type=_non_negative_int, metavar="N",
+                       help="follow links at most N levels from the start URL (0: no "
+                       "limit; default 50)")
+    crawl.add_argument("--concurrency", type=_positive_int, metavar="N",
+                       help="concurrent requests (default 8 per host, 16 in all)")
+    crawl.add_argument("--delay", type=_seconds, metavar="S",
+                       help="minimum delay between requests in seconds (default 0, with "
+                       "AutoThrottle adapting to the server; robots.txt Crawl-delay wins "
+                       "when larger)")
+    crawl.add_argument("--user-agent", metavar="UA",
+                       help="User-Agent header; its product token (before '/') is matched "
+                       "against robots.txt groups")
+    crawl.add_argument("--include", action="append", type=_regex, default=[], metavar="REGEX",
+                       help="crawl only URLs matching REGEX (repeatable; any one matches)")
+    crawl.add_argument("--exclude", action="append", type=_regex, default=[], metavar="REGEX",
+                       help="do not crawl URLs matching REGEX (repeatable)")
+    crawl.add_argument("--max-urls-per-file", type=_positive_int, metavar="N",
+                       default=MAX_URLS_PER_FILE,
+                       help="rotate sitemap files at N URLs (default and maximum %(default)s)")
+    crawl.add_argument("--max-bytes-per-file", type=_positive_int, metavar="N",
+                       default=MAX_BYTES_PER_FILE,
+                       help="rotate sitemap files at N bytes uncompressed (default and "
+                       "maximum %(default)s, 50 MiB)")
+    crawl.add_argument("--no-gzip", action="store_true",
+                       help="write plain .xml/.txt files instead of gzipped ones")
+    crawl.add_argument("--format", choices=("xml", "txt"), default="xml",
+                       help="sitemap file format (default: %(default)s; the index is XML)")
+    crawl.add_argument("--log-level", default="WARNING",
+                       choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+                       help="Scrapy log level on stderr (default: %(default)s)")
+    crawl.add_argument("-s", "--set", dest="settings", action="append", type=_setting,
+                       default=[], metavar="NAME=VALUE",
+                       help="set any Scrapy or SITEMAP_* setting (repeatable)")
+    return parser
+
+
+def settings_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """Check the arguments and map them onto Scrapy settings; raise UsageError."""
+    start = normalize_url(args.url)
+    if start is None or host_port(start) is None:
+        raise UsageError(f"not an http(s) URL: {args.url!r}")
+    try:
+        PublicUrls.create(start, args.base_url)
+        paths = CrawlPaths.create(args.out, args.state)
+    except (BaseUrlError, PathError) as e:
+        raise UsageError(str(e)) from None
+    if args.max_urls_per_file > MAX_URLS_PER_FILE:
+        raise UsageError(f"--max-urls-per-file cannot exceed the protocol's {MAX_URLS_PER_FILE}")
+    if args.max_bytes_per_file > MAX_BYTES_PER_FILE:
+        raise UsageError(
+            f"--max-bytes-per-file cannot exceed the protocol's {MAX_BYTES_PER_FILE} bytes"
+        )
+    for directory in (paths.out, paths.state):
+        _check_writable(directory)
+    settings: dict[str, Any] = {
+        "SITEMAP_OUT_DIR": str(paths.out),
+        "SITEMAP_STATE_DIR": str(paths.state),
+        "SITEMAP_BASE_URL": args.base_url,
+        "SITEMAP_INCLUDE": args.include,
+        "SITEMAP_EXCLUDE": args.exclude,
+        "SITEMAP_MAX_URLS_PER_FILE": args.max_urls_per_file,
+        "SITEMAP_MAX_BYTES_PER_FILE": args.max_bytes_per_file,
+        "SITEMAP_GZIP": not args.no_gzip,
+        "SITEMAP_FORMAT": args.format,
+        "LOG_LEVEL": args.log_level,
+    }
+    if args.max_pages is not None:
+        settings["SITEMAP_MAX_PAGES"] = args.max_pages
+    if args.max_depth is not None:
+        settings["SITEMAP_MAX_DEPTH"] = args.max_depth
+    if args.concurrency is not None:
+        settings["CONCURRENT_REQUESTS"] = args.concurrency
+        settings["CONCURRENT_REQUESTS_PER_DOMAIN"] = args.concurrency
+    if args.delay is not None:
+        settings["DOWNLOAD_DELAY"] = args.delay
+    if args.user_agent:
+        settings["USER_AGENT"] = args.user_agent
+        settings["ROBOTSTXT_USER_AGENT"] = product_token(args.user_agent)
+    for name, value in args.settings:
+        settings[name] = value
+    return settings
+
+
+def _check_writable(directory: Path) -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".sitemap-probe-"):
+            pass
+    except OSError as e:
+        raise UsageError(f"cannot write to {directory}: {e.strerror or e}") from None
+
+
+def run_crawl(url: str, overrides: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """Run the spider in this process; return the exit status and the stats."""
+    from scrapy.crawler import CrawlerProcess
+    from scrapy.settings import Settings
+
+    from crawler.spiders.site import SiteSpider
+
+    settings = Settings()
+    settings.setmodule("settings", priority="project")
+    settings.setdict(overrides, priority="cmdline")
+    process = CrawlerProcess(settings)
+    crawler = process.create_crawler(SiteSpider)
+    process.crawl(crawler, url=url)
+    process.start()
+    stats = crawler.stats.get_stats() if crawler.stats else {}
+    outcome = stats.get("sitemap/outcome")
+    if outcome is None:
+        # The spider never got as far as the publisher (bad settings, say).
+        return EXIT_CRAWL_FAILED, stats
+    return _OUTCOME_EXIT.get(outcome, EXIT_CRAWL_FAILED), stats
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command != "crawl":
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        overrides = settings_from_args(args)
+    except UsageError as e:
+        print(f"sitemap-crawler: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        code, stats = run_crawl(args.url, overrides)
+    except KeyboardInterrupt:
+        print("sitemap-crawler: interrupted; nothing was published", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as e:  # a bad -s value, say: one line, not a traceback
+        logging.getLogger(__name__).debug("crawl failed", exc_info=True)
+        print(f"sitemap-crawler: error: {type(e).__name__}: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    print(format_summary(stats))
+    if code != EXIT_OK:
+        print(f"sitemap-crawler: {stats.get('sitemap/message', 'the crawl failed')}", file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""The item the spider yields: one decision about one URL.
+
+Every URL the crawl discovers ends with exactly one final decision and a reason
+(issue #2, "Deciding what goes in the sitemap"). The spider fills the facts it saw;
+the pipelines add the derived fields (``key``, ``loc``, ``lastmod``) and record it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Decisions. ``queued`` is the only non-final one: a URL scheduled but not yet fetched.
+QUEUED = "queued"
+LISTED = "listed"
+REDIRECT = "redirect"
+CANONICAL = "canonical"
+NOINDEX = "noindex"
+STATUS = "status"
+NON_HTML = "non-html"
+OTHER_SCHEME = "other-scheme"
+ROBOTS = "robots-disallowed"
+OFF_HOST = "off-host"
+NON_PUBLIC = "non-public"
+TOO_LONG = "too-long"
+EXCLUDED = "excluded"
+TRAP = "trap"
+CAP = "cap-reached"
+ERROR = "fetch-error"
+
+FINAL_DECISIONS = (
+    LISTED,
+    REDIRECT,
+    CANONICAL,
+    NOINDEX,
+    STATUS,
+    NON_HTML,
+    OTHER_SCHEME,
+    ROBOTS,
+    OFF_HOST,
+    NON_PUBLIC,
+    TOO_LONG,
+    EXCLUDED,
+    TRAP,
+    CAP,
+    ERROR,
+)
+
+
+@dataclass(slots=True)
+class UrlRecord:
+    """What the crawl decided about one URL.
+
+    ``url`` is the normalised URL (see :mod:`crawler.urls`); ``raw_url`` the form it
+    was found in, when different (an alias). ``target`` is where a redirect or a
+    canonical points. HTTP header values are kept raw; the pipelines interpret them.
+    """
+
+    url: str
+    decision: str
+    reason: str = ""
+    target: str | None = None
+    raw_url: str | None = None
+    status: int | None = None
+    depth: int | None = None
+    referrer: str | None = None
+    content_type: str | None = None
+    last_modified: str | None = None
+    date: str | None = None
+    page_lastmod: str | None = None
+    # Filled by the pipelines.
+    key: str | None = None
+    loc: str | None = None
+    lastmod: str | None = None
+    warnings: list[str] = field(default_factory=list)

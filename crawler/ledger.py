@@ -1,0 +1,257 @@
+"""The crawl's ledger: one row per discovered URL with its decision and reason.
+
+The ledger is the crawl's state store (issue #2): an SQLite database in the state
+directory, written as the crawl goes and read back, in sorted order and without
+loading it into memory, by the sitemap publisher. Later commands (audit, nightly
+runs) query the same tables. ``export_jsonl`` writes a copy for people.
+
+Tables:
+
+``urls``
+    ``key`` (dedup key, :func:`crawler.urls.url_key`), ``url`` (normalised URL),
+    ``decision``, ``reason``, ``target`` (redirect or canonical target) and its
+    ``target_key``, ``status``, ``depth``, ``referrer``, ``content_type``,
+    ``last_modified`` (raw header), ``loc`` (published address), ``lastmod``
+    (W3C datetime), ``warnings`` (JSON list), ``updated`` (Unix time).
+``aliases``
+    other forms of a URL that were folded into a row (``alias`` -> ``key``).
+``meta``
+    facts about the run (start URL, robots.txt ``Sitemap:`` lines, ...).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from crawler.entry import SitemapEntry
+from crawler.items import CANONICAL, CAP, LISTED, QUEUED, REDIRECT, UrlRecord
+from crawler.urls import url_key
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS urls (
+    key TEXT PRIMARY KEY,
+    url TEXT NOT NULL,
+    decision TEXT NOT NULL,
+    reason TEXT NOT NULL DEFAULT '',
+    target TEXT,
+    target_key TEXT,
+    status INTEGER,
+    depth INTEGER,
+    referrer TEXT,
+    content_type TEXT,
+    last_modified TEXT,
+    loc TEXT,
+    lastmod TEXT,
+    warnings TEXT,
+    updated REAL NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS urls_listed ON urls (loc) WHERE decision = 'listed';
+CREATE TABLE IF NOT EXISTS aliases (
+    alias TEXT PRIMARY KEY,
+    key TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS meta (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+"""
+
+COLUMNS = (
+    "key",
+    "url",
+    "decision",
+    "reason",
+    "target",
+    "target_key",
+    "status",
+    "depth",
+    "referrer",
+    "content_type",
+    "last_modified",
+    "loc",
+    "lastmod",
+    "warnings",
+    "updated",
+)
+
+_INSERT = f"INSERT INTO urls ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
+# A final decision replaces a ``queued`` placeholder, never another final decision:
+# the first final decision about a URL wins.
+_RECORD = (
+    _INSERT
+    + " ON CONFLICT (key) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in COLUMNS if c != "key")
+    + f" WHERE urls.decision = '{QUEUED}'"
+)
+_QUEUE = _INSERT + " ON CONFLICT (key) DO NOTHING"
+
+#: How many writes go into one transaction.
+COMMIT_EVERY = 2000
+
+
+class Ledger:
+    """An SQLite ledger at *path* (created if missing)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, isolation_level="DEFERRED")
+        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.execute("PRAGMA synchronous = NORMAL")
+        self._db.executescript(SCHEMA)
+        self._pending = 0
+
+    # -- writing -----------------------------------------------------------------
+
+    def record(self, rec: UrlRecord) -> bool:
+        """Record *rec*; return False when the URL already had a final decision."""
+        assert rec.key is not None
+        row = (
+            rec.key,
+            rec.url,
+            rec.decision,
+            rec.reason,
+            rec.target,
+            _target_key(rec.target),
+            rec.status,
+            rec.depth,
+            rec.referrer,
+            rec.content_type,
+            rec.last_modified,
+            rec.loc,
+            rec.lastmod,
+            json.dumps(rec.warnings) if rec.warnings else None,
+            time.time(),
+        )
+        cur = self._db.execute(_QUEUE if rec.decision == QUEUED else _RECORD, row)
+        written = cur.rowcount > 0
+        if rec.raw_url and rec.raw_url != rec.url:
+            self.add_alias(rec.raw_url, rec.key)
+        if not written and rec.decision != QUEUED:
+            # The same page reached under another form: keep it as an alias.
+            self.add_alias(rec.url, rec.key)
+        self._tick()
+        return written
+
+    def add_alias(self, alias: str, key: str) -> None:
+        self._db.execute(
+            "INSERT INTO aliases (alias, key) VALUES (?, ?) ON CONFLICT DO NOTHING",
+            (alias, key),
+        )
+
+    def set_meta(self, name: str, value: Any) -> None:
+        self._db.execute(
+            "INSERT INTO meta (name, value) VALUES (?, ?) "
+            "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            (name, json.dumps(value)),
+        )
+        self._tick()
+
+    def get_meta(self, name: str, default: Any = None) -> Any:
+        row = self._db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+        return json.loads(row[0]) if row else default
+
+    def finish(self, unfetched_reason: str) -> dict[str, int]:
+        """Close the books: every URL still ``queued`` gets a final decision, and
+        redirect/canonical chains and loops are marked in their reasons. Returns the
+        decisions given here, counted."""
+        cur = self._db.execute(
+            "UPDATE urls SET decision = ?, reason = ?, updated = ? WHERE decision = ?",
+            (CAP, unfetched_reason, time.time(), QUEUED),
+        )
+        given = {CAP: cur.rowcount} if cur.rowcount > 0 else {}
+        self._mark_chains()
+        self.commit()
+        return given
+
+    def _mark_chains(self) -> None:
+        hops = {
+            key: target_key
+            for key, target_key in self._db.execute(
+                "SELECT key, target_key FROM urls WHERE decision IN (?, ?) "
+                "AND target_key IS NOT NULL",
+                (REDIRECT, CANONICAL),
+            )
+        }
+        updates = []
+        for key, target_key in hops.items():
+            if target_key not in hops:
+                continue
+            seen = {key}
+            node: str | None = target_key
+            note = "chain"
+            while node is not None and node in hops:
+                if node in seen:
+                    note = "loop"
+                    break
+                seen.add(node)
+                node = hops[node]
+            updates.append((f" ({note})", key))
+        self._db.executemany(
+            "UPDATE urls SET reason = reason || ? WHERE key = ?", updates
+        )
+
+    def _tick(self) -> None:
+        self._pending += 1
+        if self._pending >= COMMIT_EVERY:
+            self.commit()
+
+    def commit(self) -> None:
+        self._db.commit()
+        self._pending = 0
+
+    def close(self) -> None:
+        self.commit()
+        self._db.close()
+
+    # -- reading -----------------------------------------------------------------
+
+    def listed_entries(self) -> Iterator[SitemapEntry]:
+        """The listed pages, sorted by published address, streamed from disk."""
+        cur = self._db.execute(
+            "SELECT loc, lastmod FROM urls WHERE decision = ? ORDER BY loc", (LISTED,)
+        )
+        for loc, lastmod in cur:
+            yield SitemapEntry(loc=loc, lastmod=lastmod)
+
+    def counts(self) -> dict[str, int]:
+        return dict(
+            self._db.execute("SELECT decision, count(*) FROM urls GROUP BY decision")
+        )
+
+    def rows(self, **where: Any) -> Iterator[dict[str, Any]]:
+        """Rows as dicts, ordered by URL; ``where`` filters on equal columns."""
+        for name in where:
+            if name not in COLUMNS:
+                raise ValueError(f"unknown ledger column: {name}")
+        clause = " AND ".join(f"{name} = ?" for name in where)
+        sql = "SELECT * FROM urls" + (f" WHERE {clause}" if clause else "") + " ORDER BY url"
+        cur = self._db.execute(sql, tuple(where.values()))
+        names = [d[0] for d in cur.description]
+        for row in cur:
+            yield dict(zip(names, row))
+
+    def aliases(self) -> dict[str, str]:
+        return dict(self._db.execute("SELECT alias, key FROM aliases"))
+
+    def export_jsonl(self, path: Path) -> int:
+        """Write every row as one JSON object a line; return the row count."""
+        tmp = path.with_name(f".{path.name}.tmp")
+        n = 0
+        with tmp.open("w", encoding="utf-8") as f:
+            for row in self.rows():
+                if row["warnings"]:
+                    row["warnings"] = json.loads(row["warnings"])
+                f.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+                n += 1
+        tmp.replace(path)
+        return n
+
+
+def _target_key(target: str | None) -> str | None:
+    return None if target is None else url_key(target)

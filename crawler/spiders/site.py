@@ -1,0 +1,343 @@
+"""The ``site`` spider: crawl one host the way a polite search-engine bot would.
+
+Each discovered URL is normalised once (:mod:`crawler.urls`), checked against the
+crawl's scope (same host and port, length, include/exclude rules, traps, depth and
+page caps) and either queued or given its final decision on the spot. Each fetched
+URL is judged by its response: status, type, robots directives and canonical
+(issue #2, "Deciding what goes in the sitemap"). Every decision is yielded as a
+:class:`crawler.items.UrlRecord` item; the pipelines record it in the ledger.
+
+Redirects and meta refreshes are judged here, not followed by Scrapy's redirect
+middlewares, so that each hop gets its own decision ("redirect -> target") and its
+target is checked like any other discovered URL (host, robots, dedup). Scrapy's
+RedirectMiddleware would drop the source silently when the target is filtered.
+
+Spider arguments: ``url`` (the start URL, required).
+Settings: ``SITEMAP_*`` (see :mod:`settings`), ``USER_AGENT``,
+``ROBOTSTXT_USER_AGENT``.
+Meta keys: ``sitemap_url``, ``sitemap_depth``, ``sitemap_hops``, ``sitemap_referrer``.
+Stats: ``sitemap/discovered``, ``sitemap/ignored/scheme``, ``sitemap/fatal``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import re
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin, urlsplit
+
+from scrapy import Request, Spider
+from scrapy.http import HtmlResponse, Response
+
+from crawler import items as d
+from crawler.items import UrlRecord
+from crawler.limits import MAX_LOC_LENGTH
+from crawler.links import header_directives, link_header_canonicals, page_facts
+from crawler.middlewares.hostguard import OffHostRequest
+from crawler.middlewares.robots import RobotsDisallowed, product_token
+from crawler.publicurl import PublicUrls
+from crawler.traps import TrapDetector
+from crawler.urls import host_port, normalize_url, url_key
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from scrapy.crawler import Crawler
+    from twisted.python.failure import Failure
+
+logger = logging.getLogger(__name__)
+
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+
+
+class StartUrlError(ValueError):
+    """The start URL cannot be crawled."""
+
+
+class SiteSpider(Spider):
+    name = "site"
+
+    def __init__(self, url: str | None = None, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not url:
+            raise StartUrlError("a start URL is required (-a url=https://example.com/)")
+        start = normalize_url(url)
+        if start is None or host_port(start) is None:
+            raise StartUrlError(f"not an http(s) URL: {url!r}")
+        self.start_url = start
+        parts = urlsplit(start)
+        self.start_scheme = parts.scheme
+        self.start_origin = f"{parts.scheme}://{parts.netloc}"
+        self.site_host_port = host_port(start)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        spider._configure(crawler)
+        return spider
+
+    def _configure(self, crawler: Crawler) -> None:
+        s = crawler.settings
+        self.public = PublicUrls.from_settings(self.start_url, s)
+        self.strip_params = s.getbool("SITEMAP_STRIP_PARAMS", True)
+        self.extra_strip = tuple(s.getlist("SITEMAP_STRIP_EXTRA"))
+        self.include = [re.compile(p) for p in s.getlist("SITEMAP_INCLUDE")]
+        self.exclude = [re.compile(p) for p in s.getlist("SITEMAP_EXCLUDE")]
+        self.max_pages = s.getint("SITEMAP_MAX_PAGES")
+        self.max_depth = s.getint("SITEMAP_MAX_DEPTH")
+        self.max_redirects = s.getint("SITEMAP_MAX_REDIRECTS", 10)
+        self.listed_types = frozenset(t.lower() for t in s.getlist("SITEMAP_LISTED_TYPES"))
+        self.traps = TrapDetector(
+            max_repeats=s.getint("SITEMAP_TRAP_MAX_REPEATS", 2),
+            max_segments=s.getint("SITEMAP_TRAP_MAX_SEGMENTS", 20),
+            max_query_variants=s.getint("SITEMAP_TRAP_MAX_QUERY_VARIANTS", 100),
+        )
+        token = s.get("ROBOTSTXT_USER_AGENT") or product_token(s.get("USER_AGENT", ""))
+        # Robots directives addressed to these agents apply to us.
+        self.agents = ("robots", "googlebot", token.lower())
+        host = self.site_host_port[0] if self.site_host_port else ""
+        self.start_is_public = _is_public_host(host)
+        # Keys of every URL discovered so far: each URL gets one decision.
+        self.seen: set[str] = set()
+        self.scheduled = 0
+
+    # -- the start -----------------------------------------------------------------
+
+    async def start(self) -> AsyncIterator[Any]:
+        for out in self.discover(self.start_url, depth=0, referrer=None, hops=0):
+            yield out
+
+    # -- discovery -------------------------------------------------------------------
+
+    def discover(
+        self,
+        raw: str,
+        *,
+        depth: int,
+        referrer: str | None,
+        hops: int = 0,
+        encoding: str = "utf-8",
+    ) -> Iterator[UrlRecord | Request]:
+        """Decide what to do with a URL found on *referrer*: queue it (yielding a
+        ``queued`` record and its request) or record why not."""
+        url = normalize_url(
+            raw, strip_params=self.strip_params, extra_strip=self.extra_strip, encoding=encoding
+        )
+        stats = self.crawler.stats
+        if url is None:
+            stats.inc_value("sitemap/ignored/scheme")
+            return
+        key = url_key(url)
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        stats.inc_value("sitemap/discovered")
+        record = UrlRecord(
+            url=url,
+            decision=d.QUEUED,
+            raw_url=raw if raw != url else None,
+            depth=depth,
+            referrer=referrer,
+        )
+        reason = self._out_of_scope(url, depth, hops)
+        if reason is not None:
+            record.decision, record.reason = reason
+            yield record
+            return
+        self.scheduled += 1
+        yield record
+        yield Request(
+            url,
+            callback=self.parse,
+            errback=self.failed,
+            meta={
+                "sitemap_url": url,
+                "sitemap_depth": depth,
+                "sitemap_hops": hops,
+                "sitemap_referrer": referrer,
+                # Every status and every redirect reaches the callback.
+                "handle_httpstatus_all": True,
+                "dont_redirect": True,
+            },
+        )
+
+    def _out_of_scope(self, url: str, depth: int, hops: int) -> tuple[str, str] | None:
+        target = host_port(url)
+        if target != self.site_host_port:
+            host = target[0] if target else ""
+            if self.start_is_public and not _is_public_host(host):
+                return d.NON_PUBLIC, "non-public address"
+            return d.OFF_HOST, "another host"
+        if len(url) > MAX_LOC_LENGTH or len(self.public.loc(url) or "") > MAX_LOC_LENGTH:
+            return d.TOO_LONG, f"longer than {MAX_LOC_LENGTH} characters"
+        if url != self.start_url:
+            if self.include and not any(p.search(url) for p in self.include):
+                return d.EXCLUDED, "matches no --include rule"
+            for p in self.exclude:
+                if p.search(url):
+                    return d.EXCLUDED, f"matches --exclude {p.pattern!r}"
+        if hops > self.max_redirects:
+            return d.CAP, f"more than {self.max_redirects} redirect hops"
+        trap = self.traps.check(url)
+        if trap is not None:
+            return d.TRAP, trap
+        if self.max_depth and depth > self.max_depth:
+            return d.CAP, f"max depth {self.max_depth}"
+        if self.max_pages and self.scheduled >= self.max_pages:
+            return d.CAP, f"max pages {self.max_pages}"
+        return None
+
+    # -- judging responses ---------------------------------------------------------------
+
+    def parse(self, response: Response) -> Iterator[UrlRecord | Request]:
+        meta = response.meta
+        url: str = meta["sitemap_url"]
+        depth: int = meta["sitemap_depth"]
+        rec = UrlRecord(
+            url=url,
+            decision=d.LISTED,
+            status=response.status,
+            depth=depth,
+            referrer=meta.get("sitemap_referrer"),
+            content_type=_header(response, b"Content-Type"),
+            last_modified=_header(response, b"Last-Modified"),
+            date=_header(response, b"Date"),
+        )
+        status = response.status
+        if 300 <= status < 400 and b"Location" in response.headers:
+            location = response.headers[b"Location"].decode("latin-1")
+            yield from self._redirect(rec, urljoin(response.url, location), f"{status}", response)
+            return
+        if status != 200:
+            rec.decision, rec.reason = d.STATUS, f"HTTP {status}"
+            yield rec
+            return
+        media_type = (rec.content_type or "").split(";")[0].strip().lower()
+        if isinstance(response, HtmlResponse) and media_type in HTML_TYPES | {""}:
+            yield from self._judge_html(rec, response)
+            return
+        if media_type not in self.listed_types:
+            rec.decision, rec.reason = d.NON_HTML, media_type or "no Content-Type"
+            yield rec
+            return
+        # Another listed type (PDF, say): only headers can say noindex or canonical.
+        robots = header_directives(response, self.agents)
+        yield from self._judge(rec, response, robots.noindex, link_header_canonicals(response))
+
+    def _judge_html(self, rec: UrlRecord, response: HtmlResponse) -> Iterator[UrlRecord | Request]:
+        facts = page_facts(response, self.agents)
+        rec.page_lastmod = facts.page_lastmod
+        encoding = response.encoding
+        if facts.refresh is not None:
+            interval, target = facts.refresh
+            if interval <= 0:
+                # An instant refresh is a redirect to search engines.
+                yield from self._redirect(rec, target, "meta refresh", response)
+                return
+            facts.links.append(target)
+        for link in facts.links:
+            yield from self.discover(
+                link, depth=rec.depth + 1, referrer=rec.url, encoding=encoding
+            )
+        yield from self._judge(rec, response, facts.robots.noindex, facts.canonicals)
+
+    def _judge(
+        self,
+        rec: UrlRecord,
+        response: Response,
+        noindex: str | None,
+        canonicals: list[str],
+    ) -> Iterator[UrlRecord | Request]:
+        canonical = self._canonical(rec, canonicals, response)
+        if noindex:
+            rec.decision, rec.reason = d.NOINDEX, f"noindex ({noindex})"
+        elif canonical is not None and url_key(canonical) != url_key(rec.url):
+            rec.decision, rec.target = d.CANONICAL, self.public.loc(canonical) or canonical
+            where = "" if host_port(canonical) == self.site_host_port else " (another host)"
+            rec.reason = f"canonical -> {rec.target}{where}"
+            # The canonical target is judged on its own (only if it is ours).
+            yield from self.discover(canonical, depth=rec.depth, referrer=rec.url)
+        elif urlsplit(rec.url).scheme != self.start_scheme:
+            rec.decision = d.OTHER_SCHEME
+            rec.reason = f"{urlsplit(rec.url).scheme} URL; the sitemap lists {self.start_scheme} only"
+        elif self.public.loc(rec.url) is None:
+            rec.decision, rec.reason = d.EXCLUDED, "outside the --base-url prefix"
+        yield rec
+
+    def _canonical(
+        self, rec: UrlRecord, candidates: list[str], response: Response
+    ) -> str | None:
+        """The page's canonical, in crawl address space, or None. Invalid and
+        conflicting canonicals are ignored with a warning, as search engines do."""
+        valid = []
+        for raw in candidates:
+            url = normalize_url(
+                raw, strip_params=self.strip_params, extra_strip=self.extra_strip
+            )
+            if url is None:
+                rec.warnings.append(f"ignored canonical {raw[:200]!r}: not an http(s) URL")
+                continue
+            valid.append(self.public.to_crawl(url))
+        distinct = {url_key(u): u for u in valid}
+        if len(distinct) > 1:
+            rec.warnings.append(
+                "ignored conflicting canonicals: " + ", ".join(sorted(distinct.values()))
+            )
+            return None
+        if rec.warnings:
+            self.crawler.stats.inc_value("sitemap/warnings/canonical")
+            if not getattr(self, "_warned_canonical", False):
+                self._warned_canonical = True
+                logger.warning("%s: %s (logged once)", rec.url, rec.warnings[0])
+        return next(iter(distinct.values()), None)
+
+    def _redirect(
+        self, rec: UrlRecord, target: str, how: str, response: Response
+    ) -> Iterator[UrlRecord | Request]:
+        hops = response.meta.get("sitemap_hops", 0) + 1
+        normal = normalize_url(target, strip_params=self.strip_params, extra_strip=self.extra_strip)
+        rec.decision = d.REDIRECT
+        rec.target = normal or target
+        rec.reason = f"{how} -> {rec.target}"
+        yield rec
+        yield from self.discover(target, depth=rec.depth, referrer=rec.url, hops=hops)
+
+    def failed(self, failure: Failure) -> Iterator[UrlRecord]:
+        request = failure.request  # type: ignore[attr-defined]
+        meta = request.meta
+        rec = UrlRecord(
+            url=meta["sitemap_url"],
+            decision=d.ERROR,
+            depth=meta.get("sitemap_depth"),
+            referrer=meta.get("sitemap_referrer"),
+        )
+        if failure.check(RobotsDisallowed):
+            rec.decision, rec.reason = d.ROBOTS, str(failure.value)
+        elif failure.check(OffHostRequest):
+            rec.decision, rec.reason = d.OFF_HOST, "another host"
+        else:
+            rec.reason = f"{failure.type.__name__}: {failure.getErrorMessage()}"[:500]
+        if rec.url == self.start_url and rec.decision == d.ERROR:
+            message = f"start URL unreachable: {rec.url} ({rec.reason})"
+            logger.error(message)
+            self.crawler.stats.set_value("sitemap/fatal", message)
+        yield rec
+
+
+def _header(response: Response, name: bytes) -> str | None:
+    value = response.headers.get(name)
+    return value.decode("latin-1") if value is not None else None
+
+
+def _is_public_host(host: str) -> bool:
+    """False for loopback, private, link-local and reserved addresses and for
+    ``localhost``; names are assumed public (they are not resolved here)."""
+    if host == "localhost" or host.endswith(".localhost"):
+        return False
+    try:
+        ip = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return True
+    return ip.is_global

@@ -1,0 +1,73 @@
+"""Crawler-trap detection: URLs that a site can generate without end.
+
+A trap must not stall the crawl or fill the sitemap (issue #2). A URL is cut, with
+the reason recorded in the ledger, when:
+
+* one path segment occurs more than ``max_repeats`` times (``/a/b/a/b/a/b/``: the
+  mark of relative links that keep appending to themselves);
+* the path has more than ``max_segments`` segments;
+* one path has already been seen with ``max_query_variants`` distinct query strings
+  (calendars, faceted search, sort orders);
+* the URL carries a session identifier that normalisation did not strip (an
+  ASP.NET ``/(S(...))/`` path, or a session-like query parameter).
+
+Settings: ``SITEMAP_TRAP_MAX_REPEATS``, ``SITEMAP_TRAP_MAX_SEGMENTS``,
+``SITEMAP_TRAP_MAX_QUERY_VARIANTS``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from urllib.parse import parse_qsl, urlsplit
+
+_SESSION_PATH = re.compile(r"/\((?:[A-Z]\([^)]*\))+\)/", re.I)
+_SESSION_PARAMS = frozenset(
+    {
+        "sessionid",
+        "session_id",
+        "sessid",
+        "sid",
+        "jsessionid",
+        "phpsessid",
+        "aspsessionid",
+        "cfid",
+        "cftoken",
+        "zenid",
+        "oscsid",
+        "s",
+    }
+)
+
+
+class TrapDetector:
+    def __init__(
+        self, max_repeats: int = 2, max_segments: int = 20, max_query_variants: int = 100
+    ) -> None:
+        self.max_repeats = max_repeats
+        self.max_segments = max_segments
+        self.max_query_variants = max_query_variants
+        self._variants: Counter[str] = Counter()
+
+    def check(self, url: str) -> str | None:
+        """The reason *url* is a trap, or None. Counts query variants as it goes,
+        so call it once per distinct URL."""
+        parts = urlsplit(url)
+        segments = [s for s in parts.path.split("/") if s]
+        if len(segments) > self.max_segments:
+            return f"more than {self.max_segments} path segments"
+        if segments:
+            segment, count = Counter(segments).most_common(1)[0]
+            if count > self.max_repeats:
+                return f"path segment {segment!r} repeated {count} times"
+        if _SESSION_PATH.search(parts.path):
+            return "session identifier in path"
+        if parts.query:
+            for name, _ in parse_qsl(parts.query, keep_blank_values=True):
+                if name.lower() in _SESSION_PARAMS and name.lower() != "s":
+                    return f"session identifier in query ({name})"
+            path = parts.path
+            if self._variants[path] >= self.max_query_variants:
+                return f"more than {self.max_query_variants} query variants of {path}"
+            self._variants[path] += 1
+        return None

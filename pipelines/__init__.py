@@ -1,0 +1,1 @@
+"""Item pipelines: normalise URLs, derive lastmod, record decisions in the ledger."""

@@ -1,0 +1,81 @@
+"""Ledger pipeline: record every decision in the crawl's SQLite ledger.
+
+The ledger is keyed by the dedup key, so a page reached under two forms is recorded
+once and the second form kept as an alias; the first final decision about a URL
+wins. Each run writes ``ledger.running.sqlite`` in the state directory; the
+publisher renames it once the run is over (:mod:`crawler.extensions.publish`).
+``Sitemap:`` lines of robots.txt (Scrapy's ``robots_parsed`` signal) are kept in the
+ledger's ``meta`` table.
+
+Settings: ``SITEMAP_OUT_DIR``, ``SITEMAP_STATE_DIR``.
+Stats: ``sitemap/decision/<decision>`` for every final decision,
+``sitemap/duplicates``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+
+from crawler.items import QUEUED, UrlRecord
+from crawler.ledger import Ledger
+from crawler.paths import CrawlPaths
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
+
+
+class LedgerPipeline:
+    def __init__(self, paths: CrawlPaths, stats: StatsCollector) -> None:
+        self.paths = paths
+        self.stats = stats
+        self.ledger: Ledger | None = None
+        self.robots_sitemaps: list[str] = []
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        assert crawler.stats is not None
+        pipeline = cls(CrawlPaths.from_settings(crawler.settings), crawler.stats)
+        pipeline.crawler = crawler
+        crawler.signals.connect(pipeline.robots_parsed, signal=signals.robots_parsed)
+        return pipeline
+
+    def open_spider(self) -> None:
+        path = self.paths.running_ledger
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            stale.unlink(missing_ok=True)
+        self.ledger = Ledger(path)
+        spider = self.crawler.spider
+        self.ledger.set_meta("start_url", getattr(spider, "start_url", None))
+        self.ledger.set_meta("settings_base_url", self.crawler.settings.get("SITEMAP_BASE_URL"))
+
+    def robots_parsed(self, robotparser: Any, request: Any) -> None:
+        sitemaps = getattr(getattr(robotparser, "rp", None), "sitemaps", None)
+        if sitemaps and self.ledger is not None:
+            self.robots_sitemaps.extend(s for s in sitemaps if s not in self.robots_sitemaps)
+            self.ledger.set_meta("robots_sitemaps", self.robots_sitemaps)
+
+    def process_item(self, item: Any) -> Any:
+        if not isinstance(item, UrlRecord):
+            return item
+        assert self.ledger is not None
+        if self.ledger.record(item):
+            if item.decision != QUEUED:
+                self.stats.inc_value(f"sitemap/decision/{item.decision}")
+        elif item.decision != QUEUED:
+            self.stats.inc_value("sitemap/duplicates")
+        return item
+
+    def close_spider(self) -> None:
+        if self.ledger is None:
+            return
+        unfetched = self.ledger.finish("not fetched: the crawl stopped first")
+        for decision, count in unfetched.items():
+            self.stats.inc_value(f"sitemap/decision/{decision}", count)
+        self.ledger.close()
+        self.ledger = None

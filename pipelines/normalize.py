@@ -1,0 +1,54 @@
+"""Normalisation pipeline: give each decision its normalised URL, dedup key and
+published address.
+
+The spider already normalised the URL to decide whether it was new; normalising
+again here is idempotent and makes the pipeline the one place that guarantees the
+ledger never holds a URL in any other form. ``key`` is the dedup key
+(:func:`crawler.urls.url_key`); ``loc`` the published address of a listed page
+(:class:`crawler.publicurl.PublicUrls`, which applies ``SITEMAP_BASE_URL``).
+
+Settings: ``SITEMAP_BASE_URL``, ``SITEMAP_STRIP_PARAMS``, ``SITEMAP_STRIP_EXTRA``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from crawler.items import LISTED, UrlRecord
+from crawler.publicurl import PublicUrls
+from crawler.urls import normalize_url, url_key
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from scrapy.crawler import Crawler
+
+
+class NormalizePipeline:
+    def __init__(self, crawler: Crawler, strip_params: bool, extra_strip: tuple[str, ...]) -> None:
+        self.crawler = crawler
+        self.strip_params = strip_params
+        self.extra_strip = extra_strip
+        self.public: PublicUrls | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        s = crawler.settings
+        return cls(crawler, s.getbool("SITEMAP_STRIP_PARAMS", True), tuple(s.getlist("SITEMAP_STRIP_EXTRA")))
+
+    def open_spider(self) -> None:
+        start_url = self.crawler.spider.start_url  # type: ignore[union-attr]
+        self.public = PublicUrls.from_settings(start_url, self.crawler.settings)
+
+    def process_item(self, item: Any) -> Any:
+        if not isinstance(item, UrlRecord):
+            return item
+        assert self.public is not None
+        item.url = (
+            normalize_url(item.url, strip_params=self.strip_params, extra_strip=self.extra_strip)
+            or item.url
+        )
+        item.key = url_key(item.url)
+        if item.decision == LISTED:
+            item.loc = self.public.loc(item.url)
+        return item

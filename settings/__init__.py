@@ -1,0 +1,117 @@
+"""Scrapy settings of sitemap-crawler (``scrapy.cfg``: ``[settings] default = settings``).
+
+Scrapy's own settings are set for a polite crawl of a real site; the project's own
+are prefixed ``SITEMAP_``, in alphabetical order, each documented here and in
+README.md. The command line (``sitemap-crawler crawl``) maps its options onto these;
+``-s NAME=VALUE`` sets any of them, and any Scrapy setting.
+"""
+
+from crawler import __version__
+
+BOT_NAME = "sitemap-crawler"
+SPIDER_MODULES = ["crawler.spiders"]
+NEWSPIDER_MODULE = "crawler.spiders"
+COMMANDS_MODULE = "crawler.commands"
+
+# -- Identity and politeness -------------------------------------------------------
+
+USER_AGENT = f"sitemap-crawler/{__version__} (+https://github.com/sitemap-crawler/sitemap-crawler)"
+# robots.txt groups are matched on this product token.
+ROBOTSTXT_USER_AGENT = "sitemap-crawler"
+ROBOTSTXT_OBEY = True
+CONCURRENT_REQUESTS = 16
+CONCURRENT_REQUESTS_PER_DOMAIN = 8
+DOWNLOAD_DELAY = 0
+AUTOTHROTTLE_ENABLED = True
+AUTOTHROTTLE_START_DELAY = 0.25
+AUTOTHROTTLE_MAX_DELAY = 30.0
+AUTOTHROTTLE_TARGET_CONCURRENCY = 4.0
+
+# -- Safe defaults for a real site ----------------------------------------------------
+
+DOWNLOAD_TIMEOUT = 30
+DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
+DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
+DNS_TIMEOUT = 20
+RETRY_TIMES = 2
+# Only robots.txt requests use Scrapy's redirect middleware (5 hops, RFC 9309); pages
+# are judged hop by hop by the spider.
+REDIRECT_MAX_TIMES = 5
+METAREFRESH_ENABLED = False
+# Every status reaches the spider: a 404 is a decision, not an error.
+HTTPERROR_ALLOW_ALL = True
+# The spider drops longer URLs with a recorded reason before Scrapy would silently.
+URLLENGTH_LIMIT = 8192
+TELNETCONSOLE_ENABLED = False
+# Scrapy 2.19 opens a local HTTP control port by default; a crawler needs none.
+REMOTE_CONTROL_ENABLED = False
+LOG_LEVEL = "INFO"
+
+DOWNLOADER_MIDDLEWARES = {
+    "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
+    "crawler.middlewares.hostguard.HostGuardMiddleware": 50,
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "crawler.middlewares.robots.StrictRobotsTxtMiddleware": 100,
+    "scrapy.downloadermiddlewares.cookies.CookiesMiddleware": None,
+    "crawler.middlewares.cookies.OfflineCookiesMiddleware": 700,
+}
+EXTENSIONS = {
+    "scrapy.extensions.throttle.AutoThrottle": None,
+    "crawler.extensions.throttle.PoliteThrottle": 0,
+    "crawler.extensions.publish.SitemapPublisher": 500,
+}
+ITEM_PIPELINES = {
+    "pipelines.normalize.NormalizePipeline": 100,
+    "pipelines.lastmod.LastmodPipeline": 200,
+    "pipelines.ledger.LedgerPipeline": 300,
+}
+
+# -- sitemap-crawler ---------------------------------------------------------------------
+
+# Public address of the crawled site: published <loc>s are rewritten from the start
+# URL's directory to this prefix (None: publish the crawled addresses).
+SITEMAP_BASE_URL = None
+# Published <changefreq> for every URL (always ... never); None omits it.
+SITEMAP_CHANGEFREQ = None
+# Regular expressions (re.search on the normalised URL): a URL matching any
+# SITEMAP_EXCLUDE is not crawled; with SITEMAP_INCLUDE set, only URLs matching one are.
+SITEMAP_EXCLUDE: list[str] = []
+# Output format of the sitemap files: "xml" or "txt" (the index is always XML).
+SITEMAP_FORMAT = "xml"
+# Gzip the sitemap files (reproducible bytes: fixed mtime, no file name).
+SITEMAP_GZIP = True
+SITEMAP_INCLUDE: list[str] = []
+# Fall back to page metadata (article:modified_time, JSON-LD dateModified) for lastmod.
+SITEMAP_LASTMOD_FROM_PAGE = True
+# Content types listed besides HTML (e.g. ["application/pdf"]).
+SITEMAP_LISTED_TYPES: list[str] = []
+# Upper bound, in seconds, on a robots.txt Crawl-delay we honour.
+SITEMAP_MAX_CRAWL_DELAY = 10.0
+# Rotation caps of one sitemap file (protocol maxima: 50,000 URLs, 50 MiB uncompressed).
+SITEMAP_MAX_BYTES_PER_FILE = 50 * 1024 * 1024
+SITEMAP_MAX_URLS_PER_FILE = 50_000
+# Link depth from the start URL beyond which URLs are not fetched (0: no limit).
+# Redirect and canonical targets keep the depth of their source.
+SITEMAP_MAX_DEPTH = 50
+# Pages fetched at most; later URLs are recorded as "cap-reached" (0: no limit).
+SITEMAP_MAX_PAGES = 500_000
+# Redirect hops followed from one URL before the target is left unfetched.
+SITEMAP_MAX_REDIRECTS = 10
+# Where the sitemap set is published, and where the ledger lives (default: beside
+# the output, "<out>.sitemap-state"; never inside the output).
+SITEMAP_OUT_DIR = "public"
+# Published <priority> for every URL (0.0-1.0); None omits it.
+SITEMAP_PRIORITY = None
+# robots.txt bytes read (RFC 9309 asks for at least 500 KiB).
+SITEMAP_ROBOTS_MAX_BYTES = 500 * 1024
+SITEMAP_STATE_DIR = None
+# Query parameters removed on top of the defaults (utm_*, gclid, fbclid, jsessionid,
+# phpsessid, sid); SITEMAP_STRIP_PARAMS = False keeps every parameter.
+SITEMAP_STRIP_EXTRA: list[str] = []
+SITEMAP_STRIP_PARAMS = True
+# Crawler traps: a path segment repeated more than this many times ...
+SITEMAP_TRAP_MAX_REPEATS = 2
+# ... more distinct query strings than this for one path ...
+SITEMAP_TRAP_MAX_QUERY_VARIANTS = 100
+# ... or more path segments than this.
+SITEMAP_TRAP_MAX_SEGMENTS = 20
