@@ -72,3 +72,13 @@ class UrlRecord:
     loc: str | None = None
     lastmod: str | None = None
     warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Alias:
+    """Another form under which an already discovered URL was found (a tracking
+    parameter, another query order, an unencoded character)."""
+
+    alias: str
+    url: str
+    key: str | None = None

@@ -143,6 +143,7 @@ class Ledger:
             "INSERT INTO aliases (alias, key) VALUES (?, ?) ON CONFLICT DO NOTHING",
             (alias, key),
         )
+        self._tick()
 
     def set_meta(self, name: str, value: Any) -> None:
         self._db.execute(

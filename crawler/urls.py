@@ -422,3 +422,22 @@ def _remove_dot_segments(path: str) -> str:
             output.append(path[:end])
             path = path[end:]
     return "".join(output)
+
+
+def site_of(url: str) -> tuple[str, int | None] | None:
+    """The site a URL belongs to for discovery: its host, and its port when that
+    is not the scheme's default.
+
+    http and https of one host are one site (issue #2: ``http://example.com/`` and
+    ``https://example.com/`` are crawled together, though only the start URL's
+    scheme is listed), while another port or any other host name, subdomains
+    included, is another site.
+    """
+    parts = _split(url)
+    if parts is None:
+        return None
+    found = host_port(url)
+    if found is None:
+        return None
+    host, port = found
+    return host, None if port == _DEFAULT_PORTS[parts[0]] else port

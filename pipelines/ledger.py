@@ -9,7 +9,7 @@ ledger's ``meta`` table.
 
 Settings: ``SITEMAP_OUT_DIR``, ``SITEMAP_STATE_DIR``.
 Stats: ``sitemap/decision/<decision>`` for every final decision,
-``sitemap/duplicates``.
+``sitemap/duplicates``, ``sitemap/aliases``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 
-from crawler.items import QUEUED, UrlRecord
+from crawler.items import QUEUED, Alias, UrlRecord
 from crawler.ledger import Ledger
 from crawler.paths import CrawlPaths
 
@@ -61,6 +61,11 @@ class LedgerPipeline:
             self.ledger.set_meta("robots_sitemaps", self.robots_sitemaps)
 
     def process_item(self, item: Any) -> Any:
+        if isinstance(item, Alias) and self.ledger is not None:
+            assert item.key is not None
+            self.ledger.add_alias(item.alias, item.key)
+            self.stats.inc_value("sitemap/aliases")
+            return item
         if not isinstance(item, UrlRecord):
             return item
         assert self.ledger is not None

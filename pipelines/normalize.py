@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from crawler.items import LISTED, UrlRecord
+from crawler.items import LISTED, Alias, UrlRecord
 from crawler.publicurl import PublicUrls
 from crawler.urls import normalize_url, url_key
 
@@ -41,6 +41,9 @@ class NormalizePipeline:
         self.public = PublicUrls.from_settings(start_url, self.crawler.settings)
 
     def process_item(self, item: Any) -> Any:
+        if isinstance(item, Alias):
+            item.key = url_key(item.url)
+            return item
         if not isinstance(item, UrlRecord):
             return item
         assert self.public is not None

@@ -2,10 +2,10 @@
 
 The crawl talks to the crawled host and nothing else (issue #2): every request,
 including robots.txt and whatever a redirect middleware builds, must go to the start
-URL's host and port (http or https). Anything else is refused here, at the first
+URL's site (:func:`crawler.urls.site_of`: its host and port, http or https). Anything else is refused here, at the first
 downloader middleware, so no component can reach another host by accident.
 
-Settings: none; the spider provides ``allowed_origin()``.
+Settings: none; the spider's ``site`` attribute says which site is ours.
 Stats: ``sitemap/hostguard/refused``.
 """
 
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import IgnoreRequest
 
-from crawler.urls import host_port
+from crawler.urls import site_of
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -41,10 +41,10 @@ class HostGuardMiddleware:
 
     def process_request(self, request: Request) -> None:
         spider = self.crawler.spider
-        allowed = getattr(spider, "site_host_port", None)
+        allowed = getattr(spider, "site", None)
         if allowed is None:  # another spider: not ours to guard
             return None
-        if host_port(request.url) != allowed:
+        if site_of(request.url) != allowed:
             assert self.crawler.stats is not None
             self.crawler.stats.inc_value("sitemap/hostguard/refused")
             logger.warning("Refused a request to another host: %s", request.url)

@@ -32,14 +32,14 @@ from scrapy import Request, Spider
 from scrapy.http import HtmlResponse, Response
 
 from crawler import items as d
-from crawler.items import UrlRecord
+from crawler.items import Alias, UrlRecord
 from crawler.limits import MAX_LOC_LENGTH
 from crawler.links import header_directives, link_header_canonicals, page_facts
 from crawler.middlewares.hostguard import OffHostRequest
 from crawler.middlewares.robots import RobotsDisallowed, product_token
 from crawler.publicurl import PublicUrls
 from crawler.traps import TrapDetector
-from crawler.urls import host_port, normalize_url, url_key
+from crawler.urls import normalize_url, site_of, url_key
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -64,13 +64,13 @@ class SiteSpider(Spider):
         if not url:
             raise StartUrlError("a start URL is required (-a url=https://example.com/)")
         start = normalize_url(url)
-        if start is None or host_port(start) is None:
+        if start is None or site_of(start) is None:
             raise StartUrlError(f"not an http(s) URL: {url!r}")
         self.start_url = start
         parts = urlsplit(start)
         self.start_scheme = parts.scheme
         self.start_origin = f"{parts.scheme}://{parts.netloc}"
-        self.site_host_port = host_port(start)
+        self.site = site_of(start)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
@@ -97,10 +97,11 @@ class SiteSpider(Spider):
         token = s.get("ROBOTSTXT_USER_AGENT") or product_token(s.get("USER_AGENT", ""))
         # Robots directives addressed to these agents apply to us.
         self.agents = ("robots", "googlebot", token.lower())
-        host = self.site_host_port[0] if self.site_host_port else ""
+        host = self.site[0] if self.site else ""
         self.start_is_public = _is_public_host(host)
         # Keys of every URL discovered so far: each URL gets one decision.
         self.seen: set[str] = set()
+        self.alias_forms: set[str] = set()
         self.scheduled = 0
 
     # -- the start -----------------------------------------------------------------
@@ -119,7 +120,7 @@ class SiteSpider(Spider):
         referrer: str | None,
         hops: int = 0,
         encoding: str = "utf-8",
-    ) -> Iterator[UrlRecord | Request]:
+    ) -> Iterator[UrlRecord | Alias | Request]:
         """Decide what to do with a URL found on *referrer*: queue it (yielding a
         ``queued`` record and its request) or record why not."""
         url = normalize_url(
@@ -131,6 +132,13 @@ class SiteSpider(Spider):
             return
         key = url_key(url)
         if key in self.seen:
+            # Another form of a known URL: keep it as an alias, once per form. A
+            # fragment alone does not make another form (tables of contents would
+            # flood the ledger with them).
+            form = raw.partition("#")[0]
+            if form != url and form not in self.alias_forms:
+                self.alias_forms.add(form)
+                yield Alias(alias=form, url=url)
             return
         self.seen.add(key)
         stats.inc_value("sitemap/discovered")
@@ -164,8 +172,8 @@ class SiteSpider(Spider):
         )
 
     def _out_of_scope(self, url: str, depth: int, hops: int) -> tuple[str, str] | None:
-        target = host_port(url)
-        if target != self.site_host_port:
+        target = site_of(url)
+        if target != self.site:
             host = target[0] if target else ""
             if self.start_is_public and not _is_public_host(host):
                 return d.NON_PUBLIC, "non-public address"
@@ -255,7 +263,7 @@ class SiteSpider(Spider):
             rec.decision, rec.reason = d.NOINDEX, f"noindex ({noindex})"
         elif canonical is not None and url_key(canonical) != url_key(rec.url):
             rec.decision, rec.target = d.CANONICAL, self.public.loc(canonical) or canonical
-            where = "" if host_port(canonical) == self.site_host_port else " (another host)"
+            where = "" if site_of(canonical) == self.site else " (another host)"
             rec.reason = f"canonical -> {rec.target}{where}"
             # The canonical target is judged on its own (only if it is ours).
             yield from self.discover(canonical, depth=rec.depth, referrer=rec.url)

@@ -1,0 +1,198 @@
+"""Shared fixtures: real test servers on 127.0.0.1 and in-process crawls.
+
+Servers are subprocesses (``tests/mockserver.py``), as in Scrapy's own suite; crawls
+run in the test process on the asyncio reactor through pytest-twisted, so a test can
+read the crawl's stats and ledger directly. Every crawl is watched with a Python
+audit hook: a connection or DNS lookup for anything but the test server fails the
+test (issue #2: the crawl talks to the crawled host and nothing else).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from twisted.internet.defer import Deferred
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# -- network audit -------------------------------------------------------------------
+
+_audit_lock = threading.Lock()
+_audit_log: list[tuple[str, Any]] | None = None
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if _audit_log is None:
+        return
+    if event == "socket.connect":
+        address = args[1]
+        if isinstance(address, tuple):
+            with _audit_lock:
+                _audit_log.append(("connect", address[:2]))
+    elif event == "socket.getaddrinfo":
+        with _audit_lock:
+            _audit_log.append(("getaddrinfo", (args[0], args[1])))
+
+
+sys.addaudithook(_audit)
+
+
+class NetworkWatch:
+    """Records every socket connect and DNS lookup made by this process."""
+
+    def __enter__(self) -> list[tuple[str, Any]]:
+        global _audit_log
+        _audit_log = []
+        return _audit_log
+
+    def __exit__(self, *exc: object) -> None:
+        global _audit_log
+        _audit_log = None
+
+
+# -- test servers ------------------------------------------------------------------------
+
+
+@dataclass
+class MockServer:
+    robots: str
+    log_path: Path
+    proc: subprocess.Popen[str] | None = None
+    port: int = 0
+
+    def start(self) -> MockServer:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.mockserver", "--robots", self.robots, "--log", str(self.log_path)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line.strip().isdigit():
+            self.stop()
+            raise RuntimeError(f"mock server did not start: {line!r}")
+        self.port = int(line)
+        return self
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+            if self.proc.stdout is not None:
+                self.proc.stdout.close()
+            self.proc = None
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def url(self, path: str = "/") -> str:
+        return self.base + path
+
+    def requests(self) -> list[dict[str, Any]]:
+        if not self.log_path.exists():
+            return []
+        return [json.loads(line) for line in self.log_path.read_text().splitlines() if line]
+
+    def clear_log(self) -> None:
+        self.log_path.write_text("")
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """``servers(mode)`` starts (once per module and mode) a test site whose
+    robots.txt behaves as *mode*."""
+    started: dict[str, MockServer] = {}
+    tmp = tmp_path_factory.mktemp("servers")
+
+    def get(mode: str = "rules") -> MockServer:
+        if mode not in started:
+            started[mode] = MockServer(mode, tmp / f"{mode}.log").start()
+        return started[mode]
+
+    yield get
+    for srv in started.values():
+        srv.stop()
+
+
+@pytest.fixture(scope="module")
+def site(servers: Any) -> MockServer:
+    return servers("rules")
+
+
+# -- crawls -------------------------------------------------------------------------------
+
+
+@dataclass
+class CrawlResult:
+    stats: dict[str, Any]
+    out: Path
+    state: Path
+    network: list[tuple[str, Any]] = field(default_factory=list)
+
+    @property
+    def outcome(self) -> str | None:
+        return self.stats.get("sitemap/outcome")
+
+    def ledger_rows(self) -> dict[str, dict[str, Any]]:
+        from crawler.ledger import Ledger
+
+        path = self.state / "ledger.sqlite"
+        if not path.exists():
+            path = self.state / "ledger.failed.sqlite"
+        ledger = Ledger(path)
+        try:
+            return {row["url"]: row for row in ledger.rows()}
+        finally:
+            ledger.close()
+
+    def decisions(self) -> dict[str, tuple[str, str]]:
+        return {url: (row["decision"], row["reason"]) for url, row in self.ledger_rows().items()}
+
+    def listed(self) -> set[str]:
+        return {row["loc"] for row in self.ledger_rows().values() if row["decision"] == "listed"}
+
+
+def crawl_settings(tmp_path: Path, **overrides: Any) -> dict[str, Any]:
+    settings = {
+        "SITEMAP_OUT_DIR": str(tmp_path / "public"),
+        "SITEMAP_STATE_DIR": str(tmp_path / "state"),
+        "LOG_LEVEL": "INFO",
+        # Local test servers answer at once; no need to ramp up.
+        "AUTOTHROTTLE_START_DELAY": 0.0,
+        "RETRY_TIMES": 1,
+    }
+    settings.update(overrides)
+    return settings
+
+
+async def run_crawl(url: str, tmp_path: Path, **overrides: Any) -> CrawlResult:
+    """Crawl *url* in this process with the project's settings plus *overrides*."""
+    from scrapy.crawler import AsyncCrawlerRunner
+    from scrapy.settings import Settings
+
+    from crawler.spiders.site import SiteSpider
+
+    settings = Settings()
+    settings.setmodule("settings", priority="project")
+    settings.setdict(crawl_settings(tmp_path, **overrides), priority="cmdline")
+    runner = AsyncCrawlerRunner(settings)
+    crawler = runner.create_crawler(SiteSpider)
+    with NetworkWatch() as network:
+        # pytest-twisted drives this coroutine with Deferreds; wrap the asyncio task.
+        await Deferred.fromFuture(asyncio.ensure_future(runner.crawl(crawler, url=url)))
+        seen = list(network)
+    assert crawler.stats is not None
+    return CrawlResult(
+        crawler.stats.get_stats(), tmp_path / "public", tmp_path / "state", seen
+    )
