@@ -288,7 +288,7 @@ class Site(resource.Resource):
         other = f"http://localhost:{self.port['port']}"
         found = self.lookup(path)
         if found is None:
-            return b""  # "slow": the request is left hanging
+            return server.NOT_DONE_YET  # "slow": the request is left hanging
         status, headers, body = found
         request.setResponseCode(status)
         if isinstance(body, str):

@@ -1,0 +1,139 @@
+"""robots.txt with RFC 9309 semantics, against real servers whose robots.txt is
+missing, forbidden, failing, redirected, oversized, BOM-prefixed or slow."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_twisted
+
+from tests.conftest import run_crawl
+
+# A small crawl: the home page and what it links to directly.
+SMALL = {"SITEMAP_MAX_DEPTH": 1}
+
+
+def fetched_paths(server: Any) -> set[str]:
+    return {r["path"] for r in server.requests()}
+
+
+@pytest.mark.parametrize("mode", ["404", "403", "redirect-loop"])
+@pytest_twisted.ensureDeferred
+async def test_unavailable_robots_allows_everything(servers: Any, tmp_path: Path, mode: str) -> None:
+    server = servers(mode)
+    result = await run_crawl(server.url("/"), tmp_path, **SMALL)
+    assert result.outcome == "published"
+    decisions = result.decisions()
+    assert decisions[server.url("/private/secret.html")][0] == "listed"
+    assert decisions[server.url("/blocked-for-us/page.html")][0] == "listed"
+    assert result.stats["sitemap/robots/unavailable"] >= 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_redirect_loop_stops_after_five_hops(servers: Any, tmp_path: Path) -> None:
+    # RFC 9309 2.3.1.2: at least five consecutive redirects, then "unavailable".
+    server = servers("redirect-loop")
+    server.clear_log()
+    await run_crawl(server.url("/"), tmp_path, SITEMAP_MAX_PAGES=1)
+    robots = [r for r in server.requests() if r["path"].startswith("/robots.txt")]
+    assert len(robots) == 6  # the first request and five redirects
+
+
+@pytest.mark.parametrize("mode", ["500", "503", "429"])
+@pytest_twisted.ensureDeferred
+async def test_unreachable_robots_stops_the_crawl(servers: Any, tmp_path: Path, mode: str) -> None:
+    server = servers(mode)
+    previous = tmp_path / "public"
+    previous.mkdir()
+    (previous / "sitemap_index.xml").write_text("previous good set")
+    result = await run_crawl(server.url("/"), tmp_path, RETRY_TIMES=0)
+    assert result.outcome == "failed"
+    assert f"HTTP {mode}" in result.stats["sitemap/fatal"]
+    assert "unreachable" in result.stats["sitemap/fatal"]
+    # Nothing but robots.txt was requested; nothing was published.
+    assert fetched_paths(server) <= {"/robots.txt"}
+    assert (previous / "sitemap_index.xml").read_text() == "previous good set"
+    assert sorted(p.name for p in previous.iterdir()) == ["sitemap_index.xml"]
+    assert (tmp_path / "state" / "ledger.failed.sqlite").exists()
+
+
+@pytest_twisted.ensureDeferred
+async def test_robots_timeout_stops_the_crawl(servers: Any, tmp_path: Path) -> None:
+    server = servers("slow")
+    result = await run_crawl(server.url("/"), tmp_path, DOWNLOAD_TIMEOUT=1, RETRY_TIMES=0)
+    assert result.outcome == "failed"
+    assert "TimeoutError" in result.stats["sitemap/fatal"]
+    assert fetched_paths(server) == {"/robots.txt"}
+
+
+@pytest_twisted.ensureDeferred
+async def test_robots_redirect_is_followed(servers: Any, tmp_path: Path) -> None:
+    server = servers("redirect")
+    result = await run_crawl(server.url("/"), tmp_path, **SMALL)
+    decisions = result.decisions()
+    # /robots-real.txt disallows /about.html for everyone.
+    assert decisions[server.url("/about.html")] == ("robots-disallowed", "Forbidden by robots.txt")
+    assert decisions[server.url("/private/secret.html")][0] == "listed"
+    assert "/about.html" not in fetched_paths(server)
+
+
+@pytest_twisted.ensureDeferred
+async def test_robots_redirect_to_another_host_is_not_followed(servers: Any, tmp_path: Path) -> None:
+    server = servers("redirect-offhost")
+    result = await run_crawl(server.url("/"), tmp_path, **SMALL)
+    assert result.outcome == "published"
+    assert {r["host"] for r in server.requests()} == {f"127.0.0.1:{server.port}"}
+    assert result.stats["sitemap/hostguard/refused"] == 1
+    assert result.decisions()[server.url("/private/secret.html")][0] == "listed"
+
+
+@pytest_twisted.ensureDeferred
+async def test_robots_with_bom(servers: Any, tmp_path: Path) -> None:
+    server = servers("bom")
+    result = await run_crawl(server.url("/"), tmp_path, **SMALL)
+    assert result.decisions()[server.url("/about.html")][0] == "robots-disallowed"
+
+
+@pytest_twisted.ensureDeferred
+async def test_only_first_500_kib_of_robots_is_read(servers: Any, tmp_path: Path) -> None:
+    server = servers("huge")
+    result = await run_crawl(server.url("/"), tmp_path, **SMALL)
+    decisions = result.decisions()
+    # The Disallow for /private/ is at the top; the one for /about.html is past 500 KiB.
+    assert decisions[server.url("/private/secret.html")][0] == "robots-disallowed"
+    assert decisions[server.url("/about.html")][0] == "listed"
+
+
+@pytest_twisted.ensureDeferred
+async def test_crawl_delay_is_honoured(servers: Any, tmp_path: Path) -> None:
+    server = servers("crawl-delay")
+    result = await run_crawl(server.url("/"), tmp_path, SITEMAP_MAX_PAGES=4, CONCURRENT_REQUESTS=8)
+    assert result.stats["sitemap/throttle/crawl_delay"] == 1.0
+    times = sorted(r["time"] for r in server.requests() if r["path"] != "/robots.txt")
+    assert len(times) == 4
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    assert min(gaps) >= 0.9, gaps
+
+
+@pytest_twisted.ensureDeferred
+async def test_crawl_delay_is_capped(servers: Any, tmp_path: Path) -> None:
+    server = servers("crawl-delay")
+    result = await run_crawl(
+        server.url("/"), tmp_path, SITEMAP_MAX_PAGES=2, SITEMAP_MAX_CRAWL_DELAY=0.2
+    )
+    assert result.stats["sitemap/throttle/crawl_delay"] == 0.2
+
+
+@pytest_twisted.ensureDeferred
+async def test_user_agent_token_selects_the_group(servers: Any, tmp_path: Path) -> None:
+    server = servers("rules")
+    result = await run_crawl(
+        server.url("/"), tmp_path, USER_AGENT="OtherBot/2.0", ROBOTSTXT_USER_AGENT="OtherBot", **SMALL
+    )
+    decisions = result.decisions()
+    # The "*" group applies to OtherBot: /blocked-for-us/ is allowed, /private/ is not.
+    assert decisions[server.url("/blocked-for-us/page.html")][0] == "listed"
+    assert decisions[server.url("/private/open.html")][0] == "robots-disallowed"
+    assert {r["user_agent"] for r in server.requests()} == {"OtherBot/2.0"}
