@@ -185,7 +185,8 @@ async def run_crawl(url: str, tmp_path: Path, **overrides: Any) -> CrawlResult:
 
     settings = Settings()
     settings.setmodule("settings", priority="project")
-    settings.setdict(crawl_settings(tmp_path, **overrides), priority="cmdline")
+    chosen = crawl_settings(tmp_path, **overrides)
+    settings.setdict(chosen, priority="cmdline")
     runner = AsyncCrawlerRunner(settings)
     crawler = runner.create_crawler(SiteSpider)
     with NetworkWatch() as network:
@@ -194,5 +195,8 @@ async def run_crawl(url: str, tmp_path: Path, **overrides: Any) -> CrawlResult:
         seen = list(network)
     assert crawler.stats is not None
     return CrawlResult(
-        crawler.stats.get_stats(), tmp_path / "public", tmp_path / "state", seen
+        crawler.stats.get_stats(),
+        Path(chosen["SITEMAP_OUT_DIR"]),
+        Path(chosen["SITEMAP_STATE_DIR"]),
+        seen,
     )
