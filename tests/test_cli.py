@@ -1,0 +1,175 @@
+"""The command line as a user runs it: a subprocess, real exit codes, one-line
+errors and no tracebacks; plus the same crawl through ``scrapy crawl site``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, MockServer
+
+OPTIONS = [
+    "--out",
+    "--state",
+    "--base-url",
+    "--max-pages",
+    "--max-depth",
+    "--concurrency",
+    "--delay",
+    "--user-agent",
+    "--include",
+    "--exclude",
+    "--max-urls-per-file",
+    "--max-bytes-per-file",
+    "--no-gzip",
+    "--format",
+    "--set",
+]
+
+
+def cli(*args: str, cwd: Path = ROOT, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "crawler.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess[str], code: int, text: str) -> None:
+    assert proc.returncode == code, proc.stderr
+    assert "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("sitemap-crawler")]
+    assert len(errors) == 1, proc.stderr
+    assert text in errors[0]
+
+
+def test_help_documents_every_option() -> None:
+    proc = cli("crawl", "--help")
+    assert proc.returncode == 0
+    for option in OPTIONS:
+        assert option in proc.stdout
+    assert "Exit status" in proc.stdout
+
+
+def test_crawl_publishes_and_prints_summary(site: MockServer, tmp_path: Path) -> None:
+    out = tmp_path / "public"
+    proc = cli(
+        "crawl", site.url("/relative/one.html"), "--out", str(out), "--max-urls-per-file", "2",
+        "--no-gzip", "-s", "AUTOTHROTTLE_START_DELAY=0",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "listed: 4" in proc.stdout
+    assert f"Sitemap: {site.url('/relative/sitemap_index.xml')}" in proc.stdout
+    names = sorted(p.name for p in out.iterdir())
+    assert len(names) == 3 and names[-1] == "sitemap_index.xml"
+    assert all(n.endswith(".xml") for n in names)
+    assert (tmp_path / "public.sitemap-state" / "ledger.sqlite").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["crawl", "not a url"], "not an http(s) URL: 'not a url'"),
+        (["crawl", "ftp://example.com/"], "not an http(s) URL"),
+        (["crawl", "http://"], "not an http(s) URL"),
+        (["crawl", "http://127.0.0.1:99999/"], "not an http(s) URL"),
+        (["crawl", "http://127.0.0.1/", "--max-pages", "lots"], "argument --max-pages: not a whole number"),
+        (["crawl", "http://127.0.0.1/", "--concurrency", "0"], "must be at least 1"),
+        (["crawl", "http://127.0.0.1/", "--delay", "-1"], "must be between 0 and 3600"),
+        (["crawl", "http://127.0.0.1/", "--include", "("], "invalid regular expression"),
+        (["crawl", "http://127.0.0.1/", "--format", "json"], "invalid choice: 'json'"),
+        (["crawl", "http://127.0.0.1/", "--max-urls-per-file", "60000"], "cannot exceed the protocol's 50000"),
+        (["crawl", "http://127.0.0.1/", "--base-url", "mailto:x@y"], "--base-url must be an http(s) URL"),
+        (["crawl", "http://127.0.0.1/", "-s", "NOEQUALS"], "expected NAME=VALUE"),
+        (["crawl", "http://127.0.0.1/", "--bogus"], "unrecognized arguments: --bogus"),
+        (["crawl"], "the following arguments are required: url"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str, tmp_path: Path) -> None:
+    proc = cli(*args, cwd=tmp_path)
+    assert_one_line_error(proc, 2, message)
+    assert not (tmp_path / "public").exists() or not any((tmp_path / "public").iterdir())
+
+
+def test_state_inside_output_is_refused(tmp_path: Path) -> None:
+    proc = cli("crawl", "http://127.0.0.1/", "--out", str(tmp_path / "pub"), "--state", str(tmp_path / "pub" / "st"))
+    assert_one_line_error(proc, 2, "must not be inside the published directory")
+
+
+def test_unwritable_output_is_refused(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    proc = cli("crawl", "http://127.0.0.1/", "--out", str(blocker / "public"))
+    assert_one_line_error(proc, 2, f"cannot write to {blocker / 'public'}")
+
+
+def test_unreachable_host_exits_3(tmp_path: Path) -> None:
+    port = free_port()
+    proc = cli("crawl", f"http://127.0.0.1:{port}/", "--out", str(tmp_path / "public"), "-s", "RETRY_TIMES=0")
+    assert_one_line_error(proc, 3, "robots.txt of http://127.0.0.1:")
+    assert "Connection was refused" in proc.stderr
+    assert not any((tmp_path / "public").iterdir())
+
+
+def test_nothing_listed_exits_3(site: MockServer, tmp_path: Path) -> None:
+    proc = cli("crawl", site.url("/gone-404"), "--out", str(tmp_path / "public"))
+    assert_one_line_error(proc, 3, "nothing listed (start URL")
+    assert "HTTP 404" in proc.stderr
+
+
+def test_sigint_publishes_nothing_and_exits_130(servers: object, tmp_path: Path) -> None:
+    server = servers("crawl-delay")  # type: ignore[operator]
+    out = tmp_path / "public"
+    out.mkdir()
+    (out / "sitemap_index.xml").write_text("previous")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "crawler.cli", "crawl", server.url("/"), "--out", str(out)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    # Crawl-delay 1 s: the crawl is slow enough to be interrupted mid-way.
+    deadline = time.time() + 30
+    while time.time() < deadline and len(server.requests()) < 3:
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert "not published" in stdout
+    assert sorted(p.name for p in out.iterdir()) == ["sitemap_index.xml"]
+    assert (out / "sitemap_index.xml").read_text() == "previous"
+
+
+def test_scrapy_crawl_from_the_project_root(site: MockServer, tmp_path: Path) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"url={site.url('/relative/one.html')}",
+            "-s", f"SITEMAP_OUT_DIR={tmp_path / 'public'}", "-s", "LOG_LEVEL=INFO",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Sitemap published" in proc.stderr
+    assert (tmp_path / "public" / "sitemap_index.xml").exists()
