@@ -1,0 +1,492 @@
+"""Write a sitemap set (rotated child files plus an index) and publish it atomically.
+
+:class:`SitemapSetWriter` streams :class:`~crawler.entry.SitemapEntry` objects
+into child files, one open (gzip) stream at a time, with plain string writes:
+no lxml tree and no list of the entries, so a million URLs cost the memory of
+one 256 KiB buffer. A child file is closed when it holds ``max_urls`` entries or
+when the next entry would take it over ``max_bytes`` uncompressed (the protocol
+counts the uncompressed size). :meth:`SitemapSetWriter.publish` then moves the
+whole set into place, the index last, and only after that removes the files of
+the previous set.
+
+Why the child files have content-addressed names (``sitemap-00001-<h>.xml.gz``,
+``<h>`` = the first 10 hex digits of the SHA-256 of the uncompressed content):
+publishing must be atomic for the whole set, and the index is the only file
+that can be swapped atomically. With fixed names (``sitemap-1.xml.gz``) the new
+children would overwrite the old ones before the new index is in place, and a
+crash between the two would leave the old index pointing at new children (a
+mixed set, with URLs missing or listed twice). With content-addressed names a
+new child never overwrites an old one with different content, so the previous
+set survives untouched until the new index is renamed over the old one; and an
+unchanged site gives identical names and bytes (gzip with mtime 0 and no file
+name), so nothing changes for a crawler that compares them.
+
+One sitemap set per directory: :meth:`~SitemapSetWriter.publish` removes every
+``sitemap-NNNNN-<h>.*`` file it did not write, and other writers' temporary
+files; nothing else in the directory is touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip as gzip_module
+import hashlib
+import logging
+import os
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, BinaryIO, Final
+
+from crawler.entry import SitemapEntry, check_loc
+from crawler.lastmod import lastmod_datetime
+from crawler.limits import (
+    MAX_BYTES_PER_FILE,
+    MAX_SITEMAPS_PER_INDEX,
+    MAX_URLS_PER_FILE,
+    SITEMAP_NS,
+)
+
+__all__ = [
+    "CHILD_NAME_RE",
+    "SitemapSetWriter",
+    "WrittenFile",
+    "publish_sitemaps",
+]
+
+logger = logging.getLogger(__name__)
+
+#: The names of the child files this module writes; publish() deletes those of
+#: the previous set (and only those) once the new index is in place.
+CHILD_NAME_RE: Final = re.compile(r"^sitemap-\d{5}-[0-9a-f]{10}\.(xml|txt)(\.gz)?$")
+# Temporary files are ".<name>.<pid>.tmp"; ours start with ".sitemap" (children,
+# and the default index name); a custom index name is matched separately.
+_STALE_TEMP_RE: Final = re.compile(r"^\.sitemap.*\.\d+\.tmp$")
+_FORMATS: Final = ("xml", "txt")
+# Entries are rendered to small byte strings and handed to zlib and SHA-256 in
+# batches of this size: one GzipFile.write() per entry is several times slower.
+_BATCH_BYTES: Final = 256 * 1024
+
+_XML_DECLARATION: Final = '<?xml version="1.0" encoding="UTF-8"?>\n'
+_URLSET_HEADER: Final = f'{_XML_DECLARATION}<urlset xmlns="{SITEMAP_NS}">\n'.encode()
+_URLSET_FOOTER: Final = b"</urlset>\n"
+_INDEX_HEADER: Final = f'{_XML_DECLARATION}<sitemapindex xmlns="{SITEMAP_NS}">\n'.encode()
+_INDEX_FOOTER: Final = b"</sitemapindex>\n"
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenFile:
+    """A finished child file: its final name, URL count, uncompressed size, and
+    the latest ``lastmod`` of its entries (``None`` when none has one)."""
+
+    name: str
+    urls: int
+    bytes_uncompressed: int
+    lastmod: str | None
+
+
+def _escape(text: str) -> str:
+    # Character data needs only &, < and > escaped ("&" first, or the "&" of
+    # "&lt;" would be escaped again); quotes matter in attributes only, and we
+    # write none with data in them.
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _format_priority(priority: Decimal) -> str:
+    # "0.5", "1.0", "0.0". format "f", not str(): str(Decimal("0E-7")) is an
+    # exponent form that xsd:decimal rejects. normalize() drops trailing zeros;
+    # copy_abs() turns a "-0" into "0".
+    value = priority.normalize()
+    if not value:
+        value = value.copy_abs()
+    text = format(value, "f")
+    return text if "." in text else f"{text}.0"
+
+
+def _render_xml(entry: SitemapEntry) -> bytes:
+    # SitemapEntry has checked loc (no control characters), lastmod (digits and
+    # separators only) and the rest, so escaping loc is all that is left.
+    optional = ""
+    if entry.lastmod is not None:
+        optional = f"<lastmod>{entry.lastmod}</lastmod>"
+    if entry.changefreq is not None:
+        optional += f"<changefreq>{entry.changefreq.value}</changefreq>"
+    if entry.priority is not None:
+        optional += f"<priority>{_format_priority(entry.priority)}</priority>"
+    return f"<url><loc>{_escape(entry.loc)}</loc>{optional}</url>\n".encode()
+
+
+def _render_txt(entry: SitemapEntry) -> bytes:
+    return f"{entry.loc}\n".encode()
+
+
+def _fsync_dir(path: Path) -> None:
+    # A rename is durable only once the directory itself is synced.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_synced(raw: BinaryIO) -> None:
+    raw.flush()
+    os.fsync(raw.fileno())
+
+
+class _ChildFile:
+    """The one child file being written: a temporary file, its gzip stream, and
+    the running SHA-256, size, URL count and latest lastmod."""
+
+    __slots__ = (
+        "batch",
+        "batch_bytes",
+        "latest",
+        "latest_text",
+        "number",
+        "path",
+        "raw",
+        "sha",
+        "size",
+        "stream",
+        "urls",
+    )
+
+    def __init__(self, path: Path, number: int, gzip: bool, compresslevel: int) -> None:
+        self.path = path
+        self.number = number
+        # open(), not tempfile.mkstemp(): mkstemp makes the file 0600, and a
+        # published sitemap must be readable by the web server (umask decides).
+        self.raw: BinaryIO = open(path, "wb")  # noqa: SIM115 - closed in finish()/abort()
+        self.stream: BinaryIO | gzip_module.GzipFile = self.raw
+        if gzip:
+            # filename="" keeps the temporary name out of the gzip header and
+            # mtime=0 keeps the time out: same content, same bytes (RFC 1952).
+            self.stream = gzip_module.GzipFile(
+                filename="", mode="wb", fileobj=self.raw, compresslevel=compresslevel, mtime=0
+            )
+        self.sha = hashlib.sha256()
+        self.batch: list[bytes] = []
+        self.batch_bytes = 0
+        self.size = 0
+        self.urls = 0
+        self.latest: datetime | None = None
+        self.latest_text: str | None = None
+
+    def add(self, chunk: bytes) -> None:
+        self.batch.append(chunk)
+        self.batch_bytes += len(chunk)
+        self.size += len(chunk)
+        if self.batch_bytes >= _BATCH_BYTES:
+            self.flush_batch()
+
+    def note_lastmod(self, lastmod: str) -> None:
+        # Compared as UTC datetimes: "2024-01-01T23:00:00-05:00" is later than
+        # "2024-01-02T03:00:00+00:00" though it sorts first as a string.
+        if lastmod == self.latest_text:
+            return
+        moment = lastmod_datetime(lastmod)
+        if self.latest is None or moment > self.latest:
+            self.latest, self.latest_text = moment, lastmod
+
+    def flush_batch(self) -> None:
+        if self.batch:
+            data = b"".join(self.batch)
+            self.sha.update(data)
+            self.stream.write(data)
+            self.batch.clear()
+            self.batch_bytes = 0
+
+    def finish(self) -> str:
+        """Close the streams, fsync, and return the hex digest of the content."""
+        self.flush_batch()
+        if self.stream is not self.raw:
+            self.stream.close()  # writes the gzip trailer; leaves raw open
+        _write_synced(self.raw)
+        self.raw.close()
+        return self.sha.hexdigest()
+
+    def abort(self) -> None:
+        for stream in (self.stream, self.raw):
+            # Closing after a failed write may fail again; the file is deleted
+            # by discard() anyway.
+            with contextlib.suppress(OSError, ValueError):
+                stream.close()
+
+
+class SitemapSetWriter:
+    """Write a sitemap set into ``out_dir`` under temporary names, then publish it.
+
+    ``write(entries)`` streams the entries (already sorted and deduplicated: the
+    caller's job) into child files; ``publish()`` renames them into place, then
+    the index ``index_name`` (always XML, never gzipped, listing each child as
+    ``index_base_url + name``), then deletes the previous set; ``discard()``
+    removes this writer's temporary files after an error. One writer per
+    directory at a time: publish() removes other writers' temporary files.
+
+    ``fmt`` is ``"xml"`` or ``"txt"`` (one URL per line); ``max_urls`` and
+    ``max_bytes`` (uncompressed) may be lowered from the protocol's limits, not
+    raised. Invalid arguments, an entry that does not fit in an empty file, an
+    empty set and more than 50,000 files raise ``ValueError``; file system errors
+    propagate as ``OSError``.
+    """
+
+    def __init__(
+        self,
+        out_dir: Path,
+        *,
+        index_base_url: str,
+        fmt: str = "xml",
+        gzip: bool = True,
+        max_urls: int = MAX_URLS_PER_FILE,
+        max_bytes: int = MAX_BYTES_PER_FILE,
+        index_name: str = "sitemap_index.xml",
+        compresslevel: int = 6,
+    ) -> None:
+        if fmt not in _FORMATS:
+            raise ValueError(f"fmt must be one of {_FORMATS}, not {fmt!r}")
+        if not 1 <= max_urls <= MAX_URLS_PER_FILE:
+            raise ValueError(f"max_urls must be 1 to {MAX_URLS_PER_FILE}, not {max_urls}")
+        if not 1 <= max_bytes <= MAX_BYTES_PER_FILE:
+            raise ValueError(f"max_bytes must be 1 to {MAX_BYTES_PER_FILE}, not {max_bytes}")
+        if not 0 <= compresslevel <= 9:
+            raise ValueError(f"compresslevel must be 0 to 9, not {compresslevel}")
+        if (
+            not index_name
+            or index_name.startswith(".")
+            or "/" in index_name
+            or os.sep in index_name
+            or CHILD_NAME_RE.match(index_name)
+        ):
+            raise ValueError(f"index_name must be a plain file name of its own: {index_name!r}")
+        self._check_base_url(index_base_url, fmt, gzip)
+        self.out_dir = Path(out_dir)
+        self.index_base_url = index_base_url
+        self.fmt = fmt
+        self.gzip = gzip
+        self.max_urls = max_urls
+        self.max_bytes = max_bytes
+        self.index_name = index_name
+        self.compresslevel = compresslevel
+
+        self._suffix = f".{fmt}.gz" if gzip else f".{fmt}"
+        self._header, self._footer = (
+            (_URLSET_HEADER, _URLSET_FOOTER) if fmt == "xml" else (b"", b"")
+        )
+        self._render: Callable[[SitemapEntry], bytes] = _render_xml if fmt == "xml" else _render_txt
+        self._pid = os.getpid()
+        self._stale_index_temp = re.compile(rf"^\.{re.escape(index_name)}\.\d+\.tmp$")
+        self._files: list[WrittenFile] = []
+        self._final_temps: list[Path] = []  # parallel to _files
+        self._temps: set[Path] = set()  # every temporary file not yet renamed away
+        self._state = "new"
+
+    @staticmethod
+    def _check_base_url(base: str, fmt: str, gzip: bool) -> None:
+        if not isinstance(base, str) or not base.endswith("/"):
+            raise ValueError(f"index_base_url must end with '/': {base!r}")
+        # Every child name has the same length, so one sample checks them all:
+        # each index <loc> obeys the same rules as a page's.
+        sample = f"{base}sitemap-00001-0123456789.{fmt}{'.gz' if gzip else ''}"
+        try:
+            check_loc(sample)
+        except ValueError as exc:
+            raise ValueError(
+                f"index_base_url {base[:80]!r} makes an invalid <loc>: {exc}"
+            ) from None
+
+    # -- writing ---------------------------------------------------------------
+
+    def write(self, entries: Iterable[SitemapEntry]) -> list[WrittenFile]:
+        """Write every child file under a temporary name in ``out_dir``.
+
+        Streams ``entries`` once; may be called once per writer. Nothing visible
+        changes in ``out_dir`` until :meth:`publish`.
+        """
+        if self._state != "new":
+            raise RuntimeError(f"write() may be called once per writer (state: {self._state})")
+        self._state = "writing"
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        header, footer, max_urls, max_bytes = (
+            self._header,
+            self._footer,
+            self.max_urls,
+            self.max_bytes,
+        )
+        render = self._render
+        current: _ChildFile | None = None
+        try:
+            for entry in entries:
+                chunk = render(entry)
+                if current is not None and (
+                    current.urls >= max_urls or current.size + len(chunk) + len(footer) > max_bytes
+                ):
+                    self._finish(current)
+                    current = None
+                if current is None:
+                    if len(header) + len(chunk) + len(footer) > max_bytes:
+                        raise ValueError(
+                            f"entry does not fit in a file of {max_bytes} bytes: {entry.loc[:80]!r}"
+                        )
+                    current = self._start(header)
+                current.add(chunk)
+                current.urls += 1
+                if entry.lastmod is not None:
+                    current.note_lastmod(entry.lastmod)
+            if current is None:
+                # An empty urlset or sitemapindex is invalid (minOccurs 1), and
+                # publishing one would delete the previous set: refuse.
+                raise ValueError("no entries: refusing to write an empty sitemap set")
+            self._finish(current)
+            current = None
+        except BaseException:
+            if current is not None:
+                current.abort()
+            self._state = "failed"
+            raise
+        self._state = "written"
+        return list(self._files)
+
+    def _start(self, header: bytes) -> _ChildFile:
+        number = len(self._files) + 1
+        if number > MAX_SITEMAPS_PER_INDEX:
+            raise ValueError(
+                f"more than {MAX_SITEMAPS_PER_INDEX} sitemap files; raise max_urls or max_bytes"
+            )
+        # The final name needs the hash of the whole content: write under a
+        # provisional temporary name, rename once the file is finished.
+        path = self.out_dir / f".sitemap-{number:05d}.{self._pid}.tmp"
+        self._temps.add(path)
+        child = _ChildFile(path, number, self.gzip, self.compresslevel)
+        child.add(header)
+        return child
+
+    def _finish(self, child: _ChildFile) -> None:
+        child.add(self._footer)
+        digest = child.finish()
+        name = f"sitemap-{child.number:05d}-{digest[:10]}{self._suffix}"
+        # Same directory, hence same file system: os.replace() is an atomic rename.
+        temp = self.out_dir / f".{name}.{self._pid}.tmp"
+        os.replace(child.path, temp)
+        self._temps.discard(child.path)
+        self._temps.add(temp)
+        self._final_temps.append(temp)
+        self._files.append(WrittenFile(name, child.urls, child.size, child.latest_text))
+
+    # -- publishing ------------------------------------------------------------
+
+    def publish(self) -> Path:
+        """Move the written set into place and return the index's path.
+
+        Order: the index is written to a temporary file and fsynced (so that a
+        full disk fails before anything visible changes); every child is renamed
+        to its final name and the directory fsynced; the index is renamed over
+        the old one and the directory fsynced; only then are the previous set's
+        children and stale temporary files deleted. A crash at any point leaves
+        a complete set, old or new, behind the index.
+        """
+        if self._state != "written":
+            raise RuntimeError(f"publish() needs a successful write() first (state: {self._state})")
+        self._state = "publishing"
+        index_path = self.out_dir / self.index_name
+        index_temp = self.out_dir / f".{self.index_name}.{self._pid}.tmp"
+        self._temps.add(index_temp)
+        self._write_index(index_temp)
+
+        for written, temp in zip(self._files, self._final_temps, strict=True):
+            # An unchanged file of the previous set has this very name and the
+            # same content: replacing it changes nothing a reader can see.
+            os.replace(temp, self.out_dir / written.name)
+            self._temps.discard(temp)
+        _fsync_dir(self.out_dir)
+        os.replace(index_temp, index_path)
+        self._temps.discard(index_temp)
+        _fsync_dir(self.out_dir)
+        self._state = "published"
+
+        removed = self._remove_previous({written.name for written in self._files})
+        logger.info(
+            "Published %d sitemap file(s), %d URL(s), at %s (%d old file(s) removed)",
+            len(self._files),
+            sum(written.urls for written in self._files),
+            index_path,
+            removed,
+        )
+        return index_path
+
+    def _write_index(self, path: Path) -> None:
+        size = len(_INDEX_HEADER) + len(_INDEX_FOOTER)
+        base = _escape(self.index_base_url)
+        with open(path, "wb") as raw:
+            raw.write(_INDEX_HEADER)
+            for written in self._files:
+                lastmod = "" if written.lastmod is None else f"<lastmod>{written.lastmod}</lastmod>"
+                line = f"<sitemap><loc>{base}{written.name}</loc>{lastmod}</sitemap>\n".encode()
+                size += len(line)
+                if size > MAX_BYTES_PER_FILE:
+                    raise ValueError(f"the sitemap index would exceed {MAX_BYTES_PER_FILE} bytes")
+                raw.write(line)
+            raw.write(_INDEX_FOOTER)
+            _write_synced(raw)
+
+    def _remove_previous(self, keep: set[str]) -> int:
+        removed = 0
+        with os.scandir(self.out_dir) as listing:
+            for item in listing:
+                name = item.name
+                if name in keep or not (
+                    CHILD_NAME_RE.match(name)
+                    or _STALE_TEMP_RE.match(name)
+                    or self._stale_index_temp.match(name)
+                ):
+                    continue
+                if item.is_dir(follow_symlinks=False):
+                    continue
+                try:
+                    os.unlink(item.path)
+                except FileNotFoundError:
+                    continue
+                except OSError as exc:
+                    # The new set is already published; a leftover old file
+                    # is harmless and goes at the next publish.
+                    logger.warning(
+                        "Could not remove %s of a previous sitemap set: %s", item.path, exc
+                    )
+                    continue
+                removed += 1
+        return removed
+
+    # -- clean-up ----------------------------------------------------------------
+
+    def discard(self) -> None:
+        """Delete this writer's temporary files; the published set is untouched."""
+        for path in list(self._temps):
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as exc:
+                logger.warning("Could not remove temporary file %s: %s", path, exc)
+            self._temps.discard(path)
+        if self._state != "published":
+            self._state = "discarded"
+
+
+def publish_sitemaps(
+    out_dir: Path | str, entries: Iterable[SitemapEntry], **kwargs: Any
+) -> tuple[Path, list[WrittenFile]]:
+    """Write and publish a sitemap set in one call; see :class:`SitemapSetWriter`
+    for ``kwargs`` (``index_base_url`` is required).
+
+    On any exception, KeyboardInterrupt included, the temporary files are removed
+    and the exception re-raised; the previously published set stays as it was.
+    """
+    writer = SitemapSetWriter(Path(out_dir), **kwargs)
+    try:
+        files = writer.write(entries)
+        index = writer.publish()
+    except BaseException:
+        writer.discard()
+        raise
+    return index, files

@@ -1,0 +1,412 @@
+"""Tests for crawler.lastmod: HTTP dates, W3C datetimes and page metadata."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+from email.utils import format_datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scrapy.http import HtmlResponse
+
+from crawler.lastmod import (
+    http_date_to_w3c,
+    lastmod_datetime,
+    lastmod_from_page,
+    w3c_datetime,
+)
+
+# A fixed "now" for the two-digit-year rule, so the tests do not age.
+NOW = datetime(2026, 11, 21, 12, 0, 0, tzinfo=UTC)
+RFC_EXAMPLE = "1994-11-06T08:49:37+00:00"
+
+
+# -- http_date_to_w3c ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        # The three formats of RFC 9110, 5.6.7, with its own example date.
+        ("Sun, 06 Nov 1994 08:49:37 GMT", RFC_EXAMPLE),
+        ("Sunday, 06-Nov-94 08:49:37 GMT", RFC_EXAMPLE),
+        ("Sun Nov  6 08:49:37 1994", RFC_EXAMPLE),
+        # asctime with a two-digit day has one space.
+        ("Wed Nov 16 08:49:37 1994", "1994-11-16T08:49:37+00:00"),
+        # Robustness the RFC asks of recipients.
+        ("sun, 06 nov 1994 08:49:37 gmt", RFC_EXAMPLE),
+        ("  Sun, 06 Nov 1994 08:49:37 GMT \r\n", RFC_EXAMPLE),
+        ("06 Nov 1994 08:49:37 GMT", RFC_EXAMPLE),
+        ("Sun, 6 Nov 1994 08:49:37 GMT", RFC_EXAMPLE),
+        ("Sun, 06 Nov 1994 08:49:37 UTC", RFC_EXAMPLE),
+        ("Sunday, 06-Nov-1994 08:49:37 GMT", RFC_EXAMPLE),
+        # The day name is redundant and not checked against the date.
+        ("Mon, 06 Nov 1994 08:49:37 GMT", RFC_EXAMPLE),
+        # Leap second: the grammar allows :60, datetime does not.
+        ("Sat, 31 Dec 2016 23:59:60 GMT", "2016-12-31T23:59:59+00:00"),
+        ("Thu, 01 Jan 1970 00:00:00 GMT", "1970-01-01T00:00:00+00:00"),
+        ("Thu, 29 Feb 2024 13:05:09 GMT", "2024-02-29T13:05:09+00:00"),
+        ("Tue, 01 Jan 0999 00:00:00 GMT", "0999-01-01T00:00:00+00:00"),
+    ],
+)
+def test_http_date_formats(value: str, expected: str) -> None:
+    assert http_date_to_w3c(value, now=NOW) == expected
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        "",
+        "   ",
+        "garbage",
+        "0",
+        "Sun, 06 Nov 1994 08:49:37",  # no zone
+        "Sun, 06 Nov 1994 08:49:37 +0200",  # an HTTP date is always GMT
+        "Sun, 06 Nov 1994 08:49:37 EST",
+        "Sun, 06 Nov 94 08:49:37 GMT",  # two-digit year in IMF-fixdate
+        "Sun, 32 Nov 1994 08:49:37 GMT",
+        "Sun, 00 Nov 1994 08:49:37 GMT",
+        "Sun, 06 Foo 1994 08:49:37 GMT",
+        "Sun, 06 Nov 1994 24:00:00 GMT",
+        "Sun, 06 Nov 1994 08:60:00 GMT",
+        "Wed, 29 Feb 2023 08:49:37 GMT",
+        "Sun, 06 Nov 1994 8:49:37 GMT",
+        "Sun 06 Nov 1994 08:49:37 GMT extra",
+        "Sunday, 06-Nov-94 08:49:37",
+        "Sun Nov  6 08:49:37 94",
+        "1994-11-06T08:49:37Z",  # ISO 8601 is not an HTTP date
+        "784111777",  # nor is a timestamp
+        "Sun, \u0660\u0666 Nov 1994 08:49:37 GMT",  # Arabic-Indic digits
+        b"",
+        b"\xff\xfe\x00garbage",
+        12345,
+    ],
+)
+def test_http_date_malformed(value: object) -> None:
+    assert http_date_to_w3c(value, now=NOW) is None  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        b"Sun, 06 Nov 1994 08:49:37 GMT",
+        b"Sunday, 06-Nov-94 08:49:37 GMT",
+        b"Sun Nov  6 08:49:37 1994",
+    ],
+)
+def test_http_date_bytes(value: bytes) -> None:
+    # Scrapy's Headers hold bytes: response.headers.get(b"Last-Modified").
+    assert http_date_to_w3c(value, now=NOW) == RFC_EXAMPLE
+
+
+@pytest.mark.parametrize(
+    ("last_modified", "date", "expected"),
+    [
+        # Later than Date: clamped to Date (RFC 9110, 8.8.2.1).
+        (
+            "Sun, 06 Nov 1994 08:49:37 GMT",
+            "Sat, 05 Nov 1994 10:00:00 GMT",
+            "1994-11-05T10:00:00+00:00",
+        ),
+        # Earlier than, or equal to, Date: kept.
+        ("Sun, 06 Nov 1994 08:49:37 GMT", "Mon, 07 Nov 1994 00:00:00 GMT", RFC_EXAMPLE),
+        ("Sun, 06 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:37 GMT", RFC_EXAMPLE),
+        # Date in another of the three formats, and as bytes.
+        (
+            "Sun, 06 Nov 1994 08:49:37 GMT",
+            "Saturday, 05-Nov-94 10:00:00 GMT",
+            "1994-11-05T10:00:00+00:00",
+        ),
+        (
+            b"Sun, 06 Nov 1994 08:49:37 GMT",
+            b"Sat Nov  5 10:00:00 1994",
+            "1994-11-05T10:00:00+00:00",
+        ),
+        # A malformed or missing Date does not clamp.
+        ("Sun, 06 Nov 1994 08:49:37 GMT", "yesterday", RFC_EXAMPLE),
+        ("Sun, 06 Nov 1994 08:49:37 GMT", "", RFC_EXAMPLE),
+        ("Sun, 06 Nov 1994 08:49:37 GMT", None, RFC_EXAMPLE),
+        # A malformed Last-Modified is not replaced by Date.
+        ("yesterday", "Sat, 05 Nov 1994 10:00:00 GMT", None),
+        (None, "Sat, 05 Nov 1994 10:00:00 GMT", None),
+    ],
+)
+def test_http_date_clamped_to_date_header(
+    last_modified: str | bytes | None, date: str | bytes | None, expected: str | None
+) -> None:
+    assert http_date_to_w3c(last_modified, date, now=NOW) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "now", "expected"),
+    [
+        ("Sunday, 06-Nov-94 08:49:37 GMT", NOW, RFC_EXAMPLE),
+        ("Wednesday, 06-Nov-26 08:49:37 GMT", NOW, "2026-11-06T08:49:37+00:00"),
+        # 2049 is 22 years ahead of NOW, within 50: taken as is.
+        ("Saturday, 06-Nov-49 08:49:37 GMT", NOW, "2049-11-06T08:49:37+00:00"),
+        # 50 years ahead to the day, and just beyond (2076-11-21 12:00 is the edge).
+        ("Saturday, 21-Nov-76 12:00:00 GMT", NOW, "2076-11-21T12:00:00+00:00"),
+        ("Saturday, 21-Nov-76 12:00:01 GMT", NOW, "1976-11-21T12:00:01+00:00"),
+        ("Friday, 31-Dec-99 23:59:59 GMT", NOW, "1999-12-31T23:59:59+00:00"),
+        ("Saturday, 01-Jan-00 00:00:00 GMT", NOW, "2000-01-01T00:00:00+00:00"),
+        # Near the end of a century the window crosses it.
+        (
+            "Monday, 01-Jan-01 00:00:00 GMT",
+            datetime(2099, 6, 1, tzinfo=UTC),
+            "2101-01-01T00:00:00+00:00",
+        ),
+        (
+            "Monday, 01-Jan-60 00:00:00 GMT",
+            datetime(2099, 6, 1, tzinfo=UTC),
+            "2060-01-01T00:00:00+00:00",
+        ),
+        # A naive now is taken as UTC.
+        ("Sunday, 06-Nov-94 08:49:37 GMT", datetime(2026, 1, 1), RFC_EXAMPLE),
+    ],
+)
+def test_http_date_two_digit_years(value: str, now: datetime, expected: str) -> None:
+    assert http_date_to_w3c(value, now=now) == expected
+
+
+def test_http_date_two_digit_year_default_now() -> None:
+    # 1994, not 2094, for as long as this code can be expected to run.
+    assert http_date_to_w3c("Sunday, 06-Nov-94 08:49:37 GMT") == RFC_EXAMPLE
+
+
+@given(st.datetimes(min_value=datetime(1970, 1, 1), max_value=datetime(9999, 1, 1)))
+def test_http_date_round_trips_an_independent_formatter(moment: datetime) -> None:
+    moment = moment.replace(microsecond=0, tzinfo=UTC)
+    header = format_datetime(moment, usegmt=True)  # the stdlib's IMF-fixdate
+    assert http_date_to_w3c(header) == moment.isoformat()
+
+
+# -- w3c_datetime ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("2024-01-02", "2024-01-02"),
+        ("2024-02-29", "2024-02-29"),
+        ("2024-01-02T03:04Z", "2024-01-02T03:04:00+00:00"),
+        ("2024-01-02T03:04:05Z", "2024-01-02T03:04:05+00:00"),
+        ("2024-01-02T03:04:05.5Z", "2024-01-02T03:04:05+00:00"),
+        ("2024-01-02T03:04:05.123456789Z", "2024-01-02T03:04:05+00:00"),
+        ("2024-01-02T03:04:05+00:00", "2024-01-02T03:04:05+00:00"),
+        ("2024-01-02T03:04:05-00:00", "2024-01-02T03:04:05+00:00"),
+        ("2024-01-02T03:04:05+02:00", "2024-01-02T01:04:05+00:00"),
+        ("2024-01-02T03:04+05:30", "2024-01-01T21:34:00+00:00"),
+        ("2024-01-01T23:30:00-05:00", "2024-01-02T04:30:00+00:00"),
+        ("2024-12-31T23:30:00-01:00", "2025-01-01T00:30:00+00:00"),
+        # What CMSs emit besides the note's exact forms.
+        ("2024-01-02T03:04:05+0200", "2024-01-02T01:04:05+00:00"),
+        ("2024-01-02 03:04:05+02:00", "2024-01-02T01:04:05+00:00"),
+        ("2024-01-02t03:04:05z", "2024-01-02T03:04:05+00:00"),
+        ("2024-01-02T03:04:05,25Z", "2024-01-02T03:04:05+00:00"),
+        ("  2024-01-02T03:04:05Z\n", "2024-01-02T03:04:05+00:00"),
+    ],
+)
+def test_w3c_datetime_valid(value: str, expected: str) -> None:
+    assert w3c_datetime(value) == expected
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        # Ambiguous: a time with no zone.
+        "2024-01-02T03:04:05",
+        "2024-01-02T03:04",
+        "2024-01-02T03:04:05.123",
+        # Forms the W3C note allows but xsd:date does not.
+        "2024",
+        "2024-01",
+        # Not a real date or time.
+        "2024-13-01",
+        "2024-00-10",
+        "2024-02-30",
+        "2023-02-29",
+        "0000-01-01",
+        "2024-01-02T24:00:00Z",
+        "2024-01-02T03:60:00Z",
+        "2024-01-02T03:04:60Z",
+        "2024-01-02T03:04:05+24:00",
+        "2024-01-02T03:04:05+05:60",
+        # Out of datetime's range once converted to UTC.
+        "9999-12-31T23:00:00-05:00",
+        "0001-01-01T00:00:00+01:00",
+        # Garbage.
+        "",
+        "yesterday",
+        "02/01/2024",
+        "2 January 2024",
+        "2024-01-02T03:04:05.Z",
+        "2024-01-02T03:04:05Z garbage",
+        "2024-1-2",
+        "\u0662\u0660\u0662\u0664-01-02",
+        "Sun, 06 Nov 1994 08:49:37 GMT",
+        None,
+        20240102,
+    ],
+)
+def test_w3c_datetime_invalid(value: object) -> None:
+    assert w3c_datetime(value) is None  # type: ignore[arg-type]
+
+
+# Whole-minute offsets: historic zones (LMT) have seconds, which TZD cannot say.
+_OFFSETS = st.integers(-14 * 60, 14 * 60).map(lambda minutes: timezone(timedelta(minutes=minutes)))
+
+
+@given(
+    st.datetimes(
+        min_value=datetime(1000, 1, 2), max_value=datetime(9999, 12, 30), timezones=_OFFSETS
+    )
+)
+def test_w3c_datetime_is_idempotent_and_writable(moment: datetime) -> None:
+    normalised = w3c_datetime(moment.isoformat())
+    assert normalised is not None
+    assert w3c_datetime(normalised) == normalised
+    assert lastmod_datetime(normalised) == moment.replace(microsecond=0)
+
+
+# -- lastmod_datetime (the strict check before writing) ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("2024-01-02", datetime(2024, 1, 2, tzinfo=UTC)),
+        ("2024-01-02T03:04:05Z", datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)),
+        ("2024-01-02T03:04:05+00:00", datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)),
+        ("2024-01-02T05:04:05.5+02:00", datetime(2024, 1, 2, 3, 4, 5, 500000, tzinfo=UTC)),
+        ("2024-01-02T17:04:05+14:00", datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)),
+    ],
+)
+def test_lastmod_datetime_valid(value: str, expected: datetime) -> None:
+    assert lastmod_datetime(value) == expected
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "2024-01-02T03:04Z",  # xsd:dateTime needs seconds
+        "2024-01-02T03:04:05",  # W3C needs a zone
+        "2024",
+        "2024-01",
+        "2024-01-02T03:04:05+14:30",  # beyond xsd's +-14:00
+        "2024-02-30",
+        "2024-01-02T03:04:05+0000",
+        "2024-01-02 03:04:05Z",
+        " 2024-01-02",
+        "",
+    ],
+)
+def test_lastmod_datetime_invalid(value: str) -> None:
+    with pytest.raises(ValueError):
+        lastmod_datetime(value)
+
+
+# -- lastmod_from_page -------------------------------------------------------------
+
+
+def _root(head: str, body: str = "<p>Hello</p>") -> object:
+    html = f"<!DOCTYPE html><html><head><title>t</title>{head}</head><body>{body}</body></html>"
+    response = HtmlResponse(url="https://example.com/page", body=html.encode(), encoding="utf-8")
+    return response.selector.root
+
+
+def _ld(data: str) -> str:
+    return f'<script type="application/ld+json">{data}</script>'
+
+
+ARTICLE = '<meta property="article:modified_time" content="2024-03-04T05:06:07+01:00">'
+OG = '<meta property="og:updated_time" content="2023-01-01T00:00:00Z">'
+
+
+@pytest.mark.parametrize(
+    ("head", "expected"),
+    [
+        (ARTICLE, "2024-03-04T04:06:07+00:00"),
+        (OG, "2023-01-01T00:00:00+00:00"),
+        # article:modified_time wins wherever it is in the document.
+        (OG + ARTICLE, "2024-03-04T04:06:07+00:00"),
+        # An invalid first choice falls through to the next.
+        (
+            '<meta property="article:modified_time" content="last week">' + OG,
+            "2023-01-01T00:00:00+00:00",
+        ),
+        (
+            '<meta property="article:modified_time" content="2024-03-04T05:06:07">' + OG,
+            "2023-01-01T00:00:00+00:00",
+        ),
+        ('<meta name="article:modified_time" content="2024-03-04">', "2024-03-04"),
+        ('<meta property=" Article:Modified_Time " content="2024-03-04">', "2024-03-04"),
+        # JSON-LD: an object, a list, an @graph.
+        (
+            _ld('{"@type": "Article", "dateModified": "2022-05-06T07:08:09Z"}'),
+            "2022-05-06T07:08:09+00:00",
+        ),
+        (
+            _ld('[{"@type": "Person"}, {"@type": "WebPage", "dateModified": "2022-05-06"}]'),
+            "2022-05-06",
+        ),
+        (_ld('{"@graph": [{"@type": "WebSite"}, {"dateModified": "2022-05-06"}]}'), "2022-05-06"),
+        (
+            _ld('{"@type": "Article", "dateModified": "2022-05-06"}') + ARTICLE,
+            "2024-03-04T04:06:07+00:00",
+        ),
+        # Broken JSON costs its block only.
+        (
+            _ld('{"dateModified": "2021-01-01",}') + _ld('{"dateModified": "2022-05-06"}'),
+            "2022-05-06",
+        ),
+        (_ld("") + _ld('{"dateModified": "2022-05-06"}'), "2022-05-06"),
+        (
+            '<script type=" Application/LD+JSON ">{"dateModified": "2022-05-06"}</script>',
+            "2022-05-06",
+        ),
+    ],
+)
+def test_lastmod_from_page(head: str, expected: str) -> None:
+    assert lastmod_from_page(_root(head)) == expected
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        "",
+        '<meta name="description" content="2024-03-04">',
+        '<meta property="article:published_time" content="2024-03-04">',
+        '<meta property="article:modified_time">',
+        '<meta property="article:modified_time" content="">',
+        _ld('{"datePublished": "2022-05-06"}'),
+        _ld('{"dateModified": "2022-05-06T07:08:09"}'),  # no zone: ambiguous
+        _ld('{"dateModified": 1651820889}'),
+        _ld('{"dateModified": ["2022-05-06"]}'),
+        _ld('{"author": {"@type": "Person", "dateModified": "2022-05-06"}}'),  # not the page's
+        _ld('"2022-05-06"'),
+        _ld("null"),
+        _ld("{broken"),
+        _ld("[" * 100_000 + "]" * 100_000),  # deeper than json's recursion limit
+        '<script type="text/javascript">{"dateModified": "2022-05-06"}</script>',
+    ],
+)
+def test_lastmod_from_page_none(head: str) -> None:
+    assert lastmod_from_page(_root(head)) is None
+
+
+def test_lastmod_from_page_json_ld_in_body() -> None:
+    root = _root("", _ld('{"@type": "Article", "dateModified": "2022-05-06"}'))
+    assert lastmod_from_page(root) == "2022-05-06"
+
+
+@pytest.mark.parametrize("body", [b"", b"\x00\x01", b"not html at all"])
+def test_lastmod_from_page_degenerate_documents(body: bytes) -> None:
+    response = HtmlResponse(url="https://example.com/", body=body, encoding="utf-8")
+    assert lastmod_from_page(response.selector.root) is None
+
+
+def test_lastmod_from_page_not_an_element() -> None:
+    assert lastmod_from_page(None) is None
+    assert lastmod_from_page("<html></html>") is None
