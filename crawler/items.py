@@ -25,6 +25,8 @@ TOO_LONG = "too-long"
 EXCLUDED = "excluded"
 TRAP = "trap"
 CAP = "cap-reached"
+DUPLICATE = "duplicate"
+INVALID = "invalid-url"
 ERROR = "fetch-error"
 
 FINAL_DECISIONS = (
@@ -42,6 +44,8 @@ FINAL_DECISIONS = (
     EXCLUDED,
     TRAP,
     CAP,
+    DUPLICATE,
+    INVALID,
     ERROR,
 )
 
@@ -67,6 +71,7 @@ class UrlRecord:
     last_modified: str | None = None
     date: str | None = None
     page_lastmod: str | None = None
+    content_hash: str | None = None
     # Filled by the pipelines.
     key: str | None = None
     loc: str | None = None

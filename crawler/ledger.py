@@ -12,7 +12,8 @@ Tables:
     ``decision``, ``reason``, ``target`` (redirect or canonical target) and its
     ``target_key``, ``status``, ``depth``, ``referrer``, ``content_type``,
     ``last_modified`` (raw header), ``loc`` (published address), ``lastmod``
-    (W3C datetime), ``warnings`` (JSON list), ``updated`` (Unix time).
+    (W3C datetime), ``warnings`` (JSON list), ``content_hash`` (of the body of
+    a listed page), ``updated`` (Unix time).
 ``aliases``
     other forms of a URL that were folded into a row (``alias`` -> ``key``).
 ``meta``
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from crawler.entry import SitemapEntry
-from crawler.items import CANONICAL, CAP, LISTED, QUEUED, REDIRECT, UrlRecord
+from crawler.items import CANONICAL, CAP, DUPLICATE, LISTED, QUEUED, REDIRECT, UrlRecord
 from crawler.urls import url_key
 
 SCHEMA = """
@@ -48,6 +49,7 @@ CREATE TABLE IF NOT EXISTS urls (
     loc TEXT,
     lastmod TEXT,
     warnings TEXT,
+    content_hash TEXT,
     updated REAL NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS urls_listed ON urls (loc) WHERE decision = 'listed';
@@ -76,6 +78,7 @@ COLUMNS = (
     "loc",
     "lastmod",
     "warnings",
+    "content_hash",
     "updated",
 )
 
@@ -126,6 +129,7 @@ class Ledger:
             rec.loc,
             rec.lastmod,
             json.dumps(rec.warnings) if rec.warnings else None,
+            rec.content_hash,
             time.time(),
         )
         cur = self._db.execute(_QUEUE if rec.decision == QUEUED else _RECORD, row)
@@ -157,18 +161,49 @@ class Ledger:
         row = self._db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
         return json.loads(row[0]) if row else default
 
-    def finish(self, unfetched_reason: str) -> dict[str, int]:
-        """Close the books: every URL still ``queued`` gets a final decision, and
-        redirect/canonical chains and loops are marked in their reasons. Returns the
-        decisions given here, counted."""
+    def finish(self, unfetched_reason: str, dedupe_content: bool = True) -> dict[str, int]:
+        """Close the books: every URL still ``queued`` gets a final decision,
+        redirect/canonical chains and loops are marked in their reasons, and listed
+        pages with byte-identical bodies are reduced to one. Returns the change in
+        each decision's count."""
         cur = self._db.execute(
             "UPDATE urls SET decision = ?, reason = ?, updated = ? WHERE decision = ?",
             (CAP, unfetched_reason, time.time(), QUEUED),
         )
-        given = {CAP: cur.rowcount} if cur.rowcount > 0 else {}
+        changes = {CAP: cur.rowcount} if cur.rowcount > 0 else {}
+        if dedupe_content and (duplicates := self._mark_duplicates()):
+            changes[DUPLICATE] = duplicates
+            changes[LISTED] = -duplicates
         self._mark_chains()
         self.commit()
-        return given
+        return changes
+
+    def _mark_duplicates(self) -> int:
+        """Listed pages whose bodies are identical (``/`` and ``/index.html`` of a
+        static site, say) are one page: the shortest URL stays listed, the others
+        become ``duplicate`` with it as target. Only exact copies are merged."""
+        cur = self._db.execute(
+            "SELECT content_hash, url FROM urls WHERE decision = ? AND content_hash IN ("
+            "  SELECT content_hash FROM urls WHERE decision = ? AND content_hash IS NOT NULL"
+            "  GROUP BY content_hash HAVING count(*) > 1"
+            ") ORDER BY content_hash",
+            (LISTED, LISTED),
+        )
+        groups: dict[str, list[str]] = {}
+        for content_hash, url in cur:
+            groups.setdefault(content_hash, []).append(url)
+        updates = []
+        for urls in groups.values():
+            keeper = min(urls, key=lambda u: (len(u), u))
+            for url in urls:
+                if url != keeper:
+                    updates.append((DUPLICATE, f"same content as {keeper}", keeper, url_key(keeper), url))
+        self._db.executemany(
+            "UPDATE urls SET decision = ?, reason = ?, target = ?, target_key = ?, loc = NULL "
+            "WHERE url = ?",
+            updates,
+        )
+        return len(updates)
 
     def _mark_chains(self) -> None:
         hops = {

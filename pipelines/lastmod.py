@@ -14,10 +14,11 @@ Stats: ``sitemap/lastmod/header``, ``sitemap/lastmod/page``, ``sitemap/lastmod/n
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from crawler.items import LISTED, UrlRecord
-from crawler.lastmod import http_date_to_w3c
+from crawler.lastmod import http_date_to_w3c, lastmod_datetime
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -39,16 +40,26 @@ class LastmodPipeline:
     def process_item(self, item: Any) -> Any:
         if not isinstance(item, UrlRecord) or item.decision != LISTED:
             return item
-        item.lastmod = http_date_to_w3c(item.last_modified, item.date)
+        item.lastmod = self._from_header(item)
         if item.lastmod is not None:
             self.stats.inc_value("sitemap/lastmod/header")
-            return item
-        if item.last_modified:
-            self.stats.inc_value("sitemap/lastmod/malformed")
-            item.warnings.append(f"ignored malformed Last-Modified {item.last_modified[:100]!r}")
-        if self.from_page and item.page_lastmod:
+        elif self.from_page and item.page_lastmod:
             item.lastmod = item.page_lastmod
             self.stats.inc_value("sitemap/lastmod/page")
         else:
             self.stats.inc_value("sitemap/lastmod/none")
         return item
+
+    def _from_header(self, item: UrlRecord) -> str | None:
+        if not item.last_modified:
+            return None
+        lastmod = http_date_to_w3c(item.last_modified, item.date)
+        if lastmod is None:
+            self.stats.inc_value("sitemap/lastmod/malformed")
+            item.warnings.append(f"ignored malformed Last-Modified {item.last_modified[:100]!r}")
+        elif lastmod_datetime(lastmod) > datetime.now(timezone.utc):
+            # Clamping to Date needs a Date header; without one a future date is wrong.
+            self.stats.inc_value("sitemap/lastmod/malformed")
+            item.warnings.append(f"ignored Last-Modified in the future {item.last_modified!r}")
+            lastmod = None
+        return lastmod

@@ -2,12 +2,13 @@
 
 The ledger is keyed by the dedup key, so a page reached under two forms is recorded
 once and the second form kept as an alias; the first final decision about a URL
-wins. Each run writes ``ledger.running.sqlite`` in the state directory; the
+wins. When the crawl ends, listed pages with byte-identical bodies are reduced to the
+shortest URL (``SITEMAP_DEDUPE_CONTENT``). Each run writes ``ledger.running.sqlite`` in the state directory; the
 publisher renames it once the run is over (:mod:`crawler.extensions.publish`).
 ``Sitemap:`` lines of robots.txt (Scrapy's ``robots_parsed`` signal) are kept in the
 ledger's ``meta`` table.
 
-Settings: ``SITEMAP_OUT_DIR``, ``SITEMAP_STATE_DIR``.
+Settings: ``SITEMAP_OUT_DIR``, ``SITEMAP_STATE_DIR``, ``SITEMAP_DEDUPE_CONTENT``.
 Stats: ``sitemap/decision/<decision>`` for every final decision,
 ``sitemap/duplicates``, ``sitemap/aliases``.
 """
@@ -30,16 +31,21 @@ if TYPE_CHECKING:
 
 
 class LedgerPipeline:
-    def __init__(self, paths: CrawlPaths, stats: StatsCollector) -> None:
+    def __init__(self, paths: CrawlPaths, stats: StatsCollector, dedupe_content: bool = True) -> None:
         self.paths = paths
         self.stats = stats
+        self.dedupe_content = dedupe_content
         self.ledger: Ledger | None = None
         self.robots_sitemaps: list[str] = []
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         assert crawler.stats is not None
-        pipeline = cls(CrawlPaths.from_settings(crawler.settings), crawler.stats)
+        pipeline = cls(
+            CrawlPaths.from_settings(crawler.settings),
+            crawler.stats,
+            crawler.settings.getbool("SITEMAP_DEDUPE_CONTENT", True),
+        )
         pipeline.crawler = crawler
         crawler.signals.connect(pipeline.robots_parsed, signal=signals.robots_parsed)
         return pipeline
@@ -79,8 +85,8 @@ class LedgerPipeline:
     def close_spider(self) -> None:
         if self.ledger is None:
             return
-        unfetched = self.ledger.finish("not fetched: the crawl stopped first")
-        for decision, count in unfetched.items():
+        changes = self.ledger.finish("not fetched: the crawl stopped first", self.dedupe_content)
+        for decision, count in changes.items():
             self.stats.inc_value(f"sitemap/decision/{decision}", count)
         self.ledger.close()
         self.ledger = None

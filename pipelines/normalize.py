@@ -5,7 +5,9 @@ The spider already normalised the URL to decide whether it was new; normalising
 again here is idempotent and makes the pipeline the one place that guarantees the
 ledger never holds a URL in any other form. ``key`` is the dedup key
 (:func:`crawler.urls.url_key`); ``loc`` the published address of a listed page
-(:class:`crawler.publicurl.PublicUrls`, which applies ``SITEMAP_BASE_URL``).
+(:class:`crawler.publicurl.PublicUrls`, which applies ``SITEMAP_BASE_URL``),
+checked against the schema's rules for ``<loc>`` so that one bad URL is recorded as
+``invalid-url`` rather than failing the whole publish.
 
 Settings: ``SITEMAP_BASE_URL``, ``SITEMAP_STRIP_PARAMS``, ``SITEMAP_STRIP_EXTRA``.
 """
@@ -14,7 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from crawler.items import LISTED, Alias, UrlRecord
+from crawler.entry import check_loc
+from crawler.items import INVALID, LISTED, Alias, UrlRecord
 from crawler.publicurl import PublicUrls
 from crawler.urls import normalize_url, url_key
 
@@ -54,4 +57,8 @@ class NormalizePipeline:
         item.key = url_key(item.url)
         if item.decision == LISTED:
             item.loc = self.public.loc(item.url)
+            try:
+                check_loc(item.loc or "")
+            except ValueError as e:
+                item.decision, item.reason, item.loc = INVALID, f"not a valid <loc>: {e}", None
         return item

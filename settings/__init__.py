@@ -73,6 +73,9 @@ ITEM_PIPELINES = {
 SITEMAP_BASE_URL = None
 # Published <changefreq> for every URL (always ... never); None omits it.
 SITEMAP_CHANGEFREQ = None
+# Listed pages with byte-identical bodies (/ and /index.html) are listed once, under
+# the shortest URL; the others are recorded as "duplicate".
+SITEMAP_DEDUPE_CONTENT = True
 # Regular expressions (re.search on the normalised URL): a URL matching any
 # SITEMAP_EXCLUDE is not crawled; with SITEMAP_INCLUDE set, only URLs matching one are.
 SITEMAP_EXCLUDE: list[str] = []

@@ -50,7 +50,11 @@ def links(*hrefs: str) -> str:
 SITE: dict[str, tuple[int, dict[str, str], str]] = {}
 
 
-def add(path: str, body: str = "", status: int = 200, **headers: str) -> None:
+def add(path: str, body: str = "", status: int = 200, unique: bool = True, **headers: str) -> None:
+    """Serve *body* at *path*. Pages get their path in a comment so that no two are
+    byte-identical by accident; ``unique=False`` serves the body as given."""
+    if unique and "</body>" in body:
+        body = body.replace("</body>", f"<!-- {path} --></body>")
     hdrs = {"Content-Type": HTML}
     hdrs.update({k.replace("_", "-"): v for k, v in headers.items()})
     SITE[path] = (status, hdrs, body)
@@ -113,6 +117,9 @@ HOME_LINKS = [
     "/search?q=1",
     "/en/page.html",
     "/public-canonical.html",
+    "/dup/",
+    "/dup/index.html",
+    "/dup/copy.html",
     "/long/" + "x" * 2100,
 ]
 
@@ -213,6 +220,9 @@ add(
 )
 add("/de/page.html", page("de"))
 add("/map-target.html", page("map"))
+# Three URLs, one body: listed once, under the shortest URL.
+for dup in ("/dup/", "/dup/index.html", "/dup/copy.html"):
+    add(dup, page("the same page"), unique=False)
 # Its canonical is the page's production address (see --base-url).
 add(
     "/public-canonical.html",
@@ -315,13 +325,13 @@ class Site(resource.Resource):
             return 200, {"Content-Type": "text/plain"}, b"User-agent: *\nDisallow: /about.html\n"
         if plain.startswith("/trap/"):
             # Relative links that keep appending to themselves: /trap/x/x/x/...
-            return 200, {"Content-Type": HTML}, page(links("x/"))
+            return 200, {"Content-Type": HTML}, page(links("x/"), title=plain)
         if plain == "/search":
             # Endless query variants: /search?q=1 -> /search?q=2 -> ...
             n = int(path.split("q=")[1]) if "q=" in path else 0
-            return 200, {"Content-Type": HTML}, page(links(f"/search?q={n + 1}"))
+            return 200, {"Content-Type": HTML}, page(links(f"/search?q={n + 1}"), title=str(n))
         if plain.startswith("/long/"):
-            return 200, {"Content-Type": HTML}, page("long")
+            return 200, {"Content-Type": HTML}, page("long", title=plain)
         entry = SITE.get(path) or SITE.get(plain)
         if entry is None:
             return 404, {"Content-Type": HTML}, page("no such page")

@@ -40,6 +40,7 @@ LISTED = {
     "/dates/rfc1123.html",
     "/dates/rfc850.html",
     "/de/page.html",
+    "/dup/",
     "/en/page.html",
     "/final.html",
     "/map-target.html",
@@ -102,6 +103,8 @@ DECISIONS = [
     ("/trap/x/x/x/", "trap", "path segment 'x' repeated 3 times"),
     ("/search?q=6", "trap", "more than 5 query variants of /search"),
     ("/long/" + "x" * 2100, "too-long", "longer than 2047 characters"),
+    ("/dup/index.html", "duplicate", "same content as {base}/dup/"),
+    ("/dup/copy.html", "duplicate", "same content as {base}/dup/"),
 ]
 OFF_HOST = {
     "{other}/elsewhere.html",

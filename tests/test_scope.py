@@ -122,10 +122,10 @@ async def test_rotation_on_a_real_crawl(site: MockServer, tmp_path: Path) -> Non
         site.url("/"), tmp_path, SITEMAP_MAX_URLS_PER_FILE=7, SITEMAP_TRAP_MAX_QUERY_VARIANTS=5
     )
     children, pages = read_set(result.out)
-    assert len(pages) == len(LISTED) == 42
-    assert len(children) == 6  # ceil(42 / 7)
+    assert len(pages) == len(LISTED) == 43
+    assert len(children) == 7  # ceil(43 / 7)
     assert pages == sorted(pages)
-    assert result.stats["sitemap/files_written"] == 6
+    assert result.stats["sitemap/files_written"] == 7
 
 
 @pytest_twisted.ensureDeferred
@@ -195,3 +195,12 @@ async def test_nothing_listed_fails(site: MockServer, tmp_path: Path) -> None:
     assert message.startswith("nothing listed (start URL")
     assert "redirect" in message
     assert not (tmp_path / "public" / "sitemap_index.xml").exists()
+
+
+@pytest_twisted.ensureDeferred
+async def test_identical_pages_listed_once_unless_disabled(site: MockServer, tmp_path: Path) -> None:
+    dups = {site.url(p) for p in ("/dup/", "/dup/index.html", "/dup/copy.html")}
+    merged = await run_crawl(site.url("/"), tmp_path / "a")
+    assert merged.listed() & dups == {site.url("/dup/")}
+    kept = await run_crawl(site.url("/"), tmp_path / "b", SITEMAP_DEDUPE_CONTENT=False)
+    assert kept.listed() & dups == dups

@@ -21,6 +21,7 @@ Stats: ``sitemap/discovered``, ``sitemap/ignored/scheme``, ``sitemap/fatal``.
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import logging
 import re
@@ -272,6 +273,8 @@ class SiteSpider(Spider):
             rec.reason = f"{urlsplit(rec.url).scheme} URL; the sitemap lists {self.start_scheme} only"
         elif self.public.loc(rec.url) is None:
             rec.decision, rec.reason = d.EXCLUDED, "outside the --base-url prefix"
+        else:
+            rec.content_hash = hashlib.blake2b(response.body, digest_size=16).hexdigest()
         yield rec
 
     def _canonical(
