@@ -143,7 +143,10 @@ def main() -> int:
     finally:
         subprocess.run(["kill", pid_file.read_text().strip()], check=False)
         if args.keep:
-            shutil.copytree(work, args.keep, dirs_exist_ok=True)
+            for name in runs:
+                run_dir = work / name.replace(" ", "-")
+                if run_dir.exists():
+                    shutil.copytree(run_dir, args.keep / run_dir.name, dirs_exist_ok=True)
         shutil.rmtree(work, ignore_errors=True)
     print(f"{'run':<14} {'expected':>8} {'listed':>6} {'files':>5} {'secs':>6}  {'against the files':<36} XSD+readback  locs")
     for name, expected, urls, files, secs, recall, locs in rows:
