@@ -53,7 +53,14 @@ http {{
 
 
 def ensure_packages() -> None:
-    missing = [p for p, probe in (("python3-doc", DOCS / "index.html"), ("nginx-light", Path("/usr/sbin/nginx"))) if not probe.exists()]
+    missing = [
+        p
+        for p, probe in (
+            ("python3-doc", DOCS / "index.html"),
+            ("nginx-light", Path("/usr/sbin/nginx")),
+        )
+        if not probe.exists()
+    ]
     if missing:
         subprocess.run(["apt-get", "update", "-qq"], check=True)
         subprocess.run(["apt-get", "install", "-y", "-qq", *missing], check=True)
@@ -115,7 +122,10 @@ def main() -> int:
             started = time.perf_counter()
             proc = subprocess.run(
                 [sys.executable, "-m", "crawler.cli", "crawl", url, "--out", str(out), *extra],
-                cwd=ROOT, capture_output=True, text=True, timeout=1800,
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=1800,
             )
             seconds = time.perf_counter() - started
             if proc.returncode != 0:
@@ -129,14 +139,33 @@ def main() -> int:
                 index = (out / "sitemap_index.xml").read_bytes()
                 locs_ok = all(e["loc"].startswith(base) for e in Sitemap(index))
             reach = subprocess.run(
-                [sys.executable, str(ROOT / "bench" / "reachability.py"), "--root", str(DOCS),
-                 "--url", url, "--ledger", str(out.with_name("public.sitemap-state") / "ledger.sqlite"),
-                 *(["--base-url", base] if base else [])],
-                capture_output=True, text=True,
+                [
+                    sys.executable,
+                    str(ROOT / "bench" / "reachability.py"),
+                    "--root",
+                    str(DOCS),
+                    "--url",
+                    url,
+                    "--ledger",
+                    str(out.with_name("public.sitemap-state") / "ledger.sqlite"),
+                    *(["--base-url", base] if base else []),
+                ],
+                capture_output=True,
+                text=True,
             )
             lines = reach.stdout.splitlines()
             expected = lines[0].rsplit(": ", 1)[1]
-            rows.append((name, expected, urls, files, f"{seconds:.1f}", lines[2], "yes" if locs_ok else "NO"))
+            rows.append(
+                (
+                    name,
+                    expected,
+                    urls,
+                    files,
+                    f"{seconds:.1f}",
+                    lines[2],
+                    "yes" if locs_ok else "NO",
+                )
+            )
             failed |= reach.returncode != 0 or not locs_ok
             if reach.returncode != 0:
                 print(reach.stdout)
@@ -148,9 +177,13 @@ def main() -> int:
                 if run_dir.exists():
                     shutil.copytree(run_dir, args.keep / run_dir.name, dirs_exist_ok=True)
         shutil.rmtree(work, ignore_errors=True)
-    print(f"{'run':<14} {'expected':>8} {'listed':>6} {'files':>5} {'secs':>6}  {'against the files':<36} XSD+readback  locs")
+    print(
+        f"{'run':<14} {'expected':>8} {'listed':>6} {'files':>5} {'secs':>6}  {'against the files':<36} XSD+readback  locs"
+    )
     for name, expected, urls, files, secs, recall, locs in rows:
-        print(f"{name:<14} {expected:>8} {urls:>6} {files:>5} {secs:>6}  {recall:<36} ok            {locs}")
+        print(
+            f"{name:<14} {expected:>8} {urls:>6} {files:>5} {secs:>6}  {recall:<36} ok            {locs}"
+        )
     return 1 if failed else 0
 
 

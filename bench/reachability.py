@@ -116,8 +116,10 @@ def main() -> int:
     precision = len(hits) / len(listed) if listed else 0.0
     dupes = {p: locs for p, locs in listed_files.items() if len(locs) > 1}
     print(f"expected (reachable, indexable HTML files): {len(expected_files)}")
-    print(f"listed URLs: {sum(len(v) for v in listed_files.values()) + len(unmapped)}"
-          f" ({len(listed)} distinct files)")
+    print(
+        f"listed URLs: {sum(len(v) for v in listed_files.values()) + len(unmapped)}"
+        f" ({len(listed)} distinct files)"
+    )
     print(f"recall: {recall:.2%}  precision: {precision:.2%}")
     for path in sorted(expected_files - listed)[:20]:
         print(f"  missed: {os.path.relpath(path, root)}")
@@ -125,7 +127,7 @@ def main() -> int:
         print(f"  not expected: {os.path.relpath(path, root)}")
     for loc in unmapped[:20]:
         print(f"  listed URL with no file (or outside --base-url): {loc}")
-    for path, locs in sorted(dupes.items())[:10]:
+    for _path, locs in sorted(dupes.items())[:10]:
         print(f"  one file under {len(locs)} URLs: {', '.join(locs)}")
     return 0 if recall == 1.0 and precision == 1.0 and not unmapped else 1
 

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from crawler import __version__
-from crawler.middlewares.robots import product_token
 from crawler.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
+from crawler.middlewares.robots import product_token
 from crawler.paths import CrawlPaths, PathError
 from crawler.publicurl import BaseUrlError, PublicUrls
 from crawler.report import format_summary
@@ -119,49 +119,114 @@ def build_parser() -> argparse.ArgumentParser:
         "130 interrupted. Nothing is published unless the crawl finished.",
     )
     crawl.add_argument("url", help="start URL, e.g. https://www.example.com/")
-    crawl.add_argument("--out", default="public", metavar="DIR",
-                       help="directory the sitemap set is published to (default: %(default)s)")
-    crawl.add_argument("--state", metavar="DIR",
-                       help="directory for the crawl's ledger and state (default: beside "
-                       "--out, as OUT.sitemap-state; never inside --out)")
-    crawl.add_argument("--base-url", metavar="URL",
-                       help="public address of the crawled site: every published <loc> is "
-                       "rewritten from the start URL's directory to this prefix")
-    crawl.add_argument("--max-pages", type=_non_negative_int, metavar="N",
-                       help="fetch at most N pages (0: no limit; default 500000)")
-    crawl.add_argument("--max-depth", type=_non_negative_int, metavar="N",
-                       help="follow links at most N levels from the start URL (0: no "
-                       "limit; default 50)")
-    crawl.add_argument("--concurrency", type=_positive_int, metavar="N",
-                       help="concurrent requests (default 8 per host, 16 in all)")
-    crawl.add_argument("--delay", type=_seconds, metavar="S",
-                       help="minimum delay between requests in seconds (default 0, with "
-                       "AutoThrottle adapting to the server; robots.txt Crawl-delay wins "
-                       "when larger)")
-    crawl.add_argument("--user-agent", metavar="UA",
-                       help="User-Agent header; its product token (before '/') is matched "
-                       "against robots.txt groups")
-    crawl.add_argument("--include", action="append", type=_regex, default=[], metavar="REGEX",
-                       help="crawl only URLs matching REGEX (repeatable; any one matches)")
-    crawl.add_argument("--exclude", action="append", type=_regex, default=[], metavar="REGEX",
-                       help="do not crawl URLs matching REGEX (repeatable)")
-    crawl.add_argument("--max-urls-per-file", type=_positive_int, metavar="N",
-                       default=MAX_URLS_PER_FILE,
-                       help="rotate sitemap files at N URLs (default and maximum %(default)s)")
-    crawl.add_argument("--max-bytes-per-file", type=_positive_int, metavar="N",
-                       default=MAX_BYTES_PER_FILE,
-                       help="rotate sitemap files at N bytes uncompressed (default and "
-                       "maximum %(default)s, 50 MiB)")
-    crawl.add_argument("--no-gzip", action="store_true",
-                       help="write plain .xml/.txt files instead of gzipped ones")
-    crawl.add_argument("--format", choices=("xml", "txt"), default="xml",
-                       help="sitemap file format (default: %(default)s; the index is XML)")
-    crawl.add_argument("--log-level", default="WARNING",
-                       choices=("DEBUG", "INFO", "WARNING", "ERROR"),
-                       help="Scrapy log level on stderr (default: %(default)s)")
-    crawl.add_argument("-s", "--set", dest="settings", action="append", type=_setting,
-                       default=[], metavar="NAME=VALUE",
-                       help="set any Scrapy or SITEMAP_* setting (repeatable)")
+    crawl.add_argument(
+        "--out",
+        default="public",
+        metavar="DIR",
+        help="directory the sitemap set is published to (default: %(default)s)",
+    )
+    crawl.add_argument(
+        "--state",
+        metavar="DIR",
+        help="directory for the crawl's ledger and state (default: beside "
+        "--out, as OUT.sitemap-state; never inside --out)",
+    )
+    crawl.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="public address of the crawled site: every published <loc> is "
+        "rewritten from the start URL's directory to this prefix",
+    )
+    crawl.add_argument(
+        "--max-pages",
+        type=_non_negative_int,
+        metavar="N",
+        help="fetch at most N pages (0: no limit; default 500000)",
+    )
+    crawl.add_argument(
+        "--max-depth",
+        type=_non_negative_int,
+        metavar="N",
+        help="follow links at most N levels from the start URL (0: no limit; default 50)",
+    )
+    crawl.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        metavar="N",
+        help="concurrent requests (default 8 per host, 16 in all)",
+    )
+    crawl.add_argument(
+        "--delay",
+        type=_seconds,
+        metavar="S",
+        help="minimum delay between requests in seconds (default 0, with "
+        "AutoThrottle adapting to the server; robots.txt Crawl-delay wins "
+        "when larger)",
+    )
+    crawl.add_argument(
+        "--user-agent",
+        metavar="UA",
+        help="User-Agent header; its product token (before '/') is matched "
+        "against robots.txt groups",
+    )
+    crawl.add_argument(
+        "--include",
+        action="append",
+        type=_regex,
+        default=[],
+        metavar="REGEX",
+        help="crawl only URLs matching REGEX (repeatable; any one matches)",
+    )
+    crawl.add_argument(
+        "--exclude",
+        action="append",
+        type=_regex,
+        default=[],
+        metavar="REGEX",
+        help="do not crawl URLs matching REGEX (repeatable)",
+    )
+    crawl.add_argument(
+        "--max-urls-per-file",
+        type=_positive_int,
+        metavar="N",
+        default=MAX_URLS_PER_FILE,
+        help="rotate sitemap files at N URLs (default and maximum %(default)s)",
+    )
+    crawl.add_argument(
+        "--max-bytes-per-file",
+        type=_positive_int,
+        metavar="N",
+        default=MAX_BYTES_PER_FILE,
+        help="rotate sitemap files at N bytes uncompressed (default and "
+        "maximum %(default)s, 50 MiB)",
+    )
+    crawl.add_argument(
+        "--no-gzip", action="store_true", help="write plain .xml/.txt files instead of gzipped ones"
+    )
+    crawl.add_argument(
+        "--format",
+        choices=("xml", "txt"),
+        default="xml",
+        help="sitemap file format (default: %(default)s; the index is XML)",
+    )
+    crawl.add_argument(
+        "--log-level",
+        default="CRITICAL",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
+        help="Scrapy's log on stderr (default: %(default)s, i.e. only this "
+        "command's summary on stdout and a one-line error on stderr; every "
+        "decision is in the ledger either way)",
+    )
+    crawl.add_argument(
+        "-s",
+        "--set",
+        dest="settings",
+        action="append",
+        type=_setting,
+        default=[],
+        metavar="NAME=VALUE",
+        help="set any Scrapy or SITEMAP_* setting (repeatable)",
+    )
     return parser
 
 
@@ -265,7 +330,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     print(format_summary(stats))
     if code != EXIT_OK:
-        print(f"sitemap-crawler: {stats.get('sitemap/message', 'the crawl failed')}", file=sys.stderr)
+        print(
+            f"sitemap-crawler: {stats.get('sitemap/message', 'the crawl failed')}", file=sys.stderr
+        )
     return code
 
 

@@ -197,7 +197,9 @@ class Ledger:
             keeper = min(urls, key=lambda u: (len(u), u))
             for url in urls:
                 if url != keeper:
-                    updates.append((DUPLICATE, f"same content as {keeper}", keeper, url_key(keeper), url))
+                    updates.append(
+                        (DUPLICATE, f"same content as {keeper}", keeper, url_key(keeper), url)
+                    )
         self._db.executemany(
             "UPDATE urls SET decision = ?, reason = ?, target = ?, target_key = ?, loc = NULL "
             "WHERE url = ?",
@@ -228,9 +230,7 @@ class Ledger:
                 seen.add(node)
                 node = hops[node]
             updates.append((f" ({note})", key))
-        self._db.executemany(
-            "UPDATE urls SET reason = reason || ? WHERE key = ?", updates
-        )
+        self._db.executemany("UPDATE urls SET reason = reason || ? WHERE key = ?", updates)
 
     def _tick(self) -> None:
         self._pending += 1
@@ -256,9 +256,7 @@ class Ledger:
             yield SitemapEntry(loc=loc, lastmod=lastmod)
 
     def counts(self) -> dict[str, int]:
-        return dict(
-            self._db.execute("SELECT decision, count(*) FROM urls GROUP BY decision")
-        )
+        return dict(self._db.execute("SELECT decision, count(*) FROM urls GROUP BY decision"))
 
     def rows(self, **where: Any) -> Iterator[dict[str, Any]]:
         """Rows as dicts, ordered by URL; ``where`` filters on equal columns."""
@@ -270,7 +268,7 @@ class Ledger:
         cur = self._db.execute(sql, tuple(where.values()))
         names = [d[0] for d in cur.description]
         for row in cur:
-            yield dict(zip(names, row))
+            yield dict(zip(names, row, strict=True))
 
     def aliases(self) -> dict[str, str]:
         return dict(self._db.execute("SELECT alias, key FROM aliases"))

@@ -8,9 +8,7 @@ PREFIX = "sitemap/decision/"
 
 
 def decision_counts(stats: dict[str, Any]) -> dict[str, int]:
-    return {
-        k[len(PREFIX) :]: int(v) for k, v in sorted(stats.items()) if k.startswith(PREFIX)
-    }
+    return {k[len(PREFIX) :]: int(v) for k, v in sorted(stats.items()) if k.startswith(PREFIX)}
 
 
 def format_summary(stats: dict[str, Any]) -> str:

@@ -132,9 +132,7 @@ _HOST_RE: Final = re.compile(r"(?=.{1,253}\.?\Z)[a-z0-9_-]{1,63}(?:\.[a-z0-9_-]{
 def _component_re(safe: str) -> re.Pattern[str]:
     """Match what must change in a component: escapes, lone ``%``, unsafe characters."""
     unsafe_ascii = "".join(chr(c) for c in range(0x80) if chr(c) not in safe)
-    return re.compile(
-        r"(%[0-9A-Fa-f]{2})|(%)|([" + re.escape(unsafe_ascii) + r"])|([^\x00-\x7f]+)"
-    )
+    return re.compile(r"(%[0-9A-Fa-f]{2})|(%)|([" + re.escape(unsafe_ascii) + r"])|([^\x00-\x7f]+)")
 
 
 _PATH_RE: Final = _component_re(_PATH_SAFE)
@@ -399,9 +397,7 @@ def _remove_dot_segments(path: str) -> str:
     while path:
         if path.startswith("../"):  # A
             path = path[3:]
-        elif path.startswith("./"):
-            path = path[2:]
-        elif path.startswith("/./"):  # B
+        elif path.startswith("./") or path.startswith("/./"):
             path = path[2:]
         elif path == "/.":
             path = "/"

@@ -14,14 +14,14 @@ Stats: ``sitemap/lastmod/header``, ``sitemap/lastmod/page``, ``sitemap/lastmod/n
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from crawler.items import LISTED, UrlRecord
 from crawler.lastmod import http_date_to_w3c, lastmod_datetime
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing import Self
 
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
@@ -57,7 +57,7 @@ class LastmodPipeline:
         if lastmod is None:
             self.stats.inc_value("sitemap/lastmod/malformed")
             item.warnings.append(f"ignored malformed Last-Modified {item.last_modified[:100]!r}")
-        elif lastmod_datetime(lastmod) > datetime.now(timezone.utc):
+        elif lastmod_datetime(lastmod) > datetime.now(UTC):
             # Clamping to Date needs a Date header; without one a future date is wrong.
             self.stats.inc_value("sitemap/lastmod/malformed")
             item.warnings.append(f"ignored Last-Modified in the future {item.last_modified!r}")

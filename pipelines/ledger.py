@@ -3,8 +3,8 @@
 The ledger is keyed by the dedup key, so a page reached under two forms is recorded
 once and the second form kept as an alias; the first final decision about a URL
 wins. When the crawl ends, listed pages with byte-identical bodies are reduced to the
-shortest URL (``SITEMAP_DEDUPE_CONTENT``). Each run writes ``ledger.running.sqlite`` in the state directory; the
-publisher renames it once the run is over (:mod:`crawler.extensions.publish`).
+shortest URL (``SITEMAP_DEDUPE_CONTENT``). Each run writes ``ledger.running.sqlite``
+in the state directory; the publisher renames it once the run is over (:mod:`crawler.extensions.publish`).
 ``Sitemap:`` lines of robots.txt (Scrapy's ``robots_parsed`` signal) are kept in the
 ledger's ``meta`` table.
 
@@ -24,14 +24,16 @@ from crawler.ledger import Ledger
 from crawler.paths import CrawlPaths
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing import Self
 
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
 
 class LedgerPipeline:
-    def __init__(self, paths: CrawlPaths, stats: StatsCollector, dedupe_content: bool = True) -> None:
+    def __init__(
+        self, paths: CrawlPaths, stats: StatsCollector, dedupe_content: bool = True
+    ) -> None:
         self.paths = paths
         self.stats = stats
         self.dedupe_content = dedupe_content

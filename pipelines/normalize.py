@@ -22,7 +22,7 @@ from crawler.publicurl import PublicUrls
 from crawler.urls import normalize_url, url_key
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing import Self
 
     from scrapy.crawler import Crawler
 
@@ -37,7 +37,11 @@ class NormalizePipeline:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         s = crawler.settings
-        return cls(crawler, s.getbool("SITEMAP_STRIP_PARAMS", True), tuple(s.getlist("SITEMAP_STRIP_EXTRA")))
+        return cls(
+            crawler,
+            s.getbool("SITEMAP_STRIP_PARAMS", True),
+            tuple(s.getlist("SITEMAP_STRIP_EXTRA")),
+        )
 
     def open_spider(self) -> None:
         start_url = self.crawler.spider.start_url  # type: ignore[union-attr]

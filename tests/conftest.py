@@ -71,7 +71,15 @@ class MockServer:
 
     def start(self) -> MockServer:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.mockserver", "--robots", self.robots, "--log", str(self.log_path)],
+            [
+                sys.executable,
+                "-m",
+                "tests.mockserver",
+                "--robots",
+                self.robots,
+                "--log",
+                str(self.log_path),
+            ],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             text=True,

@@ -133,7 +133,11 @@ add(
     ),
     Set_Cookie="visited=1; Domain=127.0.0.1; Path=/",
 )
-add("/about.html", page(links("/", "/about.html#contact")), Last_Modified="Sun, 06 Nov 1994 08:49:37 GMT")
+add(
+    "/about.html",
+    page(links("/", "/about.html#contact")),
+    Last_Modified="Sun, 06 Nov 1994 08:49:37 GMT",
+)
 add("/dates/rfc1123.html", page("x"), Last_Modified="Tue, 15 Nov 2022 12:45:26 GMT")
 add("/dates/rfc850.html", page("x"), Last_Modified="Tuesday, 15-Nov-22 12:45:26 GMT")
 add("/dates/asctime.html", page("x"), Last_Modified="Tue Nov 15 12:45:26 2022")
@@ -162,7 +166,10 @@ add("/loop2", status=301, Location="/loop1")
 add("/to-offhost", status=302, Location="{other}/landing.html")
 add("/canon/self.html", page("self", head='<link rel="canonical" href="{base}/canon/self.html">'))
 add("/canon/dup.html", page("dup", head='<link rel="canonical" href="{base}/canon/self.html">'))
-add("/canon/offhost.html", page("x", head='<link rel="canonical" href="{other}/canon/offhost.html">'))
+add(
+    "/canon/offhost.html",
+    page("x", head='<link rel="canonical" href="{other}/canon/offhost.html">'),
+)
 add("/canon/chain-a.html", page("a", head='<link rel="canonical" href="/canon/chain-b.html">'))
 add("/canon/chain-b.html", page("b", head='<link rel="canonical" href="/canon/self.html">'))
 add("/canon/loop-a.html", page("a", head='<link rel="canonical" href="/canon/loop-b.html">'))
@@ -208,7 +215,10 @@ add("/base/page.html", page(links("target.html"), head='<base href="/base/sub/">
 add("/base/sub/target.html", page("target"))
 add("/caf%C3%A9.html", page("café"))
 add("/~user/", page("user"))
-add("/refresh0.html", page("moving", head='<meta http-equiv="refresh" content="0; url=/about.html">'))
+add(
+    "/refresh0.html",
+    page("moving", head='<meta http-equiv="refresh" content="0; url=/about.html">'),
+)
 add(
     "/refresh5.html",
     page("wait", head='<meta http-equiv="refresh" content="5; url=/refresh-target.html">'),
@@ -226,7 +236,9 @@ for dup in ("/dup/", "/dup/index.html", "/dup/copy.html"):
 # Its canonical is the page's production address (see --base-url).
 add(
     "/public-canonical.html",
-    page("p", head='<link rel="canonical" href="https://www.example.com/docs/public-canonical.html">'),
+    page(
+        "p", head='<link rel="canonical" href="https://www.example.com/docs/public-canonical.html">'
+    ),
 )
 
 ROBOTS_RULES = """\
@@ -247,7 +259,9 @@ def robots(mode: str) -> tuple[int, dict[str, str], bytes] | None:
     if mode in ("rules", "crawl-delay"):
         body = ROBOTS_RULES
         if mode == "crawl-delay":
-            body = body.replace("User-agent: sitemap-crawler\n", "User-agent: sitemap-crawler\nCrawl-delay: 1\n")
+            body = body.replace(
+                "User-agent: sitemap-crawler\n", "User-agent: sitemap-crawler\nCrawl-delay: 1\n"
+            )
         return 200, text, body.encode()
     if mode == "bom":
         return 200, text, b"\xef\xbb\xbf" + b"User-agent: sitemap-crawler\nDisallow: /about.html\n"
@@ -330,6 +344,8 @@ class Site(resource.Resource):
             # Endless query variants: /search?q=1 -> /search?q=2 -> ...
             n = int(path.split("q=")[1]) if "q=" in path else 0
             return 200, {"Content-Type": HTML}, page(links(f"/search?q={n + 1}"), title=str(n))
+        if plain == "/hang":
+            return None  # never answers
         if plain.startswith("/long/"):
             return 200, {"Content-Type": HTML}, page("long", title=plain)
         entry = SITE.get(path) or SITE.get(plain)

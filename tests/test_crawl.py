@@ -244,7 +244,9 @@ def test_aliases_recorded(result: CrawlResult, site: MockServer) -> None:
         meta_sitemaps = ledger.get_meta("robots_sitemaps")
     finally:
         ledger.close()
-    assert aliases[site.url("/about.html?utm_source=news&utm_medium=mail")] == site.url("/about.html")
+    assert aliases[site.url("/about.html?utm_source=news&utm_medium=mail")] == site.url(
+        "/about.html"
+    )
     assert aliases[site.url("/cart;jsessionid=ABC123")] == site.url("/cart")
     assert aliases[site.url("/café.html")] == site.url("/caf%C3%A9.html")
     assert meta_sitemaps == [site.url("/sitemap_index.xml")]

@@ -7,7 +7,6 @@ from __future__ import annotations
 import gzip
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest_twisted
 from scrapy.utils.sitemap import Sitemap
@@ -97,7 +96,11 @@ async def test_include_and_exclude(site: MockServer, tmp_path: Path) -> None:
 async def test_max_pages(site: MockServer, tmp_path: Path) -> None:
     result = await run_crawl(site.url("/"), tmp_path, SITEMAP_MAX_PAGES=10)
     decisions = result.decisions()
-    fetched = [u for u, (d, r) in decisions.items() if d not in ("cap-reached", "off-host", "too-long", "trap")]
+    fetched = [
+        u
+        for u, (d, r) in decisions.items()
+        if d not in ("cap-reached", "off-host", "too-long", "trap")
+    ]
     assert len(fetched) == 10
     assert result.stats["response_received_count"] <= 10 + 1  # + robots.txt
     assert sum(1 for d, r in decisions.values() if (d, r) == ("cap-reached", "max pages 10")) > 30
@@ -130,7 +133,9 @@ async def test_rotation_on_a_real_crawl(site: MockServer, tmp_path: Path) -> Non
 
 @pytest_twisted.ensureDeferred
 async def test_byte_cap_rotation(site: MockServer, tmp_path: Path) -> None:
-    result = await run_crawl(site.url("/"), tmp_path, SITEMAP_MAX_BYTES_PER_FILE=2048, SITEMAP_GZIP=False)
+    result = await run_crawl(
+        site.url("/"), tmp_path, SITEMAP_MAX_BYTES_PER_FILE=2048, SITEMAP_GZIP=False
+    )
     children, pages = read_set(result.out)
     assert len(children) > 1
     for loc in children:
@@ -158,12 +163,16 @@ async def test_unchanged_site_gives_identical_files(site: MockServer, tmp_path: 
 
 
 @pytest_twisted.ensureDeferred
-async def test_crawl_that_does_not_finish_publishes_nothing(site: MockServer, tmp_path: Path) -> None:
+async def test_crawl_that_does_not_finish_publishes_nothing(
+    site: MockServer, tmp_path: Path
+) -> None:
     out = str(tmp_path / "out")
     first = await run_crawl(site.url("/"), tmp_path / "a", SITEMAP_OUT_DIR=out)
     before = snapshot(first.out)
     # Scrapy closes the spider early ("closespider_pagecount"), as on Ctrl-C.
-    second = await run_crawl(site.url("/"), tmp_path / "b", SITEMAP_OUT_DIR=out, CLOSESPIDER_PAGECOUNT=5)
+    second = await run_crawl(
+        site.url("/"), tmp_path / "b", SITEMAP_OUT_DIR=out, CLOSESPIDER_PAGECOUNT=5
+    )
     assert second.outcome == "failed"
     assert "did not finish (closespider_pagecount)" in second.stats["sitemap/message"]
     assert snapshot(second.out) == before
@@ -173,16 +182,23 @@ async def test_crawl_that_does_not_finish_publishes_nothing(site: MockServer, tm
 
 
 @pytest_twisted.ensureDeferred
-async def test_changefreq_and_priority_only_when_configured(site: MockServer, tmp_path: Path) -> None:
+async def test_changefreq_and_priority_only_when_configured(
+    site: MockServer, tmp_path: Path
+) -> None:
     result = await run_crawl(
-        site.url("/relative/one.html"), tmp_path, SITEMAP_CHANGEFREQ="weekly", SITEMAP_PRIORITY="0.7"
+        site.url("/relative/one.html"),
+        tmp_path,
+        SITEMAP_CHANGEFREQ="weekly",
+        SITEMAP_PRIORITY="0.7",
     )
     index = Sitemap((result.out / "sitemap_index.xml").read_bytes())
     name = next(iter(index))["loc"].rsplit("/", 1)[1]
     entries = list(Sitemap(gzip.decompress((result.out / name).read_bytes())))
     assert {(e["changefreq"], e["priority"]) for e in entries} == {("weekly", "0.7")}
     plain = await run_crawl(site.url("/relative/one.html"), tmp_path / "plain")
-    name = next(iter(Sitemap((plain.out / "sitemap_index.xml").read_bytes())))["loc"].rsplit("/", 1)[1]
+    name = next(iter(Sitemap((plain.out / "sitemap_index.xml").read_bytes())))["loc"].rsplit(
+        "/", 1
+    )[1]
     body = gzip.decompress((plain.out / name).read_bytes())
     assert b"changefreq" not in body and b"priority" not in body
 
@@ -198,9 +214,28 @@ async def test_nothing_listed_fails(site: MockServer, tmp_path: Path) -> None:
 
 
 @pytest_twisted.ensureDeferred
-async def test_identical_pages_listed_once_unless_disabled(site: MockServer, tmp_path: Path) -> None:
+async def test_identical_pages_listed_once_unless_disabled(
+    site: MockServer, tmp_path: Path
+) -> None:
     dups = {site.url(p) for p in ("/dup/", "/dup/index.html", "/dup/copy.html")}
     merged = await run_crawl(site.url("/"), tmp_path / "a")
     assert merged.listed() & dups == {site.url("/dup/")}
     kept = await run_crawl(site.url("/"), tmp_path / "b", SITEMAP_DEDUPE_CONTENT=False)
     assert kept.listed() & dups == dups
+
+
+@pytest_twisted.ensureDeferred
+async def test_start_url_unreachable_fails(site: MockServer, tmp_path: Path) -> None:
+    result = await run_crawl(site.url("/hang"), tmp_path, DOWNLOAD_TIMEOUT=1, RETRY_TIMES=0)
+    assert result.outcome == "failed"
+    assert result.stats["sitemap/fatal"].startswith(f"start URL unreachable: {site.url('/hang')}")
+    assert "TimeoutError" in result.stats["sitemap/fatal"]
+
+
+@pytest_twisted.ensureDeferred
+async def test_gzip_responses_are_decoded(site: MockServer, tmp_path: Path) -> None:
+    result = await run_crawl(site.url("/relative/one.html"), tmp_path)
+    assert result.stats["httpcompression/response_count"] >= 4
+    assert result.listed() == {
+        site.url(f"/relative/{n}.html") for n in ("one", "two", "three", "four")
+    }

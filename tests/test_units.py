@@ -22,7 +22,9 @@ from tests.conftest import NetworkWatch
 AGENTS = ("robots", "googlebot", "sitemap-crawler")
 
 
-def html(body: str, head: str = "", url: str = "http://h.test/dir/page.html", **headers: str) -> HtmlResponse:
+def html(
+    body: str, head: str = "", url: str = "http://h.test/dir/page.html", **headers: str
+) -> HtmlResponse:
     text = f"<html><head>{head}</head><body>{body}</body></html>"
     return HtmlResponse(url, body=text.encode(), headers=headers, encoding="utf-8")
 
@@ -60,12 +62,19 @@ def test_links_from_a_area_and_hreflang_with_base() -> None:
         ('<meta name="otherbot" content="noindex">', {}, None, None),
         ('<meta name="robots" content="index, follow">', {}, None, None),
         ("", {"X-Robots-Tag": "noindex"}, "X-Robots-Tag", None),
-        ("", {"X-Robots-Tag": "googlebot: noindex, nofollow"}, "X-Robots-Tag (googlebot)", "X-Robots-Tag (googlebot)"),
+        (
+            "",
+            {"X-Robots-Tag": "googlebot: noindex, nofollow"},
+            "X-Robots-Tag (googlebot)",
+            "X-Robots-Tag (googlebot)",
+        ),
         ("", {"X-Robots-Tag": "otherbot: noindex"}, None, None),
         ("", {"X-Robots-Tag": "unavailable_after: 25 Jun 2010 15:00:00 PST"}, None, None),
     ],
 )
-def test_robots_directives(head: str, headers: dict[str, str], noindex: str | None, nofollow: str | None) -> None:
+def test_robots_directives(
+    head: str, headers: dict[str, str], noindex: str | None, nofollow: str | None
+) -> None:
     facts = page_facts(html('<a href="x.html">x</a>', head=head, **headers), AGENTS)
     assert facts.robots.noindex == noindex
     assert facts.robots.nofollow == nofollow
@@ -83,12 +92,16 @@ def test_robots_directives(head: str, headers: dict[str, str], noindex: str | No
         ("", "", {"Link": '<http://h.test/s.css>; rel="preload"'}, []),
     ],
 )
-def test_canonical_sources(head: str, body: str, headers: dict[str, str], canonicals: list[str]) -> None:
+def test_canonical_sources(
+    head: str, body: str, headers: dict[str, str], canonicals: list[str]
+) -> None:
     assert page_facts(html(body, head=head, **headers), AGENTS).canonicals == canonicals
 
 
 def test_meta_refresh() -> None:
-    facts = page_facts(html("", head='<meta http-equiv="refresh" content="3;URL=\'/next\'">'), AGENTS)
+    facts = page_facts(
+        html("", head='<meta http-equiv="refresh" content="3;URL=\'/next\'">'), AGENTS
+    )
     assert facts.refresh == (3.0, "http://h.test/next")
     noscript = page_facts(
         html('<noscript><meta http-equiv="refresh" content="0;url=/js"></noscript>'), AGENTS
@@ -119,7 +132,13 @@ def test_trap_rules(url: str, reason: str | None) -> None:
 def test_trap_query_variants() -> None:
     traps = TrapDetector(max_query_variants=3)
     results = [traps.check(f"http://h/cal?d={i}") for i in range(5)]
-    assert results == [None, None, None, "more than 3 query variants of /cal", "more than 3 query variants of /cal"]
+    assert results == [
+        None,
+        None,
+        None,
+        "more than 3 query variants of /cal",
+        "more than 3 query variants of /cal",
+    ]
     assert traps.check("http://h/other?d=1") is None
 
 
@@ -131,7 +150,9 @@ def test_public_urls() -> None:
     assert public.public_prefix == "https://www.example.com/3/"
     assert public.loc("http://127.0.0.1:8000/docs/a/b.html") == "https://www.example.com/3/a/b.html"
     assert public.loc("http://127.0.0.1:8000/other.html") is None
-    assert public.to_crawl("https://www.example.com/3/x.html") == "http://127.0.0.1:8000/docs/x.html"
+    assert (
+        public.to_crawl("https://www.example.com/3/x.html") == "http://127.0.0.1:8000/docs/x.html"
+    )
     assert public.to_crawl("https://elsewhere.example/x.html") == "https://elsewhere.example/x.html"
     plain = PublicUrls.create("http://h.test/", None)
     assert plain.loc("http://h.test/x") == "http://h.test/x"
@@ -159,7 +180,11 @@ def test_site_identity(a: str, b: str, same: bool) -> None:
 
 @pytest.mark.parametrize(
     ("ua", "token"),
-    [("sitemap-crawler/0.1 (+https://x)", "sitemap-crawler"), ("Googlebot", "Googlebot"), ("  A/1 B", "A")],
+    [
+        ("sitemap-crawler/0.1 (+https://x)", "sitemap-crawler"),
+        ("Googlebot", "Googlebot"),
+        ("  A/1 B", "A"),
+    ],
 )
 def test_product_token(ua: str, token: str) -> None:
     assert product_token(ua) == token
@@ -217,7 +242,13 @@ def test_ledger_streams_listed_entries_sorted(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("domain", "public"),
-    [("co.uk", True), ("example.co.uk", False), ("com", True), ("github.io", True), ("127.0.0.1", False)],
+    [
+        ("co.uk", True),
+        ("example.co.uk", False),
+        ("com", True),
+        ("github.io", True),
+        ("127.0.0.1", False),
+    ],
 )
 def test_public_suffix_check_is_offline(domain: str, public: bool) -> None:
     with NetworkWatch() as network:

@@ -25,6 +25,7 @@ _URI_RE = re.compile(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?\[\]]|%[0-9A-F]{2})*")
 
 # --- scheme, host and port ----------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("url", "expected"),
     [
@@ -87,6 +88,7 @@ def test_scheme_host_port(url: str, expected: str) -> None:
 
 
 # --- path ----------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     ("path", "expected"),
@@ -152,6 +154,7 @@ def test_path(path: str, expected: str) -> None:
 
 # --- query -----------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("query", "expected"),
     [
@@ -214,6 +217,7 @@ def test_query_encoding(url: str, encoding: str, expected: str) -> None:
 
 # --- tracking parameters -------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("rest", "kwargs", "expected"),
     [
@@ -262,6 +266,7 @@ def test_tracking_params() -> None:
 
 
 # --- rejected URLs ---------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     "url",
@@ -336,6 +341,7 @@ def test_stdlib_idna_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # --- distinct URLs stay distinct ---------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("first", "second"),
     [
@@ -372,6 +378,7 @@ def test_distinct_origins_stay_distinct(first: str, second: str) -> None:
 
 
 # --- url_key ---------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     ("first", "second"),
@@ -413,6 +420,7 @@ def test_url_key_keeps_published_order() -> None:
 
 
 # --- host_port and is_http_url ------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     ("url", "expected"),
@@ -503,8 +511,24 @@ _PORTS = st.one_of(
 )
 _SEGMENTS = st.one_of(
     st.sampled_from(
-        [".", "..", "", "%2e", "%2E%2e", ";jsessionid=x", "a;JSESSIONID=1", "..;jsessionid=1",
-         "%", "%7e", "%2f", "%zz", "%C3%BC", "a b", "ü", "\\"]
+        [
+            ".",
+            "..",
+            "",
+            "%2e",
+            "%2E%2e",
+            ";jsessionid=x",
+            "a;JSESSIONID=1",
+            "..;jsessionid=1",
+            "%",
+            "%7e",
+            "%2f",
+            "%zz",
+            "%C3%BC",
+            "a b",
+            "ü",
+            "\\",
+        ]
     ),
     st.text(max_size=8),
 )

@@ -39,8 +39,7 @@ from crawler.urls import url_key
 from crawler.writer import publish_sitemaps
 
 if TYPE_CHECKING:
-
-    from typing_extensions import Self
+    from typing import Self
 
     from scrapy import Spider
     from scrapy.crawler import Crawler
@@ -131,8 +130,6 @@ def _start_note(ledger: Ledger, spider: Any) -> str:
     if not start:
         return ""
     for row in ledger.rows(key=url_key(start)):
-        return f" (start URL {start}: {row['decision']}{', ' + row['reason'] if row['reason'] else ''})"
+        reason = f", {row['reason']}" if row["reason"] else ""
+        return f" (start URL {start}: {row['decision']}{reason})"
     return ""
-
-
-

@@ -26,7 +26,7 @@ from scrapy import signals
 from scrapy.extensions.throttle import AutoThrottle
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing import Self
 
     from scrapy import Spider
     from scrapy.core.downloader import Slot
@@ -50,9 +50,7 @@ class PoliteThrottle(AutoThrottle):
             self.crawler = crawler
             self.debug = False
             crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
-            crawler.signals.connect(
-                self._response_downloaded, signal=signals.response_downloaded
-            )
+            crawler.signals.connect(self._response_downloaded, signal=signals.response_downloaded)
         self.max_crawl_delay = settings.getfloat("SITEMAP_MAX_CRAWL_DELAY", 10.0)
         self.token = settings.get("ROBOTSTXT_USER_AGENT") or product_token(
             settings.get("USER_AGENT", "")
@@ -93,9 +91,7 @@ class PoliteThrottle(AutoThrottle):
             slot.concurrency = 1
             slot.jitter = 0
 
-    def _response_downloaded(
-        self, response: Response, request: Request, spider: Spider
-    ) -> None:
+    def _response_downloaded(self, response: Response, request: Request, spider: Spider) -> None:
         if self.adaptive:
             super()._response_downloaded(response, request, spider)
         key, slot = self._get_slot(request, spider)
@@ -103,13 +99,9 @@ class PoliteThrottle(AutoThrottle):
             return
         if response.status in BACKOFF_STATUSES:
             retry_after = _retry_after(response)
-            slot.delay = min(
-                self.maxdelay, max(slot.delay * 2, retry_after or 0.0, 1.0)
-            )
+            slot.delay = min(self.maxdelay, max(slot.delay * 2, retry_after or 0.0, 1.0))
             self.crawler.stats.inc_value("sitemap/throttle/backoff")
-            logger.info(
-                "HTTP %s from %s: delay raised to %.1f s", response.status, key, slot.delay
-            )
+            logger.info("HTTP %s from %s: delay raised to %.1f s", response.status, key, slot.delay)
         self._apply_floor(key, slot)
 
 

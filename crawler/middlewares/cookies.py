@@ -18,9 +18,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from tldextract import TLDExtract
 
 # suffix_list_urls=() means "never fetch"; cache_dir=None means "never write".
-_split_domain = TLDExtract(
-    suffix_list_urls=(), cache_dir=None, include_psl_private_domains=True
-)
+_split_domain = TLDExtract(suffix_list_urls=(), cache_dir=None, include_psl_private_domains=True)
 
 
 def is_public_suffix(domain: str) -> bool:

@@ -2,8 +2,9 @@
 
 The crawl talks to the crawled host and nothing else (issue #2): every request,
 including robots.txt and whatever a redirect middleware builds, must go to the start
-URL's site (:func:`crawler.urls.site_of`: its host and port, http or https). Anything else is refused here, at the first
-downloader middleware, so no component can reach another host by accident.
+URL's site (:func:`crawler.urls.site_of`: its host and port, http or https).
+Anything else is refused here, at the first downloader middleware, so no component
+can reach another host by accident.
 
 Settings: none; the spider's ``site`` attribute says which site is ours.
 Stats: ``sitemap/hostguard/refused``.
@@ -19,7 +20,7 @@ from scrapy.exceptions import IgnoreRequest
 from crawler.urls import site_of
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing import Self
 
     from scrapy.crawler import Crawler
     from scrapy.http import Request

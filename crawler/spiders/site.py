@@ -43,7 +43,7 @@ from crawler.traps import TrapDetector
 from crawler.urls import normalize_url, site_of, url_key
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing import Self
 
     from scrapy.crawler import Crawler
     from twisted.python.failure import Failure
@@ -247,9 +247,7 @@ class SiteSpider(Spider):
                 return
             facts.links.append(target)
         for link in facts.links:
-            yield from self.discover(
-                link, depth=rec.depth + 1, referrer=rec.url, encoding=encoding
-            )
+            yield from self.discover(link, depth=rec.depth + 1, referrer=rec.url, encoding=encoding)
         yield from self._judge(rec, response, facts.robots.noindex, facts.canonicals)
 
     def _judge(
@@ -270,23 +268,21 @@ class SiteSpider(Spider):
             yield from self.discover(canonical, depth=rec.depth, referrer=rec.url)
         elif urlsplit(rec.url).scheme != self.start_scheme:
             rec.decision = d.OTHER_SCHEME
-            rec.reason = f"{urlsplit(rec.url).scheme} URL; the sitemap lists {self.start_scheme} only"
+            rec.reason = (
+                f"{urlsplit(rec.url).scheme} URL; the sitemap lists {self.start_scheme} only"
+            )
         elif self.public.loc(rec.url) is None:
             rec.decision, rec.reason = d.EXCLUDED, "outside the --base-url prefix"
         else:
             rec.content_hash = hashlib.blake2b(response.body, digest_size=16).hexdigest()
         yield rec
 
-    def _canonical(
-        self, rec: UrlRecord, candidates: list[str], response: Response
-    ) -> str | None:
+    def _canonical(self, rec: UrlRecord, candidates: list[str], response: Response) -> str | None:
         """The page's canonical, in crawl address space, or None. Invalid and
         conflicting canonicals are ignored with a warning, as search engines do."""
         valid = []
         for raw in candidates:
-            url = normalize_url(
-                raw, strip_params=self.strip_params, extra_strip=self.extra_strip
-            )
+            url = normalize_url(raw, strip_params=self.strip_params, extra_strip=self.extra_strip)
             if url is None:
                 rec.warnings.append(f"ignored canonical {raw[:200]!r}: not an http(s) URL")
                 continue
