@@ -2,15 +2,18 @@
 
 ``sitemap-crawler crawl URL --out DIR`` runs the ``site`` spider with the options
 mapped onto Scrapy settings (``-s NAME=VALUE`` sets any other), prints a summary and
-exits with a status a scheduler can act on. Bad input gives one line on stderr and
-a non-zero exit, never a traceback.
+exits with a status a scheduler can act on. ``sitemap-crawler audit URL`` crawls
+the site without publishing, then runs the ``audit`` spider over its existing
+sitemaps and prints (and with ``--report`` writes) the comparison. Bad input gives
+one line on stderr and a non-zero exit, never a traceback.
 
 Exit status:
-  0  published
+  0  published (crawl); report done and bars passed (audit)
   2  usage error (bad option, bad URL, unusable directory)
   3  the crawl could not do its job (start URL or robots.txt unreachable, nothing
      listed); nothing was published and the previous set is untouched
   4  the sitemap set could not be written; the previous set is untouched
+  5  audit: --fail-under or --fail-on broke
   130 interrupted (Ctrl-C, SIGTERM); nothing was published
 """
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 import argparse
 import logging
 import re
+import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -26,9 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from crawler import __version__
+from crawler.audit import CLASSES, FAILABLE, FLAGS
 from crawler.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
 from crawler.middlewares.robots import product_token
-from crawler.paths import CrawlPaths, PathError
+from crawler.paths import LEDGER, CrawlPaths, PathError
 from crawler.publicurl import BaseUrlError, PublicUrls
 from crawler.report import format_summary
 from crawler.urls import host_port, normalize_url
@@ -37,10 +42,12 @@ EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_CRAWL_FAILED = 3
 EXIT_OUTPUT = 4
+EXIT_AUDIT_FAILED = 5
 EXIT_INTERRUPTED = 130
 
 _OUTCOME_EXIT = {
     "published": EXIT_OK,
+    "crawled": EXIT_OK,
     "failed": EXIT_CRAWL_FAILED,
     "output-error": EXIT_OUTPUT,
     "interrupted": EXIT_INTERRUPTED,
@@ -101,11 +108,88 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
 
 
+def _add_site_options(p: argparse.ArgumentParser) -> None:
+    """Options of every command that crawls: scope, politeness, logging, settings."""
+    p.add_argument("url", help="start URL, e.g. https://www.example.com/")
+    p.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="public address of the crawled site: every published <loc> is "
+        "rewritten from the start URL's directory to this prefix",
+    )
+    p.add_argument(
+        "--max-pages",
+        type=_non_negative_int,
+        metavar="N",
+        help="fetch at most N pages (0: no limit; default 500000)",
+    )
+    p.add_argument(
+        "--max-depth",
+        type=_non_negative_int,
+        metavar="N",
+        help="follow links at most N levels from the start URL (0: no limit; default 50)",
+    )
+    p.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        metavar="N",
+        help="concurrent requests (default 8 per host, 16 in all)",
+    )
+    p.add_argument(
+        "--delay",
+        type=_seconds,
+        metavar="S",
+        help="minimum delay between requests in seconds (default 0, with "
+        "AutoThrottle adapting to the server; robots.txt Crawl-delay wins "
+        "when larger)",
+    )
+    p.add_argument(
+        "--user-agent",
+        metavar="UA",
+        help="User-Agent header; its product token (before '/') is matched "
+        "against robots.txt groups",
+    )
+    p.add_argument(
+        "--include",
+        action="append",
+        type=_regex,
+        default=[],
+        metavar="REGEX",
+        help="crawl only URLs matching REGEX (repeatable; any one matches)",
+    )
+    p.add_argument(
+        "--exclude",
+        action="append",
+        type=_regex,
+        default=[],
+        metavar="REGEX",
+        help="do not crawl URLs matching REGEX (repeatable)",
+    )
+    p.add_argument(
+        "--log-level",
+        default="CRITICAL",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
+        help="Scrapy's log on stderr (default: %(default)s, i.e. only this "
+        "command's summary on stdout and a one-line error on stderr; every "
+        "decision is in the ledger either way)",
+    )
+    p.add_argument(
+        "-s",
+        "--set",
+        dest="settings",
+        action="append",
+        type=_setting,
+        default=[],
+        metavar="NAME=VALUE",
+        help="set any Scrapy or SITEMAP_* setting (repeatable)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="sitemap-crawler",
         description="Crawl a website politely and publish correct, rotated, gzipped "
-        "XML sitemaps plus a sitemap index.",
+        "XML sitemaps plus a sitemap index; audit the sitemaps a site already has.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -118,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
         "robots.txt unreachable, nothing listed); 4 output could not be written; "
         "130 interrupted. Nothing is published unless the crawl finished.",
     )
-    crawl.add_argument("url", help="start URL, e.g. https://www.example.com/")
+    _add_site_options(crawl)
     crawl.add_argument(
         "--out",
         default="public",
@@ -130,60 +214,6 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="directory for the crawl's ledger and state (default: beside "
         "--out, as OUT.sitemap-state; never inside --out)",
-    )
-    crawl.add_argument(
-        "--base-url",
-        metavar="URL",
-        help="public address of the crawled site: every published <loc> is "
-        "rewritten from the start URL's directory to this prefix",
-    )
-    crawl.add_argument(
-        "--max-pages",
-        type=_non_negative_int,
-        metavar="N",
-        help="fetch at most N pages (0: no limit; default 500000)",
-    )
-    crawl.add_argument(
-        "--max-depth",
-        type=_non_negative_int,
-        metavar="N",
-        help="follow links at most N levels from the start URL (0: no limit; default 50)",
-    )
-    crawl.add_argument(
-        "--concurrency",
-        type=_positive_int,
-        metavar="N",
-        help="concurrent requests (default 8 per host, 16 in all)",
-    )
-    crawl.add_argument(
-        "--delay",
-        type=_seconds,
-        metavar="S",
-        help="minimum delay between requests in seconds (default 0, with "
-        "AutoThrottle adapting to the server; robots.txt Crawl-delay wins "
-        "when larger)",
-    )
-    crawl.add_argument(
-        "--user-agent",
-        metavar="UA",
-        help="User-Agent header; its product token (before '/') is matched "
-        "against robots.txt groups",
-    )
-    crawl.add_argument(
-        "--include",
-        action="append",
-        type=_regex,
-        default=[],
-        metavar="REGEX",
-        help="crawl only URLs matching REGEX (repeatable; any one matches)",
-    )
-    crawl.add_argument(
-        "--exclude",
-        action="append",
-        type=_regex,
-        default=[],
-        metavar="REGEX",
-        help="do not crawl URLs matching REGEX (repeatable)",
     )
     crawl.add_argument(
         "--max-urls-per-file",
@@ -209,55 +239,87 @@ def build_parser() -> argparse.ArgumentParser:
         default="xml",
         help="sitemap file format (default: %(default)s; the index is XML)",
     )
-    crawl.add_argument(
-        "--log-level",
-        default="CRITICAL",
-        choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
-        help="Scrapy's log on stderr (default: %(default)s, i.e. only this "
-        "command's summary on stdout and a one-line error on stderr; every "
-        "decision is in the ledger either way)",
+
+    audit = sub.add_parser(
+        "audit",
+        help="compare a site's existing sitemaps with what a crawl finds",
+        description="Find URL's existing sitemaps (robots.txt Sitemap: lines, the usual "
+        "places, --sitemap), crawl the site (or read an earlier crawl with --state), and "
+        "report every listed URL's class, the indexable pages the sitemaps miss, and "
+        "protocol problems.",
+        epilog="Exit status: 0 audit done (and the bars passed); 2 usage error; 3 the crawl "
+        "failed (start URL or robots.txt unreachable); 5 --fail-under or --fail-on broke; "
+        "130 interrupted. Classes: " + ", ".join(CLASSES) + "; flags: "
+        + ", ".join(FLAGS) + ", dead-orphan; and protocol (any protocol problem).",
     )
-    crawl.add_argument(
-        "-s",
-        "--set",
-        dest="settings",
+    _add_site_options(audit)
+    audit.add_argument(
+        "--sitemap",
         action="append",
-        type=_setting,
         default=[],
-        metavar="NAME=VALUE",
-        help="set any Scrapy or SITEMAP_* setting (repeatable)",
+        metavar="URL|FILE",
+        help="a sitemap to read besides the discovered ones (repeatable; a local file works)",
+    )
+    audit.add_argument(
+        "--state",
+        metavar="DIR",
+        help="use the ledger of an earlier crawl in DIR instead of crawling now",
+    )
+    audit.add_argument(
+        "--report",
+        metavar="DIR",
+        help="write audit.json and one CSV per class to DIR",
+    )
+    audit.add_argument(
+        "--fail-under",
+        type=_percent,
+        metavar="PCT",
+        help="exit 5 when coverage is under PCT percent",
+    )
+    audit.add_argument(
+        "--fail-on",
+        type=_classes,
+        default=[],
+        metavar="CLASS,...",
+        help="exit 5 when any of these classes or flags has a URL",
     )
     return parser
 
 
-def settings_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    """Check the arguments and map them onto Scrapy settings; raise UsageError."""
+def _percent(text: str) -> float:
+    try:
+        value = float(text.rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a percentage: {text!r}") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 100: {text!r}")
+    return value
+
+
+def _classes(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in FAILABLE]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown class {', '.join(map(repr, unknown)) or repr(text)}; "
+            f"one of: {', '.join(sorted(FAILABLE))}"
+        )
+    return names
+
+
+def site_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """Check the options every crawling command shares; map them onto settings."""
     start = normalize_url(args.url)
     if start is None or host_port(start) is None:
         raise UsageError(f"not an http(s) URL: {args.url!r}")
     try:
         PublicUrls.create(start, args.base_url)
-        paths = CrawlPaths.create(args.out, args.state)
-    except (BaseUrlError, PathError) as e:
+    except BaseUrlError as e:
         raise UsageError(str(e)) from None
-    if args.max_urls_per_file > MAX_URLS_PER_FILE:
-        raise UsageError(f"--max-urls-per-file cannot exceed the protocol's {MAX_URLS_PER_FILE}")
-    if args.max_bytes_per_file > MAX_BYTES_PER_FILE:
-        raise UsageError(
-            f"--max-bytes-per-file cannot exceed the protocol's {MAX_BYTES_PER_FILE} bytes"
-        )
-    for directory in (paths.out, paths.state):
-        _check_writable(directory)
     settings: dict[str, Any] = {
-        "SITEMAP_OUT_DIR": str(paths.out),
-        "SITEMAP_STATE_DIR": str(paths.state),
         "SITEMAP_BASE_URL": args.base_url,
         "SITEMAP_INCLUDE": args.include,
         "SITEMAP_EXCLUDE": args.exclude,
-        "SITEMAP_MAX_URLS_PER_FILE": args.max_urls_per_file,
-        "SITEMAP_MAX_BYTES_PER_FILE": args.max_bytes_per_file,
-        "SITEMAP_GZIP": not args.no_gzip,
-        "SITEMAP_FORMAT": args.format,
         "LOG_LEVEL": args.log_level,
     }
     if args.max_pages is not None:
@@ -272,8 +334,35 @@ def settings_from_args(args: argparse.Namespace) -> dict[str, Any]:
     if args.user_agent:
         settings["USER_AGENT"] = args.user_agent
         settings["ROBOTSTXT_USER_AGENT"] = product_token(args.user_agent)
-    for name, value in args.settings:
-        settings[name] = value
+    return settings
+
+
+def settings_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """Check the ``crawl`` arguments and map them onto settings; raise UsageError."""
+    settings = site_settings(args)
+    try:
+        paths = CrawlPaths.create(args.out, args.state)
+    except PathError as e:
+        raise UsageError(str(e)) from None
+    if args.max_urls_per_file > MAX_URLS_PER_FILE:
+        raise UsageError(f"--max-urls-per-file cannot exceed the protocol's {MAX_URLS_PER_FILE}")
+    if args.max_bytes_per_file > MAX_BYTES_PER_FILE:
+        raise UsageError(
+            f"--max-bytes-per-file cannot exceed the protocol's {MAX_BYTES_PER_FILE} bytes"
+        )
+    for directory in (paths.out, paths.state):
+        _check_writable(directory)
+    settings.update(
+        {
+            "SITEMAP_OUT_DIR": str(paths.out),
+            "SITEMAP_STATE_DIR": str(paths.state),
+            "SITEMAP_MAX_URLS_PER_FILE": args.max_urls_per_file,
+            "SITEMAP_MAX_BYTES_PER_FILE": args.max_bytes_per_file,
+            "SITEMAP_GZIP": not args.no_gzip,
+            "SITEMAP_FORMAT": args.format,
+        }
+    )
+    settings.update(dict(args.settings))
     return settings
 
 
@@ -289,14 +378,10 @@ def _check_writable(directory: Path) -> None:
 def run_crawl(url: str, overrides: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     """Run the spider in this process; return the exit status and the stats."""
     from scrapy.crawler import CrawlerProcess
-    from scrapy.settings import Settings
 
     from crawler.spiders.site import SiteSpider
 
-    settings = Settings()
-    settings.setmodule("settings", priority="project")
-    settings.setdict(overrides, priority="cmdline")
-    process = CrawlerProcess(settings)
+    process = CrawlerProcess(_settings(overrides))
     crawler = process.create_crawler(SiteSpider)
     process.crawl(crawler, url=url)
     process.start()
@@ -308,18 +393,123 @@ def run_crawl(url: str, overrides: dict[str, Any]) -> tuple[int, dict[str, Any]]
     return _OUTCOME_EXIT.get(outcome, EXIT_CRAWL_FAILED), stats
 
 
+def audit_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """Check the ``audit`` arguments; raise UsageError."""
+    settings = site_settings(args)
+    if args.state:
+        ledger = Path(args.state) / LEDGER
+        if not ledger.is_file():
+            raise UsageError(f"no finished crawl in {args.state}: {ledger} is missing")
+    for item in args.sitemap:
+        if "://" not in item and not Path(item).is_file():
+            raise UsageError(f"--sitemap {item!r} is neither a URL nor a readable file")
+    if args.report:
+        _check_writable(Path(args.report))
+    settings.update(dict(args.settings))
+    return settings
+
+
+def run_audit(args: argparse.Namespace, overrides: dict[str, Any]) -> int:
+    """Crawl (unless --state), read the sitemaps, report; return the exit status."""
+    from scrapy.crawler import Crawler, CrawlerProcess
+
+    from crawler.audit import build_report, failures, write_report
+    from crawler.audit import format_summary as audit_summary
+    from crawler.spiders.audit import AuditSpider
+    from crawler.spiders.site import SiteSpider
+
+    work = Path(tempfile.mkdtemp(prefix="sitemap-audit-"))
+    try:
+        ledger = Path(args.state) / LEDGER if args.state else work / "crawl" / LEDGER
+        common = {**overrides, "SITEMAP_OUT_DIR": str(work / "out")}
+        process = CrawlerProcess(_settings(common))
+        auditor = Crawler(
+            AuditSpider,
+            _settings(
+                {
+                    **common,
+                    "SITEMAP_STATE_DIR": str(work / "audit"),
+                    "SITEMAP_AUDIT_LEDGER": str(ledger),
+                    "SITEMAP_AUDIT_STORE": str(work / "audit.sqlite"),
+                    "SITEMAP_AUDIT_SITEMAPS": [
+                        str(Path(x).resolve()) if "://" not in x else x for x in args.sitemap
+                    ],
+                }
+            ),
+            # The first crawler of the process installs the reactor.
+            init_reactor=bool(args.state),
+        )
+        crawl_stats: dict[str, Any] = {}
+        if args.state:
+            process.crawl(auditor, url=args.url)
+        else:
+            crawler = Crawler(
+                SiteSpider,
+                _settings(
+                    {**common, "SITEMAP_STATE_DIR": str(work / "crawl"), "SITEMAP_PUBLISH": False}
+                ),
+                init_reactor=True,
+            )
+
+            def then_audit(_: Any) -> Any:
+                crawl_stats.update(crawler.stats.get_stats() if crawler.stats else {})
+                if crawl_stats.get("sitemap/outcome") == "crawled":
+                    return process.crawl(auditor, url=args.url)
+                return None
+
+            process.crawl(crawler, url=args.url).addCallback(then_audit)
+        process.start()
+        if crawl_stats and crawl_stats.get("sitemap/outcome") != "crawled":
+            outcome = crawl_stats.get("sitemap/outcome", "failed")
+            print(
+                f"sitemap-crawler: the crawl failed: {crawl_stats.get('sitemap/message', outcome)}",
+                file=sys.stderr,
+            )
+            return EXIT_INTERRUPTED if outcome == "interrupted" else EXIT_CRAWL_FAILED
+        stats = auditor.stats.get_stats() if auditor.stats else {}
+        if stats.get("finish_reason") in ("shutdown", "cancelled"):
+            print("sitemap-crawler: interrupted; no report", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        if stats.get("sitemap/fatal"):
+            print(f"sitemap-crawler: {stats['sitemap/fatal']}", file=sys.stderr)
+            return EXIT_CRAWL_FAILED
+        report = build_report(args.url, ledger, work / "audit.sqlite")
+        print(audit_summary(report))
+        if args.report:
+            written = write_report(report, Path(args.report))
+            print(f"report: {written[0]} and {len(written) - 1} CSV files")
+        broken = failures(report, args.fail_under, args.fail_on)
+        if broken:
+            print(f"sitemap-crawler: audit failed: {'; '.join(broken)}", file=sys.stderr)
+            return EXIT_AUDIT_FAILED
+        return EXIT_OK
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _settings(overrides: dict[str, Any]) -> Any:
+    from scrapy.settings import Settings
+
+    settings = Settings()
+    settings.setmodule("settings", priority="project")
+    settings.setdict(overrides, priority="cmdline")
+    return settings
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command != "crawl":
+    if args.command not in ("crawl", "audit"):
         parser.print_help()
         return EXIT_USAGE
     try:
-        overrides = settings_from_args(args)
+        overrides = settings_from_args(args) if args.command == "crawl" else audit_settings(args)
     except UsageError as e:
         print(f"sitemap-crawler: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     try:
+        if args.command == "audit":
+            return run_audit(args, overrides)
         code, stats = run_crawl(args.url, overrides)
     except KeyboardInterrupt:
         print("sitemap-crawler: interrupted; nothing was published", file=sys.stderr)
@@ -330,9 +520,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     print(format_summary(stats))
     if code != EXIT_OK:
-        print(
-            f"sitemap-crawler: {stats.get('sitemap/message', 'the crawl failed')}", file=sys.stderr
-        )
+        print(f"sitemap-crawler: {stats.get('sitemap/message', 'the crawl failed')}", file=sys.stderr)
     return code
 
 

@@ -49,6 +49,15 @@ FINAL_DECISIONS = (
     ERROR,
 )
 
+#: Decisions reached by fetching the URL (or by robots.txt and host rules): the audit
+#: trusts them. Caps, traps and exclusions are not judgements of the page.
+JUDGED = frozenset(
+    {
+        LISTED, REDIRECT, CANONICAL, NOINDEX, STATUS, NON_HTML, OTHER_SCHEME,
+        DUPLICATE, INVALID, ERROR, ROBOTS, OFF_HOST, NON_PUBLIC,
+    }
+)
+
 
 @dataclass(slots=True)
 class UrlRecord:

@@ -68,6 +68,17 @@ ITEM_PIPELINES = {
 
 # -- sitemap-crawler ---------------------------------------------------------------------
 
+# Audit (sitemap-crawler audit): the ledger of the crawl to compare with, ...
+SITEMAP_AUDIT_LEDGER = None
+# ... the most bytes read from one sitemap file after decompression (a cap, not the
+# protocol limit: a file over 50 MiB is reported, and read up to this) ...
+SITEMAP_AUDIT_MAX_BYTES = 50 * 1024 * 1024 + 1
+# ... how many index levels are followed ...
+SITEMAP_AUDIT_MAX_DEPTH = 3
+# ... sitemap URLs or local files to read besides robots.txt's and the usual places ...
+SITEMAP_AUDIT_SITEMAPS: list[str] = []
+# ... and where the audit keeps what the sitemaps say.
+SITEMAP_AUDIT_STORE = None
 # Public address of the crawled site: published <loc>s are rewritten from the start
 # URL's directory to this prefix (None: publish the crawled addresses).
 SITEMAP_BASE_URL = None
@@ -105,6 +116,8 @@ SITEMAP_MAX_REDIRECTS = 10
 SITEMAP_OUT_DIR = "public"
 # Published <priority> for every URL (0.0-1.0); None omits it.
 SITEMAP_PRIORITY = None
+# Write and publish the sitemap set when the crawl finishes (off: ledger only).
+SITEMAP_PUBLISH = True
 # robots.txt bytes read (RFC 9309 asks for at least 500 KiB).
 SITEMAP_ROBOTS_MAX_BYTES = 500 * 1024
 SITEMAP_STATE_DIR = None

@@ -23,6 +23,7 @@ Robots modes: ``rules`` (the default), ``404``, ``403``, ``500``, ``503``, ``429
 from __future__ import annotations
 
 import argparse
+import functools
 import gzip
 import json
 import sys
@@ -241,6 +242,88 @@ add(
     ),
 )
 
+# -- existing sitemaps, for the audit (issue #3) -------------------------------------------
+
+add("/orphan-live.html", page("listed in a sitemap, linked from nowhere"))
+NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+
+
+def urlset(*entries: str, ns: str = NS) -> str:
+    body = "".join(f"<url>{e}</url>\n" for e in entries)
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset {ns}>\n{body}</urlset>\n'
+
+
+def loc(path: str, extra: str = "") -> str:
+    target = path if "://" in path or path.startswith("{") else "{base}" + path
+    return f"<loc>{target}</loc>{extra}"
+
+
+def sitemapindex(*locs: str) -> str:
+    body = "".join(f"<sitemap><loc>{u}</loc></sitemap>\n" for u in locs)
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n<sitemapindex {NS}>\n{body}</sitemapindex>\n'
+
+
+XML = {"Content-Type": "application/xml"}
+GZ = {"Content-Type": "application/gzip"}
+SITEMAPS: dict[str, tuple[dict[str, str], str, int]] = {
+    # path: (headers, body template, gzip layers)
+    "/sitemap_index.xml": (XML, sitemapindex(
+        "{base}/sitemap-pages.xml.gz",
+        "{base}/sitemap-double.xml.gz",
+        "{base}/sitemap-text.txt",
+        "{base}/feed.rss",
+        "{base}/feed.atom",
+        "{base}/sitemap-nons.xml",
+        "{base}/sitemap-uniform.xml",
+        "{base}/sitemap-nested.xml",
+        "{base}/sub/sitemap-sub.xml",
+        "{other}/sitemap-offhost.xml",
+    ), 0),
+    "/sitemap-pages.xml.gz": (GZ, urlset(
+        loc("/"),
+        loc("/about.html", "<lastmod>1990-01-01</lastmod>"),
+        loc("/old-about"),
+        loc("/gone-404"),
+        loc("/err-500"),
+        loc("/noindex/meta.html"),
+        loc("/canon/dup.html?ref=1".replace("&", "&amp;")),
+        loc("/private/secret.html"),
+        loc("{other}/elsewhere.html"),
+        loc("/orphan-live.html"),
+        loc("/orphan-dead.html"),
+        loc("/files/doc.pdf"),
+        "<loc>relative/page.html</loc>",
+        loc("/relative/one.html", "<lastmod>yesterday</lastmod>"),
+        loc("/relative/two.html", "<lastmod>2024-01-01T10:00:00</lastmod>"),
+        loc("/relative/three.html", "<changefreq>sometimes</changefreq>"),
+        loc("/relative/four.html", "<priority>1.5</priority>"),
+        loc("/dates/rfc1123.html", "<lastmod>2999-01-01</lastmod>"),
+    ), 1),
+    "/sitemap-double.xml.gz": (GZ, urlset(loc("/dates/rfc850.html"), loc("/dates/asctime.html")), 2),
+    "/sitemap-text.txt": ({"Content-Type": "text/plain"},
+                          "{base}/base/page.html\n{base}/about.html\nnot a url\n", 0),
+    "/feed.rss": ({"Content-Type": "application/rss+xml"},
+                  '<?xml version="1.0"?><rss version="2.0"><channel><title>t</title>'
+                  "<item><title>en</title><link>{base}/en/page.html</link></item>"
+                  "</channel></rss>", 0),
+    "/feed.atom": ({"Content-Type": "application/atom+xml"},
+                   '<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom"><title>t</title>'
+                   '<entry><title>de</title><link href="{base}/de/page.html"/>'
+                   "<updated>2020-01-01T00:00:00Z</updated></entry></feed>", 0),
+    "/sitemap-nons.xml": (XML, urlset(loc("/map-target.html"), ns=""), 0),
+    "/sitemap-uniform.xml": (XML, urlset(
+        loc("/cart", "<lastmod>2020-01-01</lastmod>"),
+        loc("/products?id=1&amp;color=red", "<lastmod>2020-01-01</lastmod>"),
+        loc("/~user/", "<lastmod>2020-01-01</lastmod>"),
+    ), 0),
+    # An index inside an index, which lists an index that lists it back: a cycle.
+    "/sitemap-nested.xml": (XML, sitemapindex("{base}/sitemap-cycle.xml"), 0),
+    "/sitemap-cycle.xml": (XML, sitemapindex("{base}/sitemap-nested.xml"), 0),
+    # A sitemap in /sub/ may only list URLs under /sub/.
+    "/sub/sitemap-sub.xml": (XML, urlset(loc("/about.html")), 0),
+}
+
+
 ROBOTS_RULES = """\
 User-agent: *
 Disallow: /private/
@@ -282,6 +365,50 @@ def robots(mode: str) -> tuple[int, dict[str, str], bytes] | None:
     raise ValueError(mode)
 
 
+def hostile(path: str, base: str) -> tuple[int, dict[str, str], bytes]:
+    """Sitemaps meant to hurt a parser; the audit must survive each with a report."""
+    xml = {"Content-Type": "application/xml"}
+    name, _, query = path.removeprefix("/hostile/").partition("?")
+    if name == "xxe.xml":
+        # The secret file's path comes from the test: /hostile/xxe.xml?/tmp/.../secret
+        return 200, xml, (
+            f'<?xml version="1.0"?>\n<!DOCTYPE urlset [<!ENTITY xxe SYSTEM "file://{query}">]>\n'
+            f'<urlset {NS}><url><loc>{base}/about.html?x=&xxe;</loc></url>'
+            f"<url><loc>{base}/cart</loc></url></urlset>"
+        ).encode()
+    if name == "laughs.xml":
+        ents = '<!ENTITY lol "lol">' + "".join(
+            f'<!ENTITY lol{i} "{("&lol" + (str(i - 1) if i > 1 else "") + ";") * 10}">'
+            for i in range(1, 10)
+        )
+        return 200, xml, (
+            f'<?xml version="1.0"?>\n<!DOCTYPE lolz [{ents}]>\n'
+            f"<urlset {NS}><url><loc>{base}/cart?&lol9;</loc></url></urlset>"
+        ).encode()
+    if name == "bomb.xml.gz":
+        return 200, {"Content-Type": "application/gzip"}, bomb()
+    if name == "truncated.xml":
+        full = urlset(*(loc(f"/relative/{n}.html") for n in ("one", "two", "three")))
+        return 200, xml, full.replace("{base}", base).encode()[:-60]
+    if name == "big.xml":
+        body = "".join(f"<url><loc>{base}/big/{i}</loc></url>\n" for i in range(60_000))
+        return 200, xml, f'<?xml version="1.0"?>\n<urlset {NS}>\n{body}</urlset>\n'.encode()
+    return 404, {"Content-Type": "text/plain"}, b"no such hostile sitemap"
+
+
+@functools.cache
+def bomb(size: int = 200 * 1024 * 1024) -> bytes:
+    """A gzip file of *size* bytes of zeros, built without holding them."""
+    import zlib
+
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    chunk = b"\0" * (1024 * 1024)
+    parts = [packer.compress(b'<?xml version="1.0"?><urlset>')]
+    parts += [packer.compress(chunk) for _ in range(size // len(chunk))]
+    parts.append(packer.flush())
+    return b"".join(parts)
+
+
 class Site(resource.Resource):
     isLeaf = True
 
@@ -308,8 +435,7 @@ class Site(resource.Resource):
             + "\n"
         )
         self.log.flush()
-        base = f"http://127.0.0.1:{self.port['port']}"
-        other = f"http://localhost:{self.port['port']}"
+        base, other = self.base, self.other
         found = self.lookup(path)
         if found is None:
             return server.NOT_DONE_YET  # "slow": the request is left hanging
@@ -325,6 +451,14 @@ class Site(resource.Resource):
             body = gzip.compress(body, mtime=0)
             request.setHeader("Content-Encoding", "gzip")
         return body
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port['port']}"
+
+    @property
+    def other(self) -> str:
+        return f"http://localhost:{self.port['port']}"
 
     def lookup(self, path: str) -> tuple[int, dict[str, str], bytes | str] | None:
         plain = path.split("?")[0]
@@ -348,6 +482,14 @@ class Site(resource.Resource):
             return None  # never answers
         if plain.startswith("/long/"):
             return 200, {"Content-Type": HTML}, page("long", title=plain)
+        if path in SITEMAPS:
+            headers, text, layers = SITEMAPS[path]
+            body = text.replace("{base}", self.base).replace("{other}", self.other).encode()
+            for _ in range(layers):
+                body = gzip.compress(body, mtime=0)
+            return 200, headers, body
+        if plain.startswith("/hostile/"):
+            return hostile(path, self.base)
         entry = SITE.get(path) or SITE.get(plain)
         if entry is None:
             return 404, {"Content-Type": HTML}, page("no such page")

@@ -11,10 +11,10 @@ finish normally (interrupted, robots.txt or start URL unreachable: ``sitemap/fat
 or listed nothing. The run's ledger becomes ``ledger.sqlite`` (plus a JSON Lines
 copy) when published, ``ledger.failed.sqlite`` otherwise.
 
-Settings: ``SITEMAP_FORMAT``, ``SITEMAP_GZIP``, ``SITEMAP_MAX_URLS_PER_FILE``,
+Settings: ``SITEMAP_PUBLISH`` (off: crawl and keep the ledger only), ``SITEMAP_FORMAT``, ``SITEMAP_GZIP``, ``SITEMAP_MAX_URLS_PER_FILE``,
 ``SITEMAP_MAX_BYTES_PER_FILE``, ``SITEMAP_CHANGEFREQ``, ``SITEMAP_PRIORITY``,
 ``SITEMAP_BASE_URL``, ``SITEMAP_OUT_DIR``, ``SITEMAP_STATE_DIR``.
-Stats: ``sitemap/outcome`` (``published``, ``interrupted``, ``failed``,
+Stats: ``sitemap/outcome`` (``published``, ``crawled``, ``interrupted``, ``failed``,
 ``output-error``), ``sitemap/message``, ``sitemap/files_written``,
 ``sitemap/urls_written``, ``sitemap/index_path``, ``sitemap/index_url``.
 """
@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+#: Outcomes of a crawl that did its job.
+GOOD = frozenset({"published", "crawled"})
+
 
 class SitemapPublisher:
     def __init__(self, crawler: Crawler, paths: CrawlPaths) -> None:
@@ -54,6 +57,7 @@ class SitemapPublisher:
         s = crawler.settings
         self.fmt = s.get("SITEMAP_FORMAT", "xml")
         self.gzip = s.getbool("SITEMAP_GZIP", True)
+        self.publish = s.getbool("SITEMAP_PUBLISH", True)
         self.max_urls = s.getint("SITEMAP_MAX_URLS_PER_FILE")
         self.max_bytes = s.getint("SITEMAP_MAX_BYTES_PER_FILE")
         changefreq = s.get("SITEMAP_CHANGEFREQ")
@@ -79,13 +83,13 @@ class SitemapPublisher:
             stats.set_value("sitemap/outcome", outcome)
             stats.set_value("sitemap/message", message)
             ledger.set_meta("outcome", {"outcome": outcome, "message": message, "reason": reason})
-            if outcome == "published":
+            if outcome in GOOD:
                 ledger.export_jsonl(self.paths.state / LEDGER_JSONL)
         finally:
             ledger.close()
-        final = self.paths.ledger if outcome == "published" else self.paths.state / LEDGER_FAILED
+        final = self.paths.ledger if outcome in GOOD else self.paths.state / LEDGER_FAILED
         running.replace(final)
-        log = logger.info if outcome == "published" else logger.error
+        log = logger.info if outcome in GOOD else logger.error
         log("Sitemap %s: %s\n%s", outcome, message, format_summary(stats.get_stats()))
 
     def _publish(self, ledger: Ledger, spider: Spider, reason: str) -> tuple[str, str]:
@@ -99,6 +103,8 @@ class SitemapPublisher:
             return kind, f"the crawl did not finish ({reason}); nothing was published"
         if ledger.counts().get(LISTED, 0) == 0:
             return "failed", "nothing listed" + _start_note(ledger, spider)
+        if not self.publish:
+            return "crawled", "the crawl finished; publishing is off (SITEMAP_PUBLISH)"
         public = PublicUrls.from_settings(spider.start_url, self.crawler.settings)  # type: ignore[attr-defined]
         try:
             index, files = publish_sitemaps(

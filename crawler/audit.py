@@ -1,0 +1,341 @@
+"""The audit report: compare what the sitemaps list with what the crawl found.
+
+Every listed URL lands in one class (issue #3):
+
+``indexable``
+    listed and indexable (good); a byte-identical copy of a listed page counts too.
+``orphan``
+    listed and indexable when fetched, but not found by following links.
+``redirect``, ``4xx``, ``5xx``, ``noindex``, ``canonicalised``, ``robots-blocked``,
+``off-host``, ``not-html``, ``error``, ``not-crawled``
+    listed but not indexable, by reason (with the redirect or canonical target).
+    ``off-host`` includes other schemes and URLs outside the sitemap file's
+    directory, which are never fetched. Such a URL that the crawl never found is a
+    dead orphan: ``found_by_crawl`` is false.
+``invalid-loc``
+    an entry whose ``loc`` is not an absolute http(s) URL.
+``missing``
+    indexable, found by the crawl, listed in no sitemap.
+
+Flags on top of the class: ``duplicate-listing`` (listed in more than one sitemap
+file). Protocol problems (file and entry faults reported by the parser, an index
+of indexes, cycles, lastmod drift) are listed separately, each with its sitemap and
+line. Coverage is the share of the indexable pages found by the crawl that the
+sitemaps list.
+
+``audit.json`` (schema ``sitemap-crawler/audit/1``)::
+
+    {"schema", "site", "generated", "coverage": {"percent", "covered", "indexable_found"},
+     "counts": {class or flag: n}, "sitemaps": [{"url", "via", "parent", "status",
+     "kind", "entries", "compressed_layers", "complete", "fetched", "problems"}],
+     "urls": [{"url", "class", "reason", "target", "found_by_crawl", "sitemaps",
+     "flags"}], "problems": [{"code", "message", "sitemap", "line", "url"}]}
+
+and one CSV per class and flag (``<name>.csv``: url, class, reason, target,
+found_by_crawl, sitemaps) plus ``problems.csv``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from crawler import items as d
+from crawler.auditstore import AuditStore
+from crawler.lastmod import http_date_to_w3c, lastmod_datetime, w3c_datetime
+from crawler.ledger import Ledger
+
+SCHEMA = "sitemap-crawler/audit/1"
+CLASSES = (
+    "indexable",
+    "orphan",
+    "redirect",
+    "4xx",
+    "5xx",
+    "noindex",
+    "canonicalised",
+    "robots-blocked",
+    "off-host",
+    "not-html",
+    "error",
+    "not-crawled",
+    "invalid-loc",
+    "missing",
+)
+FLAGS = ("duplicate-listing",)
+#: Names --fail-on accepts: classes, flags, and "protocol" (any protocol problem).
+FAILABLE = frozenset(CLASSES) | frozenset(FLAGS) | {"protocol", "dead-orphan"}
+
+_BY_DECISION = {
+    d.LISTED: "indexable",
+    d.DUPLICATE: "indexable",
+    d.REDIRECT: "redirect",
+    d.CANONICAL: "canonicalised",
+    d.NOINDEX: "noindex",
+    d.NON_HTML: "not-html",
+    d.ROBOTS: "robots-blocked",
+    d.OFF_HOST: "off-host",
+    d.NON_PUBLIC: "off-host",
+    d.OTHER_SCHEME: "off-host",
+    d.ERROR: "error",
+    d.INVALID: "invalid-loc",
+}
+
+
+def classify(decision: str, status: int | None) -> str:
+    if decision == d.STATUS:
+        if status is not None and 400 <= status < 500:
+            return "4xx"
+        if status is not None and status >= 500:
+            return "5xx"
+        return "error"
+    return _BY_DECISION.get(decision, "not-crawled")
+
+
+@dataclass
+class AuditReport:
+    site: str
+    coverage: float | None
+    covered: int
+    indexable_found: int
+    sitemaps: list[dict[str, Any]]
+    urls: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        counts: Counter[str] = Counter(u["class"] for u in self.urls)
+        for u in self.urls:
+            counts.update(u["flags"])
+            if not u["found_by_crawl"] and u["class"] not in ("orphan", "invalid-loc", "off-host"):
+                counts["dead-orphan"] += 1
+        counts["protocol"] = len(self.problems)
+        return {name: counts.get(name, 0) for name in (*CLASSES, *FLAGS, "dead-orphan", "protocol")}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "site": self.site,
+            "generated": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S+00:00"),
+            "coverage": {
+                "percent": None if self.coverage is None else round(self.coverage, 2),
+                "covered": self.covered,
+                "indexable_found": self.indexable_found,
+            },
+            "counts": self.counts,
+            "sitemaps": self.sitemaps,
+            "urls": self.urls,
+            "problems": self.problems,
+        }
+
+
+def build_report(site: str, ledger_path: Path, store_path: Path, now: datetime | None = None) -> AuditReport:
+    now = now or datetime.now(timezone.utc)
+    ledger = Ledger(ledger_path)
+    store = AuditStore(store_path)
+    try:
+        crawl = {row["key"]: row for row in ledger.rows()}
+        sitemaps = store.sitemaps()
+        listings = list(store.query("SELECT * FROM listings ORDER BY sitemap, line, id"))
+        fetched = {row["key"]: row for row in store.query("SELECT * FROM fetched")}
+    finally:
+        ledger.close()
+        store.close()
+
+    by_key: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    urls: list[dict[str, Any]] = []
+    problems: list[dict[str, Any]] = []
+    for row in listings:
+        if row["key"] is None:
+            urls.append(_url(row["loc"], "invalid-loc", row["scope"], None, False, [row["sitemap"]]))
+        else:
+            by_key[row["key"]].append(row)
+
+    covered_keys: set[str] = set()
+    for key, rows in sorted(by_key.items(), key=lambda kv: kv[1][0]["url"]):
+        files = sorted({r["sitemap"] for r in rows})
+        in_scope = [r for r in rows if r["scope"] is None]
+        for r in rows:
+            if r["scope"] is not None and in_scope:
+                problems.append(_problem("loc-out-of-scope", f"{r['scope']}: not fetched", r))
+        if not in_scope:
+            # Never fetched: another host or scheme, or outside the file's directory.
+            urls.append(_url(rows[0]["url"], "off-host", rows[0]["scope"], None, False, files))
+            continue
+        found = crawl.get(key)
+        found_by_crawl = found is not None and found["decision"] in d.JUDGED
+        judged = found if found_by_crawl else fetched.get(key)
+        if judged is None:
+            cls, reason, target = "not-crawled", (found or {}).get("reason") or "not fetched", None
+        else:
+            cls = classify(judged["decision"], judged["status"])
+            reason, target = judged["reason"], judged["target"]
+            if cls == "indexable":
+                covered_keys.add(key)
+                if judged["decision"] == d.DUPLICATE and found is not None:
+                    covered_keys.add(found["target_key"])
+                if not found_by_crawl:
+                    cls = "orphan"
+                    reason = "not linked from the crawled pages"
+        url = _url(in_scope[0]["url"], cls, reason, target, found_by_crawl, files)
+        if len({r["sitemap"] for r in in_scope}) > 1:
+            url["flags"].append("duplicate-listing")
+        urls.append(url)
+
+    indexable_found = [row for row in crawl.values() if row["decision"] == d.LISTED]
+    for row in indexable_found:
+        if row["key"] not in covered_keys:
+            urls.append(_url(row["url"], "missing", "listed in no sitemap", None, True, []))
+    covered = sum(1 for row in indexable_found if row["key"] in covered_keys)
+    coverage = 100.0 * covered / len(indexable_found) if indexable_found else None
+
+    for sm in sitemaps:
+        for p in sm["problems"]:
+            problems.append({**p, "sitemap": sm["url"], "url": None})
+    problems += _lastmod_problems(listings, crawl, now)
+    problems.sort(key=lambda p: (p["sitemap"], p["line"] or 0, p["code"]))
+    return AuditReport(site, coverage, covered, len(indexable_found), sitemaps, urls, problems)
+
+
+def _url(url: str, cls: str, reason: str | None, target: str | None, found: bool,
+         sitemaps: list[str]) -> dict[str, Any]:
+    return {
+        "url": url,
+        "class": cls,
+        "reason": reason or "",
+        "target": target,
+        "found_by_crawl": found,
+        "sitemaps": sitemaps,
+        "flags": [],
+    }
+
+
+def _problem(code: str, message: str, listing: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "code": code,
+        "message": message,
+        "sitemap": listing["sitemap"],
+        "line": listing["line"],
+        "url": listing["url"] or listing["loc"],
+    }
+
+
+def _lastmod_problems(listings: list[dict[str, Any]], crawl: dict[str, dict[str, Any]],
+                      now: datetime) -> list[dict[str, Any]]:
+    """Lastmod drift: older than the page's Last-Modified, or one value for all."""
+    problems = []
+    per_file: dict[str, list[str]] = defaultdict(list)
+    for row in listings:
+        if not row["lastmod"]:
+            continue
+        per_file[row["sitemap"]].append(row["lastmod"].strip())
+        page = crawl.get(row["key"]) if row["key"] else None
+        if page is None or not page["last_modified"]:
+            continue
+        header = http_date_to_w3c(page["last_modified"])
+        listed = w3c_datetime(row["lastmod"].strip())
+        if header is None or listed is None:
+            continue
+        stale = (
+            lastmod_datetime(listed).date() < lastmod_datetime(header).date()
+            if len(listed) == 10
+            else lastmod_datetime(listed) < lastmod_datetime(header)
+        )
+        if stale:
+            message = (
+                f"lastmod {row['lastmod'].strip()} is older than the page's "
+                f"Last-Modified {page['last_modified']}"
+            )
+            problems.append(_problem("lastmod-stale", message, row))
+    for sitemap, values in per_file.items():
+        if len(values) >= 3 and len(set(values)) == 1:
+            problems.append({
+                "code": "lastmod-uniform",
+                "message": f"all {len(values)} entries carry the same lastmod {values[0]}",
+                "sitemap": sitemap,
+                "line": None,
+                "url": None,
+            })
+    return problems
+
+
+def write_report(report: AuditReport, directory: Path) -> list[Path]:
+    """``audit.json`` plus one CSV per class and flag, and ``problems.csv``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    path = directory / "audit.json"
+    tmp = directory / ".audit.json.tmp"
+    tmp.write_text(json.dumps(report.to_json(), indent=1, ensure_ascii=False) + "\n")
+    tmp.replace(path)
+    written.append(path)
+    columns = ["url", "class", "reason", "target", "found_by_crawl", "sitemaps"]
+    for name in (*CLASSES, *FLAGS):
+        rows = [u for u in report.urls if u["class"] == name or name in u["flags"]]
+        path = directory / f"{name}.csv"
+        with path.open("w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(columns)
+            for u in rows:
+                writer.writerow([u["url"], u["class"], u["reason"], u["target"] or "",
+                                 "yes" if u["found_by_crawl"] else "no", " ".join(u["sitemaps"])])
+        written.append(path)
+    path = directory / "problems.csv"
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["code", "message", "sitemap", "line", "url"])
+        for p in report.problems:
+            writer.writerow([p["code"], p["message"], p["sitemap"], p["line"] or "", p["url"] or ""])
+    written.append(path)
+    return written
+
+
+def format_summary(report: AuditReport, examples: int = 3) -> str:
+    counts = report.counts
+    fetched = [s for s in report.sitemaps if s["fetched"] and s["status"] in (200, None) and s["kind"]]
+    lines = [
+        f"sitemaps read: {len(fetched)} "
+        f"({sum(1 for s in report.sitemaps if s['problems'])} with problems), "
+        f"entries: {sum(s['entries'] for s in fetched)}",
+    ]
+    if report.coverage is None:
+        lines.append("coverage: n/a (the crawl found no indexable page)")
+    else:
+        lines.append(
+            f"coverage: {report.coverage:.1f}% ({report.covered} of {report.indexable_found} "
+            "indexable pages found by the crawl are listed)"
+        )
+    for name in (*CLASSES, *FLAGS):
+        if not counts[name]:
+            continue
+        sample = [u for u in report.urls if u["class"] == name or name in u["flags"]][:examples]
+        lines.append(f"{name:<18} {counts[name]:>6}")
+        for u in sample:
+            detail = f" ({u['reason']})" if u["reason"] and name not in ("indexable",) else ""
+            lines.append(f"    {u['url']}{detail}")
+    if counts["dead-orphan"]:
+        lines.append(f"{'dead orphans':<18} {counts['dead-orphan']:>6}  (listed, not found by the crawl, not indexable)")
+    if report.problems:
+        by_code = Counter(p["code"] for p in report.problems)
+        lines.append(
+            f"{'protocol problems':<18} {len(report.problems):>6}  "
+            + ", ".join(f"{code} {n}" for code, n in by_code.most_common())
+        )
+    return "\n".join(lines)
+
+
+def failures(report: AuditReport, fail_under: float | None, fail_on: list[str]) -> list[str]:
+    """Why the audit breaks the bar (empty: it passes)."""
+    reasons = []
+    if fail_under is not None and (report.coverage is None or report.coverage < fail_under):
+        shown = "n/a" if report.coverage is None else f"{report.coverage:.1f}%"
+        reasons.append(f"coverage {shown} is under {fail_under:g}%")
+    counts = report.counts
+    for name in fail_on:
+        if counts.get(name, 0):
+            reasons.append(f"{counts[name]} {name}")
+    return reasons

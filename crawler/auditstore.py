@@ -1,0 +1,134 @@
+"""The audit's store: what the existing sitemaps say, in SQLite beside the ledger.
+
+Tables:
+
+``sitemaps``
+    one row per sitemap file met: ``url``, how it was found (``via``: ``robots``,
+    ``default``, ``argument``, or ``index`` with its ``parent``), ``depth`` in the
+    index tree, ``status``, ``kind`` (urlset, sitemapindex, text, rss, atom),
+    ``entries``, ``compressed_layers``, ``size``, ``complete``, ``fetched`` and
+    ``problems`` (JSON list of ``{code, message, line}``).
+``listings``
+    one row per entry of a urlset, text or feed file: ``loc`` as written, ``key``
+    (dedup key of its normalised crawl-space URL; NULL when the loc is not a usable
+    URL), ``url``, ``sitemap``, ``line``, ``lastmod``, ``changefreq``, ``priority``,
+    ``alternates``, ``images``, ``scope`` (NULL in scope, else why not).
+``fetched``
+    listed URLs the crawl did not judge, fetched once by the audit: the same
+    columns as the ledger's decisions.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS sitemaps (
+    url TEXT PRIMARY KEY,
+    via TEXT NOT NULL,
+    parent TEXT,
+    depth INTEGER NOT NULL DEFAULT 0,
+    status INTEGER,
+    kind TEXT,
+    entries INTEGER NOT NULL DEFAULT 0,
+    compressed_layers INTEGER NOT NULL DEFAULT 0,
+    size INTEGER NOT NULL DEFAULT 0,
+    complete INTEGER NOT NULL DEFAULT 1,
+    fetched INTEGER NOT NULL DEFAULT 1,
+    problems TEXT NOT NULL DEFAULT '[]'
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS listings (
+    id INTEGER PRIMARY KEY,
+    loc TEXT NOT NULL,
+    key TEXT,
+    url TEXT,
+    sitemap TEXT NOT NULL,
+    line INTEGER,
+    lastmod TEXT,
+    changefreq TEXT,
+    priority TEXT,
+    alternates INTEGER NOT NULL DEFAULT 0,
+    images INTEGER NOT NULL DEFAULT 0,
+    scope TEXT
+);
+CREATE INDEX IF NOT EXISTS listings_key ON listings (key);
+CREATE TABLE IF NOT EXISTS fetched (
+    key TEXT PRIMARY KEY,
+    url TEXT NOT NULL,
+    decision TEXT NOT NULL,
+    reason TEXT NOT NULL DEFAULT '',
+    target TEXT,
+    status INTEGER,
+    last_modified TEXT
+) WITHOUT ROWID;
+"""
+
+
+class AuditStore:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path)
+        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.executescript(SCHEMA)
+
+    def add_sitemap(self, url: str, via: str, **fields: Any) -> None:
+        fields = dict(fields)
+        if "problems" in fields:
+            fields["problems"] = json.dumps(fields["problems"])
+        names = ["url", "via", *fields]
+        values = [url, via, *fields.values()]
+        self._db.execute(
+            f"INSERT INTO sitemaps ({', '.join(names)}) VALUES ({', '.join('?' * len(names))}) "
+            "ON CONFLICT (url) DO UPDATE SET "
+            + ", ".join(f"{n} = excluded.{n}" for n in names[1:]),
+            values,
+        )
+
+    def sitemap_problems(self, url: str) -> list[dict[str, Any]]:
+        row = self._db.execute("SELECT problems FROM sitemaps WHERE url = ?", (url,)).fetchone()
+        return json.loads(row[0]) if row else []
+
+    def add_problem(self, url: str, problem: dict[str, Any]) -> None:
+        problems = self.sitemap_problems(url)
+        problems.append(problem)
+        self._db.execute(
+            "UPDATE sitemaps SET problems = ? WHERE url = ?", (json.dumps(problems), url)
+        )
+
+    def add_listings(self, rows: list[tuple[Any, ...]]) -> None:
+        self._db.executemany(
+            "INSERT INTO listings (loc, key, url, sitemap, line, lastmod, changefreq, priority,"
+            " alternates, images, scope) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+
+    def add_fetched(self, key: str, url: str, decision: str, reason: str, target: str | None,
+                    status: int | None, last_modified: str | None) -> None:
+        self._db.execute(
+            "INSERT INTO fetched VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING",
+            (key, url, decision, reason, target, status, last_modified),
+        )
+
+    def commit(self) -> None:
+        self._db.commit()
+
+    def close(self) -> None:
+        self._db.commit()
+        self._db.close()
+
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> Iterator[dict[str, Any]]:
+        cur = self._db.execute(sql, params)
+        names = [d[0] for d in cur.description]
+        for row in cur:
+            yield dict(zip(names, row, strict=True))
+
+    def sitemaps(self) -> list[dict[str, Any]]:
+        rows = list(self.query("SELECT * FROM sitemaps ORDER BY depth, url"))
+        for row in rows:
+            row["problems"] = json.loads(row["problems"])
+        return rows

@@ -1,0 +1,315 @@
+"""The ``audit`` spider: read a site's existing sitemaps and judge what they list.
+
+It runs after a crawl (or on the ledger of an earlier one) and reuses the ``site``
+spider's judging, middlewares and politeness (issue #3):
+
+1. Sitemap files are discovered from robots.txt ``Sitemap:`` lines (recorded in the
+   crawl's ledger), the usual places (``/sitemap.xml``, ``/sitemap_index.xml``,
+   ``/sitemap.xml.gz``, ``/sitemap.txt``) and ``SITEMAP_AUDIT_SITEMAPS`` (URLs or
+   local files). They are fetched without robots.txt rules (the owner declared
+   them), parsed with :mod:`crawler.sitemapparser`, and indexes are followed with a
+   visited set and a depth cap; cycles and indexes of indexes are reported.
+2. A sitemap URL or a ``loc`` on another host or scheme, or outside the sitemap
+   file's directory, is reported and never fetched.
+3. Listed URLs that the crawl did not judge (orphans, and URLs it left unfetched)
+   are fetched once, politely and obeying robots.txt, and judged exactly as the
+   crawl judges a page, without following their links.
+
+Everything goes into an :class:`crawler.auditstore.AuditStore`; the report is built
+from it and the crawl's ledger by :mod:`crawler.audit`.
+
+Settings: ``SITEMAP_AUDIT_STORE``, ``SITEMAP_AUDIT_LEDGER``, ``SITEMAP_AUDIT_SITEMAPS``,
+``SITEMAP_AUDIT_MAX_DEPTH``, ``SITEMAP_AUDIT_MAX_BYTES``, and the ``site`` spider's.
+Stats: ``sitemap/audit/sitemaps``, ``sitemap/audit/listings``, ``sitemap/audit/fetched``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request, signals
+from scrapy.exceptions import DontCloseSpider
+
+from crawler import items as d
+from crawler.auditstore import AuditStore
+from crawler.items import UrlRecord
+from crawler.ledger import Ledger
+from crawler.publicurl import prefix_of
+from crawler.sitemapparser import Kind, ParsedSitemap, parse_sitemap
+from crawler.spiders.site import SiteSpider
+from crawler.urls import normalize_url, site_of, url_key
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from twisted.python.failure import Failure
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_PLACES = ("sitemap.xml", "sitemap_index.xml", "sitemap.xml.gz", "sitemap.txt")
+
+
+class AuditSpider(SiteSpider):
+    name = "audit"
+    custom_settings = {
+        "ITEM_PIPELINES": {},
+        "EXTENSIONS": {"crawler.extensions.publish.SitemapPublisher": None},
+    }
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        s = crawler.settings
+        spider.store = AuditStore(Path(s.get("SITEMAP_AUDIT_STORE")))
+        spider.ledger_path = Path(s.get("SITEMAP_AUDIT_LEDGER"))
+        spider.extra_sitemaps = s.getlist("SITEMAP_AUDIT_SITEMAPS")
+        spider.max_index_depth = s.getint("SITEMAP_AUDIT_MAX_DEPTH", 3)
+        spider.max_sitemap_bytes = s.getint("SITEMAP_AUDIT_MAX_BYTES", 50 * 1024 * 1024 + 1)
+        spider.visited = set()
+        spider.orphans_scheduled = False
+        crawler.signals.connect(spider.idle, signal=signals.spider_idle)
+        return spider
+
+    # -- finding the sitemaps ------------------------------------------------------------
+
+    async def start(self) -> AsyncIterator[Any]:
+        ledger = Ledger(self.ledger_path)
+        try:
+            declared = ledger.get_meta("robots_sitemaps", []) or []
+        finally:
+            ledger.close()
+        root = self.start_origin + "/"
+        candidates: list[tuple[str, str]] = [(u, "robots") for u in declared]
+        candidates += [(root + name, "default") for name in DEFAULT_PLACES]
+        for arg in self.extra_sitemaps:
+            path = Path(arg)
+            if "://" not in arg and path.exists():
+                self._read_local(path)
+            else:
+                candidates.append((arg, "argument"))
+        for raw, via in candidates:
+            for request in self._sitemap_request(raw, via=via, parent=None, depth=0):
+                yield request
+
+    def _sitemap_request(
+        self, raw: str, *, via: str, parent: str | None, depth: int
+    ) -> Iterator[Request]:
+        url = normalize_url(raw, strip_params=False)
+        if url is None:
+            self.store.add_sitemap(raw, via, parent=parent, depth=depth, fetched=0, problems=[
+                {"code": "invalid-sitemap-url", "message": f"not an http(s) URL: {raw!r}", "line": None}
+            ])
+            return
+        if url in self.visited:
+            if parent is not None:
+                self.store.add_problem(parent, {
+                    "code": "index-cycle",
+                    "message": f"lists {url}, which was already read (an index cycle)",
+                    "line": None,
+                })
+            return
+        self.visited.add(url)
+        scope = self._scope(url, prefix_of(parent) if parent else self.start_origin + "/")
+        if scope is not None:
+            self.store.add_sitemap(url, via, parent=parent, depth=depth, fetched=0, problems=[
+                {"code": "sitemap-out-of-scope", "message": f"{scope}: not fetched", "line": None}
+            ])
+            return
+        if depth > self.max_index_depth:
+            self.store.add_problem(parent or url, {
+                "code": "index-too-deep",
+                "message": f"{url} is more than {self.max_index_depth} index levels deep: not read",
+                "line": None,
+            })
+            return
+        yield Request(
+            url,
+            callback=self.parse_sitemap,
+            errback=self.sitemap_failed,
+            dont_filter=True,
+            meta={
+                "dont_obey_robotstxt": True,
+                "handle_httpstatus_all": True,
+                "download_maxsize": self.max_sitemap_bytes,
+                "download_warnsize": 0,
+                "audit_via": via,
+                "audit_parent": parent,
+                "audit_depth": depth,
+            },
+        )
+
+    def _scope(self, url: str, directory: str) -> str | None:
+        """Why *url* (crawl space) may not appear in a sitemap at *directory*."""
+        if site_of(url) != self.site:
+            return "another host"
+        if not url.startswith(self.start_scheme + ":"):
+            return "another scheme"
+        if not url.startswith(directory):
+            return f"outside the sitemap file's directory {directory}"
+        return None
+
+    # -- reading them ---------------------------------------------------------------------
+
+    def parse_sitemap(self, response: Response) -> Iterator[Request]:
+        meta = response.meta
+        url = meta.get("redirect_urls", [response.url])[0] if meta.get("redirect_urls") else response.url
+        via, parent, depth = meta["audit_via"], meta["audit_parent"], meta["audit_depth"]
+        self.crawler.stats.inc_value("sitemap/audit/sitemaps")
+        if response.status != 200:
+            problems = []
+            if via != "default":
+                problems.append({
+                    "code": "sitemap-http-error",
+                    "message": f"HTTP {response.status}",
+                    "line": None,
+                })
+            self.store.add_sitemap(url, via, parent=parent, depth=depth, status=response.status,
+                                   fetched=1, problems=problems)
+            return
+        # No url: the location rule is checked here, in crawl space (--base-url).
+        parsed = parse_sitemap(response.body, max_bytes=self.max_sitemap_bytes)
+        yield from self._record(url, parsed, via=via, parent=parent, depth=depth,
+                                status=response.status)
+
+    def sitemap_failed(self, failure: Failure) -> None:
+        meta = failure.request.meta  # type: ignore[attr-defined]
+        url = failure.request.url  # type: ignore[attr-defined]
+        self.store.add_sitemap(url, meta["audit_via"], parent=meta["audit_parent"],
+                               depth=meta["audit_depth"], fetched=0, problems=[{
+                                   "code": "sitemap-unreachable",
+                                   "message": f"{failure.type.__name__}: {failure.getErrorMessage()}"[:300],
+                                   "line": None,
+                               }])
+
+    def _read_local(self, path: Path) -> None:
+        data = path.read_bytes()[: self.max_sitemap_bytes + 1]
+        parsed = parse_sitemap(data, max_bytes=self.max_sitemap_bytes)
+        # A local file stands for a sitemap at the site's root.
+        requests = list(self._record(str(path), parsed, via="argument", parent=None, depth=0,
+                                     status=None, directory=self.start_origin + "/"))
+        self._pending_local = getattr(self, "_pending_local", []) + requests
+
+    def _record(
+        self,
+        url: str,
+        parsed: ParsedSitemap,
+        *,
+        via: str,
+        parent: str | None,
+        depth: int,
+        status: int | None,
+        directory: str | None = None,
+    ) -> Iterator[Request]:
+        problems = [
+            {"code": p.code, "message": p.message, "line": p.line} for p in parsed.problems
+        ]
+        if parsed.kind == Kind.INDEX and parent is not None:
+            problems.append({
+                "code": "index-lists-index",
+                "message": f"listed by the index {parent}, and itself an index",
+                "line": None,
+            })
+        self.store.add_sitemap(
+            url, via, parent=parent, depth=depth, status=status, kind=parsed.kind.value,
+            entries=len(parsed.entries), compressed_layers=parsed.compressed_layers,
+            size=parsed.size, complete=int(parsed.complete), fetched=1, problems=problems,
+        )
+        if parsed.kind == Kind.INDEX:
+            for entry in parsed.entries:
+                child = self.public.to_crawl(normalize_url(entry.loc, strip_params=False) or entry.loc)
+                yield from self._sitemap_request(child, via="index", parent=url, depth=depth + 1)
+            return
+        directory = directory or prefix_of(url)
+        rows = []
+        for entry in parsed.entries:
+            normal = normalize_url(
+                entry.loc, strip_params=self.strip_params, extra_strip=self.extra_strip
+            )
+            if normal is None:
+                rows.append((entry.loc, None, None, url, entry.line, entry.lastmod,
+                             entry.changefreq, entry.priority, len(entry.alternates),
+                             entry.images, "not an absolute http(s) URL"))
+                continue
+            crawl_url = self.public.to_crawl(normal)
+            scope = self._scope(crawl_url, self.public.to_crawl(directory))
+            rows.append((entry.loc, url_key(crawl_url), crawl_url, url, entry.line, entry.lastmod,
+                         entry.changefreq, entry.priority, len(entry.alternates), entry.images,
+                         scope))
+        self.store.add_listings(rows)
+        self.store.commit()
+        self.crawler.stats.inc_value("sitemap/audit/listings", len(rows))
+
+    # -- judging what the crawl did not ---------------------------------------------------
+
+    def idle(self) -> None:
+        pending = getattr(self, "_pending_local", [])
+        if pending:
+            self._pending_local = []
+            for request in pending:
+                self.crawler.engine.crawl(request)
+            raise DontCloseSpider
+        if self.orphans_scheduled:
+            return
+        self.orphans_scheduled = True
+        self.store.commit()
+        scheduled = 0
+        for key, crawl_url in self._unjudged():
+            self.seen.add(key)
+            scheduled += 1
+            self.crawler.engine.crawl(
+                Request(
+                    crawl_url,
+                    callback=self.parse_listed,
+                    errback=self.listed_failed,
+                    meta={
+                        "sitemap_url": crawl_url,
+                        "sitemap_depth": 0,
+                        "sitemap_hops": 0,
+                        "sitemap_referrer": None,
+                        "handle_httpstatus_all": True,
+                        "dont_redirect": True,
+                    },
+                )
+            )
+        self.crawler.stats.set_value("sitemap/audit/fetched", scheduled)
+        if scheduled:
+            raise DontCloseSpider
+
+    def _unjudged(self) -> Iterator[tuple[str, str]]:
+        """In-scope listed URLs that the crawl never judged."""
+        db = sqlite3.connect(f"file:{self.ledger_path}?mode=ro", uri=True)
+        try:
+            for row in self.store.query(
+                "SELECT key, min(url) AS url FROM listings WHERE key IS NOT NULL "
+                "AND scope IS NULL GROUP BY key ORDER BY key"
+            ):
+                found = db.execute("SELECT decision FROM urls WHERE key = ?", (row["key"],))
+                decision = found.fetchone()
+                if decision is None or decision[0] not in d.JUDGED:
+                    yield row["key"], row["url"]
+        finally:
+            db.close()
+
+    def parse_listed(self, response: Response) -> None:
+        url = response.meta["sitemap_url"]
+        for out in self.parse(response):
+            if isinstance(out, UrlRecord) and out.url == url and out.decision != d.QUEUED:
+                self._store_fetched(out)
+                return
+
+    def listed_failed(self, failure: Failure) -> None:
+        for out in self.failed(failure):
+            self._store_fetched(out)
+
+    def _store_fetched(self, rec: UrlRecord) -> None:
+        self.store.add_fetched(url_key(rec.url), rec.url, rec.decision, rec.reason, rec.target,
+                               rec.status, rec.last_modified)
+
+    def closed(self, reason: str) -> None:
+        self.store.close()
