@@ -47,7 +47,7 @@ http {{
   gzip on;
   client_body_temp_path {tmp}/body; proxy_temp_path {tmp}/proxy;
   fastcgi_temp_path {tmp}/fcgi; uwsgi_temp_path {tmp}/uwsgi; scgi_temp_path {tmp}/scgi;
-  server {{ listen 127.0.0.1:{port}; root {root}; }}
+  server {{ listen 127.0.0.1:{port}; root {root}; {extra} }}
 }}
 """
 
@@ -72,10 +72,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_nginx(tmp: Path) -> tuple[int, Path]:
+def start_nginx(tmp: Path, extra: str = "") -> tuple[int, Path]:
+    """nginx serving the docs on a free loopback port; *extra* goes in the server block."""
     port = free_port()
     conf = tmp / "nginx.conf"
-    conf.write_text(NGINX_CONF.format(tmp=tmp, port=port, root=DOCS.resolve()))
+    conf.write_text(NGINX_CONF.format(tmp=tmp, port=port, root=DOCS.resolve(), extra=extra))
     subprocess.run(["nginx", "-c", str(conf)], check=True)
     deadline = time.time() + 10
     while time.time() < deadline:

@@ -227,9 +227,13 @@ def _problem(code: str, message: str, listing: dict[str, Any]) -> dict[str, Any]
 
 def _lastmod_problems(listings: list[dict[str, Any]], crawl: dict[str, dict[str, Any]],
                       now: datetime) -> list[dict[str, Any]]:
-    """Lastmod drift: older than the page's Last-Modified, or one value for all."""
+    """Lastmod drift: a lastmod older than the page's Last-Modified, or one value
+    for every entry of a file that the pages' own Last-Modified does not bear out
+    (the mark of a generator stamping its run date)."""
     problems = []
     per_file: dict[str, list[str]] = defaultdict(list)
+    # Per file: entries whose page has a Last-Modified, and how many of those agree.
+    evidence: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for row in listings:
         if not row["lastmod"]:
             continue
@@ -241,11 +245,14 @@ def _lastmod_problems(listings: list[dict[str, Any]], crawl: dict[str, dict[str,
         listed = w3c_datetime(row["lastmod"].strip())
         if header is None or listed is None:
             continue
-        stale = (
-            lastmod_datetime(listed).date() < lastmod_datetime(header).date()
-            if len(listed) == 10
-            else lastmod_datetime(listed) < lastmod_datetime(header)
-        )
+        date_only = len(listed) == 10
+        listed_at, header_at = lastmod_datetime(listed), lastmod_datetime(header)
+        if date_only:
+            stale, agrees = listed_at.date() < header_at.date(), listed_at.date() == header_at.date()
+        else:
+            stale, agrees = listed_at < header_at, listed_at == header_at
+        evidence[row["sitemap"]][0] += 1
+        evidence[row["sitemap"]][1] += agrees
         if stale:
             message = (
                 f"lastmod {row['lastmod'].strip()} is older than the page's "
@@ -253,7 +260,9 @@ def _lastmod_problems(listings: list[dict[str, Any]], crawl: dict[str, dict[str,
             )
             problems.append(_problem("lastmod-stale", message, row))
     for sitemap, values in per_file.items():
-        if len(values) >= 3 and len(set(values)) == 1:
+        checked, agreeing = evidence[sitemap]
+        borne_out = checked > 0 and agreeing == checked
+        if len(values) >= 3 and len(set(values)) == 1 and not borne_out:
             problems.append({
                 "code": "lastmod-uniform",
                 "message": f"all {len(values)} entries carry the same lastmod {values[0]}",
