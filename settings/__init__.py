@@ -11,7 +11,6 @@ from crawler import __version__
 BOT_NAME = "sitemap-crawler"
 SPIDER_MODULES = ["crawler.spiders"]
 NEWSPIDER_MODULE = "crawler.spiders"
-COMMANDS_MODULE = "crawler.commands"
 
 # -- Identity and politeness -------------------------------------------------------
 

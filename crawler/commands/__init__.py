@@ -1,1 +1,0 @@
-"""Scrapy commands of the project (``COMMANDS_MODULE``)."""
