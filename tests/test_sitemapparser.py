@@ -1,0 +1,1134 @@
+"""Tests for crawler.sitemapparser: formats, protocol faults, recovery, hostile input, a corpus.
+
+Every fault is asserted by its exact set of Problem codes, and every fault test
+also asserts that the other entries of the same file were all read: the audit's
+contract is that one bad entry costs that entry, never the rest of the file.
+Large and hostile inputs are built here, in memory, not kept as files.
+"""
+
+from __future__ import annotations
+
+import gzip
+import tracemalloc
+import zlib
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from lxml import etree
+
+from crawler.limits import (
+    MAX_BYTES_PER_FILE,
+    MAX_LOC_LENGTH,
+    MAX_SITEMAPS_PER_INDEX,
+    MAX_URLS_PER_FILE,
+    SITEMAP_NS,
+)
+from crawler.sitemapparser import (
+    MAX_PROBLEMS_PER_CODE,
+    Entry,
+    Kind,
+    ParsedSitemap,
+    check_entry,
+    decompress,
+    parse_sitemap,
+)
+
+# A fixed "now", so that "in the future" does not age.
+NOW = datetime(2026, 11, 21, 12, 0, 0, tzinfo=UTC)
+CORPUS = Path(__file__).parent / "corpus" / "sitemaps"
+XHTML_NS = "http://www.w3.org/1999/xhtml"
+IMAGE_NS = "http://www.google.com/schemas/sitemap-image/1.1"
+MiB = 1024 * 1024
+
+GOOD = ["https://example.com/one", "https://example.com/two", "https://example.com/three"]
+
+
+def parse(data: bytes, **kwargs: object) -> ParsedSitemap:
+    return parse_sitemap(data, now=NOW, **kwargs)  # type: ignore[arg-type]
+
+
+def codes(result: ParsedSitemap) -> set[str]:
+    return {problem.code for problem in result.problems}
+
+
+def locs(result: ParsedSitemap) -> list[str]:
+    return [entry.loc for entry in result.entries]
+
+
+def url(loc: str) -> str:
+    return f"<url><loc>{escape(loc)}</loc></url>"
+
+
+def urlset(*blocks: str, root: str = f'<urlset xmlns="{SITEMAP_NS}">') -> bytes:
+    """One block a line after the declaration and the root: block i is on line i + 3."""
+    lines = ['<?xml version="1.0" encoding="UTF-8"?>', root, *blocks, "</urlset>", ""]
+    return "\n".join(lines).encode()
+
+
+def around(bad: str) -> bytes:
+    """The bad block between good entries: GOOD[0], bad (line 4), GOOD[1], GOOD[2]."""
+    return urlset(url(GOOD[0]), bad, url(GOOD[1]), url(GOOD[2]))
+
+
+def gzip_bomb(total: int, content: bytes = b"") -> bytes:
+    """``content`` then zeros up to ``total`` bytes, gzipped, built a MiB at a
+    time so that the test itself never holds ``total`` bytes."""
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
+    parts = [compressor.compress(content)]
+    chunk = bytes(MiB)
+    for _ in range((total - len(content)) // MiB):
+        parts.append(compressor.compress(chunk))
+    parts.append(compressor.flush())
+    return b"".join(parts)
+
+
+@pytest.fixture(scope="module")
+def one_gib_bomb() -> bytes:
+    # 1 GiB of zeros is about 1 MiB of gzip (deflate's ~1030:1).
+    return gzip_bomb(1024 * MiB)
+
+
+# -- formats -----------------------------------------------------------------------
+
+INDEX = f"""<?xml version="1.0" encoding="UTF-8"?>
+<sitemapindex xmlns="{SITEMAP_NS}">
+  <sitemap><loc>https://example.com/sitemap-1.xml.gz</loc><lastmod>2024-01-01</lastmod></sitemap>
+  <sitemap><loc>https://example.com/sitemap-2.xml.gz</loc></sitemap>
+</sitemapindex>
+""".encode()
+RSS = b"""<?xml version="1.0"?>
+<rss version="2.0"><channel><title>t</title><link>https://example.com/</link>
+<item><title>a</title><link>https://example.com/one</link>
+<pubDate>Tue, 02 Jan 2024 10:00:00 +0000</pubDate></item>
+<item><link>https://example.com/two</link></item>
+<item><link>https://example.com/three</link></item>
+</channel></rss>
+"""
+ATOM = b"""<?xml version="1.0" encoding="utf-8"?>
+<feed xmlns="http://www.w3.org/2005/Atom"><title>t</title><link href="https://example.com/"/>
+<entry><link rel="self" href="https://example.com/feed/1"/><link rel="alternate" href="https://example.com/one"/><updated>2024-01-02T10:00:00Z</updated></entry>
+<entry><link href="https://example.com/two"/></entry>
+<entry><link href="https://example.com/three"/></entry>
+</feed>
+"""
+TEXT = "\n".join(GOOD).encode() + b"\n"
+HTML = b"<!DOCTYPE html>\n<html><head><title>Not Found</title></head><body>404 &nbsp;</body></html>"
+
+
+@pytest.mark.parametrize(
+    ("data", "kind", "expected_locs", "expected_codes", "layers", "namespace"),
+    [
+        pytest.param(urlset(*map(url, GOOD)), Kind.URLSET, GOOD, set(), 0, SITEMAP_NS, id="urlset"),
+        pytest.param(
+            INDEX,
+            Kind.INDEX,
+            ["https://example.com/sitemap-1.xml.gz", "https://example.com/sitemap-2.xml.gz"],
+            set(),
+            0,
+            SITEMAP_NS,
+            id="index",
+        ),
+        pytest.param(
+            gzip.compress(urlset(*map(url, GOOD))),
+            Kind.URLSET,
+            GOOD,
+            set(),
+            1,
+            SITEMAP_NS,
+            id="gzip",
+        ),
+        pytest.param(
+            gzip.compress(gzip.compress(urlset(*map(url, GOOD)))),
+            Kind.URLSET,
+            GOOD,
+            {"double-gzip"},
+            2,
+            SITEMAP_NS,
+            id="double-gzip",
+        ),
+        pytest.param(gzip.compress(INDEX), Kind.INDEX, None, set(), 1, SITEMAP_NS, id="gzip-index"),
+        pytest.param(TEXT, Kind.TEXT, GOOD, set(), 0, None, id="text"),
+        pytest.param(b"\xef\xbb\xbf" + TEXT, Kind.TEXT, GOOD, set(), 0, None, id="text-bom"),
+        pytest.param(
+            b"\r\n  " + TEXT.replace(b"\n", b"\r\n\r\n"),
+            Kind.TEXT,
+            GOOD,
+            set(),
+            0,
+            None,
+            id="text-crlf",
+        ),
+        pytest.param(
+            TEXT + b"see also our shop\n",
+            Kind.TEXT,
+            GOOD,
+            {"not-a-url"},
+            0,
+            None,
+            id="text-non-url-line",
+        ),
+        pytest.param(gzip.compress(TEXT), Kind.TEXT, GOOD, set(), 1, None, id="text-gzip"),
+        pytest.param(RSS, Kind.RSS, GOOD, set(), 0, None, id="rss"),
+        pytest.param(ATOM, Kind.ATOM, GOOD, set(), 0, "http://www.w3.org/2005/Atom", id="atom"),
+        pytest.param(
+            urlset(*map(url, GOOD), root="<urlset>"),
+            Kind.URLSET,
+            GOOD,
+            {"no-namespace"},
+            0,
+            None,
+            id="no-namespace",
+        ),
+        pytest.param(
+            urlset(
+                *map(url, GOOD), root='<urlset xmlns="http://www.google.com/schemas/sitemap/0.84">'
+            ),
+            Kind.URLSET,
+            GOOD,
+            {"wrong-namespace"},
+            0,
+            "http://www.google.com/schemas/sitemap/0.84",
+            id="wrong-namespace-0.84",
+        ),
+        pytest.param(
+            f'<sm:urlset xmlns:sm="{SITEMAP_NS}"><sm:url><sm:loc>{GOOD[0]}</sm:loc></sm:url>'
+            "</sm:urlset>".encode(),
+            Kind.URLSET,
+            GOOD[:1],
+            set(),
+            0,
+            SITEMAP_NS,
+            id="prefixed",
+        ),
+        pytest.param(
+            b"\xef\xbb\xbf" + urlset(*map(url, GOOD)),
+            Kind.URLSET,
+            GOOD,
+            set(),
+            0,
+            SITEMAP_NS,
+            id="bom",
+        ),
+        pytest.param(
+            urlset(*map(url, GOOD)).decode().replace("UTF-8", "UTF-16").encode("utf-16"),
+            Kind.URLSET,
+            GOOD,
+            {"not-utf8"},
+            0,
+            SITEMAP_NS,
+            id="utf-16",
+        ),
+        pytest.param(
+            b"\n\n" + urlset(*map(url, GOOD)),
+            Kind.URLSET,
+            GOOD,
+            {"whitespace-before-declaration"},
+            0,
+            SITEMAP_NS,
+            id="blank-lines-before-declaration",
+        ),
+        pytest.param(HTML, Kind.UNKNOWN, [], {"not-a-sitemap"}, 0, None, id="html-page"),
+        pytest.param(
+            b"<html><body><h1>Error</h1></body></html>",
+            Kind.UNKNOWN,
+            [],
+            {"not-a-sitemap"},
+            0,
+            None,
+            id="html-no-doctype",
+        ),
+        pytest.param(
+            gzip.compress(HTML), Kind.UNKNOWN, [], {"not-a-sitemap"}, 1, None, id="html-gzip"
+        ),
+        pytest.param(b"", Kind.UNKNOWN, [], {"not-a-sitemap"}, 0, None, id="empty"),
+        pytest.param(b" \n\t\n", Kind.UNKNOWN, [], {"not-a-sitemap"}, 0, None, id="blank"),
+        pytest.param(
+            b'{"error": "not found"}', Kind.UNKNOWN, [], {"not-a-sitemap"}, 0, None, id="json"
+        ),
+        pytest.param(
+            b"<?xml version='1.0'?><opml version='2.0'/>",
+            Kind.UNKNOWN,
+            [],
+            {"not-a-sitemap"},
+            0,
+            None,
+            id="other-xml",
+        ),
+        pytest.param(
+            b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR",
+            Kind.UNKNOWN,
+            [],
+            {"not-a-sitemap"},
+            0,
+            None,
+            id="binary",
+        ),
+    ],
+)
+def test_formats(
+    data: bytes,
+    kind: Kind,
+    expected_locs: list[str] | None,
+    expected_codes: set[str],
+    layers: int,
+    namespace: str | None,
+) -> None:
+    result = parse(data)
+    assert result.kind is kind
+    if expected_locs is not None:
+        assert locs(result) == expected_locs
+    assert codes(result) == expected_codes
+    assert result.compressed_layers == layers
+    assert result.namespace == namespace
+    assert result.complete
+
+
+def test_kind_comes_from_content_not_url() -> None:
+    assert parse(TEXT, url="https://example.com/sitemap.xml").kind is Kind.TEXT
+    assert parse(urlset(url(GOOD[0])), url="https://example.com/urls.txt").kind is Kind.URLSET
+    assert parse(gzip.compress(TEXT), url="https://example.com/sitemap.xml").kind is Kind.TEXT
+
+
+def test_urlset_fields_are_raw_and_entities_decoded() -> None:
+    data = urlset(
+        "<url><loc>https://example.com/?a=1&amp;b=&#50;</loc><lastmod> 2024-01-02 </lastmod>"
+        "<changefreq>weekly</changefreq><priority>0.3</priority></url>"
+    )
+    assert parse(data).entries == [
+        Entry("https://example.com/?a=1&b=2", "2024-01-02", "weekly", "0.3", 3)
+    ]
+
+
+def test_index_entries_have_loc_and_lastmod() -> None:
+    result = parse(INDEX)
+    assert result.entries[0] == Entry(
+        "https://example.com/sitemap-1.xml.gz", "2024-01-01", None, None, 3
+    )
+    assert result.entries[1].lastmod is None
+
+
+def test_rss_pubdate_is_kept_raw_and_checked_as_rfc_822() -> None:
+    result = parse(RSS)
+    assert result.entries[0].lastmod == "Tue, 02 Jan 2024 10:00:00 +0000"
+    assert codes(result) == set()
+    bad = parse(RSS.replace(b"Tue, 02 Jan 2024 10:00:00 +0000", b"2024-01-02"))
+    assert codes(bad) == {"invalid-lastmod"}
+    assert locs(bad) == GOOD
+
+
+def test_atom_takes_the_alternate_link_and_updated() -> None:
+    result = parse(ATOM)
+    assert result.entries[0].loc == "https://example.com/one"
+    assert result.entries[0].lastmod == "2024-01-02T10:00:00Z"
+
+
+def test_hreflang_alternates_and_images() -> None:
+    data = urlset(
+        "<url><loc>https://example.com/en/</loc>"
+        '<xhtml:link rel="alternate" hreflang="de" href="https://example.com/de/"/>'
+        '<xhtml:link rel="alternate" hreflang="x-default" href="https://example.com/"/>'
+        '<xhtml:link rel="stylesheet" href="https://example.com/s.css"/>'
+        "<image:image><image:loc>https://cdn.example.com/1.jpg</image:loc></image:image>"
+        "<image:image><image:loc>https://cdn.example.com/2.jpg</image:loc></image:image>"
+        "</url>",
+        # An image before the page's <loc>: image:loc must not be taken for it.
+        "<url><image:image><image:loc>https://cdn.example.com/3.jpg</image:loc></image:image>"
+        "<loc>https://example.com/shop/</loc></url>",
+        root=f'<urlset xmlns="{SITEMAP_NS}" xmlns:xhtml="{XHTML_NS}" xmlns:image="{IMAGE_NS}">',
+    )
+    result = parse(data)
+    assert codes(result) == set()
+    first, second = result.entries
+    assert first.alternates == (
+        ("de", "https://example.com/de/"),
+        ("x-default", "https://example.com/"),
+    )
+    assert first.images == 2
+    assert second.loc == "https://example.com/shop/"
+    assert (second.alternates, second.images) == ((), 1)
+
+
+# -- protocol faults: exact codes, and the rest of the file is still read -------------
+
+LONG_LOC = "https://example.com/" + "a" * (MAX_LOC_LENGTH - len("https://example.com/") + 1)
+
+
+@pytest.mark.parametrize(
+    ("bad", "expected_codes", "bad_loc"),
+    [
+        pytest.param(url("/about"), {"relative-loc"}, "/about", id="relative-loc"),
+        pytest.param(
+            url("example.com/about"), {"relative-loc"}, "example.com/about", id="no-scheme"
+        ),
+        pytest.param(
+            url("//example.com/x"), {"relative-loc"}, "//example.com/x", id="scheme-relative"
+        ),
+        pytest.param(url("ftp://example.com/x"), {"invalid-loc"}, "ftp://example.com/x", id="ftp"),
+        pytest.param(url("https:///path"), {"invalid-loc"}, "https:///path", id="no-host"),
+        pytest.param(
+            url("https://example.com/%zz"),
+            {"invalid-loc"},
+            "https://example.com/%zz",
+            id="bad-percent",
+        ),
+        pytest.param(url(LONG_LOC), {"loc-too-long"}, LONG_LOC, id="loc-too-long"),
+        pytest.param(url(LONG_LOC[:-1]), set(), LONG_LOC[:-1], id="loc-2047-is-fine"),
+        pytest.param(
+            url("https://example.com/a b"),
+            {"whitespace-in-loc"},
+            "https://example.com/a b",
+            id="space-in-loc",
+        ),
+        pytest.param(
+            "<url><loc>\n  https://example.com/padded  \n</loc></url>",
+            {"whitespace-around-loc"},
+            "https://example.com/padded",
+            id="whitespace-around-loc",
+        ),
+        pytest.param(
+            "<url><loc>https://example.com/?a=1&b=2</loc></url>",
+            {"xml-error", "unescaped-ampersand"},
+            "https://example.com/?a=1&b=2",
+            id="raw-ampersand",
+        ),
+        pytest.param(
+            "<url><loc>https://example.com/caf&eacute;</loc></url>",
+            {"xml-error", "undefined-entity"},
+            "https://example.com/caf&eacute;",
+            id="undefined-entity",
+        ),
+        pytest.param(
+            "<url><loc>https://example.com/x</loc><lastmod>2024-13-01</lastmod></url>",
+            {"invalid-lastmod"},
+            "https://example.com/x",
+            id="invalid-lastmod",
+        ),
+        pytest.param(
+            "<url><loc>https://example.com/x</loc><lastmod>01/02/2024</lastmod></url>",
+            {"invalid-lastmod"},
+            "https://example.com/x",
+            id="lastmod-us-date",
+        ),
+        pytest.param(
+            "<url><loc>https://example.com/x</loc><lastmod>2024-01-01T10:00:00</lastmod></url>",
+            {"lastmod-no-timezone"},
+            "https://example.com/x",
+            id="lastmod-no-timezone",
+        ),
+        pytest.param(
+            "<url><loc>https://example.com/x</loc><lastmod>2030-01-01</lastmod></url>",
+            {"lastmod-future"},
+            "https://example.com/x",
+            id="lastmod-future",
+        ),
+        pytest.param(
+            "<url><loc>https://example.com/x</loc><changefreq>sometimes</changefreq></url>",
+            {"invalid-changefreq"},
+            "https://example.com/x",
+            id="invalid-changefreq",
+        ),
+        pytest.param(
+            "<url><loc>https://example.com/x</loc><priority>1.5</priority></url>",
+            {"invalid-priority"},
+            "https://example.com/x",
+            id="priority-1.5",
+        ),
+        pytest.param(
+            "<url><loc>https://example.com/x</loc><priority>high</priority></url>",
+            {"invalid-priority"},
+            "https://example.com/x",
+            id="priority-high",
+        ),
+        pytest.param(
+            "<url><lastmod>2024-01-01</lastmod></url>", {"missing-loc"}, None, id="missing-loc"
+        ),
+        pytest.param("<url><loc>  </loc></url>", {"empty-loc"}, None, id="empty-loc"),
+        pytest.param("<url/>", {"missing-loc"}, None, id="empty-url"),
+        pytest.param(
+            "<url><loc>https://example.com/x</loc><foo>1</foo></url>",
+            {"unknown-element"},
+            "https://example.com/x",
+            id="unknown-child",
+        ),
+        pytest.param(
+            "<url><loc>https://example.com/x</loc><loc>https://example.com/y</loc></url>",
+            {"duplicate-element"},
+            "https://example.com/x",
+            id="two-locs",
+        ),
+        pytest.param("<note>hello</note>", {"unknown-element"}, None, id="unknown-in-urlset"),
+        pytest.param(
+            "<url><loc>https://example.com/x</loc>",
+            {"xml-error"},
+            "https://example.com/x",
+            id="unclosed-url",
+        ),
+        pytest.param(
+            "<url><loc>https://example.com/x</lastmod></url>",
+            {"xml-error"},
+            "https://example.com/x",
+            id="mismatched-tag",
+        ),
+        pytest.param(url(GOOD[2]), {"duplicate-loc"}, GOOD[2], id="duplicate-loc"),
+        pytest.param(
+            "<url><loc>https://example.com/x</loc>"
+            + "<image:image><image:loc>https://example.com/i.png</image:loc></image:image>" * 1001
+            + "</url>",
+            {"too-many-images"},
+            "https://example.com/x",
+            id="too-many-images",
+        ),
+        pytest.param(
+            "<url><loc>https://example.com/x</loc>"
+            '<xhtml:link rel="alternate" hreflang="de" href="/de/x"/></url>',
+            {"invalid-alternate"},
+            "https://example.com/x",
+            id="relative-alternate",
+        ),
+        pytest.param(
+            "<url><loc>https://example.com/x</loc>"
+            '<xhtml:link rel="alternate" href="https://example.com/de/x"/></url>',
+            {"invalid-alternate"},
+            "https://example.com/x",
+            id="alternate-without-hreflang",
+        ),
+    ],
+)
+def test_fault_is_reported_and_the_rest_is_read(
+    bad: str, expected_codes: set[str], bad_loc: str | None
+) -> None:
+    bad = bad.replace("<url>", f'<url xmlns:image="{IMAGE_NS}" xmlns:xhtml="{XHTML_NS}">', 1)
+    result = parse(around(bad))
+    assert codes(result) == expected_codes
+    expected = [GOOD[0], *([bad_loc] if bad_loc is not None else []), GOOD[1], GOOD[2]]
+    assert locs(result) == expected
+    assert result.complete
+    # Entry-level problems point at the bad block's line (4).
+    for problem in result.problems:
+        if problem.code not in ("xml-error", "duplicate-loc"):
+            assert problem.line == 4, problem
+
+
+def test_many_faults_in_one_file_each_cost_only_their_entry() -> None:
+    data = urlset(
+        url(GOOD[0]),
+        "<url><loc>https://example.com/?a=1&b=2</loc></url>",
+        url("/relative"),
+        "<url><loc>https://example.com/n&nbsp;</loc><priority>2</priority></url>",
+        "<url><loc>https://example.com/open</loc>",
+        "<url><lastmod>2024-01-01</lastmod></url>",
+        url(GOOD[1]),
+        "<url><loc>https://example.com/bad-tag</loc></lastmod></url>",
+        url(GOOD[2]),
+    )
+    result = parse(data)
+    assert locs(result) == [
+        GOOD[0],
+        "https://example.com/?a=1&b=2",
+        "/relative",
+        "https://example.com/n&nbsp;",
+        "https://example.com/open",
+        GOOD[1],
+        "https://example.com/bad-tag",
+        GOOD[2],
+    ]
+    assert Counter(problem.code for problem in result.problems) == {
+        "xml-error": 3,  # the document, the unclosed <url>, the mismatched tag
+        "unescaped-ampersand": 1,
+        "relative-loc": 1,
+        "undefined-entity": 1,
+        "invalid-priority": 1,
+        "missing-loc": 1,
+    }
+    assert [p.line for p in result.problems if p.code != "xml-error"] == [4, 5, 6, 6, 8]
+
+
+def test_problem_lines_are_those_of_the_document() -> None:
+    data = (
+        f'<?xml version="1.0"?>\n<urlset xmlns="{SITEMAP_NS}">\n'
+        "  <url>\n    <loc>https://example.com/a</loc>\n  </url>\n"
+        "  <url>\n    <loc>/b</loc>\n    <lastmod>yesterday</lastmod>\n  </url>\n"
+        "</urlset>\n"
+    ).encode()
+    result = parse(data)
+    assert [(p.code, p.line) for p in result.problems] == [
+        ("relative-loc", 7),
+        ("invalid-lastmod", 7),
+    ]
+    assert [entry.line for entry in result.entries] == [4, 7]
+
+
+def test_lines_past_65535_are_exact() -> None:
+    # libxml2 keeps line numbers in 16 bits unless told otherwise.
+    data = urlset(*[url(f"https://example.com/{i}") for i in range(70_000)], url("/rel"))
+    result = parse(data)
+    assert [(p.code, p.line) for p in result.problems] == [
+        ("too-many-urls", MAX_URLS_PER_FILE + 3),
+        ("relative-loc", 70_003),
+    ]
+
+
+def test_index_faults() -> None:
+    data = f"""<sitemapindex xmlns="{SITEMAP_NS}">
+<sitemap><loc>sitemap-1.xml</loc><lastmod>2024-01-01T10:00:00</lastmod></sitemap>
+<sitemap><loc>https://example.com/sitemap-2.xml</loc><changefreq>daily</changefreq></sitemap>
+<url><loc>https://example.com/page</loc></url>
+<sitemap><loc>https://example.com/sitemap-3.xml</loc></sitemap>
+</sitemapindex>""".encode()
+    result = parse(data)
+    assert locs(result) == [
+        "sitemap-1.xml",
+        "https://example.com/sitemap-2.xml",
+        "https://example.com/sitemap-3.xml",
+    ]
+    assert [(p.code, p.line) for p in result.problems] == [
+        ("relative-loc", 2),
+        ("lastmod-no-timezone", 2),
+        ("unknown-element", 3),
+        ("unknown-element", 4),
+    ]
+
+
+# -- check_entry ---------------------------------------------------------------------
+
+
+def entry(loc: str = "https://example.com/page", **fields: object) -> Entry:
+    values: dict[str, object] = {
+        "lastmod": None,
+        "changefreq": None,
+        "priority": None,
+        "line": 7,
+    }
+    values.update(fields)
+    return Entry(loc, **values)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (entry(), []),
+        (entry("http://example.com/"), []),
+        (entry("HTTPS://EXAMPLE.COM/Page"), []),
+        (entry("https://example.com/caf\u00e9"), []),
+        (entry("https://[2001:db8::1]/x"), []),
+        (entry("/page"), ["relative-loc"]),
+        (entry("page.html"), ["relative-loc"]),
+        (entry(""), ["empty-loc"]),
+        (entry("mailto:someone@example.com"), ["invalid-loc"]),
+        (entry("http://a.b/"), ["invalid-loc"]),  # under the XSD's 12 characters
+        (entry("https://example.com/a\tb"), ["whitespace-in-loc"]),
+        (entry(LONG_LOC), ["loc-too-long"]),
+        (entry(lastmod="2024-01-01"), []),
+        (entry(lastmod="2024-01-01T10:00Z"), []),
+        (entry(lastmod="2024-01-01T10:00:00.123+02:00"), []),
+        (entry(lastmod="2024-02-30"), ["invalid-lastmod"]),
+        (entry(lastmod="2024"), ["invalid-lastmod"]),
+        (entry(lastmod="2024-01-01 10:00:00+00:00"), ["invalid-lastmod"]),
+        (entry(lastmod="Tue, 02 Jan 2024 10:00:00 GMT"), ["invalid-lastmod"]),
+        (entry(lastmod=""), ["invalid-lastmod"]),
+        (entry(lastmod="2024-01-01T10:00"), ["lastmod-no-timezone"]),
+        (entry(lastmod="2024-01-01T10:00:00.5"), ["lastmod-no-timezone"]),
+        # Within a day of "now" is not the future: time zones alone allow that.
+        (entry(lastmod=(NOW + timedelta(hours=20)).isoformat()), []),
+        (entry(lastmod=(NOW + timedelta(days=2)).isoformat()), ["lastmod-future"]),
+        (entry(lastmod="2026-11-23"), ["lastmod-future"]),
+        *[(entry(changefreq=value), []) for value in ("always", "hourly", "daily", "never")],
+        (entry(changefreq="Daily"), ["invalid-changefreq"]),
+        (entry(changefreq="biweekly"), ["invalid-changefreq"]),
+        *[(entry(priority=value), []) for value in ("0", "0.0", "1", "1.0", ".5", "0.50")],
+        *[
+            (entry(priority=value), ["invalid-priority"])
+            for value in ("1.5", "high", "-0.1", "1e-1", "NaN", "", "0,5")
+        ],
+        (entry(images=1000), []),
+        (entry(images=1001), ["too-many-images"]),
+        (entry(alternates=(("de", "https://example.com/de/"),)), []),
+        (entry(alternates=(("de", "de/"),)), ["invalid-alternate"]),
+        (
+            entry("/x", lastmod="x", changefreq="x", priority="x", images=5000),
+            [
+                "relative-loc",
+                "invalid-lastmod",
+                "invalid-changefreq",
+                "invalid-priority",
+                "too-many-images",
+            ],
+        ),
+    ],
+)
+def test_check_entry(value: Entry, expected: list[str]) -> None:
+    problems = check_entry(value, now=NOW)
+    assert [problem.code for problem in problems] == expected
+    assert all(problem.line == 7 for problem in problems)
+
+
+def test_check_entry_takes_a_naive_now_as_utc() -> None:
+    naive = NOW.replace(tzinfo=None)
+    assert check_entry(entry(lastmod="2026-11-21"), now=naive) == []
+    assert [p.code for p in check_entry(entry(lastmod="2027-01-01"), now=naive)] == [
+        "lastmod-future"
+    ]
+
+
+# -- truncation and caps -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "cut",
+    [
+        "<url><loc>https://example.com/thr",
+        "<url><loc>https://example.com/three</loc>",
+        "<url><loc>https://example.com/three</loc></url",
+        "<url",
+    ],
+)
+def test_truncated_file_keeps_every_complete_entry(cut: str) -> None:
+    data = urlset(url(GOOD[0]), url(GOOD[1])).replace(b"</urlset>\n", cut.encode())
+    result = parse(data)
+    assert locs(result) == GOOD[:2]
+    assert codes(result) == {"xml-error", "truncated"}
+    assert not result.complete
+
+
+def test_missing_root_end_is_truncated() -> None:
+    result = parse(urlset(*map(url, GOOD)).replace(b"</urlset>", b""))
+    assert locs(result) == GOOD
+    assert codes(result) == {"xml-error", "truncated"}
+    assert not result.complete
+
+
+def test_byte_cap_stops_reading_and_keeps_complete_entries() -> None:
+    data = urlset(*[url(f"https://example.com/page/{i}") for i in range(1000)])
+    cap = len(data) // 2
+    result = parse(data, max_bytes=cap)
+    assert codes(result) == {"too-large"}  # our cut, not the site's: no xml-error
+    assert not result.complete
+    assert result.size == cap
+    assert 0 < len(result.entries) < 1000
+    assert locs(result) == [f"https://example.com/page/{i}" for i in range(len(result.entries))]
+
+
+def test_byte_cap_on_text_drops_the_cut_line() -> None:
+    data = b"".join(b"https://example.com/%d\n" % i for i in range(100))
+    result = parse(data, max_bytes=len(data) - 3)
+    assert codes(result) == {"too-large"}
+    assert locs(result) == [f"https://example.com/{i}" for i in range(99)]
+
+
+def test_over_50_mib_is_a_protocol_fault_but_read_when_the_cap_allows() -> None:
+    head = urlset(url(GOOD[0])).replace(b"</urlset>", b"")
+    # Padding in comments: one 50 MiB run of text would pass libxml2's 10 MB
+    # text-node limit (huge_tree=False), which is an xml-error of its own.
+    comment = b"<!--" + b"x" * 1015 + b"-->\n"
+    data = head + comment * (MAX_BYTES_PER_FILE // len(comment) + 1) + b"</urlset>"
+    over = parse(data, max_bytes=MAX_BYTES_PER_FILE + MiB)
+    assert codes(over) == {"too-large"}
+    assert over.complete
+    assert locs(over) == GOOD[:1]
+    # The default cap is one byte over the limit: reading stops there.
+    capped = parse(data)
+    assert codes(capped) == {"too-large"}
+    assert not capped.complete
+    assert capped.size == MAX_BYTES_PER_FILE + 1
+
+
+def test_60000_urls_are_all_read_with_too_many_urls() -> None:
+    expected = [f"https://www.example.com/products/item-{i:06d}" for i in range(60_000)]
+    data = urlset(
+        *[
+            f"<url><loc>{loc}</loc><lastmod>2024-01-01</lastmod>"
+            "<changefreq>daily</changefreq><priority>0.8</priority></url>"
+            for loc in expected
+        ]
+    )
+    tracemalloc.start()
+    try:
+        result = parse(data)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert locs(result) == expected
+    assert [(p.code, p.line) for p in result.problems] == [("too-many-urls", MAX_URLS_PER_FILE + 3)]
+    assert result.complete
+    # The entries themselves are most of it; no tree of the whole file is kept.
+    assert peak < 60 * MiB
+
+
+def test_index_over_50000_sitemaps() -> None:
+    count = MAX_SITEMAPS_PER_INDEX + 1
+    body = "\n".join(
+        f"<sitemap><loc>https://example.com/s-{i}.xml</loc></sitemap>" for i in range(count)
+    )
+    data = f'<sitemapindex xmlns="{SITEMAP_NS}">\n{body}\n</sitemapindex>'.encode()
+    result = parse(data)
+    assert len(result.entries) == count
+    assert [(p.code, p.line) for p in result.problems] == [("too-many-sitemaps", count + 1)]
+
+
+def test_problems_of_one_code_are_capped_and_counted() -> None:
+    data = urlset(*[url(f"/relative/{i}") for i in range(MAX_PROBLEMS_PER_CODE + 200)])
+    result = parse(data)
+    assert len(result.entries) == MAX_PROBLEMS_PER_CODE + 200
+    counts = Counter(problem.code for problem in result.problems)
+    assert counts == {"relative-loc": MAX_PROBLEMS_PER_CODE, "problems-suppressed": 1}
+    assert "200 more 'relative-loc'" in result.problems[-1].message
+
+
+# -- location rule ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sitemap_url", "loc", "expected"),
+    [
+        ("https://example.com/sitemap.xml", "https://example.com/any/page", set()),
+        ("https://example.com/shop/sitemap.xml", "https://example.com/shop/p", set()),
+        ("https://example.com/shop/sitemap.xml", "https://example.com/blog/p", {"out-of-scope"}),
+        ("https://example.com/sitemap.xml", "https://www.example.com/p", {"out-of-scope"}),
+        ("https://example.com/sitemap.xml", "http://example.com/p", {"out-of-scope"}),
+        ("https://example.com/sitemap.xml", "https://example.com:8443/p", {"out-of-scope"}),
+        ("https://EXAMPLE.com:443/sitemap.xml", "https://example.com/p", set()),
+        ("http://example.com/sitemap.xml", "http://example.com:80/p", set()),
+    ],
+)
+def test_location_rule(sitemap_url: str, loc: str, expected: set[str]) -> None:
+    assert codes(parse(urlset(url(loc)), url=sitemap_url)) == expected
+
+
+def test_index_may_list_sitemaps_in_other_directories_of_its_host() -> None:
+    data = INDEX.replace(b"https://example.com/sitemap-2", b"https://example.com/deep/sitemap-2")
+    assert codes(parse(data, url="https://example.com/feeds/index.xml")) == set()
+
+
+# -- decompress ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("data", "expected", "layers", "expected_codes"),
+    [
+        (b"plain", b"plain", 0, []),
+        (gzip.compress(b"one"), b"one", 1, []),
+        (gzip.compress(b"one") + gzip.compress(b"two"), b"onetwo", 1, []),
+        (gzip.compress(b"one") + b"\0" * 16, b"one", 1, []),
+        (gzip.compress(b"one") + b"garbage", b"one", 1, ["gzip-trailing-data"]),
+        (gzip.compress(b"x" * 1000)[:-10], b"x" * 1000, 1, ["gzip-truncated"]),
+        (gzip.compress(gzip.compress(b"two")), b"two", 2, ["double-gzip"]),
+        (
+            gzip.compress(gzip.compress(gzip.compress(b"three"))),
+            gzip.compress(b"three"),
+            2,
+            ["double-gzip", "too-many-gzip-layers"],
+        ),
+        (b"\x1f\x8b\x08\x00" + b"\xff" * 40, b"", 1, ["gzip-error"]),
+    ],
+)
+def test_decompress(data: bytes, expected: bytes, layers: int, expected_codes: list[str]) -> None:
+    body, found_layers, problems = decompress(data, 1000)
+    if "gzip-truncated" in expected_codes:
+        assert expected.startswith(body)
+    elif "too-many-gzip-layers" in expected_codes:
+        assert gzip.decompress(body) == b"three"
+    else:
+        assert body == expected
+    assert found_layers == layers
+    assert [problem.code for problem in problems] == expected_codes
+
+
+def test_decompress_caps_plain_data() -> None:
+    body, layers, problems = decompress(b"a" * 100, 10)
+    assert (body, layers, [p.code for p in problems]) == (b"a" * 10, 0, ["too-large"])
+
+
+def test_broken_gzip_keeps_what_was_read() -> None:
+    data = gzip.compress(urlset(*[url(f"https://example.com/{i}") for i in range(2000)]))
+    result = parse(data[: len(data) // 2])
+    assert result.compressed_layers == 1
+    assert "gzip-truncated" in codes(result)
+    assert not result.complete
+    assert len(result.entries) > 100
+
+
+# -- hostile input -------------------------------------------------------------------
+
+
+def xxe_documents(secret: Path) -> list[bytes]:
+    target = secret.as_uri()
+    body = (
+        f'<urlset xmlns="{SITEMAP_NS}">\n'
+        f"<url><loc>{GOOD[0]}</loc></url>\n"
+        "<url><loc>https://example.com/&xxe;</loc><lastmod>&xxe;</lastmod></url>\n"
+        "<url><loc>&xxe;</loc></url>\n"
+        f"<url><loc>{GOOD[1]}</loc></url>\n"
+        "</urlset>\n"
+    )
+    declaration = '<?xml version="1.0"?>\n'
+    return [
+        f'{declaration}<!DOCTYPE urlset [\n<!ENTITY xxe SYSTEM "{target}">\n]>\n{body}'.encode(),
+        # A parameter entity, expanded inside the DTD itself.
+        f'{declaration}<!DOCTYPE urlset [<!ENTITY % p SYSTEM "{target}"> %p;]>\n{body}'.encode(),
+        # An external DTD subset.
+        f'{declaration}<!DOCTYPE urlset SYSTEM "{target}">\n{body}'.encode(),
+        # The same, gzipped and with a UTF-16 disguise.
+        gzip.compress(
+            f'<?xml version="1.0" encoding="UTF-16"?>\n<!DOCTYPE urlset [\n'
+            f'<!ENTITY xxe SYSTEM "{target}">\n]>\n{body}'.encode("utf-16")
+        ),
+    ]
+
+
+def test_xxe_never_reads_the_file(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET-7f3a9c\n")
+    documents = xxe_documents(secret)
+    # The attack is real: a parser that resolves entities does read the file.
+    naive = etree.XMLParser(resolve_entities=True, load_dtd=True, no_network=True)
+    assert b"TOP-SECRET" in etree.tostring(etree.fromstring(documents[0], naive))
+    for data in documents:
+        result = parse(data)
+        assert "TOP-SECRET" not in repr(result)
+        assert result.kind is Kind.URLSET
+        assert {"dtd"} <= codes(result)
+        assert GOOD[0] in locs(result) and GOOD[1] in locs(result)
+    assert "entity-declaration" in codes(parse(documents[0]))
+    assert locs(parse(documents[0])) == [
+        GOOD[0],
+        "https://example.com/&xxe;",
+        "&xxe;",
+        GOOD[1],
+    ]
+
+
+def billion_laughs(root: str) -> bytes:
+    entities = ['<!ENTITY lol "lol">']
+    for level in range(1, 10):
+        previous = "lol" if level == 1 else f"lol{level - 1}"
+        entities.append(f'<!ENTITY lol{level} "{("&" + previous + ";") * 10}">')
+    body = {
+        "lolz": "<lolz>&lol9;</lolz>",
+        "urlset": f'<urlset xmlns="{SITEMAP_NS}"><url><loc>https://example.com/&lol9;</loc></url>'
+        f"<url><loc>{GOOD[0]}</loc></url></urlset>",
+    }[root]
+    return (
+        f'<?xml version="1.0"?>\n<!DOCTYPE {root} [\n' + "\n".join(entities) + f"\n]>\n{body}\n"
+    ).encode()
+
+
+def quadratic_blowup() -> bytes:
+    # One big entity referenced many times: no nesting, same effect.
+    big, references = "a" * 100_000, "&a;" * 20_000
+    return (
+        f'<?xml version="1.0"?>\n<!DOCTYPE urlset [<!ENTITY a "{big}">]>\n'
+        f'<urlset xmlns="{SITEMAP_NS}"><url><loc>https://example.com/{references}</loc></url>'
+        f"<url><loc>{GOOD[0]}</loc></url></urlset>"
+    ).encode()
+
+
+@pytest.mark.parametrize(
+    ("data", "kind", "expected_locs"),
+    [
+        pytest.param(billion_laughs("lolz"), Kind.UNKNOWN, [], id="billion-laughs"),
+        pytest.param(
+            billion_laughs("urlset"),
+            Kind.URLSET,
+            ["https://example.com/&lol9;", GOOD[0]],
+            id="billion-laughs-in-urlset",
+        ),
+        pytest.param(quadratic_blowup(), Kind.URLSET, None, id="quadratic-blowup"),
+    ],
+)
+def test_entity_expansion_attacks_are_not_expanded(
+    data: bytes, kind: Kind, expected_locs: list[str] | None
+) -> None:
+    tracemalloc.start()
+    try:
+        result = parse(data)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result.kind is kind
+    assert {"dtd", "entity-declaration"} <= codes(result)
+    if expected_locs is not None:
+        assert locs(result) == expected_locs
+    else:
+        assert locs(result)[-1] == GOOD[0]
+        assert len(locs(result)[0]) < 100_000  # the literal references, not 2 GB of "a"
+    assert peak < 50 * MiB
+
+
+def test_gzip_bomb_stops_at_the_cap(one_gib_bomb: bytes) -> None:
+    cap = 10 * MiB
+    tracemalloc.start()
+    try:
+        result = parse(one_gib_bomb, max_bytes=cap)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert "gzip-bomb" in codes(result)
+    assert result.size == cap
+    assert not result.complete
+    assert result.kind is Kind.UNKNOWN  # 10 MiB of zeros
+    assert peak < 2 * cap + 4 * MiB
+
+
+def test_double_gzip_bomb_stops_at_the_cap(one_gib_bomb: bytes) -> None:
+    cap = 10 * MiB
+    tracemalloc.start()
+    try:
+        result = parse(gzip.compress(one_gib_bomb), max_bytes=cap)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert {"double-gzip", "gzip-bomb"} <= codes(result)
+    assert (result.compressed_layers, result.size, result.complete) == (2, cap, False)
+    assert peak < 2 * cap + 4 * MiB
+
+
+def test_gzip_bomb_behind_a_real_sitemap_still_gives_its_entries() -> None:
+    head = urlset(*map(url, GOOD)).replace(b"</urlset>\n", b"")
+    # Padding of spaces (still well-formed so far) inflating past the cap.
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
+    parts = [compressor.compress(head)]
+    spaces = b" " * MiB
+    for _ in range(64):
+        parts.append(compressor.compress(spaces))
+    parts.append(compressor.flush())
+    result = parse(b"".join(parts), max_bytes=4 * MiB)
+    assert locs(result) == GOOD
+    assert codes(result) == {"gzip-bomb"}
+    assert not result.complete
+
+
+def test_a_legitimate_big_gzip_file_over_the_cap_is_too_large_not_a_bomb() -> None:
+    data = urlset(*[url(f"https://example.com/products/{i}") for i in range(20_000)])
+    result = parse(gzip.compress(data), max_bytes=len(data) // 2)
+    assert codes(result) == {"too-large"}
+
+
+# -- never raises: a corpus and arbitrary bytes ---------------------------------------
+
+CORPUS_FILES = sorted(path for path in CORPUS.iterdir() if path.is_file())
+
+# What the corpus files are, so the no-crash test also checks what was read.
+CORPUS_EXPECTED: dict[str, tuple[Kind, int, set[str]]] = {
+    "bom.xml": (Kind.URLSET, 1, set()),
+    "broken-entries.xml": (
+        Kind.URLSET,
+        6,
+        {
+            "xml-error",
+            "unescaped-ampersand",
+            "undefined-entity",
+            "relative-loc",
+            "invalid-priority",
+            "invalid-lastmod",
+        },
+    ),
+    "cdata-loc.xml": (Kind.URLSET, 2, set()),
+    "comments-and-pis.xml": (Kind.URLSET, 2, set()),
+    "empty.xml": (Kind.UNKNOWN, 0, {"not-a-sitemap"}),
+    "feed.atom": (Kind.ATOM, 2, set()),
+    "feed.rss": (Kind.RSS, 2, set()),
+    "google-084.xml": (Kind.URLSET, 1, {"wrong-namespace"}),
+    "hreflang.xml": (Kind.URLSET, 2, set()),
+    "html-404.xml": (Kind.UNKNOWN, 0, {"not-a-sitemap"}),
+    "image-sitemap.xml": (Kind.URLSET, 2, set()),
+    "latin1.xml": (Kind.URLSET, 1, {"not-utf8"}),
+    "news-sitemap.xml": (Kind.URLSET, 2, set()),
+    "no-namespace.xml": (Kind.URLSET, 2, {"no-namespace"}),
+    "shopify-products.xml": (Kind.URLSET, 3, set()),
+    "shopify-products.xml.gz": (Kind.URLSET, 3, set()),
+    "truncated.xml": (Kind.URLSET, 2, {"xml-error", "truncated"}),
+    "urls-bom.txt": (Kind.TEXT, 2, set()),
+    "urls.txt": (Kind.TEXT, 4, set()),
+    "utf16.xml": (Kind.URLSET, 2, {"not-utf8"}),
+    "video-sitemap.xml": (Kind.URLSET, 1, set()),
+    "wordpress-index.xml": (Kind.INDEX, 4, set()),
+    "yoast-post-sitemap.xml": (Kind.URLSET, 3, set()),
+}
+
+
+def assert_sane(result: object) -> None:
+    assert isinstance(result, ParsedSitemap)
+    assert "parser-error" not in codes(result), result.problems
+    repr(result)
+
+
+def test_corpus_is_listed() -> None:
+    assert len(CORPUS_FILES) >= 15
+    assert {path.name for path in CORPUS_FILES} == set(CORPUS_EXPECTED)
+
+
+@pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda path: path.name)
+def test_corpus_never_raises(path: Path) -> None:
+    data = path.read_bytes()
+    result = parse_sitemap(data, now=NOW, url="https://www.example.com/sitemap.xml")
+    assert_sane(result)
+    if path.name in CORPUS_EXPECTED:
+        kind, count, expected_codes = CORPUS_EXPECTED[path.name]
+        local = parse(data)
+        assert (local.kind, len(local.entries), codes(local)) == (kind, count, expected_codes)
+    # Cut anywhere, gzipped or not, capped: still a value.
+    for cut in sorted({0, 1, 2, len(data) // 3, len(data) // 2, len(data) - 1}):
+        assert_sane(parse(data[:cut]))
+        assert_sane(parse(gzip.compress(data)[:cut]))
+    assert_sane(parse(data, max_bytes=max(len(data) // 2, 1)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=2000))
+def test_arbitrary_bytes_never_raise(data: bytes) -> None:
+    assert_sane(parse(data))
+
+
+_TAGS = st.sampled_from(
+    [
+        "<url>",
+        "</url>",
+        "<loc>",
+        "</loc>",
+        "&",
+        "&amp;",
+        "&x;",
+        "<!--",
+        "-->",
+        "<![CDATA[",
+        "]]>",
+        "https://example.com/a",
+        "\n",
+        "<lastmod>2024-01-01</lastmod>",
+        "<",
+        ">",
+        "<!DOCTYPE x [",
+        "]>",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_TAGS, max_size=60))
+def test_sitemap_shaped_noise_never_raises(pieces: list[str]) -> None:
+    data = f'<urlset xmlns="{SITEMAP_NS}">{"".join(pieces)}</urlset>'.encode()
+    assert_sane(parse(data))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.text(
+            st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Zs", "Zl", "Zp")),
+            min_size=1,
+            max_size=30,
+        ).map(lambda path: "https://example.com/" + path),
+        max_size=20,
+    )
+)
+def test_every_escaped_loc_reads_back_exactly(paths: list[str]) -> None:
+    # An invariant: whatever the URL text, a well-formed file gives it back.
+    data = urlset(*map(url, paths))
+    result = parse(data)
+    assert locs(result) == paths
+    assert "xml-error" not in codes(result)
