@@ -46,7 +46,10 @@ def main() -> int:
         pub = work / "public"
         crawl = subprocess.run(
             [sys.executable, "-m", "crawler.cli", "crawl", base, "--out", str(pub)],
-            cwd=ROOT, capture_output=True, text=True, timeout=1800,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=1800,
         )
         if crawl.returncode != 0:
             print(crawl.stdout, crawl.stderr)
@@ -72,9 +75,21 @@ def main() -> int:
         )
         started = time.perf_counter()
         audit = subprocess.run(
-            [sys.executable, "-m", "crawler.cli", "audit", base, "--sitemap", str(edited),
-             "--report", str(work / "report")],
-            cwd=ROOT, capture_output=True, text=True, timeout=1800,
+            [
+                sys.executable,
+                "-m",
+                "crawler.cli",
+                "audit",
+                base,
+                "--sitemap",
+                str(edited),
+                "--report",
+                str(work / "report"),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=1800,
         )
         seconds = time.perf_counter() - started
         print(audit.stdout)
@@ -94,12 +109,16 @@ def main() -> int:
                 continue
             ok = found.get(cls, set()) == expected.get(cls, set())
             failed |= not ok
-            print(f"{cls:<12} {len(expected.get(cls, ())):>8} {len(found.get(cls, ())):>8}  "
-                  f"{'yes' if ok else 'NO'}")
+            print(
+                f"{cls:<12} {len(expected.get(cls, ())):>8} {len(found.get(cls, ())):>8}  "
+                f"{'yes' if ok else 'NO'}"
+            )
         indexable_ok = found.get("indexable", set()) == set(locs) - set(dropped)
         failed |= not indexable_ok
-        print(f"{'indexable':<12} {len(set(locs) - set(dropped)):>8} "
-              f"{len(found.get('indexable', ())):>8}  {'yes' if indexable_ok else 'NO'}")
+        print(
+            f"{'indexable':<12} {len(set(locs) - set(dropped)):>8} "
+            f"{len(found.get('indexable', ())):>8}  {'yes' if indexable_ok else 'NO'}"
+        )
         print(f"protocol problems: {len(report['problems'])}  audit took {seconds:.1f} s")
         failed |= bool(report["problems"])
     finally:

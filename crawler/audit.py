@@ -41,7 +41,7 @@ import csv
 import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +121,7 @@ class AuditReport:
         return {
             "schema": SCHEMA,
             "site": self.site,
-            "generated": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S+00:00"),
+            "generated": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00"),
             "coverage": {
                 "percent": None if self.coverage is None else round(self.coverage, 2),
                 "covered": self.covered,
@@ -134,8 +134,10 @@ class AuditReport:
         }
 
 
-def build_report(site: str, ledger_path: Path, store_path: Path, now: datetime | None = None) -> AuditReport:
-    now = now or datetime.now(timezone.utc)
+def build_report(
+    site: str, ledger_path: Path, store_path: Path, now: datetime | None = None
+) -> AuditReport:
+    now = now or datetime.now(UTC)
     ledger = Ledger(ledger_path)
     store = AuditStore(store_path)
     try:
@@ -152,7 +154,9 @@ def build_report(site: str, ledger_path: Path, store_path: Path, now: datetime |
     problems: list[dict[str, Any]] = []
     for row in listings:
         if row["key"] is None:
-            urls.append(_url(row["loc"], "invalid-loc", row["scope"], None, False, [row["sitemap"]]))
+            urls.append(
+                _url(row["loc"], "invalid-loc", row["scope"], None, False, [row["sitemap"]])
+            )
         else:
             by_key[row["key"]].append(row)
 
@@ -202,8 +206,9 @@ def build_report(site: str, ledger_path: Path, store_path: Path, now: datetime |
     return AuditReport(site, coverage, covered, len(indexable_found), sitemaps, urls, problems)
 
 
-def _url(url: str, cls: str, reason: str | None, target: str | None, found: bool,
-         sitemaps: list[str]) -> dict[str, Any]:
+def _url(
+    url: str, cls: str, reason: str | None, target: str | None, found: bool, sitemaps: list[str]
+) -> dict[str, Any]:
     return {
         "url": url,
         "class": cls,
@@ -225,8 +230,9 @@ def _problem(code: str, message: str, listing: dict[str, Any]) -> dict[str, Any]
     }
 
 
-def _lastmod_problems(listings: list[dict[str, Any]], crawl: dict[str, dict[str, Any]],
-                      now: datetime) -> list[dict[str, Any]]:
+def _lastmod_problems(
+    listings: list[dict[str, Any]], crawl: dict[str, dict[str, Any]], now: datetime
+) -> list[dict[str, Any]]:
     """Lastmod drift: a lastmod older than the page's Last-Modified, or one value
     for every entry of a file that the pages' own Last-Modified does not bear out
     (the mark of a generator stamping its run date)."""
@@ -248,7 +254,10 @@ def _lastmod_problems(listings: list[dict[str, Any]], crawl: dict[str, dict[str,
         date_only = len(listed) == 10
         listed_at, header_at = lastmod_datetime(listed), lastmod_datetime(header)
         if date_only:
-            stale, agrees = listed_at.date() < header_at.date(), listed_at.date() == header_at.date()
+            stale, agrees = (
+                listed_at.date() < header_at.date(),
+                listed_at.date() == header_at.date(),
+            )
         else:
             stale, agrees = listed_at < header_at, listed_at == header_at
         evidence[row["sitemap"]][0] += 1
@@ -263,13 +272,15 @@ def _lastmod_problems(listings: list[dict[str, Any]], crawl: dict[str, dict[str,
         checked, agreeing = evidence[sitemap]
         borne_out = checked > 0 and agreeing == checked
         if len(values) >= 3 and len(set(values)) == 1 and not borne_out:
-            problems.append({
-                "code": "lastmod-uniform",
-                "message": f"all {len(values)} entries carry the same lastmod {values[0]}",
-                "sitemap": sitemap,
-                "line": None,
-                "url": None,
-            })
+            problems.append(
+                {
+                    "code": "lastmod-uniform",
+                    "message": f"all {len(values)} entries carry the same lastmod {values[0]}",
+                    "sitemap": sitemap,
+                    "line": None,
+                    "url": None,
+                }
+            )
     return problems
 
 
@@ -290,22 +301,34 @@ def write_report(report: AuditReport, directory: Path) -> list[Path]:
             writer = csv.writer(f)
             writer.writerow(columns)
             for u in rows:
-                writer.writerow([u["url"], u["class"], u["reason"], u["target"] or "",
-                                 "yes" if u["found_by_crawl"] else "no", " ".join(u["sitemaps"])])
+                writer.writerow(
+                    [
+                        u["url"],
+                        u["class"],
+                        u["reason"],
+                        u["target"] or "",
+                        "yes" if u["found_by_crawl"] else "no",
+                        " ".join(u["sitemaps"]),
+                    ]
+                )
         written.append(path)
     path = directory / "problems.csv"
     with path.open("w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(["code", "message", "sitemap", "line", "url"])
         for p in report.problems:
-            writer.writerow([p["code"], p["message"], p["sitemap"], p["line"] or "", p["url"] or ""])
+            writer.writerow(
+                [p["code"], p["message"], p["sitemap"], p["line"] or "", p["url"] or ""]
+            )
     written.append(path)
     return written
 
 
 def format_summary(report: AuditReport, examples: int = 3) -> str:
     counts = report.counts
-    fetched = [s for s in report.sitemaps if s["fetched"] and s["status"] in (200, None) and s["kind"]]
+    fetched = [
+        s for s in report.sitemaps if s["fetched"] and s["status"] in (200, None) and s["kind"]
+    ]
     lines = [
         f"sitemaps read: {len(fetched)} "
         f"({sum(1 for s in report.sitemaps if s['problems'])} with problems), "
@@ -327,7 +350,9 @@ def format_summary(report: AuditReport, examples: int = 3) -> str:
             detail = f" ({u['reason']})" if u["reason"] and name not in ("indexable",) else ""
             lines.append(f"    {u['url']}{detail}")
     if counts["dead-orphan"]:
-        lines.append(f"{'dead orphans':<18} {counts['dead-orphan']:>6}  (listed, not found by the crawl, not indexable)")
+        lines.append(
+            f"{'dead orphans':<18} {counts['dead-orphan']:>6}  (listed, not found by the crawl, not indexable)"
+        )
     if report.problems:
         by_code = Counter(p["code"] for p in report.problems)
         lines.append(

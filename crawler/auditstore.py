@@ -107,8 +107,16 @@ class AuditStore:
             rows,
         )
 
-    def add_fetched(self, key: str, url: str, decision: str, reason: str, target: str | None,
-                    status: int | None, last_modified: str | None) -> None:
+    def add_fetched(
+        self,
+        key: str,
+        url: str,
+        decision: str,
+        reason: str,
+        target: str | None,
+        status: int | None,
+        last_modified: str | None,
+    ) -> None:
         self._db.execute(
             "INSERT INTO fetched VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING",
             (key, url, decision, reason, target, status, last_modified),

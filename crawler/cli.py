@@ -249,8 +249,11 @@ def build_parser() -> argparse.ArgumentParser:
         "protocol problems.",
         epilog="Exit status: 0 audit done (and the bars passed); 2 usage error; 3 the crawl "
         "failed (start URL or robots.txt unreachable); 5 --fail-under or --fail-on broke; "
-        "130 interrupted. Classes: " + ", ".join(CLASSES) + "; flags: "
-        + ", ".join(FLAGS) + ", dead-orphan; and protocol (any protocol problem).",
+        "130 interrupted. Classes: "
+        + ", ".join(CLASSES)
+        + "; flags: "
+        + ", ".join(FLAGS)
+        + ", dead-orphan; and protocol (any protocol problem).",
     )
     _add_site_options(audit)
     audit.add_argument(
@@ -520,7 +523,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     print(format_summary(stats))
     if code != EXIT_OK:
-        print(f"sitemap-crawler: {stats.get('sitemap/message', 'the crawl failed')}", file=sys.stderr)
+        print(
+            f"sitemap-crawler: {stats.get('sitemap/message', 'the crawl failed')}", file=sys.stderr
+        )
     return code
 
 

@@ -53,8 +53,19 @@ FINAL_DECISIONS = (
 #: trusts them. Caps, traps and exclusions are not judgements of the page.
 JUDGED = frozenset(
     {
-        LISTED, REDIRECT, CANONICAL, NOINDEX, STATUS, NON_HTML, OTHER_SCHEME,
-        DUPLICATE, INVALID, ERROR, ROBOTS, OFF_HOST, NON_PUBLIC,
+        LISTED,
+        REDIRECT,
+        CANONICAL,
+        NOINDEX,
+        STATUS,
+        NON_HTML,
+        OTHER_SCHEME,
+        DUPLICATE,
+        INVALID,
+        ERROR,
+        ROBOTS,
+        OFF_HOST,
+        NON_PUBLIC,
     }
 )
 

@@ -267,55 +267,80 @@ XML = {"Content-Type": "application/xml"}
 GZ = {"Content-Type": "application/gzip"}
 SITEMAPS: dict[str, tuple[dict[str, str], str, int]] = {
     # path: (headers, body template, gzip layers)
-    "/sitemap_index.xml": (XML, sitemapindex(
-        "{base}/sitemap-pages.xml.gz",
-        "{base}/sitemap-double.xml.gz",
-        "{base}/sitemap-text.txt",
-        "{base}/feed.rss",
-        "{base}/feed.atom",
-        "{base}/sitemap-nons.xml",
-        "{base}/sitemap-uniform.xml",
-        "{base}/sitemap-nested.xml",
-        "{base}/sub/sitemap-sub.xml",
-        "{other}/sitemap-offhost.xml",
-    ), 0),
-    "/sitemap-pages.xml.gz": (GZ, urlset(
-        loc("/"),
-        loc("/about.html", "<lastmod>1990-01-01</lastmod>"),
-        loc("/old-about"),
-        loc("/gone-404"),
-        loc("/err-500"),
-        loc("/noindex/meta.html"),
-        loc("/canon/dup.html?ref=1".replace("&", "&amp;")),
-        loc("/private/secret.html"),
-        loc("{other}/elsewhere.html"),
-        loc("/orphan-live.html"),
-        loc("/orphan-dead.html"),
-        loc("/files/doc.pdf"),
-        "<loc>relative/page.html</loc>",
-        loc("/relative/one.html", "<lastmod>yesterday</lastmod>"),
-        loc("/relative/two.html", "<lastmod>2024-01-01T10:00:00</lastmod>"),
-        loc("/relative/three.html", "<changefreq>sometimes</changefreq>"),
-        loc("/relative/four.html", "<priority>1.5</priority>"),
-        loc("/dates/rfc1123.html", "<lastmod>2999-01-01</lastmod>"),
-    ), 1),
-    "/sitemap-double.xml.gz": (GZ, urlset(loc("/dates/rfc850.html"), loc("/dates/asctime.html")), 2),
-    "/sitemap-text.txt": ({"Content-Type": "text/plain"},
-                          "{base}/base/page.html\n{base}/about.html\nnot a url\n", 0),
-    "/feed.rss": ({"Content-Type": "application/rss+xml"},
-                  '<?xml version="1.0"?><rss version="2.0"><channel><title>t</title>'
-                  "<item><title>en</title><link>{base}/en/page.html</link></item>"
-                  "</channel></rss>", 0),
-    "/feed.atom": ({"Content-Type": "application/atom+xml"},
-                   '<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom"><title>t</title>'
-                   '<entry><title>de</title><link href="{base}/de/page.html"/>'
-                   "<updated>2020-01-01T00:00:00Z</updated></entry></feed>", 0),
+    "/sitemap_index.xml": (
+        XML,
+        sitemapindex(
+            "{base}/sitemap-pages.xml.gz",
+            "{base}/sitemap-double.xml.gz",
+            "{base}/sitemap-text.txt",
+            "{base}/feed.rss",
+            "{base}/feed.atom",
+            "{base}/sitemap-nons.xml",
+            "{base}/sitemap-uniform.xml",
+            "{base}/sitemap-nested.xml",
+            "{base}/sub/sitemap-sub.xml",
+            "{other}/sitemap-offhost.xml",
+        ),
+        0,
+    ),
+    "/sitemap-pages.xml.gz": (
+        GZ,
+        urlset(
+            loc("/"),
+            loc("/about.html", "<lastmod>1990-01-01</lastmod>"),
+            loc("/old-about"),
+            loc("/gone-404"),
+            loc("/err-500"),
+            loc("/noindex/meta.html"),
+            loc("/canon/dup.html?ref=1".replace("&", "&amp;")),
+            loc("/private/secret.html"),
+            loc("{other}/elsewhere.html"),
+            loc("/orphan-live.html"),
+            loc("/orphan-dead.html"),
+            loc("/files/doc.pdf"),
+            "<loc>relative/page.html</loc>",
+            loc("/relative/one.html", "<lastmod>yesterday</lastmod>"),
+            loc("/relative/two.html", "<lastmod>2024-01-01T10:00:00</lastmod>"),
+            loc("/relative/three.html", "<changefreq>sometimes</changefreq>"),
+            loc("/relative/four.html", "<priority>1.5</priority>"),
+            loc("/dates/rfc1123.html", "<lastmod>2999-01-01</lastmod>"),
+        ),
+        1,
+    ),
+    "/sitemap-double.xml.gz": (
+        GZ,
+        urlset(loc("/dates/rfc850.html"), loc("/dates/asctime.html")),
+        2,
+    ),
+    "/sitemap-text.txt": (
+        {"Content-Type": "text/plain"},
+        "{base}/base/page.html\n{base}/about.html\nnot a url\n",
+        0,
+    ),
+    "/feed.rss": (
+        {"Content-Type": "application/rss+xml"},
+        '<?xml version="1.0"?><rss version="2.0"><channel><title>t</title>'
+        "<item><title>en</title><link>{base}/en/page.html</link></item>"
+        "</channel></rss>",
+        0,
+    ),
+    "/feed.atom": (
+        {"Content-Type": "application/atom+xml"},
+        '<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom"><title>t</title>'
+        '<entry><title>de</title><link href="{base}/de/page.html"/>'
+        "<updated>2020-01-01T00:00:00Z</updated></entry></feed>",
+        0,
+    ),
     "/sitemap-nons.xml": (XML, urlset(loc("/map-target.html"), ns=""), 0),
-    "/sitemap-uniform.xml": (XML, urlset(
-        loc("/cart", "<lastmod>2020-01-01</lastmod>"),
-        loc("/products?id=1&amp;color=red", "<lastmod>2020-01-01</lastmod>"),
-        loc("/~user/", "<lastmod>2020-01-01</lastmod>"),
-    ), 0),
+    "/sitemap-uniform.xml": (
+        XML,
+        urlset(
+            loc("/cart", "<lastmod>2020-01-01</lastmod>"),
+            loc("/products?id=1&amp;color=red", "<lastmod>2020-01-01</lastmod>"),
+            loc("/~user/", "<lastmod>2020-01-01</lastmod>"),
+        ),
+        0,
+    ),
     # An index inside an index, which lists an index that lists it back: a cycle.
     "/sitemap-nested.xml": (XML, sitemapindex("{base}/sitemap-cycle.xml"), 0),
     "/sitemap-cycle.xml": (XML, sitemapindex("{base}/sitemap-nested.xml"), 0),
@@ -371,20 +396,28 @@ def hostile(path: str, base: str) -> tuple[int, dict[str, str], bytes]:
     name, _, query = path.removeprefix("/hostile/").partition("?")
     if name == "xxe.xml":
         # The secret file's path comes from the test: /hostile/xxe.xml?/tmp/.../secret
-        return 200, xml, (
-            f'<?xml version="1.0"?>\n<!DOCTYPE urlset [<!ENTITY xxe SYSTEM "file://{query}">]>\n'
-            f'<urlset {NS}><url><loc>{base}/about.html?x=&xxe;</loc></url>'
-            f"<url><loc>{base}/cart</loc></url></urlset>"
-        ).encode()
+        return (
+            200,
+            xml,
+            (
+                f'<?xml version="1.0"?>\n<!DOCTYPE urlset [<!ENTITY xxe SYSTEM "file://{query}">]>\n'
+                f"<urlset {NS}><url><loc>{base}/about.html?x=&xxe;</loc></url>"
+                f"<url><loc>{base}/cart</loc></url></urlset>"
+            ).encode(),
+        )
     if name == "laughs.xml":
         ents = '<!ENTITY lol "lol">' + "".join(
             f'<!ENTITY lol{i} "{("&lol" + (str(i - 1) if i > 1 else "") + ";") * 10}">'
             for i in range(1, 10)
         )
-        return 200, xml, (
-            f'<?xml version="1.0"?>\n<!DOCTYPE lolz [{ents}]>\n'
-            f"<urlset {NS}><url><loc>{base}/cart?&lol9;</loc></url></urlset>"
-        ).encode()
+        return (
+            200,
+            xml,
+            (
+                f'<?xml version="1.0"?>\n<!DOCTYPE lolz [{ents}]>\n'
+                f"<urlset {NS}><url><loc>{base}/cart?&lol9;</loc></url></urlset>"
+            ).encode(),
+        )
     if name == "bomb.xml.gz":
         return 200, {"Content-Type": "application/gzip"}, bomb()
     if name == "truncated.xml":

@@ -71,8 +71,9 @@ def fill(text: str, site: MockServer) -> str:
     return text.replace("{base}", site.base).replace("{other}", f"http://localhost:{site.port}")
 
 
-async def audit(site: MockServer, tmp_path: Path, *sitemaps: str, state: Path | None = None,
-                **overrides: Any) -> tuple[AuditReport, dict[str, Any]]:
+async def audit(
+    site: MockServer, tmp_path: Path, *sitemaps: str, state: Path | None = None, **overrides: Any
+) -> tuple[AuditReport, dict[str, Any]]:
     """Crawl (unless *state*) and audit in this process, as the CLI does."""
     from scrapy.crawler import AsyncCrawlerRunner, Crawler
     from scrapy.settings import Settings
@@ -80,7 +81,9 @@ async def audit(site: MockServer, tmp_path: Path, *sitemaps: str, state: Path | 
     from crawler.spiders.audit import AuditSpider
 
     if state is None:
-        crawled = await run_crawl(site.url("/"), tmp_path / "crawl", SITEMAP_PUBLISH=False, **overrides)
+        crawled = await run_crawl(
+            site.url("/"), tmp_path / "crawl", SITEMAP_PUBLISH=False, **overrides
+        )
         assert crawled.outcome == "crawled"
         state = crawled.state
     settings = Settings()
@@ -123,7 +126,9 @@ def by_url(report: AuditReport) -> dict[str, dict[str, Any]]:
 
 
 @pytest.mark.parametrize(("path", "expected"), list(EXPECTED.items()))
-def test_listed_url_class(audited: AuditReport, site: MockServer, path: str, expected: tuple[str, str, bool]) -> None:
+def test_listed_url_class(
+    audited: AuditReport, site: MockServer, path: str, expected: tuple[str, str, bool]
+) -> None:
     cls, reason, found = expected
     url = fill(path if "{" in path else "{base}" + path, site)
     got = by_url(audited)[url]
@@ -258,7 +263,9 @@ def test_gzip_bomb_stops_at_the_cap(hostile: tuple[AuditReport, Path], site: Moc
     assert int(str(peak)) < 120 * 1024 * 1024
 
 
-def test_truncated_file_read_as_far_as_valid(hostile: tuple[AuditReport, Path], site: MockServer) -> None:
+def test_truncated_file_read_as_far_as_valid(
+    hostile: tuple[AuditReport, Path], site: MockServer
+) -> None:
     report, _ = hostile
     assert "truncated" in _problems_of(report, site, "/hostile/truncated.xml")
     sm = next(s for s in report.sitemaps if s["url"] == site.url("/hostile/truncated.xml"))
@@ -274,7 +281,9 @@ def test_60000_url_file(hostile: tuple[AuditReport, Path], site: MockServer) -> 
     big = [u for u in report.urls if u["url"].startswith(site.url("/big/"))]
     assert len(big) == 60_000
     assert {u["class"] for u in big} == {"off-host"}
-    assert {u["reason"] for u in big} == {f"outside the sitemap file's directory {site.url('/hostile/')}"}
+    assert {u["reason"] for u in big} == {
+        f"outside the sitemap file's directory {site.url('/hostile/')}"
+    }
     assert not any(r["path"].startswith("/big/") for r in site.requests())
 
 
@@ -283,9 +292,23 @@ def test_60000_url_file(hostile: tuple[AuditReport, Path], site: MockServer) -> 
 
 def test_audit_cli_with_report_and_bars(site: MockServer, tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "crawler.cli", "audit", site.url("/"), "--report", str(tmp_path / "r"),
-         "--fail-on", "dead-orphan,redirect", "-s", "AUTOTHROTTLE_START_DELAY=0"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "crawler.cli",
+            "audit",
+            site.url("/"),
+            "--report",
+            str(tmp_path / "r"),
+            "--fail-on",
+            "dead-orphan,redirect",
+            "-s",
+            "AUTOTHROTTLE_START_DELAY=0",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 5, proc.stderr
     assert "coverage:" in proc.stdout
@@ -297,18 +320,43 @@ def test_audit_cli_with_report_and_bars(site: MockServer, tmp_path: Path) -> Non
 
 def test_audit_cli_from_state_passes_without_bars(site: MockServer, tmp_path: Path) -> None:
     crawl = subprocess.run(
-        [sys.executable, "-m", "crawler.cli", "crawl", site.url("/"), "--out", str(tmp_path / "pub")],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "crawler.cli",
+            "crawl",
+            site.url("/"),
+            "--out",
+            str(tmp_path / "pub"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert crawl.returncode == 0, crawl.stderr
     # Our own published files, read as local files: they cover every indexable page.
     ours = [str(p) for p in sorted((tmp_path / "pub").glob("sitemap-*.xml.gz"))]
     assert ours
     proc = subprocess.run(
-        [sys.executable, "-m", "crawler.cli", "audit", site.url("/"), "--state",
-         str(tmp_path / "pub.sitemap-state"), *(a for p in ours for a in ("--sitemap", p)),
-         "--fail-under", "100", "--fail-on", "missing"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "crawler.cli",
+            "audit",
+            site.url("/"),
+            "--state",
+            str(tmp_path / "pub.sitemap-state"),
+            *(a for p in ours for a in ("--sitemap", p)),
+            "--fail-under",
+            "100",
+            "--fail-on",
+            "missing",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "coverage: 100.0%" in proc.stdout
@@ -326,7 +374,10 @@ def test_audit_cli_from_state_passes_without_bars(site: MockServer, tmp_path: Pa
 def test_audit_bad_input(args: list[str], message: str) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "crawler.cli", "audit", "http://127.0.0.1:9/", *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 2
     lines = [line for line in proc.stderr.splitlines() if line.strip()]

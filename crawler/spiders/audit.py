@@ -44,7 +44,7 @@ from crawler.spiders.site import SiteSpider
 from crawler.urls import normalize_url, site_of, url_key
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing import Self
 
     from scrapy.crawler import Crawler
     from scrapy.http import Response
@@ -102,31 +102,59 @@ class AuditSpider(SiteSpider):
     ) -> Iterator[Request]:
         url = normalize_url(raw, strip_params=False)
         if url is None:
-            self.store.add_sitemap(raw, via, parent=parent, depth=depth, fetched=0, problems=[
-                {"code": "invalid-sitemap-url", "message": f"not an http(s) URL: {raw!r}", "line": None}
-            ])
+            self.store.add_sitemap(
+                raw,
+                via,
+                parent=parent,
+                depth=depth,
+                fetched=0,
+                problems=[
+                    {
+                        "code": "invalid-sitemap-url",
+                        "message": f"not an http(s) URL: {raw!r}",
+                        "line": None,
+                    }
+                ],
+            )
             return
         if url in self.visited:
             if parent is not None:
-                self.store.add_problem(parent, {
-                    "code": "index-cycle",
-                    "message": f"lists {url}, which was already read (an index cycle)",
-                    "line": None,
-                })
+                self.store.add_problem(
+                    parent,
+                    {
+                        "code": "index-cycle",
+                        "message": f"lists {url}, which was already read (an index cycle)",
+                        "line": None,
+                    },
+                )
             return
         self.visited.add(url)
         scope = self._scope(url, prefix_of(parent) if parent else self.start_origin + "/")
         if scope is not None:
-            self.store.add_sitemap(url, via, parent=parent, depth=depth, fetched=0, problems=[
-                {"code": "sitemap-out-of-scope", "message": f"{scope}: not fetched", "line": None}
-            ])
+            self.store.add_sitemap(
+                url,
+                via,
+                parent=parent,
+                depth=depth,
+                fetched=0,
+                problems=[
+                    {
+                        "code": "sitemap-out-of-scope",
+                        "message": f"{scope}: not fetched",
+                        "line": None,
+                    }
+                ],
+            )
             return
         if depth > self.max_index_depth:
-            self.store.add_problem(parent or url, {
-                "code": "index-too-deep",
-                "message": f"{url} is more than {self.max_index_depth} index levels deep: not read",
-                "line": None,
-            })
+            self.store.add_problem(
+                parent or url,
+                {
+                    "code": "index-too-deep",
+                    "message": f"{url} is more than {self.max_index_depth} index levels deep: not read",
+                    "line": None,
+                },
+            )
             return
         yield Request(
             url,
@@ -158,41 +186,72 @@ class AuditSpider(SiteSpider):
 
     def parse_sitemap(self, response: Response) -> Iterator[Request]:
         meta = response.meta
-        url = meta.get("redirect_urls", [response.url])[0] if meta.get("redirect_urls") else response.url
+        url = (
+            meta.get("redirect_urls", [response.url])[0]
+            if meta.get("redirect_urls")
+            else response.url
+        )
         via, parent, depth = meta["audit_via"], meta["audit_parent"], meta["audit_depth"]
         self.crawler.stats.inc_value("sitemap/audit/sitemaps")
         if response.status != 200:
             problems = []
             if via != "default":
-                problems.append({
-                    "code": "sitemap-http-error",
-                    "message": f"HTTP {response.status}",
-                    "line": None,
-                })
-            self.store.add_sitemap(url, via, parent=parent, depth=depth, status=response.status,
-                                   fetched=1, problems=problems)
+                problems.append(
+                    {
+                        "code": "sitemap-http-error",
+                        "message": f"HTTP {response.status}",
+                        "line": None,
+                    }
+                )
+            self.store.add_sitemap(
+                url,
+                via,
+                parent=parent,
+                depth=depth,
+                status=response.status,
+                fetched=1,
+                problems=problems,
+            )
             return
         # No url: the location rule is checked here, in crawl space (--base-url).
         parsed = parse_sitemap(response.body, max_bytes=self.max_sitemap_bytes)
-        yield from self._record(url, parsed, via=via, parent=parent, depth=depth,
-                                status=response.status)
+        yield from self._record(
+            url, parsed, via=via, parent=parent, depth=depth, status=response.status
+        )
 
     def sitemap_failed(self, failure: Failure) -> None:
         meta = failure.request.meta  # type: ignore[attr-defined]
         url = failure.request.url  # type: ignore[attr-defined]
-        self.store.add_sitemap(url, meta["audit_via"], parent=meta["audit_parent"],
-                               depth=meta["audit_depth"], fetched=0, problems=[{
-                                   "code": "sitemap-unreachable",
-                                   "message": f"{failure.type.__name__}: {failure.getErrorMessage()}"[:300],
-                                   "line": None,
-                               }])
+        self.store.add_sitemap(
+            url,
+            meta["audit_via"],
+            parent=meta["audit_parent"],
+            depth=meta["audit_depth"],
+            fetched=0,
+            problems=[
+                {
+                    "code": "sitemap-unreachable",
+                    "message": f"{failure.type.__name__}: {failure.getErrorMessage()}"[:300],
+                    "line": None,
+                }
+            ],
+        )
 
     def _read_local(self, path: Path) -> None:
         data = path.read_bytes()[: self.max_sitemap_bytes + 1]
         parsed = parse_sitemap(data, max_bytes=self.max_sitemap_bytes)
         # A local file stands for a sitemap at the site's root.
-        requests = list(self._record(str(path), parsed, via="argument", parent=None, depth=0,
-                                     status=None, directory=self.start_origin + "/"))
+        requests = list(
+            self._record(
+                str(path),
+                parsed,
+                via="argument",
+                parent=None,
+                depth=0,
+                status=None,
+                directory=self.start_origin + "/",
+            )
+        )
         self._pending_local = getattr(self, "_pending_local", []) + requests
 
     def _record(
@@ -206,23 +265,34 @@ class AuditSpider(SiteSpider):
         status: int | None,
         directory: str | None = None,
     ) -> Iterator[Request]:
-        problems = [
-            {"code": p.code, "message": p.message, "line": p.line} for p in parsed.problems
-        ]
+        problems = [{"code": p.code, "message": p.message, "line": p.line} for p in parsed.problems]
         if parsed.kind == Kind.INDEX and parent is not None:
-            problems.append({
-                "code": "index-lists-index",
-                "message": f"listed by the index {parent}, and itself an index",
-                "line": None,
-            })
+            problems.append(
+                {
+                    "code": "index-lists-index",
+                    "message": f"listed by the index {parent}, and itself an index",
+                    "line": None,
+                }
+            )
         self.store.add_sitemap(
-            url, via, parent=parent, depth=depth, status=status, kind=parsed.kind.value,
-            entries=len(parsed.entries), compressed_layers=parsed.compressed_layers,
-            size=parsed.size, complete=int(parsed.complete), fetched=1, problems=problems,
+            url,
+            via,
+            parent=parent,
+            depth=depth,
+            status=status,
+            kind=parsed.kind.value,
+            entries=len(parsed.entries),
+            compressed_layers=parsed.compressed_layers,
+            size=parsed.size,
+            complete=int(parsed.complete),
+            fetched=1,
+            problems=problems,
         )
         if parsed.kind == Kind.INDEX:
             for entry in parsed.entries:
-                child = self.public.to_crawl(normalize_url(entry.loc, strip_params=False) or entry.loc)
+                child = self.public.to_crawl(
+                    normalize_url(entry.loc, strip_params=False) or entry.loc
+                )
                 yield from self._sitemap_request(child, via="index", parent=url, depth=depth + 1)
             return
         directory = directory or prefix_of(url)
@@ -232,15 +302,39 @@ class AuditSpider(SiteSpider):
                 entry.loc, strip_params=self.strip_params, extra_strip=self.extra_strip
             )
             if normal is None:
-                rows.append((entry.loc, None, None, url, entry.line, entry.lastmod,
-                             entry.changefreq, entry.priority, len(entry.alternates),
-                             entry.images, "not an absolute http(s) URL"))
+                rows.append(
+                    (
+                        entry.loc,
+                        None,
+                        None,
+                        url,
+                        entry.line,
+                        entry.lastmod,
+                        entry.changefreq,
+                        entry.priority,
+                        len(entry.alternates),
+                        entry.images,
+                        "not an absolute http(s) URL",
+                    )
+                )
                 continue
             crawl_url = self.public.to_crawl(normal)
             scope = self._scope(crawl_url, self.public.to_crawl(directory))
-            rows.append((entry.loc, url_key(crawl_url), crawl_url, url, entry.line, entry.lastmod,
-                         entry.changefreq, entry.priority, len(entry.alternates), entry.images,
-                         scope))
+            rows.append(
+                (
+                    entry.loc,
+                    url_key(crawl_url),
+                    crawl_url,
+                    url,
+                    entry.line,
+                    entry.lastmod,
+                    entry.changefreq,
+                    entry.priority,
+                    len(entry.alternates),
+                    entry.images,
+                    scope,
+                )
+            )
         self.store.add_listings(rows)
         self.store.commit()
         self.crawler.stats.inc_value("sitemap/audit/listings", len(rows))
@@ -308,8 +402,15 @@ class AuditSpider(SiteSpider):
             self._store_fetched(out)
 
     def _store_fetched(self, rec: UrlRecord) -> None:
-        self.store.add_fetched(url_key(rec.url), rec.url, rec.decision, rec.reason, rec.target,
-                               rec.status, rec.last_modified)
+        self.store.add_fetched(
+            url_key(rec.url),
+            rec.url,
+            rec.decision,
+            rec.reason,
+            rec.target,
+            rec.status,
+            rec.last_modified,
+        )
 
     def closed(self, reason: str) -> None:
         self.store.close()
