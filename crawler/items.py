@@ -92,10 +92,18 @@ class UrlRecord:
     date: str | None = None
     page_lastmod: str | None = None
     content_hash: str | None = None
+    etag: str | None = None
+    main_hash: str | None = None
+    links: list[str] = field(default_factory=list)
+    # Set when a 304 replays the previous run's record: lastmod etc. are final.
+    replayed: bool = False
     # Filled by the pipelines.
     key: str | None = None
     loc: str | None = None
     lastmod: str | None = None
+    lastmod_source: str | None = None
+    changed_at: str | None = None
+    first_seen: float | None = None
     warnings: list[str] = field(default_factory=list)
 
 

@@ -13,7 +13,12 @@ Tables:
     ``target_key``, ``status``, ``depth``, ``referrer``, ``content_type``,
     ``last_modified`` (raw header), ``loc`` (published address), ``lastmod``
     (W3C datetime), ``warnings`` (JSON list), ``content_hash`` (of the body of
-    a listed page), ``updated`` (Unix time).
+    a listed page), ``etag``, ``main_hash`` (of the page's main content, see
+    :mod:`crawler.content`), ``lastmod_source`` (``header``, ``page`` or
+    ``content``), ``changed_at`` (when a content change was last detected),
+    ``first_seen`` and ``updated`` (Unix times: first and latest run that saw the
+    URL), ``links`` (the URLs the page led to, newline-separated, replayed when a
+    later run gets a 304).
 ``aliases``
     other forms of a URL that were folded into a row (``alias`` -> ``key``).
 ``meta``
@@ -50,6 +55,12 @@ CREATE TABLE IF NOT EXISTS urls (
     lastmod TEXT,
     warnings TEXT,
     content_hash TEXT,
+    etag TEXT,
+    main_hash TEXT,
+    lastmod_source TEXT,
+    changed_at TEXT,
+    first_seen REAL,
+    links TEXT,
     updated REAL NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS urls_listed ON urls (loc) WHERE decision = 'listed';
@@ -79,6 +90,12 @@ COLUMNS = (
     "lastmod",
     "warnings",
     "content_hash",
+    "etag",
+    "main_hash",
+    "lastmod_source",
+    "changed_at",
+    "first_seen",
+    "links",
     "updated",
 )
 
@@ -130,6 +147,12 @@ class Ledger:
             rec.lastmod,
             json.dumps(rec.warnings) if rec.warnings else None,
             rec.content_hash,
+            rec.etag,
+            rec.main_hash,
+            rec.lastmod_source,
+            rec.changed_at,
+            rec.first_seen,
+            "\n".join(rec.links) if rec.links else None,
             time.time(),
         )
         cur = self._db.execute(_QUEUE if rec.decision == QUEUED else _RECORD, row)

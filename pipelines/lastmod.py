@@ -1,15 +1,28 @@
 """Lastmod pipeline: the ``<lastmod>`` of a listed page, from evidence only.
 
-From the final response's ``Last-Modified`` header (all three HTTP date formats),
-converted to a W3C datetime in UTC and clamped to the ``Date`` header when later;
-when the header is missing or malformed, from the page's own metadata
-(``article:modified_time``, ``og:updated_time``, JSON-LD ``dateModified``) unless
-``SITEMAP_LASTMOD_FROM_PAGE`` is off; otherwise none. Never "now": a search engine
-ignores a lastmod that is not accurate (issue #2, "lastmod").
+The rule (issues #2 and #4, "Honest lastmod"), in order:
 
-Settings: ``SITEMAP_LASTMOD_FROM_PAGE``.
-Stats: ``sitemap/lastmod/header``, ``sitemap/lastmod/page``, ``sitemap/lastmod/none``,
-``sitemap/lastmod/malformed``.
+1. **Last-Modified.** The final response's ``Last-Modified`` (all three HTTP date
+   formats), in UTC, clamped to the ``Date`` header when later; dropped when
+   malformed or in the future. It is not used when it looks *volatile*: equal to
+   the response's own ``Date`` (stamped at request time), or different from the
+   previous run's while the page's main content is the same.
+2. **Page metadata.** ``article:modified_time``, ``og:updated_time`` or JSON-LD
+   ``dateModified`` (``SITEMAP_LASTMOD_FROM_PAGE``).
+3. **Content evidence.** The time a change of the page's main-content hash
+   (:mod:`crawler.content`: scripts, styles, comments and
+   ``SITEMAP_VOLATILE_SELECTORS`` regions left out) was first detected. A page
+   seen for the first time has no evidence yet and gets no lastmod; a later run
+   that finds the hash changed publishes that run's start time; a run that finds
+   it unchanged keeps the previous lastmod byte for byte.
+
+Never "now" for a page that did not change: a search engine ignores a lastmod that
+is not accurate. A 304 replays the previous record, lastmod included.
+
+Settings: ``SITEMAP_LASTMOD_FROM_PAGE``, ``SITEMAP_INCREMENTAL``.
+Stats: ``sitemap/lastmod/header``, ``sitemap/lastmod/page``, ``sitemap/lastmod/content``,
+``sitemap/lastmod/none``, ``sitemap/lastmod/malformed``, ``sitemap/lastmod/volatile``,
+``sitemap/lastmod/changed``.
 """
 
 from __future__ import annotations
@@ -19,6 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 from crawler.items import LISTED, UrlRecord
 from crawler.lastmod import http_date_to_w3c, lastmod_datetime
+from crawler.paths import CrawlPaths
+from crawler.previous import PreviousRun
 
 if TYPE_CHECKING:
     from typing import Self
@@ -26,40 +41,85 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
+HEADER, PAGE, CONTENT = "header", "page", "content"
+
 
 class LastmodPipeline:
-    def __init__(self, stats: StatsCollector, from_page: bool = True) -> None:
+    def __init__(
+        self,
+        stats: StatsCollector,
+        from_page: bool = True,
+        previous: PreviousRun | None = None,
+        run_time: datetime | None = None,
+    ) -> None:
         self.stats = stats
         self.from_page = from_page
+        self.previous = previous
+        self.run_time = (run_time or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%S+00:00")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         assert crawler.stats is not None
-        return cls(crawler.stats, crawler.settings.getbool("SITEMAP_LASTMOD_FROM_PAGE", True))
+        s = crawler.settings
+        previous = (
+            PreviousRun.open(CrawlPaths.from_settings(s).ledger)
+            if s.getbool("SITEMAP_INCREMENTAL", True) and s.get("SITEMAP_OUT_DIR")
+            else None
+        )
+        return cls(crawler.stats, s.getbool("SITEMAP_LASTMOD_FROM_PAGE", True), previous)
 
     def process_item(self, item: Any) -> Any:
-        if not isinstance(item, UrlRecord) or item.decision != LISTED:
+        if not isinstance(item, UrlRecord) or item.decision != LISTED or item.replayed:
             return item
-        item.lastmod = self._from_header(item)
-        if item.lastmod is not None:
-            self.stats.inc_value("sitemap/lastmod/header")
-        elif self.from_page and item.page_lastmod:
-            item.lastmod = item.page_lastmod
-            self.stats.inc_value("sitemap/lastmod/page")
-        else:
-            self.stats.inc_value("sitemap/lastmod/none")
+        prev = self.previous.get(item.key) if self.previous and item.key else None
+        item.lastmod, item.lastmod_source = self._header(item, prev), HEADER
+        if item.lastmod is None and self.from_page and item.page_lastmod:
+            item.lastmod, item.lastmod_source = item.page_lastmod, PAGE
+        if item.lastmod is None and item.main_hash is not None:
+            item.lastmod_source = CONTENT
+            item.lastmod, item.changed_at = self._evidence(item, prev)
+        if item.lastmod is None:
+            item.lastmod_source = None
+        self.stats.inc_value(f"sitemap/lastmod/{item.lastmod_source or 'none'}")
         return item
 
-    def _from_header(self, item: UrlRecord) -> str | None:
+    def _header(self, item: UrlRecord, prev: dict[str, Any] | None) -> str | None:
         if not item.last_modified:
             return None
         lastmod = http_date_to_w3c(item.last_modified, item.date)
         if lastmod is None:
             self.stats.inc_value("sitemap/lastmod/malformed")
             item.warnings.append(f"ignored malformed Last-Modified {item.last_modified[:100]!r}")
-        elif lastmod_datetime(lastmod) > datetime.now(UTC):
+            return None
+        if lastmod_datetime(lastmod) > datetime.now(UTC):
             # Clamping to Date needs a Date header; without one a future date is wrong.
             self.stats.inc_value("sitemap/lastmod/malformed")
             item.warnings.append(f"ignored Last-Modified in the future {item.last_modified!r}")
-            lastmod = None
-        return lastmod
+            return None
+        if item.date and http_date_to_w3c(item.last_modified) == http_date_to_w3c(item.date):
+            volatile = "equal to the response's Date"
+        elif (
+            prev is not None
+            and prev["last_modified"]
+            and prev["last_modified"] != item.last_modified
+            and prev["main_hash"] is not None
+            and prev["main_hash"] == item.main_hash
+        ):
+            volatile = "changed while the content did not"
+        else:
+            return lastmod
+        self.stats.inc_value("sitemap/lastmod/volatile")
+        item.warnings.append(f"ignored volatile Last-Modified ({volatile})")
+        return None
+
+    def _evidence(self, item: UrlRecord, prev: dict[str, Any] | None) -> tuple[str | None, str | None]:
+        """(lastmod, changed_at) from the main-content hash and the previous run."""
+        if prev is None or prev["main_hash"] is None:
+            return None, None  # first observation: no evidence of when it changed
+        if prev["main_hash"] != item.main_hash:
+            self.stats.inc_value("sitemap/lastmod/changed")
+            return self.run_time, self.run_time
+        # Unchanged: keep what was published, byte for byte.
+        if prev["lastmod_source"] == CONTENT:
+            return prev["lastmod"], prev["changed_at"]
+        return prev["changed_at"], prev["changed_at"]

@@ -15,6 +15,7 @@ Stats: ``sitemap/decision/<decision>`` for every final decision,
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
@@ -22,6 +23,7 @@ from scrapy import signals
 from crawler.items import QUEUED, Alias, UrlRecord
 from crawler.ledger import Ledger
 from crawler.paths import CrawlPaths
+from crawler.previous import PreviousRun
 
 if TYPE_CHECKING:
     from typing import Self
@@ -38,6 +40,8 @@ class LedgerPipeline:
         self.stats = stats
         self.dedupe_content = dedupe_content
         self.ledger: Ledger | None = None
+        self.previous: PreviousRun | None = None
+        self.run_started = time.time()
         self.robots_sitemaps: list[str] = []
 
     @classmethod
@@ -53,6 +57,13 @@ class LedgerPipeline:
         return pipeline
 
     def open_spider(self) -> None:
+        settings = self.crawler.settings
+        self.run_started = time.time()
+        self.previous = (
+            PreviousRun.open(self.paths.ledger)
+            if settings.getbool("SITEMAP_INCREMENTAL", True)
+            else None
+        )
         path = self.paths.running_ledger
         path.parent.mkdir(parents=True, exist_ok=True)
         for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
@@ -77,6 +88,8 @@ class LedgerPipeline:
         if not isinstance(item, UrlRecord):
             return item
         assert self.ledger is not None
+        prev = self.previous.get(item.key) if self.previous and item.key else None
+        item.first_seen = prev["first_seen"] if prev and prev["first_seen"] else self.run_started
         if self.ledger.record(item):
             if item.decision != QUEUED:
                 self.stats.inc_value(f"sitemap/decision/{item.decision}")

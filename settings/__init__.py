@@ -81,6 +81,8 @@ SITEMAP_AUDIT_STORE = None
 # Public address of the crawled site: published <loc>s are rewritten from the start
 # URL's directory to this prefix (None: publish the crawled addresses).
 SITEMAP_BASE_URL = None
+# Publish even when the run looks broken (see SITEMAP_MAX_ERROR_RATE, SITEMAP_MAX_DROP).
+SITEMAP_FORCE = False
 # Published <changefreq> for every URL (always ... never); None omits it.
 SITEMAP_CHANGEFREQ = None
 # Listed pages with byte-identical bodies (/ and /index.html) are listed once, under
@@ -94,12 +96,20 @@ SITEMAP_FORMAT = "xml"
 # Gzip the sitemap files (reproducible bytes: fixed mtime, no file name).
 SITEMAP_GZIP = True
 SITEMAP_INCLUDE: list[str] = []
+# Start from the previous run's ledger: conditional requests, 304 replays, honest
+# lastmod, first-seen times and the publish checks against the previous set.
+SITEMAP_INCREMENTAL = True
 # Fall back to page metadata (article:modified_time, JSON-LD dateModified) for lastmod.
 SITEMAP_LASTMOD_FROM_PAGE = True
 # Content types listed besides HTML (e.g. ["application/pdf"]).
 SITEMAP_LISTED_TYPES: list[str] = []
 # Upper bound, in seconds, on a robots.txt Crawl-delay we honour.
 SITEMAP_MAX_CRAWL_DELAY = 10.0
+# Refuse to publish when the new set would drop more than this share of the URLs
+# the previous run published ...
+SITEMAP_MAX_DROP = 0.2
+# ... or when more than this share of the fetched pages failed (5xx, timeouts).
+SITEMAP_MAX_ERROR_RATE = 0.1
 # Rotation caps of one sitemap file (protocol maxima: 50,000 URLs, 50 MiB uncompressed).
 SITEMAP_MAX_BYTES_PER_FILE = 50 * 1024 * 1024
 SITEMAP_MAX_URLS_PER_FILE = 50_000
@@ -124,9 +134,15 @@ SITEMAP_STATE_DIR = None
 # phpsessid, sid); SITEMAP_STRIP_PARAMS = False keeps every parameter.
 SITEMAP_STRIP_EXTRA: list[str] = []
 SITEMAP_STRIP_PARAMS = True
+# Seconds between progress lines on stderr when it is not a terminal (a terminal
+# gets a live line); 0 turns progress off.
+SITEMAP_PROGRESS_INTERVAL = 60.0
 # Crawler traps: a path segment repeated more than this many times ...
 SITEMAP_TRAP_MAX_REPEATS = 2
 # ... more distinct query strings than this for one path ...
 SITEMAP_TRAP_MAX_QUERY_VARIANTS = 100
 # ... or more path segments than this.
 SITEMAP_TRAP_MAX_SEGMENTS = 20
+# CSS selectors of regions left out of the content hash behind lastmod (timestamps,
+# visitor counters, CSRF tokens), e.g. [".timestamp", "#footer .build"].
+SITEMAP_VOLATILE_SELECTORS: list[str] = []

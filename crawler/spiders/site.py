@@ -38,6 +38,9 @@ from crawler.limits import MAX_LOC_LENGTH
 from crawler.links import header_directives, link_header_canonicals, page_facts
 from crawler.middlewares.hostguard import OffHostRequest
 from crawler.middlewares.robots import RobotsDisallowed, product_token
+from crawler.content import main_content_hash
+from crawler.paths import CrawlPaths
+from crawler.previous import PreviousRun
 from crawler.publicurl import PublicUrls
 from crawler.traps import TrapDetector
 from crawler.urls import normalize_url, site_of, url_key
@@ -51,6 +54,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+# Decisions of a 200 page that a 304 can stand for.
+REPLAYABLE = frozenset(
+    {d.LISTED, d.NOINDEX, d.CANONICAL, d.REDIRECT, d.NON_HTML, d.OTHER_SCHEME, d.DUPLICATE,
+     d.EXCLUDED, d.INVALID}
+)
 
 
 class StartUrlError(ValueError):
@@ -100,6 +108,13 @@ class SiteSpider(Spider):
         self.agents = ("robots", "googlebot", token.lower())
         host = self.site[0] if self.site else ""
         self.start_is_public = _is_public_host(host)
+        self.volatile = s.getlist("SITEMAP_VOLATILE_SELECTORS")
+        # The previous successful run's ledger: validators, replays, history.
+        self.previous = (
+            PreviousRun.open(CrawlPaths.from_settings(s).ledger)
+            if s.getbool("SITEMAP_INCREMENTAL", True) and s.get("SITEMAP_OUT_DIR")
+            else None
+        )
         # Keys of every URL discovered so far: each URL gets one decision.
         self.seen: set[str] = set()
         self.alias_forms: set[str] = set()
@@ -121,10 +136,12 @@ class SiteSpider(Spider):
         referrer: str | None,
         hops: int = 0,
         encoding: str = "utf-8",
+        normal: str | None = None,
     ) -> Iterator[UrlRecord | Alias | Request]:
         """Decide what to do with a URL found on *referrer*: queue it (yielding a
-        ``queued`` record and its request) or record why not."""
-        url = normalize_url(
+        ``queued`` record and its request) or record why not. *normal* is its
+        normalised form when the caller has it already."""
+        url = normal or normalize_url(
             raw, strip_params=self.strip_params, extra_strip=self.extra_strip, encoding=encoding
         )
         stats = self.crawler.stats
@@ -157,20 +174,45 @@ class SiteSpider(Spider):
             return
         self.scheduled += 1
         yield record
+        meta = {
+            "sitemap_url": url,
+            "sitemap_depth": depth,
+            "sitemap_hops": hops,
+            "sitemap_referrer": referrer,
+            # Every status and every redirect reaches the callback.
+            "handle_httpstatus_all": True,
+            "dont_redirect": True,
+        }
         yield Request(
             url,
             callback=self.parse,
             errback=self.failed,
-            meta={
-                "sitemap_url": url,
-                "sitemap_depth": depth,
-                "sitemap_hops": hops,
-                "sitemap_referrer": referrer,
-                # Every status and every redirect reaches the callback.
-                "handle_httpstatus_all": True,
-                "dont_redirect": True,
-            },
+            meta=meta,
+            headers=self._validators(key, meta),
         )
+
+    def _validators(self, key: str, meta: dict[str, Any]) -> dict[str, str]:
+        """Conditional-request headers from the previous run's record of *key*.
+
+        Scrapy's HttpCacheMiddleware (RFC2616Policy) would do this by keeping every
+        response body on disk to replay it after a 304. The ledger already keeps what
+        a replay needs (decision, hashes, lastmod and the page's links), so a few
+        headers here cost no extra storage; the 304 is judged in :meth:`parse`.
+        """
+        if self.previous is None:
+            return {}
+        prev = self.previous.get(key)
+        if prev is None or prev["status"] != 200 or prev["decision"] not in REPLAYABLE:
+            return {}
+        headers = {}
+        if prev["etag"]:
+            headers["If-None-Match"] = prev["etag"]
+        if prev["last_modified"]:
+            headers["If-Modified-Since"] = prev["last_modified"]
+        if headers:
+            meta["sitemap_conditional"] = True
+            self.crawler.stats.inc_value("sitemap/conditional/requests")
+        return headers
 
     def _out_of_scope(self, url: str, depth: int, hops: int) -> tuple[str, str] | None:
         target = site_of(url)
@@ -215,6 +257,9 @@ class SiteSpider(Spider):
             date=_header(response, b"Date"),
         )
         status = response.status
+        if status == 304 and meta.get("sitemap_conditional"):
+            yield from self._replay(rec, response)
+            return
         if 300 <= status < 400 and b"Location" in response.headers:
             location = response.headers[b"Location"].decode("latin-1")
             yield from self._redirect(rec, urljoin(response.url, location), f"{status}", response)
@@ -238,6 +283,7 @@ class SiteSpider(Spider):
     def _judge_html(self, rec: UrlRecord, response: HtmlResponse) -> Iterator[UrlRecord | Request]:
         facts = page_facts(response, self.agents)
         rec.page_lastmod = facts.page_lastmod
+        rec.etag = _header(response, b"ETag")
         encoding = response.encoding
         if facts.refresh is not None:
             interval, target = facts.refresh
@@ -247,8 +293,43 @@ class SiteSpider(Spider):
                 return
             facts.links.append(target)
         for link in facts.links:
-            yield from self.discover(link, depth=rec.depth + 1, referrer=rec.url, encoding=encoding)
+            # Kept normalised in the ledger, so a 304 next time can replay them.
+            normal = normalize_url(
+                link, strip_params=self.strip_params, extra_strip=self.extra_strip,
+                encoding=encoding,
+            )
+            if normal is None:
+                self.crawler.stats.inc_value("sitemap/ignored/scheme")
+                continue
+            rec.links.append(normal)
+            yield from self.discover(link, depth=rec.depth + 1, referrer=rec.url, normal=normal)
         yield from self._judge(rec, response, facts.robots.noindex, facts.canonicals)
+
+    def _replay(self, rec: UrlRecord, response: Response) -> Iterator[UrlRecord | Request]:
+        """A 304: the page is as the previous run saw it. Its record stands (decision,
+        reason, hashes, lastmod) and its links are discovered again, unfetched."""
+        self.crawler.stats.inc_value("sitemap/conditional/not_modified")
+        prev = self.previous.get(url_key(rec.url)) if self.previous else None
+        if prev is None:  # cannot happen: only known URLs are asked conditionally
+            rec.decision, rec.reason = d.STATUS, "HTTP 304 with no earlier record"
+            yield rec
+            return
+        rec.replayed = True
+        rec.status = 200
+        rec.decision, rec.reason, rec.target = prev["decision"], prev["reason"], prev["target"]
+        rec.content_type, rec.last_modified = prev["content_type"], prev["last_modified"]
+        rec.etag = _header(response, b"ETag") or prev["etag"]
+        rec.content_hash, rec.main_hash = prev["content_hash"], prev["main_hash"]
+        rec.lastmod, rec.lastmod_source = prev["lastmod"], prev["lastmod_source"]
+        rec.changed_at = prev["changed_at"]
+        rec.links = prev["links"].split("\n") if prev["links"] else []
+        for link in rec.links:
+            yield from self.discover(link, depth=rec.depth + 1, referrer=rec.url)
+        if prev["target"] and prev["decision"] in (d.CANONICAL, d.REDIRECT):
+            yield from self.discover(
+                self.public.to_crawl(prev["target"]), depth=rec.depth, referrer=rec.url
+            )
+        yield rec
 
     def _judge(
         self,
@@ -275,6 +356,8 @@ class SiteSpider(Spider):
             rec.decision, rec.reason = d.EXCLUDED, "outside the --base-url prefix"
         else:
             rec.content_hash = hashlib.blake2b(response.body, digest_size=16).hexdigest()
+            if isinstance(response, HtmlResponse):
+                rec.main_hash = main_content_hash(response, self.volatile)
         yield rec
 
     def _canonical(self, rec: UrlRecord, candidates: list[str], response: Response) -> str | None:
