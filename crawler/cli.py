@@ -9,22 +9,27 @@ one line on stderr and a non-zero exit, never a traceback.
 
 Exit status:
   0  published (crawl); report done and bars passed (audit)
-  2  usage error (bad option, bad URL, unusable directory)
-  3  the crawl could not do its job (start URL or robots.txt unreachable, nothing
-     listed); nothing was published and the previous set is untouched
-  4  the sitemap set could not be written; the previous set is untouched
+  2  usage error (bad option, bad URL, bad config file, unusable directory)
+  3  crawl failure: start URL or robots.txt unreachable, nothing listed, or another
+     run holds the state directory; nothing was published
+  4  refused to publish: too many errors, or the new set would drop too many of the
+     previously published URLs (--force overrides); the previous set is kept
   5  audit: --fail-under or --fail-on broke
-  130 interrupted (Ctrl-C, SIGTERM); nothing was published
+  6  the sitemap set could not be written; the previous set is untouched
+  130 interrupted (Ctrl-C, SIGTERM); nothing was published (--resume continues)
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import logging
+import os
 import re
 import shutil
 import sys
 import tempfile
+import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,7 +38,7 @@ from crawler import __version__
 from crawler.audit import CLASSES, FAILABLE, FLAGS
 from crawler.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
 from crawler.middlewares.robots import product_token
-from crawler.paths import LEDGER, CrawlPaths, PathError
+from crawler.paths import JOB, LEDGER, LOCK, CrawlPaths, PathError
 from crawler.publicurl import BaseUrlError, PublicUrls
 from crawler.report import format_summary
 from crawler.urls import host_port, normalize_url
@@ -41,13 +46,15 @@ from crawler.urls import host_port, normalize_url
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_CRAWL_FAILED = 3
-EXIT_OUTPUT = 4
+EXIT_REFUSED = 4
 EXIT_AUDIT_FAILED = 5
+EXIT_OUTPUT = 6
 EXIT_INTERRUPTED = 130
 
 _OUTCOME_EXIT = {
     "published": EXIT_OK,
     "crawled": EXIT_OK,
+    "refused": EXIT_REFUSED,
     "failed": EXIT_CRAWL_FAILED,
     "output-error": EXIT_OUTPUT,
     "interrupted": EXIT_INTERRUPTED,
@@ -110,7 +117,16 @@ class _Parser(argparse.ArgumentParser):
 
 def _add_site_options(p: argparse.ArgumentParser) -> None:
     """Options of every command that crawls: scope, politeness, logging, settings."""
-    p.add_argument("url", help="start URL, e.g. https://www.example.com/")
+    p.add_argument(
+        "url", nargs="?", help="start URL, e.g. https://www.example.com/ (or in --config)"
+    )
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="a TOML file holding any of these options (names as here, without the "
+        "dashes or with _ for -, e.g. url = \"https://...\", max-pages = 1000, "
+        "include = [\"...\"], [settings] NAME = value); the command line wins",
+    )
     p.add_argument(
         "--base-url",
         metavar="URL",
@@ -199,8 +215,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Crawl URL's host (same host and port; robots.txt obeyed) and publish "
         "the indexable pages as sitemap files plus sitemap_index.xml in --out.",
         epilog="Exit status: 0 published; 2 usage error; 3 crawl failed (start URL or "
-        "robots.txt unreachable, nothing listed); 4 output could not be written; "
-        "130 interrupted. Nothing is published unless the crawl finished.",
+        "robots.txt unreachable, nothing listed, state directory in use); 4 refused to "
+        "publish (too many errors, or too many previously published URLs gone; --force); "
+        "6 output could not be written; 130 interrupted (--resume continues). Nothing is "
+        "published unless the crawl finished. A summary goes to stderr and report.json "
+        "to the state directory.",
     )
     _add_site_options(crawl)
     crawl.add_argument(
@@ -239,6 +258,18 @@ def build_parser() -> argparse.ArgumentParser:
         default="xml",
         help="sitemap file format (default: %(default)s; the index is XML)",
     )
+    crawl.add_argument(
+        "--force",
+        action="store_true",
+        help="publish even when the run looks broken (more than 10%% of pages failed, "
+        "or more than 20%% of the previously published URLs would disappear)",
+    )
+    crawl.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run that was interrupted (Ctrl-C, SIGTERM) on this state "
+        "directory, instead of starting over",
+    )
 
     audit = sub.add_parser(
         "audit",
@@ -256,6 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
         + ", dead-orphan; and protocol (any protocol problem).",
     )
     _add_site_options(audit)
+    parser.commands = {"crawl": crawl, "audit": audit}  # type: ignore[attr-defined]
     audit.add_argument(
         "--sitemap",
         action="append",
@@ -312,6 +344,8 @@ def _classes(text: str) -> list[str]:
 
 def site_settings(args: argparse.Namespace) -> dict[str, Any]:
     """Check the options every crawling command shares; map them onto settings."""
+    if not args.url:
+        raise UsageError("a start URL is required (as an argument or url = ... in --config)")
     start = normalize_url(args.url)
     if start is None or host_port(start) is None:
         raise UsageError(f"not an http(s) URL: {args.url!r}")
@@ -355,6 +389,9 @@ def settings_from_args(args: argparse.Namespace) -> dict[str, Any]:
         )
     for directory in (paths.out, paths.state):
         _check_writable(directory)
+    job = paths.state / JOB
+    if args.resume and not (job.is_dir() and paths.running_ledger.is_file()):
+        raise UsageError(f"nothing to resume in {paths.state}: no interrupted run")
     settings.update(
         {
             "SITEMAP_OUT_DIR": str(paths.out),
@@ -363,6 +400,10 @@ def settings_from_args(args: argparse.Namespace) -> dict[str, Any]:
             "SITEMAP_MAX_BYTES_PER_FILE": args.max_bytes_per_file,
             "SITEMAP_GZIP": not args.no_gzip,
             "SITEMAP_FORMAT": args.format,
+            "SITEMAP_FORCE": args.force,
+            "SITEMAP_RESUME": args.resume,
+            # Scrapy's resumable crawl state: one per run, kept only when interrupted.
+            "JOBDIR": str(job),
         }
     )
     settings.update(dict(args.settings))
@@ -378,18 +419,88 @@ def _check_writable(directory: Path) -> None:
         raise UsageError(f"cannot write to {directory}: {e.strerror or e}") from None
 
 
+def load_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Fill *args* from the TOML file of ``--config``; the command line wins."""
+    path = Path(args.config)
+    try:
+        with path.open("rb") as f:
+            config = tomllib.load(f)
+    except OSError as e:
+        raise UsageError(f"cannot read --config {path}: {e.strerror or e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"--config {path} is not valid TOML: {e}") from None
+    actions = {a.dest: a for a in parser._actions if a.dest not in ("help", "config")}
+    for name, value in config.items():
+        dest = name.replace("-", "_")
+        action = actions.get(dest)
+        if action is None:
+            raise UsageError(f"--config {path}: unknown option {name!r}")
+        try:
+            converted = _config_value(action, value)
+        except (argparse.ArgumentTypeError, ValueError, TypeError) as e:
+            raise UsageError(f"--config {path}: {name}: {e}") from None
+        current = getattr(args, dest)
+        if isinstance(action, argparse._AppendAction):
+            setattr(args, dest, [*converted, *current])  # the command line's come last
+        elif current == parser.get_default(dest):
+            setattr(args, dest, converted)
+
+
+def _config_value(action: argparse.Action, value: Any) -> Any:
+    if action.dest == "settings":
+        if not isinstance(value, dict):
+            raise TypeError("expected a table: [settings] NAME = value")
+        return list(value.items())
+    if isinstance(action, argparse._AppendAction):
+        items = value if isinstance(value, list) else [value]
+        return [action.type(str(v)) if action.type else v for v in items]
+    if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
+        if not isinstance(value, bool):
+            raise TypeError("expected true or false")
+        return value
+    if action.type is not None:
+        value = action.type(str(value))
+    if action.choices is not None and value not in action.choices:
+        raise ValueError(f"{value!r} is not one of {', '.join(map(str, action.choices))}")
+    return value
+
+
+def _busy(state: Path) -> str | None:
+    """Who holds the state directory's lock, if anyone (see crawler.extensions.statelock)."""
+    path = state / LOCK
+    if not path.exists():
+        return None
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+        return f"another run (pid {holder}) is using the state directory {state}"
+    finally:
+        os.close(fd)  # also releases the lock if we got it
+    return None
+
+
 def run_crawl(url: str, overrides: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     """Run the spider in this process; return the exit status and the stats."""
     from scrapy.crawler import CrawlerProcess
 
     from crawler.spiders.site import SiteSpider
 
+    job = Path(overrides["JOBDIR"]) if overrides.get("JOBDIR") else None
+    if job is not None and not overrides.get("SITEMAP_RESUME"):
+        # A new night starts clean, even after an interrupted run.
+        shutil.rmtree(job, ignore_errors=True)
     process = CrawlerProcess(_settings(overrides))
     crawler = process.create_crawler(SiteSpider)
     process.crawl(crawler, url=url)
     process.start()
     stats = crawler.stats.get_stats() if crawler.stats else {}
     outcome = stats.get("sitemap/outcome")
+    if stats.get("sitemap/locked"):
+        return EXIT_CRAWL_FAILED, {**stats, "sitemap/message": stats.get("sitemap/fatal")}
+    if job is not None and outcome != "interrupted":
+        shutil.rmtree(job, ignore_errors=True)
     if outcome is None:
         # The spider never got as far as the publisher (bad settings, say).
         return EXIT_CRAWL_FAILED, stats
@@ -506,10 +617,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     try:
+        if args.config:
+            load_config(parser.commands[args.command], args)  # type: ignore[attr-defined]
         overrides = settings_from_args(args) if args.command == "crawl" else audit_settings(args)
     except UsageError as e:
         print(f"sitemap-crawler: error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    if args.command == "crawl" and (busy := _busy(Path(overrides["SITEMAP_STATE_DIR"]))):
+        print(f"sitemap-crawler: {busy}; this run did nothing", file=sys.stderr)
+        return EXIT_CRAWL_FAILED
     try:
         if args.command == "audit":
             return run_audit(args, overrides)
@@ -521,7 +637,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger(__name__).debug("crawl failed", exc_info=True)
         print(f"sitemap-crawler: error: {type(e).__name__}: {e}", file=sys.stderr)
         return EXIT_USAGE
-    print(format_summary(stats))
+    # The summary goes to stderr with the errors, as a cron mail or a journal shows it.
+    print(format_summary(stats), file=sys.stderr)
     if code != EXIT_OK:
         print(
             f"sitemap-crawler: {stats.get('sitemap/message', 'the crawl failed')}", file=sys.stderr

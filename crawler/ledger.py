@@ -35,7 +35,17 @@ from pathlib import Path
 from typing import Any
 
 from crawler.entry import SitemapEntry
-from crawler.items import CANONICAL, CAP, DUPLICATE, LISTED, QUEUED, REDIRECT, UrlRecord
+from crawler.items import (
+    CANONICAL,
+    CAP,
+    DUPLICATE,
+    ERROR,
+    LISTED,
+    QUEUED,
+    REDIRECT,
+    STATUS,
+    UrlRecord,
+)
 from crawler.urls import url_key
 
 SCHEMA = """
@@ -110,6 +120,20 @@ _RECORD = (
 )
 _QUEUE = _INSERT + " ON CONFLICT (key) DO NOTHING"
 
+_ADDED = (
+    "SELECT loc FROM main.urls WHERE decision = 'listed' AND loc NOT IN"
+    " (SELECT loc FROM prev.urls WHERE decision = 'listed' AND loc IS NOT NULL) ORDER BY loc"
+)
+_REMOVED = (
+    "SELECT loc FROM prev.urls WHERE decision = 'listed' AND loc NOT IN"
+    " (SELECT loc FROM main.urls WHERE decision = 'listed' AND loc IS NOT NULL) ORDER BY loc"
+)
+_LASTMOD_CHANGES = (
+    "SELECT m.loc, p.lastmod, m.lastmod FROM main.urls AS m JOIN prev.urls AS p ON m.loc = p.loc"
+    " WHERE m.decision = 'listed' AND p.decision = 'listed' AND m.lastmod IS NOT p.lastmod"
+    " ORDER BY m.loc"
+)
+
 #: How many writes go into one transaction.
 COMMIT_EVERY = 2000
 
@@ -120,7 +144,10 @@ class Ledger:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, isolation_level="DEFERRED")
+        # A URI connection, so that a previous ledger can be attached read-only.
+        self._db = sqlite3.connect(
+            self.path.absolute().as_uri(), uri=True, isolation_level="DEFERRED"
+        )
         self._db.execute("PRAGMA journal_mode = WAL")
         self._db.execute("PRAGMA synchronous = NORMAL")
         self._db.executescript(SCHEMA)
@@ -292,6 +319,41 @@ class Ledger:
         names = [d[0] for d in cur.description]
         for row in cur:
             yield dict(zip(names, row, strict=True))
+
+    def error_counts(self) -> tuple[int, int]:
+        """(pages fetched, pages that failed: 5xx or no response)."""
+        fetched, failed = self._db.execute(
+            "SELECT count(*), coalesce(sum(decision = ? OR (decision = ? AND status >= 500)), 0)"
+            " FROM urls WHERE status IS NOT NULL OR decision = ?",
+            (ERROR, STATUS, ERROR),
+        ).fetchone()
+        return fetched, failed
+
+    def _attach(self, previous: Path) -> None:
+        if self._attached():
+            self._db.execute("DETACH DATABASE prev")
+        self._db.execute(
+            "ATTACH DATABASE ? AS prev", (Path(previous).absolute().as_uri() + "?mode=ro",)
+        )
+
+    def _attached(self) -> bool:
+        return any(row[1] == "prev" for row in self._db.execute("PRAGMA database_list"))
+
+    def count_removed(self, previous: Path) -> int:
+        """Listed URLs of the *previous* ledger that this one no longer lists."""
+        self._attach(previous)
+        return self._db.execute(_REMOVED.replace("SELECT loc", "SELECT count(*)", 1)).fetchone()[0]
+
+    def changes_since(self, previous: Path) -> tuple[list[str], list[str], list[dict[str, Any]]]:
+        """(added, removed, lastmod changes) of the listed set since *previous*."""
+        self._attach(previous)
+        added = [row[0] for row in self._db.execute(_ADDED)]
+        removed = [row[0] for row in self._db.execute(_REMOVED)]
+        changed = [
+            {"url": loc, "old": old, "new": new}
+            for loc, old, new in self._db.execute(_LASTMOD_CHANGES)
+        ]
+        return added, removed, changed
 
     def aliases(self) -> dict[str, str]:
         return dict(self._db.execute("SELECT alias, key FROM aliases"))

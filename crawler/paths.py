@@ -19,6 +19,9 @@ LEDGER_RUNNING = "ledger.running.sqlite"
 LEDGER = "ledger.sqlite"
 LEDGER_FAILED = "ledger.failed.sqlite"
 LEDGER_JSONL = "ledger.jsonl"
+REPORT = "report.json"
+JOB = "job"
+LOCK = "lock"
 
 
 class PathError(ValueError):

@@ -47,7 +47,7 @@ class TrapDetector:
         self.max_repeats = max_repeats
         self.max_segments = max_segments
         self.max_query_variants = max_query_variants
-        self._variants: Counter[str] = Counter()
+        self.variants: Counter[str] = Counter()
 
     def check(self, url: str) -> str | None:
         """The reason *url* is a trap, or None. Counts query variants as it goes,
@@ -67,7 +67,7 @@ class TrapDetector:
                 if name.lower() in _SESSION_PARAMS and name.lower() != "s":
                     return f"session identifier in query ({name})"
             path = parts.path
-            if self._variants[path] >= self.max_query_variants:
+            if self.variants[path] >= self.max_query_variants:
                 return f"more than {self.max_query_variants} query variants of {path}"
-            self._variants[path] += 1
+            self.variants[path] += 1
         return None

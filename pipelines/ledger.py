@@ -2,13 +2,14 @@
 
 The ledger is keyed by the dedup key, so a page reached under two forms is recorded
 once and the second form kept as an alias; the first final decision about a URL
-wins. When the crawl ends, listed pages with byte-identical bodies are reduced to the
-shortest URL (``SITEMAP_DEDUPE_CONTENT``). Each run writes ``ledger.running.sqlite``
-in the state directory; the publisher renames it once the run is over (:mod:`crawler.extensions.publish`).
-``Sitemap:`` lines of robots.txt (Scrapy's ``robots_parsed`` signal) are kept in the
-ledger's ``meta`` table.
+wins. Each run writes ``ledger.running.sqlite`` in the state directory (continued,
+not restarted, by ``--resume``); the publisher closes the books and renames it once
+the run is over (:mod:`crawler.extensions.publish`). First-seen times carry over
+from the previous run's ledger. ``Sitemap:`` lines of robots.txt (Scrapy's
+``robots_parsed`` signal) are kept in the ledger's ``meta`` table.
 
-Settings: ``SITEMAP_OUT_DIR``, ``SITEMAP_STATE_DIR``, ``SITEMAP_DEDUPE_CONTENT``.
+Settings: ``SITEMAP_OUT_DIR``, ``SITEMAP_STATE_DIR``, ``SITEMAP_INCREMENTAL``,
+``SITEMAP_RESUME``, ``JOBDIR``.
 Stats: ``sitemap/decision/<decision>`` for every final decision,
 ``sitemap/duplicates``, ``sitemap/aliases``.
 """
@@ -33,12 +34,9 @@ if TYPE_CHECKING:
 
 
 class LedgerPipeline:
-    def __init__(
-        self, paths: CrawlPaths, stats: StatsCollector, dedupe_content: bool = True
-    ) -> None:
+    def __init__(self, paths: CrawlPaths, stats: StatsCollector) -> None:
         self.paths = paths
         self.stats = stats
-        self.dedupe_content = dedupe_content
         self.ledger: Ledger | None = None
         self.previous: PreviousRun | None = None
         self.run_started = time.time()
@@ -47,16 +45,14 @@ class LedgerPipeline:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         assert crawler.stats is not None
-        pipeline = cls(
-            CrawlPaths.from_settings(crawler.settings),
-            crawler.stats,
-            crawler.settings.getbool("SITEMAP_DEDUPE_CONTENT", True),
-        )
+        pipeline = cls(CrawlPaths.from_settings(crawler.settings), crawler.stats)
         pipeline.crawler = crawler
         crawler.signals.connect(pipeline.robots_parsed, signal=signals.robots_parsed)
         return pipeline
 
     def open_spider(self) -> None:
+        if self.stats.get_value("sitemap/locked"):
+            return  # another run owns the state directory
         settings = self.crawler.settings
         self.run_started = time.time()
         self.previous = (
@@ -66,8 +62,10 @@ class LedgerPipeline:
         )
         path = self.paths.running_ledger
         path.parent.mkdir(parents=True, exist_ok=True)
-        for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
-            stale.unlink(missing_ok=True)
+        resuming = settings.getbool("SITEMAP_RESUME") and settings.get("JOBDIR") and path.exists()
+        if not resuming:
+            for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+                stale.unlink(missing_ok=True)
         self.ledger = Ledger(path)
         spider = self.crawler.spider
         self.ledger.set_meta("start_url", getattr(spider, "start_url", None))
@@ -98,10 +96,10 @@ class LedgerPipeline:
         return item
 
     def close_spider(self) -> None:
-        if self.ledger is None:
-            return
-        changes = self.ledger.finish("not fetched: the crawl stopped first", self.dedupe_content)
-        for decision, count in changes.items():
-            self.stats.inc_value(f"sitemap/decision/{decision}", count)
-        self.ledger.close()
-        self.ledger = None
+        # The books are closed by the publisher, which knows how the run ended.
+        if self.ledger is not None:
+            self.ledger.close()
+            self.ledger = None
+        if self.previous is not None:
+            self.previous.close()
+            self.previous = None

@@ -56,7 +56,9 @@ DOWNLOADER_MIDDLEWARES = {
 }
 EXTENSIONS = {
     "scrapy.extensions.throttle.AutoThrottle": None,
+    "crawler.extensions.statelock.StateLock": -100,
     "crawler.extensions.throttle.PoliteThrottle": 0,
+    "crawler.extensions.progress.Progress": 100,
     "crawler.extensions.publish.SitemapPublisher": 500,
 }
 ITEM_PIPELINES = {
@@ -123,6 +125,8 @@ SITEMAP_MAX_REDIRECTS = 10
 # Where the sitemap set is published, and where the ledger lives (default: beside
 # the output, "<out>.sitemap-state"; never inside the output).
 SITEMAP_OUT_DIR = "public"
+# Continue the interrupted run kept in JOBDIR and its running ledger (--resume).
+SITEMAP_RESUME = False
 # Published <priority> for every URL (0.0-1.0); None omits it.
 SITEMAP_PRIORITY = None
 # Write and publish the sitemap set when the crawl finishes (off: ledger only).

@@ -51,11 +51,22 @@ def free_port() -> int:
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess[str], code: int, text: str) -> None:
+    """Bad input: exactly one line on stderr, no traceback."""
     assert proc.returncode == code, proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("sitemap-crawler")
     assert text in lines[0]
+
+
+def assert_failure_last_line(proc: subprocess.CompletedProcess[str], code: int, text: str) -> None:
+    """A crawl that could not do its job: the summary, then one error line last."""
+    assert proc.returncode == code, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert lines[-1].startswith("sitemap-crawler: ")
+    assert text in lines[-1]
+    assert sum(1 for line in lines if line.startswith("sitemap-crawler")) == 1
 
 
 def test_help_documents_every_option() -> None:
@@ -80,8 +91,9 @@ def test_crawl_publishes_and_prints_summary(site: MockServer, tmp_path: Path) ->
         "AUTOTHROTTLE_START_DELAY=0",
     )
     assert proc.returncode == 0, proc.stderr
-    assert "listed: 4" in proc.stdout
-    assert f"Sitemap: {site.url('/relative/sitemap_index.xml')}" in proc.stdout
+    assert proc.stdout == ""
+    assert "listed: 4" in proc.stderr
+    assert f"Sitemap: {site.url('/relative/sitemap_index.xml')}" in proc.stderr
     names = sorted(p.name for p in out.iterdir())
     assert len(names) == 3 and names[-1] == "sitemap_index.xml"
     assert all(n.endswith(".xml") for n in names)
@@ -113,7 +125,7 @@ def test_crawl_publishes_and_prints_summary(site: MockServer, tmp_path: Path) ->
         ),
         (["crawl", "http://127.0.0.1/", "-s", "NOEQUALS"], "expected NAME=VALUE"),
         (["crawl", "http://127.0.0.1/", "--bogus"], "unrecognized arguments: --bogus"),
-        (["crawl"], "the following arguments are required: url"),
+        (["crawl"], "a start URL is required"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str, tmp_path: Path) -> None:
@@ -151,14 +163,14 @@ def test_unreachable_host_exits_3(tmp_path: Path) -> None:
         "-s",
         "RETRY_TIMES=0",
     )
-    assert_one_line_error(proc, 3, "robots.txt of http://127.0.0.1:")
+    assert_failure_last_line(proc, 3, "robots.txt of http://127.0.0.1:")
     assert "Connection was refused" in proc.stderr
     assert not any((tmp_path / "public").iterdir())
 
 
 def test_nothing_listed_exits_3(site: MockServer, tmp_path: Path) -> None:
     proc = cli("crawl", site.url("/gone-404"), "--out", str(tmp_path / "public"))
-    assert_one_line_error(proc, 3, "nothing listed (start URL")
+    assert_failure_last_line(proc, 3, "nothing listed (start URL")
     assert "HTTP 404" in proc.stderr
 
 
@@ -182,7 +194,7 @@ def test_sigint_publishes_nothing_and_exits_130(servers: object, tmp_path: Path)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr
-    assert "not published" in stdout
+    assert "not published" in stderr
     assert sorted(p.name for p in out.iterdir()) == ["sitemap_index.xml"]
     assert (out / "sitemap_index.xml").read_text() == "previous"
 

@@ -413,4 +413,5 @@ class AuditSpider(SiteSpider):
         )
 
     def closed(self, reason: str) -> None:
+        super().closed(reason)
         self.store.close()

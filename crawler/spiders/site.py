@@ -123,8 +123,28 @@ class SiteSpider(Spider):
     # -- the start -----------------------------------------------------------------
 
     async def start(self) -> AsyncIterator[Any]:
+        if self.crawler.stats.get_value("sitemap/locked"):
+            return  # another run owns the state directory
+        saved = getattr(self, "state", None)  # Scrapy's SpiderState, with a JOBDIR
+        if saved and "seen" in saved:
+            # Resumed: the JOBDIR scheduler holds the pending requests; carry on.
+            self.seen, self.alias_forms = saved["seen"], saved["alias_forms"]
+            self.scheduled, self.traps.variants = saved["scheduled"], saved["trap_variants"]
+            self.crawler.stats.set_value("sitemap/resumed", True)
+            return
         for out in self.discover(self.start_url, depth=0, referrer=None, hops=0):
             yield out
+
+    def closed(self, reason: str) -> None:
+        # Scrapy's SpiderState pickles self.state into the JOBDIR after this, so an
+        # interrupted run can be resumed with the same seen-set and counters.
+        if isinstance(getattr(self, "state", None), dict):
+            self.state.update(
+                seen=self.seen,
+                alias_forms=self.alias_forms,
+                scheduled=self.scheduled,
+                trap_variants=self.traps.variants,
+            )
 
     # -- discovery -------------------------------------------------------------------
 
