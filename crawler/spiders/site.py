@@ -29,7 +29,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
-from scrapy import Request, Spider
+from scrapy import Request, Spider, signals
 from scrapy.http import HtmlResponse, Response
 
 from crawler import items as d
@@ -119,6 +119,10 @@ class SiteSpider(Spider):
         self.seen: set[str] = set()
         self.alias_forms: set[str] = set()
         self.scheduled = 0
+        # Requests handed to the downloader and not answered yet: url -> (depth, hops,
+        # referrer). Kept in the JOBDIR state so a resumed run asks them again.
+        self.inflight: dict[str, tuple[int, int, str | None]] = {}
+        crawler.signals.connect(self._reached_downloader, signal=signals.request_reached_downloader)
 
     # -- the start -----------------------------------------------------------------
 
@@ -127,10 +131,18 @@ class SiteSpider(Spider):
             return  # another run owns the state directory
         saved = getattr(self, "state", None)  # Scrapy's SpiderState, with a JOBDIR
         if saved and "seen" in saved:
-            # Resumed: the JOBDIR scheduler holds the pending requests; carry on.
+            # Resumed: the JOBDIR scheduler holds the pending requests. Those that
+            # were in the downloader when the run stopped are in no queue any more
+            # (Scrapy pops them), so they are asked again here.
             self.seen, self.alias_forms = saved["seen"], saved["alias_forms"]
             self.scheduled, self.traps.variants = saved["scheduled"], saved["trap_variants"]
             self.crawler.stats.set_value("sitemap/resumed", True)
+            for url, (depth, hops, referrer) in saved.get("inflight", {}).items():
+                meta = self._meta(url, depth, hops, referrer)
+                yield Request(
+                    url, callback=self.parse, errback=self.failed, meta=meta, dont_filter=True,
+                    headers=self._validators(url_key(url), meta),
+                )
             return
         for out in self.discover(self.start_url, depth=0, referrer=None, hops=0):
             yield out
@@ -144,7 +156,25 @@ class SiteSpider(Spider):
                 alias_forms=self.alias_forms,
                 scheduled=self.scheduled,
                 trap_variants=self.traps.variants,
+                inflight=self.inflight,
             )
+
+    def _reached_downloader(self, request: Request) -> None:
+        url = request.meta.get("sitemap_url")
+        if url is not None:
+            meta = request.meta
+            self.inflight[url] = (meta["sitemap_depth"], meta["sitemap_hops"], meta["sitemap_referrer"])
+
+    def _meta(self, url: str, depth: int, hops: int, referrer: str | None) -> dict[str, Any]:
+        return {
+            "sitemap_url": url,
+            "sitemap_depth": depth,
+            "sitemap_hops": hops,
+            "sitemap_referrer": referrer,
+            # Every status and every redirect reaches the callback.
+            "handle_httpstatus_all": True,
+            "dont_redirect": True,
+        }
 
     # -- discovery -------------------------------------------------------------------
 
@@ -194,15 +224,7 @@ class SiteSpider(Spider):
             return
         self.scheduled += 1
         yield record
-        meta = {
-            "sitemap_url": url,
-            "sitemap_depth": depth,
-            "sitemap_hops": hops,
-            "sitemap_referrer": referrer,
-            # Every status and every redirect reaches the callback.
-            "handle_httpstatus_all": True,
-            "dont_redirect": True,
-        }
+        meta = self._meta(url, depth, hops, referrer)
         yield Request(
             url,
             callback=self.parse,
@@ -265,6 +287,7 @@ class SiteSpider(Spider):
     def parse(self, response: Response) -> Iterator[UrlRecord | Request]:
         meta = response.meta
         url: str = meta["sitemap_url"]
+        self.inflight.pop(url, None)
         depth: int = meta["sitemap_depth"]
         rec = UrlRecord(
             url=url,
@@ -417,6 +440,7 @@ class SiteSpider(Spider):
     def failed(self, failure: Failure) -> Iterator[UrlRecord]:
         request = failure.request  # type: ignore[attr-defined]
         meta = request.meta
+        self.inflight.pop(meta["sitemap_url"], None)
         rec = UrlRecord(
             url=meta["sitemap_url"],
             decision=d.ERROR,

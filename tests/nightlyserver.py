@@ -1,0 +1,115 @@
+"""A test site that changes between runs, served by Twisted on 127.0.0.1.
+
+Run ``python -m tests.nightlyserver --site FILE --log LOG``: it prints its port and
+serves the site described by the JSON FILE, re-read on every request, so a test can
+edit the site between two crawls. Every request is logged (path, status sent, the
+conditional headers received). FILE holds::
+
+    {"robots": "User-agent: *\\nAllow: /\\n",
+     "pages": {"/": {"body": "<html>...", "status": 200,
+                     "etag": "\\"v1\\"" | null,
+                     "last_modified": "Tue, 15 Nov 2022 12:45:26 GMT" | null,
+                     "volatile_last_modified": false,   # Last-Modified = now, always
+                     "ignore_conditional": false}}}      # never answers 304
+
+A page with an ETag or Last-Modified answers 304 to a matching If-None-Match or a
+not-older If-Modified-Since, like nginx, unless ``ignore_conditional``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from email.utils import formatdate, parsedate_to_datetime
+from pathlib import Path
+from typing import Any
+
+from twisted.internet import reactor
+from twisted.web import resource, server
+
+
+class Site(resource.Resource):
+    isLeaf = True
+
+    def __init__(self, site: Path, log: Any) -> None:
+        super().__init__()
+        self.site = site
+        self.log = log
+
+    def render(self, request: Any) -> bytes:
+        path = request.uri.decode("latin-1")
+        spec = json.loads(self.site.read_text())
+        status, body = self.respond(request, path, spec)
+        self.log.write(
+            json.dumps(
+                {
+                    "path": path,
+                    "status": status,
+                    "if_none_match": request.getHeader("if-none-match"),
+                    "if_modified_since": request.getHeader("if-modified-since"),
+                    "bytes": len(body),
+                    "time": time.time(),
+                }
+            )
+            + "\n"
+        )
+        self.log.flush()
+        return body
+
+    def respond(self, request: Any, path: str, spec: dict[str, Any]) -> tuple[int, bytes]:
+        if path == "/robots.txt":
+            request.setHeader("Content-Type", "text/plain")
+            return 200, spec.get("robots", "User-agent: *\nAllow: /\n").encode()
+        page = spec["pages"].get(path)
+        if page is None:
+            request.setResponseCode(404)
+            request.setHeader("Content-Type", "text/html")
+            return 404, b"<html><body>not found</body></html>"
+        status = page.get("status", 200)
+        request.setResponseCode(status)
+        request.setHeader("Content-Type", "text/html; charset=utf-8")
+        if status != 200:
+            return status, b"<html><body>error</body></html>"
+        etag = page.get("etag")
+        last_modified = (
+            formatdate(usegmt=True) if page.get("volatile_last_modified") else page.get("last_modified")
+        )
+        if etag:
+            request.setHeader("ETag", etag)
+        if last_modified:
+            request.setHeader("Last-Modified", last_modified)
+        if not page.get("ignore_conditional") and self.not_modified(request, etag, last_modified):
+            request.setResponseCode(304)
+            return 304, b""
+        return 200, page["body"].encode("utf-8")
+
+    @staticmethod
+    def not_modified(request: Any, etag: str | None, last_modified: str | None) -> bool:
+        inm = request.getHeader("if-none-match")
+        if inm is not None:
+            return etag is not None and etag in [t.strip() for t in inm.split(",")]
+        ims = request.getHeader("if-modified-since")
+        if ims and last_modified:
+            try:
+                return parsedate_to_datetime(last_modified) <= parsedate_to_datetime(ims)
+            except (TypeError, ValueError):
+                return False
+        return False
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--site", required=True, type=Path)
+    parser.add_argument("--log", required=True)
+    args = parser.parse_args()
+    log = open(args.log, "a", encoding="utf-8")  # noqa: SIM115 - open for the process
+    site = server.Site(Site(args.site, log))
+    site.displayTracebacks = False
+    port = reactor.listenTCP(0, site, interface="127.0.0.1")
+    print(port.getHost().port, flush=True)
+    reactor.run()
+
+
+if __name__ == "__main__":
+    main()
