@@ -43,7 +43,8 @@ daemon on;
 events {{ worker_connections 1024; }}
 http {{
   include /etc/nginx/mime.types;
-  access_log off;
+  log_format brief '$status $request_method $uri $body_bytes_sent';
+  access_log {tmp}/access.log brief;
   gzip on;
   client_body_temp_path {tmp}/body; proxy_temp_path {tmp}/proxy;
   fastcgi_temp_path {tmp}/fcgi; uwsgi_temp_path {tmp}/uwsgi; scgi_temp_path {tmp}/scgi;

@@ -180,6 +180,7 @@ def normalize_url(
     return f"{scheme}://{netloc}{path}?{query}" if query else f"{scheme}://{netloc}{path}"
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def url_key(normalized_url: str) -> str:
     """Return the dedup key of a URL that :func:`normalize_url` returned.
 
@@ -189,6 +190,9 @@ def url_key(normalized_url: str) -> str:
     data, so ``?q=a+b`` and ``?q=a%20b`` share a key, as do ``?a`` and
     ``?a=``: the same merges as Scrapy's duplicate filter. It is for
     comparisons only; the published URL keeps the order of the site.
+
+    Cached: most links repeat on every page of a site (navigation, footers), so
+    one canonicalisation per distinct URL is enough.
     """
     return canonicalize_url(normalized_url, keep_fragments=False)
 

@@ -198,14 +198,8 @@ def read_published(out: Path) -> tuple[bytes, dict[str, bytes]]:
 
 
 # scrapyd-deploy writes a setup.py naming the settings module in a `scrapy` entry point,
-# but setuptools ignores setup() entry points when pyproject.toml has a [project] table
-# ("`entry-points` defined outside of `pyproject.toml` is ignored"), so scrapyd rejects
-# the egg. The fix belongs in pyproject.toml; remove this mark with it.
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason='pyproject.toml lacks [project.entry-points.scrapy] settings = "settings"',
-)
+# but setuptools ignores setup() entry points when pyproject.toml has a [project] table,
+# so the entry point lives in pyproject.toml ([project.entry-points.scrapy]).
 def test_deploy_and_crawl_through_scrapyd(
     scrapyd: Scrapyd, site: MockServer, tmp_path: Path
 ) -> None:

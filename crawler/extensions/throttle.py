@@ -91,6 +91,15 @@ class PoliteThrottle(AutoThrottle):
             slot.concurrency = 1
             slot.jitter = 0
 
+    def _adjust_delay(self, slot: Slot, latency: float, response: Response) -> None:
+        # Scrapy's AutoThrottle never lowers the delay on a non-200 response (error
+        # pages are fast and would speed it up). A 304 is a healthy answer, and a
+        # nightly run is mostly 304s: treat it as a 200, or the delay stays at its
+        # start value all night.
+        if response.status == 304:
+            response = response.replace(status=200)
+        super()._adjust_delay(slot, latency, response)
+
     def _response_downloaded(self, response: Response, request: Request, spider: Spider) -> None:
         if self.adaptive:
             super()._response_downloaded(response, request, spider)

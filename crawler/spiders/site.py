@@ -366,8 +366,8 @@ class SiteSpider(Spider):
         rec.lastmod, rec.lastmod_source = prev["lastmod"], prev["lastmod_source"]
         rec.changed_at = prev["changed_at"]
         rec.links = prev["links"].split("\n") if prev["links"] else []
-        for link in rec.links:
-            yield from self.discover(link, depth=rec.depth + 1, referrer=rec.url)
+        for link in rec.links:  # stored normalised
+            yield from self.discover(link, depth=rec.depth + 1, referrer=rec.url, normal=link)
         if prev["target"] and prev["decision"] in (d.CANONICAL, d.REDIRECT):
             yield from self.discover(
                 self.public.to_crawl(prev["target"]), depth=rec.depth, referrer=rec.url
