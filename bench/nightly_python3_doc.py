@@ -31,7 +31,10 @@ def run(base: str, work: Path) -> tuple[float, Counter[str], dict[str, object]]:
     started = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "crawler.cli", "crawl", base, "--out", str(work / "public")],
-        cwd=ROOT, capture_output=True, text=True, timeout=1800,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1800,
     )
     seconds = time.perf_counter() - started
     if proc.returncode != 0:
@@ -59,14 +62,23 @@ def main() -> int:
     finally:
         subprocess.run(["kill", pid_file.read_text().strip()], check=False)
         shutil.rmtree(work, ignore_errors=True)
-    print(f"{'run':<7} {'secs':>6} {'HTML 200':>9} {'HTML 304':>9} {'conditional':>12} {'listed':>7}")
-    for name, secs, st, rep in (("first", first_s, first, rep1), ("second", second_s, second, rep2)):
-        print(f"{name:<7} {secs:>6.1f} {st['html 200']:>9} {st['html 304']:>9} "
-              f"{rep['conditional_requests']:>12} {rep['listed']:>7}")
+    print(
+        f"{'run':<7} {'secs':>6} {'HTML 200':>9} {'HTML 304':>9} {'conditional':>12} {'listed':>7}"
+    )
+    for name, secs, st, rep in (
+        ("first", first_s, first, rep1),
+        ("second", second_s, second, rep2),
+    ):
+        print(
+            f"{name:<7} {secs:>6.1f} {st['html 200']:>9} {st['html 304']:>9} "
+            f"{rep['conditional_requests']:>12} {rep['listed']:>7}"
+        )
     identical = files1 == files2
-    print(f"second/first time: {second_s / first_s:.2f}  byte-identical output: {identical}  "
-          f"added/removed/lastmod changes: {len(rep2['added'])}/{len(rep2['removed'])}/"
-          f"{len(rep2['lastmod_changes'])}")
+    print(
+        f"second/first time: {second_s / first_s:.2f}  byte-identical output: {identical}  "
+        f"added/removed/lastmod changes: {len(rep2['added'])}/{len(rep2['removed'])}/"
+        f"{len(rep2['lastmod_changes'])}"
+    )
     ok = identical and second["html 200"] == 0 and not rep2["added"] and not rep2["removed"]
     return 0 if ok else 1
 

@@ -124,8 +124,8 @@ def _add_site_options(p: argparse.ArgumentParser) -> None:
         "--config",
         metavar="FILE",
         help="a TOML file holding any of these options (names as here, without the "
-        "dashes or with _ for -, e.g. url = \"https://...\", max-pages = 1000, "
-        "include = [\"...\"], [settings] NAME = value); the command line wins",
+        'dashes or with _ for -, e.g. url = "https://...", max-pages = 1000, '
+        'include = ["..."], [settings] NAME = value); the command line wins',
     )
     p.add_argument(
         "--base-url",
@@ -262,7 +262,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--force",
         action="store_true",
         help="publish even when the run looks broken (more than 10%% of pages failed, "
-        "or more than 20%% of the previously published URLs would disappear)",
+        "or more than 20%% of the previously published URLs would disappear), and "
+        "publish what an interrupted run found (it cannot be resumed then)",
     )
     crawl.add_argument(
         "--resume",

@@ -112,7 +112,9 @@ class LastmodPipeline:
         item.warnings.append(f"ignored volatile Last-Modified ({volatile})")
         return None
 
-    def _evidence(self, item: UrlRecord, prev: dict[str, Any] | None) -> tuple[str | None, str | None]:
+    def _evidence(
+        self, item: UrlRecord, prev: dict[str, Any] | None
+    ) -> tuple[str | None, str | None]:
         """(lastmod, changed_at) from the main-content hash and the previous run."""
         if prev is None or prev["main_hash"] is None:
             return None, None  # first observation: no evidence of when it changed

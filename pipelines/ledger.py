@@ -64,7 +64,11 @@ class LedgerPipeline:
         path.parent.mkdir(parents=True, exist_ok=True)
         resuming = settings.getbool("SITEMAP_RESUME") and settings.get("JOBDIR") and path.exists()
         if not resuming:
-            for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            for stale in (
+                path,
+                path.with_name(path.name + "-wal"),
+                path.with_name(path.name + "-shm"),
+            ):
                 stale.unlink(missing_ok=True)
         self.ledger = Ledger(path)
         spider = self.crawler.spider

@@ -73,7 +73,9 @@ class Site(resource.Resource):
             return status, b"<html><body>error</body></html>"
         etag = page.get("etag")
         last_modified = (
-            formatdate(usegmt=True) if page.get("volatile_last_modified") else page.get("last_modified")
+            formatdate(usegmt=True)
+            if page.get("volatile_last_modified")
+            else page.get("last_modified")
         )
         if etag:
             request.setHeader("ETag", etag)

@@ -40,8 +40,18 @@ class NightlySite:
         self.robots = "User-agent: *\nAllow: /\n"
         self.save()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.nightlyserver", "--site", str(self.file), "--log", str(self.log)],
-            cwd=ROOT, stdout=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-m",
+                "tests.nightlyserver",
+                "--site",
+                str(self.file),
+                "--log",
+                str(self.log),
+            ],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         assert self.proc.stdout is not None
         self.port = int(self.proc.stdout.readline())
@@ -117,7 +127,17 @@ STEADY = [f"/s{i}.html" for i in range(8)]
 
 
 def first_night(site: NightlySite) -> None:
-    site.home("/a.html", "/b.html", "/c.html", "/d.html", "/f.html", "/g.html", "/h.html", *STEADY, etag='"h1"')
+    site.home(
+        "/a.html",
+        "/b.html",
+        "/c.html",
+        "/d.html",
+        "/f.html",
+        "/g.html",
+        "/h.html",
+        *STEADY,
+        etag='"h1"',
+    )
     site.page("/a.html", "a one", etag='"a1"', last_modified=LM1)
     site.page("/b.html", "b one")
     site.page("/c.html", 'c <span class="ts">10:00</span>', head="<script>var t = 1</script>")
@@ -145,7 +165,17 @@ async def test_runs_over_a_changing_site(nightly: NightlySite, tmp_path: Path) -
 
     # Night 2: a edited (new validators), b's text edited, c only in its volatile
     # parts, d gone, e new; f and g and h and the steady pages unchanged.
-    site.home("/a.html", "/b.html", "/c.html", "/e.html", "/f.html", "/g.html", "/h.html", *STEADY, etag='"h2"')
+    site.home(
+        "/a.html",
+        "/b.html",
+        "/c.html",
+        "/e.html",
+        "/f.html",
+        "/g.html",
+        "/h.html",
+        *STEADY,
+        etag='"h2"',
+    )
     site.page("/a.html", "a two", etag='"a2"', last_modified=LM2)
     site.page("/b.html", "b two")
     site.page("/c.html", 'c <span class="ts">11:30</span>', head="<script>var t = 2</script>")
@@ -165,12 +195,21 @@ async def test_runs_over_a_changing_site(nightly: NightlySite, tmp_path: Path) -
     assert lastmod2[site.url("/g.html")] == lastmod1[site.url("/g.html")]
     # The home page's links changed too: its content evidence moves its lastmod.
     assert {c["url"] for c in rep2["lastmod_changes"]} == {
-        site.url("/"), site.url("/a.html"), site.url("/b.html")
+        site.url("/"),
+        site.url("/a.html"),
+        site.url("/b.html"),
     }
     # Conditional: every page the previous run saw with a validator.
     statuses = {r["path"]: r["status"] for r in site.requests()}
     conditional = [r for r in site.requests() if r["if_none_match"] or r["if_modified_since"]]
-    assert {r["path"] for r in conditional} == {"/", "/a.html", "/f.html", "/g.html", "/h.html", *STEADY}
+    assert {r["path"] for r in conditional} == {
+        "/",
+        "/a.html",
+        "/f.html",
+        "/g.html",
+        "/h.html",
+        *STEADY,
+    }
     assert rep2["conditional_requests"] == len(conditional) == 4 + 1 + len(STEADY)
     not_modified = {p for p, s in statuses.items() if s == 304}
     assert not_modified == {"/h.html", *STEADY}
@@ -184,7 +223,10 @@ async def test_runs_over_a_changing_site(nightly: NightlySite, tmp_path: Path) -
     assert lastmod3[site.url("/b.html")] == changed_b
     assert lastmod3[site.url("/c.html")] is not None
     assert lastmod3[site.url("/f.html")] is not None
-    assert {c["url"] for c in report(run3)["lastmod_changes"]} == {site.url("/c.html"), site.url("/f.html")}
+    assert {c["url"] for c in report(run3)["lastmod_changes"]} == {
+        site.url("/c.html"),
+        site.url("/f.html"),
+    }
 
     # Night 4: nothing changed: the same bytes, and no body the server could validate.
     before = snapshot(run3.out)
@@ -193,7 +235,9 @@ async def test_runs_over_a_changing_site(nightly: NightlySite, tmp_path: Path) -
     assert snapshot(run4.out) == before
     rep4 = report(run4)
     assert rep4["added"] == rep4["removed"] == rep4["lastmod_changes"] == []
-    bodies = {r["path"] for r in site.requests() if r["status"] == 200 and r["path"] != "/robots.txt"}
+    bodies = {
+        r["path"] for r in site.requests() if r["status"] == 200 and r["path"] != "/robots.txt"
+    }
     # Only what cannot be validated is downloaded: no validators (b, c, e), a
     # volatile Last-Modified (f), a server that ignores them (g).
     assert bodies == {"/b.html", "/c.html", "/e.html", "/f.html", "/g.html"}
@@ -256,7 +300,11 @@ def slow_site(site: NightlySite, n: int = 30) -> list[str]:
 def cli(*args: str, **kw: Any) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "crawler.cli", *args],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kw,
     )
 
 
@@ -303,7 +351,14 @@ def test_interrupted_run_resumes_and_finishes(nightly: NightlySite, tmp_path: Pa
 def test_two_runs_at_once(nightly: NightlySite, tmp_path: Path) -> None:
     site = nightly
     slow_site(site, n=15)
-    args = ("crawl", site.url("/"), "--out", str(tmp_path / "public"), "--state", str(tmp_path / "state"))
+    args = (
+        "crawl",
+        site.url("/"),
+        "--out",
+        str(tmp_path / "public"),
+        "--state",
+        str(tmp_path / "state"),
+    )
     first = cli(*args)
     wait_for(lambda: len(site.requests()) >= 3)
     second = cli(*args)
@@ -347,7 +402,14 @@ def test_config_file(nightly: NightlySite, tmp_path: Path) -> None:
 
 def test_progress_lines_when_not_a_terminal(nightly: NightlySite, tmp_path: Path) -> None:
     slow_site(nightly, n=10)
-    proc = cli("crawl", nightly.url("/"), "--out", str(tmp_path / "public"), "-s", "SITEMAP_PROGRESS_INTERVAL=0.3")
+    proc = cli(
+        "crawl",
+        nightly.url("/"),
+        "--out",
+        str(tmp_path / "public"),
+        "-s",
+        "SITEMAP_PROGRESS_INTERVAL=0.3",
+    )
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     progress = [line for line in err.splitlines() if line.startswith("progress: ")]
@@ -359,8 +421,18 @@ def test_live_progress_on_a_terminal(nightly: NightlySite, tmp_path: Path) -> No
     slow_site(nightly, n=10)
     leader, follower = os.openpty()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "crawler.cli", "crawl", nightly.url("/"), "--out", str(tmp_path / "public")],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=follower,
+        [
+            sys.executable,
+            "-m",
+            "crawler.cli",
+            "crawl",
+            nightly.url("/"),
+            "--out",
+            str(tmp_path / "public"),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=follower,
     )
     os.close(follower)
     output = b""
@@ -377,3 +449,17 @@ def test_live_progress_on_a_terminal(nightly: NightlySite, tmp_path: Path) -> No
     text = output.decode()
     assert "\r\x1b[Kfetched " in text
     assert "progress: " not in text
+
+
+def test_interrupted_run_publishes_only_when_forced(nightly: NightlySite, tmp_path: Path) -> None:
+    site = nightly
+    slow_site(site)
+    out = tmp_path / "public"
+    proc = cli("crawl", site.url("/"), "--out", str(out), "--force")
+    wait_for(lambda: len(site.requests()) >= 6)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    listed = published(out)
+    assert site.url("/") in listed and 3 <= len(listed) < 31
+    assert not (tmp_path / "public.sitemap-state" / "job").exists()

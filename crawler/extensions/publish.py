@@ -100,8 +100,11 @@ class SitemapPublisher:
         running = self.paths.running_ledger
         if not running.exists():
             return
-        # An interrupted run with a JOBDIR keeps its ledger as it is, to be resumed.
-        resumable = reason in INTERRUPTED and bool(self.crawler.settings.get("JOBDIR"))
+        # An interrupted run with a JOBDIR keeps its ledger as it is, to be resumed,
+        # unless --force asked to publish what it found.
+        resumable = (
+            reason in INTERRUPTED and bool(self.crawler.settings.get("JOBDIR")) and not self.force
+        )
         ledger = Ledger(running)
         previous = PreviousRun.open(self.paths.ledger) if self.incremental else None
         try:
@@ -138,7 +141,7 @@ class SitemapPublisher:
         fatal = stats.get_value("sitemap/fatal")
         if fatal:
             return "failed", fatal
-        if reason != "finished":
+        if reason != "finished" and not (self.force and reason in INTERRUPTED):
             kind = "interrupted" if reason in INTERRUPTED else "failed"
             return kind, f"the crawl did not finish ({reason}); nothing was published"
         if ledger.counts().get(LISTED, 0) == 0:

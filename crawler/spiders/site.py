@@ -33,12 +33,12 @@ from scrapy import Request, Spider, signals
 from scrapy.http import HtmlResponse, Response
 
 from crawler import items as d
+from crawler.content import main_content_hash
 from crawler.items import Alias, UrlRecord
 from crawler.limits import MAX_LOC_LENGTH
 from crawler.links import header_directives, link_header_canonicals, page_facts
 from crawler.middlewares.hostguard import OffHostRequest
 from crawler.middlewares.robots import RobotsDisallowed, product_token
-from crawler.content import main_content_hash
 from crawler.paths import CrawlPaths
 from crawler.previous import PreviousRun
 from crawler.publicurl import PublicUrls
@@ -56,8 +56,17 @@ logger = logging.getLogger(__name__)
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 # Decisions of a 200 page that a 304 can stand for.
 REPLAYABLE = frozenset(
-    {d.LISTED, d.NOINDEX, d.CANONICAL, d.REDIRECT, d.NON_HTML, d.OTHER_SCHEME, d.DUPLICATE,
-     d.EXCLUDED, d.INVALID}
+    {
+        d.LISTED,
+        d.NOINDEX,
+        d.CANONICAL,
+        d.REDIRECT,
+        d.NON_HTML,
+        d.OTHER_SCHEME,
+        d.DUPLICATE,
+        d.EXCLUDED,
+        d.INVALID,
+    }
 )
 
 
@@ -140,7 +149,11 @@ class SiteSpider(Spider):
             for url, (depth, hops, referrer) in saved.get("inflight", {}).items():
                 meta = self._meta(url, depth, hops, referrer)
                 yield Request(
-                    url, callback=self.parse, errback=self.failed, meta=meta, dont_filter=True,
+                    url,
+                    callback=self.parse,
+                    errback=self.failed,
+                    meta=meta,
+                    dont_filter=True,
                     headers=self._validators(url_key(url), meta),
                 )
             return
@@ -163,7 +176,11 @@ class SiteSpider(Spider):
         url = request.meta.get("sitemap_url")
         if url is not None:
             meta = request.meta
-            self.inflight[url] = (meta["sitemap_depth"], meta["sitemap_hops"], meta["sitemap_referrer"])
+            self.inflight[url] = (
+                meta["sitemap_depth"],
+                meta["sitemap_hops"],
+                meta["sitemap_referrer"],
+            )
 
     def _meta(self, url: str, depth: int, hops: int, referrer: str | None) -> dict[str, Any]:
         return {
@@ -338,7 +355,9 @@ class SiteSpider(Spider):
         for link in facts.links:
             # Kept normalised in the ledger, so a 304 next time can replay them.
             normal = normalize_url(
-                link, strip_params=self.strip_params, extra_strip=self.extra_strip,
+                link,
+                strip_params=self.strip_params,
+                extra_strip=self.extra_strip,
                 encoding=encoding,
             )
             if normal is None:
