@@ -27,7 +27,8 @@ sitemaps list.
 
     {"schema", "site", "generated", "coverage": {"percent", "covered", "indexable_found"},
      "counts": {class or flag: n}, "sitemaps": [{"url", "via", "parent", "status",
-     "kind", "entries", "compressed_layers", "complete", "fetched", "problems"}],
+     "kind", "entries", "compressed_layers", "complete", "fetched", "problems",
+     "hreflang_alternates", "images"}],
      "urls": [{"url", "class", "reason", "target", "found_by_crawl", "sitemaps",
      "flags"}], "problems": [{"code", "message", "sitemap", "line", "url"}]}
 
@@ -144,6 +145,17 @@ def build_report(
         crawl = {row["key"]: row for row in ledger.rows()}
         sitemaps = store.sitemaps()
         listings = list(store.query("SELECT * FROM listings ORDER BY sitemap, line, id"))
+        extensions = {
+            row["sitemap"]: row
+            for row in store.query(
+                "SELECT sitemap, sum(alternates) AS alternates, sum(images) AS images "
+                "FROM listings GROUP BY sitemap"
+            )
+        }
+        for sm in sitemaps:
+            found = extensions.get(sm["url"], {})
+            sm["hreflang_alternates"] = found.get("alternates") or 0
+            sm["images"] = found.get("images") or 0
         fetched = {row["key"]: row for row in store.query("SELECT * FROM fetched")}
     finally:
         ledger.close()
@@ -332,7 +344,15 @@ def format_summary(report: AuditReport, examples: int = 3) -> str:
     lines = [
         f"sitemaps read: {len(fetched)} "
         f"({sum(1 for s in report.sitemaps if s['problems'])} with problems), "
-        f"entries: {sum(s['entries'] for s in fetched)}",
+        f"entries: {sum(s['entries'] for s in fetched)}"
+        + "".join(
+            f", {label}: {n}"
+            for label, n in (
+                ("hreflang alternates", sum(s.get("hreflang_alternates", 0) for s in fetched)),
+                ("images", sum(s.get("images", 0) for s in fetched)),
+            )
+            if n
+        ),
     ]
     if report.coverage is None:
         lines.append("coverage: n/a (the crawl found no indexable page)")

@@ -279,7 +279,24 @@ SITEMAPS: dict[str, tuple[dict[str, str], str, int]] = {
             "{base}/sitemap-uniform.xml",
             "{base}/sitemap-nested.xml",
             "{base}/sub/sitemap-sub.xml",
+            "{base}/sitemap-media.xml",
             "{other}/sitemap-offhost.xml",
+        ),
+        0,
+    ),
+    # hreflang alternates and images, read and counted.
+    "/sitemap-media.xml": (
+        XML,
+        urlset(
+            loc(
+                "/refresh5.html",
+                '<xhtml:link rel="alternate" hreflang="de" href="{base}/de/page.html"/>'
+                "<image:image><image:loc>{base}/a.png</image:loc></image:image>"
+                "<image:image><image:loc>{base}/b.png</image:loc></image:image>",
+            ),
+            ns=NS
+            + ' xmlns:xhtml="http://www.w3.org/1999/xhtml"'
+            + ' xmlns:image="http://www.google.com/schemas/sitemap-image/1.1"',
         ),
         0,
     ),

@@ -47,6 +47,7 @@ EXPECTED = {
     "/cart": ("indexable", "", True),
     "/products?id=1&color=red": ("indexable", "", True),
     "/~user/": ("indexable", "", True),
+    "/refresh5.html": ("indexable", "", True),
 }
 # (code, sitemap path) pairs the report must contain.
 PROBLEMS = {
@@ -176,6 +177,8 @@ def test_formats_read(audited: AuditReport, site: MockServer) -> None:
     assert kinds[site.url("/feed.rss")][0] == "rss"
     assert kinds[site.url("/feed.atom")][0] == "atom"
     assert kinds[site.url("/sitemap_index.xml")][0] == "sitemapindex"
+    media = next(s for s in audited.sitemaps if s["url"] == site.url("/sitemap-media.xml"))
+    assert (media["hreflang_alternates"], media["images"]) == (1, 2)
 
 
 def test_never_fetched_off_host(audited: AuditReport, site: MockServer) -> None:
