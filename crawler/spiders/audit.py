@@ -102,19 +102,8 @@ class AuditSpider(SiteSpider):
     ) -> Iterator[Request]:
         url = normalize_url(raw, strip_params=False)
         if url is None:
-            self.store.add_sitemap(
-                raw,
-                via,
-                parent=parent,
-                depth=depth,
-                fetched=0,
-                problems=[
-                    {
-                        "code": "invalid-sitemap-url",
-                        "message": f"not an http(s) URL: {raw!r}",
-                        "line": None,
-                    }
-                ],
+            self._unread(
+                raw, via, parent, depth, "invalid-sitemap-url", f"not an http(s) URL: {raw!r}"
             )
             return
         if url in self.visited:
@@ -131,20 +120,7 @@ class AuditSpider(SiteSpider):
         self.visited.add(url)
         scope = self._scope(url, prefix_of(parent) if parent else self.start_origin + "/")
         if scope is not None:
-            self.store.add_sitemap(
-                url,
-                via,
-                parent=parent,
-                depth=depth,
-                fetched=0,
-                problems=[
-                    {
-                        "code": "sitemap-out-of-scope",
-                        "message": f"{scope}: not fetched",
-                        "line": None,
-                    }
-                ],
-            )
+            self._unread(url, via, parent, depth, "sitemap-out-of-scope", f"{scope}: not fetched")
             return
         if depth > self.max_index_depth:
             self.store.add_problem(
@@ -171,6 +147,13 @@ class AuditSpider(SiteSpider):
                 "audit_depth": depth,
             },
         )
+
+    def _unread(
+        self, url: str, via: str, parent: str | None, depth: int, code: str, message: str
+    ) -> None:
+        """Record a sitemap that is reported and never fetched."""
+        problem = {"code": code, "message": message, "line": None}
+        self.store.add_sitemap(url, via, parent=parent, depth=depth, fetched=0, problems=[problem])
 
     def _scope(self, url: str, directory: str) -> str | None:
         """Why *url* (crawl space) may not appear in a sitemap at *directory*."""

@@ -147,15 +147,7 @@ class SiteSpider(Spider):
             self.scheduled, self.traps.variants = saved["scheduled"], saved["trap_variants"]
             self.crawler.stats.set_value("sitemap/resumed", True)
             for url, (depth, hops, referrer) in saved.get("inflight", {}).items():
-                meta = self._meta(url, depth, hops, referrer)
-                yield Request(
-                    url,
-                    callback=self.parse,
-                    errback=self.failed,
-                    meta=meta,
-                    dont_filter=True,
-                    headers=self._validators(url_key(url), meta),
-                )
+                yield self._request(url, url_key(url), depth, hops, referrer, dont_filter=True)
             return
         for out in self.discover(self.start_url, depth=0, referrer=None, hops=0):
             yield out
@@ -241,13 +233,25 @@ class SiteSpider(Spider):
             return
         self.scheduled += 1
         yield record
+        yield self._request(url, key, depth, hops, referrer)
+
+    def _request(
+        self,
+        url: str,
+        key: str,
+        depth: int,
+        hops: int,
+        referrer: str | None,
+        dont_filter: bool = False,
+    ) -> Request:
         meta = self._meta(url, depth, hops, referrer)
-        yield Request(
+        return Request(
             url,
             callback=self.parse,
             errback=self.failed,
             meta=meta,
             headers=self._validators(key, meta),
+            dont_filter=dont_filter,
         )
 
     def _validators(self, key: str, meta: dict[str, Any]) -> dict[str, str]:
