@@ -1,0 +1,305 @@
+"""Speed and scale: our crawl against a bare Scrapy crawl and wget, on local sites.
+
+    python bench/speed.py [--synthetic N] [--sites python3-doc,synthetic] [--skip-wget]
+
+Installs what it needs with apt-get when missing (as root): ``python3-doc``,
+``nginx-light``, ``wget``. Serves each site with nginx on a free 127.0.0.1 port
+(gzip on for text/html): Debian's python3-doc HTML, and a synthetic site of N pages
+(bench/synthetic.py, default 20,000) written to a temporary directory. For each
+site, in one invocation, it runs in turn, each as a subprocess measured for wall
+time, CPU time and peak RSS (``/usr/bin/time -v``, else ``getrusage`` in a wrapper):
+
+1. ours: ``python -m crawler.cli crawl URL --out TMP/public`` (default options);
+2. baseline: bench/baseline_spider.py, a bare Scrapy ``CrawlSpider`` (32 concurrent
+   requests, robots.txt obeyed, no AutoThrottle), outside the project's settings;
+3. wget: ``wget --spider -r -l inf -nd -np -e robots=on`` (one connection).
+
+Prints one table per site: pages fetched, wall and CPU seconds, pages/s, peak RSS,
+the pages/s ratio to the baseline and to wget, and for ours the listed count,
+recall and precision against bench/reachability.py's file-based count. Every run
+is bounded by ``--timeout`` seconds. Nothing leaves 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from urllib.parse import urlsplit
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path.insert(0, str(BENCH))
+
+from python3_doc import DOCS, NGINX_CONF, free_port  # noqa: E402
+from reachability import file_for, reachable  # noqa: E402
+from synthetic import write_site  # noqa: E402
+
+PYTHON = ROOT / ".venv" / "bin" / "python"
+TIME = Path("/usr/bin/time")
+PACKAGES = (
+    ("python3-doc", DOCS / "index.html"),
+    ("nginx-light", Path("/usr/sbin/nginx")),
+    ("wget", Path("/usr/bin/wget")),
+)
+# Used when /usr/bin/time is missing: run the command, then report the children's peak RSS.
+RUSAGE_WRAPPER = """\
+import resource, subprocess, sys
+rc = subprocess.run(sys.argv[2:]).returncode
+with open(sys.argv[1], "w") as f:
+    f.write(f"Maximum resident set size (kbytes): {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}\\n")
+sys.exit(rc)
+"""
+
+
+@dataclass
+class Run:
+    tool: str
+    rc: int | None = None
+    wall: float = 0.0
+    cpu: float | None = None
+    rss_kb: int | None = None
+    pages: int | None = None
+    listed: int | None = None
+    recall: float | None = None
+    precision: float | None = None
+    note: str = ""
+    output: str = field(default="", repr=False)
+
+    @property
+    def rate(self) -> float | None:
+        return self.pages / self.wall if self.pages and self.wall else None
+
+
+def ensure_packages(skip_wget: bool) -> None:
+    missing = [p for p, probe in PACKAGES if not probe.exists() and not (skip_wget and p == "wget")]
+    if missing:
+        subprocess.run(["apt-get", "update", "-qq"], check=True)
+        subprocess.run(["apt-get", "install", "-y", "-qq", *missing], check=True)
+
+
+def start_nginx(tmp: Path, root: Path) -> tuple[int, Path]:
+    """nginx serving *root* on a free loopback port (the python3_doc.py configuration)."""
+    port = free_port()
+    conf = tmp / "nginx.conf"
+    conf.write_text(
+        NGINX_CONF.format(
+            tmp=tmp, port=port, root=root.resolve(), extra="autoindex off; index index.html;"
+        )
+    )
+    subprocess.run(["nginx", "-c", str(conf)], check=True)
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return port, tmp / "nginx.pid"
+        time.sleep(0.1)
+    raise RuntimeError("nginx did not start")
+
+
+def measure(run: Run, cmd: list[str], cwd: Path, tmp: Path, timeout: float, env: dict[str, str] | None = None) -> None:
+    """Run *cmd*, filling wall time, CPU time, peak RSS, exit status and output of *run*."""
+    report = tmp / f"{run.tool}.time"
+    if TIME.exists():
+        full = [str(TIME), "-v", "-o", str(report), *cmd]
+    else:
+        full = [sys.executable, "-c", RUSAGE_WRAPPER, str(report), *cmd]
+    log = tmp / f"{run.tool}.out"
+    started = time.perf_counter()
+    with open(log, "w") as out:
+        proc = subprocess.Popen(full, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            run.rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            run.note = f"timed out after {timeout:.0f} s"
+    run.wall = time.perf_counter() - started
+    run.output = log.read_text(errors="replace")
+    text = report.read_text(errors="replace") if report.exists() else ""
+    if m := re.search(r"Maximum resident set size \(kbytes\): (\d+)", text):
+        run.rss_kb = int(m.group(1))
+    user = re.search(r"User time \(seconds\): ([\d.]+)", text)
+    system = re.search(r"System time \(seconds\): ([\d.]+)", text)
+    if user and system:
+        run.cpu = float(user.group(1)) + float(system.group(1))
+
+
+def run_ours(url: str, tmp: Path, site_root: Path, expected: set[Path], timeout: float, extra: list[str]) -> Run:
+    run = Run("ours")
+    out = tmp / "ours" / "public"
+    python = PYTHON if PYTHON.exists() else Path(sys.executable)
+    measure(run, [str(python), "-m", "crawler.cli", "crawl", url, "--out", str(out), *extra], ROOT, tmp, timeout)
+    if m := re.search(r"^pages fetched: (\d+)", run.output, re.M):
+        run.pages = int(m.group(1))
+    if m := re.search(r"^listed: (\d+)", run.output, re.M):
+        run.listed = int(m.group(1))
+    ledger = out.with_name("public.sitemap-state") / "ledger.sqlite"
+    if ledger.exists():
+        site = f"{urlsplit(url).scheme}://{urlsplit(url).netloc}/"
+        db = sqlite3.connect(f"file:{ledger}?mode=ro", uri=True)
+        try:
+            urls = [u for (u,) in db.execute("SELECT url FROM urls WHERE decision = 'listed'")]
+        finally:
+            db.close()
+        listed = {file_for(u, site, site_root) for u in urls}
+        listed.discard(None)
+        hits = len(expected & listed)
+        run.recall = hits / len(expected) if expected else None
+        # A listed URL that maps to no file, or a second URL for one file, counts against precision.
+        run.precision = hits / len(urls) if urls else None
+    if run.rc != 0 and not run.note:
+        run.note = f"exit {run.rc}: " + run.output.strip().splitlines()[-1][:80] if run.output.strip() else f"exit {run.rc}"
+    return run
+
+
+def run_baseline(url: str, tmp: Path, timeout: float) -> Run:
+    import json
+
+    run = Run("baseline")
+    stats_file = tmp / "baseline-stats.json"
+    # Outside the project (no scrapy.cfg above cwd) and without its settings module.
+    cwd = tmp / "baseline"
+    cwd.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+    python = PYTHON if PYTHON.exists() else Path(sys.executable)
+    measure(run, [str(python), str(BENCH / "baseline_spider.py"), url, "--stats", str(stats_file)], cwd, tmp, timeout, env)
+    if stats_file.exists():
+        stats = json.loads(stats_file.read_text())
+        run.pages = stats.get("bench/html_pages")
+        run.note = f"{stats.get('downloader/response_count', 0)} responses, {stats.get('finish_reason')}"
+    elif run.rc != 0 and not run.note:
+        run.note = f"exit {run.rc}"
+    return run
+
+
+WGET_URL = re.compile(r"^--\d{4}-\d\d-\d\d \d\d:\d\d:\d\d--\s+(\S+)")
+WGET_STATUS = re.compile(r"awaiting response\.\.\. (\d{3})")
+WGET_TYPE = re.compile(r"^Length: .*\[([^\]]+)\]")
+
+
+def count_wget(log: str) -> tuple[int, int]:
+    """(distinct URLs answered 200 with text/html, requests) from a wget log."""
+    pages: set[str] = set()
+    requests = 0
+    url = status = None
+    for line in log.splitlines():
+        if m := WGET_URL.match(line):
+            url, status = m.group(1), None
+            requests += 1
+        elif m := WGET_STATUS.search(line):
+            status = m.group(1)
+        elif (m := WGET_TYPE.match(line)) and url and status == "200" and m.group(1).startswith("text/html"):
+            pages.add(url)
+    return len(pages), requests
+
+
+def run_wget(url: str, tmp: Path, timeout: float) -> Run:
+    run = Run("wget")
+    cwd = tmp / "wget"
+    cwd.mkdir()
+    log = tmp / "wget.log"
+    cmd = ["wget", "--spider", "-r", "-l", "inf", "-nd", "-np", "-e", "robots=on", "-o", str(log), url]
+    measure(run, cmd, cwd, tmp, timeout)
+    if log.exists():
+        run.pages, requests = count_wget(log.read_text(errors="replace"))
+        run.note = f"{requests} requests, exit {run.rc}" + (f"; {run.note}" if run.note else "")
+    return run
+
+
+def table(site: str, expected: int, runs: list[Run]) -> str:
+    base = next((r.rate for r in runs if r.tool == "baseline"), None)
+    wget = next((r.rate for r in runs if r.tool == "wget"), None)
+
+    def fmt(value: float | int | None, spec: str) -> str:
+        return "-" if value is None else format(value, spec)
+
+    lines = [
+        f"site: {site}  (expected: {expected} reachable indexable HTML files)",
+        f"{'tool':<9} {'pages':>6} {'listed':>6} {'wall s':>7} {'cpu s':>7} {'pages/s':>8} {'RSS MB':>7} "
+        f"{'/base':>6} {'/wget':>6} {'recall':>7} {'precis.':>7}  note",
+    ]
+    for r in runs:
+        lines.append(
+            f"{r.tool:<9} {fmt(r.pages, 'd'):>6} {fmt(r.listed, 'd'):>6} {r.wall:>7.1f} {fmt(r.cpu, '.1f'):>7} "
+            f"{fmt(r.rate, '.1f'):>8} {fmt(r.rss_kb and r.rss_kb / 1024, '.0f'):>7} "
+            f"{fmt(r.rate / base if r.rate and base else None, '.2f'):>6} "
+            f"{fmt(r.rate / wget if r.rate and wget else None, '.2f'):>6} "
+            f"{fmt(r.recall and 100 * r.recall, '.2f'):>7} {fmt(r.precision and 100 * r.precision, '.2f'):>7}  {r.note}"
+        )
+    return "\n".join(lines)
+
+
+def bench_site(name: str, args: argparse.Namespace, keep: Path | None) -> str:
+    tmp = Path(tempfile.mkdtemp(prefix=f"speed-{name}-"))
+    pid_file = None
+    try:
+        if name == "python3-doc":
+            site_root = DOCS.resolve()
+        else:
+            site_root = tmp / "site"
+            started = time.perf_counter()
+            write_site(site_root, args.synthetic)
+            print(f"[{name}] wrote {args.synthetic} pages in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+            name = f"synthetic {args.synthetic}"
+        port, pid_file = start_nginx(tmp, site_root)
+        url = f"http://127.0.0.1:{port}/"
+        expected = set(reachable(site_root, url).values())
+        runs = []
+        print(f"[{name}] ours ...", file=sys.stderr)
+        runs.append(run_ours(url, tmp, site_root, expected, args.timeout, args.ours_arg))
+        print(f"[{name}] baseline ...", file=sys.stderr)
+        runs.append(run_baseline(url, tmp, args.timeout))
+        if not args.skip_wget:
+            print(f"[{name}] wget ...", file=sys.stderr)
+            runs.append(run_wget(url, tmp, args.timeout))
+        return table(name, len(expected), runs)
+    finally:
+        if pid_file and pid_file.exists():
+            subprocess.run(["kill", pid_file.read_text().strip()], check=False)
+        if keep:
+            try:
+                shutil.copytree(tmp, keep / tmp.name, ignore=shutil.ignore_patterns("site", "nginx.pid"), dirs_exist_ok=True)
+            except shutil.Error as exc:
+                print(f"[{name}] --keep: {exc}", file=sys.stderr)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--synthetic", type=int, default=20000, metavar="N", help="pages of the synthetic site (default 20000)")
+    parser.add_argument("--sites", default="python3-doc,synthetic", help="comma-separated: python3-doc, synthetic")
+    parser.add_argument("--skip-wget", action="store_true", help="do not run wget")
+    parser.add_argument("--timeout", type=float, default=1800, help="seconds allowed per tool and site (default 1800)")
+    parser.add_argument("--ours-arg", action="append", default=[], metavar="ARG", help="extra argument for our crawl (repeatable)")
+    parser.add_argument("--keep", type=Path, help="copy logs, ledgers and outputs here")
+    args = parser.parse_args()
+    sites = [s.strip() for s in args.sites.split(",") if s.strip()]
+    unknown = set(sites) - {"python3-doc", "synthetic"}
+    if unknown:
+        parser.error(f"unknown site(s): {', '.join(sorted(unknown))}")
+    ensure_packages(args.skip_wget)
+    print(f"date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC  cores: {os.cpu_count()}  command: {' '.join(sys.argv)}")
+    for site in sites:
+        print()
+        print(bench_site(site, args, args.keep), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
