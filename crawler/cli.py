@@ -589,17 +589,28 @@ def run_audit(args: argparse.Namespace, overrides: dict[str, Any]) -> int:
             print(f"sitemap-crawler: {stats['sitemap/fatal']}", file=sys.stderr)
             return EXIT_CRAWL_FAILED
         report = build_report(args.url, ledger, work / "audit.sqlite")
-        print(audit_summary(report))
+        # The report files first: a reader that stops reading stdout loses nothing.
+        summary = audit_summary(report)
         if args.report:
             written = write_report(report, Path(args.report))
-            print(f"report: {written[0]} and {len(written) - 1} CSV files")
+            summary += f"\nreport: {written[0]} and {len(written) - 1} CSV files"
         broken = failures(report, args.fail_under, args.fail_on)
+        _print(summary)
         if broken:
             print(f"sitemap-crawler: audit failed: {'; '.join(broken)}", file=sys.stderr)
             return EXIT_AUDIT_FAILED
         return EXIT_OK
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _print(text: str) -> None:
+    """Print to stdout; a closed pipe (``| head``) is not an error."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        # Python would complain again at exit when flushing stdout.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _settings(overrides: dict[str, Any]) -> Any:
