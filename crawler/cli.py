@@ -186,8 +186,8 @@ def _add_site_options(p: argparse.ArgumentParser) -> None:
         default="CRITICAL",
         choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
         help="Scrapy's log on stderr (default: %(default)s, i.e. only this "
-        "command's summary on stdout and a one-line error on stderr; every "
-        "decision is in the ledger either way)",
+        "command's summary, progress and a one-line error; every decision is in the "
+        "ledger either way)",
     )
     p.add_argument(
         "-s",
