@@ -53,6 +53,8 @@ DOWNLOADER_MIDDLEWARES = {
     "crawler.middlewares.robots.StrictRobotsTxtMiddleware": 100,
     "scrapy.downloadermiddlewares.cookies.CookiesMiddleware": None,
     "crawler.middlewares.cookies.OfflineCookiesMiddleware": 700,
+    # Just before HttpCompressionMiddleware (590) in process_response order.
+    "crawler.middlewares.compression.CompressedAsPlainResponseMiddleware": 595,
 }
 EXTENSIONS = {
     "scrapy.extensions.throttle.AutoThrottle": None,

@@ -254,3 +254,36 @@ def test_public_suffix_check_is_offline(domain: str, public: bool) -> None:
     with NetworkWatch() as network:
         assert is_public_suffix(domain) is public
     assert network == []
+
+
+# -- compressed responses --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("charset", ["", "; charset=iso-8859-1"])
+def test_compressed_html_is_decoded_without_guessing_on_gzip(charset: str) -> None:
+    import gzip
+
+    from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddleware
+    from scrapy.http import Request, Response
+    from scrapy.utils.test import get_crawler
+
+    from crawler.middlewares.compression import CompressedAsPlainResponseMiddleware
+
+    text = "<html><head><title>café</title></head><body>é</body></html>"
+    encoding = "iso-8859-1" if charset else "utf-8"
+    request = Request("http://h.test/")
+    compressed = HtmlResponse(
+        "http://h.test/",
+        body=gzip.compress(text.encode(encoding)),
+        headers={"Content-Type": "text/html" + charset, "Content-Encoding": "gzip"},
+        request=request,
+    )
+    plain = CompressedAsPlainResponseMiddleware().process_response(request, compressed)
+    assert type(plain) is Response  # no encoding to guess on the gzip bytes
+    assert plain.body == compressed.body and plain.headers == compressed.headers
+    decoded = HttpCompressionMiddleware.from_crawler(get_crawler()).process_response(request, plain)
+    assert isinstance(decoded, HtmlResponse)
+    assert decoded.css("title::text").get() == "café"
+    assert decoded.encoding.lower().replace("_", "-") in (
+        {"iso-8859-1", "cp1252"} if charset else {"utf-8"}
+    )
