@@ -247,6 +247,7 @@ def table(site: str, expected: int, runs: list[Run]) -> str:
 
 def bench_site(name: str, args: argparse.Namespace, keep: Path | None) -> str:
     tmp = Path(tempfile.mkdtemp(prefix=f"speed-{name}-"))
+    tmp.chmod(0o755)  # nginx's workers (www-data) read the synthetic site under it
     pid_file = None
     try:
         if name == "python3-doc":

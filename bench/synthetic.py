@@ -4,12 +4,14 @@
 
 Page ``i`` is node ``i`` of a complete 10-ary tree in breadth-first order (the
 parent of ``i`` is ``(i - 1) // 10``). A node with children is a directory with an
-``index.html`` and is linked as ``dir/``; a leaf is ``parent/sJ.html``. Every page
+``index.html`` and is linked as ``dir/``; a leaf is ``parent/pI.html`` (``/p3/p34/p345.html``:
+no path segment repeats, which a crawler's trap heuristics could take for a loop). Every page
 links (about 20 links) to the home page, the first top-level sections, its parent,
 its children, its two neighbours on each side in BFS order and two pseudo-random
 pages, all as root-relative URLs, so every page is reachable from ``/index.html``
-(through its parent). Every seventh page carries a ``rel=canonical`` to itself; no
-page is ``noindex``. Serve it with nginx ``root DIR; index index.html;``.
+(through its parent) within about ``log10(N)`` links; the neighbour links also make
+long chains, which a depth-first crawl follows first. Every seventh page carries a
+``rel=canonical`` to itself; no page is ``noindex``. Serve it with nginx ``root DIR; index index.html;``.
 
 The pages are written one at a time, in BFS order (a parent's directory exists
 before its children are written), so memory stays flat for 1,000,000 pages.
@@ -41,7 +43,7 @@ def url_of(i: int, n: int) -> str:
     parts = []
     node = i
     while node > 0:
-        parts.append(f"s{(node - 1) % FANOUT}")
+        parts.append(f"p{node}")
         node = (node - 1) // FANOUT
     path = "/" + "/".join(reversed(parts))
     if i == 0:
