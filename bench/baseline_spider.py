@@ -46,7 +46,9 @@ class BaselineSpider(CrawlSpider):
         self.stats_file = stats_file
         self.html_pages = 0
         # The link extractor compares netlocs, so the port restricts it to the start host:port.
-        self.rules = (Rule(LinkExtractor(allow_domains=[parts.netloc]), callback="parse_page", follow=True),)
+        self.rules = (
+            Rule(LinkExtractor(allow_domains=[parts.netloc]), callback="parse_page", follow=True),
+        )
         super().__init__(*args, **kwargs)
 
     def parse_start_url(self, response: Response, **kwargs: Any) -> Iterator[Any]:
@@ -62,7 +64,11 @@ class BaselineSpider(CrawlSpider):
         stats["bench/html_pages"] = self.html_pages
         stats["finish_reason"] = reason
         Path(self.stats_file).write_text(
-            json.dumps(stats, default=lambda v: v.isoformat() if isinstance(v, datetime) else str(v), indent=1)
+            json.dumps(
+                stats,
+                default=lambda v: v.isoformat() if isinstance(v, datetime) else str(v),
+                indent=1,
+            )
         )
 
 

@@ -34,7 +34,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -57,8 +57,9 @@ PACKAGES = (
 RUSAGE_WRAPPER = """\
 import resource, subprocess, sys
 rc = subprocess.run(sys.argv[2:]).returncode
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
 with open(sys.argv[1], "w") as f:
-    f.write(f"Maximum resident set size (kbytes): {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}\\n")
+    f.write(f"Maximum resident set size (kbytes): {peak}\\n")
 sys.exit(rc)
 """
 
@@ -108,7 +109,14 @@ def start_nginx(tmp: Path, root: Path) -> tuple[int, Path]:
     raise RuntimeError("nginx did not start")
 
 
-def measure(run: Run, cmd: list[str], cwd: Path, tmp: Path, timeout: float, env: dict[str, str] | None = None) -> None:
+def measure(
+    run: Run,
+    cmd: list[str],
+    cwd: Path,
+    tmp: Path,
+    timeout: float,
+    env: dict[str, str] | None = None,
+) -> None:
     """Run *cmd*, filling wall time, CPU time, peak RSS, exit status and output of *run*."""
     report = tmp / f"{run.tool}.time"
     if TIME.exists():
@@ -118,7 +126,9 @@ def measure(run: Run, cmd: list[str], cwd: Path, tmp: Path, timeout: float, env:
     log = tmp / f"{run.tool}.out"
     started = time.perf_counter()
     with open(log, "w") as out:
-        proc = subprocess.Popen(full, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            full, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
         try:
             run.rc = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -140,11 +150,19 @@ def measure(run: Run, cmd: list[str], cwd: Path, tmp: Path, timeout: float, env:
         run.cpu = float(user.group(1)) + float(system.group(1))
 
 
-def run_ours(url: str, tmp: Path, site_root: Path, expected: set[Path], timeout: float, extra: list[str]) -> Run:
+def run_ours(
+    url: str, tmp: Path, site_root: Path, expected: set[Path], timeout: float, extra: list[str]
+) -> Run:
     run = Run("ours")
     out = tmp / "ours" / "public"
     python = PYTHON if PYTHON.exists() else Path(sys.executable)
-    measure(run, [str(python), "-m", "crawler.cli", "crawl", url, "--out", str(out), *extra], ROOT, tmp, timeout)
+    measure(
+        run,
+        [str(python), "-m", "crawler.cli", "crawl", url, "--out", str(out), *extra],
+        ROOT,
+        tmp,
+        timeout,
+    )
     if m := re.search(r"^pages fetched: (\d+)", run.output, re.M):
         run.pages = int(m.group(1))
     if m := re.search(r"^listed: (\d+)", run.output, re.M):
@@ -164,7 +182,11 @@ def run_ours(url: str, tmp: Path, site_root: Path, expected: set[Path], timeout:
         # A listed URL that maps to no file, or a second URL for one file, counts against precision.
         run.precision = hits / len(urls) if urls else None
     if run.rc != 0 and not run.note:
-        run.note = f"exit {run.rc}: " + run.output.strip().splitlines()[-1][:80] if run.output.strip() else f"exit {run.rc}"
+        run.note = (
+            f"exit {run.rc}: " + run.output.strip().splitlines()[-1][:80]
+            if run.output.strip()
+            else f"exit {run.rc}"
+        )
     return run
 
 
@@ -178,11 +200,20 @@ def run_baseline(url: str, tmp: Path, timeout: float) -> Run:
     cwd.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
     python = PYTHON if PYTHON.exists() else Path(sys.executable)
-    measure(run, [str(python), str(BENCH / "baseline_spider.py"), url, "--stats", str(stats_file)], cwd, tmp, timeout, env)
+    measure(
+        run,
+        [str(python), str(BENCH / "baseline_spider.py"), url, "--stats", str(stats_file)],
+        cwd,
+        tmp,
+        timeout,
+        env,
+    )
     if stats_file.exists():
         stats = json.loads(stats_file.read_text())
         run.pages = stats.get("bench/html_pages")
-        run.note = f"{stats.get('downloader/response_count', 0)} responses, {stats.get('finish_reason')}"
+        run.note = (
+            f"{stats.get('downloader/response_count', 0)} responses, {stats.get('finish_reason')}"
+        )
     elif run.rc != 0 and not run.note:
         run.note = f"exit {run.rc}"
     return run
@@ -204,7 +235,12 @@ def count_wget(log: str) -> tuple[int, int]:
             requests += 1
         elif m := WGET_STATUS.search(line):
             status = m.group(1)
-        elif (m := WGET_TYPE.match(line)) and url and status == "200" and m.group(1).startswith("text/html"):
+        elif (
+            (m := WGET_TYPE.match(line))
+            and url
+            and status == "200"
+            and m.group(1).startswith("text/html")
+        ):
             pages.add(url)
     return len(pages), requests
 
@@ -214,7 +250,20 @@ def run_wget(url: str, tmp: Path, timeout: float) -> Run:
     cwd = tmp / "wget"
     cwd.mkdir()
     log = tmp / "wget.log"
-    cmd = ["wget", "--spider", "-r", "-l", "inf", "-nd", "-np", "-e", "robots=on", "-o", str(log), url]
+    cmd = [
+        "wget",
+        "--spider",
+        "-r",
+        "-l",
+        "inf",
+        "-nd",
+        "-np",
+        "-e",
+        "robots=on",
+        "-o",
+        str(log),
+        url,
+    ]
     measure(run, cmd, cwd, tmp, timeout)
     if log.exists():
         run.pages, requests = count_wget(log.read_text(errors="replace"))
@@ -231,16 +280,19 @@ def table(site: str, expected: int, runs: list[Run]) -> str:
 
     lines = [
         f"site: {site}  (expected: {expected} reachable indexable HTML files)",
-        f"{'tool':<9} {'pages':>6} {'listed':>6} {'wall s':>7} {'cpu s':>7} {'pages/s':>8} {'RSS MB':>7} "
+        f"{'tool':<9} {'pages':>6} {'listed':>6} {'wall s':>7} {'cpu s':>7} "
+        f"{'pages/s':>8} {'RSS MB':>7} "
         f"{'/base':>6} {'/wget':>6} {'recall':>7} {'precis.':>7}  note",
     ]
     for r in runs:
         lines.append(
-            f"{r.tool:<9} {fmt(r.pages, 'd'):>6} {fmt(r.listed, 'd'):>6} {r.wall:>7.1f} {fmt(r.cpu, '.1f'):>7} "
+            f"{r.tool:<9} {fmt(r.pages, 'd'):>6} {fmt(r.listed, 'd'):>6} {r.wall:>7.1f} "
+            f"{fmt(r.cpu, '.1f'):>7} "
             f"{fmt(r.rate, '.1f'):>8} {fmt(r.rss_kb and r.rss_kb / 1024, '.0f'):>7} "
             f"{fmt(r.rate / base if r.rate and base else None, '.2f'):>6} "
             f"{fmt(r.rate / wget if r.rate and wget else None, '.2f'):>6} "
-            f"{fmt(r.recall and 100 * r.recall, '.2f'):>7} {fmt(r.precision and 100 * r.precision, '.2f'):>7}  {r.note}"
+            f"{fmt(r.recall and 100 * r.recall, '.2f'):>7} "
+            f"{fmt(r.precision and 100 * r.precision, '.2f'):>7}  {r.note}"
         )
     return "\n".join(lines)
 
@@ -256,7 +308,10 @@ def bench_site(name: str, args: argparse.Namespace, keep: Path | None) -> str:
             site_root = tmp / "site"
             started = time.perf_counter()
             write_site(site_root, args.synthetic)
-            print(f"[{name}] wrote {args.synthetic} pages in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+            print(
+                f"[{name}] wrote {args.synthetic} pages in {time.perf_counter() - started:.1f} s",
+                file=sys.stderr,
+            )
             name = f"synthetic {args.synthetic}"
         port, pid_file = start_nginx(tmp, site_root)
         url = f"http://127.0.0.1:{port}/"
@@ -275,7 +330,12 @@ def bench_site(name: str, args: argparse.Namespace, keep: Path | None) -> str:
             subprocess.run(["kill", pid_file.read_text().strip()], check=False)
         if keep:
             try:
-                shutil.copytree(tmp, keep / tmp.name, ignore=shutil.ignore_patterns("site", "nginx.pid"), dirs_exist_ok=True)
+                shutil.copytree(
+                    tmp,
+                    keep / tmp.name,
+                    ignore=shutil.ignore_patterns("site", "nginx.pid"),
+                    dirs_exist_ok=True,
+                )
             except shutil.Error as exc:
                 print(f"[{name}] --keep: {exc}", file=sys.stderr)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -283,11 +343,30 @@ def bench_site(name: str, args: argparse.Namespace, keep: Path | None) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--synthetic", type=int, default=20000, metavar="N", help="pages of the synthetic site (default 20000)")
-    parser.add_argument("--sites", default="python3-doc,synthetic", help="comma-separated: python3-doc, synthetic")
+    parser.add_argument(
+        "--synthetic",
+        type=int,
+        default=20000,
+        metavar="N",
+        help="pages of the synthetic site (default 20000)",
+    )
+    parser.add_argument(
+        "--sites", default="python3-doc,synthetic", help="comma-separated: python3-doc, synthetic"
+    )
     parser.add_argument("--skip-wget", action="store_true", help="do not run wget")
-    parser.add_argument("--timeout", type=float, default=1800, help="seconds allowed per tool and site (default 1800)")
-    parser.add_argument("--ours-arg", action="append", default=[], metavar="ARG", help="extra argument for our crawl (repeatable)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=1800,
+        help="seconds allowed per tool and site (default 1800)",
+    )
+    parser.add_argument(
+        "--ours-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="extra argument for our crawl (repeatable)",
+    )
     parser.add_argument("--keep", type=Path, help="copy logs, ledgers and outputs here")
     args = parser.parse_args()
     sites = [s.strip() for s in args.sites.split(",") if s.strip()]
@@ -295,7 +374,10 @@ def main() -> int:
     if unknown:
         parser.error(f"unknown site(s): {', '.join(sorted(unknown))}")
     ensure_packages(args.skip_wget)
-    print(f"date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC  cores: {os.cpu_count()}  command: {' '.join(sys.argv)}")
+    print(
+        f"date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC  cores: {os.cpu_count()}  "
+        f"command: {' '.join(sys.argv)}"
+    )
     for site in sites:
         print()
         print(bench_site(site, args, args.keep), flush=True)

@@ -11,7 +11,8 @@ its children, its two neighbours on each side in BFS order and two pseudo-random
 pages, all as root-relative URLs, so every page is reachable from ``/index.html``
 (through its parent) within about ``log10(N)`` links; the neighbour links also make
 long chains, which a depth-first crawl follows first. Every seventh page carries a
-``rel=canonical`` to itself; no page is ``noindex``. Serve it with nginx ``root DIR; index index.html;``.
+``rel=canonical`` to itself; no page is ``noindex``. Serve it with nginx
+``root DIR; index index.html;``.
 
 The pages are written one at a time, in BFS order (a parent's directory exists
 before its children are written), so memory stays flat for 1,000,000 pages.
@@ -71,11 +72,9 @@ def links_of(i: int, n: int) -> list[int]:
 def page(i: int, n: int) -> str:
     url = url_of(i, n)
     canonical = f'<link rel="canonical" href="{url}">\n' if i % 7 == 0 else ""
-    items = "".join(
-        f'<li><a href="{url_of(j, n)}">Page {j}</a></li>\n' for j in links_of(i, n)
-    )
+    items = "".join(f'<li><a href="{url_of(j, n)}">Page {j}</a></li>\n' for j in links_of(i, n))
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
         f"<title>Page {i}</title>\n{canonical}</head>\n<body>\n"
         f"<h1>Page {i}</h1>\n<p>{FILLER * (1 + i % 3)}</p>\n<ul>\n{items}</ul>\n"
         "</body></html>\n"
