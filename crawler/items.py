@@ -97,6 +97,8 @@ class UrlRecord:
     links: list[str] = field(default_factory=list)
     # Set when a 304 replays the previous run's record: lastmod etc. are final.
     replayed: bool = False
+    # Set when this decision replaces a "max depth" cap recorded earlier.
+    overrides_cap: bool = False
     # Filled by the pipelines.
     key: str | None = None
     loc: str | None = None

@@ -110,13 +110,15 @@ COLUMNS = (
 )
 
 _INSERT = f"INSERT INTO urls ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
-# A final decision replaces a ``queued`` placeholder, never another final decision:
-# the first final decision about a URL wins.
+# A final decision replaces a ``queued`` placeholder, never another final decision
+# (the first one about a URL wins), except a depth cap: a URL left out for depth is
+# judged after all when a shorter path to it turns up.
 _RECORD = (
     _INSERT
     + " ON CONFLICT (key) DO UPDATE SET "
     + ", ".join(f"{c} = excluded.{c}" for c in COLUMNS if c != "key")
     + f" WHERE urls.decision = '{QUEUED}'"
+    + f" OR (urls.decision = '{CAP}' AND urls.reason LIKE 'max depth%')"
 )
 _QUEUE = _INSERT + " ON CONFLICT (key) DO NOTHING"
 

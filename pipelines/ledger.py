@@ -95,6 +95,8 @@ class LedgerPipeline:
         if self.ledger.record(item):
             if item.decision != QUEUED:
                 self.stats.inc_value(f"sitemap/decision/{item.decision}")
+                if item.overrides_cap:
+                    self.stats.inc_value("sitemap/decision/cap-reached", -1)
         elif item.decision != QUEUED:
             self.stats.inc_value("sitemap/duplicates")
         return item

@@ -26,6 +26,14 @@ AUTOTHROTTLE_START_DELAY = 0.25
 AUTOTHROTTLE_MAX_DELAY = 30.0
 AUTOTHROTTLE_TARGET_CONCURRENCY = 4.0
 
+# Breadth-first (Scrapy's documented BFO settings): a page is first found by its
+# shortest link path, so SITEMAP_MAX_DEPTH means distance from the start URL.
+# Scrapy's default, depth-first, let long next/previous chains reach pages first at
+# a depth past the limit (62% recall on a 20,000-page site, bench/README.md).
+DEPTH_PRIORITY = 1
+SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
+SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
+
 # -- Safe defaults for a real site ----------------------------------------------------
 
 DOWNLOAD_TIMEOUT = 30

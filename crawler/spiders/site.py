@@ -127,6 +127,8 @@ class SiteSpider(Spider):
         # Keys of every URL discovered so far: each URL gets one decision.
         self.seen: set[str] = set()
         self.alias_forms: set[str] = set()
+        # URLs left out for depth: a shorter path found later lets them in.
+        self.depth_capped: set[str] = set()
         self.scheduled = 0
         # Requests handed to the downloader and not answered yet: url -> (depth, hops,
         # referrer). Kept in the JOBDIR state so a resumed run asks them again.
@@ -144,6 +146,7 @@ class SiteSpider(Spider):
             # were in the downloader when the run stopped are in no queue any more
             # (Scrapy pops them), so they are asked again here.
             self.seen, self.alias_forms = saved["seen"], saved["alias_forms"]
+            self.depth_capped = saved.get("depth_capped", set())
             self.scheduled, self.traps.variants = saved["scheduled"], saved["trap_variants"]
             self.crawler.stats.set_value("sitemap/resumed", True)
             for url, (depth, hops, referrer) in saved.get("inflight", {}).items():
@@ -159,6 +162,7 @@ class SiteSpider(Spider):
             self.state.update(
                 seen=self.seen,
                 alias_forms=self.alias_forms,
+                depth_capped=self.depth_capped,
                 scheduled=self.scheduled,
                 trap_variants=self.traps.variants,
                 inflight=self.inflight,
@@ -208,17 +212,25 @@ class SiteSpider(Spider):
             stats.inc_value("sitemap/ignored/scheme")
             return
         key = url_key(url)
+        reconsidered = False
         if key in self.seen:
-            # Another form of a known URL: keep it as an alias, once per form. A
-            # fragment alone does not make another form (tables of contents would
-            # flood the ledger with them).
-            form = raw.partition("#")[0]
-            if form != url and form not in self.alias_forms:
-                self.alias_forms.add(form)
-                yield Alias(alias=form, url=url)
-            return
-        self.seen.add(key)
-        stats.inc_value("sitemap/discovered")
+            if key in self.depth_capped and not (self.max_depth and depth > self.max_depth):
+                reconsidered = True
+                # Left out for depth, now found by a shorter path: judge it after all.
+                self.depth_capped.discard(key)
+                stats.inc_value("sitemap/depth_reconsidered")
+            else:
+                # Another form of a known URL: keep it as an alias, once per form. A
+                # fragment alone does not make another form (tables of contents
+                # would flood the ledger with them).
+                form = raw.partition("#")[0]
+                if form != url and form not in self.alias_forms:
+                    self.alias_forms.add(form)
+                    yield Alias(alias=form, url=url)
+                return
+        else:
+            self.seen.add(key)
+            stats.inc_value("sitemap/discovered")
         record = UrlRecord(
             url=url,
             decision=d.QUEUED,
@@ -229,11 +241,16 @@ class SiteSpider(Spider):
         reason = self._out_of_scope(url, depth, hops)
         if reason is not None:
             record.decision, record.reason = reason
+            if reason[1].startswith("max depth"):
+                self.depth_capped.add(key)
             yield record
             return
         self.scheduled += 1
         yield record
-        yield self._request(url, key, depth, hops, referrer)
+        request = self._request(url, key, depth, hops, referrer)
+        if reconsidered:
+            request.meta["sitemap_reconsidered"] = True
+        yield request
 
     def _request(
         self,
@@ -313,6 +330,7 @@ class SiteSpider(Spider):
         rec = UrlRecord(
             url=url,
             decision=d.LISTED,
+            overrides_cap=meta.get("sitemap_reconsidered", False),
             status=response.status,
             depth=depth,
             referrer=meta.get("sitemap_referrer"),
@@ -467,6 +485,7 @@ class SiteSpider(Spider):
         rec = UrlRecord(
             url=meta["sitemap_url"],
             decision=d.ERROR,
+            overrides_cap=meta.get("sitemap_reconsidered", False),
             depth=meta.get("sitemap_depth"),
             referrer=meta.get("sitemap_referrer"),
         )
