@@ -65,24 +65,24 @@ class UsageError(Exception):
     """Bad input: reported as one line, exit status 2."""
 
 
-def _positive_int(text: str) -> int:
+def _whole(text: str, minimum: int) -> int:
     try:
         value = int(text.replace("_", ""))
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(
+            f"must be at least 1: {text!r}" if minimum else f"must not be negative: {text!r}"
+        )
     return value
+
+
+def _positive_int(text: str) -> int:
+    return _whole(text, 1)
 
 
 def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
-    return value
+    return _whole(text, 0)
 
 
 def _seconds(text: str) -> float:
