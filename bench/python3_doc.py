@@ -73,11 +73,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_nginx(tmp: Path, extra: str = "") -> tuple[int, Path]:
-    """nginx serving the docs on a free loopback port; *extra* goes in the server block."""
+def start_nginx(tmp: Path, extra: str = "", root: Path = DOCS) -> tuple[int, Path]:
+    """nginx serving *root* (the docs) on a free loopback port; *extra* goes in the
+    server block."""
     port = free_port()
     conf = tmp / "nginx.conf"
-    conf.write_text(NGINX_CONF.format(tmp=tmp, port=port, root=DOCS.resolve(), extra=extra))
+    conf.write_text(NGINX_CONF.format(tmp=tmp, port=port, root=root.resolve(), extra=extra))
     subprocess.run(["nginx", "-c", str(conf)], check=True)
     deadline = time.time() + 10
     while time.time() < deadline:

@@ -27,7 +27,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -42,7 +41,8 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
-from python3_doc import DOCS, NGINX_CONF, free_port  # noqa: E402
+import python3_doc  # noqa: E402
+from python3_doc import DOCS  # noqa: E402
 from reachability import file_for, reachable  # noqa: E402
 from synthetic import write_site  # noqa: E402
 
@@ -92,21 +92,7 @@ def ensure_packages(skip_wget: bool) -> None:
 
 def start_nginx(tmp: Path, root: Path) -> tuple[int, Path]:
     """nginx serving *root* on a free loopback port (the python3_doc.py configuration)."""
-    port = free_port()
-    conf = tmp / "nginx.conf"
-    conf.write_text(
-        NGINX_CONF.format(
-            tmp=tmp, port=port, root=root.resolve(), extra="autoindex off; index index.html;"
-        )
-    )
-    subprocess.run(["nginx", "-c", str(conf)], check=True)
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return port, tmp / "nginx.pid"
-        time.sleep(0.1)
-    raise RuntimeError("nginx did not start")
+    return python3_doc.start_nginx(tmp, "autoindex off; index index.html;", root=root)
 
 
 def measure(
