@@ -6,7 +6,7 @@ the page's text and the targets of its links and images, and leaves out what
 changes on every request without the page changing: scripts, styles, comments,
 ``<noscript>``, ``<template>``, and the volatile regions the user names with CSS
 selectors (``SITEMAP_VOLATILE_SELECTORS``, e.g. ``.timestamp`` or ``#csrf``).
-Whitespace is folded, so re-indented markup is no change.
+Whitespace is left out, so re-indented or minified markup is no change.
 """
 
 from __future__ import annotations
@@ -17,47 +17,51 @@ from typing import Any
 
 from cssselect import GenericTranslator
 from lxml import etree
-from scrapy.http import HtmlResponse
 
 _DROPPED_TAGS = ("script", "style", "noscript", "template")
 _TRANSLATOR = GenericTranslator()
 
 
-def _remove(element: Any) -> None:
-    """Remove *element* but keep its tail text in the document."""
-    parent = element.getparent()
-    if parent is None:
-        return
-    tail = element.tail
-    if tail and tail.strip():
-        previous = element.getprevious()
-        if previous is not None:
-            previous.tail = (previous.tail or "") + tail
-        else:
-            parent.text = (parent.text or "") + tail
-    parent.remove(element)
+# Stored hashes carry their version: a hash of another version (an earlier release
+# of sitemap-crawler) is not compared with this one (see :func:`same_content`).
+VERSION = "m2-"
 
 
-def main_content_hash(response: HtmlResponse, volatile: Iterable[str] = ()) -> str | None:
-    """A hex digest of the page's main content, or None for a page with no tree."""
-    root = response.selector.root
+def main_content_hash(root: Any, volatile: Iterable[str] = ()) -> str | None:
+    """A hex digest of the main content of a page's lxml tree *root*, or None for a
+    page with no tree.
+
+    The text is taken with all whitespace removed, so re-indented or minified markup
+    is no change. The tree is changed (the dropped elements are removed from it):
+    call this last.
+    """
     if root is None or not hasattr(root, "iter"):
         return None
-    # Work on a copy: the response's tree is shared with the link extraction.
-    tree = etree.fromstring(etree.tostring(root), parser=etree.HTMLParser())
-    if tree is None:
-        return None
-    doomed = list(tree.iter(etree.Comment, *_DROPPED_TAGS))
     for selector in volatile:
-        doomed.extend(tree.xpath(_TRANSLATOR.css_to_xpath(selector)))
-    for el in doomed:
-        _remove(el)
-    digest = hashlib.blake2b(digest_size=16)
-    text = " ".join(" ".join(tree.itertext()).split())
-    digest.update(text.encode("utf-8"))
-    for el in tree.iter("a", "img", "link"):
+        for el in root.xpath(_TRANSLATOR.css_to_xpath(selector)):
+            el.clear(keep_tail=True)  # its text and attributes go; its tail stays
+    # In libxml2 (C): a copy of the tree and a walk over it in Python took several
+    # times longer than fetching the page.
+    etree.strip_elements(root, etree.Comment, *_DROPPED_TAGS, with_tail=False)
+    text = etree.tostring(root, method="text", encoding="unicode")
+    digest = hashlib.blake2b("".join(text.split()).encode("utf-8"), digest_size=16)
+    for el in root.iter("a", "img", "link"):
         for attr in ("href", "src"):
             value = el.get(attr)
             if value:
                 digest.update(b"\0" + value.strip().encode("utf-8"))
-    return digest.hexdigest()
+    return VERSION + digest.hexdigest()
+
+
+def same_content(
+    prev_main: str | None, main: str | None, prev_body: str | None, body: str | None
+) -> bool | None:
+    """Whether a page's main content is unchanged since the previous run: compared
+    by main-content hash when both are of this version, else by the hash of the
+    whole body (equal bytes: unchanged; else counted as changed). None when there is
+    nothing to compare."""
+    if prev_main is not None and main is not None and prev_main[:3] == main[:3]:
+        return prev_main == main
+    if prev_body is not None and body is not None:
+        return prev_body == body
+    return None

@@ -20,12 +20,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 from urllib.parse import urljoin
 
+from lxml import etree
 from scrapy.http import HtmlResponse, Response
 from scrapy.utils.response import get_base_url, get_meta_refresh
 
 from crawler.lastmod import lastmod_from_page
+from crawler.urls import normalize_url, url_key
 
 # Robots directives that are not user-agent names, so "noindex: x" is not a prefix.
 _DIRECTIVES = frozenset(
@@ -60,11 +63,19 @@ class RobotsDirectives:
 
 @dataclass(slots=True)
 class PageFacts:
-    links: list[str] = field(default_factory=list)
+    # Links to follow as the page wrote them, and the base URL they are relative
+    # to: the spider resolves them through a LinkResolver.
+    hrefs: list[str] = field(default_factory=list)
+    base: str = ""
     canonicals: list[str] = field(default_factory=list)
     refresh: tuple[float, str] | None = None
     robots: RobotsDirectives = field(default_factory=RobotsDirectives)
     page_lastmod: str | None = None
+
+    @property
+    def links(self) -> list[str]:
+        """The links to follow, absolute."""
+        return [urljoin(self.base, clean_href(href)) for href in self.hrefs]
 
 
 def clean_href(href: str) -> str:
@@ -110,14 +121,29 @@ def link_header_canonicals(response: Response) -> list[str]:
     return out
 
 
-def page_facts(response: HtmlResponse, agents: Iterable[str]) -> PageFacts:
-    """Everything the spider needs from an HTML page."""
+def parse_html(response: HtmlResponse) -> Any:
+    """The page's lxml tree, parsed as Scrapy's ``response.selector`` parses it
+    (parsel's ``create_root_node``: the decoded text, NULs removed, as UTF-8, huge
+    trees allowed), but with lxml's own element classes: lxml.html's class lookup,
+    run in Python for every element the crawl touches, cost as much as the parse."""
+    body = response.text.strip().replace("\x00", "").encode("utf-8") or b"<html/>"
+    parser = etree.HTMLParser(recover=True, encoding="utf-8", huge_tree=True)
+    root = etree.fromstring(body, parser=parser, base_url=response.url)
+    if root is None:
+        root = etree.fromstring(b"<html/>", parser=parser, base_url=response.url)
+    return root
+
+
+def page_facts(response: HtmlResponse, agents: Iterable[str], root: Any = None) -> PageFacts:
+    """Everything the spider needs from an HTML page (*root*: its tree, when the
+    caller has parsed it with :func:`parse_html`)."""
     agents = [a.lower() for a in agents]
     facts = PageFacts(robots=header_directives(response, agents))
-    root = response.selector.root
+    if root is None:
+        root = response.selector.root
     if root is None or not hasattr(root, "iter"):
         return facts
-    base = get_base_url(response)
+    base = facts.base = get_base_url(response)
 
     meta_names = {"robots", *agents}
     for meta in root.iter("meta"):
@@ -139,15 +165,118 @@ def page_facts(response: HtmlResponse, agents: Iterable[str]) -> PageFacts:
 
     if facts.robots.nofollow:
         return facts
-    for el in root.iter("a", "area", "link"):
+    hrefs = facts.hrefs
+    for el in _LINKS(root):
         href = el.get("href")
         if not href:
             continue
-        rels = (el.get("rel") or "").lower().split()
+        rel = el.get("rel")
         if el.tag == "link":
-            if "alternate" not in rels or el.get("hreflang") is None:
+            if rel is None or "alternate" not in rel.lower().split():
                 continue
-        elif "nofollow" in rels:
+        elif rel is not None and "nofollow" in rel.lower().split():
             continue
-        facts.links.append(urljoin(base, clean_href(href)))
+        hrefs.append(href)
     return facts
+
+
+# Candidates in document order, in one pass of libxml2.
+_LINKS = etree.XPath("//a[@href] | //area[@href] | //link[@href][@hreflang]")
+
+
+class Resolved(NamedTuple):
+    raw: str  # the href joined with its base, without fragment, as a browser requests it
+    url: str  # its normalised form (crawler.urls.normalize_url)
+    key: str  # the dedup key of url (crawler.urls.url_key)
+
+
+class LinkResolver:
+    """``href`` -> (absolute, normalised, key), once per distinct href and base.
+
+    Joining and normalising are most of a crawler's per-link cost, and most links
+    repeat: every page of a directory carries the same navigation. A relative
+    reference that does not start with ``#`` or ``?`` resolves the same against
+    every base in one directory, a root-relative one against every base of one
+    origin, an absolute one against any base; so the cache is keyed on that part
+    of the base only. The cache is bounded: it is emptied when it reaches
+    *max_entries*, so memory stays flat on a site of any size.
+    """
+
+    def __init__(
+        self,
+        *,
+        strip_params: bool = True,
+        extra_strip: Iterable[str] = (),
+        max_entries: int = 1 << 17,
+    ) -> None:
+        self.strip_params = strip_params
+        self.extra_strip = tuple(extra_strip)
+        self.max_entries = max_entries
+        self._cache: dict[tuple[str, str, str], Resolved | None] = {}
+
+    def resolve(self, base: str, href: str, encoding: str = "utf-8") -> Resolved | None:
+        """The link *href* (as written in the page) on a page at *base*, or None for
+        a link that is not an http(s) URL."""
+        return self.resolve_all(base, (href,), encoding)[0]
+
+    def resolve_all(
+        self, base: str, hrefs: Iterable[str], encoding: str = "utf-8"
+    ) -> list[Resolved | None]:
+        """:meth:`resolve` for every href of one page."""
+        directory = _directory(base)
+        cache, out = self._cache, []
+        for href in hrefs:
+            # clean_href, without copies for the usual href that needs no cleaning
+            href = href.strip(_URL_STRIP)
+            if "\n" in href or "\t" in href or "\r" in href:
+                href = _TAB_NL.sub("", href)
+            if href and href[0] <= " ":
+                href = href.lstrip(_C0_OR_SPACE)  # as urlsplit does
+            # The fragment never reaches the server and makes no other form of a
+            # URL; dropping it lets "page.html#a" and "page.html#b" share an entry.
+            href = href.partition("#")[0]
+            # The part of the base that the join depends on (or more): the whole
+            # base for "", "?q", "http:x" (relative to a base of that scheme) and
+            # "//" (an empty authority: relative too); the directory for the rest.
+            if (
+                not href
+                or href[0] == "?"
+                or (":" in href and _SCHEME_ONLY.match(href))
+                or ("//" in href and _EMPTY_AUTHORITY.match(href))
+            ):
+                key = (base, href, encoding)
+            else:
+                key = (directory, href, encoding)
+            try:
+                out.append(cache[key])
+                continue
+            except KeyError:
+                pass
+            raw = urljoin(base, href).partition("#")[0]
+            url = normalize_url(
+                raw, strip_params=self.strip_params, extra_strip=self.extra_strip, encoding=encoding
+            )
+            found = None if url is None else Resolved(raw, url, url_key(url))
+            if len(cache) >= self.max_entries:
+                cache.clear()
+            cache[key] = found
+            out.append(found)
+        return out
+
+
+def _directory(base: str) -> str:
+    """The base's directory: what a path-relative reference is resolved against (for
+    a base without a path, the whole base)."""
+    scheme, sep, rest = base.partition("://")
+    rest = rest.partition("#")[0].partition("?")[0]
+    if not sep or "/" not in rest:
+        return base
+    return scheme + sep + rest.rpartition("/")[0] + "/"
+
+
+# A scheme followed by no "//": "http:x" (relative to an http base), "mailto:x".
+_SCHEME_ONLY = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:(?!//)")
+# An empty authority and no path: "//", "http://?q".
+_EMPTY_AUTHORITY = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*:)?//(?:\?|$)")
+# What urlsplit (so urljoin) strips from the start of a URL.
+_C0_OR_SPACE = "".join(map(chr, range(0x21)))

@@ -30,6 +30,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from crawler.content import same_content
 from crawler.items import LISTED, UrlRecord
 from crawler.lastmod import http_date_to_w3c, lastmod_datetime
 from crawler.paths import CrawlPaths
@@ -102,8 +103,9 @@ class LastmodPipeline:
             prev is not None
             and prev["last_modified"]
             and prev["last_modified"] != item.last_modified
-            and prev["main_hash"] is not None
-            and prev["main_hash"] == item.main_hash
+            and same_content(
+                prev["main_hash"], item.main_hash, prev["content_hash"], item.content_hash
+            )
         ):
             volatile = "changed while the content did not"
         else:
@@ -116,9 +118,16 @@ class LastmodPipeline:
         self, item: UrlRecord, prev: dict[str, Any] | None
     ) -> tuple[str | None, str | None]:
         """(lastmod, changed_at) from the main-content hash and the previous run."""
-        if prev is None or prev["main_hash"] is None:
+        same = (
+            None
+            if prev is None or prev["main_hash"] is None
+            else same_content(
+                prev["main_hash"], item.main_hash, prev["content_hash"], item.content_hash
+            )
+        )
+        if same is None:
             return None, None  # first observation: no evidence of when it changed
-        if prev["main_hash"] != item.main_hash:
+        if not same:
             self.stats.inc_value("sitemap/lastmod/changed")
             return self.run_time, self.run_time
         # Unchanged: keep what was published, byte for byte.

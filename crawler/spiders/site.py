@@ -36,7 +36,13 @@ from crawler import items as d
 from crawler.content import main_content_hash
 from crawler.items import Alias, UrlRecord
 from crawler.limits import MAX_LOC_LENGTH
-from crawler.links import header_directives, link_header_canonicals, page_facts
+from crawler.links import (
+    LinkResolver,
+    header_directives,
+    link_header_canonicals,
+    page_facts,
+    parse_html,
+)
 from crawler.middlewares.hostguard import OffHostRequest
 from crawler.middlewares.robots import RobotsDisallowed, product_token
 from crawler.paths import CrawlPaths
@@ -101,6 +107,7 @@ class SiteSpider(Spider):
         self.public = PublicUrls.from_settings(self.start_url, s)
         self.strip_params = s.getbool("SITEMAP_STRIP_PARAMS", True)
         self.extra_strip = tuple(s.getlist("SITEMAP_STRIP_EXTRA"))
+        self.links = LinkResolver(strip_params=self.strip_params, extra_strip=self.extra_strip)
         self.include = [re.compile(p) for p in s.getlist("SITEMAP_INCLUDE")]
         self.exclude = [re.compile(p) for p in s.getlist("SITEMAP_EXCLUDE")]
         self.max_pages = s.getint("SITEMAP_MAX_PAGES")
@@ -363,7 +370,8 @@ class SiteSpider(Spider):
         yield from self._judge(rec, response, robots.noindex, link_header_canonicals(response))
 
     def _judge_html(self, rec: UrlRecord, response: HtmlResponse) -> Iterator[UrlRecord | Request]:
-        facts = page_facts(response, self.agents)
+        root = parse_html(response)
+        facts = page_facts(response, self.agents, root)
         rec.page_lastmod = facts.page_lastmod
         rec.etag = _header(response, b"ETag")
         encoding = response.encoding
@@ -373,21 +381,36 @@ class SiteSpider(Spider):
                 # An instant refresh is a redirect to search engines.
                 yield from self._redirect(rec, target, "meta refresh", response)
                 return
-            facts.links.append(target)
-        for link in facts.links:
+        seen, capped = self.seen, self.depth_capped
+        depth, links = rec.depth + 1, rec.links
+        for found in self.links.resolve_all(facts.base, facts.hrefs, encoding):
+            if found is None:
+                self.crawler.stats.inc_value("sitemap/ignored/scheme")
+                continue
             # Kept normalised in the ledger, so a 304 next time can replay them.
+            links.append(found.url)
+            if found.key in seen and found.key not in capped:
+                # Known already (most links are): at most another form of it to note.
+                form = found.raw
+                if form != found.url and form not in self.alias_forms:
+                    self.alias_forms.add(form)
+                    yield Alias(alias=form, url=found.url)
+                continue
+            yield from self.discover(found.raw, depth=depth, referrer=rec.url, normal=found.url)
+        if facts.refresh is not None:  # a delayed refresh is a link like any other
+            target = facts.refresh[1]
             normal = normalize_url(
-                link,
+                target,
                 strip_params=self.strip_params,
                 extra_strip=self.extra_strip,
                 encoding=encoding,
             )
             if normal is None:
                 self.crawler.stats.inc_value("sitemap/ignored/scheme")
-                continue
-            rec.links.append(normal)
-            yield from self.discover(link, depth=rec.depth + 1, referrer=rec.url, normal=normal)
-        yield from self._judge(rec, response, facts.robots.noindex, facts.canonicals)
+            else:
+                links.append(normal)
+                yield from self.discover(target, depth=depth, referrer=rec.url, normal=normal)
+        yield from self._judge(rec, response, facts.robots.noindex, facts.canonicals, root)
 
     def _replay(self, rec: UrlRecord, response: Response) -> Iterator[UrlRecord | Request]:
         """A 304: the page is as the previous run saw it. Its record stands (decision,
@@ -421,7 +444,9 @@ class SiteSpider(Spider):
         response: Response,
         noindex: str | None,
         canonicals: list[str],
+        root: Any = None,
     ) -> Iterator[UrlRecord | Request]:
+        """The decision about a fetched page; *root* is an HTML page's parsed tree."""
         canonical = self._canonical(rec, canonicals, response)
         if noindex:
             rec.decision, rec.reason = d.NOINDEX, f"noindex ({noindex})"
@@ -440,8 +465,8 @@ class SiteSpider(Spider):
             rec.decision, rec.reason = d.EXCLUDED, "outside the --base-url prefix"
         else:
             rec.content_hash = hashlib.blake2b(response.body, digest_size=16).hexdigest()
-            if isinstance(response, HtmlResponse):
-                rec.main_hash = main_content_hash(response, self.volatile)
+            if root is not None:
+                rec.main_hash = main_content_hash(root, self.volatile)
         yield rec
 
     def _canonical(self, rec: UrlRecord, candidates: list[str], response: Response) -> str | None:

@@ -1,0 +1,121 @@
+"""The fast paths of the crawl give the answers of the slow ones: the cached link
+resolver against ``urljoin`` + ``normalize_url`` + ``url_key`` on every call, and the
+main-content hash's rules (what is content, what is not)."""
+
+from __future__ import annotations
+
+from urllib.parse import urljoin
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scrapy.http import HtmlResponse
+
+from crawler.content import VERSION, main_content_hash, same_content
+from crawler.links import LinkResolver, clean_href, parse_html
+from crawler.urls import normalize_url, url_key
+
+BASES = [
+    "http://h.test/a/b.html",
+    "http://h.test/a/b.html?x=1#f",
+    "http://h.test/a/",
+    "http://h.test",
+    "http://h.test#frag/x",
+    "http://h.test/?q/r",
+    "https://h.test/a/c;p?q",
+    "http://h.test:8080/a/b/c",
+    "http://g.test/x/y/z.html",
+    "http://h.test/a;x/b",
+]
+HREF_PARTS = [
+    "foo", "./", "../", "..", ".", "/", "//", "g.test", "x.html", "#", "#f", "?", "q=1", "&",
+    ";p", "http:", "https:", "HTTP://", "mailto:", "javascript:", "%2e", "%41", "é", " ", "\\",
+    "@", ":99", "a/b", "", "\t", "\x01", "\n ", "\x0c",
+]  # fmt: skip
+
+
+def slow(base: str, href: str, encoding: str) -> tuple[str, str, str] | None:
+    raw = urljoin(base, clean_href(href)).partition("#")[0]
+    url = normalize_url(raw, encoding=encoding)
+    return None if url is None else (raw, url, url_key(url))
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(BASES),
+            st.lists(st.sampled_from(HREF_PARTS), max_size=5).map("".join),
+            st.sampled_from(["utf-8", "iso-8859-1"]),
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_resolver_answers_as_urljoin_and_normalize(calls: list[tuple[str, str, str]]) -> None:
+    # One resolver across many calls, so that cached answers are checked against
+    # other bases of the same directory, origin and scheme; a tiny bound checks the reset.
+    for resolver in (LinkResolver(), LinkResolver(max_entries=3)):
+        for base, href, encoding in calls:
+            found = resolver.resolve(base, href, encoding)
+            assert (None if found is None else tuple(found)) == slow(base, href, encoding)
+
+
+def test_resolver_shares_entries_within_a_directory() -> None:
+    resolver = LinkResolver()
+    for page in ("one.html", "two.html?x", "three.html#t"):
+        for href in ("../up.html", "next.html#part", "/root.html", "http://h.test/abs"):
+            resolver.resolve(f"http://h.test/d/{page}", href)
+    assert len(resolver._cache) == 4
+
+
+def page(body: str, head: str = "") -> HtmlResponse:
+    text = f"<html><head>{head}</head><body>{body}</body></html>"
+    return HtmlResponse("http://h.test/p.html", body=text.encode(), encoding="utf-8")
+
+
+def digest(body: str, head: str = "", volatile: tuple[str, ...] = ()) -> str | None:
+    return main_content_hash(parse_html(page(body, head)), volatile)
+
+
+def test_main_hash_ignores_markup_noise() -> None:
+    base = digest("<h1>Title</h1><p>Some text, <b>bold</b>.</p><a href='x.html'>x</a>")
+    assert base is not None and base.startswith(VERSION)
+    same = [
+        # Re-indented and minified.
+        "\n  <h1>Title</h1>\n  <p>Some text,\n    <b>bold</b>.</p>\n<a href=' x.html '>x</a>\n",
+        # Scripts, styles, comments, noscript and template are not content.
+        "<h1>Title</h1><script>var t = 1</script><p>Some text, <b>bold</b>.<!-- 10:00 --></p>"
+        "<style>p{}</style><noscript>on</noscript><template>t</template><a href='x.html'>x</a>",
+    ]
+    for body in same:
+        assert digest(body) == base, body
+    assert digest("<h1>Title</h1><p>Some text, <b>bold</b>.</p>", head="<script>1</script>") != (
+        base
+    )  # the link is gone
+    changed = [
+        "<h1>Title</h1><p>Other text, <b>bold</b>.</p><a href='x.html'>x</a>",
+        "<h1>Title</h1><p>Some text, <b>bold</b>.</p><a href='y.html'>x</a>",
+        "<h1>Title</h1><p>Some text, <b>bold</b>.</p><a href='x.html'>x</a><img src='i.png'>",
+    ]
+    for body in changed:
+        assert digest(body) != base, body
+
+
+def test_main_hash_leaves_out_volatile_regions_but_keeps_their_tails() -> None:
+    one = digest('<p>a <span class="ts">10:00</span> b</p>', volatile=(".ts",))
+    two = digest('<p>a <span class="ts">11:30</span> b</p>', volatile=(".ts",))
+    assert one == two
+    assert one != digest('<p>a <span class="ts">11:30</span> c</p>', volatile=(".ts",))
+    assert digest('<p>a <span class="ts">10:00</span> b</p>') != digest(
+        '<p>a <span class="ts">11:30</span> b</p>'
+    )
+
+
+def test_same_content_compares_like_with_like() -> None:
+    m1, m2 = VERSION + "1" * 32, VERSION + "2" * 32
+    assert same_content(m1, m1, "x", "y") is True  # main content equal, body not
+    assert same_content(m1, m2, "x", "x") is False
+    # A hash of an earlier version is not compared: the body hashes decide.
+    assert same_content("a" * 32, m1, "x", "x") is True
+    assert same_content("a" * 32, m1, "x", "y") is False
+    assert same_content(None, m1, None, "y") is None
