@@ -28,6 +28,7 @@ from scrapy.http import HtmlResponse, Response
 from scrapy.utils.response import get_base_url, get_meta_refresh
 
 from crawler.lastmod import lastmod_from_page
+from crawler.seen import fingerprint
 from crawler.urls import normalize_url, url_key
 
 # Robots directives that are not user-agent names, so "noindex: x" is not a prefix.
@@ -188,6 +189,7 @@ class Resolved(NamedTuple):
     raw: str  # the href joined with its base, without fragment, as a browser requests it
     url: str  # its normalised form (crawler.urls.normalize_url)
     key: str  # the dedup key of url (crawler.urls.url_key)
+    fp: int  # the key's fingerprint (crawler.seen.fingerprint)
 
 
 class LinkResolver:
@@ -256,7 +258,11 @@ class LinkResolver:
             url = normalize_url(
                 raw, strip_params=self.strip_params, extra_strip=self.extra_strip, encoding=encoding
             )
-            found = None if url is None else Resolved(raw, url, url_key(url))
+            if url is None:
+                found = None
+            else:
+                key_ = url_key(url)
+                found = Resolved(raw, url, key_, fingerprint(key_))
             if len(cache) >= self.max_entries:
                 cache.clear()
             cache[key] = found

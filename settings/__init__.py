@@ -26,6 +26,11 @@ AUTOTHROTTLE_START_DELAY = 0.25
 AUTOTHROTTLE_MAX_DELAY = 30.0
 AUTOTHROTTLE_TARGET_CONCURRENCY = 4.0
 
+# The spider itself gives each URL one request (its seen-set, crawler/seen.py, keyed
+# on the normalised URL); Scrapy's fingerprint filter would keep a second set of
+# every URL (about 120 MB at a million URLs) to find no duplicate.
+DUPEFILTER_CLASS = "scrapy.dupefilters.BaseDupeFilter"
+
 # Breadth-first (Scrapy's documented BFO settings): a page is first found by its
 # shortest link path, so SITEMAP_MAX_DEPTH means distance from the start URL.
 # Scrapy's default, depth-first, let long next/previous chains reach pages first at

@@ -12,6 +12,7 @@ from scrapy.http import HtmlResponse
 
 from crawler.content import VERSION, main_content_hash, same_content
 from crawler.links import LinkResolver, clean_href, parse_html
+from crawler.seen import SeenKeys, fingerprint
 from crawler.urls import normalize_url, url_key
 
 BASES = [
@@ -33,10 +34,10 @@ HREF_PARTS = [
 ]  # fmt: skip
 
 
-def slow(base: str, href: str, encoding: str) -> tuple[str, str, str] | None:
+def slow(base: str, href: str, encoding: str) -> tuple[str, str, str, int] | None:
     raw = urljoin(base, clean_href(href)).partition("#")[0]
     url = normalize_url(raw, encoding=encoding)
-    return None if url is None else (raw, url, url_key(url))
+    return None if url is None else (raw, url, url_key(url), fingerprint(url_key(url)))
 
 
 @settings(max_examples=3000, deadline=None)
@@ -119,3 +120,19 @@ def test_same_content_compares_like_with_like() -> None:
     assert same_content("a" * 32, m1, "x", "x") is True
     assert same_content("a" * 32, m1, "x", "y") is False
     assert same_content(None, m1, None, "y") is None
+
+
+def test_seen_keys_by_key_and_fingerprint() -> None:
+    import pickle
+
+    seen = SeenKeys(["http://h.test/a"])
+    seen.add("http://h.test/b")
+    assert "http://h.test/a" in seen and "http://h.test/b" in seen
+    assert "http://h.test/c" not in seen and 42 not in seen
+    assert seen.has_fp(fingerprint("http://h.test/b"))
+    seen.discard("http://h.test/a")
+    assert "http://h.test/a" not in seen and len(seen) == 1
+    # Stable across processes: the JOBDIR state is a pickle read by the next run.
+    assert fingerprint("http://h.test/b") == 0x7535DFFC6A31A266
+    again = pickle.loads(pickle.dumps(seen))
+    assert "http://h.test/b" in again and len(again) == 1

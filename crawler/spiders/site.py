@@ -48,6 +48,7 @@ from crawler.middlewares.robots import RobotsDisallowed, product_token
 from crawler.paths import CrawlPaths
 from crawler.previous import PreviousRun
 from crawler.publicurl import PublicUrls
+from crawler.seen import SeenKeys
 from crawler.traps import TrapDetector
 from crawler.urls import normalize_url, site_of, url_key
 
@@ -132,10 +133,11 @@ class SiteSpider(Spider):
             else None
         )
         # Keys of every URL discovered so far: each URL gets one decision.
-        self.seen: set[str] = set()
-        self.alias_forms: set[str] = set()
+        self.seen = SeenKeys()
+        # Other forms of known URLs, kept once each (fingerprints of the forms).
+        self.alias_forms = SeenKeys()
         # URLs left out for depth: a shorter path found later lets them in.
-        self.depth_capped: set[str] = set()
+        self.depth_capped = SeenKeys()
         self.scheduled = 0
         # Requests handed to the downloader and not answered yet: url -> (depth, hops,
         # referrer). Kept in the JOBDIR state so a resumed run asks them again.
@@ -153,7 +155,7 @@ class SiteSpider(Spider):
             # were in the downloader when the run stopped are in no queue any more
             # (Scrapy pops them), so they are asked again here.
             self.seen, self.alias_forms = saved["seen"], saved["alias_forms"]
-            self.depth_capped = saved.get("depth_capped", set())
+            self.depth_capped = saved.get("depth_capped", SeenKeys())
             self.scheduled, self.traps.variants = saved["scheduled"], saved["trap_variants"]
             self.crawler.stats.set_value("sitemap/resumed", True)
             for url, (depth, hops, referrer) in saved.get("inflight", {}).items():
@@ -389,7 +391,7 @@ class SiteSpider(Spider):
                 continue
             # Kept normalised in the ledger, so a 304 next time can replay them.
             links.append(found.url)
-            if found.key in seen and found.key not in capped:
+            if seen.has_fp(found.fp) and not capped.has_fp(found.fp):
                 # Known already (most links are): at most another form of it to note.
                 form = found.raw
                 if form != found.url and form not in self.alias_forms:
