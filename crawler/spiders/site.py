@@ -261,6 +261,11 @@ class SiteSpider(Spider):
             request.meta["sitemap_reconsidered"] = True
         yield request
 
+    # What judging a fetched page finds (its links, a redirect, canonical or refresh
+    # target) goes through here: decided on the spot in one process; a distributed
+    # worker (crawler.distributed.spider) reports it to the coordinator instead.
+    _found = discover
+
     def _request(
         self,
         url: str,
@@ -398,7 +403,7 @@ class SiteSpider(Spider):
                     self.alias_forms.add(form)
                     yield Alias(alias=form, url=found.url)
                 continue
-            yield from self.discover(found.raw, depth=depth, referrer=rec.url, normal=found.url)
+            yield from self._found(found.raw, depth=depth, referrer=rec.url, normal=found.url)
         if facts.refresh is not None:  # a delayed refresh is a link like any other
             target = facts.refresh[1]
             normal = normalize_url(
@@ -411,7 +416,7 @@ class SiteSpider(Spider):
                 self.crawler.stats.inc_value("sitemap/ignored/scheme")
             else:
                 links.append(normal)
-                yield from self.discover(target, depth=depth, referrer=rec.url, normal=normal)
+                yield from self._found(target, depth=depth, referrer=rec.url, normal=normal)
         yield from self._judge(rec, response, facts.robots.noindex, facts.canonicals, root)
 
     def _replay(self, rec: UrlRecord, response: Response) -> Iterator[UrlRecord | Request]:
@@ -457,7 +462,7 @@ class SiteSpider(Spider):
             where = "" if site_of(canonical) == self.site else " (another host)"
             rec.reason = f"canonical -> {rec.target}{where}"
             # The canonical target is judged on its own (only if it is ours).
-            yield from self.discover(canonical, depth=rec.depth, referrer=rec.url)
+            yield from self._found(canonical, depth=rec.depth, referrer=rec.url)
         elif urlsplit(rec.url).scheme != self.start_scheme:
             rec.decision = d.OTHER_SCHEME
             rec.reason = (
@@ -503,7 +508,7 @@ class SiteSpider(Spider):
         rec.target = normal or target
         rec.reason = f"{how} -> {rec.target}"
         yield rec
-        yield from self.discover(target, depth=rec.depth, referrer=rec.url, hops=hops)
+        yield from self._found(target, depth=rec.depth, referrer=rec.url, hops=hops)
 
     def failed(self, failure: Failure) -> Iterator[UrlRecord]:
         request = failure.request  # type: ignore[attr-defined]
