@@ -73,6 +73,9 @@ DOWNLOADER_MIDDLEWARES = {
     # Just before HttpCompressionMiddleware (590) in process_response order.
     "crawler.middlewares.compression.CompressedAsPlainResponseMiddleware": 595,
 }
+# Scrapy starts this many tasks for the output of every response; the pipelines are
+# synchronous, so more than a few only cost time (10% of a crawl at the default 100).
+CONCURRENT_ITEMS = 4
 EXTENSIONS = {
     "scrapy.extensions.throttle.AutoThrottle": None,
     "crawler.extensions.statelock.StateLock": -100,
