@@ -199,7 +199,8 @@ class LinkResolver:
     every base in one directory, a root-relative one against every base of one
     origin, an absolute one against any base; so the cache is keyed on that part
     of the base only. The cache is bounded: it is emptied when it reaches
-    *max_entries*, so memory stays flat on a site of any size.
+    *max_entries* (65,536 entries: about 40 MB), so memory stays flat on a site of
+    any size.
     """
 
     def __init__(
@@ -207,7 +208,7 @@ class LinkResolver:
         *,
         strip_params: bool = True,
         extra_strip: Iterable[str] = (),
-        max_entries: int = 1 << 17,
+        max_entries: int = 1 << 16,
     ) -> None:
         self.strip_params = strip_params
         self.extra_strip = tuple(extra_strip)
