@@ -272,15 +272,17 @@ def _jsonld_date_modified(node: Any, depth: int = 0) -> list[str]:
 
 def _page_candidates(html_root: Any) -> Iterator[str]:
     # A generator: the JSON-LD is parsed only when no <meta> gave a date.
-    metas = html_root.xpath("//meta[@content]")
+    # iter() is a tag-filtered walk in libxml2: several times faster than the XPath
+    # "//meta[@content]" on a large page.
+    metas = [meta for meta in html_root.iter("meta") if meta.get("content") is not None]
     for wanted in _META_PROPERTIES:
         for meta in metas:
             # Sites write property= (Open Graph's RDFa) or name=; both are seen.
             key = meta.get("property") or meta.get("name") or ""
             if key.strip().lower() == wanted:
                 yield meta.get("content")
-    for script in html_root.xpath("//script[@type]"):
-        if script.get("type", "").strip().lower() != "application/ld+json":
+    for script in html_root.iter("script"):
+        if (script.get("type") or "").strip().lower() != "application/ld+json":
             continue
         try:
             data = json.loads(script.text or "")
