@@ -153,6 +153,20 @@ SITEMAP_RESUME = False
 SITEMAP_PRIORITY = None
 # Write and publish the sitemap set when the crawl finishes (off: ledger only).
 SITEMAP_PUBLISH = True
+# Distributed crawls (crawl --redis, worker --redis; crawler/distributed/): the id of
+# the crawl in Redis, set by the command line ...
+SITEMAP_REDIS_CRAWL = None
+# ... seconds an idle process waits before looking at the shared queue again ...
+SITEMAP_REDIS_POLL_INTERVAL = 0.05
+# ... page reports the coordinator reads from Redis at a time ...
+SITEMAP_REDIS_REPORT_BATCH = 200
+# ... this process's role, "coordinator" or "worker", set by the command line ...
+SITEMAP_REDIS_ROLE = None
+# ... the Redis database (redis://host:6379/0; None: one process, no Redis) ...
+SITEMAP_REDIS_URL = None
+# ... and the seconds a process may go without a heartbeat before the requests it
+# took are queued again (the coordinator's value holds for the whole crawl).
+SITEMAP_REDIS_WORKER_TIMEOUT = 30.0
 # robots.txt bytes read (RFC 9309 asks for at least 500 KiB).
 SITEMAP_ROBOTS_MAX_BYTES = 500 * 1024
 SITEMAP_STATE_DIR = None

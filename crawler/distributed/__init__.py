@@ -1,0 +1,113 @@
+"""Scaling a crawl out over several processes and machines with scrapy-redis.
+
+``sitemap-crawler crawl URL --redis redis://host:6379/0`` starts the *coordinator*;
+``sitemap-crawler worker --redis redis://host:6379/0``, on any number of machines,
+joins it. What flows where:
+
+1. The coordinator registers the crawl in Redis (:mod:`.crawl`: start URL, the
+   settings every worker needs, a crawl id that namespaces every key), discovers
+   the start URL and fetches it itself.
+2. Every process, coordinator included, runs the site spider with scrapy-redis's
+   scheduler (:mod:`.scheduler`): requests come from one shared queue in Redis,
+   shallowest first, and each one taken is recorded as in flight in that process's
+   hash. Fetching, parsing and judging a page happen where it was fetched.
+3. What a page leads to is not decided there: the spider (:mod:`.spider`) puts it,
+   with the page's own decision, into one report (:mod:`.messages`), which the report
+   pipeline (:mod:`.pipeline`) pushes onto a Redis list while ending the request's
+   claim, atomically.
+4. The coordinator alone decides: it pops the reports, runs the site spider's
+   ``discover`` on what they found (its seen-set, scope, traps, depth and page caps,
+   conditional-request validators from the previous run, 304 replays), sends the
+   decisions through its item pipelines into the one ledger, and queues the new
+   requests in Redis (scrapy-redis's seen-set there keeps each URL queued once).
+5. Requests held by a process whose heartbeat stops are queued again. When nothing
+   is queued, in flight or reported, the coordinator ends the crawl (workers see
+   the ``done`` key and stop), closes the ledger and publishes, as one process would.
+
+So there is a single writer (the coordinator's ledger and publisher) and nothing is
+lost when a worker dies; a coordinator that dies ends the crawl unpublished, as an
+interrupted single-process crawl does.
+
+:func:`coordinator_settings` and :func:`worker_settings` give the Scrapy settings of
+each role (the command line applies them; :mod:`crawler.cli`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Settings of the coordinator that workers do not take: they publish nothing and
+#: keep no state, and choose their own log level.
+LOCAL_ONLY = frozenset(
+    {
+        "JOBDIR",
+        "LOG_LEVEL",
+        "SITEMAP_FORCE",
+        "SITEMAP_FORMAT",
+        "SITEMAP_GZIP",
+        "SITEMAP_MAX_BYTES_PER_FILE",
+        "SITEMAP_MAX_URLS_PER_FILE",
+        "SITEMAP_OUT_DIR",
+        "SITEMAP_PUBLISH",
+        "SITEMAP_RESUME",
+        "SITEMAP_STATE_DIR",
+    }
+)
+
+SCHEDULER = "crawler.distributed.scheduler.RedisScheduler"
+SPIDER = "crawler.distributed.spider.DistributedSiteSpider"
+REPORT_PIPELINE = "crawler.distributed.pipeline.ReportPipeline"
+
+
+def shared_settings(overrides: dict[str, Any]) -> dict[str, Any]:
+    """The coordinator's settings that every worker takes too (scope, URL
+    normalisation, politeness, user agent, any ``-s``)."""
+    return {k: v for k, v in overrides.items() if k not in LOCAL_ONLY}
+
+
+def _common(url: str, crawl_id: str, role: str, project: Any) -> dict[str, Any]:
+    # One host only: no slot for another host to use the global concurrency, so
+    # a process takes from the shared queue only what its one slot can start.
+    per_domain = project.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
+    return {
+        "SITEMAP_REDIS_URL": url,
+        "SITEMAP_REDIS_CRAWL": crawl_id,
+        "SITEMAP_REDIS_ROLE": role,
+        "SCHEDULER": SCHEDULER,
+        "CONCURRENT_REQUESTS": per_domain,
+    }
+
+
+def coordinator_settings(
+    overrides: dict[str, Any], url: str, crawl_id: str, project: Any
+) -> dict[str, Any]:
+    """The settings of ``crawl --redis`` on top of the crawl's *overrides*;
+    *project* is the settings object built so far (for the pipelines' dict)."""
+    settings = {**overrides, **_common(url, crawl_id, "coordinator", project)}
+    # The queue and the seen-set are in Redis; there is nothing to resume locally.
+    settings["JOBDIR"] = None
+    pipelines = dict(project.getdict("ITEM_PIPELINES"))
+    pipelines[REPORT_PIPELINE] = 50
+    settings["ITEM_PIPELINES"] = pipelines
+    return settings
+
+
+def worker_settings(
+    config: dict[str, Any], url: str, crawl_id: str, local: dict[str, Any], project: Any
+) -> dict[str, Any]:
+    """The settings of ``worker --redis``: the crawl's shared settings from Redis,
+    then the worker's own (*local*: its ``-s``, ``--concurrency``, ``--log-level``)."""
+    settings = {**config["settings"], **local}
+    settings.update(_common(url, crawl_id, "worker", project))
+    if "CONCURRENT_REQUESTS_PER_DOMAIN" in local:
+        settings["CONCURRENT_REQUESTS"] = local["CONCURRENT_REQUESTS_PER_DOMAIN"]
+    settings["SITEMAP_REDIS_WORKER_TIMEOUT"] = config["timeout"]
+    # No ledger, no previous run, no state directory: the coordinator keeps those.
+    settings["SITEMAP_INCREMENTAL"] = False
+    settings["SITEMAP_OUT_DIR"] = None
+    extensions = dict(project.getdict("EXTENSIONS"))
+    extensions["crawler.extensions.statelock.StateLock"] = None
+    extensions["crawler.extensions.publish.SitemapPublisher"] = None
+    settings["EXTENSIONS"] = extensions
+    settings["ITEM_PIPELINES"] = {REPORT_PIPELINE: 50}
+    return settings

@@ -1,0 +1,369 @@
+"""One distributed crawl's state in Redis: its keys, and the atomic moves between them.
+
+Every key of a crawl starts with ``sitemap-crawler:<crawl id>:``; one Redis database
+runs one crawl at a time, named by ``sitemap-crawler:crawl``:
+
+==========================  ======  =======================================================
+key                         type    holds
+==========================  ======  =======================================================
+``sitemap-crawler:crawl``   string  the id of the crawl running on this database
+``…:config``                string  JSON: start URL, shared settings, version, timeout
+``…:queue``                 zset    serialized requests to fetch, scored by link depth
+                                    (scrapy-redis's ``PriorityQueue``: breadth-first)
+``…:seen``                  set     fingerprints of every request ever queued
+                                    (scrapy-redis's ``RFPDupeFilter``)
+``…:inflight:<process>``    hash    requests a process took from the queue and has not
+                                    reported yet: SHA-1 of the request -> the request
+``…:alive:<process>``       string  the process's heartbeat; expires after the timeout
+``…:workers``               set     the processes that took requests
+``…:reports``               list    pickled page reports, for the coordinator
+``…:done``                  string  why the crawl ended; workers stop when it appears
+==========================  ======  =======================================================
+
+A request is always in exactly one of three places: the queue, one process's
+in-flight hash, or (as its page's report) the report list. Each move between them is
+one Lua script, so it happens whole or not at all: a claim pops the queue and
+records the request in flight; a report removes it from flight and appends the
+report; the coordinator moves the in-flight requests of a process whose heartbeat
+expired back to the queue. Killing a process at any instant therefore loses nothing,
+and the crawl is over exactly when the three places are empty at once (one script
+reads all three).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import socket
+import time
+from typing import TYPE_CHECKING, Any
+
+from crawler import __version__
+
+if TYPE_CHECKING:
+    from redis import Redis
+    from scrapy.settings import BaseSettings
+
+NAMESPACE = "sitemap-crawler"
+CURRENT = f"{NAMESPACE}:crawl"
+COORDINATOR = "coordinator"
+# How long the key saying why a crawl ended outlives it, for workers still finishing.
+DONE_TTL = 3600
+
+# KEYS: queue, inflight, workers, done. ARGV: process.
+_CLAIM = """
+if redis.call('EXISTS', KEYS[4]) == 1 then return false end
+local popped = redis.call('ZPOPMIN', KEYS[1])
+if popped[1] == nil then return false end
+redis.call('HSET', KEYS[2], redis.sha1hex(popped[1]), popped[1])
+redis.call('SADD', KEYS[3], ARGV[1])
+return popped[1]
+"""
+# KEYS: inflight, reports, done. ARGV: claim ('' for none), report.
+_REPORT = """
+if redis.call('EXISTS', KEYS[3]) == 1 then return -1 end
+if ARGV[1] ~= '' and redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 0 end
+redis.call('RPUSH', KEYS[2], ARGV[2])
+return 1
+"""
+# KEYS: workers, queue. ARGV: inflight prefix, alive prefix, the coordinator's name.
+_REQUEUE_LOST = """
+local lost, moved = 0, 0
+for _, w in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  if w ~= ARGV[3] and redis.call('EXISTS', ARGV[2] .. w) == 0 then
+    local held = redis.call('HVALS', ARGV[1] .. w)
+    for _, m in ipairs(held) do redis.call('ZADD', KEYS[2], -1, m) end
+    moved = moved + #held
+    redis.call('DEL', ARGV[1] .. w)
+    redis.call('SREM', KEYS[1], w)
+    lost = lost + 1
+  end
+end
+return {lost, moved}
+"""
+# KEYS: inflight, queue, workers, alive, done. ARGV: process.
+_RELEASE = """
+local moved = 0
+if redis.call('EXISTS', KEYS[5]) == 0 then
+  local held = redis.call('HVALS', KEYS[1])
+  for _, m in ipairs(held) do redis.call('ZADD', KEYS[2], -1, m) end
+  moved = #held
+end
+redis.call('DEL', KEYS[1], KEYS[4])
+redis.call('SREM', KEYS[3], ARGV[1])
+return moved
+"""
+# KEYS: queue, reports, workers. ARGV: inflight prefix.
+_FINISHED = """
+if redis.call('ZCARD', KEYS[1]) > 0 or redis.call('LLEN', KEYS[2]) > 0 then return 0 end
+for _, w in ipairs(redis.call('SMEMBERS', KEYS[3])) do
+  if redis.call('HLEN', ARGV[1] .. w) > 0 then return 0 end
+end
+return 1
+"""
+# KEYS: alive, workers, done. ARGV: process, TTL in milliseconds.
+_HEARTBEAT = """
+local done = redis.call('GET', KEYS[3])
+if done then return done end
+redis.call('SET', KEYS[1], '1', 'PX', ARGV[2])
+redis.call('SADD', KEYS[2], ARGV[1])
+return false
+"""
+# KEYS: current. ARGV: crawl id.
+_FORGET = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+class DistributedError(Exception):
+    """Redis cannot be used for this crawl; reported as one line."""
+
+
+class BadRedisUrl(DistributedError):
+    """The Redis URL is malformed (a usage error)."""
+
+
+def claim_id(member: bytes) -> str:
+    """The in-flight field of a serialized request (as Lua's ``redis.sha1hex``)."""
+    return hashlib.sha1(member).hexdigest()
+
+
+def connect(url: str, **params: Any) -> Redis:
+    """A checked connection to the Redis server at *url*, through scrapy-redis's
+    ``get_redis`` (its defaults, plus *params*)."""
+    from redis.connection import parse_url
+    from redis.exceptions import RedisError
+    from scrapy_redis.connection import get_redis
+    from scrapy_redis.defaults import REDIS_PARAMS
+
+    try:
+        parse_url(url)
+    except ValueError as e:
+        raise BadRedisUrl(f"bad Redis URL {url!r}: {e}") from None
+    server: Redis = get_redis(url=url, **{**REDIS_PARAMS, **params})
+    try:
+        server.ping()
+    except RedisError as e:
+        raise DistributedError(f"cannot reach Redis at {url}: {e}") from None
+    return server
+
+
+def _text(value: bytes | str | None) -> str | None:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class RedisCrawl:
+    """One process's handle on a distributed crawl: the keys, and the scripts that
+    move requests between queue, flight and reports (see the module docstring).
+
+    *process* names this process: ``coordinator`` for the one that decides and
+    publishes, ``host:pid:random`` for a worker. *timeout* is how long a process may
+    go without a heartbeat before its in-flight requests are queued again.
+    """
+
+    def __init__(self, server: Redis, crawl_id: str, process: str, timeout: float) -> None:
+        self.server = server
+        self.id = crawl_id
+        self.process = process
+        self.timeout = timeout
+        prefix = f"{NAMESPACE}:{crawl_id}:"
+        self.prefix = prefix
+        self.config_key = prefix + "config"
+        self.queue = prefix + "queue"
+        self.seen = prefix + "seen"
+        self.reports = prefix + "reports"
+        self.workers = prefix + "workers"
+        self.done_key = prefix + "done"
+        self.inflight_prefix = prefix + "inflight:"
+        self.alive_prefix = prefix + "alive:"
+        self.inflight = self.inflight_prefix + process
+        self.alive = self.alive_prefix + process
+        self._claim = server.register_script(_CLAIM)
+        self._report = server.register_script(_REPORT)
+        self._requeue_lost = server.register_script(_REQUEUE_LOST)
+        self._release = server.register_script(_RELEASE)
+        self._finished = server.register_script(_FINISHED)
+        self._heartbeat = server.register_script(_HEARTBEAT)
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> RedisCrawl:
+        """This process's handle, from the settings the command line set
+        (``SITEMAP_REDIS_URL``, ``SITEMAP_REDIS_CRAWL``, ``SITEMAP_REDIS_ROLE``)."""
+        from scrapy_redis.connection import get_redis_from_settings
+
+        crawl_id = settings.get("SITEMAP_REDIS_CRAWL")
+        if not crawl_id:
+            raise DistributedError("SITEMAP_REDIS_CRAWL is not set (start crawls with the CLI)")
+        settings_ = settings.copy()
+        settings_.set("REDIS_URL", settings.get("SITEMAP_REDIS_URL"))
+        server = get_redis_from_settings(settings_)
+        if settings.get("SITEMAP_REDIS_ROLE") == COORDINATOR:
+            process = COORDINATOR
+        else:
+            process = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(2)}"
+        return cls(
+            server, crawl_id, process, settings.getfloat("SITEMAP_REDIS_WORKER_TIMEOUT", 30.0)
+        )
+
+    # -- starting and joining --------------------------------------------------------
+
+    @classmethod
+    def begin(
+        cls, server: Redis, url: str, start_url: str, shared: dict[str, Any], timeout: float
+    ) -> RedisCrawl:
+        """Register a new crawl of *start_url* on *server* and make it the current
+        one; *shared* are the settings every worker takes. A crawl whose coordinator
+        stopped sending heartbeats is cleared away; a live one is an error."""
+        old = _text(server.get(CURRENT))
+        if old is not None:
+            stale = cls(server, old, COORDINATOR, timeout)
+            if server.exists(stale.alive):
+                config = stale.config() or {}
+                raise DistributedError(
+                    f"crawl {old} of {config.get('start_url', '?')} is running on {url}; "
+                    "use another Redis database (redis://host:port/N) for another crawl"
+                )
+            stale.purge()
+        crawl_id = time.strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
+        crawl = cls(server, crawl_id, COORDINATOR, timeout)
+        config = {
+            "version": __version__,
+            "start_url": start_url,
+            "settings": shared,
+            "timeout": timeout,
+            "started": time.time(),
+        }
+        pipe = server.pipeline()
+        pipe.set(crawl.config_key, json.dumps(config))
+        # Alive from now on, so that a worker joining before Scrapy is up finds it so.
+        pipe.set(crawl.alive, "1", px=int(timeout * 1000))
+        pipe.execute()
+        if not server.set(CURRENT, crawl_id, nx=True):
+            crawl.purge()
+            raise DistributedError(f"another crawl started on {url} just now")
+        return crawl
+
+    @classmethod
+    def join(cls, server: Redis, url: str) -> tuple[str, dict[str, Any]]:
+        """The id and configuration of the crawl running on *server*."""
+        crawl_id = _text(server.get(CURRENT))
+        if crawl_id is None:
+            raise DistributedError(
+                f"no crawl is running on {url} (start one with: sitemap-crawler crawl URL "
+                f"--redis {url})"
+            )
+        crawl = cls(server, crawl_id, "", 0)
+        config = crawl.config()
+        if config is None or server.exists(crawl.done_key):
+            raise DistributedError(f"the crawl on {url} ({crawl_id}) has ended")
+        if config.get("version") != __version__:
+            raise DistributedError(
+                f"the crawl on {url} runs sitemap-crawler {config.get('version')}; "
+                f"this is {__version__}"
+            )
+        if not server.exists(crawl.alive_prefix + COORDINATOR):
+            raise DistributedError(f"the coordinator of the crawl on {url} ({crawl_id}) is gone")
+        return crawl_id, config
+
+    def config(self) -> dict[str, Any] | None:
+        raw = self.server.get(self.config_key)
+        return json.loads(raw) if raw else None
+
+    # -- every process -------------------------------------------------------------------
+
+    def heartbeat(self) -> str | None:
+        """Say this process is alive; return why the crawl ended, once it has."""
+        return _text(
+            self._heartbeat(
+                keys=[self.alive, self.workers, self.done_key],
+                args=[self.process, int(self.timeout * 1000)],
+            )
+        )
+
+    def claim(self) -> bytes | None:
+        """Take the shallowest request off the queue; it is in flight here now."""
+        member: bytes | None = self._claim(
+            keys=[self.queue, self.inflight, self.workers, self.done_key], args=[self.process]
+        )
+        return member
+
+    def keep(self, member: bytes) -> str:
+        """Put a request that never was in the queue in flight here (the start URL,
+        which the coordinator fetches itself); return its claim."""
+        claim = claim_id(member)
+        pipe = self.server.pipeline()
+        pipe.hset(self.inflight, claim, member)
+        pipe.sadd(self.workers, self.process)
+        pipe.execute()
+        return claim
+
+    def report(self, claim: str | None, payload: bytes) -> int:
+        """Hand a page's report to the coordinator and end its claim, atomically.
+        1: sent; 0: dropped, the claim was taken back (this process was thought
+        lost, and the request is queued again); -1: the crawl is over."""
+        result: int = self._report(
+            keys=[self.inflight, self.reports, self.done_key], args=[claim or "", payload]
+        )
+        return result
+
+    def release(self) -> int:
+        """Leave the crawl: what this process holds goes back to the queue."""
+        moved: int = self._release(
+            keys=[self.inflight, self.queue, self.workers, self.alive, self.done_key],
+            args=[self.process],
+        )
+        return moved
+
+    def done(self) -> str | None:
+        return _text(self.server.get(self.done_key))
+
+    def coordinator_alive(self) -> bool:
+        return bool(self.server.exists(self.alive_prefix + COORDINATOR))
+
+    def queued(self) -> int:
+        return int(self.server.zcard(self.queue))
+
+    # -- the coordinator -------------------------------------------------------------------
+
+    def pop_reports(self, count: int) -> list[bytes]:
+        return self.server.lpop(self.reports, count) or []
+
+    def wait_report(self, timeout: float) -> bytes | None:
+        """The next report, waiting up to *timeout* seconds for one (blocks: call it
+        in a thread)."""
+        popped = self.server.blpop([self.reports], timeout=timeout)
+        return popped[1] if popped else None
+
+    def requeue_lost(self) -> tuple[int, int]:
+        """Queue again what the processes that stopped sending heartbeats held:
+        (processes lost, requests queued again)."""
+        lost, moved = self._requeue_lost(
+            keys=[self.workers, self.queue],
+            args=[self.inflight_prefix, self.alive_prefix, COORDINATOR],
+        )
+        return int(lost), int(moved)
+
+    def finished(self) -> bool:
+        """Nothing queued, in flight anywhere, or reported and not yet read."""
+        return bool(
+            self._finished(
+                keys=[self.queue, self.reports, self.workers], args=[self.inflight_prefix]
+            )
+        )
+
+    def finish(self, reason: str) -> None:
+        """End the crawl: workers see *reason* (the first one given) and stop; every
+        other key goes."""
+        self.server.set(self.done_key, reason, ex=DONE_TTL, nx=True)
+        self.server.register_script(_FORGET)(keys=[CURRENT], args=[self.id])
+        self.purge(keep=(self.done_key,))
+
+    def purge(self, keep: tuple[str, ...] = ()) -> None:
+        """Delete this crawl's keys (but *keep*)."""
+        doomed = [k for k in self.server.scan_iter(match=self.prefix + "*", count=1000)]
+        doomed = [k for k in doomed if _text(k) not in keep]
+        for i in range(0, len(doomed), 1000):
+            self.server.delete(*doomed[i : i + 1000])

@@ -1,0 +1,208 @@
+"""The distributed crawl's scheduler: scrapy-redis's, with claims.
+
+:class:`RedisScheduler` is scrapy-redis's ``Scheduler`` with its queue and seen-set
+under the crawl's keys (:mod:`crawler.distributed.crawl`), and three changes:
+
+* **Claims.** Taking a request off the shared queue (:class:`ClaimQueue`, a
+  scrapy-redis ``PriorityQueue``) also records it in this process's in-flight hash,
+  in one Lua script; the page's report ends the claim
+  (:mod:`crawler.distributed.pipeline`). A request that already has a claim (a
+  retry, the start URL the coordinator keeps for itself, a request the spider's poll
+  took) stays in a local queue and is fetched here.
+* **Breadth-first everywhere.** The queue's score is the request's link depth
+  (``sitemap_depth``), so every process takes the shallowest pages first, as the
+  single-process crawl does (``DEPTH_PRIORITY``); requests queued again after a
+  process was lost score -1 and go first.
+* **Heartbeats.** The scheduler refreshes the process's ``alive`` key every quarter
+  of ``SITEMAP_REDIS_WORKER_TIMEOUT``; when the crawl is over it stops taking
+  requests. Closing gives back what the process still holds (a worker stopped with
+  Ctrl-C loses nothing) or, on the coordinator, ends the crawl.
+
+:class:`KeyDupeFilter` is scrapy-redis's ``RFPDupeFilter`` keyed on the crawl's own
+dedup key (:func:`crawler.urls.url_key`, as a 64-bit fingerprint), so the Redis
+seen-set agrees with the coordinator's decisions: a URL is queued at most once
+crawl-wide.
+
+Settings: ``SITEMAP_REDIS_URL``, ``SITEMAP_REDIS_CRAWL``, ``SITEMAP_REDIS_ROLE``,
+``SITEMAP_REDIS_WORKER_TIMEOUT``; scrapy-redis's ``SCHEDULER_SERIALIZER``,
+``DUPEFILTER_DEBUG``.
+Meta keys: ``sitemap_claim`` (the in-flight field of a claimed request).
+Stats: scrapy-redis's ``scheduler/enqueued/redis``, ``scheduler/dequeued/redis``;
+``scheduler/enqueued/local``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from scrapy.utils.asyncio import create_looping_call
+from scrapy_redis.dupefilter import RFPDupeFilter
+from scrapy_redis.queue import PriorityQueue
+from scrapy_redis.scheduler import Scheduler
+
+from crawler.distributed.crawl import COORDINATOR, RedisCrawl, claim_id
+from crawler.seen import fingerprint
+from crawler.urls import url_key
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy import Request, Spider
+    from scrapy.core.engine import ExecutionEngine
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+CLAIM = "sitemap_claim"
+
+
+class ClaimQueue(PriorityQueue):
+    """scrapy-redis's priority queue, scored by link depth; popping claims."""
+
+    def __init__(self, server: Any, spider: Spider, key: str, serializer: Any = None) -> None:
+        super().__init__(server, spider, key, serializer)
+        self.crawl: RedisCrawl = spider.redis  # type: ignore[attr-defined]
+
+    def push(self, request: Request) -> None:
+        depth = request.meta.get("sitemap_depth", 0)
+        self.server.zadd(self.key, {self._encode_request(request): depth})
+
+    def pop(self, timeout: int = 0) -> Request | None:
+        member = self.crawl.claim()
+        if member is None:
+            return None
+        request: Request = self._decode_request(member)
+        request.meta[CLAIM] = claim_id(member)
+        return request
+
+    def keep(self, request: Request) -> None:
+        """Claim *request* without queueing it: it is fetched by this process."""
+        request.meta[CLAIM] = self.crawl.keep(self._encode_request(request))
+
+
+class KeyDupeFilter(RFPDupeFilter):
+    """scrapy-redis's Redis seen-set, keyed on the crawl's dedup key."""
+
+    @classmethod
+    def from_spider(cls, spider: Spider) -> Self:
+        crawl: RedisCrawl = spider.redis  # type: ignore[attr-defined]
+        dupefilter = cls(
+            crawl.server, key=crawl.seen, debug=spider.settings.getbool("DUPEFILTER_DEBUG")
+        )
+        dupefilter.fingerprinter = spider.crawler.request_fingerprinter
+        return dupefilter
+
+    def request_fingerprint(self, request: Request) -> str:
+        url = request.meta.get("sitemap_url")
+        if url is None:  # not a page request of the site spider: Scrapy's own
+            return self.fingerprinter.fingerprint(request).hex()  # type: ignore[no-any-return]
+        # Not scrapy-redis's own fingerprint (it drifted from Scrapy's): the key the
+        # coordinator's seen-set holds (crawler/seen.py).
+        return format(fingerprint(url_key(url)), "016x")
+
+
+class RedisScheduler(Scheduler):
+    def __init__(self, crawl: RedisCrawl, **kwargs: Any) -> None:
+        super().__init__(server=crawl.server, persist=True, **kwargs)
+        self.crawl = crawl
+        self.local: deque[Request] = deque()
+        self.claiming = True
+        self.heartbeat_task: Any = None
+        self.crawl_stats: Any = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        crawl = getattr(crawler.spider, "redis", None)
+        if not isinstance(crawl, RedisCrawl):
+            raise ValueError(
+                "RedisScheduler runs the distributed site spider only "
+                "(sitemap-crawler crawl --redis URL, sitemap-crawler worker --redis URL)"
+            )
+        serializer = crawler.settings.get("SCHEDULER_SERIALIZER")
+        scheduler = cls(
+            crawl,
+            queue_key=crawl.queue,
+            queue_cls=f"{ClaimQueue.__module__}.{ClaimQueue.__qualname__}",
+            dupefilter_key=crawl.seen,
+            dupefilter_cls=f"{KeyDupeFilter.__module__}.{KeyDupeFilter.__qualname__}",
+            serializer=importlib.import_module(serializer) if serializer else None,
+        )
+        # Not scrapy-redis's stats attribute: it passes Scrapy a deprecated argument.
+        scheduler.crawl_stats = crawler.stats
+        return scheduler
+
+    def open(self, spider: Spider) -> None:
+        super().open(spider)
+        self.beat()
+        self.heartbeat_task = create_looping_call(self.beat)
+        self.heartbeat_task.start(max(self.crawl.timeout / 4, 0.1), now=False)
+
+    def beat(self) -> None:
+        from redis.exceptions import RedisError
+
+        try:
+            ended = self.crawl.heartbeat()
+        except RedisError as e:
+            logger.error("heartbeat to Redis failed: %s", e)
+            return
+        if ended is not None:
+            self.stop()
+
+    def stop(self) -> None:
+        """Take nothing more from the shared queue (the crawl is over)."""
+        self.claiming = False
+
+    def close(self, reason: str) -> None:
+        if self.heartbeat_task is not None and self.heartbeat_task.running:
+            self.heartbeat_task.stop()
+        if self.crawl.process == COORDINATOR:
+            self.crawl.finish(reason)
+        else:
+            moved = self.crawl.release()
+            if moved:
+                logger.info("gave %s unfinished requests back to the queue", moved)
+        super().close(reason)
+
+    def keep(self, request: Request) -> None:
+        self.queue.keep(request)
+
+    def enqueue_request(self, request: Request) -> bool:
+        if CLAIM in request.meta:
+            # Claimed by this process already (a retry, the start URL, a request the
+            # spider's poll took): fetched here, never queued twice.
+            self.local.append(request)
+            self.crawl_stats.inc_value("scheduler/enqueued/local")
+            return True
+        queued = bool(super().enqueue_request(request))
+        if queued:
+            self.crawl_stats.inc_value("scheduler/enqueued/redis")
+        return queued
+
+    def next_request(self) -> Request | None:
+        if self.local:
+            return self.local.popleft()
+        if not self.claiming:
+            return None
+        return self._claim()
+
+    def _claim(self) -> Request | None:
+        request: Request | None = super().next_request()
+        if request is not None:
+            self.crawl_stats.inc_value("scheduler/dequeued/redis")
+        return request
+
+    def take(self, engine: ExecutionEngine) -> Request | None:
+        """A request from the shared queue when the engine has room for one and
+        nothing of its own waiting (the spider's poll: see its ``start``)."""
+        if self.local or not self.claiming or engine.needs_backout():
+            return None
+        return self._claim()
+
+    def has_pending_requests(self) -> bool:
+        return bool(self.local) or (self.claiming and self.crawl.queued() > 0)
+
+    def __len__(self) -> int:
+        return len(self.local) + (self.crawl.queued() if self.claiming else 0)
