@@ -4,19 +4,28 @@
 mapped onto Scrapy settings (``-s NAME=VALUE`` sets any other), prints a summary and
 exits with a status a scheduler can act on. ``sitemap-crawler audit URL`` crawls
 the site without publishing, then runs the ``audit`` spider over its existing
-sitemaps and prints (and with ``--report`` writes) the comparison. Bad input gives
+sitemaps and prints (and with ``--report`` writes) the comparison. With ``--redis
+URL`` the crawl is distributed (:mod:`crawler.distributed`): its queue and seen-set
+live in Redis and ``sitemap-crawler worker --redis URL`` processes, on any machine,
+join it; this process alone decides, keeps the ledger and publishes. Bad input gives
 one line on stderr and a non-zero exit, never a traceback.
 
 Exit status:
   0  published (crawl); report done and bars passed (audit)
   2  usage error (bad option, bad URL, bad config file, unusable directory)
   3  crawl failure: start URL or robots.txt unreachable, nothing listed, or another
-     run holds the state directory; nothing was published
+     run holds the state directory; nothing was published. With --redis: Redis
+     unreachable, or another crawl running on that Redis database. worker: no crawl
+     to join, Redis unreachable, or the coordinator gone
   4  refused to publish: too many errors, or the new set would drop too many of the
      previously published URLs (--force overrides); the previous set is kept
   5  audit: --fail-under or --fail-on broke
   6  the sitemap set could not be written; the previous set is untouched
   130 interrupted (Ctrl-C, SIGTERM); nothing was published (--resume continues)
+
+``worker`` exits 0 when the crawl it joined is over (whoever ended it), 2 on a usage
+error (a malformed Redis URL), 3 as above, 130 when interrupted (what it held goes
+back to the queue).
 """
 
 from __future__ import annotations
@@ -215,7 +224,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Crawl URL's host (same host and port; robots.txt obeyed) and publish "
         "the indexable pages as sitemap files plus sitemap_index.xml in --out.",
         epilog="Exit status: 0 published; 2 usage error; 3 crawl failed (start URL or "
-        "robots.txt unreachable, nothing listed, state directory in use); 4 refused to "
+        "robots.txt unreachable, nothing listed, state directory in use; with --redis: "
+        "Redis unreachable, or another crawl on that database); 4 refused to "
         "publish (too many errors, or too many previously published URLs gone; --force); "
         "6 output could not be written; 130 interrupted (--resume continues). Nothing is "
         "published unless the crawl finished. A summary goes to stderr and report.json "
@@ -270,6 +280,53 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="continue the run that was interrupted (Ctrl-C, SIGTERM) on this state "
         "directory, instead of starting over",
+    )
+    crawl.add_argument(
+        "--redis",
+        metavar="URL",
+        help="distribute the crawl: its queue and seen-set live in the Redis database at "
+        "URL (redis://host:6379/0) and 'sitemap-crawler worker --redis URL' processes "
+        "join it; this one decides, keeps the ledger and publishes (not with --resume)",
+    )
+
+    worker = sub.add_parser(
+        "worker",
+        help="join a distributed crawl (crawl --redis) and fetch pages for it",
+        description="Join the crawl running on the Redis database at --redis (started by "
+        "'sitemap-crawler crawl URL --redis URL'): take pages from its queue, fetch and "
+        "judge them, and report what they hold to the coordinator, until the crawl ends. "
+        "The start URL and the crawl's options come from Redis.",
+        epilog="Exit status: 0 the crawl is over; 2 usage error (malformed Redis URL); 3 no "
+        "crawl to join, Redis unreachable, or the coordinator gone; 130 interrupted (what "
+        "this worker held goes back to the queue).",
+    )
+    worker.add_argument(
+        "--redis",
+        required=True,
+        metavar="URL",
+        help="the crawl's Redis database, as given to crawl --redis",
+    )
+    worker.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        metavar="N",
+        help="concurrent requests of this worker (default: the crawl's)",
+    )
+    worker.add_argument(
+        "--log-level",
+        default="CRITICAL",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
+        help="Scrapy's log on stderr (default: %(default)s)",
+    )
+    worker.add_argument(
+        "-s",
+        "--set",
+        dest="settings",
+        action="append",
+        type=_setting,
+        default=[],
+        metavar="NAME=VALUE",
+        help="set any Scrapy or SITEMAP_* setting for this worker (repeatable)",
     )
 
     audit = sub.add_parser(
@@ -391,6 +448,8 @@ def settings_from_args(args: argparse.Namespace) -> dict[str, Any]:
     for directory in (paths.out, paths.state):
         _check_writable(directory)
     job = paths.state / JOB
+    if args.redis and args.resume:
+        raise UsageError("--resume cannot continue a distributed crawl (--redis)")
     if args.resume and not (job.is_dir() and paths.running_ledger.is_file()):
         raise UsageError(f"nothing to resume in {paths.state}: no interrupted run")
     settings.update(
@@ -482,9 +541,13 @@ def _busy(state: Path) -> str | None:
     return None
 
 
-def run_crawl(url: str, overrides: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    """Run the spider in this process; return the exit status and the stats."""
+def run_crawl(
+    url: str, overrides: dict[str, Any], spider: str | None = None
+) -> tuple[int, dict[str, Any]]:
+    """Run the spider (the site spider, or the class named *spider*) in this process;
+    return the exit status and the stats."""
     from scrapy.crawler import CrawlerProcess
+    from scrapy.utils.misc import load_object
 
     from crawler.spiders.site import SiteSpider
 
@@ -493,7 +556,7 @@ def run_crawl(url: str, overrides: dict[str, Any]) -> tuple[int, dict[str, Any]]
         # A new night starts clean, even after an interrupted run.
         shutil.rmtree(job, ignore_errors=True)
     process = CrawlerProcess(_settings(overrides))
-    crawler = process.create_crawler(SiteSpider)
+    crawler = process.create_crawler(load_object(spider) if spider else SiteSpider)
     process.crawl(crawler, url=url)
     process.start()
     stats = crawler.stats.get_stats() if crawler.stats else {}
@@ -622,9 +685,132 @@ def _settings(overrides: dict[str, Any]) -> Any:
     return settings
 
 
+class CrawlFailure(Exception):
+    """The crawl cannot start (Redis unreachable, busy): one line, exit status 3."""
+
+
+def _redis_module() -> Any:
+    try:
+        import crawler.distributed.crawl as redis_crawl
+    except ImportError as e:
+        raise UsageError(
+            f"--redis needs scrapy-redis ({e}): pip install 'sitemap-crawler[redis]'"
+        ) from None
+    return redis_crawl
+
+
+def _connect(url: str) -> Any:
+    redis_crawl = _redis_module()
+    try:
+        return redis_crawl.connect(url, socket_connect_timeout=10)
+    except redis_crawl.BadRedisUrl as e:
+        raise UsageError(str(e)) from None
+    except redis_crawl.DistributedError as e:
+        raise CrawlFailure(str(e)) from None
+
+
+def begin_distributed(args: argparse.Namespace, overrides: dict[str, Any]) -> tuple[Any, Any]:
+    """Register a distributed crawl in Redis; return its handle and the settings of
+    this process, the coordinator."""
+    import json
+
+    from crawler.distributed import coordinator_settings, shared_settings
+
+    redis_crawl = _redis_module()
+    server = _connect(args.redis)
+    project = _settings(overrides)
+    shared = shared_settings(overrides)
+    try:
+        json.dumps(shared)
+    except TypeError as e:
+        raise UsageError(f"a setting cannot be sent to the workers: {e}") from None
+    try:
+        crawl = redis_crawl.RedisCrawl.begin(
+            server,
+            args.redis,
+            args.url,
+            shared,
+            project.getfloat("SITEMAP_REDIS_WORKER_TIMEOUT"),
+        )
+    except redis_crawl.DistributedError as e:
+        raise CrawlFailure(str(e)) from None
+    return crawl, coordinator_settings(overrides, args.redis, crawl.id, project)
+
+
+def run_worker(args: argparse.Namespace) -> int:
+    """Join the crawl on ``--redis`` and work for it until it ends."""
+    from crawler.distributed import SPIDER, worker_settings
+
+    try:
+        server = _connect(args.redis)
+        redis_crawl = _redis_module()
+        try:
+            crawl_id, config = redis_crawl.RedisCrawl.join(server, args.redis)
+        except redis_crawl.DistributedError as e:
+            raise CrawlFailure(str(e)) from None
+    except UsageError as e:
+        print(f"sitemap-crawler: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except CrawlFailure as e:
+        print(f"sitemap-crawler: {e}", file=sys.stderr)
+        return EXIT_CRAWL_FAILED
+    local: dict[str, Any] = {"LOG_LEVEL": args.log_level}
+    if args.concurrency is not None:
+        local["CONCURRENT_REQUESTS_PER_DOMAIN"] = args.concurrency
+    local.update(dict(args.settings))
+    start_url = config["start_url"]
+    try:
+        settings = worker_settings(
+            config, args.redis, crawl_id, local, _settings({**config["settings"], **local})
+        )
+        _, stats = run_crawl(start_url, settings, spider=SPIDER)
+    except KeyboardInterrupt:
+        print("sitemap-crawler: worker interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as e:  # a bad -s value, say: one line, not a traceback
+        logging.getLogger(__name__).debug("worker failed", exc_info=True)
+        print(f"sitemap-crawler: error: {type(e).__name__}: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    fetched = stats.get("sitemap/distributed/reported", 0)
+    where = f"crawl {crawl_id} of {start_url}"
+    if stats.get("finish_reason") in ("shutdown", "cancelled"):
+        print(
+            f"sitemap-crawler: worker interrupted after {fetched} pages of {where}; what it "
+            "held went back to the queue",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    if stats.get("sitemap/fatal"):
+        print(f"sitemap-crawler: {stats['sitemap/fatal']} ({where})", file=sys.stderr)
+        return EXIT_CRAWL_FAILED
+    end = stats.get("sitemap/distributed/end") or "over"
+    print(
+        f"sitemap-crawler: worker done: {fetched} pages for {where}; the crawl ended ({end})",
+        file=sys.stderr,
+    )
+    return EXIT_OK
+
+
+def _distributed_summary(stats: dict[str, Any]) -> str | None:
+    if not stats.get("sitemap/distributed/workers") and not stats.get("sitemap/distributed/lost"):
+        return None
+    line = (
+        f"workers: {stats.get('sitemap/distributed/workers', 0)}, which fetched "
+        f"{stats.get('sitemap/distributed/pages_from_workers', 0)} of the pages"
+    )
+    if stats.get("sitemap/distributed/lost"):
+        line += (
+            f"; {stats['sitemap/distributed/lost']} lost, "
+            f"{stats.get('sitemap/distributed/requeued', 0)} of their requests queued again"
+        )
+    return line
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "worker":
+        return run_worker(args)
     if args.command not in ("crawl", "audit"):
         parser.print_help()
         return EXIT_USAGE
@@ -638,10 +824,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "crawl" and (busy := _busy(Path(overrides["SITEMAP_STATE_DIR"]))):
         print(f"sitemap-crawler: {busy}; this run did nothing", file=sys.stderr)
         return EXIT_CRAWL_FAILED
+    crawl = spider = None
+    if args.command == "crawl" and args.redis:
+        spider = "crawler.distributed.spider.DistributedSiteSpider"
+        try:
+            crawl, overrides = begin_distributed(args, overrides)
+        except UsageError as e:
+            print(f"sitemap-crawler: error: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        except CrawlFailure as e:
+            print(f"sitemap-crawler: {e}; this run did nothing", file=sys.stderr)
+            return EXIT_CRAWL_FAILED
     try:
         if args.command == "audit":
             return run_audit(args, overrides)
-        code, stats = run_crawl(args.url, overrides)
+        code, stats = run_crawl(args.url, overrides, spider=spider)
     except KeyboardInterrupt:
         print("sitemap-crawler: interrupted; nothing was published", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -649,8 +846,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger(__name__).debug("crawl failed", exc_info=True)
         print(f"sitemap-crawler: error: {type(e).__name__}: {e}", file=sys.stderr)
         return EXIT_USAGE
+    finally:
+        if crawl is not None:
+            # Normally done already by the scheduler; not when Scrapy never got going.
+            crawl.finish("failed")
     # The summary goes to stderr with the errors, as a cron mail or a journal shows it.
     print(format_summary(stats), file=sys.stderr)
+    if (line := _distributed_summary(stats)) is not None:
+        print(line, file=sys.stderr)
     if code != EXIT_OK:
         print(
             f"sitemap-crawler: {stats.get('sitemap/message', 'the crawl failed')}", file=sys.stderr
