@@ -1,0 +1,245 @@
+"""Distributed crawls on a real Redis server (issue 5, "scale out with scrapy-redis").
+
+A redis-server is started on a free 127.0.0.1 port for the module; the coordinator
+(``crawl --redis``) and the workers (``worker --redis``) run as the user runs them,
+as subprocesses, against the test site of ``tests/mockserver.py``. What they publish
+must be what one process publishes, with no page fetched more often; a worker
+killed mid-crawl must lose nothing.
+"""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scrapy.utils.sitemap import Sitemap
+
+from tests.conftest import ROOT, MockServer
+from tests.test_cli import assert_one_line_error, free_port
+
+redis = pytest.importorskip("redis")  # the test extra installs it
+
+CURRENT = "sitemap-crawler:crawl"
+# Fast to start; the delay keeps the crawl going long enough for workers to join
+# (and for one to be killed mid-way).
+FAST = ("-s", "AUTOTHROTTLE_START_DELAY=0")
+
+
+@dataclass
+class RedisServer:
+    port: int
+
+    def url(self, db: int) -> str:
+        return f"redis://127.0.0.1:{self.port}/{db}"
+
+    def client(self, db: int) -> Any:
+        return redis.Redis(port=self.port, db=db, decode_responses=True)
+
+
+@pytest.fixture(scope="module")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.fail(
+            "redis-server is not installed: apt-get install redis-server (.ci/run does)",
+            pytrace=False,
+        )
+    port = free_port()
+    work = tmp_path_factory.mktemp("redis")
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        + ["--dir", str(work)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    server = RedisServer(port)
+    try:
+        wait_for(lambda: _pings(server), timeout=10)
+        yield server
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _pings(server: RedisServer) -> bool:
+    try:
+        return bool(server.client(0).ping())
+    except redis.ConnectionError:
+        return False
+
+
+def wait_for(predicate: Any, timeout: float = 30) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("timed out")
+
+
+def cli(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "crawler.cli", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def finish(proc: subprocess.Popen[str], timeout: float = 60) -> str:
+    _, err = proc.communicate(timeout=timeout)
+    assert "Traceback" not in err, err
+    return err
+
+
+def published(out: Path) -> set[str]:
+    """Every <loc> of the published set, read back through Scrapy's sitemap parser."""
+    index = Sitemap((out / "sitemap_index.xml").read_bytes())
+    locs: set[str] = set()
+    for entry in index:
+        body = (out / entry["loc"].rsplit("/", 1)[1]).read_bytes()
+        locs.update(e["loc"] for e in Sitemap(gzip.decompress(body)))
+    return locs
+
+
+def fetches(site: MockServer) -> Counter[str]:
+    """Requests per page (robots.txt is fetched once by every process)."""
+    return Counter(r["path"] for r in site.requests() if r["path"] != "/robots.txt")
+
+
+@dataclass
+class Reference:
+    locs: set[str]
+    fetches: Counter[str]
+
+
+@pytest.fixture(scope="module")
+def single(site: MockServer, tmp_path_factory: pytest.TempPathFactory) -> Reference:
+    """The same site crawled by one process."""
+    out = tmp_path_factory.mktemp("single") / "public"
+    site.clear_log()
+    finish(cli("crawl", site.url("/"), "--out", str(out), *FAST))
+    reference = Reference(published(out), fetches(site))
+    assert len(reference.locs) > 50
+    return reference
+
+
+def test_two_workers_publish_what_one_process_does(
+    site: MockServer, redis_server: RedisServer, single: Reference, tmp_path: Path
+) -> None:
+    url, client = redis_server.url(1), redis_server.client(1)
+    out = tmp_path / "public"
+    site.clear_log()
+    coordinator = cli("crawl", site.url("/"), "--out", str(out), "--redis", url, "--delay", "0.05")
+    wait_for(lambda: client.get(CURRENT))
+    workers = [cli("worker", "--redis", url) for _ in range(2)]
+    err = finish(coordinator)
+    assert coordinator.returncode == 0, err
+    assert "workers: 2," in err  # both took part
+    for worker in workers:
+        werr = finish(worker)
+        assert worker.returncode == 0, werr
+        assert "the crawl ended (finished)" in werr
+    assert published(out) == single.locs
+    # No page fetched twice: each as often as by one process (retries of the 500 alike).
+    assert fetches(site) == single.fetches
+    assert {path for path, n in single.fetches.items() if n > 1} == {"/err-500"}
+    assert client.keys("*") == [k for k in client.keys("*") if k.endswith(":done")]
+
+
+def test_a_killed_worker_loses_nothing(
+    site: MockServer, redis_server: RedisServer, single: Reference, tmp_path: Path
+) -> None:
+    url, client = redis_server.url(2), redis_server.client(2)
+    out = tmp_path / "public"
+    coordinator = cli(
+        "crawl",
+        site.url("/"),
+        "--out",
+        str(out),
+        "--redis",
+        url,
+        "--delay",
+        "0.1",
+        "-s",
+        "SITEMAP_REDIS_WORKER_TIMEOUT=2",
+    )
+    wait_for(lambda: client.get(CURRENT))
+    crawl = client.get(CURRENT)
+    victim, survivor = cli("worker", "--redis", url), cli("worker", "--redis", url)
+
+    def victim_holds_pages() -> bool:
+        for process in client.smembers(f"sitemap-crawler:{crawl}:workers"):
+            if f":{victim.pid}:" in process:
+                return client.hlen(f"sitemap-crawler:{crawl}:inflight:{process}") > 0
+        return False
+
+    wait_for(victim_holds_pages)
+    time.sleep(0.5)  # mid-page: some fetched and reported, some taken and not
+    victim.kill()
+    victim.communicate(timeout=10)
+    err = finish(coordinator, timeout=90)
+    assert coordinator.returncode == 0, err
+    assert "1 lost" in err, err
+    assert finish(survivor) and survivor.returncode == 0
+    assert published(out) == single.locs
+
+
+def test_interrupted_coordinator_publishes_nothing_and_stops_the_workers(
+    site: MockServer, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    url, client = redis_server.url(5), redis_server.client(5)
+    out = tmp_path / "public"
+    site.clear_log()
+    coordinator = cli("crawl", site.url("/"), "--out", str(out), "--redis", url, "--delay", "0.1")
+    wait_for(lambda: client.get(CURRENT))
+    worker = cli("worker", "--redis", url)
+    wait_for(lambda: len(site.requests()) >= 10)
+    coordinator.send_signal(signal.SIGINT)
+    err = finish(coordinator)
+    assert coordinator.returncode == 130, err
+    assert "nothing was published" in err
+    assert not (out / "sitemap_index.xml").exists()
+    werr = finish(worker)
+    assert worker.returncode == 0, werr
+    assert "the crawl ended (shutdown)" in werr
+
+
+def test_worker_errors_are_one_line(redis_server: RedisServer, tmp_path: Path) -> None:
+    url = redis_server.url(3)
+    proc = cli("worker", "--redis", url)
+    assert_one_line_error(finished(proc), 3, f"no crawl is running on {url}")
+    proc = cli("worker", "--redis", "http://127.0.0.1:6379/0")
+    assert_one_line_error(finished(proc), 2, "bad Redis URL 'http://127.0.0.1:6379/0'")
+    unused = f"redis://127.0.0.1:{free_port()}/0"
+    proc = cli("worker", "--redis", unused)
+    assert_one_line_error(finished(proc), 3, f"cannot reach Redis at {unused}")
+
+
+def test_crawl_errors_are_one_line(redis_server: RedisServer, tmp_path: Path) -> None:
+    url, client = redis_server.url(4), redis_server.client(4)
+    out = str(tmp_path / "public")
+    proc = cli("crawl", "http://127.0.0.1:9/", "--out", out, "--redis", url, "--resume")
+    assert_one_line_error(finished(proc), 2, "--resume cannot continue a distributed crawl")
+    # Another crawl's coordinator is alive on that database.
+    client.set(CURRENT, "other")
+    client.set("sitemap-crawler:other:alive:coordinator", "1", ex=30)
+    proc = cli("crawl", "http://127.0.0.1:9/", "--out", out, "--redis", url)
+    assert_one_line_error(finished(proc), 3, f"crawl other of ? is running on {url}")
+    assert client.get(CURRENT) == "other"
+
+
+def finished(proc: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
+    out, err = proc.communicate(timeout=60)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
