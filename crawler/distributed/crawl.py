@@ -61,6 +61,12 @@ redis.call('HSET', KEYS[2], redis.sha1hex(popped[1]), popped[1])
 redis.call('SADD', KEYS[3], ARGV[1])
 return popped[1]
 """
+# KEYS: seen, queue. ARGV: fingerprint ('' to queue unconditionally), request, score.
+_ENQUEUE = """
+if ARGV[1] ~= '' and redis.call('SADD', KEYS[1], ARGV[1]) == 0 then return 0 end
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
+return 1
+"""
 # KEYS: inflight, reports, done. ARGV: claim ('' for none), report.
 _REPORT = """
 if redis.call('EXISTS', KEYS[3]) == 1 then return -1 end
@@ -181,6 +187,7 @@ class RedisCrawl:
         self.alive_prefix = prefix + "alive:"
         self.inflight = self.inflight_prefix + process
         self.alive = self.alive_prefix + process
+        self._enqueue = server.register_script(_ENQUEUE)
         self._claim = server.register_script(_CLAIM)
         self._report = server.register_script(_REPORT)
         self._requeue_lost = server.register_script(_REQUEUE_LOST)
@@ -281,6 +288,13 @@ class RedisCrawl:
                 keys=[self.alive, self.workers, self.done_key],
                 args=[self.process, int(self.timeout * 1000)],
             )
+        )
+
+    def enqueue(self, fingerprint: str | None, member: bytes, score: float) -> bool:
+        """Queue a serialized request unless its *fingerprint* is in the seen-set
+        already (``None``: queue it anyway); one round trip for both."""
+        return bool(
+            self._enqueue(keys=[self.seen, self.queue], args=[fingerprint or "", member, score])
         )
 
     def claim(self) -> bytes | None:

@@ -5,7 +5,9 @@ The distributed site spider's callbacks yield one
 about what they found. This pipeline pickles it onto the crawl's report list and
 ends the request's claim in the same Lua script, so a process killed at any moment
 has either reported a page or still holds it (and the coordinator queues it again).
-Every other item passes through untouched.
+On the coordinator the report stays in memory and an empty marker takes its place
+in the list, so that the list still orders every report and the end of the crawl
+is still read from Redis alone. Every other item passes through untouched.
 
 Settings: ``SITEMAP_REDIS_URL`` (off without it).
 Stats: ``sitemap/distributed/reported``, ``sitemap/distributed/dropped_reports``
@@ -44,8 +46,16 @@ class ReportPipeline:
     def process_item(self, item: Any) -> Any:
         if not isinstance(item, PageReport):
             return item
-        redis = self.crawler.spider.redis  # type: ignore[union-attr]
-        sent = redis.report(item.claim, pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL))
+        spider = self.crawler.spider
+        redis = spider.redis  # type: ignore[union-attr]
+        if spider.coordinator:  # type: ignore[union-attr]
+            # The coordinator's own pages: the report stays in memory and an empty
+            # marker keeps its place in the list (no pickling, no payload through Redis).
+            spider.own_reports.append(item)  # type: ignore[union-attr]
+            payload = b""
+        else:
+            payload = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
+        sent = redis.report(item.claim, payload)
         stats = self.crawler.stats
         assert stats is not None
         if sent == 1:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
@@ -66,9 +67,11 @@ class ClaimQueue(PriorityQueue):
         super().__init__(server, spider, key, serializer)
         self.crawl: RedisCrawl = spider.redis  # type: ignore[attr-defined]
 
-    def push(self, request: Request) -> None:
+    def push(self, request: Request, fingerprint: str | None = None) -> bool:
+        """Queue *request* unless *fingerprint* is in the seen-set (scrapy-redis's
+        ``RFPDupeFilter.request_seen`` then ``push``, in one round trip)."""
         depth = request.meta.get("sitemap_depth", 0)
-        self.server.zadd(self.key, {self._encode_request(request): depth})
+        return self.crawl.enqueue(fingerprint, self._encode_request(request), depth)
 
     def pop(self, timeout: int = 0) -> Request | None:
         member = self.crawl.claim()
@@ -112,6 +115,8 @@ class RedisScheduler(Scheduler):
         self.claiming = True
         self.heartbeat_task: Any = None
         self.crawl_stats: Any = None
+        self.poll_interval = 0.05
+        self._empty_until = 0.0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -132,6 +137,7 @@ class RedisScheduler(Scheduler):
         )
         # Not scrapy-redis's stats attribute: it passes Scrapy a deprecated argument.
         scheduler.crawl_stats = crawler.stats
+        scheduler.poll_interval = crawler.settings.getfloat("SITEMAP_REDIS_POLL_INTERVAL", 0.05)
         return scheduler
 
     def open(self, spider: Spider) -> None:
@@ -176,10 +182,13 @@ class RedisScheduler(Scheduler):
             self.local.append(request)
             self.crawl_stats.inc_value("scheduler/enqueued/local")
             return True
-        queued = bool(super().enqueue_request(request))
-        if queued:
-            self.crawl_stats.inc_value("scheduler/enqueued/redis")
-        return queued
+        fingerprint = None if request.dont_filter else self.df.request_fingerprint(request)
+        if not self.queue.push(request, fingerprint):
+            self.df.log(request, self.spider)
+            return False
+        self.crawl_stats.inc_value("scheduler/enqueued/redis")
+        self._empty_until = 0.0
+        return True
 
     def next_request(self) -> Request | None:
         if self.local:
@@ -189,8 +198,16 @@ class RedisScheduler(Scheduler):
         return self._claim()
 
     def _claim(self) -> Request | None:
+        # Scrapy asks for the next request after every response and every request
+        # scheduled; once the queue was found empty, ask Redis again only after the
+        # poll interval (or after this process queued something).
+        if self._empty_until and time.monotonic() < self._empty_until:
+            return None
         request: Request | None = super().next_request()
-        if request is not None:
+        if request is None:
+            self._empty_until = time.monotonic() + self.poll_interval
+        else:
+            self._empty_until = 0.0
             self.crawl_stats.inc_value("scheduler/dequeued/redis")
         return request
 

@@ -41,6 +41,7 @@ from __future__ import annotations
 import logging
 import pickle
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +65,8 @@ logger = logging.getLogger(__name__)
 # Seconds between two looks for lost processes (coordinator) or for the end of the
 # crawl (workers).
 SWEEP_INTERVAL = 1.0
+# Links a process remembers having reported (about 100 bytes each).
+REPORTED_MAX = 200_000
 
 
 class DistributedSiteSpider(SiteSpider):
@@ -77,6 +80,10 @@ class DistributedSiteSpider(SiteSpider):
         self.poll_interval = s.getfloat("SITEMAP_REDIS_POLL_INTERVAL", 0.05)
         self.report_batch = s.getint("SITEMAP_REDIS_REPORT_BATCH", 200)
         self.workers_seen: set[str] = set()
+        # Plain links this process has reported, with the shallowest depth.
+        self.reported: dict[str, int] = {}
+        # The coordinator's reports on its own pages (see the report pipeline).
+        self.own_reports: deque[PageReport] = deque()
 
     # -- every process: judge, and report instead of deciding ---------------------------
 
@@ -90,6 +97,17 @@ class DistributedSiteSpider(SiteSpider):
         encoding: str = "utf-8",
         normal: str | None = None,
     ) -> Iterator[Found]:
+        if normal is not None and raw == normal and not hops:
+            # A plain link (most are): once this process has reported it from a page
+            # as shallow, the coordinator knows it, and reporting it again would only
+            # cost both sides time (navigation links repeat on every page). Without
+            # this memory the outcome is the same, so it is bounded, not exact.
+            known = self.reported.get(normal)
+            if known is not None and known <= depth:
+                return
+            if len(self.reported) >= REPORTED_MAX:
+                self.reported.clear()
+            self.reported[normal] = depth
         yield Found(raw, depth, referrer, hops, encoding, normal)
 
     def _replay(self, rec: UrlRecord, response: Response) -> Iterator[Replay]:
@@ -137,7 +155,8 @@ class DistributedSiteSpider(SiteSpider):
         payloads: list[bytes] = []
         while True:
             for payload in payloads:
-                for out in self._apply(pickle.loads(payload)):
+                report = self.own_reports.popleft() if not payload else pickle.loads(payload)
+                for out in self._apply(report):
                     yield out
             now = time.monotonic()
             if now >= next_sweep:
