@@ -26,6 +26,7 @@ from scrapy.utils.sitemap import Sitemap
 
 from tests.conftest import ROOT, MockServer
 from tests.test_cli import assert_one_line_error, free_port
+from tests.test_nightly import NightlySite
 
 redis = pytest.importorskip("redis")  # the test extra installs it
 
@@ -194,6 +195,41 @@ def test_a_killed_worker_loses_nothing(
     assert "1 lost" in err, err
     assert finish(survivor) and survivor.returncode == 0
     assert published(out) == single.locs
+
+
+def test_second_night_replays_the_304s_of_every_process(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    site = NightlySite(tmp_path)
+    try:
+        pages = [f"/p{i}.html" for i in range(30)]
+        site.home(*pages, etag='"home"')
+        for path in pages:
+            site.page(path, f"page {path}", etag=f'"{path}"')
+        site.save()
+        url, client = redis_server.url(6), redis_server.client(6)
+        out = tmp_path / "public"
+        errors = []
+        for _ in range(2):
+            site.clear_log()
+            coordinator = cli(
+                "crawl", site.url("/"), "--out", str(out), "--redis", url, "--delay", "0.05"
+            )
+            wait_for(lambda: client.get(CURRENT))
+            worker = cli("worker", "--redis", url)
+            errors.append(finish(coordinator))
+            assert coordinator.returncode == 0, errors[-1]
+            assert finish(worker) and worker.returncode == 0
+        # The second night: every page asked conditionally, answered 304 (by whichever
+        # process asked), replayed by the coordinator from the first night's ledger.
+        assert "(31 conditional, 31 not modified)" in errors[1]
+        assert "since the last run: 0 added, 0 removed, 0 lastmod changes" in errors[1]
+        assert "workers: 1," in errors[1]
+        pages_asked = [r for r in site.requests() if r["path"] != "/robots.txt"]
+        assert Counter(r["status"] for r in pages_asked) == {304: 31}
+        assert published(out) == {site.url(p) for p in ["/", *pages]}
+    finally:
+        site.stop()
 
 
 def test_interrupted_coordinator_publishes_nothing_and_stops_the_workers(
