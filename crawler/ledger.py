@@ -31,10 +31,11 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from crawler.entry import SitemapEntry
+from crawler.entry import ChangeFreq, EntryRows
 from crawler.items import (
     CANONICAL,
     CAP,
@@ -306,13 +307,23 @@ class Ledger:
 
     # -- reading -----------------------------------------------------------------
 
-    def listed_entries(self) -> Iterator[SitemapEntry]:
-        """The listed pages, sorted by published address, streamed from disk."""
-        cur = self._db.execute(
-            "SELECT loc, lastmod FROM urls WHERE decision = ? ORDER BY loc", (LISTED,)
+    def listed_entries(
+        self, changefreq: ChangeFreq | None = None, priority: Decimal | None = None
+    ) -> EntryRows:
+        """The listed pages, sorted by published address and streamed from disk, as
+        sitemap entries with ``changefreq`` and ``priority`` (the same for all).
+
+        Iterating gives checked :class:`~crawler.entry.SitemapEntry` objects (a bad
+        ``loc`` raises ``ValueError``); :class:`~crawler.writer.SitemapSetWriter`
+        reads them in checked batches instead (:class:`~crawler.entry.EntryRows`).
+        The query is answered from the covering index ``urls_listed_sorted``, in its
+        order: no sort, and no visit to the table's wide rows. The decision is a
+        literal so that SQLite can match the partial index's WHERE clause.
+        """
+        cursor = self._db.execute(
+            f"SELECT loc, lastmod FROM urls WHERE decision = '{LISTED}' ORDER BY loc"
         )
-        for loc, lastmod in cur:
-            yield SitemapEntry(loc=loc, lastmod=lastmod)
+        return EntryRows(cursor, changefreq, priority)
 
     def counts(self) -> dict[str, int]:
         return dict(self._db.execute("SELECT decision, count(*) FROM urls GROUP BY decision"))

@@ -1,11 +1,14 @@
 """Write a sitemap set (rotated child files plus an index) and publish it atomically.
 
-:class:`SitemapSetWriter` streams :class:`~crawler.entry.SitemapEntry` objects
-into child files, one open (gzip) stream at a time, with plain string writes:
-no lxml tree and no list of the entries, so a million URLs cost the memory of
-one 256 KiB buffer. A child file is closed when it holds ``max_urls`` entries or
-when the next entry would take it over ``max_bytes`` uncompressed (the protocol
-counts the uncompressed size). :meth:`SitemapSetWriter.publish` then moves the
+:class:`SitemapSetWriter` streams :class:`~crawler.entry.SitemapEntry` objects,
+or the checked batches of an :class:`~crawler.entry.EntryRows` (what the ledger
+gives, so that publishing a million URLs makes no object per URL), into child
+files, one open (gzip) stream at a time, with plain string writes: no lxml tree
+and no list of all the entries, so a million URLs cost the memory of a few
+thousand entries and one 256 KiB buffer. Entries are rendered and fitted into
+files a list at a time. A child file is closed when it holds ``max_urls``
+entries or when the next entry would take it over ``max_bytes`` uncompressed
+(the protocol counts the uncompressed size). :meth:`SitemapSetWriter.publish` then moves the
 whole set into place, the index last, and only after that removes the files of
 the previous set.
 
@@ -29,19 +32,22 @@ files; nothing else in the directory is touched.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gzip as gzip_module
 import hashlib
 import logging
 import os
 import re
-from collections.abc import Callable, Iterable
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from itertools import accumulate, islice
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
-from crawler.entry import SitemapEntry, check_loc
+from crawler.entry import ChangeFreq, EntryBatch, EntryRows, SitemapEntry, check_loc
 from crawler.lastmod import lastmod_datetime
 from crawler.limits import (
     MAX_BYTES_PER_FILE,
@@ -66,15 +72,26 @@ CHILD_NAME_RE: Final = re.compile(r"^sitemap-\d{5}-[0-9a-f]{10}\.(xml|txt)(\.gz)
 # and the default index name); a custom index name is matched separately.
 _STALE_TEMP_RE: Final = re.compile(r"^\.sitemap.*\.\d+\.tmp$")
 _FORMATS: Final = ("xml", "txt")
-# Entries are rendered to small byte strings and handed to zlib and SHA-256 in
-# batches of this size: one GzipFile.write() per entry is several times slower.
+# Entries are rendered to small strings, joined, encoded and handed to zlib and
+# SHA-256 in batches of about this many bytes: one GzipFile.write() per entry is
+# several times slower, and so is one encode() per entry. (The size also sets
+# where zlib's input is split, which shows in the bytes at compresslevel 0.)
 _BATCH_BYTES: Final = 256 * 1024
+# SitemapEntry objects are taken this many at a time (EntryRows bring their own
+# batches): rendered, measured and fitted into files a list at a time.
+_CHUNK_ENTRIES: Final = 4096
 
 _XML_DECLARATION: Final = '<?xml version="1.0" encoding="UTF-8"?>\n'
-_URLSET_HEADER: Final = f'{_XML_DECLARATION}<urlset xmlns="{SITEMAP_NS}">\n'.encode()
-_URLSET_FOOTER: Final = b"</urlset>\n"
+# ASCII: as many bytes as characters.
+_URLSET_HEADER: Final = f'{_XML_DECLARATION}<urlset xmlns="{SITEMAP_NS}">\n'
+_URLSET_FOOTER: Final = "</urlset>\n"
 _INDEX_HEADER: Final = f'{_XML_DECLARATION}<sitemapindex xmlns="{SITEMAP_NS}">\n'.encode()
 _INDEX_FOOTER: Final = b"</sitemapindex>\n"
+
+
+# Rendered entries on their way into files: texts, lastmods, locs (for errors),
+# and whether every lastmod is in a form _latest_utc() takes (EntryBatch.utc).
+_Chunk = tuple[list[str], list[str | None], list[str], bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,10 +108,20 @@ class WrittenFile:
 def _escape(text: str) -> str:
     # Character data needs only &, < and > escaped ("&" first, or the "&" of
     # "&lt;" would be escaped again); quotes matter in attributes only, and we
-    # write none with data in them.
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    # write none with data in them. Most URLs have none of the three, and a
+    # scan for a character is cheaper than a replace() that finds nothing.
+    if "&" in text:
+        text = text.replace("&", "&amp;")
+    if "<" in text:
+        text = text.replace("<", "&lt;")
+    if ">" in text:
+        text = text.replace(">", "&gt;")
+    return text
 
 
+# Few distinct priorities per set (usually one, SITEMAP_PRIORITY), each formatted
+# once. Equal Decimals ("0.5", "0.50") format alike, so sharing a result is safe.
+@functools.lru_cache(maxsize=64)
 def _format_priority(priority: Decimal) -> str:
     # "0.5", "1.0", "0.0". format "f", not str(): str(Decimal("0E-7")) is an
     # exponent form that xsd:decimal rejects. normalize() drops trailing zeros;
@@ -106,21 +133,75 @@ def _format_priority(priority: Decimal) -> str:
     return text if "." in text else f"{text}.0"
 
 
-def _render_xml(entry: SitemapEntry) -> bytes:
+def _optional_tags(changefreq: ChangeFreq | None, priority: Decimal | None) -> str:
+    optional = "" if changefreq is None else f"<changefreq>{changefreq.value}</changefreq>"
+    if priority is not None:
+        optional += f"<priority>{_format_priority(priority)}</priority>"
+    return optional
+
+
+def _render_xml(entry: SitemapEntry) -> str:
     # SitemapEntry has checked loc (no control characters), lastmod (digits and
     # separators only) and the rest, so escaping loc is all that is left.
-    optional = ""
+    optional = _optional_tags(entry.changefreq, entry.priority)
     if entry.lastmod is not None:
-        optional = f"<lastmod>{entry.lastmod}</lastmod>"
-    if entry.changefreq is not None:
-        optional += f"<changefreq>{entry.changefreq.value}</changefreq>"
-    if entry.priority is not None:
-        optional += f"<priority>{_format_priority(entry.priority)}</priority>"
-    return f"<url><loc>{_escape(entry.loc)}</loc>{optional}</url>\n".encode()
+        optional = f"<lastmod>{entry.lastmod}</lastmod>{optional}"
+    return f"<url><loc>{_escape(entry.loc)}</loc>{optional}</url>\n"
 
 
-def _render_txt(entry: SitemapEntry) -> bytes:
-    return f"{entry.loc}\n".encode()
+def _render_txt(entry: SitemapEntry) -> str:
+    return f"{entry.loc}\n"
+
+
+def _render_xml_batch(batch: EntryBatch) -> list[str]:
+    # What _render_xml() makes of each entry of the batch, a list at a time.
+    locs = batch.locs
+    joined = "\n".join(locs)
+    if "&" in joined or "<" in joined or ">" in joined:
+        # No loc holds a "\n" (check_loc): escape them all in one go.
+        locs = _escape(joined).split("\n")
+    optional = _optional_tags(batch.changefreq, batch.priority)
+    return [
+        f"<url><loc>{loc}</loc>{optional}</url>\n"
+        if lastmod is None
+        else f"<url><loc>{loc}</loc><lastmod>{lastmod}</lastmod>{optional}</url>\n"
+        for loc, lastmod in zip(locs, batch.lastmods, strict=True)
+    ]
+
+
+def _render_txt_batch(batch: EntryBatch) -> list[str]:
+    return [f"{loc}\n" for loc in batch.locs]
+
+
+def _utc_key(lastmod: str) -> str | None:
+    """``YYYY-MM-DDThh:mm:ss`` (UTC) for the lastmod forms crawler.lastmod writes,
+    a date or a ``+00:00`` date-time without a fraction, else ``None``.
+
+    Fixed-width digits: these keys sort as the instants they stand for, so the
+    latest lastmod of a file is found without a datetime per entry. ``lastmod``
+    has passed SitemapEntry's check, so its length tells its form.
+    """
+    if len(lastmod) == 10:  # YYYY-MM-DD: midnight UTC, as lastmod_datetime() has it
+        return lastmod + "T00:00:00"
+    if len(lastmod) == 25 and lastmod.endswith("+00:00"):
+        return lastmod[:19]
+    return None
+
+
+def _latest_utc(lastmods: list[str | None]) -> str | None:
+    """The latest of ``lastmods``, every one ``None``, a date or a ``+00:00``
+    date-time without a fraction (EntryBatch.utc); of equal instants, the first.
+
+    For these forms, text order is time order (a date sorts before any time of
+    its day), except that a date and its day's ``T00:00:00+00:00`` are one
+    instant: max() takes the date-time, and the date wins if it came first.
+    """
+    latest = max(filter(None, lastmods), default=None)
+    if latest is not None and latest.endswith("T00:00:00+00:00"):
+        date = latest[:10]
+        if date in lastmods and lastmods.index(date) < lastmods.index(latest):
+            return date
+    return latest
 
 
 def _fsync_dir(path: Path) -> None:
@@ -143,8 +224,9 @@ class _ChildFile:
 
     __slots__ = (
         "batch",
-        "batch_bytes",
+        "flush_at",
         "latest",
+        "latest_key",
         "latest_text",
         "number",
         "path",
@@ -169,36 +251,68 @@ class _ChildFile:
                 filename="", mode="wb", fileobj=self.raw, compresslevel=compresslevel, mtime=0
             )
         self.sha = hashlib.sha256()
-        self.batch: list[bytes] = []
-        self.batch_bytes = 0
-        self.size = 0
+        self.batch: list[str] = []
+        self.size = 0  # bytes, UTF-8, batch included
+        self.flush_at = _BATCH_BYTES
         self.urls = 0
+        # The latest lastmod so far, as written (latest_text), as a _utc_key()
+        # when it has one, and as a datetime once one was needed.
         self.latest: datetime | None = None
+        self.latest_key: str | None = None
         self.latest_text: str | None = None
 
-    def add(self, chunk: bytes) -> None:
-        self.batch.append(chunk)
-        self.batch_bytes += len(chunk)
-        self.size += len(chunk)
-        if self.batch_bytes >= _BATCH_BYTES:
+    def add(self, text: str, size: int) -> None:
+        """Add ``text``, ``size`` bytes in UTF-8."""
+        self.batch.append(text)
+        self.size += size
+        if self.size >= self.flush_at:
             self.flush_batch()
 
+    def add_many(self, texts: list[str], size: int, lastmods: list[str | None], utc: bool) -> None:
+        """Add entries: ``texts``, ``size`` bytes in all, and their ``lastmods``
+        (``utc``: as EntryBatch.utc)."""
+        self.batch.extend(texts)
+        self.size += size
+        self.urls += len(texts)
+        if self.size >= self.flush_at:
+            self.flush_batch()
+        if utc:
+            latest = _latest_utc(lastmods)
+            if latest is not None:
+                self.note_lastmod(latest)
+        else:
+            for lastmod in lastmods:
+                if lastmod is not None:
+                    self.note_lastmod(lastmod)
+
     def note_lastmod(self, lastmod: str) -> None:
-        # Compared as UTC datetimes: "2024-01-01T23:00:00-05:00" is later than
-        # "2024-01-02T03:00:00+00:00" though it sorts first as a string.
+        # Compared as instants: "2024-01-01T23:00:00-05:00" is later than
+        # "2024-01-02T03:00:00+00:00" though it sorts first as a string. Of
+        # equal instants ("2024-01-02", "2024-01-02T00:00:00Z"), the first stays.
+        key = _utc_key(lastmod)
+        if key is not None and self.latest_key is not None:
+            if key > self.latest_key:
+                self.latest, self.latest_key, self.latest_text = None, key, lastmod
+            return
+        if self.latest_text is None:
+            self.latest_key, self.latest_text = key, lastmod
+            return
         if lastmod == self.latest_text:
             return
+        # Another zone, or a fraction of a second: compare as datetimes.
+        if self.latest is None:
+            self.latest = lastmod_datetime(self.latest_text)
         moment = lastmod_datetime(lastmod)
-        if self.latest is None or moment > self.latest:
-            self.latest, self.latest_text = moment, lastmod
+        if moment > self.latest:
+            self.latest, self.latest_key, self.latest_text = moment, key, lastmod
 
     def flush_batch(self) -> None:
         if self.batch:
-            data = b"".join(self.batch)
+            data = "".join(self.batch).encode()
             self.sha.update(data)
             self.stream.write(data)
             self.batch.clear()
-            self.batch_bytes = 0
+        self.flush_at = self.size + _BATCH_BYTES
 
     def finish(self) -> str:
         """Close the streams, fsync, and return the hex digest of the content."""
@@ -273,12 +387,11 @@ class SitemapSetWriter:
         self.compresslevel = compresslevel
 
         self._suffix = f".{fmt}.gz" if gzip else f".{fmt}"
-        self._header, self._footer = (
-            (_URLSET_HEADER, _URLSET_FOOTER) if fmt == "xml" else (b"", b"")
-        )
-        self._render: Callable[[SitemapEntry], bytes] = _render_xml if fmt == "xml" else _render_txt
+        self._header, self._footer = (_URLSET_HEADER, _URLSET_FOOTER) if fmt == "xml" else ("", "")
+        self._render: Callable[[SitemapEntry], str] = _render_xml if fmt == "xml" else _render_txt
         self._pid = os.getpid()
         self._stale_index_temp = re.compile(rf"^\.{re.escape(index_name)}\.\d+\.tmp$")
+        self._current: _ChildFile | None = None  # the file being written
         self._files: list[WrittenFile] = []
         self._final_temps: list[Path] = []  # parallel to _files
         self._temps: set[Path] = set()  # every temporary file not yet renamed away
@@ -300,57 +413,93 @@ class SitemapSetWriter:
 
     # -- writing ---------------------------------------------------------------
 
-    def write(self, entries: Iterable[SitemapEntry]) -> list[WrittenFile]:
+    def write(self, entries: Iterable[SitemapEntry] | EntryRows) -> list[WrittenFile]:
         """Write every child file under a temporary name in ``out_dir``.
 
         Streams ``entries`` once; may be called once per writer. Nothing visible
-        changes in ``out_dir`` until :meth:`publish`.
+        changes in ``out_dir`` until :meth:`publish`. Given an
+        :class:`~crawler.entry.EntryRows` (what ``Ledger.listed_entries()``
+        returns), it reads :class:`~crawler.entry.EntryBatch` objects from it
+        rather than one object per URL.
         """
         if self._state != "new":
             raise RuntimeError(f"write() may be called once per writer (state: {self._state})")
         self._state = "writing"
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        header, footer, max_urls, max_bytes = (
-            self._header,
-            self._footer,
-            self.max_urls,
-            self.max_bytes,
+        chunks = (
+            self._batch_chunks(entries)
+            if isinstance(entries, EntryRows)
+            else self._entry_chunks(entries)
         )
-        render = self._render
-        current: _ChildFile | None = None
         try:
-            for entry in entries:
-                chunk = render(entry)
-                if current is not None and (
-                    current.urls >= max_urls or current.size + len(chunk) + len(footer) > max_bytes
-                ):
-                    self._finish(current)
-                    current = None
-                if current is None:
-                    if len(header) + len(chunk) + len(footer) > max_bytes:
-                        raise ValueError(
-                            f"entry does not fit in a file of {max_bytes} bytes: {entry.loc[:80]!r}"
-                        )
-                    current = self._start(header)
-                current.add(chunk)
-                current.urls += 1
-                if entry.lastmod is not None:
-                    current.note_lastmod(entry.lastmod)
-            if current is None:
+            for texts, lastmods, locs, utc in chunks:
+                self._add(texts, lastmods, locs, utc)
+            if self._current is None:
                 # An empty urlset or sitemapindex is invalid (minOccurs 1), and
                 # publishing one would delete the previous set: refuse.
                 raise ValueError("no entries: refusing to write an empty sitemap set")
-            self._finish(current)
-            current = None
+            self._finish(self._current)
+            self._current = None
         except BaseException:
-            if current is not None:
-                current.abort()
+            if self._current is not None:
+                self._current.abort()
+                self._current = None
             self._state = "failed"
             raise
         self._state = "written"
         return list(self._files)
 
-    def _start(self, header: bytes) -> _ChildFile:
+    def _entry_chunks(self, entries: Iterable[SitemapEntry]) -> Iterator[_Chunk]:
+        render = self._render
+        iterator = iter(entries)
+        while chunk := list(islice(iterator, _CHUNK_ENTRIES)):
+            lastmods = [entry.lastmod for entry in chunk]
+            yield list(map(render, chunk)), lastmods, [entry.loc for entry in chunk], False
+
+    def _batch_chunks(self, rows: EntryRows) -> Iterator[_Chunk]:
+        render = _render_xml_batch if self.fmt == "xml" else _render_txt_batch
+        for batch in rows.batches():
+            yield render(batch), batch.lastmods, batch.locs, batch.utc
+
+    def _add(
+        self, texts: list[str], lastmods: list[str | None], locs: list[str], utc: bool
+    ) -> None:
+        """Add rendered entries to the current file, starting new files as needed.
+
+        A file takes entries while it has fewer than ``max_urls`` and the next
+        one still leaves room for the footer within ``max_bytes``: with the
+        running sums of the sizes, bisect finds where each file ends. It also
+        finds the entry that fills a ``_BATCH_BYTES`` batch, so that zlib gets
+        its input in the same pieces as when entries were written one by one.
+        """
+        sizes = list(map(len, texts))
+        if not all(map(str.isascii, texts)):  # str.isascii() is O(1)
+            sizes = [len(text.encode()) for text in texts]
+        ends = list(accumulate(sizes))
+        room = self.max_bytes - len(self._footer)
+        start, count = 0, len(texts)
+        while start < count:
+            current = self._current
+            if current is None:
+                if len(self._header) + sizes[start] > room:
+                    raise ValueError(
+                        f"entry does not fit in a file of {self.max_bytes} bytes: "
+                        f"{locs[start][:80]!r}"
+                    )
+                current = self._current = self._start(self._header)
+            before = ends[start - 1] if start else 0
+            limit = min(count, start + self.max_urls - current.urls)
+            stop = bisect_right(ends, before + room - current.size, start, limit)
+            if stop == start:  # this file is full
+                self._finish(current)
+                self._current = None
+                continue
+            fills = bisect_left(ends, before + current.flush_at - current.size, start, stop)
+            stop = min(stop, fills + 1)
+            current.add_many(texts[start:stop], ends[stop - 1] - before, lastmods[start:stop], utc)
+            start = stop
+
+    def _start(self, header: str) -> _ChildFile:
         number = len(self._files) + 1
         if number > MAX_SITEMAPS_PER_INDEX:
             raise ValueError(
@@ -361,11 +510,11 @@ class SitemapSetWriter:
         path = self.out_dir / f".sitemap-{number:05d}.{self._pid}.tmp"
         self._temps.add(path)
         child = _ChildFile(path, number, self.gzip, self.compresslevel)
-        child.add(header)
+        child.add(header, len(header))
         return child
 
     def _finish(self, child: _ChildFile) -> None:
-        child.add(self._footer)
+        child.add(self._footer, len(self._footer))
         digest = child.finish()
         name = f"sitemap-{child.number:05d}-{digest[:10]}{self._suffix}"
         # Same directory, hence same file system: os.replace() is an atomic rename.

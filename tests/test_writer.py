@@ -24,9 +24,26 @@ from hypothesis import strategies as st
 from scrapy.utils.sitemap import Sitemap
 
 import crawler.writer
-from crawler.entry import ChangeFreq, SitemapEntry
+from crawler.entry import (
+    _COMMON_LOC,
+    ChangeFreq,
+    EntryBatch,
+    EntryRows,
+    SitemapEntry,
+    _check_loc_fully,
+    check_loc,
+)
+from crawler.items import LISTED, REDIRECT, UrlRecord
+from crawler.lastmod import lastmod_datetime
+from crawler.ledger import Ledger
 from crawler.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE, SITEMAP_NS
-from crawler.writer import CHILD_NAME_RE, SitemapSetWriter, WrittenFile, publish_sitemaps
+from crawler.writer import (
+    CHILD_NAME_RE,
+    SitemapSetWriter,
+    WrittenFile,
+    _escape,
+    publish_sitemaps,
+)
 from tests.xsd import validate_index, validate_urlset
 
 BASE = "https://example.com/"
@@ -750,3 +767,368 @@ def test_sigkill_leaves_a_complete_set(tmp_path: Path, moment: str) -> None:
     _, files = publish_sitemaps(out_dir, make_entries(5), index_base_url=BASE)
     assert set(snapshot(out_dir)) == {files[0].name, "sitemap_index.xml"} | set(UNRELATED)
     read_published_set(out_dir)
+
+
+# -- the fast paths: checks, escaping, batches (what publishing from the ledger uses) --
+
+
+def _error(function: Callable[..., object], *args: object) -> str | None:
+    """The ValueError message ``function(*args)`` raises, or None."""
+    try:
+        function(*args)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+# URLs close to the common case (most pass the fast path), with now and then a
+# piece that the fast path or the full check does not accept.
+_GOOD_PIECES = [*"abcXYZ019.-/:?=&;@!$'()*+,~_<>\"{|}\\^`", "%2F", "%c3%A9", "/x", "?q=1"]
+_BAD_PIECES = ["%", "%zz", "%4", "#", "##", "[", "]", " ", "\t", "\n", "\x7f", "\x85", "\xa0"]
+_ODD_PIECES = ["\u3000", "\u00e9", "\U0001f600", "\ud800", "\uffff"]
+_HOST = st.lists(st.sampled_from([*"abcXYZ019.-"]), min_size=1, max_size=12).map("".join)
+_ODD_HOST = st.lists(st.sampled_from(["@", "[::1]", "%41", "\u00e9", ":"]), max_size=3).map("".join)
+_URLS = st.one_of(
+    st.builds(
+        lambda start, host, odd_host, port, path: start + host + odd_host + port + path,
+        st.sampled_from(["https://", "http://", "https://", "HTTP://", "https:/", "ftp://", ""]),
+        _HOST,
+        st.one_of(st.just(""), _ODD_HOST),
+        st.sampled_from(["", "", ":8080", ":", ":x"]),
+        st.one_of(
+            st.lists(st.sampled_from(_GOOD_PIECES), max_size=40),
+            st.lists(st.sampled_from(_GOOD_PIECES + _BAD_PIECES + _ODD_PIECES), max_size=30),
+        ).map(lambda pieces: "/" + "".join(pieces) if pieces else ""),
+    ),
+    st.text(max_size=40),
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(loc=_URLS)
+def test_check_loc_fast_path_is_the_full_check(loc: str) -> None:
+    # What the fast path lets through, the full check accepts; and check_loc()
+    # accepts and rejects exactly what the full check does, with its message.
+    if _COMMON_LOC.fullmatch(loc) and 12 <= len(loc) <= 2047:
+        _check_loc_fully(loc)
+    assert _error(check_loc, loc) == _error(_check_loc_fully, loc)
+
+
+@pytest.mark.parametrize(
+    "loc",
+    [
+        "https://example.com/a%2fb%C3%A9?q=1&r=<2>",
+        "http://example.com:8080",
+        "https://example.com/" + "x" * (2047 - 20),
+        "https://example.com/" + "x" * (2048 - 20),
+        "http://a.b/",
+        "https://example.com/%",
+        "https://example.com/%4",
+        "https://example.com/#a#b",
+        "https://example.com/a\nb",
+        "https://example.com:/x",
+        "https://ex ample.com/",
+    ],
+)
+def test_check_loc_fast_path_edges(loc: str) -> None:
+    assert _error(check_loc, loc) == _error(_check_loc_fully, loc)
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=st.lists(st.sampled_from([*"ab&<>;\"'\n", "&amp;", "&lt;"]), max_size=30).map("".join))
+def test_escape_is_xml_escape(text: str) -> None:
+    assert _escape(text) == sax_escape(text)
+
+
+_LOCS = st.sampled_from(
+    [
+        "https://example.com/a",
+        "https://example.com/b?x=1&y=<2>",
+        "https://example.com/caf\u00e9",
+        "https://example.com/c#frag",
+        "http://[::1]:8080/d",
+        "https://example.com/e%C3%A9",
+        "https://example.com/a b",
+        "https://example.com/a\nhttps://example.com/b",
+        "https://example.com/%zz",
+        "http://a.b/",
+        "",
+        None,
+    ]
+)
+_LASTMODS = st.sampled_from(
+    [
+        None,
+        "2024-01-02",
+        "2024-01-02T00:00:00+00:00",
+        "2024-01-01T23:00:00+00:00",
+        "2024-01-01T23:00:00-05:00",
+        "2024-01-02T00:00:00.5Z",
+        "2024-01-02T00:00:00Z",
+        "2024-02-30",
+        "2024-13-01T00:00:00+00:00",
+        "2024-01-02T03:04:05+15:00",
+        "2024-01-02\n2024-01-03",
+        "",
+        "yesterday",
+        20240102,
+    ]
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(rows=st.lists(st.tuples(_LOCS, _LASTMODS), min_size=1, max_size=8))
+def test_entry_batch_checks_as_entries_do(rows: list[tuple[object, object]]) -> None:
+    # The first bad row raises, with SitemapEntry's message, or none does.
+    def one_by_one() -> None:
+        for loc, lastmod in rows:
+            SitemapEntry(loc, lastmod)  # type: ignore[arg-type]
+
+    locs, lastmods = [row[0] for row in rows], [row[1] for row in rows]
+    expected = _error(one_by_one)
+    assert _error(EntryBatch, locs, lastmods) == expected
+    if expected is None:
+        batch = EntryBatch(locs, lastmods)  # type: ignore[arg-type]
+        # A date, or a "+00:00" date-time without a fraction (these are valid).
+        assert batch.utc == all(
+            lastmod is None or len(lastmod) == 10 or str(lastmod).endswith("+00:00")
+            for lastmod in lastmods
+        )
+        assert list(batch) == [SitemapEntry(loc, lastmod) for loc, lastmod in rows]  # type: ignore[arg-type]
+
+
+def test_entry_rows_check_changefreq_and_priority_once() -> None:
+    rows = EntryRows([("https://example.com/a", None)], "daily", "0.5")  # type: ignore[arg-type]
+    assert (rows.changefreq, rows.priority) == (ChangeFreq.DAILY, Decimal("0.5"))
+    with pytest.raises(ValueError):
+        EntryRows([], priority=Decimal("1.5"))
+    with pytest.raises(ValueError):
+        EntryRows([], changefreq="sometimes")  # type: ignore[arg-type]
+
+
+# Valid entries in every form the two paths treat differently: escaping, IRIs (the
+# batch's entry-by-entry check), and lastmods that do and do not compare as text.
+_GOOD_LOCS = st.sampled_from(
+    [
+        "https://example.com/a",
+        "https://example.com/b?x=1&y=<2>",
+        "https://example.com/caf\u00e9/" + "\u65e5" * 40,
+        "https://example.com/c#frag",
+        "https://example.com/" + "x" * 300,
+    ]
+)
+_GOOD_LASTMODS = st.sampled_from(
+    [
+        None,
+        "2024-01-02",
+        "2024-01-02T00:00:00+00:00",
+        "2024-01-01T23:00:00+00:00",
+        "2024-01-03T00:00:00+00:00",
+        "2024-01-01T23:00:00-05:00",
+        "2024-01-02T04:00:00.5Z",
+        "2024-01-02T04:00:00.50Z",
+    ]
+)
+
+
+def _reference_files(
+    entries: list[SitemapEntry], fmt: str, max_urls: int, max_bytes: int
+) -> list[tuple[bytes, str | None]]:
+    """Each file's content and latest lastmod, entry by entry, as the writer was
+    written before the fast paths: an independent oracle."""
+    header, footer = (URLSET_HEADER, URLSET_FOOTER) if fmt == "xml" else (b"", b"")
+    files: list[tuple[list[bytes], list[str | None]]] = []
+    size = 0
+    for entry in entries:
+        if fmt == "txt":
+            line = f"{entry.loc}\n".encode()
+        else:
+            optional = "" if entry.lastmod is None else f"<lastmod>{entry.lastmod}</lastmod>"
+            if entry.changefreq is not None:
+                optional += f"<changefreq>{entry.changefreq.value}</changefreq>"
+            if entry.priority is not None:
+                optional += f"<priority>{PRIORITY_TEXT[entry.priority]}</priority>"
+            line = f"<url><loc>{sax_escape(entry.loc)}</loc>{optional}</url>\n".encode()
+        if not files or len(files[-1][0]) >= max_urls or size + len(line) + len(footer) > max_bytes:
+            files.append(([], []))
+            size = len(header)
+        files[-1][0].append(line)
+        files[-1][1].append(entry.lastmod)
+        size += len(line)
+    result = []
+    for lines, lastmods in files:
+        latest = None
+        for lastmod in lastmods:  # the first of the latest instants
+            if lastmod is not None and (
+                latest is None or lastmod_datetime(lastmod) > lastmod_datetime(latest)
+            ):
+                latest = lastmod
+        result.append((header + b"".join(lines) + footer, latest))
+    return result
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    rows=st.lists(st.tuples(_GOOD_LOCS, _GOOD_LASTMODS), min_size=1, max_size=60),
+    fmt=st.sampled_from(["xml", "txt"]),
+    extra=st.sampled_from([{}, {"changefreq": ChangeFreq.WEEKLY, "priority": Decimal("0.8")}]),
+    max_urls=st.integers(1, 30),
+    max_bytes=st.integers(2500, 9000),
+    batch_size=st.sampled_from([1, 3, 4096]),
+)
+def test_rows_and_entries_are_written_alike(
+    rows: list[tuple[str, str | None]],
+    fmt: str,
+    extra: dict[str, object],
+    max_urls: int,
+    max_bytes: int,
+    batch_size: int,
+) -> None:
+    entries = [SitemapEntry(loc, lastmod, **extra) for loc, lastmod in rows]  # type: ignore[arg-type]
+    expected = _reference_files(entries, fmt, max_urls, max_bytes)
+    options = {"index_base_url": BASE, "fmt": fmt, "max_urls": max_urls, "max_bytes": max_bytes}
+    entry_rows = EntryRows(rows, **extra)  # type: ignore[arg-type]
+    real_batches = entry_rows.batches
+    entry_rows.batches = lambda size=4096: real_batches(batch_size)  # type: ignore[method-assign]
+    with tempfile.TemporaryDirectory() as one, tempfile.TemporaryDirectory() as two:
+        _, from_entries = publish_sitemaps(one, entries, **options)  # type: ignore[arg-type]
+        _, from_rows = publish_sitemaps(two, entry_rows, **options)  # type: ignore[arg-type]
+        assert snapshot(Path(one)) == snapshot(Path(two))
+        assert from_entries == from_rows
+        assert [
+            (decompressed(Path(one) / written.name), written.lastmod) for written in from_rows
+        ] == expected
+
+
+@pytest.mark.parametrize(
+    ("lastmods", "expected"),
+    [
+        (["2024-01-02", "2024-01-02T00:00:00+00:00"], "2024-01-02"),
+        (["2024-01-02T00:00:00+00:00", "2024-01-02"], "2024-01-02T00:00:00+00:00"),
+        ([None, "2024-01-02", None, "2024-01-01T23:59:59+00:00"], "2024-01-02"),
+        (["2024-01-02T00:00:01+00:00", "2024-01-02"], "2024-01-02T00:00:01+00:00"),
+        (["2024-01-02T00:00:00+00:00", "2024-01-01T19:00:00-05:00"], "2024-01-02T00:00:00+00:00"),
+        (["2024-01-01T19:00:00-05:00", "2024-01-02T00:00:00+00:00"], "2024-01-01T19:00:00-05:00"),
+        ([None, None], None),
+    ],
+)
+@pytest.mark.parametrize("batch_size", [1, 4096])
+def test_index_lastmod_from_rows_first_of_equal_instants(
+    tmp_path: Path, lastmods: list[str | None], expected: str | None, batch_size: int
+) -> None:
+    rows = EntryRows((f"https://example.com/{i}/", lastmod) for i, lastmod in enumerate(lastmods))
+    real_batches = rows.batches
+    rows.batches = lambda size=4096: real_batches(batch_size)  # type: ignore[method-assign]
+    _, files = publish_sitemaps(tmp_path, rows, index_base_url=BASE)
+    assert files[0].lastmod == expected
+
+
+def test_zlib_gets_its_input_in_the_same_pieces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # At compresslevel 0 the gzip bytes depend on where the input is split: the
+    # writer hands zlib a batch when it reaches 256 KiB, after the entry that
+    # takes it there, as it did when entries were written one at a time.
+    pieces: list[int] = []
+    real_write = gzip.GzipFile.write
+
+    def write(self: gzip.GzipFile, data: bytes) -> int:
+        pieces.append(len(data))
+        return real_write(self, data)
+
+    monkeypatch.setattr(gzip.GzipFile, "write", write)
+    entries = [SitemapEntry(f"https://example.com/{'p' * (i % 90)}/{i}") for i in range(9000)]
+    publish_sitemaps(tmp_path, EntryRows((e.loc, None) for e in entries), index_base_url=BASE)
+    expected, batch = [], len(URLSET_HEADER)
+    for entry in entries:
+        batch += _rendered_size(entry, "xml")
+        if batch >= 256 * 1024:
+            expected.append(batch)
+            batch = 0
+    expected.append(batch + len(URLSET_FOOTER))
+    assert pieces == expected
+
+
+# -- publishing from the ledger ----------------------------------------------------------
+
+
+def _listed(url: str, lastmod: str | None = None, loc: str | None = None) -> UrlRecord:
+    record = UrlRecord(url=url, decision=LISTED, key=url, loc=loc or url)
+    record.lastmod = lastmod
+    return record
+
+
+def test_ledger_read_streams_from_the_covering_index(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    plan = ledger._db.execute(
+        "EXPLAIN QUERY PLAN SELECT loc, lastmod FROM urls WHERE decision = 'listed' ORDER BY loc"
+    ).fetchall()
+    details = " ".join(row[-1] for row in plan)
+    assert "COVERING INDEX urls_listed_sorted" in details
+    assert "TEMP B-TREE" not in details  # no sort
+    ledger.close()
+
+
+def test_ledger_of_an_earlier_run_opens_and_publishes(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "ledger.sqlite"
+    Ledger(path).close()
+    # The index an earlier version created instead of urls_listed_sorted.
+    with sqlite3.connect(path) as db:
+        db.execute("DROP INDEX urls_listed_sorted")
+        db.execute("CREATE INDEX urls_listed ON urls (loc) WHERE decision = 'listed'")
+    db.close()
+    ledger = Ledger(path)
+    for name in ("c", "a", "b"):
+        ledger.record(_listed(f"https://example.com/{name}", "2024-01-0" + str(ord(name) - 96)))
+    ledger.record(UrlRecord(url="https://example.com/r", decision=REDIRECT, key="r"))
+    ledger.commit()
+    indexes = {row[0] for row in ledger._db.execute("SELECT name FROM sqlite_master")}
+    assert "urls_listed_sorted" in indexes and "urls_listed" not in indexes
+    # Iterated (as report.py does), the rows give entries, one a row.
+    assert [entry.loc for entry in ledger.listed_entries()] == [
+        f"https://example.com/{name}" for name in "abc"
+    ]
+    _, files = publish_sitemaps(tmp_path / "out", ledger.listed_entries(), index_base_url=BASE)
+    ledger.close()
+    _, urls = read_published_set(tmp_path / "out")
+    assert [(u["loc"], u["lastmod"]) for u in urls] == [
+        ("https://example.com/a", "2024-01-01"),
+        ("https://example.com/b", "2024-01-02"),
+        ("https://example.com/c", "2024-01-03"),
+    ]
+    assert files[0].lastmod == "2024-01-03"
+
+
+@pytest.mark.parametrize(
+    ("loc", "lastmod"),
+    [
+        ("https://example.com/a b", None),
+        ("https://example.com/z%zz", None),
+        (None, None),
+        ("https://example.com/ok", "2024-02-30"),
+        ("https://example.com/ok", "2024-01-02T03:04"),
+    ],
+)
+def test_a_bad_ledger_row_is_refused_as_before(
+    tmp_path: Path, loc: str | None, lastmod: str | None
+) -> None:
+    out = tmp_path / "out"
+    before = _publish_previous(out)
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    for i in range(5000):  # the bad row is in the second batch
+        ledger.record(_listed(f"https://example.com/{i:05d}"))
+    ledger.commit()
+    ledger._db.execute(
+        "INSERT INTO urls (key, url, decision, loc, lastmod, updated) VALUES (?, ?, ?, ?, ?, 0)",
+        ("bad", "https://example.com/zz", LISTED, loc, lastmod),
+    )
+    expected = _error(SitemapEntry, loc, lastmod)
+    assert expected is not None
+    with pytest.raises(ValueError) as raised:
+        publish_sitemaps(out, ledger.listed_entries(), index_base_url=BASE, max_urls=1000)
+    assert str(raised.value) == expected
+    ledger.close()
+    assert snapshot(out) == before
+    assert temp_files(out) == []

@@ -35,14 +35,13 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
-from dataclasses import replace
 from decimal import Decimal
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 
-from crawler.entry import ChangeFreq, SitemapEntry
+from crawler.entry import ChangeFreq, EntryRows
 from crawler.items import LISTED
 from crawler.ledger import Ledger
 from crawler.paths import LEDGER_FAILED, LEDGER_JSONL, REPORT, CrawlPaths
@@ -50,7 +49,7 @@ from crawler.previous import PreviousRun
 from crawler.publicurl import PublicUrls
 from crawler.report import format_summary, run_report
 from crawler.urls import url_key
-from crawler.writer import publish_sitemaps
+from crawler.writer import WrittenFile, publish_sitemaps
 
 if TYPE_CHECKING:
     from typing import Self
@@ -152,15 +151,7 @@ class SitemapPublisher:
             return "crawled", "the crawl finished; publishing is off (SITEMAP_PUBLISH)"
         public = PublicUrls.from_settings(spider.start_url, self.crawler.settings)  # type: ignore[attr-defined]
         try:
-            index, files = publish_sitemaps(
-                self.paths.out,
-                self._entries(ledger),
-                index_base_url=public.public_prefix,
-                fmt=self.fmt,
-                gzip=self.gzip,
-                max_urls=self.max_urls,
-                max_bytes=self.max_bytes,
-            )
+            index, files = self.write_sitemaps(ledger, public.public_prefix)
         except (OSError, ValueError) as e:
             return "output-error", f"could not publish to {self.paths.out}: {e}"
         stats.set_value("sitemap/files_written", len(files))
@@ -203,11 +194,21 @@ class SitemapPublisher:
         for name in ("added", "removed", "lastmod_changes"):
             stats.set_value(f"sitemap/{name}", len(report[name]))
 
-    def _entries(self, ledger: Ledger) -> Iterator[SitemapEntry]:
-        for entry in ledger.listed_entries():
-            if self.changefreq or self.priority is not None:
-                entry = replace(entry, changefreq=self.changefreq, priority=self.priority)
-            yield entry
+    def write_sitemaps(self, ledger: Ledger, index_base_url: str) -> tuple[Path, list[WrittenFile]]:
+        """Stream the ledger's listed pages into a new sitemap set in ``SITEMAP_OUT_DIR``
+        and publish it (bench/write.py times this step on its own)."""
+        return publish_sitemaps(
+            self.paths.out,
+            self._entries(ledger),
+            index_base_url=index_base_url,
+            fmt=self.fmt,
+            gzip=self.gzip,
+            max_urls=self.max_urls,
+            max_bytes=self.max_bytes,
+        )
+
+    def _entries(self, ledger: Ledger) -> EntryRows:
+        return ledger.listed_entries(self.changefreq, self.priority)
 
 
 def _start_note(ledger: Ledger, spider: Any) -> str:
