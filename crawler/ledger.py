@@ -138,6 +138,7 @@ _REMOVED = (
     "SELECT loc FROM prev.urls WHERE decision = 'listed' AND loc NOT IN"
     " (SELECT loc FROM main.urls WHERE decision = 'listed' AND loc IS NOT NULL) ORDER BY loc"
 )
+_ALL_LISTED = "SELECT loc FROM urls WHERE decision = 'listed' ORDER BY loc"
 _LASTMOD_CHANGES = (
     "SELECT m.loc, p.lastmod, m.lastmod FROM main.urls AS m JOIN prev.urls AS p ON m.loc = p.loc"
     " WHERE m.decision = 'listed' AND p.decision = 'listed' AND m.lastmod IS NOT p.lastmod"
@@ -364,16 +365,27 @@ class Ledger:
         self._attach(previous)
         return self._db.execute(_REMOVED.replace("SELECT loc", "SELECT count(*)", 1)).fetchone()[0]
 
-    def changes_since(self, previous: Path) -> tuple[list[str], list[str], list[dict[str, Any]]]:
-        """(added, removed, lastmod changes) of the listed set since *previous*."""
+    def changes_since(
+        self, previous: Path | None
+    ) -> tuple[Iterator[str], Iterator[str], Iterator[dict[str, Any]]]:
+        """(added, removed, lastmod changes) of the listed set since *previous* (None:
+        no previous run, every listed URL is added), each streamed from disk when it
+        is iterated (a million added URLs are no list in memory)."""
+        if previous is None:
+            return self._locs(_ALL_LISTED), iter(()), iter(())
         self._attach(previous)
-        added = [row[0] for row in self._db.execute(_ADDED)]
-        removed = [row[0] for row in self._db.execute(_REMOVED)]
-        changed = [
-            {"url": loc, "old": old, "new": new}
-            for loc, old, new in self._db.execute(_LASTMOD_CHANGES)
-        ]
-        return added, removed, changed
+        changed = (
+            {"url": loc, "old": old, "new": new} for loc, old, new in self._lazy(_LASTMOD_CHANGES)
+        )
+        return self._locs(_ADDED), self._locs(_REMOVED), changed
+
+    def _lazy(self, query: str) -> Iterator[tuple[Any, ...]]:
+        # A generator: the query runs when iteration starts, so several can be handed
+        # out at once and read one after the other.
+        yield from self._db.execute(query)
+
+    def _locs(self, query: str) -> Iterator[str]:
+        return (row[0] for row in self._lazy(query))
 
     def aliases(self) -> dict[str, str]:
         return dict(self._db.execute("SELECT alias, key FROM aliases"))

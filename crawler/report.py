@@ -13,9 +13,11 @@ is a few lines for a terminal or a cron mail; ``report.json`` (schema
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from crawler.ledger import Ledger
@@ -36,17 +38,21 @@ def _duration(stats: dict[str, Any]) -> float | None:
     return round((finished - started).total_seconds(), 1)
 
 
-def run_report(
-    stats: dict[str, Any], ledger: Ledger, previous: Path | None, outcome: str, message: str
-) -> dict[str, Any]:
+def write_report(
+    path: Path,
+    stats: dict[str, Any],
+    ledger: Ledger,
+    previous: Path | None,
+    outcome: str,
+    message: str,
+) -> dict[str, int]:
+    """Write ``report.json`` to *path* (atomically) and return how many URLs were
+    ``added``, ``removed`` and had ``lastmod_changes``. The lists are streamed from
+    the ledger into the file: the first run of a million-URL site adds a million."""
     counts = ledger.counts()
-    if previous is not None:
-        added, removed, lastmod_changes = ledger.changes_since(previous)
-    else:
-        added = [e.loc for e in ledger.listed_entries()]
-        removed, lastmod_changes = [], []
+    added, removed, lastmod_changes = ledger.changes_since(previous)
     started = stats.get("start_time")
-    return {
+    report: dict[str, Any] = {
         "schema": SCHEMA,
         "start_url": ledger.get_meta("start_url"),
         "started": started.isoformat() if isinstance(started, datetime) else None,
@@ -66,6 +72,28 @@ def run_report(
         "files_written": stats.get("sitemap/files_written", 0),
         "index": stats.get("sitemap/index_path"),
     }
+    written: dict[str, int] = {}
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        f.write("{")
+        for i, (name, value) in enumerate(report.items()):
+            f.write(("\n " if i == 0 else ",\n ") + json.dumps(name) + ": ")
+            if isinstance(value, Iterator):
+                written[name] = _write_list(f, value)
+            else:
+                f.write(json.dumps(value, ensure_ascii=False, default=str))
+        f.write("\n}\n")
+    tmp.replace(path)
+    return written
+
+
+def _write_list(f: TextIO, values: Iterator[Any]) -> int:
+    n = 0
+    f.write("[")
+    for n, value in enumerate(values, 1):
+        f.write(("\n  " if n == 1 else ",\n  ") + json.dumps(value, ensure_ascii=False))
+    f.write("\n ]" if n else "]")
+    return n
 
 
 def format_summary(stats: dict[str, Any]) -> str:
@@ -99,7 +127,8 @@ def format_summary(stats: dict[str, Any]) -> str:
     if outcome == "published":
         lines.append(
             f"files written: {stats.get('sitemap/files_written', 0)} "
-            f"({stats.get('sitemap/urls_written', 0)} URLs) + index {stats.get('sitemap/index_path')}"
+            f"({stats.get('sitemap/urls_written', 0)} URLs) "
+            f"+ index {stats.get('sitemap/index_path')}"
         )
         lines.append("add to robots.txt:")
         lines.append(f"Sitemap: {stats.get('sitemap/index_url')}")

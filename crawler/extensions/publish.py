@@ -6,7 +6,7 @@ succeeded. So this extension runs on ``spider_closed`` (after the item pipelines
 it finishes the ledger (unfetched URLs, duplicates, chains), decides whether to
 publish, streams the listed pages from the ledger in order into
 :class:`crawler.writer.SitemapSetWriter`, and writes the run report
-(``report.json`` in the state directory, :func:`crawler.report.run_report`).
+(``report.json`` in the state directory, :func:`crawler.report.write_report`).
 
 It publishes nothing, and leaves the previous set untouched, when the crawl did not
 finish normally (interrupted; robots.txt or start URL unreachable:
@@ -33,7 +33,6 @@ Stats: ``sitemap/outcome`` (``published``, ``crawled``, ``refused``, ``interrupt
 
 from __future__ import annotations
 
-import json
 import logging
 from decimal import Decimal
 from pathlib import Path
@@ -47,7 +46,7 @@ from crawler.ledger import Ledger
 from crawler.paths import LEDGER_FAILED, LEDGER_JSONL, REPORT, CrawlPaths
 from crawler.previous import PreviousRun
 from crawler.publicurl import PublicUrls
-from crawler.report import format_summary, run_report
+from crawler.report import format_summary, write_report
 from crawler.urls import url_key
 from crawler.writer import WrittenFile, publish_sitemaps
 
@@ -183,16 +182,13 @@ class SitemapPublisher:
     ) -> None:
         stats = self.crawler.stats
         assert stats is not None
-        report = run_report(
-            stats.get_stats(), ledger, previous.path if previous else None, outcome, message
-        )
         path = self.paths.state / REPORT
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps(report, indent=1, ensure_ascii=False, default=str) + "\n")
-        tmp.replace(path)
+        counts = write_report(
+            path, stats.get_stats(), ledger, previous.path if previous else None, outcome, message
+        )
         stats.set_value("sitemap/report_path", str(path))
-        for name in ("added", "removed", "lastmod_changes"):
-            stats.set_value(f"sitemap/{name}", len(report[name]))
+        for name, count in counts.items():
+            stats.set_value(f"sitemap/{name}", count)
 
     def write_sitemaps(self, ledger: Ledger, index_base_url: str) -> tuple[Path, list[WrittenFile]]:
         """Stream the ledger's listed pages into a new sitemap set in ``SITEMAP_OUT_DIR``
