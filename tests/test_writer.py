@@ -1132,3 +1132,32 @@ def test_a_bad_ledger_row_is_refused_as_before(
     ledger.close()
     assert snapshot(out) == before
     assert temp_files(out) == []
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+@pytest.mark.parametrize("fails", [False, True])
+def test_the_garbage_collector_is_paused_while_writing_only(
+    tmp_path: Path, enabled: bool, fails: bool
+) -> None:
+    import gc
+
+    seen: list[bool] = []
+
+    def entries() -> Iterator[SitemapEntry]:
+        seen.append(gc.isenabled())
+        yield SitemapEntry("https://example.com/a")
+        if fails:
+            raise RuntimeError("the ledger went away")
+
+    was_enabled = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        if fails:
+            with pytest.raises(RuntimeError):
+                publish_sitemaps(tmp_path, entries(), index_base_url=BASE)
+        else:
+            publish_sitemaps(tmp_path, entries(), index_base_url=BASE)
+        assert seen == [False]
+        assert gc.isenabled() == enabled
+    finally:
+        (gc.enable if was_enabled else gc.disable)()
