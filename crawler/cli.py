@@ -190,13 +190,20 @@ def _add_site_options(p: argparse.ArgumentParser) -> None:
         metavar="REGEX",
         help="do not crawl URLs matching REGEX (repeatable)",
     )
+    _add_log_and_settings(
+        p,
+        "Scrapy's log on stderr (default: %(default)s, i.e. only this command's summary, "
+        "progress and a one-line error; every decision is in the ledger either way)",
+        "set any Scrapy or SITEMAP_* setting (repeatable)",
+    )
+
+
+def _add_log_and_settings(p: argparse.ArgumentParser, log_help: str, set_help: str) -> None:
     p.add_argument(
         "--log-level",
         default="CRITICAL",
         choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
-        help="Scrapy's log on stderr (default: %(default)s, i.e. only this "
-        "command's summary, progress and a one-line error; every decision is in the "
-        "ledger either way)",
+        help=log_help,
     )
     p.add_argument(
         "-s",
@@ -206,7 +213,7 @@ def _add_site_options(p: argparse.ArgumentParser) -> None:
         type=_setting,
         default=[],
         metavar="NAME=VALUE",
-        help="set any Scrapy or SITEMAP_* setting (repeatable)",
+        help=set_help,
     )
 
 
@@ -312,21 +319,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="concurrent requests of this worker (default: the crawl's)",
     )
-    worker.add_argument(
-        "--log-level",
-        default="CRITICAL",
-        choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
-        help="Scrapy's log on stderr (default: %(default)s)",
-    )
-    worker.add_argument(
-        "-s",
-        "--set",
-        dest="settings",
-        action="append",
-        type=_setting,
-        default=[],
-        metavar="NAME=VALUE",
-        help="set any Scrapy or SITEMAP_* setting for this worker (repeatable)",
+    _add_log_and_settings(
+        worker,
+        "Scrapy's log on stderr (default: %(default)s)",
+        "set any Scrapy or SITEMAP_* setting for this worker (repeatable)",
     )
 
     audit = sub.add_parser(
