@@ -3,7 +3,8 @@
 For a static site served from a directory, the pages a sitemap should list can be
 counted without HTTP: start at the start file, follow ``<a href>``, ``<area href>``
 and ``<link rel=alternate hreflang>`` links (not ``rel=nofollow``) that resolve to
-files in the tree, and keep the HTML files that are not ``noindex``. ``file:``
+files in the tree, and keep the HTML files that are not ``noindex`` (a page whose
+``<meta http-equiv=refresh>`` is instant is a redirect: its target is followed). ``file:``
 canonicals (as in Debian's python3-doc) are invalid and so ignored, as the crawler
 must ignore them. This is written independently of the crawler (plain lxml and
 os.path), so the two can check each other.
@@ -54,6 +55,24 @@ def is_noindex(doc: lxml_html.HtmlElement) -> bool:
     return False
 
 
+def instant_refresh(doc: lxml_html.HtmlElement) -> str | None:
+    """The target of a ``<meta http-equiv=refresh content="0; url=...">``: a redirect
+    to search engines, so the page is not indexable and its target is followed."""
+    for meta in doc.iter("meta"):
+        if (meta.get("http-equiv") or "").strip().lower() != "refresh":
+            continue
+        delay, _, rest = (meta.get("content") or "").partition(";")
+        try:
+            if float(delay.strip() or "x") > 0:
+                return None
+        except ValueError:
+            return None
+        key, _, target = rest.strip().partition("=")
+        if key.strip().lower() == "url" and target.strip().strip("'\""):
+            return target.strip().strip("'\"")
+    return None
+
+
 def reachable(root: Path, start_url: str) -> dict[str, Path]:
     """Indexable HTML files reachable from *start_url*, by the URL first seen."""
     site = f"{urlsplit(start_url).scheme}://{urlsplit(start_url).netloc}/"
@@ -68,6 +87,10 @@ def reachable(root: Path, start_url: str) -> dict[str, Path]:
             continue
         seen_files.add(path)
         doc = lxml_html.fromstring(path.read_bytes())
+        refresh = instant_refresh(doc)
+        if refresh is not None:
+            queue.append(urljoin(url, refresh).split("#")[0])
+            continue
         if not is_noindex(doc):
             found[url] = path
         base = url
