@@ -181,11 +181,13 @@ def main() -> int:
                     shutil.copytree(run_dir, args.keep / run_dir.name, dirs_exist_ok=True)
         shutil.rmtree(work, ignore_errors=True)
     print(
-        f"{'run':<14} {'expected':>8} {'listed':>6} {'files':>5} {'secs':>6}  {'against the files':<36} XSD+readback  locs"
+        f"{'run':<14} {'expected':>8} {'listed':>6} {'files':>5} {'secs':>6}  "
+        f"{'against the files':<36} XSD+readback  locs"
     )
     for name, expected, urls, files, secs, recall, locs in rows:
         print(
-            f"{name:<14} {expected:>8} {urls:>6} {files:>5} {secs:>6}  {recall:<36} ok            {locs}"
+            f"{name:<14} {expected:>8} {urls:>6} {files:>5} {secs:>6}  "
+            f"{recall:<36} ok            {locs}"
         )
     return 1 if failed else 0
 

@@ -371,7 +371,8 @@ def format_summary(report: AuditReport, examples: int = 3) -> str:
             lines.append(f"    {u['url']}{detail}")
     if counts["dead-orphan"]:
         lines.append(
-            f"{'dead orphans':<18} {counts['dead-orphan']:>6}  (listed, not found by the crawl, not indexable)"
+            f"{'dead orphans':<18} {counts['dead-orphan']:>6}  "
+            "(listed, not found by the crawl, not indexable)"
         )
     if report.problems:
         by_code = Counter(p["code"] for p in report.problems)

@@ -184,7 +184,8 @@ add(
     "/canon/conflict.html",
     page(
         "c",
-        head='<link rel="canonical" href="/canon/self.html"><link rel="canonical" href="/about.html">',
+        head='<link rel="canonical" href="/canon/self.html">'
+        '<link rel="canonical" href="/about.html">',
     ),
 )
 add("/canon/body.html", page('<link rel="canonical" href="/about.html">body'))

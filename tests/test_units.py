@@ -190,7 +190,7 @@ def test_product_token(ua: str, token: str) -> None:
     assert product_token(ua) == token
 
 
-# -- ledger -----------------------------------------------------------------------------------------
+# -- ledger -----------------------------------------------------------------------------------
 
 
 def rec(url: str, decision: str, target: str | None = None, loc: str | None = None) -> UrlRecord:

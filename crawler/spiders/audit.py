@@ -127,7 +127,9 @@ class AuditSpider(SiteSpider):
                 parent or url,
                 {
                     "code": "index-too-deep",
-                    "message": f"{url} is more than {self.max_index_depth} index levels deep: not read",
+                    "message": (
+                        f"{url} is more than {self.max_index_depth} index levels deep: not read"
+                    ),
                     "line": None,
                 },
             )
