@@ -41,6 +41,7 @@ import os
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -78,6 +79,8 @@ _FORMATS: Final = ("xml", "txt")
 # several times slower, and so is one encode() per entry. (The size also sets
 # where zlib's input is split, which shows in the bytes at compresslevel 0.)
 _BATCH_BYTES: Final = 256 * 1024
+# One thread that compresses and writes the child files' batches, in order.
+_COMPRESSOR: Final = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sitemap-gzip")
 # SitemapEntry objects are taken this many at a time (EntryRows bring their own
 # batches): rendered, measured and fitted into files a list at a time.
 _CHUNK_ENTRIES: Final = 4096
@@ -252,6 +255,7 @@ class _ChildFile:
         "latest_text",
         "number",
         "path",
+        "pending",
         "raw",
         "sha",
         "size",
@@ -273,6 +277,9 @@ class _ChildFile:
                 filename="", mode="wb", fileobj=self.raw, compresslevel=compresslevel, mtime=0
             )
         self.sha = hashlib.sha256()
+        # The write (gzip) of the previous batch, running in _COMPRESSOR's thread
+        # while this one is rendered.
+        self.pending: Future[None] | None = None
         self.batch: list[str] = []
         self.size = 0  # bytes, UTF-8, batch included
         self.flush_at = _BATCH_BYTES
@@ -331,14 +338,27 @@ class _ChildFile:
     def flush_batch(self) -> None:
         if self.batch:
             data = "".join(self.batch).encode()
-            self.sha.update(data)
-            self.stream.write(data)
             self.batch.clear()
+            # SHA-256, zlib, crc32 and the file write release the GIL: the batch is
+            # hashed and compressed on the other core while the next one is
+            # rendered. One batch at a time, in order: the bytes of a plain write.
+            self._wait()
+            self.pending = _COMPRESSOR.submit(self._write, data)
         self.flush_at = self.size + _BATCH_BYTES
+
+    def _write(self, data: bytes) -> None:
+        self.sha.update(data)
+        self.stream.write(data)
+
+    def _wait(self) -> None:
+        if self.pending is not None:
+            pending, self.pending = self.pending, None
+            pending.result()  # raises what the write raised
 
     def finish(self) -> str:
         """Close the streams, fsync, and return the hex digest of the content."""
         self.flush_batch()
+        self._wait()
         if self.stream is not self.raw:
             self.stream.close()  # writes the gzip trailer; leaves raw open
         _write_synced(self.raw)
@@ -346,6 +366,8 @@ class _ChildFile:
         return self.sha.hexdigest()
 
     def abort(self) -> None:
+        with contextlib.suppress(Exception):
+            self._wait()  # the file is being thrown away; its write error with it
         for stream in (self.stream, self.raw):
             # Closing after a failed write may fail again; the file is deleted
             # by discard() anyway.
