@@ -15,6 +15,7 @@ from crawler.links import LinkResolver, clean_href, parse_html
 from crawler.seen import SeenKeys, fingerprint
 from crawler.urls import normalize_url, url_key
 
+C0_OR_SPACE = "".join(map(chr, range(0x21)))
 BASES = [
     "http://h.test/a/b.html",
     "http://h.test/a/b.html?x=1#f",
@@ -35,7 +36,10 @@ HREF_PARTS = [
 
 
 def slow(base: str, href: str, encoding: str) -> tuple[str, str, str, int] | None:
-    raw = urljoin(base, clean_href(href)).partition("#")[0]
+    # The href as a browser reads it: cleaned, and without the leading C0 controls and
+    # spaces that the URL standard strips (urljoin keeps them in an href of another
+    # scheme, which it returns unchanged).
+    raw = urljoin(base, clean_href(href).lstrip(C0_OR_SPACE)).partition("#")[0]
     url = normalize_url(raw, encoding=encoding)
     return None if url is None else (raw, url, url_key(url), fingerprint(url_key(url)))
 
