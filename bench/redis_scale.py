@@ -28,7 +28,6 @@ import gzip
 import os
 import resource
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -75,14 +74,8 @@ def ensure_packages() -> None:
         subprocess.run(["apt-get", "install", "-y", "-qq", *missing], check=True)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def start_redis(tmp: Path) -> tuple[subprocess.Popen[bytes], int]:
-    port = free_port()
+    port = python3_doc.free_port()
     proc = subprocess.Popen(
         ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
         + ["--appendonly", "no", "--dir", str(tmp)],

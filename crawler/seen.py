@@ -11,7 +11,7 @@ pickled into the JOBDIR state and resumed.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 
 def fingerprint(key: str) -> int:
@@ -35,9 +35,6 @@ class SeenKeys:
 
     def __len__(self) -> int:
         return len(self._fps)
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self._fps)
 
     def add(self, key: str) -> None:
         self._fps.add(fingerprint(key))

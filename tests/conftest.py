@@ -14,6 +14,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -208,3 +209,13 @@ async def run_crawl(url: str, tmp_path: Path, **overrides: Any) -> CrawlResult:
         Path(chosen["SITEMAP_STATE_DIR"]),
         seen,
     )
+
+
+def wait_for(predicate: Any, timeout: float = 30) -> None:
+    """Poll *predicate* until it is true; fail the test after *timeout* seconds."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("timed out")

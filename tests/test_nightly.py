@@ -21,7 +21,7 @@ import pytest
 import pytest_twisted
 from scrapy.utils.sitemap import Sitemap
 
-from tests.conftest import ROOT, CrawlResult, run_crawl
+from tests.conftest import ROOT, CrawlResult, run_crawl, wait_for
 
 HTML = "<html><head><title>{title}</title>{head}</head><body>{body}</body></html>"
 
@@ -309,15 +309,6 @@ def cli(*args: str, **kw: Any) -> subprocess.Popen[str]:
         text=True,
         **kw,
     )
-
-
-def wait_for(predicate: Any, timeout: float = 30) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError("timed out")
 
 
 def test_interrupted_run_resumes_and_finishes(nightly: NightlySite, tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from scrapy.utils.sitemap import Sitemap
 
-from tests.conftest import ROOT, MockServer
+from tests.conftest import ROOT, MockServer, wait_for
 from tests.test_cli import assert_one_line_error, free_port
 from tests.test_nightly import NightlySite
 
@@ -77,15 +77,6 @@ def _pings(server: RedisServer) -> bool:
         return bool(server.client(0).ping())
     except redis.ConnectionError:
         return False
-
-
-def wait_for(predicate: Any, timeout: float = 30) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError("timed out")
 
 
 def cli(*args: str) -> subprocess.Popen[str]:
