@@ -150,6 +150,10 @@ SITEMAP_OUT_DIR = "public"
 # Continue the interrupted run kept in JOBDIR and its running ledger (--resume).
 SITEMAP_RESUME = False
 # Published <priority> for every URL (0.0-1.0); None omits it.
+# Worker processes that parse and read HTML pages while the crawl's process fetches,
+# judges and records (crawler/analysis.py); None: one per core left free, at most 2;
+# 0: parse in the crawl's process.
+SITEMAP_PARSE_PROCESSES = None
 SITEMAP_PRIORITY = None
 # Write and publish the sitemap set when the crawl finishes (off: ledger only).
 SITEMAP_PUBLISH = True

@@ -185,8 +185,9 @@ def crawl_settings(tmp_path: Path, **overrides: Any) -> dict[str, Any]:
     return settings
 
 
-async def run_crawl(url: str, tmp_path: Path, **overrides: Any) -> CrawlResult:
-    """Crawl *url* in this process with the project's settings plus *overrides*."""
+async def run_crawl(url: str, tmp_path: Path, setup: Any = None, **overrides: Any) -> CrawlResult:
+    """Crawl *url* in this process with the project's settings plus *overrides*;
+    *setup*, when given, is called with the crawler before it starts."""
     from scrapy.crawler import AsyncCrawlerRunner
     from scrapy.settings import Settings
 
@@ -198,6 +199,8 @@ async def run_crawl(url: str, tmp_path: Path, **overrides: Any) -> CrawlResult:
     settings.setdict(chosen, priority="cmdline")
     runner = AsyncCrawlerRunner(settings)
     crawler = runner.create_crawler(SiteSpider)
+    if setup is not None:
+        setup(crawler)
     with NetworkWatch() as network:
         # pytest-twisted drives this coroutine with Deferreds; wrap the asyncio task.
         await Deferred.fromFuture(asyncio.ensure_future(runner.crawl(crawler, url=url)))

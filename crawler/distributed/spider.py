@@ -113,8 +113,11 @@ class DistributedSiteSpider(SiteSpider):
     def _replay(self, rec: UrlRecord, response: Response) -> Iterator[Replay]:
         yield Replay(rec, _etag(response))
 
-    def parse(self, response: Response) -> Iterator[PageReport]:  # type: ignore[override]
-        yield self._report(response.meta, super().parse(response), fetched=True)
+    async def parse(self, response: Response) -> AsyncIterator[PageReport]:  # type: ignore[override]
+        analysis = None
+        if self._is_html_page(response):
+            analysis = await self.analyser.analyse(response)  # type: ignore[arg-type]
+        yield self._report(response.meta, self.judge(response, analysis), fetched=True)
 
     def failed(self, failure: Failure) -> Iterator[PageReport]:  # type: ignore[override]
         request = failure.request  # type: ignore[attr-defined]

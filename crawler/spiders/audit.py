@@ -377,7 +377,7 @@ class AuditSpider(SiteSpider):
 
     def parse_listed(self, response: Response) -> None:
         url = response.meta["sitemap_url"]
-        for out in self.parse(response):
+        for out in self.judge(response):
             if isinstance(out, UrlRecord) and out.url == url and out.decision != d.QUEUED:
                 self._store_fetched(out)
                 return

@@ -33,16 +33,10 @@ from scrapy import Request, Spider, signals
 from scrapy.http import HtmlResponse, Response
 
 from crawler import items as d
-from crawler.content import main_content_hash
+from crawler.analysis import PageAnalyser, PageAnalysis, default_processes
 from crawler.items import Alias, UrlRecord
 from crawler.limits import MAX_LOC_LENGTH
-from crawler.links import (
-    LinkResolver,
-    header_directives,
-    link_header_canonicals,
-    page_facts,
-    parse_html,
-)
+from crawler.links import LinkResolver, header_directives, link_header_canonicals
 from crawler.middlewares.hostguard import OffHostRequest
 from crawler.middlewares.robots import RobotsDisallowed, product_token
 from crawler.paths import CrawlPaths
@@ -126,6 +120,13 @@ class SiteSpider(Spider):
         host = self.site[0] if self.site else ""
         self.start_is_public = _is_public_host(host)
         self.volatile = s.getlist("SITEMAP_VOLATILE_SELECTORS")
+        processes = s.get("SITEMAP_PARSE_PROCESSES")
+        self.analyser = PageAnalyser(
+            default_processes() if processes is None else s.getint("SITEMAP_PARSE_PROCESSES"),
+            self.agents,
+            self.volatile,
+        )
+        crawler.signals.connect(self._opened, signal=signals.spider_opened)
         # The previous successful run's ledger: validators, replays, history.
         self.previous = (
             PreviousRun.open(CrawlPaths.from_settings(s).ledger)
@@ -145,6 +146,9 @@ class SiteSpider(Spider):
         crawler.signals.connect(self._reached_downloader, signal=signals.request_reached_downloader)
 
     # -- the start -----------------------------------------------------------------
+
+    def _opened(self) -> None:
+        self.analyser.open(self.crawler.stats)  # the reactor and stats exist from now on
 
     async def start(self) -> AsyncIterator[Any]:
         if self.crawler.stats.get_value("sitemap/locked"):
@@ -336,7 +340,29 @@ class SiteSpider(Spider):
 
     # -- judging responses ---------------------------------------------------------------
 
-    def parse(self, response: Response) -> Iterator[UrlRecord | Request]:
+    async def parse(self, response: Response) -> AsyncIterator[UrlRecord | Alias | Request]:
+        # An HTML page is parsed and read in a worker process (crawler.analysis)
+        # while this one goes on with other responses; the rest is judged here.
+        analysis = None
+        if self._is_html_page(response):
+            analysis = await self.analyser.analyse(response)  # type: ignore[arg-type]
+        for out in self.judge(response, analysis):
+            yield out
+
+    def _is_html_page(self, response: Response) -> bool:
+        """Whether :meth:`judge` reads *response* as an HTML page."""
+        return (
+            response.status == 200
+            and isinstance(response, HtmlResponse)
+            and _media_type(response) in HTML_TYPES | {""}
+        )
+
+    def judge(
+        self, response: Response, analysis: PageAnalysis | None = None
+    ) -> Iterator[UrlRecord | Alias | Request]:
+        """Everything a fetched response leads to: its record, and the records and
+        requests of what it links to. *analysis*: the page's, when it is HTML and
+        was analysed already."""
         meta = response.meta
         url: str = meta["sitemap_url"]
         self.inflight.pop(url, None)
@@ -364,10 +390,10 @@ class SiteSpider(Spider):
             rec.decision, rec.reason = d.STATUS, f"HTTP {status}"
             yield rec
             return
-        media_type = (rec.content_type or "").split(";")[0].strip().lower()
-        if isinstance(response, HtmlResponse) and media_type in HTML_TYPES | {""}:
-            yield from self._judge_html(rec, response)
+        if self._is_html_page(response):
+            yield from self._judge_html(rec, response, analysis)
             return
+        media_type = _media_type(response)
         if media_type not in self.listed_types:
             rec.decision, rec.reason = d.NON_HTML, media_type or "no Content-Type"
             yield rec
@@ -376,12 +402,15 @@ class SiteSpider(Spider):
         robots = header_directives(response, self.agents)
         yield from self._judge(rec, response, robots.noindex, link_header_canonicals(response))
 
-    def _judge_html(self, rec: UrlRecord, response: HtmlResponse) -> Iterator[UrlRecord | Request]:
-        root = parse_html(response)
-        facts = page_facts(response, self.agents, root)
+    def _judge_html(
+        self, rec: UrlRecord, response: HtmlResponse, analysis: PageAnalysis | None
+    ) -> Iterator[UrlRecord | Alias | Request]:
+        if analysis is None:
+            analysis = self.analyser.local(response)
+        facts = analysis.facts
         rec.page_lastmod = facts.page_lastmod
         rec.etag = _header(response, b"ETag")
-        encoding = response.encoding
+        encoding = analysis.encoding
         if facts.refresh is not None:
             interval, target = facts.refresh
             if interval <= 0:
@@ -417,7 +446,7 @@ class SiteSpider(Spider):
             else:
                 links.append(normal)
                 yield from self._found(target, depth=depth, referrer=rec.url, normal=normal)
-        yield from self._judge(rec, response, facts.robots.noindex, facts.canonicals, root)
+        yield from self._judge(rec, response, facts.robots.noindex, facts.canonicals, analysis)
 
     def _replay(self, rec: UrlRecord, response: Response) -> Iterator[UrlRecord | Request]:
         """A 304: the page is as the previous run saw it. Its record stands (decision,
@@ -451,9 +480,9 @@ class SiteSpider(Spider):
         response: Response,
         noindex: str | None,
         canonicals: list[str],
-        root: Any = None,
+        analysis: PageAnalysis | None = None,
     ) -> Iterator[UrlRecord | Request]:
-        """The decision about a fetched page; *root* is an HTML page's parsed tree."""
+        """The decision about a fetched page; *analysis* is an HTML page's."""
         canonical = self._canonical(rec, canonicals, response)
         if noindex:
             rec.decision, rec.reason = d.NOINDEX, f"noindex ({noindex})"
@@ -471,9 +500,10 @@ class SiteSpider(Spider):
         elif self.public.loc(rec.url) is None:
             rec.decision, rec.reason = d.EXCLUDED, "outside the --base-url prefix"
         else:
-            rec.content_hash = hashlib.blake2b(response.body, digest_size=16).hexdigest()
-            if root is not None:
-                rec.main_hash = main_content_hash(root, self.volatile)
+            if analysis is not None:
+                rec.content_hash, rec.main_hash = analysis.content_hash, analysis.main_hash
+            else:
+                rec.content_hash = hashlib.blake2b(response.body, digest_size=16).hexdigest()
         yield rec
 
     def _canonical(self, rec: UrlRecord, candidates: list[str], response: Response) -> str | None:
@@ -532,6 +562,10 @@ class SiteSpider(Spider):
             logger.error(message)
             self.crawler.stats.set_value("sitemap/fatal", message)
         yield rec
+
+
+def _media_type(response: Response) -> str:
+    return (_header(response, b"Content-Type") or "").split(";")[0].strip().lower()
 
 
 def _header(response: Response, name: bytes) -> str | None:

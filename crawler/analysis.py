@@ -1,0 +1,202 @@
+"""What the spider needs from an HTML page's body, worked out in worker processes.
+
+Parsing a page and reading it (links, robots directives, canonicals, lastmod
+metadata, the content hashes behind lastmod) is most of a crawl's CPU on pages of
+real size: on python3-doc (95 KB pages) 3.9 ms of the 8 ms a page costs. One
+process has one core; so the body goes to a pool of worker processes and the
+spider gets back a small :class:`PageAnalysis`, while Scrapy's engine, the
+decisions and the ledger carry on in the crawl's process. (Threads do not help:
+libxml2 parses without the GIL, but the rest of the work holds it.)
+
+The work is one function, :func:`analyse_response`, run in a worker or, with no
+pool (``SITEMAP_PARSE_PROCESSES = 0``, a reactor that is not asyncio's, or a
+pool that broke), in the crawl's process: the result is the same either way, and
+the tests check that it is.
+
+The pool is one per process, started when the first crawl asks for it and shut
+down when the process exits, so that the crawls of one process (an audit, a test
+session) share its start-up cost. Its workers ignore SIGINT: Ctrl-C belongs to the
+crawl's process, which finishes what it has in flight and then stops. A worker
+whose crawl process is gone exits within half a second.
+
+Setting: ``SITEMAP_PARSE_PROCESSES``.
+Stats: ``sitemap/parse/remote`` (pages analysed in a worker),
+``sitemap/parse/local``, ``sitemap/parse/broken_pool``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from scrapy.http import HtmlResponse
+from scrapy.utils.reactor import is_asyncio_reactor_installed
+
+from crawler.content import main_content_hash
+from crawler.links import PageFacts, page_facts, parse_html
+
+if TYPE_CHECKING:
+    from scrapy.statscollectors import StatsCollector
+
+logger = logging.getLogger(__name__)
+
+# More than two workers did not make a crawl faster: the crawl's process, which
+# judges, records and fetches, is then the slower side.
+MAX_AUTO_PROCESSES = 2
+
+
+@dataclass(slots=True)
+class PageAnalysis:
+    facts: PageFacts
+    encoding: str  # the response's encoding (declared, or detected from the body)
+    content_hash: str  # of the whole body
+    main_hash: str | None  # of the main content (crawler.content)
+
+
+def analyse_response(
+    response: HtmlResponse, agents: Iterable[str], volatile: Iterable[str] = ()
+) -> PageAnalysis:
+    root = parse_html(response)
+    facts = page_facts(response, agents, root)
+    return PageAnalysis(
+        facts=facts,
+        encoding=response.encoding,
+        content_hash=hashlib.blake2b(response.body, digest_size=16).hexdigest(),
+        # Last: it strips scripts and styles from the tree.
+        main_hash=main_content_hash(root, volatile),
+    )
+
+
+def analyse(
+    url: str,
+    status: int,
+    headers: dict[bytes, list[bytes]],
+    body: bytes,
+    agents: tuple[str, ...],
+    volatile: tuple[str, ...],
+) -> PageAnalysis:
+    """:func:`analyse_response` of the response made of these parts (in a worker)."""
+    response = HtmlResponse(url=url, status=status, headers=headers, body=body)
+    return analyse_response(response, agents, volatile)
+
+
+def default_processes() -> int:
+    """Workers for the cores the crawl's process leaves free (none on one core)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return max(0, min(MAX_AUTO_PROCESSES, cores - 1))
+
+
+def _start_worker(parent: int) -> None:
+    threading.Thread(target=_exit_with, args=(parent,), name="parent-watch", daemon=True).start()
+
+
+def _exit_with(parent: int) -> None:
+    """End this worker when the crawl's process is gone (killed with SIGKILL, say).
+    Its queue would never tell it: the worker holds a writing end of that pipe too."""
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)
+
+
+_pools: dict[int, ProcessPoolExecutor] = {}
+
+
+def _shared_pool(processes: int) -> ProcessPoolExecutor:
+    pool = _pools.get(processes)
+    if pool is None:
+        # spawn, not fork: the crawl's process has a running reactor, open sockets,
+        # SQLite connections and threads that a forked child must not inherit.
+        pool = ProcessPoolExecutor(
+            processes,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start_worker,
+            initargs=(os.getpid(),),
+        )
+        _pools[processes] = pool
+        # Start the workers now, while robots.txt is fetched; with SIGINT ignored,
+        # which they inherit from the start (an initializer would leave a window in
+        # which Ctrl-C at a terminal gives each a KeyboardInterrupt traceback).
+        main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+        try:
+            for _ in range(processes):
+                pool.submit(int)  # spawns one worker each (spawned lazily otherwise)
+        finally:
+            if main:
+                signal.signal(signal.SIGINT, previous)
+    return pool
+
+
+def _drop_pool(pool: ProcessPoolExecutor) -> None:
+    for n, known in list(_pools.items()):
+        if known is pool:
+            del _pools[n]
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+class PageAnalyser:
+    """Analyses HTML responses in the shared worker pool (or in this process)."""
+
+    def __init__(self, processes: int, agents: Iterable[str], volatile: Iterable[str]) -> None:
+        self.processes = processes
+        self.agents = tuple(agents)
+        self.volatile = tuple(volatile)
+        self.stats: StatsCollector | None = None
+        self.pool: ProcessPoolExecutor | None = None
+
+    def open(self, stats: StatsCollector | None = None) -> None:
+        """Start (or join) the worker pool: when the crawl starts, with its reactor."""
+        self.stats = stats
+        # The result is awaited as an asyncio future: no pool on another reactor.
+        if self.processes > 0 and is_asyncio_reactor_installed():
+            self.pool = _shared_pool(self.processes)
+
+    def local(self, response: HtmlResponse) -> PageAnalysis:
+        if self.stats is not None:
+            self.stats.inc_value("sitemap/parse/local")
+        return analyse_response(response, self.agents, self.volatile)
+
+    async def analyse(self, response: HtmlResponse) -> PageAnalysis:
+        pool = self.pool
+        if pool is None:
+            return self.local(response)
+        try:
+            future = pool.submit(
+                analyse,
+                response.url,
+                response.status,
+                dict(response.headers),
+                response.body,
+                self.agents,
+                self.volatile,
+            )
+            result: PageAnalysis = await asyncio.wrap_future(future)
+        except BrokenProcessPool:
+            # A worker died (killed, or out of memory on a huge page): the rest of
+            # the crawl parses here, and this page is parsed again.
+            if self.pool is pool:
+                self.pool = None
+                _drop_pool(pool)
+                logger.warning("A page-parsing worker process died; parsing in this process")
+                if self.stats is not None:
+                    self.stats.inc_value("sitemap/parse/broken_pool")
+            return self.local(response)
+        except RuntimeError:  # shut down: the interpreter is exiting
+            return self.local(response)
+        if self.stats is not None:
+            self.stats.inc_value("sitemap/parse/remote")
+        return result

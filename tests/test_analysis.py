@@ -1,0 +1,211 @@
+"""Pages parsed in worker processes (crawler/analysis.py) are judged as in one process.
+
+The test site (tests/mockserver.py) is crawled three times: with no worker
+(``SITEMAP_PARSE_PROCESSES = 0``), with one, and with one that is killed after a
+few responses. The ledgers must be the same, row for row, and the stats must show
+where the pages were parsed.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_twisted
+from scrapy import signals
+from scrapy.http import HtmlResponse
+from twisted.internet.defer import Deferred
+
+from crawler.analysis import PageAnalyser, analyse, analyse_response, default_processes
+from tests.conftest import ROOT, CrawlResult, MockServer, run_crawl, wait_for
+
+# Per-run columns: when the row was written and first seen.
+VOLATILE_COLUMNS = {"updated", "first_seen"}
+
+
+async def crawl(site: MockServer, tmp: Path, processes: int, setup: Any = None) -> CrawlResult:
+    return await run_crawl(
+        site.url("/"),
+        tmp,
+        setup=setup,
+        SITEMAP_TRAP_MAX_QUERY_VARIANTS=5,
+        SITEMAP_PARSE_PROCESSES=processes,
+    )
+
+
+def crawl_now(site: MockServer, tmp: Path, processes: int) -> CrawlResult:
+    """:func:`crawl` from a (module) fixture."""
+    return pytest_twisted.blockon(Deferred.fromCoroutine(crawl(site, tmp, processes)))
+
+
+def rows(result: CrawlResult) -> dict[str, dict[str, Any]]:
+    return {
+        url: {k: v for k, v in dict(row).items() if k not in VOLATILE_COLUMNS}
+        for url, row in result.ledger_rows().items()
+    }
+
+
+@pytest.fixture(scope="module")
+def in_process(site: MockServer, tmp_path_factory: pytest.TempPathFactory) -> CrawlResult:
+    return crawl_now(site, tmp_path_factory.mktemp("local"), 0)
+
+
+@pytest.fixture(scope="module")
+def in_worker(site: MockServer, tmp_path_factory: pytest.TempPathFactory) -> CrawlResult:
+    return crawl_now(site, tmp_path_factory.mktemp("worker"), 1)
+
+
+def test_in_process_parses_every_page_here(in_process: CrawlResult) -> None:
+    stats = in_process.stats
+    assert stats.get("sitemap/parse/local", 0) > 20
+    assert "sitemap/parse/remote" not in stats
+
+
+def test_worker_parses_every_page(in_worker: CrawlResult, in_process: CrawlResult) -> None:
+    stats = in_worker.stats
+    assert stats.get("sitemap/parse/remote") == in_process.stats["sitemap/parse/local"]
+    assert "sitemap/parse/local" not in stats
+
+
+def test_same_ledger_either_way(in_worker: CrawlResult, in_process: CrawlResult) -> None:
+    local, remote = rows(in_process), rows(in_worker)
+    assert local.keys() == remote.keys()
+    for url, row in local.items():
+        assert remote[url] == row, url
+    # Not vacuous: the rows carry what only the parse gives.
+    listed = [r for r in local.values() if r["decision"] == "listed"]
+    assert len(listed) > 30
+    assert all(r["main_hash"] and r["content_hash"] for r in listed)
+    assert any(r["links"] for r in listed)
+
+
+@pytest_twisted.ensureDeferred
+async def test_killed_worker_loses_nothing(
+    site: MockServer, tmp_path: Path, in_process: CrawlResult
+) -> None:
+    """A worker that dies (out of memory, killed) costs a warning, not a page."""
+    killed: list[int] = []
+
+    def setup(crawler: Any) -> None:
+        def kill_worker() -> None:
+            pool = crawler.spider.analyser.pool
+            if killed or pool is None or crawler.stats.get_value("sitemap/parse/remote", 0) < 5:
+                return
+            for pid in list(pool._processes):  # the executor's own record of its workers
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+
+        # weak=False: nothing else holds this closure.
+        crawler.signals.connect(kill_worker, signal=signals.response_received, weak=False)
+
+    result = await crawl(site, tmp_path, 1, setup=setup)
+    assert killed
+    assert result.stats.get("sitemap/parse/broken_pool") == 1
+    assert result.stats.get("sitemap/parse/local", 0) > 0
+    assert rows(result) == rows(in_process)
+
+
+@pytest_twisted.ensureDeferred
+async def test_pool_comes_back_after_a_broken_one(site: MockServer, tmp_path: Path) -> None:
+    # The killed pool of the test above is not reused by the next crawl.
+    result = await crawl(site, tmp_path, 1)
+    assert result.stats.get("sitemap/parse/remote", 0) > 20
+    assert "sitemap/parse/broken_pool" not in result.stats
+
+
+PAGE = b"""<!doctype html><html><head><meta charset="iso-8859-1">
+<link rel="canonical" href="/c"><meta name="robots" content="noindex">
+<meta property="article:modified_time" content="2024-05-01T10:00:00Z"></head>
+<body><a href="caf\xe9.html">x</a><script>var x = 1;</script><p>Text</p></body></html>"""
+
+
+def test_worker_function_matches_local() -> None:
+    headers = {b"Content-Type": [b"text/html"], b"X-Robots-Tag": [b"nofollow"]}
+    response = HtmlResponse("http://127.0.0.1/p/", body=PAGE, headers=headers)
+    local = analyse_response(response, ("robots",))
+    remote = analyse("http://127.0.0.1/p/", 200, headers, PAGE, ("robots",), ())
+    assert pickle.loads(pickle.dumps(remote)) == local  # as it comes back from a worker
+    assert local.encoding == "cp1252"  # iso-8859-1 as browsers read it
+    assert local.facts.robots.noindex and local.facts.robots.nofollow
+    assert local.facts.canonicals == ["http://127.0.0.1/c"]
+    assert local.facts.page_lastmod == "2024-05-01T10:00:00+00:00"
+    assert local.main_hash is not None and local.main_hash.startswith("m2-")
+
+
+def test_no_pool_without_processes() -> None:
+    analyser = PageAnalyser(0, ("robots",), ())
+    analyser.open()
+    assert analyser.pool is None
+
+
+@pytest.mark.parametrize(("cores", "expected"), [(1, 0), (2, 1), (3, 2), (16, 2)])
+def test_default_processes(monkeypatch: pytest.MonkeyPatch, cores: int, expected: int) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)))
+    assert default_processes() == expected
+
+
+def worker_pids(parent: int) -> set[int]:
+    """The children of *parent* (its page-parsing workers), from /proc."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rpartition(")")[2].split()[1]) == parent and alive(int(entry.name)):
+                found.add(int(entry.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Whether *pid* runs (a zombie does not: this VM's init may never reap it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def slow_crawl(servers: Any, tmp_path: Path) -> tuple[subprocess.Popen[str], MockServer]:
+    server = servers("crawl-delay")  # Crawl-delay 1 s: slow enough to interrupt
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "crawler.cli", "crawl", server.url("/"), "--out", str(tmp_path)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a shell gives it
+        env=dict(os.environ, **{"SCRAPY_SETTINGS_MODULE": "settings"}),
+    )
+    server.clear_log()
+    wait_for(lambda: len(server.requests()) >= 2 and worker_pids(proc.pid))
+    return proc, server
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_ctrl_c_at_the_terminal_stops_crawl_and_workers(servers: Any, tmp_path: Path) -> None:
+    proc, _ = slow_crawl(servers, tmp_path / "public")
+    workers = worker_pids(proc.pid)
+    os.killpg(proc.pid, signal.SIGINT)  # the whole group, as Ctrl-C at a terminal
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr  # the workers ignore SIGINT: no KeyboardInterrupt
+    # The workers and multiprocessing's resource tracker, which ends just after.
+    wait_for(lambda: not any(alive(pid) for pid in workers), timeout=10)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_killed_crawl_leaves_no_worker(servers: Any, tmp_path: Path) -> None:
+    proc, _ = slow_crawl(servers, tmp_path / "public")
+    workers = worker_pids(proc.pid)
+    assert workers
+    proc.kill()
+    proc.communicate(timeout=10)  # ends: no orphan holds its stdout and stderr
+    wait_for(lambda: not any(alive(pid) for pid in workers), timeout=10)
