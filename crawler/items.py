@@ -1,4 +1,5 @@
-"""The item the spider yields: one decision about one URL.
+"""The items the spider yields: one decision about one URL, and the decisions one
+response led to, as one item.
 
 Every URL the crawl discovers ends with exactly one final decision and a reason
 (issue #2, "Deciding what goes in the sitemap"). The spider fills the facts it saw;
@@ -117,3 +118,14 @@ class Alias:
     alias: str
     url: str
     key: str | None = None
+
+
+@dataclass(slots=True)
+class PageRecords:
+    """The records and aliases that one response led to (its own record, and those
+    of the URLs it links to), in the order they were decided, as one item. Scrapy
+    gives every item a task, three pipeline calls, a signal and a log record: on
+    python3-doc, 530 pages made 4,700 items, and that machinery cost more than the
+    recording. The pipelines treat each entry as they treat a lone item."""
+
+    records: list[UrlRecord | Alias]

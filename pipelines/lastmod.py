@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from crawler.content import same_content
-from crawler.items import LISTED, UrlRecord
+from crawler.items import LISTED, PageRecords, UrlRecord
 from crawler.lastmod import http_date_to_w3c, lastmod_datetime
 from crawler.paths import CrawlPaths
 from crawler.previous import PreviousRun
@@ -70,6 +70,13 @@ class LastmodPipeline:
         return cls(crawler.stats, s.getbool("SITEMAP_LASTMOD_FROM_PAGE", True), previous)
 
     def process_item(self, item: Any) -> Any:
+        if isinstance(item, PageRecords):
+            for record in item.records:
+                self._process(record)
+            return item
+        return self._process(item)
+
+    def _process(self, item: Any) -> Any:
         if not isinstance(item, UrlRecord) or item.decision != LISTED or item.replayed:
             return item
         prev = self.previous.get(item.key) if self.previous and item.key else None

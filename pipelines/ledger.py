@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 
-from crawler.items import QUEUED, Alias, UrlRecord
+from crawler.items import QUEUED, Alias, PageRecords, UrlRecord
 from crawler.ledger import Ledger
 from crawler.paths import CrawlPaths
 from crawler.previous import PreviousRun
@@ -82,6 +82,13 @@ class LedgerPipeline:
             self.ledger.set_meta("robots_sitemaps", self.robots_sitemaps)
 
     def process_item(self, item: Any) -> Any:
+        if isinstance(item, PageRecords):
+            for record in item.records:
+                self._process(record)
+            return item
+        return self._process(item)
+
+    def _process(self, item: Any) -> Any:
         if isinstance(item, Alias) and self.ledger is not None:
             assert item.key is not None
             self.ledger.add_alias(item.alias, item.key)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from crawler.entry import check_loc
-from crawler.items import INVALID, LISTED, Alias, UrlRecord
+from crawler.items import INVALID, LISTED, Alias, PageRecords, UrlRecord
 from crawler.publicurl import PublicUrls
 from crawler.urls import normalize_url, url_key
 
@@ -48,6 +48,13 @@ class NormalizePipeline:
         self.public = PublicUrls.from_settings(start_url, self.crawler.settings)
 
     def process_item(self, item: Any) -> Any:
+        if isinstance(item, PageRecords):
+            for record in item.records:
+                self._process(record)
+            return item
+        return self._process(item)
+
+    def _process(self, item: Any) -> Any:
         if isinstance(item, Alias):
             item.key = url_key(item.url)
             return item

@@ -34,7 +34,7 @@ from scrapy.http import HtmlResponse, Response
 
 from crawler import items as d
 from crawler.analysis import PageAnalyser, PageAnalysis, default_processes
-from crawler.items import Alias, UrlRecord
+from crawler.items import Alias, PageRecords, UrlRecord
 from crawler.limits import MAX_LOC_LENGTH
 from crawler.links import LinkResolver, header_directives, link_header_canonicals
 from crawler.middlewares.hostguard import OffHostRequest
@@ -340,14 +340,20 @@ class SiteSpider(Spider):
 
     # -- judging responses ---------------------------------------------------------------
 
-    async def parse(self, response: Response) -> AsyncIterator[UrlRecord | Alias | Request]:
+    async def parse(self, response: Response) -> AsyncIterator[PageRecords | Request]:
         # An HTML page is parsed and read in a worker process (crawler.analysis)
         # while this one goes on with other responses; the rest is judged here.
         analysis = None
         if self._is_html_page(response):
             analysis = await self.analyser.analyse(response)  # type: ignore[arg-type]
+        records: list[UrlRecord | Alias] = []
         for out in self.judge(response, analysis):
-            yield out
+            if isinstance(out, Request):
+                yield out
+            else:
+                records.append(out)
+        if records:
+            yield PageRecords(records)
 
     def _is_html_page(self, response: Response) -> bool:
         """Whether :meth:`judge` reads *response* as an HTML page."""
