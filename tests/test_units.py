@@ -287,3 +287,32 @@ def test_compressed_html_is_decoded_without_guessing_on_gzip(charset: str) -> No
     assert decoded.encoding.lower().replace("_", "-") in (
         {"iso-8859-1", "cp1252"} if charset else {"utf-8"}
     )
+
+
+# -- requests written to the JOBDIR queue ------------------------------------------------
+
+
+def test_page_request_serialises_as_scrapy_does() -> None:
+    from scrapy import Request
+    from scrapy.utils.request import request_from_dict
+
+    from crawler.spiders.site import PageRequest, SiteSpider
+
+    spider = SiteSpider(url="http://h.test/")
+    kwargs = {
+        "callback": spider.parse,
+        "errback": spider.failed,
+        "meta": {"sitemap_url": "http://h.test/a", "sitemap_depth": 2},
+        "headers": {"If-None-Match": '"x"'},
+        "priority": -2,
+    }
+    ours = PageRequest("http://h.test/a", **kwargs).to_dict(spider=spider)
+    scrapys = Request("http://h.test/a", **kwargs).to_dict(spider=spider)
+    assert ours.pop("_class") == "crawler.spiders.site.PageRequest"
+    assert ours == scrapys
+    back = request_from_dict({**ours, "_class": "crawler.spiders.site.PageRequest"}, spider=spider)
+    assert type(back) is PageRequest
+    assert back.callback == spider.parse and back.errback == spider.failed
+    assert back.meta == kwargs["meta"] and back.priority == -2
+    with pytest.raises(ValueError, match="not a method"):
+        PageRequest("http://h.test/b", callback=print).to_dict(spider=spider)
