@@ -1,6 +1,6 @@
 """A bare Scrapy crawl of one site: the baseline that bench/speed.py compares with.
 
-    python bench/baseline_spider.py URL --stats stats.json [-s NAME=VALUE ...]
+    python bench/baseline_spider.py URL --stats stats.json [--fetch-only FILE] [-s NAME=VALUE ...]
 
 A ``CrawlSpider`` with one ``Rule(LinkExtractor(allow_domains=[host:port]),
 follow=True)`` from URL; CONCURRENT_REQUESTS=32, ROBOTSTXT_OBEY=True, AutoThrottle
@@ -8,6 +8,12 @@ off, LOG_LEVEL=WARNING. It runs with these settings only (a ``CrawlerProcess``
 built from a plain dict, never the project's settings module), so run it from
 outside the project too. On close it writes Scrapy's stats plus ``bench/html_pages``
 (200 HTML responses seen by the callbacks) to the JSON file.
+
+With ``--fetch-only FILE`` it fetches the URLs listed in FILE (one a line: the
+site's reachable pages, as bench/speed.py counts them) with the same settings and
+a callback that only counts: no parsing, no links. That is the ceiling of any
+Scrapy crawl of the site on this machine (the issue's "a Scrapy spider that only
+fetches").
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from scrapy import Request
 from scrapy.crawler import CrawlerProcess
 from scrapy.http import HtmlResponse, Response
 from scrapy.linkextractors import LinkExtractor
@@ -72,10 +79,26 @@ class BaselineSpider(CrawlSpider):
         )
 
 
+class FetchOnlySpider(BaselineSpider):
+    name = "fetch-only"
+    rules = ()
+
+    def __init__(self, url: str, stats_file: str, urls_file: str, **kwargs: Any) -> None:
+        super().__init__(url, stats_file, **kwargs)
+        self.rules = ()
+        self._compile_rules()
+        self.start_urls = Path(urls_file).read_text().split()
+
+    async def start(self) -> Any:
+        for url in self.start_urls:
+            yield Request(url, callback=self.parse_page, dont_filter=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("url")
     parser.add_argument("--stats", required=True, help="JSON file for the final stats")
+    parser.add_argument("--fetch-only", metavar="FILE", help="fetch these URLs, one a line")
     parser.add_argument("-s", dest="settings", action="append", default=[], metavar="NAME=VALUE")
     args = parser.parse_args()
     settings = dict(SETTINGS)
@@ -83,7 +106,12 @@ def main() -> int:
         name, _, value = pair.partition("=")
         settings[name] = value
     process = CrawlerProcess(settings)
-    process.crawl(BaselineSpider, url=args.url, stats_file=args.stats)
+    if args.fetch_only:
+        process.crawl(
+            FetchOnlySpider, url=args.url, stats_file=args.stats, urls_file=args.fetch_only
+        )
+    else:
+        process.crawl(BaselineSpider, url=args.url, stats_file=args.stats)
     process.start()
     return 0
 

@@ -18,7 +18,9 @@ that our page-parsing workers count):
 1. ours: ``python -m crawler.cli crawl URL --out TMP/public`` (default options);
 2. baseline: bench/baseline_spider.py, a bare Scrapy ``CrawlSpider`` (32 concurrent
    requests, robots.txt obeyed, no AutoThrottle), outside the project's settings;
-3. wget: ``wget --spider -r -l inf -nd -np -e robots=on`` (one connection).
+3. wget: ``wget --spider -r -l inf -nd -np -e robots=on`` (one connection);
+4. fetch (not by default): the baseline's settings, fetching the reachable pages
+   from a list with no parsing at all: the ceiling of a Scrapy crawl here.
 
 Prints one table per site: pages fetched, wall and CPU seconds, pages/s, peak RSS,
 the pages/s ratio to the baseline and to wget, and for ours the listed count,
@@ -54,7 +56,7 @@ sys.path.insert(0, str(BENCH))
 import python3_doc  # noqa: E402
 from python3_doc import DOCS  # noqa: E402
 from reachability import file_for, reachable  # noqa: E402
-from synthetic import file_of, write_site  # noqa: E402
+from synthetic import file_of, url_of, write_site  # noqa: E402
 
 PYTHON = ROOT / ".venv" / "bin" / "python"
 TIME = Path("/usr/bin/time")
@@ -68,7 +70,8 @@ DOC_SITES = {
     "openjdk-17-doc": ("openjdk-17-doc", Path("/usr/share/doc/openjdk-17-doc/api")),  # 10,000
     "rust-doc": ("rust-doc", Path("/usr/share/doc/rust-doc/html")),  # 32,000 files
 }
-TOOLS = ("ours", "baseline", "wget")
+TOOLS = ("ours", "baseline", "wget", "fetch")
+DEFAULT_TOOLS = ("ours", "baseline", "wget")
 # Used when /usr/bin/time is missing: run the command, then report the children's peak RSS.
 RUSAGE_WRAPPER = """\
 import resource, subprocess, sys
@@ -231,24 +234,21 @@ def run_ours(
     return run
 
 
-def run_baseline(url: str, tmp: Path, timeout: float) -> Run:
+def run_baseline(url: str, tmp: Path, timeout: float, urls: list[str] | None = None) -> Run:
     import json
 
-    run = Run("baseline")
-    stats_file = tmp / "baseline-stats.json"
+    run = Run("fetch" if urls is not None else "baseline")
+    stats_file = tmp / f"{run.tool}-stats.json"
     # Outside the project (no scrapy.cfg above cwd) and without its settings module.
-    cwd = tmp / "baseline"
+    cwd = tmp / run.tool
     cwd.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
     python = PYTHON if PYTHON.exists() else Path(sys.executable)
-    measure(
-        run,
-        [str(python), str(BENCH / "baseline_spider.py"), url, "--stats", str(stats_file)],
-        cwd,
-        tmp,
-        timeout,
-        env,
-    )
+    cmd = [str(python), str(BENCH / "baseline_spider.py"), url, "--stats", str(stats_file)]
+    if urls is not None:
+        (tmp / "urls.txt").write_text("\n".join(urls) + "\n")
+        cmd += ["--fetch-only", str(tmp / "urls.txt")]
+    measure(run, cmd, cwd, tmp, timeout, env)
     if stats_file.exists():
         stats = json.loads(stats_file.read_text())
         run.pages = stats.get("bench/html_pages")
@@ -356,12 +356,15 @@ def bench_site(name: str, args: argparse.Namespace, keep: Path | None) -> str:
             name = f"synthetic {args.synthetic}"
         port, pid_file = start_nginx(tmp, site_root)
         url = f"http://127.0.0.1:{port}/"
+        pages: list[str]
         if name in DOC_SITES:
-            expected = set(reachable(site_root, url).values())
+            found = reachable(site_root, url)
+            expected, pages = set(found.values()), list(found)
         else:
             # Every page of the synthetic site is reachable by construction (its
             # docstring); parsing a million files to confirm it took longer than the crawl.
             expected = {site_root / file_of(i, args.synthetic) for i in range(args.synthetic)}
+            pages = [url + url_of(i, args.synthetic).lstrip("/") for i in range(args.synthetic)]
         runs = []
         for tool in args.tools:
             print(f"[{name}] {tool} ...", file=sys.stderr)
@@ -371,6 +374,8 @@ def bench_site(name: str, args: argparse.Namespace, keep: Path | None) -> str:
                 runs.append(run_baseline(url, tmp, args.timeout))
             elif tool == "wget":
                 runs.append(run_wget(url, tmp, args.timeout))
+            elif tool == "fetch":
+                runs.append(run_baseline(url, tmp, args.timeout, pages))
         return table(name, len(expected), runs)
     finally:
         if pid_file and pid_file.exists():
@@ -405,8 +410,9 @@ def main() -> int:
     )
     parser.add_argument(
         "--tools",
-        default=",".join(TOOLS),
-        help=f"comma-separated, in order, of: {', '.join(TOOLS)} (default all)",
+        default=",".join(DEFAULT_TOOLS),
+        help=f"comma-separated, in order, of: {', '.join(TOOLS)} "
+        f"(default {','.join(DEFAULT_TOOLS)})",
     )
     parser.add_argument("--skip-wget", action="store_true", help="do not run wget")
     parser.add_argument(
