@@ -51,8 +51,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# More than two workers did not make a crawl faster: the crawl's process, which
-# judges, records and fetches, is then the slower side.
+# The crawl's process spends about as much CPU on a python3-doc page (fetching,
+# judging, recording) as a worker spends parsing it, so it is the slower side as
+# soon as there is one worker: more than two would only wait (an estimate; this
+# 2-core machine cannot measure it).
 MAX_AUTO_PROCESSES = 2
 
 
