@@ -15,7 +15,8 @@ the tests check that it is.
 
 The pool is one per process, started when the first crawl asks for it and shut
 down when the process exits, so that the crawls of one process (an audit, a test
-session) share its start-up cost. Its workers ignore SIGINT: Ctrl-C belongs to the
+session) share its start-up cost; until they are up, pages are parsed in the
+crawl's process. Its workers ignore SIGINT: Ctrl-C belongs to the
 crawl's process, which finishes what it has in flight and then stops. A worker
 whose crawl process is gone exits within half a second.
 
@@ -35,10 +36,10 @@ import signal
 import threading
 import time
 from collections.abc import Iterable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scrapy.http import HtmlResponse
 from scrapy.utils.reactor import is_asyncio_reactor_installed
@@ -115,9 +116,11 @@ def _exit_with(parent: int) -> None:
 
 
 _pools: dict[int, ProcessPoolExecutor] = {}
+# Per pool: a first job per worker, done once the worker is up.
+_started: dict[int, list[Future[Any]]] = {}
 
 
-def _shared_pool(processes: int) -> ProcessPoolExecutor:
+def _shared_pool(processes: int) -> tuple[ProcessPoolExecutor, list[Future[Any]]]:
     pool = _pools.get(processes)
     if pool is None:
         # spawn, not fork: the crawl's process has a running reactor, open sockets,
@@ -135,18 +138,19 @@ def _shared_pool(processes: int) -> ProcessPoolExecutor:
         main = threading.current_thread() is threading.main_thread()
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
         try:
-            for _ in range(processes):
-                pool.submit(int)  # spawns one worker each (spawned lazily otherwise)
+            # Each spawns one worker (they are spawned lazily otherwise).
+            _started[id(pool)] = [pool.submit(int) for _ in range(processes)]
         finally:
             if main:
                 signal.signal(signal.SIGINT, previous)
-    return pool
+    return pool, _started[id(pool)]
 
 
 def _drop_pool(pool: ProcessPoolExecutor) -> None:
     for n, known in list(_pools.items()):
         if known is pool:
             del _pools[n]
+    _started.pop(id(pool), None)
     pool.shutdown(wait=False, cancel_futures=True)
 
 
@@ -159,13 +163,14 @@ class PageAnalyser:
         self.volatile = tuple(volatile)
         self.stats: StatsCollector | None = None
         self.pool: ProcessPoolExecutor | None = None
+        self.starting: list[Future[Any]] = []
 
     def open(self, stats: StatsCollector | None = None) -> None:
         """Start (or join) the worker pool: when the crawl starts, with its reactor."""
         self.stats = stats
         # The result is awaited as an asyncio future: no pool on another reactor.
         if self.processes > 0 and is_asyncio_reactor_installed():
-            self.pool = _shared_pool(self.processes)
+            self.pool, self.starting = _shared_pool(self.processes)
 
     def local(self, response: HtmlResponse) -> PageAnalysis:
         if self.stats is not None:
@@ -176,6 +181,12 @@ class PageAnalyser:
         pool = self.pool
         if pool is None:
             return self.local(response)
+        if self.starting:
+            if not all(f.done() for f in self.starting):
+                # A worker takes about half a second to start; the first pages (the
+                # start page, which every other page waits for) are parsed here.
+                return self.local(response)
+            self.starting = []
         try:
             future = pool.submit(
                 analyse,

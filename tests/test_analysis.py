@@ -22,7 +22,13 @@ from scrapy import signals
 from scrapy.http import HtmlResponse
 from twisted.internet.defer import Deferred
 
-from crawler.analysis import PageAnalyser, analyse, analyse_response, default_processes
+from crawler.analysis import (
+    PageAnalyser,
+    _shared_pool,
+    analyse,
+    analyse_response,
+    default_processes,
+)
 from tests.conftest import ROOT, CrawlResult, MockServer, run_crawl, wait_for
 
 # Per-run columns: when the row was written and first seen.
@@ -56,8 +62,18 @@ def in_process(site: MockServer, tmp_path_factory: pytest.TempPathFactory) -> Cr
     return crawl_now(site, tmp_path_factory.mktemp("local"), 0)
 
 
+def started_pool() -> None:
+    """Start the shared one-worker pool and wait until its worker is up: the test
+    site is crawled faster than a worker starts, and pages that come before are
+    parsed in the crawl's process."""
+    _, starting = _shared_pool(1)
+    for future in starting:
+        future.result(timeout=60)
+
+
 @pytest.fixture(scope="module")
 def in_worker(site: MockServer, tmp_path_factory: pytest.TempPathFactory) -> CrawlResult:
+    started_pool()
     return crawl_now(site, tmp_path_factory.mktemp("worker"), 1)
 
 
@@ -71,6 +87,22 @@ def test_worker_parses_every_page(in_worker: CrawlResult, in_process: CrawlResul
     stats = in_worker.stats
     assert stats.get("sitemap/parse/remote") == in_process.stats["sitemap/parse/local"]
     assert "sitemap/parse/local" not in stats
+
+
+@pytest_twisted.ensureDeferred
+async def test_pages_before_the_worker_is_up_are_parsed_here(
+    site: MockServer, tmp_path: Path, in_process: CrawlResult
+) -> None:
+    from crawler import analysis
+
+    for pool in list(analysis._pools.values()):
+        analysis._drop_pool(pool)  # so that this crawl starts a new one
+    result = await crawl(site, tmp_path, 1)
+    stats = result.stats
+    assert stats.get("sitemap/parse/local", 0) > 0  # the test site is fast
+    total = stats.get("sitemap/parse/remote", 0) + stats["sitemap/parse/local"]
+    assert total == in_process.stats["sitemap/parse/local"]
+    assert rows(result) == rows(in_process)
 
 
 def test_same_ledger_either_way(in_worker: CrawlResult, in_process: CrawlResult) -> None:
@@ -104,6 +136,7 @@ async def test_killed_worker_loses_nothing(
         # weak=False: nothing else holds this closure.
         crawler.signals.connect(kill_worker, signal=signals.response_received, weak=False)
 
+    started_pool()
     result = await crawl(site, tmp_path, 1, setup=setup)
     assert killed
     assert result.stats.get("sitemap/parse/broken_pool") == 1
@@ -114,6 +147,7 @@ async def test_killed_worker_loses_nothing(
 @pytest_twisted.ensureDeferred
 async def test_pool_comes_back_after_a_broken_one(site: MockServer, tmp_path: Path) -> None:
     # The killed pool of the test above is not reused by the next crawl.
+    started_pool()
     result = await crawl(site, tmp_path, 1)
     assert result.stats.get("sitemap/parse/remote", 0) > 20
     assert "sitemap/parse/broken_pool" not in result.stats
