@@ -8,7 +8,9 @@ spider gets back a small :class:`PageAnalysis`, while Scrapy's engine, the
 decisions and the ledger carry on in the crawl's process. (Threads do not help:
 libxml2 parses without the GIL, but the rest of the work holds it.)
 
-The work is one function, :func:`analyse_response`, run in a worker or, with no
+The work is one function, :func:`analyse_response` (which also resolves the
+page's links: :class:`~crawler.links.LinkResolver`, with a cache in each
+process), run in a worker or, with no
 pool (``SITEMAP_PARSE_PROCESSES = 0``, a reactor that is not asyncio's, or a
 pool that broke), in the crawl's process: the result is the same either way, and
 the tests check that it is.
@@ -45,7 +47,7 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.reactor import is_asyncio_reactor_installed
 
 from crawler.content import main_content_hash
-from crawler.links import PageFacts, page_facts, parse_html
+from crawler.links import LinkResolver, PageFacts, Resolved, page_facts, parse_html
 
 if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
@@ -62,23 +64,36 @@ MAX_AUTO_PROCESSES = 2
 @dataclass(slots=True)
 class PageAnalysis:
     facts: PageFacts
+    # facts.hrefs resolved (LinkResolver.resolve_all): absolute, normalised, keyed
+    # and fingerprinted, None for a link that is not http(s). Joining and
+    # normalising was the largest part of the crawl process's own work on a page.
+    links: list[Resolved | None]
     encoding: str  # the response's encoding (declared, or detected from the body)
     content_hash: str  # of the whole body
     main_hash: str | None  # of the main content (crawler.content)
 
 
 def analyse_response(
-    response: HtmlResponse, agents: Iterable[str], volatile: Iterable[str] = ()
+    response: HtmlResponse,
+    agents: Iterable[str],
+    volatile: Iterable[str],
+    resolver: LinkResolver,
 ) -> PageAnalysis:
     root = parse_html(response)
     facts = page_facts(response, agents, root)
+    encoding = response.encoding
     return PageAnalysis(
         facts=facts,
-        encoding=response.encoding,
+        links=resolver.resolve_all(facts.base, facts.hrefs, encoding),
+        encoding=encoding,
         content_hash=hashlib.blake2b(response.body, digest_size=16).hexdigest(),
         # Last: it strips scripts and styles from the tree.
         main_hash=main_content_hash(root, volatile),
     )
+
+
+# A worker's resolvers, one per crawl configuration (their caches are what counts).
+_resolvers: dict[tuple[bool, tuple[str, ...]], LinkResolver] = {}
 
 
 def analyse(
@@ -88,10 +103,15 @@ def analyse(
     body: bytes,
     agents: tuple[str, ...],
     volatile: tuple[str, ...],
+    strip: tuple[bool, tuple[str, ...]],
 ) -> PageAnalysis:
-    """:func:`analyse_response` of the response made of these parts (in a worker)."""
+    """:func:`analyse_response` of the response made of these parts (in a worker);
+    *strip*: the crawl's (``SITEMAP_STRIP_PARAMS``, ``SITEMAP_STRIP_EXTRA``)."""
+    resolver = _resolvers.get(strip)
+    if resolver is None:
+        resolver = _resolvers[strip] = LinkResolver(strip_params=strip[0], extra_strip=strip[1])
     response = HtmlResponse(url=url, status=status, headers=headers, body=body)
-    return analyse_response(response, agents, volatile)
+    return analyse_response(response, agents, volatile, resolver)
 
 
 def default_processes() -> int:
@@ -157,10 +177,19 @@ def _drop_pool(pool: ProcessPoolExecutor) -> None:
 class PageAnalyser:
     """Analyses HTML responses in the shared worker pool (or in this process)."""
 
-    def __init__(self, processes: int, agents: Iterable[str], volatile: Iterable[str]) -> None:
+    def __init__(
+        self,
+        processes: int,
+        agents: Iterable[str],
+        volatile: Iterable[str],
+        resolver: LinkResolver | None = None,
+    ) -> None:
         self.processes = processes
         self.agents = tuple(agents)
         self.volatile = tuple(volatile)
+        # In this process; a worker keeps one of its own with the same settings.
+        self.resolver = resolver or LinkResolver()
+        self.strip = (self.resolver.strip_params, self.resolver.extra_strip)
         self.stats: StatsCollector | None = None
         self.pool: ProcessPoolExecutor | None = None
         self.starting: list[Future[Any]] = []
@@ -175,7 +204,7 @@ class PageAnalyser:
     def local(self, response: HtmlResponse) -> PageAnalysis:
         if self.stats is not None:
             self.stats.inc_value("sitemap/parse/local")
-        return analyse_response(response, self.agents, self.volatile)
+        return analyse_response(response, self.agents, self.volatile, self.resolver)
 
     async def analyse(self, response: HtmlResponse) -> PageAnalysis:
         pool = self.pool
@@ -196,6 +225,7 @@ class PageAnalyser:
                 response.body,
                 self.agents,
                 self.volatile,
+                self.strip,
             )
             result: PageAnalysis = await asyncio.wrap_future(future)
         except BrokenProcessPool:

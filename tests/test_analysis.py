@@ -29,6 +29,7 @@ from crawler.analysis import (
     analyse_response,
     default_processes,
 )
+from crawler.links import LinkResolver
 from tests.conftest import ROOT, CrawlResult, MockServer, run_crawl, wait_for
 
 # Per-run columns: when the row was written and first seen.
@@ -160,16 +161,18 @@ PAGE = b"""<!doctype html><html><head><meta charset="iso-8859-1">
 
 
 def test_worker_function_matches_local() -> None:
-    headers = {b"Content-Type": [b"text/html"], b"X-Robots-Tag": [b"nofollow"]}
+    headers = {b"Content-Type": [b"text/html"], b"X-Robots-Tag": [b"noarchive"]}
     response = HtmlResponse("http://127.0.0.1/p/", body=PAGE, headers=headers)
-    local = analyse_response(response, ("robots",))
-    remote = analyse("http://127.0.0.1/p/", 200, headers, PAGE, ("robots",), ())
+    local = analyse_response(response, ("robots",), (), LinkResolver())
+    remote = analyse("http://127.0.0.1/p/", 200, headers, PAGE, ("robots",), (), (True, ()))
     assert pickle.loads(pickle.dumps(remote)) == local  # as it comes back from a worker
     assert local.encoding == "cp1252"  # iso-8859-1 as browsers read it
-    assert local.facts.robots.noindex and local.facts.robots.nofollow
+    assert local.facts.robots.noindex and not local.facts.robots.nofollow
     assert local.facts.canonicals == ["http://127.0.0.1/c"]
     assert local.facts.page_lastmod == "2024-05-01T10:00:00+00:00"
     assert local.main_hash is not None and local.main_hash.startswith("m2-")
+    # The link, resolved with the page's encoding and normalised.
+    assert [r.url for r in local.links if r] == ["http://127.0.0.1/p/caf%C3%A9.html"]
 
 
 def test_no_pool_without_processes() -> None:

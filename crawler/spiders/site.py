@@ -155,6 +155,7 @@ class SiteSpider(Spider):
             default_processes() if processes is None else s.getint("SITEMAP_PARSE_PROCESSES"),
             self.agents,
             self.volatile,
+            self.links,
         )
         crawler.signals.connect(self._opened, signal=signals.spider_opened)
         # The previous successful run's ledger: validators, replays, history.
@@ -455,7 +456,7 @@ class SiteSpider(Spider):
                 return
         seen, capped = self.seen, self.depth_capped
         depth, links = rec.depth + 1, rec.links
-        for found in self.links.resolve_all(facts.base, facts.hrefs, encoding):
+        for found in analysis.links:
             if found is None:
                 self.crawler.stats.inc_value("sitemap/ignored/scheme")
                 continue
