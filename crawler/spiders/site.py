@@ -281,6 +281,7 @@ class SiteSpider(Spider):
             raw_url=raw if raw != url else None,
             depth=depth,
             referrer=referrer,
+            key=key,  # normalised and keyed here already: the pipeline need not again
         )
         reason = self._out_of_scope(url, depth, hops)
         if reason is not None:
