@@ -11,9 +11,8 @@ outside the project too. On close it writes Scrapy's stats plus ``bench/html_pag
 
 With ``--fetch-only FILE`` it fetches the URLs listed in FILE (one a line: the
 site's reachable pages, as bench/speed.py counts them) with the same settings and
-a callback that only counts: no parsing, no links. That is the ceiling of any
-Scrapy crawl of the site on this machine (the issue's "a Scrapy spider that only
-fetches").
+a callback that only counts: no parsing, no links: what Scrapy's fetching costs
+on its own, in one process (the issue's "a Scrapy spider that only fetches").
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ that our page-parsing workers count):
    requests, robots.txt obeyed, no AutoThrottle), outside the project's settings;
 3. wget: ``wget --spider -r -l inf -nd -np -e robots=on`` (one connection);
 4. fetch (not by default): the baseline's settings, fetching the reachable pages
-   from a list with no parsing at all: the ceiling of a Scrapy crawl here.
+   from a list with no parsing at all: what Scrapy's fetching costs on its own.
 
 Prints one table per site: pages fetched, wall and CPU seconds, pages/s, peak RSS,
 the pages/s ratio to the baseline and to wget, and for ours the listed count,
