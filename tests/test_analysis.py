@@ -36,19 +36,25 @@ from tests.conftest import ROOT, CrawlResult, MockServer, run_crawl, wait_for
 VOLATILE_COLUMNS = {"updated", "first_seen"}
 
 
-async def crawl(site: MockServer, tmp: Path, processes: int, setup: Any = None) -> CrawlResult:
+async def crawl(
+    site: MockServer, tmp: Path, processes: int, setup: Any = None, local_below: int = 0
+) -> CrawlResult:
+    """The test site's pages are small: every one goes to the worker unless
+    *local_below* says otherwise."""
     return await run_crawl(
         site.url("/"),
         tmp,
         setup=setup,
         SITEMAP_TRAP_MAX_QUERY_VARIANTS=5,
         SITEMAP_PARSE_PROCESSES=processes,
+        SITEMAP_PARSE_LOCAL_BELOW=local_below,
     )
 
 
-def crawl_now(site: MockServer, tmp: Path, processes: int) -> CrawlResult:
+def crawl_now(site: MockServer, tmp: Path, processes: int, local_below: int = 0) -> CrawlResult:
     """:func:`crawl` from a (module) fixture."""
-    return pytest_twisted.blockon(Deferred.fromCoroutine(crawl(site, tmp, processes)))
+    coro = crawl(site, tmp, processes, local_below=local_below)
+    return pytest_twisted.blockon(Deferred.fromCoroutine(coro))
 
 
 def rows(result: CrawlResult) -> dict[str, dict[str, Any]]:
@@ -173,6 +179,17 @@ def test_worker_function_matches_local() -> None:
     assert local.main_hash is not None and local.main_hash.startswith("m2-")
     # The link, resolved with the page's encoding and normalised.
     assert [r.url for r in local.links if r] == ["http://127.0.0.1/p/caf%C3%A9.html"]
+
+
+@pytest_twisted.ensureDeferred
+async def test_small_pages_are_parsed_here(
+    site: MockServer, tmp_path: Path, in_process: CrawlResult
+) -> None:
+    started_pool()
+    result = await crawl(site, tmp_path, 1, local_below=1_000_000)
+    assert "sitemap/parse/remote" not in result.stats
+    assert result.stats["sitemap/parse/local"] == in_process.stats["sitemap/parse/local"]
+    assert rows(result) == rows(in_process)
 
 
 def test_no_pool_without_processes() -> None:

@@ -33,7 +33,12 @@ from scrapy import Request, Spider, signals
 from scrapy.http import HtmlResponse, Response
 
 from crawler import items as d
-from crawler.analysis import PageAnalyser, PageAnalysis, default_processes
+from crawler.analysis import (
+    DEFAULT_LOCAL_BELOW,
+    PageAnalyser,
+    PageAnalysis,
+    default_processes,
+)
 from crawler.items import Alias, PageRecords, UrlRecord
 from crawler.limits import MAX_LOC_LENGTH
 from crawler.links import LinkResolver, header_directives, link_header_canonicals
@@ -156,6 +161,7 @@ class SiteSpider(Spider):
             self.agents,
             self.volatile,
             self.links,
+            s.getint("SITEMAP_PARSE_LOCAL_BELOW", DEFAULT_LOCAL_BELOW),
         )
         crawler.signals.connect(self._opened, signal=signals.spider_opened)
         # The previous successful run's ledger: validators, replays, history.
