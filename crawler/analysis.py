@@ -15,12 +15,13 @@ pool (``SITEMAP_PARSE_PROCESSES = 0``, a reactor that is not asyncio's, or a
 pool that broke), in the crawl's process: the result is the same either way, and
 the tests check that it is.
 
-The pool is one per process, started when the first crawl asks for it and shut
-down when the process exits, so that the crawls of one process (an audit, a test
-session) share its start-up cost; until they are up, pages are parsed in the
-crawl's process. Its workers ignore SIGINT: Ctrl-C belongs to the
-crawl's process, which finishes what it has in flight and then stops. A worker
-whose crawl process is gone exits within half a second.
+The pool is one per process, started when a crawl first has a page to send to it
+(never, on a site of small pages) and shut down when the process exits, so that
+the crawls of one process (an audit, a test session) share its start-up cost;
+until the workers are up, pages are parsed in the crawl's process. They ignore
+SIGINT: Ctrl-C belongs to the crawl's process, which finishes what it has in
+flight and then stops. A worker whose crawl process is gone exits within half a
+second.
 
 Settings: ``SITEMAP_PARSE_PROCESSES``, ``SITEMAP_PARSE_LOCAL_BELOW`` (bodies
 smaller than this are parsed in the crawl's process: a small page costs less to
@@ -203,14 +204,14 @@ class PageAnalyser:
         self.strip = (self.resolver.strip_params, self.resolver.extra_strip)
         self.stats: StatsCollector | None = None
         self.pool: ProcessPoolExecutor | None = None
+        self.enabled = False
         self.starting: list[Future[Any]] = []
 
     def open(self, stats: StatsCollector | None = None) -> None:
-        """Start (or join) the worker pool: when the crawl starts, with its reactor."""
+        """When the crawl starts, with its reactor and stats."""
         self.stats = stats
         # The result is awaited as an asyncio future: no pool on another reactor.
-        if self.processes > 0 and is_asyncio_reactor_installed():
-            self.pool, self.starting = _shared_pool(self.processes)
+        self.enabled = self.processes > 0 and is_asyncio_reactor_installed()
 
     def local(self, response: HtmlResponse) -> PageAnalysis:
         if self.stats is not None:
@@ -218,9 +219,14 @@ class PageAnalyser:
         return analyse_response(response, self.agents, self.volatile, self.resolver)
 
     async def analyse(self, response: HtmlResponse) -> PageAnalysis:
-        pool = self.pool
-        if pool is None or len(response.body) < self.local_below:
+        if not self.enabled or len(response.body) < self.local_below:
             return self.local(response)
+        pool = self.pool
+        if pool is None:
+            # Started (or joined) with the first page worth sending: a site of small
+            # pages never pays for a worker's memory (60-75 MB).
+            pool, self.starting = _shared_pool(self.processes)
+            self.pool = pool
         if self.starting:
             if not all(f.done() for f in self.starting):
                 # A worker takes about half a second to start; the first pages (the
@@ -243,7 +249,7 @@ class PageAnalyser:
             # A worker died (killed, or out of memory on a huge page): the rest of
             # the crawl parses here, and this page is parsed again.
             if self.pool is pool:
-                self.pool = None
+                self.pool, self.enabled = None, False
                 _drop_pool(pool)
                 logger.warning("A page-parsing worker process died; parsing in this process")
                 if self.stats is not None:

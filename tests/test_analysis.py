@@ -195,7 +195,18 @@ async def test_small_pages_are_parsed_here(
 def test_no_pool_without_processes() -> None:
     analyser = PageAnalyser(0, ("robots",), ())
     analyser.open()
-    assert analyser.pool is None
+    assert not analyser.enabled and analyser.pool is None
+
+
+@pytest_twisted.ensureDeferred
+async def test_no_worker_for_a_site_of_small_pages(site: MockServer, tmp_path: Path) -> None:
+    from crawler import analysis
+
+    for pool in list(analysis._pools.values()):
+        analysis._drop_pool(pool)
+    result = await crawl(site, tmp_path, 1, local_below=1_000_000)
+    assert "sitemap/parse/remote" not in result.stats
+    assert not analysis._pools  # never started
 
 
 @pytest.mark.parametrize(("cores", "expected"), [(1, 0), (2, 1), (3, 2), (16, 2)])
@@ -230,7 +241,10 @@ def alive(pid: int) -> bool:
 def slow_crawl(servers: Any, tmp_path: Path) -> tuple[subprocess.Popen[str], MockServer]:
     server = servers("crawl-delay")  # Crawl-delay 1 s: slow enough to interrupt
     proc = subprocess.Popen(
-        [sys.executable, "-m", "crawler.cli", "crawl", server.url("/"), "--out", str(tmp_path)],
+        [
+            *(sys.executable, "-m", "crawler.cli", "crawl", server.url("/")),
+            *("--out", str(tmp_path), "-s", "SITEMAP_PARSE_LOCAL_BELOW=0"),
+        ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
