@@ -31,10 +31,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from crawler.content import same_content
-from crawler.items import LISTED, PageRecords, UrlRecord
+from crawler.items import LISTED, UrlRecord
 from crawler.lastmod import http_date_to_w3c, lastmod_datetime
 from crawler.paths import CrawlPaths
 from crawler.previous import PreviousRun
+from pipelines.records import RecordPipeline
 
 if TYPE_CHECKING:
     from typing import Self
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 HEADER, PAGE, CONTENT = "header", "page", "content"
 
 
-class LastmodPipeline:
+class LastmodPipeline(RecordPipeline):
     def __init__(
         self,
         stats: StatsCollector,
@@ -68,13 +69,6 @@ class LastmodPipeline:
             else None
         )
         return cls(crawler.stats, s.getbool("SITEMAP_LASTMOD_FROM_PAGE", True), previous)
-
-    def process_item(self, item: Any) -> Any:
-        if isinstance(item, PageRecords):
-            for record in item.records:
-                self._process(record)
-            return item
-        return self._process(item)
 
     def _process(self, item: Any) -> Any:
         if not isinstance(item, UrlRecord) or item.decision != LISTED or item.replayed:

@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 
-from crawler.items import QUEUED, Alias, PageRecords, UrlRecord
+from crawler.items import QUEUED, Alias, UrlRecord
 from crawler.ledger import Ledger
 from crawler.paths import CrawlPaths
 from crawler.previous import PreviousRun
+from pipelines.records import RecordPipeline
 
 if TYPE_CHECKING:
     from typing import Self
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
 
 
-class LedgerPipeline:
+class LedgerPipeline(RecordPipeline):
     def __init__(self, paths: CrawlPaths, stats: StatsCollector) -> None:
         self.paths = paths
         self.stats = stats
@@ -80,13 +81,6 @@ class LedgerPipeline:
         if sitemaps and self.ledger is not None:
             self.robots_sitemaps.extend(s for s in sitemaps if s not in self.robots_sitemaps)
             self.ledger.set_meta("robots_sitemaps", self.robots_sitemaps)
-
-    def process_item(self, item: Any) -> Any:
-        if isinstance(item, PageRecords):
-            for record in item.records:
-                self._process(record)
-            return item
-        return self._process(item)
 
     def _process(self, item: Any) -> Any:
         if isinstance(item, Alias) and self.ledger is not None:

@@ -19,9 +19,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from crawler.entry import check_loc
-from crawler.items import INVALID, LISTED, Alias, PageRecords, UrlRecord
+from crawler.items import INVALID, LISTED, Alias, UrlRecord
 from crawler.publicurl import PublicUrls
 from crawler.urls import normalize_url, url_key
+from pipelines.records import RecordPipeline
 
 if TYPE_CHECKING:
     from typing import Self
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 
-class NormalizePipeline:
+class NormalizePipeline(RecordPipeline):
     def __init__(self, crawler: Crawler, strip_params: bool, extra_strip: tuple[str, ...]) -> None:
         self.crawler = crawler
         self.strip_params = strip_params
@@ -48,13 +49,6 @@ class NormalizePipeline:
     def open_spider(self) -> None:
         start_url = self.crawler.spider.start_url  # type: ignore[union-attr]
         self.public = PublicUrls.from_settings(start_url, self.crawler.settings)
-
-    def process_item(self, item: Any) -> Any:
-        if isinstance(item, PageRecords):
-            for record in item.records:
-                self._process(record)
-            return item
-        return self._process(item)
 
     def _process(self, item: Any) -> Any:
         if isinstance(item, Alias):
