@@ -67,6 +67,9 @@ WARN_ON_GENERATOR_RETURN_VALUE = False
 # Scrapy 2.19 opens a local HTTP control port by default; a crawler needs none.
 REMOTE_CONTROL_ENABLED = False
 LOG_LEVEL = "INFO"
+# Scrapy's formatter, less the per-page "Crawled" and "Scraped" messages when
+# LOG_LEVEL is above DEBUG (crawler/logformatter.py).
+LOG_FORMATTER = "crawler.logformatter.QuietLogFormatter"
 
 DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,

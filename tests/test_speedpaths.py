@@ -1,11 +1,16 @@
 """The fast paths of the crawl give the answers of the slow ones: the cached link
 resolver against ``urljoin`` + ``normalize_url`` + ``url_key`` on every call, and the
-main-content hash's rules (what is content, what is not)."""
+main-content hash's rules (what is content, what is not); and the per-page debug
+messages that are not built when nobody will see them."""
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
 from urllib.parse import urljoin
 
+import pytest
+import pytest_twisted
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scrapy.http import HtmlResponse
@@ -14,6 +19,7 @@ from crawler.content import VERSION, main_content_hash, same_content
 from crawler.links import LinkResolver, clean_href, parse_html
 from crawler.seen import SeenKeys, fingerprint
 from crawler.urls import normalize_url, url_key
+from tests.conftest import MockServer, run_crawl
 
 C0_OR_SPACE = "".join(map(chr, range(0x21)))
 BASES = [
@@ -140,3 +146,25 @@ def test_seen_keys_by_key_and_fingerprint() -> None:
     assert fingerprint("http://h.test/b") == 0x7535DFFC6A31A266
     again = pickle.loads(pickle.dumps(seen))
     assert "http://h.test/b" in again and len(again) == 1
+
+
+@pytest.mark.parametrize("level", ["INFO", "DEBUG"])
+@pytest_twisted.ensureDeferred
+async def test_per_page_debug_messages_are_not_built_above_debug(
+    site: MockServer, tmp_path: Path, caplog: pytest.LogCaptureFixture, level: str
+) -> None:
+    # caplog's handler takes every record the loggers create: at INFO none of the
+    # per-page messages may be created at all; at DEBUG they are Scrapy's own.
+    with caplog.at_level(logging.DEBUG, logger="scrapy"):
+        result = await run_crawl(site.url("/"), tmp_path, LOG_LEVEL=level)
+    assert result.outcome == "published"
+    pages = result.stats["downloader/response_count"]
+    crawled = [r for r in caplog.records if r.getMessage().startswith("Crawled (")]
+    scraped = [r for r in caplog.records if r.getMessage().startswith("Scraped from")]
+    if level == "INFO":
+        assert crawled == [] and scraped == []
+    else:
+        # A retried response never reaches the engine, so is not logged.
+        assert len(crawled) == pages - result.stats.get("retry/count", 0) > 5
+        assert scraped
+        assert all(r.levelno == logging.DEBUG for r in crawled + scraped)
