@@ -543,15 +543,23 @@ def run_crawl(
     """Run the spider (the site spider, or the class named *spider*) in this process;
     return the exit status and the stats."""
     from scrapy.crawler import CrawlerProcess
+    from scrapy.settings import default_settings
     from scrapy.utils.misc import load_object
 
+    from crawler.analysis import fork_workers, processes_from
     from crawler.spiders.site import SiteSpider
 
     job = Path(overrides["JOBDIR"]) if overrides.get("JOBDIR") else None
     if job is not None and not overrides.get("SITEMAP_RESUME"):
         # A new night starts clean, even after an interrupted run.
         shutil.rmtree(job, ignore_errors=True)
-    process = CrawlerProcess(_settings(overrides))
+    settings = _settings(overrides)
+    if settings.get("TWISTED_REACTOR") == default_settings.TWISTED_REACTOR:
+        # Before the reactor, the ledger and any thread: the page-parsing workers
+        # are forked from a process that is still only its imports (up in
+        # milliseconds, not the seconds a spawned worker takes to import Scrapy).
+        fork_workers(processes_from(settings))
+    process = CrawlerProcess(settings)
     crawler = process.create_crawler(load_object(spider) if spider else SiteSpider)
     process.crawl(crawler, url=url)
     process.start()

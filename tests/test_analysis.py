@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import signal
 import subprocess
 import sys
@@ -28,6 +29,7 @@ from crawler.analysis import (
     analyse,
     analyse_response,
     default_processes,
+    processes_from,
 )
 from crawler.links import LinkResolver
 from tests.conftest import ROOT, CrawlResult, MockServer, run_crawl, wait_for
@@ -213,6 +215,68 @@ async def test_no_worker_for_a_site_of_small_pages(site: MockServer, tmp_path: P
 def test_default_processes(monkeypatch: pytest.MonkeyPatch, cores: int, expected: int) -> None:
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)))
     assert default_processes() == expected
+
+
+def test_processes_setting() -> None:
+    from scrapy.settings import Settings
+
+    assert processes_from(Settings({"SITEMAP_PARSE_PROCESSES": "3"})) == 3
+    assert processes_from(Settings({"SITEMAP_PARSE_PROCESSES": None})) == default_processes()
+
+
+FORK_CHECK = """
+import sys, threading
+from crawler.analysis import _started, fork_workers
+if sys.argv[1] == "reactor":
+    from scrapy.utils.reactor import install_reactor
+    install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
+elif sys.argv[1] == "thread":
+    threading.Thread(target=threading.Event().wait, args=(5,), daemon=True).start()
+print(fork_workers(1), fork_workers(1), [f.done() for fs in _started.values() for f in fs])
+"""
+
+
+@pytest.mark.parametrize(
+    ("state", "expected"),
+    [("fresh", "True False [True]"), ("reactor", "False False []"), ("thread", "False False []")],
+)
+def test_workers_are_forked_only_before_the_reactor_and_threads(state: str, expected: str) -> None:
+    # A fresh interpreter each: this one has a reactor and threads. Forked, the worker
+    # is up when fork_workers returns; a second call finds the pool there.
+    out = subprocess.run(
+        [sys.executable, "-c", FORK_CHECK, state],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert out.split("\n")[0] == expected
+
+
+def test_command_line_crawl_sends_every_page_to_a_forked_worker(
+    site: MockServer, tmp_path: Path, in_process: CrawlResult
+) -> None:
+    out = tmp_path / "public"
+    run = subprocess.run(
+        [
+            *(sys.executable, "-m", "crawler.cli", "crawl", site.url("/"), "--out", str(out)),
+            *("-s", "SITEMAP_PARSE_LOCAL_BELOW=0", "-s", "SITEMAP_PARSE_PROCESSES=1"),
+            *("-s", "SITEMAP_TRAP_MAX_QUERY_VARIANTS=5", "-s", "RETRY_TIMES=1"),
+            *("-s", "LOG_LEVEL=INFO"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    # The worker was up before the first page: none waited for it here.
+    assert "'sitemap/parse/local'" not in run.stderr
+    remote = re.search(r"'sitemap/parse/remote': (\d+)", run.stderr)
+    assert remote and int(remote.group(1)) == in_process.stats["sitemap/parse/local"]
+    result = CrawlResult({}, out, out.with_name("public.sitemap-state"), [])
+    assert rows(result) == rows(in_process)
 
 
 def worker_pids(parent: int) -> set[int]:

@@ -37,7 +37,7 @@ from crawler.analysis import (
     DEFAULT_LOCAL_BELOW,
     PageAnalyser,
     PageAnalysis,
-    default_processes,
+    processes_from,
 )
 from crawler.items import Alias, PageRecords, UrlRecord
 from crawler.limits import MAX_LOC_LENGTH
@@ -155,9 +155,8 @@ class SiteSpider(Spider):
         host = self.site[0] if self.site else ""
         self.start_is_public = _is_public_host(host)
         self.volatile = s.getlist("SITEMAP_VOLATILE_SELECTORS")
-        processes = s.get("SITEMAP_PARSE_PROCESSES")
         self.analyser = PageAnalyser(
-            default_processes() if processes is None else s.getint("SITEMAP_PARSE_PROCESSES"),
+            processes_from(s),
             self.agents,
             self.volatile,
             self.links,
