@@ -1,7 +1,8 @@
 """Speed and scale: our crawl against a bare Scrapy crawl and wget, on local sites.
 
     python bench/speed.py [--sites python3-doc,rust-doc,synthetic] [--synthetic N]
-                          [--tools ours,baseline,wget] [--timeout S] [--keep DIR]
+                          [--tools ours,baseline,wget] [--repeat N] [--timeout S]
+                          [--keep DIR]
 
 Installs what it needs with apt-get when missing (as root): ``nginx-light``,
 ``wget`` and the documentation packages of the sites asked for. Serves each site
@@ -21,6 +22,9 @@ that our page-parsing workers count):
 3. wget: ``wget --spider -r -l inf -nd -np -e robots=on`` (one connection);
 4. fetch (not by default): the baseline's settings, fetching the reachable pages
    from a list with no parsing at all: what Scrapy's fetching costs on its own.
+
+With ``--repeat N`` the tools take turns N times and each tool's row is its run
+of median wall time (this VM's load moves a single run by 10-15%).
 
 Prints one table per site: pages fetched, wall and CPU seconds, pages/s, peak RSS,
 the pages/s ratio to the baseline and to wget, and for ours the listed count,
@@ -312,6 +316,18 @@ def run_wget(url: str, tmp: Path, timeout: float) -> Run:
     return run
 
 
+def median_run(runs: list[Run]) -> Run:
+    """The run of median wall time (the lower of the middle two for an even count),
+    its note saying how far the others were."""
+    if len(runs) == 1:
+        return runs[0]
+    ordered = sorted(runs, key=lambda r: r.wall)
+    run = ordered[(len(ordered) - 1) // 2]
+    spread = f"median of {len(runs)}, wall {ordered[0].wall:.1f}-{ordered[-1].wall:.1f} s"
+    run.note = f"{spread}; {run.note}" if run.note else spread
+    return run
+
+
 def table(site: str, expected: int, runs: list[Run]) -> str:
     base = next((r.rate for r in runs if r.tool == "baseline"), None)
     wget = next((r.rate for r in runs if r.tool == "wget"), None)
@@ -365,18 +381,25 @@ def bench_site(name: str, args: argparse.Namespace, keep: Path | None) -> str:
             # docstring); parsing a million files to confirm it took longer than the crawl.
             expected = {site_root / file_of(i, args.synthetic) for i in range(args.synthetic)}
             pages = [url + url_of(i, args.synthetic).lstrip("/") for i in range(args.synthetic)]
-        runs = []
-        for tool in args.tools:
-            print(f"[{name}] {tool} ...", file=sys.stderr)
-            if tool == "ours":
-                runs.append(run_ours(url, tmp, site_root, expected, args.timeout, args.ours_arg))
-            elif tool == "baseline":
-                runs.append(run_baseline(url, tmp, args.timeout))
-            elif tool == "wget":
-                runs.append(run_wget(url, tmp, args.timeout))
-            elif tool == "fetch":
-                runs.append(run_baseline(url, tmp, args.timeout, pages))
-        return table(name, len(expected), runs)
+        rounds: dict[str, list[Run]] = {tool: [] for tool in args.tools}
+        # With --repeat, the tools take turns, so that a spell of load on the VM
+        # falls on all of them rather than on one tool's runs.
+        for i in range(args.repeat):
+            work = tmp / f"round-{i + 1}" if args.repeat > 1 else tmp
+            work.mkdir(exist_ok=True)
+            for tool in args.tools:
+                turn = f" ({i + 1}/{args.repeat})" if args.repeat > 1 else ""
+                print(f"[{name}] {tool}{turn} ...", file=sys.stderr)
+                if tool == "ours":
+                    run = run_ours(url, work, site_root, expected, args.timeout, args.ours_arg)
+                elif tool == "baseline":
+                    run = run_baseline(url, work, args.timeout)
+                elif tool == "wget":
+                    run = run_wget(url, work, args.timeout)
+                else:
+                    run = run_baseline(url, work, args.timeout, pages)
+                rounds[tool].append(run)
+        return table(name, len(expected), [median_run(runs) for runs in rounds.values()])
     finally:
         if pid_file and pid_file.exists():
             subprocess.run(["kill", pid_file.read_text().strip()], check=False)
@@ -428,6 +451,14 @@ def main() -> int:
         metavar="ARG",
         help="extra argument for our crawl (repeatable)",
     )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run the tools N times each, taking turns, and report each tool's run of "
+        "median wall time (default 1)",
+    )
     parser.add_argument("--keep", type=Path, help="copy logs, ledgers and outputs here")
     args = parser.parse_args()
     sites = [s.strip() for s in args.sites.split(",") if s.strip()]
@@ -439,6 +470,8 @@ def main() -> int:
         args.tools.remove("wget")
     if not args.tools or set(args.tools) - set(TOOLS):
         parser.error(f"--tools: choose from {', '.join(TOOLS)}")
+    if args.repeat < 1:
+        parser.error("--repeat: at least 1")
     ensure_packages(sites, args.tools)
     print(
         f"date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC  cores: {os.cpu_count()}  "
