@@ -21,12 +21,12 @@ line forks it before the crawl starts (:func:`fork_workers`), while the process 
 only its imports: a forked worker is up in milliseconds, where a spawned one
 imports Scrapy again (0.3-0.7 s, with the crawl's first pages parsed in the crawl's
 process meanwhile: 14% of a python3-doc crawl's wall time in one A/B). The price:
-on a site of small pages the worker idles, at about 43 MB RSS (35 MB PSS). Elsewhere
-(a crawl started inside a running reactor) the pool is spawned when a crawl first
-has a page to send to it (never, on a site of small pages); until its workers are
-up, pages are parsed in the crawl's process. Workers ignore SIGINT: Ctrl-C belongs to the
-crawl's process, which finishes what it has in flight and then stops. A worker
-whose crawl process is gone exits within half a second.
+on a site of small pages the worker idles, at about 43 MB RSS (35 MB PSS).
+Elsewhere (a crawl started inside a running reactor) the pool is spawned when a
+crawl first has a page to send to it (never, on a site of small pages); until its
+workers are up, pages are parsed in the crawl's process. Workers ignore SIGINT:
+Ctrl-C belongs to the crawl's process, which finishes what it has in flight and
+then stops. A worker whose crawl process is gone exits within half a second.
 
 Settings: ``SITEMAP_PARSE_PROCESSES``, ``SITEMAP_PARSE_LOCAL_BELOW`` (bodies
 smaller than this are parsed in the crawl's process: a small page costs less to
@@ -38,7 +38,6 @@ Stats: ``sitemap/parse/remote`` (pages analysed in a worker),
 from __future__ import annotations
 
 import asyncio
-import gc
 import hashlib
 import logging
 import multiprocessing
@@ -166,13 +165,7 @@ def fork_workers(processes: int, timeout: float = 10) -> bool:
     # A child flushes the standard streams when it ends: nothing may be pending.
     sys.stdout.flush()
     sys.stderr.flush()
-    # The imports' objects out of the collector's reach in the child, whose
-    # collections would otherwise write to (and so copy) every page they are on.
-    gc.freeze()
-    try:
-        _, starting = _shared_pool(processes, "fork")
-    finally:
-        gc.unfreeze()
+    _, starting = _shared_pool(processes, "fork")
     wait(starting, timeout=timeout)  # milliseconds: then every page can go to a worker
     return True
 
