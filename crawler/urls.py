@@ -436,8 +436,9 @@ def site_of(url: str) -> tuple[str, int | None] | None:
     parts = _split(url)
     if parts is None:
         return None
-    found = host_port(url)
-    if found is None:
+    parsed = _parse_authority(parts[0], parts[1])
+    if parsed is None:
         return None
-    host, port = found
+    _, host, port = parsed
+    host = host.removeprefix("[").removesuffix("]")  # as host_port gives it
     return host, None if port == _DEFAULT_PORTS[parts[0]] else port

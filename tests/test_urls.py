@@ -15,7 +15,14 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from crawler import urls
-from crawler.urls import TRACKING_PARAMS, host_port, is_http_url, normalize_url, url_key
+from crawler.urls import (
+    TRACKING_PARAMS,
+    host_port,
+    is_http_url,
+    normalize_url,
+    site_of,
+    url_key,
+)
 
 E = "http://example.com"
 
@@ -596,6 +603,21 @@ def test_arbitrary_text_never_raises(url: str) -> None:
     normalized = normalize_url(url)
     assert normalized is None or normalize_url(normalized) == normalized
     assert is_http_url(url) == (host_port(url) is not None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    url=_urls() | st.text(max_size=40) | st.builds("{}{}".format, _SCHEMES, st.text(max_size=30))
+)
+def test_site_of_is_host_port_without_the_default_port(url: str) -> None:
+    # site_of splits the URL once; this is what it must equal.
+    found = host_port(url)
+    if found is None:
+        assert site_of(url) is None
+    else:
+        host, port = found
+        scheme = urls._split(url)[0]  # type: ignore[index]
+        assert site_of(url) == (host, None if port == urls._DEFAULT_PORTS[scheme] else port)
 
 
 @settings(max_examples=100, deadline=None)
