@@ -183,6 +183,23 @@ def test_worker_function_matches_local() -> None:
     assert [r.url for r in local.links if r] == ["http://127.0.0.1/p/caf%C3%A9.html"]
 
 
+def test_each_link_comes_back_once() -> None:
+    page = b"""<html><body><a href="a.html">1</a><a href="mailto:x@y">m</a>
+    <a href="b.html">2</a><a href="a.html#s">3</a><a href="mailto:x@y">m</a>
+    <a href="./a.html">4</a><a href="/p/b.html">5</a></body></html>"""
+    response = HtmlResponse("http://127.0.0.1/p/", body=page, headers={})
+    result = analyse_response(response, (), (), LinkResolver())
+    # a.html, a.html#s and ./a.html are one link (one raw form), b.html and
+    # /p/b.html another; every link that is not http(s) is kept, to be counted.
+    assert [r and r.raw for r in result.links] == [
+        "http://127.0.0.1/p/a.html",
+        None,
+        "http://127.0.0.1/p/b.html",
+        None,
+    ]
+    assert result.facts.hrefs == []  # resolved: not sent back
+
+
 @pytest_twisted.ensureDeferred
 async def test_small_pages_are_parsed_here(
     site: MockServer, tmp_path: Path, in_process: CrawlResult

@@ -96,6 +96,8 @@ class DistributedSiteSpider(SiteSpider):
         hops: int = 0,
         encoding: str = "utf-8",
         normal: str | None = None,
+        key: str | None = None,  # the coordinator keys what it is told
+        fp: int | None = None,
     ) -> Iterator[Found]:
         if normal is not None and raw == normal and not hops:
             # A plain link (most are): once this process has reported it from a page

@@ -47,7 +47,7 @@ from crawler.middlewares.robots import RobotsDisallowed, product_token
 from crawler.paths import CrawlPaths
 from crawler.previous import PreviousRun
 from crawler.publicurl import PublicUrls
-from crawler.seen import SeenKeys
+from crawler.seen import SeenKeys, fingerprint
 from crawler.traps import TrapDetector
 from crawler.urls import normalize_url, site_of, url_key
 
@@ -249,10 +249,14 @@ class SiteSpider(Spider):
         hops: int = 0,
         encoding: str = "utf-8",
         normal: str | None = None,
+        key: str | None = None,
+        fp: int | None = None,
     ) -> Iterator[UrlRecord | Alias | Request]:
         """Decide what to do with a URL found on *referrer*: queue it (yielding a
         ``queued`` record and its request) or record why not. *normal* is its
-        normalised form when the caller has it already."""
+        normalised form when the caller has it already, and *key* and *fp* that
+        form's key and fingerprint (a resolved link has all three: keying a new URL
+        is a w3lib canonicalisation, 5% of a python3-doc crawl's main thread)."""
         url = normal or normalize_url(
             raw, strip_params=self.strip_params, extra_strip=self.extra_strip, encoding=encoding
         )
@@ -260,13 +264,17 @@ class SiteSpider(Spider):
         if url is None:
             stats.inc_value("sitemap/ignored/scheme")
             return
-        key = url_key(url)
+        if key is None or normal is None:
+            key = url_key(url)
+            fp = None
+        if fp is None:
+            fp = fingerprint(key)
         reconsidered = False
-        if key in self.seen:
-            if key in self.depth_capped and not (self.max_depth and depth > self.max_depth):
+        if self.seen.has_fp(fp):
+            if self.depth_capped.has_fp(fp) and not (self.max_depth and depth > self.max_depth):
                 reconsidered = True
                 # Left out for depth, now found by a shorter path: judge it after all.
-                self.depth_capped.discard(key)
+                self.depth_capped.discard_fp(fp)
                 stats.inc_value("sitemap/depth_reconsidered")
             else:
                 # Another form of a known URL: keep it as an alias, once per form. A
@@ -278,7 +286,7 @@ class SiteSpider(Spider):
                     yield Alias(alias=form, url=url)
                 return
         else:
-            self.seen.add(key)
+            self.seen.add_fp(fp)
             stats.inc_value("sitemap/discovered")
         record = UrlRecord(
             url=url,
@@ -292,7 +300,7 @@ class SiteSpider(Spider):
         if reason is not None:
             record.decision, record.reason = reason
             if reason[1].startswith("max depth"):
-                self.depth_capped.add(key)
+                self.depth_capped.add_fp(fp)
             yield record
             return
         self.scheduled += 1
@@ -462,12 +470,17 @@ class SiteSpider(Spider):
                 return
         seen, capped = self.seen, self.depth_capped
         depth, links = rec.depth + 1, rec.links
+        # analysis.links has each link once; forms of one target (with tracking
+        # parameters, say) share its entry in the ledger.
+        targets: set[str] = set()
         for found in analysis.links:
             if found is None:
                 self.crawler.stats.inc_value("sitemap/ignored/scheme")
                 continue
-            # Kept normalised in the ledger, so a 304 next time can replay them.
-            links.append(found.url)
+            if found.url not in targets:
+                # Kept normalised in the ledger, so a 304 next time can replay them.
+                targets.add(found.url)
+                links.append(found.url)
             if seen.has_fp(found.fp) and not capped.has_fp(found.fp):
                 # Known already (most links are): at most another form of it to note.
                 form = found.raw
@@ -475,7 +488,14 @@ class SiteSpider(Spider):
                     self.alias_forms.add(form)
                     yield Alias(alias=form, url=found.url)
                 continue
-            yield from self._found(found.raw, depth=depth, referrer=rec.url, normal=found.url)
+            yield from self._found(
+                found.raw,
+                depth=depth,
+                referrer=rec.url,
+                normal=found.url,
+                key=found.key,
+                fp=found.fp,
+            )
         if facts.refresh is not None:  # a delayed refresh is a link like any other
             target = facts.refresh[1]
             normal = normalize_url(
