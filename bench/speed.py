@@ -21,7 +21,10 @@ that our page-parsing workers count):
    requests, robots.txt obeyed, no AutoThrottle), outside the project's settings;
 3. wget: ``wget --spider -r -l inf -nd -np -e robots=on`` (one connection);
 4. fetch (not by default): the baseline's settings, fetching the reachable pages
-   from a list with no parsing at all: what Scrapy's fetching costs on its own.
+   from a list with no parsing at all: what Scrapy's fetching costs on its own;
+5. fetch-plain (not by default): fetch with ``COMPRESSION_ENABLED=False``, so nginx
+   sends the pages uncompressed and nothing is decompressed: the fastest a crawl
+   that keeps Scrapy's engine, downloader and HTTP client can fetch on this machine.
 
 With ``--repeat N`` the tools take turns N times and each tool's row is its run
 of median wall time (this VM's load moves a single run by 10-15%).
@@ -74,7 +77,7 @@ DOC_SITES = {
     "openjdk-17-doc": ("openjdk-17-doc", Path("/usr/share/doc/openjdk-17-doc/api")),  # 10,000
     "rust-doc": ("rust-doc", Path("/usr/share/doc/rust-doc/html")),  # 32,000 files
 }
-TOOLS = ("ours", "baseline", "wget", "fetch")
+TOOLS = ("ours", "baseline", "wget", "fetch", "fetch-plain")
 DEFAULT_TOOLS = ("ours", "baseline", "wget")
 # Used when /usr/bin/time is missing: run the command, then report the children's peak RSS.
 RUSAGE_WRAPPER = """\
@@ -238,10 +241,12 @@ def run_ours(
     return run
 
 
-def run_baseline(url: str, tmp: Path, timeout: float, urls: list[str] | None = None) -> Run:
+def run_baseline(
+    url: str, tmp: Path, timeout: float, urls: list[str] | None = None, plain: bool = False
+) -> Run:
     import json
 
-    run = Run("fetch" if urls is not None else "baseline")
+    run = Run(("fetch-plain" if plain else "fetch") if urls is not None else "baseline")
     stats_file = tmp / f"{run.tool}-stats.json"
     # Outside the project (no scrapy.cfg above cwd) and without its settings module.
     cwd = tmp / run.tool
@@ -252,6 +257,8 @@ def run_baseline(url: str, tmp: Path, timeout: float, urls: list[str] | None = N
     if urls is not None:
         (tmp / "urls.txt").write_text("\n".join(urls) + "\n")
         cmd += ["--fetch-only", str(tmp / "urls.txt")]
+    if plain:
+        cmd += ["-s", "COMPRESSION_ENABLED=False"]
     measure(run, cmd, cwd, tmp, timeout, env)
     if stats_file.exists():
         stats = json.loads(stats_file.read_text())
@@ -397,7 +404,7 @@ def bench_site(name: str, args: argparse.Namespace, keep: Path | None) -> str:
                 elif tool == "wget":
                     run = run_wget(url, work, args.timeout)
                 else:
-                    run = run_baseline(url, work, args.timeout, pages)
+                    run = run_baseline(url, work, args.timeout, pages, tool == "fetch-plain")
                 rounds[tool].append(run)
         return table(name, len(expected), [median_run(runs) for runs in rounds.values()])
     finally:
