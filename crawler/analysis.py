@@ -24,15 +24,24 @@ process meanwhile: 14% of a python3-doc crawl's wall time in one A/B). The price
 on a site of small pages the worker idles, at about 43 MB RSS (35 MB PSS).
 Elsewhere (a crawl started inside a running reactor) the pool is spawned when a
 crawl first has a page to send to it (never, on a site of small pages); until its
-workers are up, pages are parsed in the crawl's process. Workers ignore SIGINT:
-Ctrl-C belongs to the crawl's process, which finishes what it has in flight and
-then stops. A worker whose crawl process is gone exits within half a second.
+workers are up, pages are parsed in the crawl's process.
+
+Each worker has a socket to the crawl's process, which the reactor's asyncio loop
+reads and writes like any other connection: no thread in the crawl's process. When
+the workers are behind (``SITEMAP_PARSE_BACKLOG`` pages waiting for the least busy
+one), the next page is parsed in the crawl's process rather than waiting, so the
+two sides share the work whichever is faster on the site.
+
+Workers ignore SIGINT: Ctrl-C belongs to the crawl's process, which finishes what
+it has in flight and then stops. A worker exits when its socket ends: when the
+crawl's process closes it, exits or is killed.
 
 Settings: ``SITEMAP_PARSE_PROCESSES``, ``SITEMAP_PARSE_LOCAL_BELOW`` (bodies
 smaller than this are parsed in the crawl's process: a small page costs less to
-parse than to send).
+parse than to send), ``SITEMAP_PARSE_BACKLOG``.
 Stats: ``sitemap/parse/remote`` (pages analysed in a worker),
-``sitemap/parse/local``, ``sitemap/parse/broken_pool``.
+``sitemap/parse/local`` (here), ``sitemap/parse/backlog`` (here, of those, because
+the workers were behind), ``sitemap/parse/broken_pool``.
 """
 
 from __future__ import annotations
@@ -42,15 +51,18 @@ import hashlib
 import logging
 import multiprocessing
 import os
+import pickle
+import select
 import signal
+import socket
+import struct
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Iterable
-from concurrent.futures import Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from scrapy.http import HtmlResponse
 from scrapy.utils.reactor import is_asyncio_reactor_installed, is_reactor_installed
@@ -69,13 +81,18 @@ logger = logging.getLogger(__name__)
 # soon as there is one worker: more than two would only wait (an estimate; this
 # 2-core machine cannot measure it).
 MAX_AUTO_PROCESSES = 2
-# Bodies smaller than this are analysed in the crawl's process: the round trip to a
-# worker (pickling, the pipe, the executor's threads) costs more than parsing them.
-# rust-doc (median page 5 KB, a tenth over 17 KB), whole crawls: everything in the
-# worker 96 s, below 8 KiB here 82 s, below 16 KiB 73-75 s, below 64 KiB 90 s;
-# python3-doc (95 KB pages) the same either way; the synthetic site (1.2 KB pages)
-# no longer pays for the worker.
-DEFAULT_LOCAL_BELOW = 16 * 1024
+# Bodies smaller than this are analysed in the crawl's process: sending a page and
+# reading its answer costs that process more than parsing a small one. rust-doc
+# (21,664 pages, median 5 KB, a third of them 300-byte redirect stubs), whole
+# crawls with the backlog rule, two runs each: below 16 KiB here 112 and 106 s
+# (this process parses most pages and is the bottleneck), below 4 KiB 72 and 86 s,
+# everything to the worker 86 and 97 s. python3-doc (95 KB pages) and the
+# synthetic site (1.2 KB pages, never sent) are the same either way.
+DEFAULT_LOCAL_BELOW = 4 * 1024
+# Pages waiting for the least busy worker at which the next page is parsed in the
+# crawl's process instead: it would otherwise wait for the workers (a run of large
+# pages, or workers slower than this process), and parsing it here balances the two.
+DEFAULT_BACKLOG = 4
 
 
 @dataclass(slots=True)
@@ -185,63 +202,204 @@ def fork_workers(processes: int, timeout: float = 10) -> bool:
     # A child flushes the standard streams when it ends: nothing may be pending.
     sys.stdout.flush()
     sys.stderr.flush()
-    _, starting = _shared_pool(processes, "fork")
-    wait(starting, timeout=timeout)  # milliseconds: then every page can go to a worker
+    _shared_pool(processes, "fork").wait_ready(timeout)  # milliseconds
     return True
 
 
-def _start_worker(parent: int) -> None:
-    threading.Thread(target=_exit_with, args=(parent,), name="parent-watch", daemon=True).start()
+# -- the workers --------------------------------------------------------------------
+#
+# Each worker has one socket to the crawl's process. The crawl writes a request
+# (the page's parts, pickled) and reads the answer, both framed by their length; a
+# worker answers in the order it was asked, so the crawl's side matches answers to
+# requests by order alone. On the crawl's side the socket is an asyncio transport
+# of the reactor's own loop: writes are buffered by the loop and answers read as
+# they come, with no thread. (concurrent.futures' pool passes both through two
+# threads of the crawl's process, which took 12 of a rust-doc crawl's 100 s and
+# made the main thread wait for the GIL: crawling it took 20% longer.)
+
+_FRAME = struct.Struct("!Q")  # the length of the pickle that follows
+_READY = _FRAME.pack(0)  # the first thing a worker sends, once it is up
 
 
-def _exit_with(parent: int) -> None:
-    """End this worker when the crawl's process is gone (killed with SIGKILL, say).
-    Its queue would never tell it: the worker holds a writing end of that pipe too."""
-    while os.getppid() == parent:
-        time.sleep(0.5)
-    os._exit(1)
+class WorkerGone(Exception):
+    """A worker's socket closed: the worker died (killed, or out of memory)."""
 
 
-_pools: dict[int, ProcessPoolExecutor] = {}
-# Per pool: a first job per worker, done once the worker is up.
-_started: dict[int, list[Future[Any]]] = {}
+def _serve(sock: socket.socket, others: list[socket.socket]) -> None:
+    """A worker's life: answer requests until the crawl's process closes its end
+    (or dies: the kernel closes it then), and exit."""
+    for other in others:
+        other.close()  # forked: the crawl's ends, which must close with the crawl
+    reader = sock.makefile("rb")
+    sock.sendall(_READY)
+    while True:
+        head = reader.read(_FRAME.size)
+        if len(head) < _FRAME.size:
+            return
+        (size,) = _FRAME.unpack(head)
+        data = reader.read(size)
+        if len(data) < size:
+            return
+        try:
+            answer = pickle.dumps((True, analyse(*pickle.loads(data))), protocol=5)
+        except Exception as exc:  # the crawl's process raises it where it awaits
+            try:
+                answer = pickle.dumps((False, exc), protocol=5)
+            except Exception:
+                answer = pickle.dumps((False, RuntimeError(repr(exc))), protocol=5)
+        sock.sendall(_FRAME.pack(len(answer)) + answer)
 
 
-def _shared_pool(
-    processes: int, method: str = "spawn"
-) -> tuple[ProcessPoolExecutor, list[Future[Any]]]:
-    pool = _pools.get(processes)
-    if pool is None:
-        # spawn, unless fork_workers knows better: a crawl's process has a running
-        # reactor, open sockets, SQLite connections and threads that a forked child
-        # must not inherit.
-        pool = ProcessPoolExecutor(
-            processes,
-            mp_context=multiprocessing.get_context(method),
-            initializer=_start_worker,
-            initargs=(os.getpid(),),
-        )
-        _pools[processes] = pool
-        # Start the workers now, while robots.txt is fetched; with SIGINT ignored,
-        # which they inherit from the start (an initializer would leave a window in
-        # which Ctrl-C at a terminal gives each a KeyboardInterrupt traceback).
+class _Channel(asyncio.Protocol):
+    """The crawl's end of one worker's socket, in the reactor's event loop."""
+
+    def __init__(self, up: list[bool], index: int) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
+        self.waiting: deque[asyncio.Future[bytes]] = deque()
+        # The pool's record of which workers are up: their first message is read
+        # here or by _Pool.wait_ready, whichever comes first.
+        self.up, self.index = up, index
+        self.lost = False
+
+    @property
+    def ready(self) -> bool:
+        return self.up[self.index]
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        buffer = self.buffer
+        buffer += data
+        start = 0
+        while len(buffer) - start >= _FRAME.size:
+            (size,) = _FRAME.unpack_from(buffer, start)
+            end = start + _FRAME.size + size
+            if len(buffer) < end:
+                break
+            if not self.up[self.index]:
+                self.up[self.index] = True
+            else:
+                future = self.waiting.popleft()
+                if not future.done():
+                    future.set_result(bytes(buffer[start + _FRAME.size : end]))
+            start = end
+        del buffer[:start]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        while self.waiting:
+            future = self.waiting.popleft()
+            if not future.done():
+                future.set_exception(WorkerGone())
+
+    def ask(self, payload: bytes) -> asyncio.Future[bytes]:
+        assert self.transport is not None
+        future = asyncio.get_running_loop().create_future()
+        self.waiting.append(future)
+        self.transport.write(_FRAME.pack(len(payload)))
+        self.transport.write(payload)
+        return future
+
+
+class _Pool:
+    """Worker processes, each with its socket; shared by the crawls of a process."""
+
+    def __init__(self, processes: int, method: str) -> None:
+        context = multiprocessing.get_context(method)
+        self.socks: list[socket.socket] = []
+        self.up: list[bool] = []  # whether each worker's first message was read
+        self.procs: list[multiprocessing.process.BaseProcess] = []
+        self.channels: list[_Channel] = []
+        self.loop: asyncio.AbstractEventLoop | None = None
+        # Workers ignore SIGINT from the start (an initializer would leave a window in
+        # which Ctrl-C at a terminal gives each a KeyboardInterrupt traceback): Ctrl-C
+        # belongs to the crawl's process, which then closes their sockets.
         main = threading.current_thread() is threading.main_thread()
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
         try:
-            # Each spawns one worker (they are spawned lazily otherwise).
-            _started[id(pool)] = [pool.submit(int) for _ in range(processes)]
+            for _ in range(processes):
+                ours, theirs = socket.socketpair()
+                # A forked worker closes the crawl's ends it inherits (its own and the
+                # earlier workers'), so that each socket ends when the crawl does.
+                # A spawned one inherits only its own end.
+                others = [*self.socks, ours] if method == "fork" else []
+                # daemon: ended with this process, which must not wait for them.
+                proc = context.Process(target=_serve, args=(theirs, others), daemon=True)
+                proc.start()
+                theirs.close()
+                self.socks.append(ours)
+                self.up.append(False)
+                self.procs.append(proc)
         finally:
             if main:
                 signal.signal(signal.SIGINT, previous)
-    return pool, _started[id(pool)]
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Block until every worker is up (at most *timeout* seconds; 0: look only),
+        reading its first message; return whether all are. Until a worker is up
+        nothing else is sent or read on its socket, so this may read it even once
+        the loop watches it."""
+        deadline = time.monotonic() + timeout
+        while pending := [i for i, up in enumerate(self.up) if not up]:
+            left = max(0.0, deadline - time.monotonic())
+            readable, _, _ = select.select([self.socks[i] for i in pending], [], [], left)
+            if not readable:
+                return False
+            for i in pending:
+                if self.socks[i] in readable:
+                    # The first message, or the end of a worker that died at once
+                    # (which its channel then finds too: the end stays readable).
+                    self.socks[i].recv(_FRAME.size, socket.MSG_WAITALL)
+                    self.up[i] = True
+        return True
+
+    async def connect(self) -> list[_Channel]:
+        """The channels to the workers, made in the running loop the first time."""
+        loop = asyncio.get_running_loop()
+        if self.loop is None:
+            self.loop = loop
+            self.wait_ready(0)  # those up already take pages from the first one on
+            for i, sock in enumerate(self.socks):
+                _, channel = await loop.connect_accepted_socket(
+                    lambda i=i: _Channel(self.up, i), sock
+                )
+                self.channels.append(channel)
+        if self.loop is not loop:
+            raise WorkerGone("the pool belongs to another event loop")
+        return self.channels
+
+    def close(self) -> None:
+        for channel in self.channels:
+            if channel.transport is not None:
+                channel.transport.abort()
+        for sock in self.socks:
+            sock.close()  # a worker reads the end of its socket, and exits
+        for proc in self.procs:
+            if proc.is_alive():
+                proc.terminate()
 
 
-def _drop_pool(pool: ProcessPoolExecutor) -> None:
+_pools: dict[int, _Pool] = {}
+
+
+def _shared_pool(processes: int, method: str = "spawn") -> _Pool:
+    """The process's pool of *processes* workers, started now if there is none;
+    spawned unless :func:`fork_workers` knows better (a crawl's process has a running
+    reactor, open sockets, SQLite connections and threads that a forked child must
+    not inherit)."""
+    pool = _pools.get(processes)
+    if pool is None:
+        pool = _pools[processes] = _Pool(processes, method)
+    return pool
+
+
+def _drop_pool(pool: _Pool) -> None:
     for n, known in list(_pools.items()):
         if known is pool:
             del _pools[n]
-    _started.pop(id(pool), None)
-    pool.shutdown(wait=False, cancel_futures=True)
+    pool.close()
 
 
 class PageAnalyser:
@@ -254,23 +412,25 @@ class PageAnalyser:
         volatile: Iterable[str],
         resolver: LinkResolver | None = None,
         local_below: int = DEFAULT_LOCAL_BELOW,
+        backlog: int = DEFAULT_BACKLOG,
     ) -> None:
         self.processes = processes
         self.local_below = local_below
+        self.backlog = backlog
         self.agents = tuple(agents)
         self.volatile = tuple(volatile)
         # In this process; a worker keeps one of its own with the same settings.
         self.resolver = resolver or LinkResolver()
         self.strip = (self.resolver.strip_params, self.resolver.extra_strip)
         self.stats: StatsCollector | None = None
-        self.pool: ProcessPoolExecutor | None = None
+        self.pool: _Pool | None = None
+        self.channels: list[_Channel] = []
         self.enabled = False
-        self.starting: list[Future[Any]] = []
 
     def open(self, stats: StatsCollector | None = None) -> None:
         """When the crawl starts, with its reactor and stats."""
         self.stats = stats
-        # The result is awaited as an asyncio future: no pool on another reactor.
+        # Answers are read by the asyncio loop: no pool on another reactor.
         self.enabled = self.processes > 0 and is_asyncio_reactor_installed()
 
     def local(self, response: HtmlResponse) -> PageAnalysis:
@@ -282,41 +442,51 @@ class PageAnalyser:
         if not self.enabled or len(response.body) < self.local_below:
             return self.local(response)
         pool = self.pool
-        if pool is None:
-            # Started (or joined) with the first page worth sending: a site of small
-            # pages never pays for a worker's memory (60-75 MB).
-            pool, self.starting = _shared_pool(self.processes)
-            self.pool = pool
-        if self.starting:
-            if not all(f.done() for f in self.starting):
-                # A worker takes about half a second to start; the first pages (the
-                # start page, which every other page waits for) are parsed here.
-                return self.local(response)
-            self.starting = []
         try:
-            future = pool.submit(
-                analyse,
-                response.url,
-                response.status,
-                dict(response.headers),
-                response.body,
-                self.agents,
-                self.volatile,
-                self.strip,
+            if pool is None:
+                # Started (or joined) with the first page worth sending: a site of
+                # small pages never pays for a worker's memory (40-75 MB).
+                pool = self.pool = _shared_pool(self.processes)
+                self.channels = await pool.connect()
+            # A spawned worker takes about half a second to start; the first pages
+            # (the start page, which every other page waits for) are parsed here.
+            ready = [c for c in self.channels if c.ready and not c.lost]
+            if not ready:
+                if any(c.lost for c in self.channels):
+                    raise WorkerGone()
+                return self.local(response)
+            channel = min(ready, key=lambda c: len(c.waiting))
+            if self.backlog and len(channel.waiting) >= self.backlog:
+                # The workers are behind (a run of large pages): this process would
+                # only wait for them, so it parses this page itself.
+                if self.stats is not None:
+                    self.stats.inc_value("sitemap/parse/backlog")
+                return self.local(response)
+            payload = pickle.dumps(
+                (
+                    response.url,
+                    response.status,
+                    dict(response.headers),
+                    response.body,
+                    self.agents,
+                    self.volatile,
+                    self.strip,
+                ),
+                protocol=5,
             )
-            result: PageAnalysis = await asyncio.wrap_future(future)
-        except BrokenProcessPool:
+            ok, result = pickle.loads(await channel.ask(payload))
+        except WorkerGone:
             # A worker died (killed, or out of memory on a huge page): the rest of
             # the crawl parses here, and this page is parsed again.
-            if self.pool is pool:
-                self.pool, self.enabled = None, False
+            if self.pool is pool and pool is not None:
+                self.pool, self.channels, self.enabled = None, [], False
                 _drop_pool(pool)
                 logger.warning("A page-parsing worker process died; parsing in this process")
                 if self.stats is not None:
                     self.stats.inc_value("sitemap/parse/broken_pool")
             return self.local(response)
-        except RuntimeError:  # shut down: the interpreter is exiting
-            return self.local(response)
+        if not ok:
+            raise result
         if self.stats is not None:
             self.stats.inc_value("sitemap/parse/remote")
         return result

@@ -167,9 +167,12 @@ SITEMAP_MAX_REDIRECTS = 10
 # Where the sitemap set is published, and where the ledger lives (default: beside
 # the output, "<out>.sitemap-state"; never inside the output).
 SITEMAP_OUT_DIR = "public"
+# With this many pages waiting for the least busy worker, the next HTML page is
+# parsed in the crawl's process instead of waiting (0: always send; crawler/analysis.py).
+SITEMAP_PARSE_BACKLOG = 4
 # HTML bodies smaller than this many bytes are parsed in the crawl's process even
 # with workers: sending a small page costs more than parsing it (crawler/analysis.py).
-SITEMAP_PARSE_LOCAL_BELOW = 16 * 1024
+SITEMAP_PARSE_LOCAL_BELOW = 4 * 1024
 # Worker processes that parse and read HTML pages while the crawl's process fetches,
 # judges and records (crawler/analysis.py); None: one per core left free, at most 2;
 # 0: parse in the crawl's process.

@@ -8,6 +8,7 @@ where the pages were parsed.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import pickle
 import re
@@ -21,6 +22,7 @@ import pytest
 import pytest_twisted
 from scrapy import signals
 from scrapy.http import HtmlResponse
+from scrapy.utils.test import get_crawler
 from twisted.internet.defer import Deferred
 
 from crawler.analysis import (
@@ -39,10 +41,15 @@ VOLATILE_COLUMNS = {"updated", "first_seen"}
 
 
 async def crawl(
-    site: MockServer, tmp: Path, processes: int, setup: Any = None, local_below: int = 0
+    site: MockServer,
+    tmp: Path,
+    processes: int,
+    setup: Any = None,
+    local_below: int = 0,
+    backlog: int = 0,
 ) -> CrawlResult:
     """The test site's pages are small: every one goes to the worker unless
-    *local_below* says otherwise."""
+    *local_below* or *backlog* says otherwise."""
     return await run_crawl(
         site.url("/"),
         tmp,
@@ -50,6 +57,7 @@ async def crawl(
         SITEMAP_TRAP_MAX_QUERY_VARIANTS=5,
         SITEMAP_PARSE_PROCESSES=processes,
         SITEMAP_PARSE_LOCAL_BELOW=local_below,
+        SITEMAP_PARSE_BACKLOG=backlog,
     )
 
 
@@ -75,9 +83,7 @@ def started_pool() -> None:
     """Start the shared one-worker pool and wait until its worker is up: the test
     site is crawled faster than a worker starts, and pages that come before are
     parsed in the crawl's process."""
-    _, starting = _shared_pool(1)
-    for future in starting:
-        future.result(timeout=60)
+    assert _shared_pool(1).wait_ready(60)
 
 
 @pytest.fixture(scope="module")
@@ -138,9 +144,9 @@ async def test_killed_worker_loses_nothing(
             pool = crawler.spider.analyser.pool
             if killed or pool is None or crawler.stats.get_value("sitemap/parse/remote", 0) < 5:
                 return
-            for pid in list(pool._processes):  # the executor's own record of its workers
-                os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
+            for proc in pool.procs:
+                os.kill(proc.pid, signal.SIGKILL)
+                killed.append(proc.pid)
 
         # weak=False: nothing else holds this closure.
         crawler.signals.connect(kill_worker, signal=signals.response_received, weak=False)
@@ -211,6 +217,38 @@ async def test_small_pages_are_parsed_here(
     assert rows(result) == rows(in_process)
 
 
+@pytest_twisted.ensureDeferred
+async def test_pages_are_parsed_here_while_the_worker_is_behind() -> None:
+    started_pool()
+    stats = get_crawler().stats
+    analyser = PageAnalyser(1, ("robots",), (), local_below=0, backlog=2)
+    analyser.open(stats)
+    responses = [
+        HtmlResponse(f"http://127.0.0.1/p/{i}.html", body=PAGE, headers={}) for i in range(5)
+    ]
+    # Asked at once: the first two wait for the worker, the other three find it
+    # behind and are parsed here; the answers are the same either way.
+    coros = [analyser.analyse(r) for r in responses]
+    results = await Deferred.fromFuture(asyncio.ensure_future(asyncio.gather(*coros)))
+    assert stats.get_value("sitemap/parse/remote") == 2
+    assert stats.get_value("sitemap/parse/backlog") == stats.get_value("sitemap/parse/local") == 3
+    assert [len(c.waiting) for c in analyser.channels] == [0]
+    assert results == [PageAnalyser(0, ("robots",), ()).local(r) for r in responses]
+
+
+@pytest_twisted.ensureDeferred
+async def test_backlog_counts_pages_parsed_here(
+    site: MockServer, tmp_path: Path, in_process: CrawlResult
+) -> None:
+    started_pool()
+    result = await crawl(site, tmp_path, 1, backlog=1)
+    stats = result.stats
+    local, backlog = stats.get("sitemap/parse/local", 0), stats.get("sitemap/parse/backlog", 0)
+    assert local == backlog  # every page parsed here was one the worker was behind on
+    assert stats.get("sitemap/parse/remote", 0) + local == in_process.stats["sitemap/parse/local"]
+    assert rows(result) == rows(in_process)
+
+
 def test_no_pool_without_processes() -> None:
     analyser = PageAnalyser(0, ("robots",), ())
     analyser.open()
@@ -243,13 +281,14 @@ def test_processes_setting() -> None:
 
 FORK_CHECK = """
 import sys, threading
-from crawler.analysis import _started, fork_workers
+from crawler.analysis import _pools, fork_workers
 if sys.argv[1] == "reactor":
     from scrapy.utils.reactor import install_reactor
     install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
 elif sys.argv[1] == "thread":
     threading.Thread(target=threading.Event().wait, args=(5,), daemon=True).start()
-print(fork_workers(1), fork_workers(1), [f.done() for fs in _started.values() for f in fs])
+first, second = fork_workers(1), fork_workers(1)
+print(first, second, [up for pool in _pools.values() for up in pool.up])
 """
 
 

@@ -34,6 +34,7 @@ from scrapy.http import HtmlResponse, Response
 
 from crawler import items as d
 from crawler.analysis import (
+    DEFAULT_BACKLOG,
     DEFAULT_LOCAL_BELOW,
     PageAnalyser,
     PageAnalysis,
@@ -161,6 +162,7 @@ class SiteSpider(Spider):
             self.volatile,
             self.links,
             s.getint("SITEMAP_PARSE_LOCAL_BELOW", DEFAULT_LOCAL_BELOW),
+            s.getint("SITEMAP_PARSE_BACKLOG", DEFAULT_BACKLOG),
         )
         crawler.signals.connect(self._opened, signal=signals.spider_opened)
         # The previous successful run's ledger: validators, replays, history.
