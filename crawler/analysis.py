@@ -93,6 +93,11 @@ DEFAULT_LOCAL_BELOW = 4 * 1024
 # crawl's process instead: it would otherwise wait for the workers (a run of large
 # pages, or workers slower than this process), and parsing it here balances the two.
 DEFAULT_BACKLOG = 4
+# ... but a page this large always goes to a worker: a 10 MB rust-doc source view
+# parses into a 210 MB tree in about a second, which would stall this process and
+# add its tree to this process's memory (rust-doc's peak RSS, crawl and worker: 639
+# MB with such pages parsed here, 514 MB without).
+BACKLOG_MAX_BYTES = 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -456,7 +461,11 @@ class PageAnalyser:
                     raise WorkerGone()
                 return self.local(response)
             channel = min(ready, key=lambda c: len(c.waiting))
-            if self.backlog and len(channel.waiting) >= self.backlog:
+            if (
+                self.backlog
+                and len(channel.waiting) >= self.backlog
+                and len(response.body) < BACKLOG_MAX_BYTES
+            ):
                 # The workers are behind (a run of large pages): this process would
                 # only wait for them, so it parses this page itself.
                 if self.stats is not None:

@@ -26,6 +26,7 @@ from scrapy.utils.test import get_crawler
 from twisted.internet.defer import Deferred
 
 from crawler.analysis import (
+    BACKLOG_MAX_BYTES,
     PageAnalyser,
     _shared_pool,
     analyse,
@@ -226,11 +227,14 @@ async def test_pages_are_parsed_here_while_the_worker_is_behind() -> None:
     responses = [
         HtmlResponse(f"http://127.0.0.1/p/{i}.html", body=PAGE, headers={}) for i in range(5)
     ]
-    # Asked at once: the first two wait for the worker, the other three find it
-    # behind and are parsed here; the answers are the same either way.
+    huge = PAGE.replace(b"<p>Text</p>", b"<p>Text</p>" * (BACKLOG_MAX_BYTES // 11))
+    responses.append(HtmlResponse("http://127.0.0.1/p/huge.html", body=huge, headers={}))
+    # Asked at once: the first two wait for the worker, the next three find it
+    # behind and are parsed here, and the huge page waits for the worker all the
+    # same; the answers are the same either way.
     coros = [analyser.analyse(r) for r in responses]
     results = await Deferred.fromFuture(asyncio.ensure_future(asyncio.gather(*coros)))
-    assert stats.get_value("sitemap/parse/remote") == 2
+    assert stats.get_value("sitemap/parse/remote") == 3
     assert stats.get_value("sitemap/parse/backlog") == stats.get_value("sitemap/parse/local") == 3
     assert [len(c.waiting) for c in analyser.channels] == [0]
     assert results == [PageAnalyser(0, ("robots",), ()).local(r) for r in responses]
