@@ -344,13 +344,13 @@ def table(site: str, expected: int, runs: list[Run]) -> str:
 
     lines = [
         f"site: {site}  (expected: {expected} reachable indexable HTML files)",
-        f"{'tool':<9} {'pages':>6} {'listed':>6} {'wall s':>7} {'cpu s':>7} "
+        f"{'tool':<11} {'pages':>6} {'listed':>6} {'wall s':>7} {'cpu s':>7} "
         f"{'pages/s':>8} {'RSS MB':>7} "
         f"{'/base':>6} {'/wget':>6} {'recall':>7} {'precis.':>7}  note",
     ]
     for r in runs:
         lines.append(
-            f"{r.tool:<9} {fmt(r.pages, 'd'):>6} {fmt(r.listed, 'd'):>6} {r.wall:>7.1f} "
+            f"{r.tool:<11} {fmt(r.pages, 'd'):>6} {fmt(r.listed, 'd'):>6} {r.wall:>7.1f} "
             f"{fmt(r.cpu, '.1f'):>7} "
             f"{fmt(r.rate, '.1f'):>8} {fmt(r.rss_kb and r.rss_kb / 1024, '.0f'):>7} "
             f"{fmt(r.rate / base if r.rate and base else None, '.2f'):>6} "
