@@ -283,7 +283,7 @@ class _Channel(asyncio.Protocol):
             end = start + _FRAME.size + size
             if len(buffer) < end:
                 break
-            if not self.up[self.index]:
+            if not self.ready:
                 self.up[self.index] = True
             else:
                 future = self.waiting.popleft()

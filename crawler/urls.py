@@ -214,6 +214,12 @@ def host_port(url: str) -> tuple[str, int] | None:
     it); the port is the effective one, the scheme's default when the URL has
     none.
     """
+    found = _scheme_host_port(url)
+    return None if found is None else found[1:]
+
+
+def _scheme_host_port(url: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) as :func:`host_port` gives host and port."""
     parts = _split(url)
     if parts is None:
         return None
@@ -221,7 +227,7 @@ def host_port(url: str) -> tuple[str, int] | None:
     if parsed is None:
         return None
     _, host, port = parsed
-    return host.removeprefix("[").removesuffix("]"), port
+    return parts[0], host.removeprefix("[").removesuffix("]"), port
 
 
 def _split(url: str) -> tuple[str, str, str, str] | None:
@@ -433,12 +439,8 @@ def site_of(url: str) -> tuple[str, int | None] | None:
     scheme is listed), while another port or any other host name, subdomains
     included, is another site.
     """
-    parts = _split(url)
-    if parts is None:
+    found = _scheme_host_port(url)
+    if found is None:
         return None
-    parsed = _parse_authority(parts[0], parts[1])
-    if parsed is None:
-        return None
-    _, host, port = parsed
-    host = host.removeprefix("[").removesuffix("]")  # as host_port gives it
-    return host, None if port == _DEFAULT_PORTS[parts[0]] else port
+    scheme, host, port = found
+    return host, None if port == _DEFAULT_PORTS[scheme] else port

@@ -256,9 +256,10 @@ class SiteSpider(Spider):
     ) -> Iterator[UrlRecord | Alias | Request]:
         """Decide what to do with a URL found on *referrer*: queue it (yielding a
         ``queued`` record and its request) or record why not. *normal* is its
-        normalised form when the caller has it already, and *key* and *fp* that
-        form's key and fingerprint (a resolved link has all three: keying a new URL
-        is a w3lib canonicalisation, 5% of a python3-doc crawl's main thread)."""
+        normalised form when the caller has it already, and *key* and *fp* (given
+        only with *normal*) that form's key and fingerprint (a resolved link has
+        all three: keying a new URL is a w3lib canonicalisation, 5% of a
+        python3-doc crawl's main thread)."""
         url = normal or normalize_url(
             raw, strip_params=self.strip_params, extra_strip=self.extra_strip, encoding=encoding
         )
@@ -266,9 +267,8 @@ class SiteSpider(Spider):
         if url is None:
             stats.inc_value("sitemap/ignored/scheme")
             return
-        if key is None or normal is None:
+        if key is None:
             key = url_key(url)
-            fp = None
         if fp is None:
             fp = fingerprint(key)
         reconsidered = False
