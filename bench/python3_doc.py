@@ -32,7 +32,7 @@ from lxml import etree
 from scrapy.utils.sitemap import Sitemap
 
 ROOT = Path(__file__).resolve().parents[1]
-XSD = ROOT.parent / "shared" / "xsd"
+XSD = ROOT / "tests" / "xsd"
 DOCS = Path("/usr/share/doc/python3/html")
 
 NGINX_CONF = """\

