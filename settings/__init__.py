@@ -13,6 +13,9 @@ from crawler import __version__
 BOT_NAME = "sitemap-crawler"
 SPIDER_MODULES = ["crawler.spiders"]
 NEWSPIDER_MODULE = "crawler.spiders"
+# `scrapy audit URL` and `scrapy worker --redis URL` from the project root are the
+# commands of crawler/commands/ (`scrapy crawl site -a url=...` stays Scrapy's own).
+COMMANDS_MODULE = "crawler.commands"
 
 # -- Identity and politeness -------------------------------------------------------
 

@@ -29,7 +29,7 @@ lost when a worker dies; a coordinator that dies ends the crawl unpublished, as 
 interrupted single-process crawl does.
 
 :func:`coordinator_settings` and :func:`worker_settings` give the Scrapy settings of
-each role (the command line applies them; :mod:`crawler.cli`).
+each role (the command line applies them; :mod:`crawler.commands.distributed`).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scrapy import signals
@@ -32,6 +33,23 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
+
+
+def holder(state: Path) -> str | None:
+    """Who holds the lock of the state directory *state*, if anyone: the command
+    line asks before it starts, so that a busy state costs one line, not a crawl."""
+    path = state / LOCK
+    if not path.exists():
+        return None
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+        return f"another run (pid {pid}) is using the state directory {state}"
+    finally:
+        os.close(fd)  # also releases the lock if we got it
+    return None
 
 
 class StateLock:

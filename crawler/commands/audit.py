@@ -1,0 +1,281 @@
+"""``sitemap-crawler audit URL``: compare a site's existing sitemaps with a crawl.
+
+The site is crawled without publishing (or an earlier crawl's ledger is read with
+``--state``), then the audit spider reads the site's sitemaps and judges what they
+list (:mod:`crawler.audit`), and the report is printed and, with ``--report DIR``,
+written as ``audit.json`` and CSV files. ``scrapy audit URL`` from the project root
+is the same command.
+
+Exit status: 0 report done and bars passed; 2 usage error; 3 the crawl failed (start
+URL or robots.txt unreachable); 5 ``--fail-under`` or ``--fail-on`` broke; 130
+interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scrapy.commands import ScrapyCommand
+
+from crawler.audit import CLASSES, FAILABLE, FLAGS
+from crawler.commands.options import (
+    EXIT_AUDIT_FAILED,
+    EXIT_CRAWL_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    add_site_options,
+    check_writable,
+    error,
+    load_config,
+    percent,
+    print_stdout,
+    project_settings,
+    setting,
+    site_settings,
+)
+from crawler.paths import LEDGER
+
+if TYPE_CHECKING:
+    from scrapy.settings import Settings
+
+    from crawler.audit import AuditReport
+
+logger = logging.getLogger(__name__)
+
+NAME = "audit"
+HELP = "compare a site's existing sitemaps with what a crawl finds"
+DESCRIPTION = (
+    "Find URL's existing sitemaps (robots.txt Sitemap: lines, the usual places, "
+    "--sitemap), crawl the site (or read an earlier crawl with --state), and report every "
+    "listed URL's class, the indexable pages the sitemaps miss, and protocol problems."
+)
+EPILOG = (
+    "Exit status: 0 audit done (and the bars passed); 2 usage error; 3 the crawl failed "
+    "(start URL or robots.txt unreachable); 5 --fail-under or --fail-on broke; 130 "
+    "interrupted. Classes: "
+    + ", ".join(CLASSES)
+    + "; flags: "
+    + ", ".join(FLAGS)
+    + ", dead-orphan; and protocol (any protocol problem)."
+)
+
+
+def classes(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in FAILABLE]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown class {', '.join(map(repr, unknown)) or repr(text)}; "
+            f"one of: {', '.join(sorted(FAILABLE))}"
+        )
+    return names
+
+
+def add_arguments(p: argparse.ArgumentParser, *, scrapy: bool = False) -> None:
+    add_site_options(p, scrapy=scrapy)
+    p.add_argument(
+        "--sitemap",
+        action="append",
+        default=[],
+        metavar="URL|FILE",
+        help="a sitemap to read besides the discovered ones (repeatable; a local file works)",
+    )
+    p.add_argument(
+        "--state",
+        metavar="DIR",
+        help="use the ledger of an earlier crawl in DIR instead of crawling now",
+    )
+    p.add_argument(
+        "--report",
+        metavar="DIR",
+        help="write audit.json and one CSV per class to DIR",
+    )
+    p.add_argument(
+        "--fail-under",
+        type=percent,
+        metavar="PCT",
+        help="exit 5 when coverage is under PCT percent",
+    )
+    p.add_argument(
+        "--fail-on",
+        type=classes,
+        default=[],
+        metavar="CLASS,...",
+        help="exit 5 when any of these classes or flags has a URL",
+    )
+
+
+def audit_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """Check the ``audit`` arguments and map them onto settings; raise UsageError."""
+    settings = site_settings(args)
+    if args.state:
+        ledger = Path(args.state) / LEDGER
+        if not ledger.is_file():
+            raise UsageError(f"no finished crawl in {args.state}: {ledger} is missing")
+    for item in args.sitemap:
+        if "://" not in item and not Path(item).is_file():
+            raise UsageError(f"--sitemap {item!r} is neither a URL nor a readable file")
+    if args.report:
+        check_writable(Path(args.report))
+    settings.update(dict(args.settings))
+    return settings
+
+
+@dataclass
+class AuditOutcome:
+    """How an audit ended: its exit status, the report (None when there is none),
+    the files written, the summary printed and the line that says what failed."""
+
+    code: int
+    report: AuditReport | None = None
+    written: list[Path] = field(default_factory=list)
+    summary: str = ""
+    error: str | None = None
+
+
+def execute(args: argparse.Namespace, base: Settings | None = None) -> AuditOutcome:
+    """Crawl (unless ``--state``), read the sitemaps, build and write the report;
+    print nothing. Raises UsageError for bad input."""
+    from scrapy.crawler import Crawler, CrawlerProcess
+
+    from crawler.audit import build_report, failures, write_report
+    from crawler.audit import format_summary as audit_summary
+    from crawler.spiders.audit import AuditSpider
+    from crawler.spiders.site import SiteSpider
+
+    overrides = audit_settings(args)
+    work = Path(tempfile.mkdtemp(prefix="sitemap-audit-"))
+    try:
+        ledger = Path(args.state) / LEDGER if args.state else work / "crawl" / LEDGER
+        common = {**overrides, "SITEMAP_OUT_DIR": str(work / "out")}
+        process = CrawlerProcess(project_settings(common, base))
+        auditor = Crawler(
+            AuditSpider,
+            project_settings(
+                {
+                    **common,
+                    "SITEMAP_STATE_DIR": str(work / "audit"),
+                    "SITEMAP_AUDIT_LEDGER": str(ledger),
+                    "SITEMAP_AUDIT_STORE": str(work / "audit.sqlite"),
+                    "SITEMAP_AUDIT_SITEMAPS": [
+                        str(Path(x).resolve()) if "://" not in x else x for x in args.sitemap
+                    ],
+                },
+                base,
+            ),
+            # The first crawler of the process installs the reactor.
+            init_reactor=bool(args.state),
+        )
+        crawl_stats: dict[str, Any] = {}
+        if args.state:
+            process.crawl(auditor, url=args.url)
+        else:
+            crawler = Crawler(
+                SiteSpider,
+                project_settings(
+                    {**common, "SITEMAP_STATE_DIR": str(work / "crawl"), "SITEMAP_PUBLISH": False},
+                    base,
+                ),
+                init_reactor=True,
+            )
+
+            def then_audit(_: Any) -> Any:
+                crawl_stats.update(crawler.stats.get_stats() if crawler.stats else {})
+                if crawl_stats.get("sitemap/outcome") == "crawled":
+                    return process.crawl(auditor, url=args.url)
+                return None
+
+            process.crawl(crawler, url=args.url).addCallback(then_audit)
+        process.start()
+        if crawl_stats and crawl_stats.get("sitemap/outcome") != "crawled":
+            outcome = crawl_stats.get("sitemap/outcome", "failed")
+            code = EXIT_INTERRUPTED if outcome == "interrupted" else EXIT_CRAWL_FAILED
+            message = crawl_stats.get("sitemap/message", outcome)
+            return AuditOutcome(code, error=f"the crawl failed: {message}")
+        stats = auditor.stats.get_stats() if auditor.stats else {}
+        if stats.get("finish_reason") in ("shutdown", "cancelled"):
+            return AuditOutcome(EXIT_INTERRUPTED, error="interrupted; no report")
+        if stats.get("sitemap/fatal"):
+            return AuditOutcome(EXIT_CRAWL_FAILED, error=str(stats["sitemap/fatal"]))
+        report = build_report(args.url, ledger, work / "audit.sqlite")
+        # The report files first: a reader that stops reading stdout loses nothing.
+        summary = audit_summary(report)
+        written: list[Path] = []
+        if args.report:
+            written = write_report(report, Path(args.report))
+            summary += f"\nreport: {written[0]} and {len(written) - 1} CSV files"
+        broken = failures(report, args.fail_under, args.fail_on)
+        if broken:
+            return AuditOutcome(
+                EXIT_AUDIT_FAILED, report, written, summary, f"audit failed: {'; '.join(broken)}"
+            )
+        return AuditOutcome(EXIT_OK, report, written, summary)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, base: Settings | None = None
+) -> int:
+    """``sitemap-crawler audit``: run, print the summary, return the exit status."""
+    try:
+        if args.config:
+            load_config(parser, args)
+        outcome = execute(args, base)
+    except UsageError as e:
+        error(f"error: {e}")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        error("interrupted; no report")
+        return EXIT_INTERRUPTED
+    except Exception as e:  # a bad -s value, say: one line, not a traceback
+        logger.debug("audit failed", exc_info=True)
+        error(f"error: {type(e).__name__}: {e}")
+        return EXIT_USAGE
+    if outcome.summary:
+        print_stdout(outcome.summary)
+    if outcome.error is not None:
+        error(outcome.error)
+    return outcome.code
+
+
+class Command(ScrapyCommand):
+    """``scrapy audit URL`` from the project root: the same command, with Scrapy's
+    ``-s``, ``-L`` and log options."""
+
+    requires_project = True
+    requires_crawler_process = False  # it runs its own: a crawl, then the audit
+
+    def syntax(self) -> str:
+        return "URL [options]"
+
+    def short_desc(self) -> str:
+        return HELP
+
+    def long_desc(self) -> str:
+        return DESCRIPTION
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        add_arguments(parser, scrapy=True)
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        assert self.settings is not None
+        # Scrapy applied its -s to self.settings already, which is the base here.
+        opts.settings = [setting(text) for text in opts.set]
+        opts.log_level = self.settings.get("LOG_LEVEL")
+        if args:
+            error(f"error: unrecognized arguments: {' '.join(args)}")
+            self.exitcode = EXIT_USAGE
+            return
+        parser = argparse.ArgumentParser()
+        add_arguments(parser, scrapy=True)
+        self.exitcode = run(parser, opts, self.settings)

@@ -1,0 +1,220 @@
+"""``sitemap-crawler crawl URL``: crawl a site and publish its sitemaps.
+
+The options map onto ``SITEMAP_*`` and Scrapy settings (:func:`crawl_settings`); the
+site spider crawls, the pipelines record every decision in the ledger and the
+publisher writes the set (:mod:`crawler.extensions.publish`). The summary goes to
+stderr, as a cron mail or a journal shows it, and the exit status says what
+happened (:data:`crawler.commands.options.OUTCOME_EXIT`). With ``--redis`` this
+process coordinates a distributed crawl (:mod:`crawler.distributed`).
+
+This module defines no Scrapy command on purpose: ``scrapy crawl site -a url=...``
+from the project root is Scrapy's own ``crawl`` command running the same spider,
+with any option given as its ``SITEMAP_*`` setting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from crawler.commands import distributed
+from crawler.commands.options import (
+    EXIT_CRAWL_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CrawlFailure,
+    UsageError,
+    add_site_options,
+    check_writable,
+    error,
+    load_config,
+    positive_int,
+    site_settings,
+)
+from crawler.commands.process import run_spider
+from crawler.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
+from crawler.paths import JOB, CrawlPaths, PathError
+from crawler.report import format_summary
+
+logger = logging.getLogger(__name__)
+
+NAME = "crawl"
+HELP = "crawl a site and publish its sitemaps"
+DESCRIPTION = (
+    "Crawl URL's host (same host and port; robots.txt obeyed) and publish the indexable "
+    "pages as sitemap files plus sitemap_index.xml in --out."
+)
+EPILOG = (
+    "Exit status: 0 published; 2 usage error; 3 crawl failed (start URL or robots.txt "
+    "unreachable, nothing listed, state directory in use; with --redis: Redis unreachable, "
+    "or another crawl on that database); 4 refused to publish (too many errors, or too "
+    "many previously published URLs gone; --force); 6 output could not be written; 130 "
+    "interrupted (--resume continues). Nothing is published unless the crawl finished. A "
+    "summary goes to stderr and report.json to the state directory."
+)
+DISTRIBUTED_SPIDER = "crawler.distributed.spider.DistributedSiteSpider"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_site_options(p)
+    p.add_argument(
+        "--out",
+        default="public",
+        metavar="DIR",
+        help="directory the sitemap set is published to (default: %(default)s)",
+    )
+    p.add_argument(
+        "--state",
+        metavar="DIR",
+        help="directory for the crawl's ledger and state (default: beside "
+        "--out, as OUT.sitemap-state; never inside --out)",
+    )
+    p.add_argument(
+        "--max-urls-per-file",
+        type=positive_int,
+        metavar="N",
+        default=MAX_URLS_PER_FILE,
+        help="rotate sitemap files at N URLs (default and maximum %(default)s)",
+    )
+    p.add_argument(
+        "--max-bytes-per-file",
+        type=positive_int,
+        metavar="N",
+        default=MAX_BYTES_PER_FILE,
+        help="rotate sitemap files at N bytes uncompressed (default and "
+        "maximum %(default)s, 50 MiB)",
+    )
+    p.add_argument(
+        "--no-gzip", action="store_true", help="write plain .xml/.txt files instead of gzipped ones"
+    )
+    p.add_argument(
+        "--format",
+        choices=("xml", "txt"),
+        default="xml",
+        help="sitemap file format (default: %(default)s; the index is XML)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="publish even when the run looks broken (more than 10%% of pages failed, "
+        "or more than 20%% of the previously published URLs would disappear), and "
+        "publish what an interrupted run found (it cannot be resumed then)",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run that was interrupted (Ctrl-C, SIGTERM) on this state "
+        "directory, instead of starting over",
+    )
+    p.add_argument(
+        "--redis",
+        metavar="URL",
+        help="distribute the crawl: its queue and seen-set live in the Redis database at "
+        "URL (redis://host:6379/0) and 'sitemap-crawler worker --redis URL' processes "
+        "join it; this one decides, keeps the ledger and publishes (not with --resume)",
+    )
+
+
+def crawl_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """Check the ``crawl`` arguments and map them onto settings; raise UsageError."""
+    settings = site_settings(args)
+    try:
+        paths = CrawlPaths.create(args.out, args.state)
+    except PathError as e:
+        raise UsageError(str(e)) from None
+    if args.max_urls_per_file > MAX_URLS_PER_FILE:
+        raise UsageError(f"--max-urls-per-file cannot exceed the protocol's {MAX_URLS_PER_FILE}")
+    if args.max_bytes_per_file > MAX_BYTES_PER_FILE:
+        raise UsageError(
+            f"--max-bytes-per-file cannot exceed the protocol's {MAX_BYTES_PER_FILE} bytes"
+        )
+    for directory in (paths.out, paths.state):
+        check_writable(directory)
+    job = paths.state / JOB
+    if args.redis and args.resume:
+        raise UsageError("--resume cannot continue a distributed crawl (--redis)")
+    if args.resume and not (job.is_dir() and paths.running_ledger.is_file()):
+        raise UsageError(f"nothing to resume in {paths.state}: no interrupted run")
+    settings.update(
+        {
+            "SITEMAP_OUT_DIR": str(paths.out),
+            "SITEMAP_STATE_DIR": str(paths.state),
+            "SITEMAP_MAX_URLS_PER_FILE": args.max_urls_per_file,
+            "SITEMAP_MAX_BYTES_PER_FILE": args.max_bytes_per_file,
+            "SITEMAP_GZIP": not args.no_gzip,
+            "SITEMAP_FORMAT": args.format,
+            "SITEMAP_FORCE": args.force,
+            "SITEMAP_RESUME": args.resume,
+            # Scrapy's resumable crawl state: one per run, kept only when interrupted.
+            "JOBDIR": str(job),
+        }
+    )
+    settings.update(dict(args.settings))
+    return settings
+
+
+@dataclass
+class CrawlOutcome:
+    """How a crawl ended: its exit status, its stats (the summary's figures) and,
+    when it did not do its job, the one line that says why."""
+
+    code: int
+    stats: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+
+def execute(args: argparse.Namespace) -> CrawlOutcome:
+    """Run the crawl *args* ask for (``--config`` applied already); print nothing.
+    Raises UsageError for bad input and KeyboardInterrupt when interrupted before
+    Scrapy took over the signals."""
+    from crawler.extensions.statelock import holder
+
+    overrides = crawl_settings(args)
+    if busy := holder(Path(overrides["SITEMAP_STATE_DIR"])):
+        return CrawlOutcome(EXIT_CRAWL_FAILED, error=f"{busy}; this run did nothing")
+    redis_crawl = spider = None
+    if args.redis:
+        spider = DISTRIBUTED_SPIDER
+        try:
+            redis_crawl, overrides = distributed.begin(args.redis, args.url, overrides)
+        except CrawlFailure as e:
+            return CrawlOutcome(EXIT_CRAWL_FAILED, error=f"{e}; this run did nothing")
+    try:
+        code, stats = run_spider(args.url, overrides, spider=spider)
+    finally:
+        if redis_crawl is not None:
+            # Normally done already by the scheduler; not when Scrapy never got going.
+            redis_crawl.finish("failed")
+    failure = None if code == EXIT_OK else stats.get("sitemap/message", "the crawl failed")
+    return CrawlOutcome(code, stats, failure)
+
+
+def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """``sitemap-crawler crawl``: run, print the summary, return the exit status."""
+    try:
+        if args.config:
+            load_config(parser, args)
+        outcome = execute(args)
+    except UsageError as e:
+        error(f"error: {e}")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        error("interrupted; nothing was published")
+        return EXIT_INTERRUPTED
+    except Exception as e:  # a bad -s value, say: one line, not a traceback
+        logger.debug("crawl failed", exc_info=True)
+        error(f"error: {type(e).__name__}: {e}")
+        return EXIT_USAGE
+    if outcome.stats:
+        # The summary goes to stderr with the errors, as a cron mail or a journal shows it.
+        print(format_summary(outcome.stats), file=sys.stderr)
+        if (line := distributed.summary_line(outcome.stats)) is not None:
+            print(line, file=sys.stderr)
+    if outcome.error is not None:
+        error(outcome.error)
+    return outcome.code

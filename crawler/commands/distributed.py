@@ -1,0 +1,97 @@
+"""What ``crawl --redis`` and ``worker`` share: reaching Redis, registering a
+distributed crawl and joining one, with bad input as one line.
+
+The crawl itself is :mod:`crawler.distributed`; this module turns its errors into
+the command line's: a malformed Redis URL is a usage error (exit status 2), an
+unreachable server or a busy database a crawl failure (3).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from crawler.commands.options import CrawlFailure, UsageError, project_settings
+
+if TYPE_CHECKING:
+    from redis import Redis
+
+    from crawler.distributed.crawl import RedisCrawl
+
+
+def redis_module() -> ModuleType:
+    try:
+        import crawler.distributed.crawl as redis_crawl
+    except ImportError as e:
+        raise UsageError(
+            f"--redis needs scrapy-redis ({e}): pip install 'sitemap-crawler[redis]'"
+        ) from None
+    return redis_crawl
+
+
+def connect(url: str) -> Redis:
+    redis_crawl = redis_module()
+    try:
+        server: Redis = redis_crawl.connect(url, socket_connect_timeout=10)
+    except redis_crawl.BadRedisUrl as e:
+        raise UsageError(str(e)) from None
+    except redis_crawl.DistributedError as e:
+        raise CrawlFailure(str(e)) from None
+    return server
+
+
+def begin(
+    redis_url: str, start_url: str, overrides: Mapping[str, Any]
+) -> tuple[RedisCrawl, dict[str, Any]]:
+    """Register a distributed crawl of *start_url* in Redis; return its handle and
+    the settings of this process, the coordinator."""
+    from crawler.distributed import coordinator_settings, shared_settings
+
+    redis_crawl = redis_module()
+    server = connect(redis_url)
+    project = project_settings(overrides)
+    shared = shared_settings(overrides)
+    try:
+        json.dumps(shared)
+    except TypeError as e:
+        raise UsageError(f"a setting cannot be sent to the workers: {e}") from None
+    try:
+        crawl: RedisCrawl = redis_crawl.RedisCrawl.begin(
+            server,
+            redis_url,
+            start_url,
+            shared,
+            project.getfloat("SITEMAP_REDIS_WORKER_TIMEOUT"),
+        )
+    except redis_crawl.DistributedError as e:
+        raise CrawlFailure(str(e)) from None
+    return crawl, coordinator_settings(overrides, redis_url, crawl.id, project)
+
+
+def join(redis_url: str) -> tuple[str, dict[str, Any]]:
+    """The id and configuration of the crawl running on *redis_url*."""
+    server = connect(redis_url)
+    redis_crawl = redis_module()
+    try:
+        joined: tuple[str, dict[str, Any]] = redis_crawl.RedisCrawl.join(server, redis_url)
+    except redis_crawl.DistributedError as e:
+        raise CrawlFailure(str(e)) from None
+    return joined
+
+
+def summary_line(stats: Mapping[str, Any]) -> str | None:
+    """The coordinator's line about its workers, or None for a crawl without any."""
+    if not stats.get("sitemap/distributed/workers") and not stats.get("sitemap/distributed/lost"):
+        return None
+    line = (
+        f"workers: {stats.get('sitemap/distributed/workers', 0)}, which fetched "
+        f"{stats.get('sitemap/distributed/pages_from_workers', 0)} of the pages"
+    )
+    if stats.get("sitemap/distributed/lost"):
+        line += (
+            f"; {stats['sitemap/distributed/lost']} lost, "
+            f"{stats.get('sitemap/distributed/requeued', 0)} of their requests queued again"
+        )
+    return line

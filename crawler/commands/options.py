@@ -1,0 +1,356 @@
+"""What every command shares: exit statuses, one-line errors, the scope and
+politeness options of the commands that crawl, and the ``--config`` file.
+
+Each command module (:mod:`crawler.commands.crawl`, ``audit``, ``worker``) adds its
+own options to an :class:`argparse.ArgumentParser` and maps them onto Scrapy
+settings; the options every crawling command takes are added by
+:func:`add_site_options` and mapped by :func:`site_settings`. A TOML ``--config``
+file holds any long option (``max-pages = 1000``, ``include = ["..."]``,
+``[settings]`` for ``-s``), converted by the same argparse actions as the command
+line, which wins (:func:`load_config`); the Python API (:mod:`crawler.api`) goes
+through the same mapping with keyword arguments (:func:`apply_options`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from crawler.middlewares.robots import product_token
+from crawler.publicurl import BaseUrlError, PublicUrls
+from crawler.urls import host_port, normalize_url
+
+if TYPE_CHECKING:
+    from scrapy.settings import Settings
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_CRAWL_FAILED = 3
+EXIT_REFUSED = 4
+EXIT_AUDIT_FAILED = 5
+EXIT_OUTPUT = 6
+EXIT_INTERRUPTED = 130
+
+#: How the publisher's outcome of a crawl (``sitemap/outcome``) maps to an exit status.
+OUTCOME_EXIT = {
+    "published": EXIT_OK,
+    "crawled": EXIT_OK,
+    "refused": EXIT_REFUSED,
+    "failed": EXIT_CRAWL_FAILED,
+    "output-error": EXIT_OUTPUT,
+    "interrupted": EXIT_INTERRUPTED,
+}
+
+PROG = "sitemap-crawler"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+class UsageError(Exception):
+    """Bad input: reported as one line, exit status 2."""
+
+
+class CrawlFailure(Exception):
+    """The crawl cannot start (Redis unreachable, busy): one line, exit status 3."""
+
+
+# -- values ---------------------------------------------------------------------------
+
+
+def _whole(text: str, minimum: int) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(
+            f"must be at least 1: {text!r}" if minimum else f"must not be negative: {text!r}"
+        )
+    return value
+
+
+def positive_int(text: str) -> int:
+    return _whole(text, 1)
+
+
+def non_negative_int(text: str) -> int:
+    return _whole(text, 0)
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 3600 seconds: {text!r}")
+    return value
+
+
+def regex(text: str) -> str:
+    try:
+        re.compile(text)
+    except re.error as e:
+        raise argparse.ArgumentTypeError(f"invalid regular expression {text!r}: {e}") from None
+    return text
+
+
+def setting(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name.strip(), value
+
+
+def percent(text: str) -> float:
+    try:
+        value = float(text.rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a percentage: {text!r}") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 100: {text!r}")
+    return value
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a usage error as one line (exit status 2), not a usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+
+# -- the options of every command that crawls -----------------------------------------
+
+
+def add_site_options(p: argparse.ArgumentParser, *, scrapy: bool = False) -> None:
+    """Options of every command that crawls: the start URL, ``--config``, scope and
+    politeness; then ``--log-level`` and ``-s``, unless *scrapy* (``scrapy audit``:
+    Scrapy's own ``-s`` and ``-L`` are there already)."""
+    p.add_argument(
+        "url", nargs="?", help="start URL, e.g. https://www.example.com/ (or in --config)"
+    )
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="a TOML file holding any of these options (names as here, without the "
+        'dashes or with _ for -, e.g. url = "https://...", max-pages = 1000, '
+        'include = ["..."], [settings] NAME = value); the command line wins',
+    )
+    p.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="public address of the crawled site: every published <loc> is "
+        "rewritten from the start URL's directory to this prefix",
+    )
+    p.add_argument(
+        "--max-pages",
+        type=non_negative_int,
+        metavar="N",
+        help="fetch at most N pages (0: no limit; default 500000)",
+    )
+    p.add_argument(
+        "--max-depth",
+        type=non_negative_int,
+        metavar="N",
+        help="follow links at most N levels from the start URL (0: no limit; default 50)",
+    )
+    p.add_argument(
+        "--concurrency",
+        type=positive_int,
+        metavar="N",
+        help="concurrent requests (default 8 per host, 16 in all)",
+    )
+    p.add_argument(
+        "--delay",
+        type=seconds,
+        metavar="S",
+        help="minimum delay between requests in seconds (default 0, with "
+        "AutoThrottle adapting to the server; robots.txt Crawl-delay wins "
+        "when larger)",
+    )
+    p.add_argument(
+        "--user-agent",
+        metavar="UA",
+        help="User-Agent header; its product token (before '/') is matched "
+        "against robots.txt groups",
+    )
+    p.add_argument(
+        "--include",
+        action="append",
+        type=regex,
+        default=[],
+        metavar="REGEX",
+        help="crawl only URLs matching REGEX (repeatable; any one matches)",
+    )
+    p.add_argument(
+        "--exclude",
+        action="append",
+        type=regex,
+        default=[],
+        metavar="REGEX",
+        help="do not crawl URLs matching REGEX (repeatable)",
+    )
+    if not scrapy:
+        add_log_and_settings(
+            p,
+            "Scrapy's log on stderr (default: %(default)s, i.e. only this command's summary, "
+            "progress and a one-line error; every decision is in the ledger either way)",
+            "set any Scrapy or SITEMAP_* setting (repeatable)",
+        )
+
+
+def add_log_and_settings(p: argparse.ArgumentParser, log_help: str, set_help: str) -> None:
+    p.add_argument("--log-level", default="CRITICAL", choices=LOG_LEVELS, help=log_help)
+    p.add_argument(
+        "-s",
+        "--set",
+        dest="settings",
+        action="append",
+        type=setting,
+        default=[],
+        metavar="NAME=VALUE",
+        help=set_help,
+    )
+
+
+def site_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """Check the options every crawling command shares; map them onto settings."""
+    if not args.url:
+        raise UsageError("a start URL is required (as an argument or url = ... in --config)")
+    start = normalize_url(args.url)
+    if start is None or host_port(start) is None:
+        raise UsageError(f"not an http(s) URL: {args.url!r}")
+    try:
+        PublicUrls.create(start, args.base_url)
+    except BaseUrlError as e:
+        raise UsageError(str(e)) from None
+    settings: dict[str, Any] = {
+        "SITEMAP_BASE_URL": args.base_url,
+        "SITEMAP_INCLUDE": args.include,
+        "SITEMAP_EXCLUDE": args.exclude,
+        "LOG_LEVEL": args.log_level,
+    }
+    if args.max_pages is not None:
+        settings["SITEMAP_MAX_PAGES"] = args.max_pages
+    if args.max_depth is not None:
+        settings["SITEMAP_MAX_DEPTH"] = args.max_depth
+    if args.concurrency is not None:
+        settings["CONCURRENT_REQUESTS"] = args.concurrency
+        settings["CONCURRENT_REQUESTS_PER_DOMAIN"] = args.concurrency
+    if args.delay is not None:
+        settings["DOWNLOAD_DELAY"] = args.delay
+    if args.user_agent:
+        settings["USER_AGENT"] = args.user_agent
+        settings["ROBOTSTXT_USER_AGENT"] = product_token(args.user_agent)
+    return settings
+
+
+def check_writable(directory: Path) -> None:
+    """Raise UsageError unless a file can be created in *directory* (made if missing)."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".sitemap-probe-"):
+            pass
+    except OSError as e:
+        raise UsageError(f"cannot write to {directory}: {e.strerror or e}") from None
+
+
+# -- the config file and the Python API -------------------------------------------------
+
+
+def load_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Fill *args* from the TOML file of ``--config``; the command line wins."""
+    path = Path(args.config)
+    try:
+        with path.open("rb") as f:
+            config = tomllib.load(f)
+    except OSError as e:
+        raise UsageError(f"cannot read --config {path}: {e.strerror or e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"--config {path} is not valid TOML: {e}") from None
+    apply_options(parser, args, config, where=f"--config {path}")
+
+
+def apply_options(
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    options: Mapping[str, Any],
+    *,
+    where: str,
+) -> None:
+    """Set *options* (long option names, ``-`` or ``_``; ``settings`` a table of
+    ``-s``) on *args* through the parser's own conversions, unless the command line
+    set them; repeatable options add to the command line's. *where* names the
+    source in errors."""
+    actions = {a.dest: a for a in parser._actions if a.dest not in ("help", "config")}
+    for name, value in options.items():
+        dest = name.replace("-", "_")
+        action = actions.get(dest)
+        if action is None:
+            raise UsageError(f"{where}: unknown option {name!r}")
+        try:
+            converted = _option_value(action, value)
+        except (argparse.ArgumentTypeError, ValueError, TypeError) as e:
+            raise UsageError(f"{where}: {name}: {e}") from None
+        current = getattr(args, dest)
+        if isinstance(action, argparse._AppendAction):
+            setattr(args, dest, [*converted, *current])  # the command line's come last
+        elif current == parser.get_default(dest):
+            setattr(args, dest, converted)
+
+
+def _option_value(action: argparse.Action, value: Any) -> Any:
+    if action.dest == "settings":
+        if not isinstance(value, dict):
+            raise TypeError("expected a table: [settings] NAME = value")
+        return list(value.items())
+    convert = action.type if callable(action.type) else None
+    if isinstance(action, argparse._AppendAction):
+        items = value if isinstance(value, list) else [value]
+        return [convert(str(v)) if convert else v for v in items]
+    if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
+        if not isinstance(value, bool):
+            raise TypeError("expected true or false")
+        return value
+    if convert is not None:
+        value = convert(str(value))
+    if action.choices is not None and value not in action.choices:
+        raise ValueError(f"{value!r} is not one of {', '.join(map(str, action.choices))}")
+    return value
+
+
+# -- running ---------------------------------------------------------------------------
+
+
+def project_settings(overrides: Mapping[str, Any], base: Settings | None = None) -> Settings:
+    """The project's settings (``settings/``, or *base*: ``scrapy audit``'s own) with
+    *overrides* at command-line priority."""
+    from scrapy.settings import Settings
+
+    if base is None:
+        settings = Settings()
+        settings.setmodule("settings", priority="project")
+    else:
+        settings = base.copy()
+    settings.setdict(dict(overrides), priority="cmdline")
+    return settings
+
+
+def error(message: str) -> None:
+    """One line on stderr, the way every command reports a failure."""
+    print(f"{PROG}: {message}", file=sys.stderr)
+
+
+def print_stdout(text: str) -> None:
+    """Print to stdout; a closed pipe (``| head``) is not an error."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        # Python would complain again at exit when flushing stdout.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -1,0 +1,162 @@
+"""``sitemap-crawler worker --redis URL``: fetch pages for a distributed crawl.
+
+A worker needs nothing but the Redis URL: the start URL, the scope, normalisation
+and politeness options and any ``-s`` of the crawl come from Redis; its own
+``--concurrency``, ``--log-level`` and ``-s`` apply to it alone. It runs the
+distributed site spider (:mod:`crawler.distributed.spider`) until the coordinator
+ends the crawl. ``scrapy worker --redis URL`` from the project root is the same
+command.
+
+Exit status: 0 the crawl is over (whoever ended it); 2 usage error (a malformed Redis
+URL); 3 no crawl to join, Redis unreachable, or the coordinator gone; 130
+interrupted (what it held goes back to the queue).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from typing import TYPE_CHECKING, Any
+
+from scrapy.commands import ScrapyCommand
+
+from crawler.commands import distributed
+from crawler.commands.options import (
+    EXIT_CRAWL_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CrawlFailure,
+    UsageError,
+    add_log_and_settings,
+    error,
+    positive_int,
+    project_settings,
+    setting,
+)
+from crawler.commands.process import run_spider
+
+if TYPE_CHECKING:
+    from scrapy.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+NAME = "worker"
+HELP = "join a distributed crawl (crawl --redis) and fetch pages for it"
+DESCRIPTION = (
+    "Join the crawl running on the Redis database at --redis (started by "
+    "'sitemap-crawler crawl URL --redis URL'): take pages from its queue, fetch and "
+    "judge them, and report what they hold to the coordinator, until the crawl ends. "
+    "The start URL and the crawl's options come from Redis."
+)
+EPILOG = (
+    "Exit status: 0 the crawl is over; 2 usage error (malformed Redis URL); 3 no crawl to "
+    "join, Redis unreachable, or the coordinator gone; 130 interrupted (what this worker "
+    "held goes back to the queue)."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser, *, scrapy: bool = False) -> None:
+    p.add_argument(
+        "--redis",
+        required=True,
+        metavar="URL",
+        help="the crawl's Redis database, as given to crawl --redis",
+    )
+    p.add_argument(
+        "--concurrency",
+        type=positive_int,
+        metavar="N",
+        help="concurrent requests of this worker (default: the crawl's)",
+    )
+    if not scrapy:
+        add_log_and_settings(
+            p,
+            "Scrapy's log on stderr (default: %(default)s)",
+            "set any Scrapy or SITEMAP_* setting for this worker (repeatable)",
+        )
+
+
+def run(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, base: Settings | None = None
+) -> int:
+    """Join the crawl on ``--redis`` and work for it until it ends. *base*: the
+    settings ``scrapy worker`` built (its ``-s`` applied already)."""
+    from crawler.distributed import SPIDER, worker_settings
+
+    try:
+        crawl_id, config = distributed.join(args.redis)
+    except UsageError as e:
+        error(f"error: {e}")
+        return EXIT_USAGE
+    except CrawlFailure as e:
+        error(str(e))
+        return EXIT_CRAWL_FAILED
+    local: dict[str, Any] = {"LOG_LEVEL": args.log_level}
+    if args.concurrency is not None:
+        local["CONCURRENT_REQUESTS_PER_DOMAIN"] = args.concurrency
+    local.update(dict(args.settings))
+    start_url = config["start_url"]
+    try:
+        settings = worker_settings(
+            config,
+            args.redis,
+            crawl_id,
+            local,
+            project_settings({**config["settings"], **local}, base),
+        )
+        _, stats = run_spider(start_url, settings, spider=SPIDER)
+    except KeyboardInterrupt:
+        error("worker interrupted")
+        return EXIT_INTERRUPTED
+    except Exception as e:  # a bad -s value, say: one line, not a traceback
+        logger.debug("worker failed", exc_info=True)
+        error(f"error: {type(e).__name__}: {e}")
+        return EXIT_USAGE
+    fetched = stats.get("sitemap/distributed/reported", 0)
+    where = f"crawl {crawl_id} of {start_url}"
+    if stats.get("finish_reason") in ("shutdown", "cancelled"):
+        error(
+            f"worker interrupted after {fetched} pages of {where}; what it held went back "
+            "to the queue"
+        )
+        return EXIT_INTERRUPTED
+    if stats.get("sitemap/fatal"):
+        error(f"{stats['sitemap/fatal']} ({where})")
+        return EXIT_CRAWL_FAILED
+    end = stats.get("sitemap/distributed/end") or "over"
+    error(f"worker done: {fetched} pages for {where}; the crawl ended ({end})")
+    return EXIT_OK
+
+
+class Command(ScrapyCommand):
+    """``scrapy worker --redis URL`` from the project root: the same command, with
+    Scrapy's ``-s``, ``-L`` and log options."""
+
+    requires_project = True
+    requires_crawler_process = False  # it runs its own
+
+    def syntax(self) -> str:
+        return "--redis URL [options]"
+
+    def short_desc(self) -> str:
+        return HELP
+
+    def long_desc(self) -> str:
+        return DESCRIPTION
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        add_arguments(parser, scrapy=True)
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        assert self.settings is not None
+        # Scrapy applied -s to self.settings already; they are this worker's own, so
+        # they go on top of the crawl's settings from Redis, as they would here.
+        opts.settings = [setting(text) for text in opts.set]
+        opts.log_level = self.settings.get("LOG_LEVEL")
+        if args:
+            error(f"error: unrecognized arguments: {' '.join(args)}")
+            self.exitcode = EXIT_USAGE
+            return
+        self.exitcode = run(argparse.ArgumentParser(), opts, self.settings)
