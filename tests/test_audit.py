@@ -16,7 +16,7 @@ import pytest
 import pytest_twisted
 from twisted.internet.defer import Deferred
 
-from crawler.audit import AuditReport, build_report, failures, write_report
+from crawler.audit.report import AuditReport, build_report, failures, write_report
 from tests.conftest import ROOT, MockServer, NetworkWatch, crawl_settings, run_crawl
 
 # path -> (class, reason fragment, found by the crawl)

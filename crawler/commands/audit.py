@@ -2,7 +2,7 @@
 
 The site is crawled without publishing (or an earlier crawl's ledger is read with
 ``--state``), then the audit spider reads the site's sitemaps and judges what they
-list (:mod:`crawler.audit`), and the report is printed and, with ``--report DIR``,
+list (:mod:`crawler.audit.report`), and the report is printed and, with ``--report DIR``,
 written as ``audit.json`` and CSV files. ``scrapy audit URL`` from the project root
 is the same command.
 
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.commands import ScrapyCommand
 
-from crawler.audit import CLASSES, FAILABLE, FLAGS
+from crawler.audit.report import CLASSES, FAILABLE, FLAGS
 from crawler.commands.options import (
     EXIT_AUDIT_FAILED,
     EXIT_CRAWL_FAILED,
@@ -46,7 +46,7 @@ from crawler.paths import LEDGER
 if TYPE_CHECKING:
     from scrapy.settings import Settings
 
-    from crawler.audit import AuditReport
+    from crawler.audit.report import AuditReport
 
 logger = logging.getLogger(__name__)
 
@@ -146,8 +146,8 @@ def execute(args: argparse.Namespace, base: Settings | None = None) -> AuditOutc
     print nothing. Raises UsageError for bad input."""
     from scrapy.crawler import Crawler, CrawlerProcess
 
-    from crawler.audit import build_report, failures, write_report
-    from crawler.audit import format_summary as audit_summary
+    from crawler.audit.report import build_report, failures, write_report
+    from crawler.audit.report import format_summary as audit_summary
     from crawler.spiders.audit import AuditSpider
     from crawler.spiders.site import SiteSpider
 

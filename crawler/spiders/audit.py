@@ -15,8 +15,8 @@ spider's judging, middlewares and politeness (issue #3):
    are fetched once, politely and obeying robots.txt, and judged exactly as the
    crawl judges a page, without following their links.
 
-Everything goes into an :class:`crawler.auditstore.AuditStore`; the report is built
-from it and the crawl's ledger by :mod:`crawler.audit`.
+Everything goes into an :class:`crawler.audit.store.AuditStore`; the report is built
+from it and the crawl's ledger by :mod:`crawler.audit.report`.
 
 Settings: ``SITEMAP_AUDIT_STORE``, ``SITEMAP_AUDIT_LEDGER``, ``SITEMAP_AUDIT_SITEMAPS``,
 ``SITEMAP_AUDIT_MAX_DEPTH``, ``SITEMAP_AUDIT_MAX_BYTES``, and the ``site`` spider's.
@@ -35,7 +35,7 @@ from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider
 
 from crawler import items as d
-from crawler.auditstore import AuditStore
+from crawler.audit.store import AuditStore
 from crawler.items import UrlRecord
 from crawler.ledger import Ledger
 from crawler.publicurl import prefix_of

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from crawler import items as d
-from crawler.auditstore import AuditStore
+from crawler.audit.store import AuditStore
 from crawler.lastmod import http_date_to_w3c, lastmod_datetime, w3c_datetime
 from crawler.ledger import Ledger
 
@@ -153,9 +153,9 @@ def build_report(
             )
         }
         for sm in sitemaps:
-            found = extensions.get(sm["url"], {})
-            sm["hreflang_alternates"] = found.get("alternates") or 0
-            sm["images"] = found.get("images") or 0
+            totals = extensions.get(sm["url"], {})
+            sm["hreflang_alternates"] = totals.get("alternates") or 0
+            sm["images"] = totals.get("images") or 0
         fetched = {row["key"]: row for row in store.query("SELECT * FROM fetched")}
     finally:
         ledger.close()

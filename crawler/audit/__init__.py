@@ -1,0 +1,22 @@
+"""The audit (``sitemap-crawler audit``): compare a site's sitemaps with what a crawl finds.
+
+After a crawl (or on the ledger of an earlier one) the ``audit`` spider fetches the
+site's sitemaps, reads them, and records what they list; the report then puts every
+listed URL in a class (indexable, orphan, redirect, 4xx, noindex, ...), adds the
+indexable pages no sitemap lists, and lists the protocol problems of each file.
+
+Which module to open for what:
+
+:mod:`crawler.audit.report`
+    the report: the classes and flags, ``build_report`` (store + ledger -> report),
+    ``audit.json`` and the CSV files, the printed summary, the ``--fail-on`` and
+    ``--fail-under`` bars.
+:mod:`crawler.audit.store`
+    the SQLite store the spider fills: sitemap files, their entries, the listed URLs
+    the audit fetched itself.
+
+The sitemap parser is :mod:`crawler.sitemapparser`; the spider is
+:mod:`crawler.spiders.audit` and the command :mod:`crawler.commands.audit`.
+
+Nothing is imported here, so that importing one module does not load the others.
+"""
