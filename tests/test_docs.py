@@ -1,0 +1,372 @@
+"""The docs against the code: the reference, the ledger page, README's limits, links.
+
+- docs/reference.md documents every option of every command (in that command's
+  section) and every ``SITEMAP_*`` setting with its default, and nothing that is not
+  in the code;
+- docs/ledger.md documents every table and column of the ledger's schema and every
+  decision; docs/audit.md every class and flag of the audit;
+- README.md stays a front door (under README_MAX_LINES lines) and keeps the
+  install, crawl and test commands;
+- every relative link of README.md, docs/*.md and bench/README.md points to a file
+  (and heading) that exists.
+
+Only files are read and modules imported: no server, no crawl.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import settings
+from crawler import ledger
+from crawler.cli import COMMANDS, command_parser
+
+try:  # the decisions' own module; crawler.items held them before it
+    from crawler.decisions import FINAL_DECISIONS, QUEUED
+except ImportError:  # pragma: no cover
+    from crawler.items import FINAL_DECISIONS, QUEUED
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+README = ROOT / "README.md"
+REFERENCE = DOCS / "reference.md"
+LEDGER_DOC = DOCS / "ledger.md"
+AUDIT_DOC = DOCS / "audit.md"
+README_MAX_LINES = 260
+SETTINGS_SECTION = "SITEMAP_* settings"
+SETTING_NAME = re.compile(r"\bSITEMAP_[A-Z0-9_*]*[A-Z0-9*]")
+OPTION = re.compile(r"(?<![\w-])--?[a-z][a-z0-9-]*")
+FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.S | re.M)
+CODE_SPAN = re.compile(r"`[^`\n]*`")
+LINK = re.compile(r"\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
+
+
+# -- reading Markdown -------------------------------------------------------------------
+
+
+def without_code_blocks(text: str) -> str:
+    return FENCE.sub("", text)
+
+
+def sections(path: Path, level: int = 2) -> dict[str, str]:
+    """The sections of *path* at heading *level*, by heading text (outside code)."""
+    text = without_code_blocks(path.read_text(encoding="utf-8"))
+    found: dict[str, str] = {}
+    parts = re.split(rf"^{'#' * level}[ \t]+(.+?)[ \t]*$", text, flags=re.M)
+    for title, body in zip(parts[1::2], parts[2::2], strict=True):
+        # A deeper heading does not end the section; one as high or higher does.
+        end = re.search(rf"^#{{1,{level - 1}}}[ \t]", body, re.M) if level > 1 else None
+        found[title.strip()] = body[: end.start()] if end else body
+    return found
+
+
+def section(path: Path, title: str) -> str:
+    found = sections(path)
+    assert title in found, f"{path.relative_to(ROOT)}: no section '## {title}'"
+    return found[title]
+
+
+def cells(line: str) -> list[str]:
+    """The cells of a table row; ``\\|`` is a pipe inside a cell."""
+    inner = line.strip()
+    inner = inner[1:] if inner.startswith("|") else inner
+    inner = inner[:-1] if inner.endswith("|") and not inner.endswith("\\|") else inner
+    return [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", inner)]
+
+
+def tables(text: str) -> Iterator[tuple[list[str], list[list[str]]]]:
+    """(header cells, rows) of every table in *text*."""
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines) - 1:
+        if lines[i].lstrip().startswith("|") and re.fullmatch(
+            r"\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*", lines[i + 1]
+        ):
+            header = [c.lower() for c in cells(lines[i])]
+            rows = []
+            i += 2
+            while i < len(lines) and lines[i].lstrip().startswith("|"):
+                rows.append(cells(lines[i]))
+                i += 1
+            yield header, rows
+        else:
+            i += 1
+
+
+def rows_of(text: str, first_column: str) -> list[dict[str, str]]:
+    """The rows, as {column: cell}, of the tables in *text* whose first column is
+    named *first_column*."""
+    return [
+        dict(zip(header, row, strict=False))
+        for header, rows in tables(text)
+        if header and header[0] == first_column
+        for row in rows
+    ]
+
+
+def code_names(cell: str) -> list[str]:
+    """The names in backticks in *cell* (``\\`a\\`, \\`b\\``)."""
+    return re.findall(r"`([^`]+)`", cell)
+
+
+# -- docs/reference.md: commands and options ----------------------------------------------
+
+
+def parser_options(parser: argparse.ArgumentParser) -> set[str]:
+    return {
+        option
+        for action in parser._actions
+        for option in action.option_strings
+        if option not in ("-h", "--help")
+    }
+
+
+def documented_options(command: str) -> list[dict[str, str]]:
+    return rows_of(section(REFERENCE, f"sitemap-crawler {command}"), "option")
+
+
+@pytest.mark.parametrize("command", [module.NAME for module in COMMANDS])
+def test_reference_documents_every_option(command: str) -> None:
+    in_code = parser_options(command_parser(command))
+    rows = documented_options(command)
+    documented = {option for row in rows for option in OPTION.findall(row["option"])}
+    missing = sorted(in_code - documented)
+    unknown = sorted(documented - in_code)
+    where = f"docs/reference.md, section 'sitemap-crawler {command}'"
+    assert not missing, f"{where}: options of the parser not documented: {missing}"
+    assert not unknown, f"{where}: documented options the parser does not have: {unknown}"
+
+
+@pytest.mark.parametrize("command", [module.NAME for module in COMMANDS])
+def test_reference_gives_each_options_own_default(command: str) -> None:
+    """An option whose parser default is a value (not None, off or empty) says so."""
+    rows = {
+        option: row
+        for row in documented_options(command)
+        for option in OPTION.findall(row["option"])
+    }
+    wrong = []
+    for action in command_parser(command)._actions:
+        default = action.default
+        if not action.option_strings or default in (None, False, [], argparse.SUPPRESS):
+            continue
+        row = rows.get(action.option_strings[-1])
+        if row is not None and f"`{default}`" not in row.get("default", ""):
+            wrong.append(f"{action.option_strings[-1]}: `{default}` (docs: {row.get('default')!r})")
+    assert not wrong, (
+        f"docs/reference.md, section 'sitemap-crawler {command}': defaults differ from "
+        f"the parser's: {wrong}"
+    )
+
+
+def test_reference_has_a_section_per_command_and_no_other() -> None:
+    names = {module.NAME for module in COMMANDS}
+    documented = {
+        title.removeprefix("sitemap-crawler ").strip()
+        for title in sections(REFERENCE)
+        if title.startswith("sitemap-crawler ")
+    }
+    assert documented == names, (
+        f"docs/reference.md: command sections {sorted(documented)}, commands {sorted(names)}"
+    )
+
+
+# -- docs/reference.md: settings ---------------------------------------------------------
+
+
+SETTINGS: dict[str, Any] = {
+    name: value for name, value in vars(settings).items() if name.startswith("SITEMAP_")
+}
+
+
+def settings_rows() -> dict[str, dict[str, str]]:
+    rows: dict[str, dict[str, str]] = {}
+    duplicated = []
+    for row in rows_of(section(REFERENCE, SETTINGS_SECTION), "setting"):
+        for name in code_names(row["setting"]):
+            if name in rows:
+                duplicated.append(name)
+            rows[name] = row
+    assert not duplicated, f"docs/reference.md: settings documented twice: {duplicated}"
+    return rows
+
+
+def test_reference_documents_every_setting() -> None:
+    rows = settings_rows()
+    missing = sorted(set(SETTINGS) - set(rows))
+    unknown = sorted(set(rows) - set(SETTINGS))
+    where = f"docs/reference.md, section '{SETTINGS_SECTION}'"
+    assert not missing, f"{where}: settings of settings/__init__.py not documented: {missing}"
+    assert not unknown, f"{where}: documented settings settings/__init__.py lacks: {unknown}"
+
+
+def comparable(value: Any) -> bool:
+    """Whether *value* can be written as a Python literal and read back."""
+    try:
+        return bool(ast.literal_eval(repr(value)) == value)
+    except (ValueError, SyntaxError):
+        return False
+
+
+def test_reference_gives_each_settings_default() -> None:
+    wrong = []
+    for name, row in settings_rows().items():
+        value = SETTINGS.get(name)
+        if name not in SETTINGS or not comparable(value):
+            continue
+        cell = row.get("default", "")
+        literal = re.match(r"\s*`([^`]*)`", cell)
+        try:
+            documented = ast.literal_eval(literal.group(1)) if literal else None
+        except (ValueError, SyntaxError):
+            wrong.append(f"{name}: {cell!r} is not a Python literal (the code has {value!r})")
+            continue
+        if literal is None or type(documented) is not type(value) or documented != value:
+            wrong.append(f"{name}: docs {cell!r}, code `{value!r}`")
+    assert not wrong, (
+        f"docs/reference.md: setting defaults differ from settings/__init__.py: {wrong}"
+    )
+
+
+def doc_files() -> list[Path]:
+    return [README, *sorted(DOCS.glob("*.md")), ROOT / "bench" / "README.md"]
+
+
+@pytest.mark.parametrize("path", doc_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_docs_name_only_settings_that_exist(path: Path) -> None:
+    """A SITEMAP_* name anywhere in the docs (``SITEMAP_REDIS_*`` patterns aside) is a
+    setting of settings/__init__.py: a renamed setting leaves no stale name behind."""
+    names = {n for n in SETTING_NAME.findall(path.read_text(encoding="utf-8")) if "*" not in n}
+    unknown = sorted(names - set(SETTINGS))
+    assert not unknown, f"{path.relative_to(ROOT)} names settings that do not exist: {unknown}"
+
+
+# -- docs/ledger.md ----------------------------------------------------------------------
+
+
+def schema_tables() -> dict[str, list[str]]:
+    """{table: columns} of ``crawler.ledger.SCHEMA``."""
+    found = {}
+    for table, body in re.findall(
+        r"CREATE TABLE IF NOT EXISTS (\w+) \((.*?)\n\)", ledger.SCHEMA, re.S
+    ):
+        columns = []
+        for line in body.splitlines():
+            words = line.strip().rstrip(",").split()
+            constraint = ("PRIMARY", "UNIQUE", "FOREIGN", "CHECK", "CONSTRAINT")
+            if words and not words[0].startswith("--") and words[0].upper() not in constraint:
+                columns.append(words[0])
+        found[table] = columns
+    return found
+
+
+def test_schema_parsed() -> None:
+    tables_ = schema_tables()
+    assert {"urls", "aliases", "meta"} <= set(tables_), sorted(tables_)
+    assert tables_["urls"] == list(ledger.COLUMNS)
+
+
+@pytest.mark.parametrize("table", sorted(schema_tables()))
+def test_ledger_doc_documents_every_column(table: str) -> None:
+    columns = schema_tables()[table]
+    body = section(LEDGER_DOC, f"Table `{table}`")
+    documented = {name for row in rows_of(body, "column") for name in code_names(row["column"])}
+    missing = [c for c in columns if c not in documented]
+    unknown = sorted(documented - set(columns))
+    where = f"docs/ledger.md, section 'Table `{table}`'"
+    assert not missing, f"{where}: columns of crawler.ledger.SCHEMA not documented: {missing}"
+    assert not unknown, f"{where}: documented columns the schema lacks: {unknown}"
+
+
+def test_ledger_doc_documents_every_decision() -> None:
+    decisions = {QUEUED, *FINAL_DECISIONS}
+    rows = rows_of(section(LEDGER_DOC, "Decisions"), "decision")
+    documented = {name for row in rows for name in code_names(row["decision"])}
+    missing = sorted(decisions - documented)
+    unknown = sorted(documented - decisions)
+    assert not missing, f"docs/ledger.md, section 'Decisions': decisions not documented: {missing}"
+    assert not unknown, f"docs/ledger.md, section 'Decisions': no such decisions: {unknown}"
+
+
+def test_audit_doc_names_every_class_and_flag() -> None:
+    try:
+        from crawler.audit.report import CLASSES, FLAGS
+    except ImportError:  # pragma: no cover  (before the audit became a package)
+        from crawler.audit import CLASSES, FLAGS  # type: ignore[attr-defined,no-redef]
+    text = AUDIT_DOC.read_text(encoding="utf-8")
+    missing = [name for name in (*CLASSES, *FLAGS, "dead-orphan") if f"`{name}`" not in text]
+    assert not missing, f"docs/audit.md does not name these audit classes or flags: {missing}"
+
+
+# -- README.md ----------------------------------------------------------------------------
+
+FRONT_DOOR = (
+    'python3 -m venv .venv && .venv/bin/pip install -e ".[test]"',
+    ".venv/bin/sitemap-crawler crawl https://www.example.com/ --out public/",
+    ".venv/bin/pytest",
+)
+
+
+def test_readme_is_short() -> None:
+    lines = len(README.read_text(encoding="utf-8").splitlines())
+    assert lines < README_MAX_LINES, (
+        f"README.md has {lines} lines (limit {README_MAX_LINES}): move reference to docs/"
+    )
+
+
+def test_readme_gives_install_crawl_and_test_in_one_block() -> None:
+    text = README.read_text(encoding="utf-8")
+    blocks = [m.group(0) for m in FENCE.finditer(text)]
+    assert any(all(command in block for command in FRONT_DOOR) for block in blocks), (
+        f"README.md: no code block holds the three commands {list(FRONT_DOOR)}"
+    )
+
+
+# -- links -------------------------------------------------------------------------------
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to -."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link's text only
+    return re.sub(r"[^\w\- ]", "", text.strip().lower()).replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    found: set[str] = set()
+    counts: dict[str, int] = {}
+    for match in HEADING.finditer(without_code_blocks(path.read_text(encoding="utf-8"))):
+        base = slug(match.group(2))
+        n = counts.get(base, 0)
+        counts[base] = n + 1
+        found.add(base if n == 0 else f"{base}-{n}")
+    return found
+
+
+def relative_links(path: Path) -> Iterator[str]:
+    text = CODE_SPAN.sub("", without_code_blocks(path.read_text(encoding="utf-8")))
+    for target in LINK.findall(text):
+        if not re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", target):  # http:, https:, mailto:
+            yield target
+
+
+@pytest.mark.parametrize("path", doc_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_relative_links_point_to_files_that_exist(path: Path) -> None:
+    broken = []
+    for target in relative_links(path):
+        file_part, _, anchor = target.partition("#")
+        dest = (path.parent / file_part).resolve() if file_part else path
+        if not dest.exists():
+            broken.append(
+                f"{target} (no {dest.relative_to(ROOT) if dest.is_relative_to(ROOT) else dest})"
+            )
+        elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+            broken.append(f"{target} (no heading #{anchor} in {dest.relative_to(ROOT)})")
+    assert not broken, f"{path.relative_to(ROOT)}: broken links: {broken}"
