@@ -14,9 +14,13 @@ Which module to open for what:
 :mod:`crawler.audit.store`
     the SQLite store the spider fills: sitemap files, their entries, the listed URLs
     the audit fetched itself.
+:mod:`crawler.audit.sitemaps`
+    the sitemap parser: any sitemap, index, text list or feed, gzipped or not, read
+    safely, every fault a value; :func:`crawler.audit.sitemaps.parse.parse_sitemap`
+    is its entry point, and its package docstring maps its modules.
 
-The sitemap parser is :mod:`crawler.sitemapparser`; the spider is
-:mod:`crawler.spiders.audit` and the command :mod:`crawler.commands.audit`.
+The spider is :mod:`crawler.spiders.audit` and the command
+:mod:`crawler.commands.audit`.
 
 Nothing is imported here, so that importing one module does not load the others.
 """

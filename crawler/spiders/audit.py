@@ -7,7 +7,7 @@ spider's judging, middlewares and politeness (issue #3):
    crawl's ledger), the usual places (``/sitemap.xml``, ``/sitemap_index.xml``,
    ``/sitemap.xml.gz``, ``/sitemap.txt``) and ``SITEMAP_AUDIT_SITEMAPS`` (URLs or
    local files). They are fetched without robots.txt rules (the owner declared
-   them), parsed with :mod:`crawler.sitemapparser`, and indexes are followed with a
+   them), parsed with :mod:`crawler.audit.sitemaps`, and indexes are followed with a
    visited set and a depth cap; cycles and indexes of indexes are reported.
 2. A sitemap URL or a ``loc`` on another host or scheme, or outside the sitemap
    file's directory, is reported and never fetched.
@@ -35,11 +35,12 @@ from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider
 
 from crawler import items as d
+from crawler.audit.sitemaps.model import Kind, ParsedSitemap
+from crawler.audit.sitemaps.parse import parse_sitemap
 from crawler.audit.store import AuditStore
 from crawler.items import UrlRecord
 from crawler.ledger import Ledger
 from crawler.publicurl import prefix_of
-from crawler.sitemapparser import Kind, ParsedSitemap, parse_sitemap
 from crawler.spiders.site import SiteSpider
 from crawler.urls import normalize_url, site_of, url_key
 

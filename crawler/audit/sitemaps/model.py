@@ -1,0 +1,138 @@
+"""The values the sitemap parser hands back, and the list that caps its problems.
+
+:class:`Kind` (what a file turned out to be), :class:`Problem` (one fault, with its
+stable code), :class:`Entry` (one listed URL, as the file wrote it) and
+:class:`ParsedSitemap` (all of it). :class:`Problems` is how every reader collects
+them: in order, at most :data:`MAX_PROBLEMS_PER_CODE` of each code, the rest counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Final
+
+__all__ = ["MAX_PROBLEMS_PER_CODE", "Entry", "Kind", "ParsedSitemap", "Problem"]
+
+# A hostile file can hold millions of bad entries; past this many problems of
+# one code the rest are counted, not listed ("problems-suppressed").
+MAX_PROBLEMS_PER_CODE: Final = 1000
+# How much of a value a message quotes: a 10 MB <loc> must not become a 10 MB
+# message.
+_QUOTE = 100
+
+
+class Kind(str, Enum):  # noqa: UP042 (the issue's API: str and Enum, as callers expect)
+    """What a fetched sitemap turned out to be."""
+
+    URLSET = "urlset"
+    INDEX = "sitemapindex"
+    TEXT = "text"
+    RSS = "rss"
+    ATOM = "atom"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One fault: a stable machine ``code``, one human line, and where, when known.
+
+    ``line`` counts lines of the decompressed document, from 1. The codes:
+
+    * the file: ``not-a-sitemap``, ``too-large``, ``gzip-bomb``, ``double-gzip``,
+      ``too-many-gzip-layers``, ``gzip-error``, ``gzip-truncated``,
+      ``gzip-trailing-data``, ``not-utf8``, ``encoding-error``,
+      ``whitespace-before-declaration``, ``dtd``, ``entity-declaration``,
+      ``xml-error``, ``truncated``, ``no-namespace``, ``wrong-namespace``,
+      ``too-many-urls``, ``too-many-sitemaps``, ``problems-suppressed``,
+      ``parser-error`` (a bug of ours, logged);
+    * an entry: ``missing-loc``, ``empty-loc``, ``whitespace-around-loc``,
+      ``whitespace-in-loc``, ``relative-loc``, ``invalid-loc``,
+      ``loc-too-long``, ``invalid-lastmod``, ``lastmod-no-timezone``,
+      ``lastmod-future``, ``invalid-changefreq``, ``invalid-priority``,
+      ``too-many-images``, ``invalid-alternate``, ``unknown-element``,
+      ``duplicate-element``, ``duplicate-loc``, ``out-of-scope``,
+      ``unescaped-ampersand``, ``undefined-entity``, ``not-a-url`` (text).
+
+    ``index-lists-index`` is the caller's to report: only it follows the index.
+    """
+
+    code: str
+    message: str
+    line: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One listed URL (for an index, one listed sitemap), as the file wrote it.
+
+    ``loc`` has its surrounding whitespace stripped and its entities decoded
+    (``&amp;`` is ``&``); ``lastmod``, ``changefreq`` and ``priority`` are the raw
+    text, stripped, not checked (see :func:`crawler.audit.sitemaps.checks.check_entry`);
+    for RSS ``lastmod`` is the ``pubDate`` and for Atom the ``<updated>``. ``line`` is
+    the line of the ``<loc>`` (of the text line, of the ``<link>``).
+    """
+
+    loc: str
+    lastmod: str | None
+    changefreq: str | None
+    priority: str | None
+    line: int | None
+    alternates: tuple[tuple[str, str], ...] = ()
+    images: int = 0
+
+
+@dataclass(slots=True)
+class ParsedSitemap:
+    """What :func:`crawler.audit.sitemaps.parse.parse_sitemap` read.
+
+    ``size`` is the number of decompressed bytes read; ``complete`` is ``False``
+    when reading stopped before the end of the data (the byte cap, a broken or
+    cut-off gzip stream, a document that ends mid-entry or before its root is
+    closed).
+    """
+
+    kind: Kind
+    entries: list[Entry]
+    problems: list[Problem]
+    namespace: str | None
+    compressed_layers: int
+    size: int
+    complete: bool
+
+
+class Problems:
+    """Problems in order, at most MAX_PROBLEMS_PER_CODE of each code."""
+
+    def __init__(self) -> None:
+        self.items: list[Problem] = []
+        self.counts: dict[str, int] = {}
+
+    def add(self, problem: Problem) -> None:
+        count = self.counts.get(problem.code, 0) + 1
+        self.counts[problem.code] = count
+        if count <= MAX_PROBLEMS_PER_CODE:
+            self.items.append(problem)
+
+    def new(self, code: str, message: str, line: int | None = None) -> None:
+        self.add(Problem(code, message, line))
+
+    def has(self, code: str) -> bool:
+        return code in self.counts
+
+    def summaries(self) -> list[Problem]:
+        return [
+            Problem(
+                "problems-suppressed",
+                f"{count - MAX_PROBLEMS_PER_CODE:,} more {code!r} problems not listed",
+            )
+            for code, count in self.counts.items()
+            if count > MAX_PROBLEMS_PER_CODE
+        ]
+
+
+def quote(value: str) -> str:
+    """``value`` for a message: repr'd, and cut after 100 characters."""
+    if len(value) > _QUOTE:
+        return repr(value[:_QUOTE]) + "..."
+    return repr(value)

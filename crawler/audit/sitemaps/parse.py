@@ -1,0 +1,272 @@
+"""The parser's entry point: :func:`parse_sitemap` finds the format and dispatches.
+
+Undo gzip (:mod:`.decompress`); find the encoding (a UTF-8 BOM is dropped,
+UTF-16 transcoded, a declared non-UTF-8 encoding reported); then the format,
+from the content, never from the URL: text that does not start with ``<`` goes to
+:mod:`.text`, XML to the reader its root names (``<urlset>``, ``<sitemapindex>``:
+:mod:`.urlset`; ``<rss>``, ``<rdf:RDF>``, ``<feed>``: :mod:`.feeds`), anything
+else, an HTML page above all, is ``not-a-sitemap``. XML is read by :mod:`.strict`,
+and again by :mod:`.tolerant` when it is not well-formed.
+
+Before lxml sees a document, a ``<!DOCTYPE>`` is reported (``dtd``, and
+``entity-declaration`` when it declares entities) and blanked out, its newlines
+kept: lxml never sees a DTD, whatever its settings.
+"""
+
+from __future__ import annotations
+
+import codecs
+import logging
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final
+
+from crawler.audit.sitemaps.checks import Scope, aware
+from crawler.audit.sitemaps.decompress import decompress
+from crawler.audit.sitemaps.feeds import AtomSink, RssSink
+from crawler.audit.sitemaps.model import Kind, ParsedSitemap
+from crawler.audit.sitemaps.reading import Reading, Sink
+from crawler.audit.sitemaps.strict import Failed, read_strict
+from crawler.audit.sitemaps.text import read_text
+from crawler.audit.sitemaps.tolerant import Tolerant
+from crawler.audit.sitemaps.urlset import SitemapSink
+from crawler.limits import MAX_BYTES_PER_FILE
+
+__all__ = ["DEFAULT_MAX_BYTES", "parse_sitemap"]
+
+logger = logging.getLogger(__name__)
+
+# The default cap: one byte over the protocol's 50 MiB, so that a file that is
+# over the limit can be told from one that is exactly at it.
+DEFAULT_MAX_BYTES: Final = MAX_BYTES_PER_FILE + 1
+
+_ROOTS: Final[dict[str, tuple[Kind, str, type[Sink]]]] = {
+    "urlset": (Kind.URLSET, "url", SitemapSink),
+    "sitemapindex": (Kind.INDEX, "sitemap", SitemapSink),
+    "rss": (Kind.RSS, "item", RssSink),
+    "RDF": (Kind.RSS, "item", RssSink),  # RSS 1.0: <rdf:RDF> with <item>s beside the <channel>
+    "feed": (Kind.ATOM, "entry", AtomSink),
+}
+_NON_SPACE = re.compile(rb"\S")
+_XML_DECLARATION = re.compile(rb"<\?xml\s[^>]*?encoding\s*=\s*([\"'])([A-Za-z0-9._-]+)\1")
+_ENCODING_IN_DECLARATION = re.compile(rb"(<\?xml\s[^>]*?encoding\s*=\s*)([\"'])[A-Za-z0-9._-]+\2")
+_NAME = re.compile(rb"[^\s/>!?<]+")
+_PROLOG_MISC = re.compile(rb"(?:\s+|<\?.*?\?>|<!--.*?-->)*", re.DOTALL)
+_DOCTYPE_NAME = re.compile(rb"\s*([^\s\[>]+)")
+# Inside <!DOCTYPE ...>: quoted strings, comments (an unterminated one runs to
+# the end, in one match, not one scan per "<!--") and the brackets and ">".
+_DOCTYPE_TOKEN = re.compile(rb"\"[^\"]*\"|'[^']*'|<!--.*?(?:-->|\Z)|[\[\]>]", re.DOTALL)
+
+
+def parse_sitemap(
+    data: bytes,
+    *,
+    url: str | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    now: datetime | None = None,
+) -> ParsedSitemap:
+    """Read a sitemap, sitemap index, text list, RSS or Atom feed, gzipped or not.
+
+    ``data`` is the body as fetched; ``url``, when given, is where it came from,
+    for the protocol's location rule (``out-of-scope``: a sitemap lists only
+    URLs of its own scheme and host, under its own directory). Reading stops
+    after ``max_bytes`` decompressed bytes. ``now`` (default: the current time)
+    decides which lastmod is in the future.
+
+    Every listed URL that could be read is an :class:`~.model.Entry`; every
+    fault is a :class:`~.model.Problem`, and :func:`~.checks.check_entry` runs
+    on every entry (for RSS the ``pubDate`` is checked as an RFC 822 date
+    instead). Never raises: an unexpected failure is a ``parser-error`` problem
+    (and is logged).
+    """
+    reading = Reading(now=aware(now), scope=Scope.of(url))
+    body, layers = b"", 0
+    try:
+        body, layers, problems = decompress(data, max_bytes)
+        for problem in problems:
+            reading.problems.add(problem)
+        stopped = any(
+            problem.code in ("too-large", "gzip-bomb", "gzip-error", "gzip-truncated")
+            for problem in problems
+        )
+        if len(body) > MAX_BYTES_PER_FILE and not reading.problems.has("too-large"):
+            reading.problems.new(
+                "too-large",
+                f"{len(body):,} bytes uncompressed, over the protocol's {MAX_BYTES_PER_FILE:,}",
+            )
+        if stopped:
+            reading.complete = False
+        _read(reading, body, stopped)
+    except Exception as exc:  # the contract is "a value, never an exception"
+        logger.exception("sitemap parser failed on %s", url or "a document")
+        reading.problems.new("parser-error", f"the parser failed: {type(exc).__name__}: {exc}")
+        reading.complete = False
+    return reading.result(layers, len(body))
+
+
+def _read(reading: Reading, body: bytes, stopped: bool) -> None:
+    """Find the format of a decompressed document and hand it to its reader."""
+    doc = _to_utf8(reading, body)
+    first = _NON_SPACE.search(doc)
+    if first is None:
+        reading.not_a_sitemap("empty file")
+        return
+    if doc[first.start() : first.start() + 1] != b"<":
+        read_text(reading, doc, stopped)
+        return
+    line_offset = 0
+    if first.start() > 0 and doc.startswith(b"<?xml", first.start()):
+        # Often a blank line printed by a CMS plugin before the declaration;
+        # XML allows nothing there.
+        line_offset = doc.count(b"\n", 0, first.start())
+        reading.problems.new(
+            "whitespace-before-declaration",
+            "whitespace before <?xml ...?>, which must come first",
+            1,
+        )
+        doc = doc[first.start() :]
+    _read_xml(reading, doc, line_offset, stopped)
+
+
+def _to_utf8(reading: Reading, doc: bytes) -> bytes:
+    """Strip a UTF-8 BOM; transcode UTF-16; note a declared non-UTF-8 encoding."""
+    if doc.startswith(codecs.BOM_UTF8):
+        return doc[len(codecs.BOM_UTF8) :]
+    utf16 = None
+    if doc.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        utf16 = "utf-16"
+    elif doc.startswith(b"<\0"):
+        utf16 = "utf-16-le"
+    elif doc.startswith(b"\0<"):
+        utf16 = "utf-16-be"
+    if utf16 is not None:
+        reading.problems.new("not-utf8", "the file is UTF-16; the protocol requires UTF-8")
+        text = doc.decode(utf16, "replace")
+        return _ENCODING_IN_DECLARATION.sub(rb"\1\2UTF-8\2", text.encode("utf-8"), count=1)
+    first = _NON_SPACE.search(doc, 0, 1024)
+    declared = _XML_DECLARATION.match(doc, first.start()) if first is not None else None
+    if declared is None:
+        return doc
+    name = declared.group(2).decode("ascii")
+    try:
+        codec = codecs.lookup(name).name
+    except LookupError:
+        codec = ""
+    if codec in ("utf-8", "ascii"):
+        return doc
+    if codec and not codec.startswith(("utf-16", "utf-32")):
+        # ISO-8859-1, windows-1252...: lxml decodes these itself.
+        reading.problems.new(
+            "not-utf8", f"declared encoding {name!r}; the protocol requires UTF-8", 1
+        )
+        reading.encoding = codec
+        return doc
+    # Unknown, or "UTF-16" on a file whose bytes are ASCII-compatible (no
+    # BOM, no NUL bytes): a wrong label. Read as UTF-8, and tell lxml so.
+    reading.problems.new("not-utf8", f"declared encoding {name!r} is wrong; read as UTF-8", 1)
+    return _ENCODING_IN_DECLARATION.sub(rb"\1\2UTF-8\2", doc, count=1)
+
+
+@dataclass(slots=True)
+class _Prolog:
+    """What comes before the root element."""
+
+    root_position: int | None = None
+    root_name: str | None = None
+    doctype: tuple[int, int] | None = None
+    doctype_name: str | None = None
+
+
+def _doctype_end(doc: bytes, start: int) -> int:
+    # The end of <!DOCTYPE ... [ internal subset ]>: the first ">" outside
+    # quotes, comments and the [ ] subset. Unterminated: the end of the data.
+    depth = 0
+    for token in _DOCTYPE_TOKEN.finditer(doc, start + len(b"<!DOCTYPE")):
+        text = token.group()
+        if text == b"[":
+            depth += 1
+        elif text == b"]":
+            depth = max(depth - 1, 0)
+        elif text == b">" and depth == 0:
+            return token.end()
+    return len(doc)
+
+
+def _scan_prolog(doc: bytes, start: int) -> _Prolog:
+    """Find the DOCTYPE and the root element's name, past whitespace, comments
+    and processing instructions (skipped by one regex match per run, so that
+    a file of a million "<?a?>" costs no Python loop)."""
+    prolog = _Prolog()
+    position = start
+    while True:
+        skipped = _PROLOG_MISC.match(doc, position)
+        position = skipped.end() if skipped is not None else position
+        if doc[position : position + 9].upper() == b"<!DOCTYPE":
+            end = _doctype_end(doc, position)
+            name = _DOCTYPE_NAME.match(doc, position + 9)
+            prolog.doctype = (position, end)
+            prolog.doctype_name = name.group(1).decode("ascii", "replace") if name else None
+            position = end
+            continue
+        if doc.startswith(b"<", position) and not doc.startswith((b"<?", b"<!"), position):
+            name = _NAME.match(doc, position + 1)
+            if name is not None:
+                prolog.root_position = position
+                prolog.root_name = name.group().decode("utf-8", "replace")
+        # Anything else (text, an unterminated comment, the end): no root here.
+        return prolog
+
+
+def _read_xml(reading: Reading, doc: bytes, line_offset: int, stopped: bool) -> None:
+    """Read an XML document: its root says the format, the strict reader or else
+    the tolerant one reads its entries."""
+    prolog = _scan_prolog(doc, 0)
+    root_local = (prolog.root_name or "").rpartition(":")[2]
+    if (prolog.doctype_name or "").lower() == "html" or root_local.lower() == "html":
+        reading.not_a_sitemap("an HTML page, not a sitemap")
+        return
+    if prolog.doctype is not None:
+        start, end = prolog.doctype
+        declaration = doc[start:end]
+        reading.problems.new(
+            "dtd",
+            "a <!DOCTYPE> declaration; ignored (no DTD is loaded)",
+            doc.count(b"\n", 0, start) + 1 + line_offset,
+        )
+        if b"<!ENTITY" in declaration:
+            reading.problems.new(
+                "entity-declaration",
+                f"{declaration.count(b'<!ENTITY')} entity declaration(s); not expanded"
+                " (XXE and billion-laughs attacks use them)",
+                doc.count(b"\n", 0, start) + 1 + line_offset,
+            )
+        # Blank it (newlines kept, so lines still count right): lxml never
+        # sees a DTD, whatever its settings.
+        doc = doc[:start] + re.sub(rb"[^\n]", b" ", declaration) + doc[end:]
+    if not reading.problems.has("entity-declaration") and b"<!ENTITY" in doc:
+        reading.problems.new("entity-declaration", "an <!ENTITY> declaration; not expanded")
+    if prolog.root_name is None or prolog.root_position is None:
+        reading.not_a_sitemap("XML without a root element")
+        return
+    prefix, _, local = prolog.root_name.rpartition(":")
+    if local not in _ROOTS:
+        reading.not_a_sitemap(
+            f"root element <{prolog.root_name}> is not urlset, sitemapindex, rss or feed"
+        )
+        return
+    reading.kind, block, sink_class = _ROOTS[local]
+    sink = sink_class(reading.kind, block, local, reading.now, reading.scope)
+    try:
+        read_strict(sink, doc, local, block, line_offset, stopped)
+    except Failed as failure:
+        reading.problems.new("xml-error", f"not well-formed XML: {failure.message}", failure.line)
+        # What the strict reading collected is dropped: the tolerant one reads
+        # the whole document again.
+        sink = sink_class(reading.kind, block, local, reading.now, reading.scope)
+        text = reading.decode(doc)
+        root_at = len(doc[: prolog.root_position].decode(reading.encoding, "replace"))
+        Tolerant(reading, sink, text, root_at, prefix, local, block, line_offset).run(stopped)
+    reading.sink = sink
+    if stopped:
+        reading.complete = False
