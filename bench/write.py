@@ -11,7 +11,7 @@ about 15% rows that are not listed (redirects, 404s, noindex, caps). Building it
 not timed.
 
 Then it times the step the publisher extension runs at the end of a crawl,
-:meth:`crawler.extensions.publish.SitemapPublisher.write_sitemaps`: the sorted
+:meth:`crawler.extensions.publish.SitemapOutput.write`: the sorted
 ledger read, one checked :class:`~crawler.entry.SitemapEntry` per URL, and
 :class:`~crawler.writer.SitemapSetWriter` writing, rotating and publishing the set
 (temporary names, fsync, rename, index last). It prints URLs, files, seconds, URLs/s,
@@ -19,7 +19,7 @@ peak RSS of the process (``getrusage``, so it includes the untimed set-up) and t
 gzip level.
 
 Last, untimed: every child file and the index are validated against the official
-XSDs in ``shared/xsd`` (as tests/xsd.py loads them), the URLs are read back and
+XSDs in ``tests/xsd`` (as tests/xsd.py loads them), the URLs are read back and
 compared, in order, with the ledger's listed locs, and their count with N.
 """
 
@@ -42,14 +42,11 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))
 
 from lxml import etree  # noqa: E402
-from scrapy import Spider  # noqa: E402
-from scrapy.crawler import Crawler  # noqa: E402
 from scrapy.settings import Settings  # noqa: E402
 
-from crawler.extensions.publish import SitemapPublisher  # noqa: E402
+from crawler.extensions.publish import SitemapOutput  # noqa: E402
 from crawler.ledger import COLUMNS, Ledger  # noqa: E402
 from crawler.limits import SITEMAP_NS  # noqa: E402
-from crawler.paths import CrawlPaths  # noqa: E402
 from crawler.writer import CHILD_NAME_RE, SitemapSetWriter  # noqa: E402
 from tests.xsd import XSD_DIR  # noqa: E402
 
@@ -192,12 +189,10 @@ def build_ledger(path: Path, urls: int, links_per_page: int, seed: int) -> None:
     ledger.close()
 
 
-def publisher(out: Path, state: Path, args: argparse.Namespace) -> SitemapPublisher:
+def output(args: argparse.Namespace) -> SitemapOutput:
     settings = Settings()
     settings.setmodule("settings", priority="project")
     overrides: dict[str, Any] = {
-        "SITEMAP_OUT_DIR": str(out),
-        "SITEMAP_STATE_DIR": str(state),
         "SITEMAP_FORMAT": args.format,
         "SITEMAP_GZIP": not args.no_gzip,
     }
@@ -206,15 +201,14 @@ def publisher(out: Path, state: Path, args: argparse.Namespace) -> SitemapPublis
     if args.priority is not None:
         overrides["SITEMAP_PRIORITY"] = args.priority
     settings.setdict(overrides, priority="cmdline")
-    crawler = Crawler(Spider, settings)
-    return SitemapPublisher(crawler, CrawlPaths.from_settings(crawler.settings))
+    return SitemapOutput.from_settings(settings)
 
 
 def read_back(out: Path, index_name: str, fmt: str) -> tuple[int, list[str]]:
     """Validate the index and every XML child against the XSDs; return (how many
     files were validated, the locs of all children in order)."""
     parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False)
-    urlset = etree.XMLSchema(etree.parse(str(XSD_DIR / "sitemap.xsd")))
+    urlset = etree.XMLSchema(etree.parse(str(XSD_DIR / "sitemap-all.xsd")))
     siteindex = etree.XMLSchema(etree.parse(str(XSD_DIR / "siteindex.xsd")))
     ns = {"s": SITEMAP_NS}
     index = etree.fromstring((out / index_name).read_bytes(), parser)
@@ -267,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
 
-        ext = publisher(out, state, args)
+        ext = output(args)
         level = GZIP_LEVEL if ext.gzip else "-"
         load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
         print(f"cores: {os.cpu_count()}  load average before: {load}")
@@ -279,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
             ledger = Ledger(ledger_path)
             try:
                 started, cpu = time.perf_counter(), time.process_time()
-                index, files = ext.write_sitemaps(ledger, SITE)
+                index, files = ext.write(ledger, out, SITE)
                 seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
             finally:
                 ledger.close()

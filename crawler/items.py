@@ -2,73 +2,14 @@
 response led to, as one item.
 
 Every URL the crawl discovers ends with exactly one final decision and a reason
-(issue #2, "Deciding what goes in the sitemap"). The spider fills the facts it saw;
-the pipelines add the derived fields (``key``, ``loc``, ``lastmod``) and record it.
+(:mod:`crawler.decisions`). The frontier and the page judge fill the decision and
+the facts they saw; the pipelines add the derived fields (``key``, ``lastmod``,
+``first_seen``) and record it in the ledger.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-# Decisions. ``queued`` is the only non-final one: a URL scheduled but not yet fetched.
-QUEUED = "queued"
-LISTED = "listed"
-REDIRECT = "redirect"
-CANONICAL = "canonical"
-NOINDEX = "noindex"
-STATUS = "status"
-NON_HTML = "non-html"
-OTHER_SCHEME = "other-scheme"
-ROBOTS = "robots-disallowed"
-OFF_HOST = "off-host"
-NON_PUBLIC = "non-public"
-TOO_LONG = "too-long"
-EXCLUDED = "excluded"
-TRAP = "trap"
-CAP = "cap-reached"
-DUPLICATE = "duplicate"
-INVALID = "invalid-url"
-ERROR = "fetch-error"
-
-FINAL_DECISIONS = (
-    LISTED,
-    REDIRECT,
-    CANONICAL,
-    NOINDEX,
-    STATUS,
-    NON_HTML,
-    OTHER_SCHEME,
-    ROBOTS,
-    OFF_HOST,
-    NON_PUBLIC,
-    TOO_LONG,
-    EXCLUDED,
-    TRAP,
-    CAP,
-    DUPLICATE,
-    INVALID,
-    ERROR,
-)
-
-#: Decisions reached by fetching the URL (or by robots.txt and host rules): the audit
-#: trusts them. Caps, traps and exclusions are not judgements of the page.
-JUDGED = frozenset(
-    {
-        LISTED,
-        REDIRECT,
-        CANONICAL,
-        NOINDEX,
-        STATUS,
-        NON_HTML,
-        OTHER_SCHEME,
-        DUPLICATE,
-        INVALID,
-        ERROR,
-        ROBOTS,
-        OFF_HOST,
-        NON_PUBLIC,
-    }
-)
 
 
 @dataclass(slots=True)
@@ -98,11 +39,11 @@ class UrlRecord:
     links: list[str] = field(default_factory=list)
     # Set when a 304 replays the previous run's record: lastmod etc. are final.
     replayed: bool = False
-    # Set when this decision replaces a "max depth" cap recorded earlier.
-    overrides_cap: bool = False
-    # Filled by the pipelines.
+    # The dedup key (filled by the frontier when it keys the URL, else by the
+    # normalise pipeline) and, for a listed page, the published address (the judge).
     key: str | None = None
     loc: str | None = None
+    # Filled by the pipelines.
     lastmod: str | None = None
     lastmod_source: str | None = None
     changed_at: str | None = None

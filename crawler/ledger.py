@@ -30,24 +30,24 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from crawler.entry import ChangeFreq, EntryRows
-from crawler.items import (
+from crawler.decisions import (
     CANONICAL,
     CAP,
-    DUPLICATE,
+    DEPTH_CAP,
     ERROR,
     LISTED,
     QUEUED,
     REDIRECT,
     STATUS,
-    UrlRecord,
+    target_key,
 )
-from crawler.urls import url_key
+from crawler.entry import ChangeFreq, EntryRows
+from crawler.items import UrlRecord
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS urls (
@@ -126,7 +126,7 @@ _RECORD = (
     + " ON CONFLICT (key) DO UPDATE SET "
     + ", ".join(f"{c} = excluded.{c}" for c in COLUMNS if c != "key")
     + f" WHERE urls.decision = '{QUEUED}'"
-    + f" OR (urls.decision = '{CAP}' AND urls.reason LIKE 'max depth%')"
+    + f" OR (urls.decision = '{CAP}' AND urls.reason LIKE '{DEPTH_CAP}%')"
 )
 _QUEUE = _INSERT + " ON CONFLICT (key) DO NOTHING"
 
@@ -175,7 +175,7 @@ class Ledger:
             rec.decision,
             rec.reason,
             rec.target,
-            _target_key(rec.target),
+            target_key(rec.target),
             rec.status,
             rec.depth,
             rec.referrer,
@@ -222,27 +222,18 @@ class Ledger:
         row = self._db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
         return json.loads(row[0]) if row else default
 
-    def finish(self, unfetched_reason: str, dedupe_content: bool = True) -> dict[str, int]:
-        """Close the books: every URL still ``queued`` gets a final decision,
-        redirect/canonical chains and loops are marked in their reasons, and listed
-        pages with byte-identical bodies are reduced to one. Returns the change in
-        each decision's count."""
+    # -- closing the books (the rules are crawler.decisions.close_books) ------------
+
+    def redecide_queued(self, decision: str, reason: str) -> int:
+        """Give every URL still ``queued`` *decision* and *reason*; return how many."""
         cur = self._db.execute(
             "UPDATE urls SET decision = ?, reason = ?, updated = ? WHERE decision = ?",
-            (CAP, unfetched_reason, time.time(), QUEUED),
+            (decision, reason, time.time(), QUEUED),
         )
-        changes = {CAP: cur.rowcount} if cur.rowcount > 0 else {}
-        if dedupe_content and (duplicates := self._mark_duplicates()):
-            changes[DUPLICATE] = duplicates
-            changes[LISTED] = -duplicates
-        self._mark_chains()
-        self.commit()
-        return changes
+        return cur.rowcount
 
-    def _mark_duplicates(self) -> int:
-        """Listed pages whose bodies are identical (``/`` and ``/index.html`` of a
-        static site, say) are one page: the shortest URL stays listed, the others
-        become ``duplicate`` with it as target. Only exact copies are merged."""
+    def listed_by_content(self) -> Iterator[list[str]]:
+        """The URLs of each body (``content_hash``) that more than one listed page has."""
         cur = self._db.execute(
             "SELECT content_hash, url FROM urls WHERE decision = ? AND content_hash IN ("
             "  SELECT content_hash FROM urls WHERE decision = ? AND content_hash IS NOT NULL"
@@ -250,48 +241,41 @@ class Ledger:
             ") ORDER BY content_hash",
             (LISTED, LISTED),
         )
-        groups: dict[str, list[str]] = {}
+        group: list[str] = []
+        current = None
         for content_hash, url in cur:
-            groups.setdefault(content_hash, []).append(url)
-        updates = []
-        for urls in groups.values():
-            keeper = min(urls, key=lambda u: (len(u), u))
-            for url in urls:
-                if url != keeper:
-                    updates.append(
-                        (DUPLICATE, f"same content as {keeper}", keeper, url_key(keeper), url)
-                    )
+            if content_hash != current and group:
+                yield group
+                group = []
+            current = content_hash
+            group.append(url)
+        if group:
+            yield group
+
+    def redecide(self, changes: Iterable[tuple[str, str, str, str]]) -> None:
+        """Apply ``(url, decision, reason, target)`` changes; a page that is no longer
+        listed loses its published address."""
         self._db.executemany(
             "UPDATE urls SET decision = ?, reason = ?, target = ?, target_key = ?, loc = NULL "
             "WHERE url = ?",
-            updates,
+            [(d, reason, t, target_key(t), url) for url, d, reason, t in changes],
         )
-        return len(updates)
 
-    def _mark_chains(self) -> None:
-        hops = {
-            key: target_key
-            for key, target_key in self._db.execute(
+    def hops(self) -> dict[str, str]:
+        """The key of every redirect and canonical -> the key of its target."""
+        return dict(
+            self._db.execute(
                 "SELECT key, target_key FROM urls WHERE decision IN (?, ?) "
                 "AND target_key IS NOT NULL",
                 (REDIRECT, CANONICAL),
             )
-        }
-        updates = []
-        for key, target_key in hops.items():
-            if target_key not in hops:
-                continue
-            seen = {key}
-            node: str | None = target_key
-            note = "chain"
-            while node is not None and node in hops:
-                if node in seen:
-                    note = "loop"
-                    break
-                seen.add(node)
-                node = hops[node]
-            updates.append((f" ({note})", key))
-        self._db.executemany("UPDATE urls SET reason = reason || ? WHERE key = ?", updates)
+        )
+
+    def append_reasons(self, notes: Iterable[tuple[str, str]]) -> None:
+        """Append each ``(key, text)`` note to that URL's reason."""
+        self._db.executemany(
+            "UPDATE urls SET reason = reason || ? WHERE key = ?", [(n, k) for k, n in notes]
+        )
 
     def _tick(self) -> None:
         self._pending += 1
@@ -402,7 +386,3 @@ class Ledger:
                 n += 1
         tmp.replace(path)
         return n
-
-
-def _target_key(target: str | None) -> str | None:
-    return None if target is None else url_key(target)

@@ -13,7 +13,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from crawler.items import LISTED
+from crawler.decisions import LISTED
 
 
 class PreviousRun:

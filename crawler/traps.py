@@ -19,7 +19,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlsplit
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
 
 _SESSION_PATH = re.compile(r"/\((?:[A-Z]\([^)]*\))+\)/", re.I)
 _SESSION_PARAMS = frozenset(
@@ -41,13 +45,19 @@ _SESSION_PARAMS = frozenset(
 
 
 class TrapDetector:
-    def __init__(
-        self, max_repeats: int = 2, max_segments: int = 20, max_query_variants: int = 100
-    ) -> None:
+    def __init__(self, *, max_repeats: int, max_segments: int, max_query_variants: int) -> None:
         self.max_repeats = max_repeats
         self.max_segments = max_segments
         self.max_query_variants = max_query_variants
         self.variants: Counter[str] = Counter()
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> TrapDetector:
+        return cls(
+            max_repeats=settings.getint("SITEMAP_TRAP_MAX_REPEATS"),
+            max_segments=settings.getint("SITEMAP_TRAP_MAX_SEGMENTS"),
+            max_query_variants=settings.getint("SITEMAP_TRAP_MAX_QUERY_VARIANTS"),
+        )
 
     def check(self, url: str) -> str | None:
         """The reason *url* is a trap, or None. Counts query variants as it goes,

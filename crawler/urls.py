@@ -444,3 +444,30 @@ def site_of(url: str) -> tuple[str, int | None] | None:
         return None
     scheme, host, port = found
     return host, None if port == _DEFAULT_PORTS[scheme] else port
+
+
+class StartUrlError(ValueError):
+    """The start URL cannot be crawled."""
+
+
+def start_url(url: str | None) -> str:
+    """The normalised start URL of a crawl, or StartUrlError saying why *url* is none
+    (every spider takes ``url`` as its argument: ``scrapy crawl site -a url=...``)."""
+    if not url:
+        raise StartUrlError("a start URL is required (-a url=https://example.com/)")
+    start = normalize_url(url)
+    if start is None or site_of(start) is None:
+        raise StartUrlError(f"not an http(s) URL: {url!r}")
+    return start
+
+
+def is_public_host(host: str) -> bool:
+    """False for loopback, private, link-local and reserved addresses and for
+    ``localhost``; names are assumed public (they are not resolved here)."""
+    if host == "localhost" or host.endswith(".localhost"):
+        return False
+    try:
+        ip = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return True
+    return ip.is_global

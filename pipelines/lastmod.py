@@ -19,7 +19,10 @@ The rule (issues #2 and #4, "Honest lastmod"), in order:
 Never "now" for a page that did not change: a search engine ignores a lastmod that
 is not accurate. A 304 replays the previous record, lastmod included.
 
-Settings: ``SITEMAP_LASTMOD_FROM_PAGE``, ``SITEMAP_INCREMENTAL``.
+The previous run comes from the run's state
+(:class:`crawler.extensions.runstate.RunState`), and so does "this run's start time".
+
+Settings: ``SITEMAP_LASTMOD_FROM_PAGE``.
 Stats: ``sitemap/lastmod/header``, ``sitemap/lastmod/page``, ``sitemap/lastmod/content``,
 ``sitemap/lastmod/none``, ``sitemap/lastmod/malformed``, ``sitemap/lastmod/volatile``,
 ``sitemap/lastmod/changed``.
@@ -31,10 +34,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from crawler.content import same_content
-from crawler.items import LISTED, UrlRecord
+from crawler.decisions import LISTED
+from crawler.extensions.runstate import RunState
+from crawler.items import UrlRecord
 from crawler.lastmod import http_date_to_w3c, lastmod_datetime
-from crawler.paths import CrawlPaths
-from crawler.previous import PreviousRun
 from pipelines.records import RecordPipeline
 
 if TYPE_CHECKING:
@@ -43,32 +46,37 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
+    from crawler.previous import PreviousRun
+
 HEADER, PAGE, CONTENT = "header", "page", "content"
 
 
 class LastmodPipeline(RecordPipeline):
+    """*from_page*: fall back to page metadata; *previous*: the previous run, the
+    evidence; *run_time*: when this run started (a change detected now is dated so)."""
+
     def __init__(
         self,
         stats: StatsCollector,
-        from_page: bool = True,
-        previous: PreviousRun | None = None,
-        run_time: datetime | None = None,
+        from_page: bool,
+        previous: PreviousRun | None,
+        run_time: datetime,
     ) -> None:
         self.stats = stats
         self.from_page = from_page
         self.previous = previous
-        self.run_time = (run_time or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%S+00:00")
+        self.run_time = run_time.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         assert crawler.stats is not None
-        s = crawler.settings
-        previous = (
-            PreviousRun.open(CrawlPaths.from_settings(s).ledger)
-            if s.getbool("SITEMAP_INCREMENTAL", True) and s.get("SITEMAP_OUT_DIR")
-            else None
+        state = RunState.of(crawler)
+        return cls(
+            crawler.stats,
+            crawler.settings.getbool("SITEMAP_LASTMOD_FROM_PAGE"),
+            state.previous,
+            state.started,
         )
-        return cls(crawler.stats, s.getbool("SITEMAP_LASTMOD_FROM_PAGE", True), previous)
 
     def _process(self, item: Any) -> Any:
         if not isinstance(item, UrlRecord) or item.decision != LISTED or item.replayed:

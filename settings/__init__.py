@@ -11,7 +11,7 @@ from scrapy.settings import default_settings as _scrapy_defaults
 from crawler import __version__
 
 BOT_NAME = "sitemap-crawler"
-SPIDER_MODULES = ["crawler.spiders"]
+SPIDER_MODULES = ["crawler.spiders", "crawler.audit.spider"]
 NEWSPIDER_MODULE = "crawler.spiders"
 # `scrapy audit URL` and `scrapy worker --redis URL` from the project root are the
 # commands of crawler/commands/ (`scrapy crawl site -a url=...` stays Scrapy's own).
@@ -101,7 +101,8 @@ EXTENSIONS_BASE = {
 }
 EXTENSIONS = {
     "scrapy.extensions.throttle.AutoThrottle": None,
-    "crawler.extensions.statelock.StateLock": -100,
+    # The run's state (lock, ledgers, previous run): first, before anything opens a file.
+    "crawler.extensions.runstate.RunState": -100,
     "crawler.extensions.throttle.PoliteThrottle": 0,
     "crawler.extensions.progress.Progress": 100,
     "crawler.extensions.publish.SitemapPublisher": 500,
@@ -171,13 +172,13 @@ SITEMAP_MAX_REDIRECTS = 10
 # the output, "<out>.sitemap-state"; never inside the output).
 SITEMAP_OUT_DIR = "public"
 # With this many pages waiting for the least busy worker, the next HTML page is
-# parsed in the crawl's process instead of waiting (0: always send; crawler/analysis.py).
+# parsed in the crawl's process instead of waiting (0: always send; crawler/parsepool.py).
 SITEMAP_PARSE_BACKLOG = 4
 # HTML bodies smaller than this many bytes are parsed in the crawl's process even
-# with workers: sending a small page costs more than parsing it (crawler/analysis.py).
+# with workers: sending a small page costs more than parsing it (crawler/parsepool.py).
 SITEMAP_PARSE_LOCAL_BELOW = 4 * 1024
 # Worker processes that parse and read HTML pages while the crawl's process fetches,
-# judges and records (crawler/analysis.py); None: one per core left free, at most 2;
+# judges and records (crawler/parsepool.py); None: one per core left free, at most 2;
 # 0: parse in the crawl's process.
 SITEMAP_PARSE_PROCESSES = None
 # Continue the interrupted run kept in JOBDIR and its running ledger (--resume).

@@ -79,7 +79,7 @@ async def audit(
     from scrapy.crawler import AsyncCrawlerRunner, Crawler
     from scrapy.settings import Settings
 
-    from crawler.spiders.audit import AuditSpider
+    from crawler.audit.spider import AuditSpider
 
     if state is None:
         crawled = await run_crawl(

@@ -51,19 +51,20 @@ def test_a_depth_cap_is_lifted_by_a_shorter_path(tmp_path: Path) -> None:
     from scrapy import Request
     from scrapy.utils.test import get_crawler
 
+    from crawler.commands.options import project_settings
     from crawler.items import UrlRecord
     from crawler.ledger import Ledger
     from crawler.spiders.site import SiteSpider
     from crawler.urls import url_key
 
-    crawler = get_crawler(
-        SiteSpider,
+    project = project_settings(
         {
             "SITEMAP_MAX_DEPTH": 3,
             "SITEMAP_OUT_DIR": str(tmp_path / "o"),
             "SITEMAP_INCREMENTAL": False,
-        },
+        }
     )
+    crawler = get_crawler(SiteSpider, dict(project))
     spider = SiteSpider.from_crawler(crawler, url="http://h.test/")
     crawler.stats.open_spider()
     deep = list(spider.discover("http://h.test/target.html", depth=4, referrer=None))

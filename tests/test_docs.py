@@ -27,11 +27,7 @@ import pytest
 import settings
 from crawler import ledger
 from crawler.cli import COMMANDS, command_parser
-
-try:  # the decisions' own module; crawler.items held them before it
-    from crawler.decisions import FINAL_DECISIONS, QUEUED
-except ImportError:  # pragma: no cover
-    from crawler.items import FINAL_DECISIONS, QUEUED
+from crawler.decisions import FINAL_DECISIONS, QUEUED
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"

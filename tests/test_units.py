@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from scrapy.http import HtmlResponse
 
-from crawler.items import CANONICAL, CAP, LISTED, QUEUED, REDIRECT, UrlRecord
+from crawler.decisions import CANONICAL, CAP, LISTED, QUEUED, REDIRECT, UNFETCHED, close_books
+from crawler.items import UrlRecord
 from crawler.ledger import Ledger
 from crawler.links import page_facts
 from crawler.middlewares.cookies import is_public_suffix
@@ -126,11 +127,11 @@ def test_meta_refresh() -> None:
     ],
 )
 def test_trap_rules(url: str, reason: str | None) -> None:
-    assert TrapDetector().check(url) == reason
+    assert TrapDetector(max_repeats=2, max_segments=20, max_query_variants=100).check(url) == reason
 
 
 def test_trap_query_variants() -> None:
-    traps = TrapDetector(max_query_variants=3)
+    traps = TrapDetector(max_repeats=2, max_segments=20, max_query_variants=3)
     results = [traps.check(f"http://h/cal?d={i}") for i in range(5)]
     assert results == [
         None,
@@ -207,16 +208,17 @@ def test_ledger_first_final_decision_wins(tmp_path: Path) -> None:
     ledger.close()
 
 
-def test_ledger_finish_marks_unfetched_chains_and_loops(tmp_path: Path) -> None:
+def test_closing_the_books_marks_unfetched_chains_and_loops(tmp_path: Path) -> None:
     ledger = Ledger(tmp_path / "l.sqlite")
     ledger.record(rec("http://h/q", QUEUED))
     ledger.record(rec("http://h/r1", REDIRECT, target="http://h/r2"))
     ledger.record(rec("http://h/r2", REDIRECT, target="http://h/ok"))
     ledger.record(rec("http://h/l1", CANONICAL, target="http://h/l2"))
     ledger.record(rec("http://h/l2", CANONICAL, target="http://h/l1"))
-    assert ledger.finish("not fetched") == {CAP: 1}
+    close_books(ledger, dedupe_content=True)
+    assert ledger.counts()[CAP] == 1
     reasons = {r["url"]: (r["decision"], r["reason"]) for r in ledger.rows()}
-    assert reasons["http://h/q"] == (CAP, "not fetched")
+    assert reasons["http://h/q"] == (CAP, UNFETCHED)
     assert reasons["http://h/r1"][1].endswith("(chain)")
     assert not reasons["http://h/r2"][1].endswith(")")
     assert reasons["http://h/l1"][1].endswith("(loop)")
@@ -296,7 +298,8 @@ def test_page_request_serialises_as_scrapy_does() -> None:
     from scrapy import Request
     from scrapy.utils.request import request_from_dict
 
-    from crawler.spiders.site import PageRequest, SiteSpider
+    from crawler.frontier import PageRequest
+    from crawler.spiders.site import SiteSpider
 
     spider = SiteSpider(url="http://h.test/")
     kwargs = {
@@ -308,9 +311,9 @@ def test_page_request_serialises_as_scrapy_does() -> None:
     }
     ours = PageRequest("http://h.test/a", **kwargs).to_dict(spider=spider)
     scrapys = Request("http://h.test/a", **kwargs).to_dict(spider=spider)
-    assert ours.pop("_class") == "crawler.spiders.site.PageRequest"
+    assert ours.pop("_class") == "crawler.frontier.PageRequest"
     assert ours == scrapys
-    back = request_from_dict({**ours, "_class": "crawler.spiders.site.PageRequest"}, spider=spider)
+    back = request_from_dict({**ours, "_class": "crawler.frontier.PageRequest"}, spider=spider)
     assert type(back) is PageRequest
     assert back.callback == spider.parse and back.errback == spider.failed
     assert back.meta == kwargs["meta"] and back.priority == -2

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from scrapy.utils.sitemap import Sitemap
 
 import crawler.writer
+from crawler.decisions import LISTED, REDIRECT
 from crawler.entry import (
     _COMMON_LOC,
     ChangeFreq,
@@ -33,7 +34,7 @@ from crawler.entry import (
     _check_loc_fully,
     check_loc,
 )
-from crawler.items import LISTED, REDIRECT, UrlRecord
+from crawler.items import UrlRecord
 from crawler.lastmod import lastmod_datetime
 from crawler.ledger import Ledger
 from crawler.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE, SITEMAP_NS

@@ -14,13 +14,16 @@ Which module to open for what:
 :mod:`crawler.audit.store`
     the SQLite store the spider fills: sitemap files, their entries, the listed URLs
     the audit fetched itself.
+:mod:`crawler.audit.spider`
+    the ``audit`` spider: finds the sitemaps, fetches and parses them, and judges the
+    listed URLs the crawl did not, with the ``site`` spider's page judge
+    (:mod:`crawler.judge`) and none of its frontier.
 :mod:`crawler.audit.sitemaps`
     the sitemap parser: any sitemap, index, text list or feed, gzipped or not, read
     safely, every fault a value; :func:`crawler.audit.sitemaps.parse.parse_sitemap`
     is its entry point, and its package docstring maps its modules.
 
-The spider is :mod:`crawler.spiders.audit` and the command
-:mod:`crawler.commands.audit`.
+The command is :mod:`crawler.commands.audit`.
 
 Nothing is imported here, so that importing one module does not load the others.
 """

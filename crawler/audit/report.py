@@ -46,7 +46,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from crawler import items as d
+from crawler import decisions as d
 from crawler.audit.store import AuditStore
 from crawler.lastmod import http_date_to_w3c, lastmod_datetime, w3c_datetime
 from crawler.ledger import Ledger

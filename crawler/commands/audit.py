@@ -148,7 +148,7 @@ def execute(args: argparse.Namespace, base: Settings | None = None) -> AuditOutc
 
     from crawler.audit.report import build_report, failures, write_report
     from crawler.audit.report import format_summary as audit_summary
-    from crawler.spiders.audit import AuditSpider
+    from crawler.audit.spider import AuditSpider
     from crawler.spiders.site import SiteSpider
 
     overrides = audit_settings(args)
@@ -162,7 +162,8 @@ def execute(args: argparse.Namespace, base: Settings | None = None) -> AuditOutc
             project_settings(
                 {
                     **common,
-                    "SITEMAP_STATE_DIR": str(work / "audit"),
+                    # The audit publishes nothing and keeps no run state of its own.
+                    "SITEMAP_OUT_DIR": None,
                     "SITEMAP_AUDIT_LEDGER": str(ledger),
                     "SITEMAP_AUDIT_STORE": str(work / "audit.sqlite"),
                     "SITEMAP_AUDIT_SITEMAPS": [

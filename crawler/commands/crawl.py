@@ -172,7 +172,7 @@ def execute(args: argparse.Namespace) -> CrawlOutcome:
     """Run the crawl *args* ask for (``--config`` applied already); print nothing.
     Raises UsageError for bad input and KeyboardInterrupt when interrupted before
     Scrapy took over the signals."""
-    from crawler.extensions.statelock import holder
+    from crawler.extensions.runstate import holder
 
     overrides = crawl_settings(args)
     if busy := holder(Path(overrides["SITEMAP_STATE_DIR"])):

@@ -105,8 +105,8 @@ def worker_settings(
     # No ledger, no previous run, no state directory: the coordinator keeps those.
     settings["SITEMAP_INCREMENTAL"] = False
     settings["SITEMAP_OUT_DIR"] = None
+    # With no SITEMAP_OUT_DIR the run state keeps nothing (no lock, no ledger).
     extensions = dict(project.getdict("EXTENSIONS"))
-    extensions["crawler.extensions.statelock.StateLock"] = None
     extensions["crawler.extensions.publish.SitemapPublisher"] = None
     settings["EXTENSIONS"] = extensions
     settings["ITEM_PIPELINES"] = {REPORT_PIPELINE: 50}

@@ -211,9 +211,7 @@ class RedisCrawl:
             process = COORDINATOR
         else:
             process = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(2)}"
-        return cls(
-            server, crawl_id, process, settings.getfloat("SITEMAP_REDIS_WORKER_TIMEOUT", 30.0)
-        )
+        return cls(server, crawl_id, process, settings.getfloat("SITEMAP_REDIS_WORKER_TIMEOUT"))
 
     # -- starting and joining --------------------------------------------------------
 

@@ -8,10 +8,13 @@ nothing is decided that needs the crawl-wide state the coordinator alone holds:
 * :class:`crawler.items.UrlRecord` and :class:`crawler.items.Alias`: the page's own
   decision (and aliases), recorded as they are;
 * :class:`Found`: a URL the page led to (a link, a redirect, canonical or refresh
-  target), with the arguments of :meth:`crawler.spiders.site.SiteSpider.discover`,
-  which the coordinator calls with them;
+  target), with the arguments of :meth:`crawler.frontier.Frontier.discover`, which
+  the coordinator calls with them;
 * :class:`Replay`: a 304, which the coordinator replays from the previous run's
-  ledger (:meth:`crawler.spiders.site.SiteSpider._replay`).
+  ledger (:meth:`crawler.judge.PageJudge.replay`).
+
+The coordinator's reports on its own pages never leave its memory; they hold its
+frontier's records and requests directly.
 
 Pickled, as scrapy-redis pickles the requests in its queue: the Redis server must be
 trusted by every process (see README, "Scaling out with Redis").

@@ -137,7 +137,7 @@ class RedisScheduler(Scheduler):
         )
         # Not scrapy-redis's stats attribute: it passes Scrapy a deprecated argument.
         scheduler.crawl_stats = crawler.stats
-        scheduler.poll_interval = crawler.settings.getfloat("SITEMAP_REDIS_POLL_INTERVAL", 0.05)
+        scheduler.poll_interval = crawler.settings.getfloat("SITEMAP_REDIS_POLL_INTERVAL")
         return scheduler
 
     def open(self, spider: Spider) -> None:

@@ -1,22 +1,25 @@
 """The site spider, distributed: every process fetches and judges, one decides.
 
-:class:`DistributedSiteSpider` is :class:`crawler.spiders.site.SiteSpider` with two
+:class:`DistributedSiteSpider` is the ``site`` spider's rooms put together for two
 roles (``SITEMAP_REDIS_ROLE``):
 
 * In **every process** (the coordinator included) the callbacks fetch, parse and
-  judge a page exactly as the site spider does, but what the page leads to goes
-  through the ``_found`` seam into the page's report instead of into ``discover``
-  (which needs the crawl-wide seen-set, scope counters and caps); a 304 becomes a
-  :class:`~crawler.distributed.messages.Replay` (the previous run's ledger is the
-  coordinator's). Each callback yields one
-  :class:`~crawler.distributed.messages.PageReport`, which the report pipeline
-  sends through Redis.
+  judge a page with the same page judge (:class:`crawler.judge.PageJudge`) as the
+  site spider, and yield one :class:`~crawler.distributed.messages.PageReport`,
+  which the report pipeline sends through Redis. In a worker the judge's leads are
+  a :class:`Reporter`: what the page leads to goes into the report as
+  :class:`~crawler.distributed.messages.Found` events instead of into a frontier
+  (which needs the crawl-wide seen-set, scope counters and caps), and a 304 becomes
+  a :class:`~crawler.distributed.messages.Replay` (the previous run's ledger is the
+  coordinator's). On the coordinator the leads are its frontier itself, so the
+  report of its own page holds the decisions and requests already.
 * The **coordinator** (``sitemap-crawler crawl URL --redis ...``) alone decides. Its
   ``start()`` keeps running for the whole crawl (Scrapy 2.13's long-running start,
   the way to feed a spider from an outside source): it discovers the start URL and
   keeps that request for itself (so robots.txt and an unreachable start URL are
   found here, as in one process), then pops reports from Redis in batches, calls
-  ``discover`` for every ``Found`` and ``_replay`` for every ``Replay``, and yields
+  the frontier's ``discover`` for every ``Found`` and the judge's ``replay`` (with
+  the frontier as its leads) for every ``Replay``, and yields
   what they return. Scrapy sends the records and aliases through the item pipelines
   (ledger) and the requests through the scheduler into the shared queue. Every
   second it queues again what lost processes held. When nothing is queued, in
@@ -43,22 +46,30 @@ import pickle
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterable, Iterator
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from scrapy import Request
-from scrapy.http import Response
+from scrapy import Request, Spider, signals
+from scrapy.http import HtmlResponse, Response
 from scrapy.utils.asyncio import run_in_thread, sleep
 
 from crawler.distributed.crawl import COORDINATOR, RedisCrawl
 from crawler.distributed.messages import Found, PageReport, Replay
-from crawler.items import Alias, UrlRecord
-from crawler.spiders.site import SiteSpider
+from crawler.extensions.runstate import RunState
+from crawler.frontier import Frontier
+from crawler.items import UrlRecord
+from crawler.judge import Leads, PageJudge
+from crawler.parsepool import PageAnalyser, page_analyser
+from crawler.urls import start_url
 
 if TYPE_CHECKING:
+    from typing import Self
+
     from scrapy.crawler import Crawler
     from twisted.python.failure import Failure
 
     from crawler.distributed.scheduler import RedisScheduler
+    from crawler.links import Resolved
 
 logger = logging.getLogger(__name__)
 
@@ -69,25 +80,19 @@ SWEEP_INTERVAL = 1.0
 REPORTED_MAX = 200_000
 
 
-class DistributedSiteSpider(SiteSpider):
-    name = "site"
+class Reporter:
+    """The page judge's leads in a distributed crawl: each becomes a
+    :class:`~crawler.distributed.messages.Found` in the page's report, for the
+    coordinator's frontier to decide about."""
 
-    def _configure(self, crawler: Crawler) -> None:
-        super()._configure(crawler)
-        s = crawler.settings
-        self.redis = RedisCrawl.from_settings(s)
-        self.coordinator = self.redis.process == COORDINATOR
-        self.poll_interval = s.getfloat("SITEMAP_REDIS_POLL_INTERVAL", 0.05)
-        self.report_batch = s.getint("SITEMAP_REDIS_REPORT_BATCH", 200)
-        self.workers_seen: set[str] = set()
+    def __init__(self) -> None:
         # Plain links this process has reported, with the shallowest depth.
         self.reported: dict[str, int] = {}
-        # The coordinator's reports on its own pages (see the report pipeline).
-        self.own_reports: deque[PageReport] = deque()
 
-    # -- every process: judge, and report instead of deciding ---------------------------
+    def link(self, found: Resolved, depth: int, referrer: str) -> Iterable[Found]:
+        return self.target(found.raw, depth=depth, referrer=referrer, normal=found.url)
 
-    def _found(
+    def target(
         self,
         raw: str,
         *,
@@ -96,9 +101,7 @@ class DistributedSiteSpider(SiteSpider):
         hops: int = 0,
         encoding: str = "utf-8",
         normal: str | None = None,
-        key: str | None = None,  # the coordinator keys what it is told
-        fp: int | None = None,
-    ) -> Iterator[Found]:
+    ) -> Iterable[Found]:
         if normal is not None and raw == normal and not hops:
             # A plain link (most are): once this process has reported it from a page
             # as shallow, the coordinator knows it, and reporting it again would only
@@ -106,26 +109,106 @@ class DistributedSiteSpider(SiteSpider):
             # this memory the outcome is the same, so it is bounded, not exact.
             known = self.reported.get(normal)
             if known is not None and known <= depth:
-                return
+                return ()
             if len(self.reported) >= REPORTED_MAX:
                 self.reported.clear()
             self.reported[normal] = depth
-        yield Found(raw, depth, referrer, hops, encoding, normal)
+        return (Found(raw, depth, referrer, hops, encoding, normal),)
 
-    def _replay(self, rec: UrlRecord, response: Response) -> Iterator[Replay]:
-        yield Replay(rec, _etag(response))
 
-    async def parse(self, response: Response) -> AsyncIterator[PageReport]:  # type: ignore[override]
+def _replay_there(rec: UrlRecord, etag: str | None) -> Iterable[Replay]:
+    """A 304 is replayed by the coordinator, which has the previous run's ledger."""
+    return (Replay(rec, etag),)
+
+
+class DistributedSiteSpider(Spider):
+    name = "site"
+
+    def __init__(self, url: str | None = None, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.start_url = start_url(url)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        s = crawler.settings
+        spider.redis = RedisCrawl.from_settings(s)
+        spider.coordinator = spider.redis.process == COORDINATOR
+        spider.poll_interval = s.getfloat("SITEMAP_REDIS_POLL_INTERVAL")
+        spider.report_batch = s.getint("SITEMAP_REDIS_REPORT_BATCH")
+        spider.workers_seen = set()
+        # The coordinator's reports on its own pages (see the report pipeline).
+        spider.own_reports = deque()
+        crawler.signals.connect(spider._opened, signal=signals.spider_opened)
+        return spider
+
+    # Set by from_crawler.
+    redis: RedisCrawl
+    coordinator: bool
+    poll_interval: float
+    report_batch: int
+    workers_seen: set[str]
+    own_reports: deque[PageReport]
+
+    # The rooms are built when first needed: Scrapy makes the spider before the
+    # crawler's stats and extensions (the run state among them) exist.
+
+    @cached_property
+    def run_state(self) -> RunState:
+        return RunState.of(self.crawler, self.start_url)
+
+    @cached_property
+    def frontier(self) -> Frontier | None:
+        """Only the coordinator decides where the crawl goes."""
+        if not self.coordinator:
+            return None
+        state = self.run_state
+        return Frontier.from_crawler(
+            self.crawler,
+            self.start_url,
+            public=state.public,
+            previous=state.previous,
+            callback=self.parse,
+            errback=self.failed,
+        )
+
+    @cached_property
+    def analyser(self) -> PageAnalyser:
+        return page_analyser(self.crawler.settings)
+
+    @cached_property
+    def judge(self) -> PageJudge:
+        """The coordinator's own pages lead straight into its frontier; a worker's
+        lead into their reports, and its 304s go to the coordinator to replay."""
+        state = self.run_state
+        leads: Leads = self.frontier or Reporter()
+        return PageJudge.from_crawler(
+            self.crawler,
+            self.start_url,
+            public=state.public,
+            analyser=self.analyser,
+            previous=state.previous,
+            leads=leads,
+            fail=state.fail,
+            not_modified=None if self.frontier else _replay_there,
+        )
+
+    def _opened(self) -> None:
+        self.analyser.open(self.crawler.stats)
+
+    # -- every process: judge, and report instead of deciding ---------------------------
+
+    async def parse(self, response: Response) -> AsyncIterator[PageReport]:
         analysis = None
-        if self._is_html_page(response):
-            analysis = await self.analyser.analyse(response)  # type: ignore[arg-type]
-        yield self._report(response.meta, self.judge(response, analysis), fetched=True)
+        if isinstance(response, HtmlResponse) and self.judge.is_html_page(response):
+            analysis = await self.analyser.analyse(response)
+        yield self._report(response.meta, self.judge.judge(response, analysis), fetched=True)
 
-    def failed(self, failure: Failure) -> Iterator[PageReport]:  # type: ignore[override]
-        request = failure.request  # type: ignore[attr-defined]
-        yield self._report(request.meta, super().failed(failure), fetched=False)
+    def failed(self, failure: Failure) -> Iterator[PageReport]:
+        request: Request = failure.request  # type: ignore[attr-defined]  # set by Scrapy
+        yield self._report(request.meta, [self.judge.failed(failure)], fetched=False)
 
-    def _report(self, meta: dict[str, Any], outputs: Iterable[Any], fetched: bool) -> PageReport:
+    def _report(self, meta: dict[str, Any], outputs: Iterable[object], fetched: bool) -> PageReport:
         try:
             events = list(outputs)
         except Exception:
@@ -139,11 +222,12 @@ class DistributedSiteSpider(SiteSpider):
     # -- start: the coordinator's decisions, a worker's watch -----------------------------
 
     async def start(self) -> AsyncIterator[Any]:
-        if self.crawler.stats.get_value("sitemap/locked"):
+        if self.run_state.locked_out:
             return  # another run owns the state directory
-        scheduler: RedisScheduler = self.crawler.engine.scheduler  # type: ignore[union-attr,assignment]
-        if self.coordinator:
-            for out in self.discover(self.start_url, depth=0, referrer=None, hops=0):
+        assert self.crawler.engine is not None
+        scheduler: RedisScheduler = self.crawler.engine.scheduler  # type: ignore[assignment]  # SCHEDULER is ours
+        if self.frontier is not None:
+            for out in self.frontier.start():
                 if isinstance(out, Request):
                     scheduler.keep(out)
                 yield out
@@ -191,10 +275,11 @@ class DistributedSiteSpider(SiteSpider):
             report = await run_in_thread(redis.wait_report, self.poll_interval * 5)
             payloads = [report] if report is not None else []
 
-    def _apply(self, report: PageReport) -> Iterator[UrlRecord | Alias | Request]:
+    def _apply(self, report: PageReport) -> Iterator[object]:
         """Decide about what one page's report found, as the site spider would have
         in the callback."""
-        stats = self.crawler.stats
+        stats, frontier = self.crawler.stats, self.frontier
+        assert frontier is not None
         if report.process != self.redis.process:
             if report.fetched:
                 # Pages fetched by the workers count as pages fetched by the crawl.
@@ -205,7 +290,7 @@ class DistributedSiteSpider(SiteSpider):
                 stats.set_value("sitemap/distributed/workers", len(self.workers_seen))
         for event in report.events:
             if type(event) is Found:
-                yield from self.discover(
+                yield from frontier.discover(
                     event.raw,
                     depth=event.depth,
                     referrer=event.referrer,
@@ -214,9 +299,7 @@ class DistributedSiteSpider(SiteSpider):
                     normal=event.normal,
                 )
             elif type(event) is Replay:
-                headers = {"ETag": event.etag} if event.etag else None
-                response = Response(event.record.url, status=304, headers=headers)
-                yield from SiteSpider._replay(self, event.record, response)
+                yield from self.judge.replay(event.record, event.etag, leads=frontier)
             else:
                 yield event
 
@@ -248,8 +331,3 @@ class DistributedSiteSpider(SiteSpider):
         scheduler.stop()
         if stats.get_value("sitemap/distributed/end") is None:
             stats.set_value("sitemap/distributed/end", redis.done())
-
-
-def _etag(response: Response) -> str | None:
-    value = response.headers.get(b"ETag")
-    return value.decode("latin-1") if value is not None else None

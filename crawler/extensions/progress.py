@@ -3,7 +3,9 @@
 On a terminal, a live line rewritten every second (pages fetched, queued, listed,
 rate). Elsewhere (cron, systemd, CI) a plain line every
 ``SITEMAP_PROGRESS_INTERVAL`` seconds, so a mailed log stays short. Off with
-``SITEMAP_PROGRESS_INTERVAL = 0``.
+``SITEMAP_PROGRESS_INTERVAL = 0``. Everything it shows comes from the stats:
+``response_received_count``, Scrapy's scheduler counts (queued is enqueued less
+dequeued) and ``sitemap/decision/listed``.
 
 Settings: ``SITEMAP_PROGRESS_INTERVAL``.
 """
@@ -21,13 +23,16 @@ from scrapy.utils.asyncio import create_looping_call
 if TYPE_CHECKING:
     from typing import Self
 
-    from scrapy import Spider
     from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
 
 
 class Progress:
-    def __init__(self, crawler: Crawler, interval: float, stream: TextIO) -> None:
-        self.crawler = crawler
+    """Writes the progress line to *stream*: live on a terminal, else every
+    *interval* seconds."""
+
+    def __init__(self, stats: StatsCollector, interval: float, stream: TextIO) -> None:
+        self.stats = stats
         self.stream = stream
         self.live = stream.isatty()
         self.interval = 1.0 if self.live else interval
@@ -36,22 +41,23 @@ class Progress:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        interval = crawler.settings.getfloat("SITEMAP_PROGRESS_INTERVAL", 60.0)
+        interval = crawler.settings.getfloat("SITEMAP_PROGRESS_INTERVAL")
         if interval <= 0:
             raise NotConfigured("SITEMAP_PROGRESS_INTERVAL is 0")
-        ext = cls(crawler, interval, sys.stderr)
+        assert crawler.stats is not None
+        ext = cls(crawler.stats, interval, sys.stderr)
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
         return ext
 
-    def spider_opened(self, spider: Spider) -> None:
+    def spider_opened(self) -> None:
         self.started = time.monotonic()
         self.task.start(self.interval, now=False)
 
     def line(self) -> str:
-        stats = self.crawler.stats.get_stats() if self.crawler.stats else {}
+        stats = self.stats.get_stats()
         fetched = stats.get("response_received_count", 0)
-        queued = max(0, getattr(self.crawler.spider, "scheduled", 0) - fetched)
+        queued = max(0, stats.get("scheduler/enqueued", 0) - stats.get("scheduler/dequeued", 0))
         listed = stats.get("sitemap/decision/listed", 0)
         rate = fetched / max(time.monotonic() - self.started, 1e-6)
         return f"fetched {fetched}, queued {queued}, listed {listed}, {rate:.1f} pages/s"
@@ -63,7 +69,7 @@ class Progress:
             self.stream.write("progress: " + self.line() + "\n")
         self.stream.flush()
 
-    def spider_closed(self, spider: Spider) -> None:
+    def spider_closed(self) -> None:
         if self.task.running:
             self.task.stop()
         if self.live:

@@ -3,58 +3,60 @@
 Scrapy's feed exports write items as they come; a sitemap set must be sorted,
 deduplicated and rotated, and published atomically only when the whole crawl
 succeeded. So this extension runs on ``spider_closed`` (after the item pipelines):
-it finishes the ledger (unfetched URLs, duplicates, chains), decides whether to
-publish, streams the listed pages from the ledger in order into
-:class:`crawler.writer.SitemapSetWriter`, and writes the run report
-(``report.json`` in the state directory, :func:`crawler.report.write_report`).
+it closes the books of the running ledger (:func:`crawler.decisions.close_books`),
+decides whether to publish, streams the listed pages from the ledger in order into
+:class:`crawler.writer.SitemapSetWriter` (:class:`SitemapOutput`), and writes the
+run report (``report.json`` in the state directory, :func:`crawler.report.write_report`).
 
 It publishes nothing, and leaves the previous set untouched, when the crawl did not
-finish normally (interrupted; robots.txt or start URL unreachable:
-``sitemap/fatal``), listed nothing, or looks broken (issue #4): more than
-``SITEMAP_MAX_ERROR_RATE`` of the fetched pages failed, or the new set drops more
-than ``SITEMAP_MAX_DROP`` of the URLs the previous run published (``SITEMAP_FORCE``
-overrides both). The run's ledger becomes ``ledger.sqlite`` (plus a JSON Lines copy)
-when the run did its job and ``ledger.failed.sqlite`` otherwise, so the next run
-still starts from the last good state; an interrupted run with a ``JOBDIR`` keeps
-``ledger.running.sqlite`` for ``--resume``.
+finish normally (interrupted; robots.txt or the start URL unreachable, the state
+locked: :attr:`RunState.fatal <crawler.extensions.runstate.RunState.fatal>`), listed
+nothing, or looks broken (issue #4): more than ``SITEMAP_MAX_ERROR_RATE`` of the
+fetched pages failed, or the new set drops more than ``SITEMAP_MAX_DROP`` of the URLs
+the previous run published (``SITEMAP_FORCE`` overrides both). The run state then
+files the ledger: ``ledger.sqlite`` (plus a JSON Lines copy) when the run did its job,
+``ledger.failed.sqlite`` otherwise, so the next run still starts from the last good
+state; an interrupted run with a ``JOBDIR`` keeps ``ledger.running.sqlite`` for
+``--resume``.
 
 Settings: ``SITEMAP_PUBLISH`` (off: crawl and keep the ledger only),
 ``SITEMAP_FORCE``, ``SITEMAP_MAX_DROP``, ``SITEMAP_MAX_ERROR_RATE``,
-``SITEMAP_INCREMENTAL``, ``SITEMAP_DEDUPE_CONTENT``, ``SITEMAP_FORMAT``,
-``SITEMAP_GZIP``, ``SITEMAP_MAX_URLS_PER_FILE``, ``SITEMAP_MAX_BYTES_PER_FILE``,
-``SITEMAP_CHANGEFREQ``, ``SITEMAP_PRIORITY``, ``SITEMAP_BASE_URL``,
-``SITEMAP_OUT_DIR``, ``SITEMAP_STATE_DIR``, ``JOBDIR``.
+``SITEMAP_DEDUPE_CONTENT``, ``SITEMAP_FORMAT``, ``SITEMAP_GZIP``,
+``SITEMAP_MAX_URLS_PER_FILE``, ``SITEMAP_MAX_BYTES_PER_FILE``,
+``SITEMAP_CHANGEFREQ``, ``SITEMAP_PRIORITY``, ``JOBDIR``.
 Stats: ``sitemap/outcome`` (``published``, ``crawled``, ``refused``, ``interrupted``,
-``failed``, ``output-error``), ``sitemap/message``, ``sitemap/files_written``,
-``sitemap/urls_written``, ``sitemap/index_path``, ``sitemap/index_url``,
-``sitemap/report_path``, ``sitemap/added``, ``sitemap/removed``,
-``sitemap/lastmod_changes``.
+``failed``, ``output-error``), ``sitemap/message``, ``sitemap/decision/<decision>``
+(set from the closed books), ``sitemap/files_written``, ``sitemap/urls_written``,
+``sitemap/index_path``, ``sitemap/index_url``, ``sitemap/report_path``,
+``sitemap/added``, ``sitemap/removed``, ``sitemap/lastmod_changes``.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from scrapy import signals
 
-from crawler.entry import ChangeFreq, EntryRows
-from crawler.items import LISTED
-from crawler.ledger import Ledger
-from crawler.paths import LEDGER_FAILED, LEDGER_JSONL, REPORT, CrawlPaths
-from crawler.previous import PreviousRun
-from crawler.publicurl import PublicUrls
-from crawler.report import format_summary, write_report
+from crawler.decisions import LISTED, QUEUED, close_books
+from crawler.entry import ChangeFreq
+from crawler.extensions.runstate import RunState
+from crawler.paths import LEDGER_JSONL, REPORT
+from crawler.report import PREFIX, format_summary, write_report
 from crawler.urls import url_key
 from crawler.writer import WrittenFile, publish_sitemaps
 
 if TYPE_CHECKING:
     from typing import Self
 
-    from scrapy import Spider
     from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
+    from scrapy.statscollectors import StatsCollector
+
+    from crawler.ledger import Ledger
 
 logger = logging.getLogger(__name__)
 
@@ -64,102 +66,160 @@ GOOD = frozenset({"published", "crawled"})
 INTERRUPTED = frozenset({"shutdown", "cancelled"})
 
 
+@dataclass(frozen=True, slots=True)
+class SitemapOutput:
+    """How the sitemap set is written: the file format, gzip, the rotation caps, and
+    the ``changefreq`` and ``priority`` every entry gets (None: omitted)."""
+
+    fmt: str
+    gzip: bool
+    max_urls: int
+    max_bytes: int
+    changefreq: ChangeFreq | None
+    priority: Decimal | None
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> SitemapOutput:
+        changefreq = settings.get("SITEMAP_CHANGEFREQ")
+        priority = settings.get("SITEMAP_PRIORITY")
+        return cls(
+            fmt=settings["SITEMAP_FORMAT"],
+            gzip=settings.getbool("SITEMAP_GZIP"),
+            max_urls=settings.getint("SITEMAP_MAX_URLS_PER_FILE"),
+            max_bytes=settings.getint("SITEMAP_MAX_BYTES_PER_FILE"),
+            changefreq=ChangeFreq(changefreq) if changefreq else None,
+            priority=Decimal(str(priority)) if priority not in (None, "") else None,
+        )
+
+    def write(
+        self, ledger: Ledger, out: Path, index_base_url: str
+    ) -> tuple[Path, list[WrittenFile]]:
+        """Stream the ledger's listed pages into a new sitemap set in *out* and publish
+        it (bench/write.py times this step on its own)."""
+        return publish_sitemaps(
+            out,
+            ledger.listed_entries(self.changefreq, self.priority),
+            index_base_url=index_base_url,
+            fmt=self.fmt,
+            gzip=self.gzip,
+            max_urls=self.max_urls,
+            max_bytes=self.max_bytes,
+        )
+
+
 class SitemapPublisher:
-    def __init__(self, crawler: Crawler, paths: CrawlPaths) -> None:
-        self.crawler = crawler
-        self.paths = paths
-        s = crawler.settings
-        self.fmt = s.get("SITEMAP_FORMAT", "xml")
-        self.gzip = s.getbool("SITEMAP_GZIP", True)
-        self.publish = s.getbool("SITEMAP_PUBLISH", True)
-        self.force = s.getbool("SITEMAP_FORCE", False)
-        self.incremental = s.getbool("SITEMAP_INCREMENTAL", True)
-        self.dedupe_content = s.getbool("SITEMAP_DEDUPE_CONTENT", True)
-        self.max_drop = s.getfloat("SITEMAP_MAX_DROP", 0.2)
-        self.max_error_rate = s.getfloat("SITEMAP_MAX_ERROR_RATE", 0.1)
-        self.max_urls = s.getint("SITEMAP_MAX_URLS_PER_FILE")
-        self.max_bytes = s.getint("SITEMAP_MAX_BYTES_PER_FILE")
-        changefreq = s.get("SITEMAP_CHANGEFREQ")
-        priority = s.get("SITEMAP_PRIORITY")
-        self.changefreq = ChangeFreq(changefreq) if changefreq else None
-        self.priority = Decimal(str(priority)) if priority not in (None, "") else None
+    """Publishes the run of *state* (see the module docstring). *publish*: write the
+    set (off: crawl only); *force*: publish a run that looks broken, or what an
+    interrupted one found; *resumable*: an interrupted run can be continued (it has a
+    ``JOBDIR``)."""
+
+    def __init__(
+        self,
+        state: RunState,
+        stats: StatsCollector,
+        output: SitemapOutput,
+        *,
+        publish: bool,
+        force: bool,
+        dedupe_content: bool,
+        max_drop: float,
+        max_error_rate: float,
+        resumable: bool,
+    ) -> None:
+        self.state = state
+        self.stats = stats
+        self.output = output
+        self.publish = publish
+        self.force = force
+        self.dedupe_content = dedupe_content
+        self.max_drop = max_drop
+        self.max_error_rate = max_error_rate
+        self.resumable = resumable
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        ext = cls(crawler, CrawlPaths.from_settings(crawler.settings))
+        s = crawler.settings
+        assert crawler.stats is not None
+        ext = cls(
+            RunState.of(crawler),
+            crawler.stats,
+            SitemapOutput.from_settings(s),
+            publish=s.getbool("SITEMAP_PUBLISH"),
+            force=s.getbool("SITEMAP_FORCE"),
+            dedupe_content=s.getbool("SITEMAP_DEDUPE_CONTENT"),
+            max_drop=s.getfloat("SITEMAP_MAX_DROP"),
+            max_error_rate=s.getfloat("SITEMAP_MAX_ERROR_RATE"),
+            resumable=bool(s.get("JOBDIR")),
+        )
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
         return ext
 
-    def spider_closed(self, spider: Spider, reason: str) -> None:
-        stats = self.crawler.stats
-        assert stats is not None
-        if stats.get_value("sitemap/locked"):
-            return  # another run owns the state directory: touch nothing
-        running = self.paths.running_ledger
-        if not running.exists():
+    def spider_closed(self, reason: str) -> None:
+        state, stats = self.state, self.stats
+        if state.locked_out:
+            # Another run owns the state directory: touch nothing, say why.
+            stats.set_value("sitemap/outcome", "failed")
+            stats.set_value("sitemap/message", state.fatal)
             return
+        ledger = state.ledger
+        if ledger is None or state.paths is None:
+            return  # a process that keeps no books
         # An interrupted run with a JOBDIR keeps its ledger as it is, to be resumed,
         # unless --force asked to publish what it found.
-        resumable = (
-            reason in INTERRUPTED and bool(self.crawler.settings.get("JOBDIR")) and not self.force
-        )
-        ledger = Ledger(running)
-        previous = PreviousRun.open(self.paths.ledger) if self.incremental else None
+        resumable = reason in INTERRUPTED and self.resumable and not self.force
+        outcome = "interrupted"
         try:
             if not resumable:
-                for decision, count in ledger.finish(
-                    "not fetched: the crawl stopped first", self.dedupe_content
-                ).items():
-                    stats.inc_value(f"sitemap/decision/{decision}", count)
-            outcome, message = self._publish(ledger, previous, spider, reason)
+                close_books(ledger, dedupe_content=self.dedupe_content)
+            self._count_decisions(ledger)
+            outcome, message = self._publish(ledger, reason)
             if resumable:
                 message += "; run again with --resume to continue"
             stats.set_value("sitemap/outcome", outcome)
             stats.set_value("sitemap/message", message)
             ledger.set_meta("outcome", {"outcome": outcome, "message": message, "reason": reason})
             ledger.commit()
-            self._write_report(ledger, previous, outcome, message)
+            self._write_report(ledger, outcome, message)
             if outcome in GOOD:
-                ledger.export_jsonl(self.paths.state / LEDGER_JSONL)
+                ledger.export_jsonl(state.paths.state / LEDGER_JSONL)
         finally:
-            ledger.close()
-            if previous is not None:
-                previous.close()
-        if not resumable:
-            final = self.paths.ledger if outcome in GOOD else self.paths.state / LEDGER_FAILED
-            running.replace(final)
+            state.end(good=outcome in GOOD, resumable=resumable)
         log = logger.info if outcome in GOOD else logger.error
         log("Sitemap %s: %s\n%s", outcome, message, format_summary(stats.get_stats()))
 
-    def _publish(
-        self, ledger: Ledger, previous: PreviousRun | None, spider: Spider, reason: str
-    ) -> tuple[str, str]:
-        stats = self.crawler.stats
-        assert stats is not None
-        fatal = stats.get_value("sitemap/fatal")
-        if fatal:
-            return "failed", fatal
+    def _count_decisions(self, ledger: Ledger) -> None:
+        """The decision stats, from the ledger's books (the pipeline counted records
+        as they came; the books know which decision each URL ended with)."""
+        counts = {f"{PREFIX}{k}": v for k, v in ledger.counts().items() if k != QUEUED}
+        others = {k: v for k, v in self.stats.get_stats().items() if not k.startswith(PREFIX)}
+        self.stats.set_stats({**others, **counts})
+
+    def _publish(self, ledger: Ledger, reason: str) -> tuple[str, str]:
+        state = self.state
+        assert state.paths is not None
+        if state.fatal:
+            return "failed", state.fatal
         if reason != "finished" and not (self.force and reason in INTERRUPTED):
             kind = "interrupted" if reason in INTERRUPTED else "failed"
             return kind, f"the crawl did not finish ({reason}); nothing was published"
         if ledger.counts().get(LISTED, 0) == 0:
-            return "failed", "nothing listed" + _start_note(ledger, spider)
-        if not self.force and (refusal := self._refusal(ledger, previous)):
+            return "failed", "nothing listed" + _start_note(ledger, state.start_url)
+        if not self.force and (refusal := self._refusal(ledger)):
             return "refused", refusal + "; the previous set is kept (--force publishes anyway)"
         if not self.publish:
             return "crawled", "the crawl finished; publishing is off (SITEMAP_PUBLISH)"
-        public = PublicUrls.from_settings(spider.start_url, self.crawler.settings)  # type: ignore[attr-defined]
+        public = state.public
         try:
-            index, files = self.write_sitemaps(ledger, public.public_prefix)
+            index, files = self.output.write(ledger, state.paths.out, public.public_prefix)
         except (OSError, ValueError) as e:
-            return "output-error", f"could not publish to {self.paths.out}: {e}"
-        stats.set_value("sitemap/files_written", len(files))
-        stats.set_value("sitemap/urls_written", sum(f.urls for f in files))
-        stats.set_value("sitemap/index_path", str(index))
-        stats.set_value("sitemap/index_url", public.sitemap_loc(index.name))
+            return "output-error", f"could not publish to {state.paths.out}: {e}"
+        self.stats.set_value("sitemap/files_written", len(files))
+        self.stats.set_value("sitemap/urls_written", sum(f.urls for f in files))
+        self.stats.set_value("sitemap/index_path", str(index))
+        self.stats.set_value("sitemap/index_url", public.sitemap_loc(index.name))
         return "published", f"{len(files)} files and {index}"
 
-    def _refusal(self, ledger: Ledger, previous: PreviousRun | None) -> str | None:
+    def _refusal(self, ledger: Ledger) -> str | None:
         """Why this run's set must not replace the published one (issue #4)."""
         fetched, failed = ledger.error_counts()
         if fetched and failed / fetched > self.max_error_rate:
@@ -167,6 +227,7 @@ class SitemapPublisher:
                 f"{failed} of {fetched} fetched pages failed ({failed / fetched:.0%}, over "
                 f"{self.max_error_rate:.0%}): the site looks partly down"
             )
+        previous = self.state.previous
         if previous is not None:
             before = previous.listed_count()
             removed = ledger.count_removed(previous.path)
@@ -177,40 +238,18 @@ class SitemapPublisher:
                 )
         return None
 
-    def _write_report(
-        self, ledger: Ledger, previous: PreviousRun | None, outcome: str, message: str
-    ) -> None:
-        stats = self.crawler.stats
-        assert stats is not None
-        path = self.paths.state / REPORT
-        counts = write_report(
-            path, stats.get_stats(), ledger, previous.path if previous else None, outcome, message
-        )
-        stats.set_value("sitemap/report_path", str(path))
+    def _write_report(self, ledger: Ledger, outcome: str, message: str) -> None:
+        state = self.state
+        assert state.paths is not None
+        path = state.paths.state / REPORT
+        previous = state.previous.path if state.previous else None
+        counts = write_report(path, self.stats.get_stats(), ledger, previous, outcome, message)
+        self.stats.set_value("sitemap/report_path", str(path))
         for name, count in counts.items():
-            stats.set_value(f"sitemap/{name}", count)
-
-    def write_sitemaps(self, ledger: Ledger, index_base_url: str) -> tuple[Path, list[WrittenFile]]:
-        """Stream the ledger's listed pages into a new sitemap set in ``SITEMAP_OUT_DIR``
-        and publish it (bench/write.py times this step on its own)."""
-        return publish_sitemaps(
-            self.paths.out,
-            self._entries(ledger),
-            index_base_url=index_base_url,
-            fmt=self.fmt,
-            gzip=self.gzip,
-            max_urls=self.max_urls,
-            max_bytes=self.max_bytes,
-        )
-
-    def _entries(self, ledger: Ledger) -> EntryRows:
-        return ledger.listed_entries(self.changefreq, self.priority)
+            self.stats.set_value(f"sitemap/{name}", count)
 
 
-def _start_note(ledger: Ledger, spider: Any) -> str:
-    start = getattr(spider, "start_url", None)
-    if not start:
-        return ""
+def _start_note(ledger: Ledger, start: str) -> str:
     for row in ledger.rows(key=url_key(start)):
         reason = f", {row['reason']}" if row["reason"] else ""
         return f" (start URL {start}: {row['decision']}{reason})"

@@ -51,7 +51,7 @@ class PoliteThrottle(AutoThrottle):
             self.debug = False
             crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
             crawler.signals.connect(self._response_downloaded, signal=signals.response_downloaded)
-        self.max_crawl_delay = settings.getfloat("SITEMAP_MAX_CRAWL_DELAY", 10.0)
+        self.max_crawl_delay = settings.getfloat("SITEMAP_MAX_CRAWL_DELAY")
         self.token = settings.get("ROBOTSTXT_USER_AGENT") or product_token(
             settings.get("USER_AGENT", "")
         )

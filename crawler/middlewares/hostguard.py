@@ -6,7 +6,8 @@ URL's site (:func:`crawler.urls.site_of`: its host and port, http or https).
 Anything else is refused here, at the first downloader middleware, so no component
 can reach another host by accident.
 
-Settings: none; the spider's ``site`` attribute says which site is ours.
+Settings: none; the run's start URL (:class:`crawler.extensions.runstate.RunState`)
+says which site is ours (a spider without one is not ours to guard).
 Stats: ``sitemap/hostguard/refused``.
 """
 
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import IgnoreRequest
 
+from crawler.extensions.runstate import RunState
 from crawler.urls import site_of
 
 if TYPE_CHECKING:
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
     from scrapy.http import Request
+    from scrapy.statscollectors import StatsCollector
 
 logger = logging.getLogger(__name__)
 
@@ -33,21 +36,21 @@ class OffHostRequest(IgnoreRequest):
 
 
 class HostGuardMiddleware:
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
+    """Refuses every request to another site than *site* (``(host, port)``)."""
+
+    def __init__(self, site: tuple[str, int | None], stats: StatsCollector) -> None:
+        self.site = site
+        self.stats = stats
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
+        site = site_of(RunState.of(crawler).start_url)  # NotConfigured: not our spider
+        assert site is not None and crawler.stats is not None  # a checked start URL
+        return cls(site, crawler.stats)
 
     def process_request(self, request: Request) -> None:
-        spider = self.crawler.spider
-        allowed = getattr(spider, "site", None)
-        if allowed is None:  # another spider: not ours to guard
-            return None
-        if site_of(request.url) != allowed:
-            assert self.crawler.stats is not None
-            self.crawler.stats.inc_value("sitemap/hostguard/refused")
+        if site_of(request.url) != self.site:
+            self.stats.inc_value("sitemap/hostguard/refused")
             logger.warning("Refused a request to another host: %s", request.url)
             raise OffHostRequest(f"off-host request refused: {request.url}")
         return None

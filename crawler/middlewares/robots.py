@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from scrapy import signals
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
@@ -41,6 +42,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler
 from twisted.internet.defer import Deferred
 
+from crawler.extensions.runstate import RunState
 from crawler.middlewares.hostguard import OffHostRequest
 
 if TYPE_CHECKING:
@@ -73,7 +75,7 @@ class _DisallowAll:
 class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
-        self._max_bytes = crawler.settings.getint("SITEMAP_ROBOTS_MAX_BYTES", 500 * 1024)
+        self._max_bytes = crawler.settings.getint("SITEMAP_ROBOTS_MAX_BYTES")
         if not self._robotstxt_useragent:
             # Match groups on the product token, not the whole User-Agent string.
             self._robotstxt_useragent = product_token(self._default_useragent)
@@ -153,12 +155,10 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
 
     def _unreachable(self, origin: str, reason: str) -> _DisallowAll:
         self._stats.inc_value("sitemap/robots/unreachable")
-        spider = self.crawler.spider
-        start_origin = getattr(spider, "start_origin", None)
-        if origin == start_origin:
-            message = f"robots.txt of {origin} is unreachable ({reason}); nothing is crawled"
-            logger.error(message)
-            self._stats.set_value("sitemap/fatal", message)
+        state = RunState.of(self.crawler)
+        parts = urlsplit(state.start_url)
+        if origin == f"{parts.scheme}://{parts.netloc}":
+            state.fail(f"robots.txt of {origin} is unreachable ({reason}); nothing is crawled")
             call_later(0, self._close, "robots_unreachable")
         else:
             logger.warning(

@@ -1,7 +1,8 @@
 """The ``audit`` spider: read a site's existing sitemaps and judge what they list.
 
-It runs after a crawl (or on the ledger of an earlier one) and reuses the ``site``
-spider's judging, middlewares and politeness (issue #3):
+It runs after a crawl (or on the ledger of an earlier one) with the ``site``
+spider's page judge (:class:`crawler.judge.PageJudge`, with no leads: a listed page
+is judged, its links are not followed), middlewares and politeness (issue #3):
 
 1. Sitemap files are discovered from robots.txt ``Sitemap:`` lines (recorded in the
    crawl's ledger), the usual places (``/sitemap.xml``, ``/sitemap_index.xml``,
@@ -19,7 +20,7 @@ Everything goes into an :class:`crawler.audit.store.AuditStore`; the report is b
 from it and the crawl's ledger by :mod:`crawler.audit.report`.
 
 Settings: ``SITEMAP_AUDIT_STORE``, ``SITEMAP_AUDIT_LEDGER``, ``SITEMAP_AUDIT_SITEMAPS``,
-``SITEMAP_AUDIT_MAX_DEPTH``, ``SITEMAP_AUDIT_MAX_BYTES``, and the ``site`` spider's.
+``SITEMAP_AUDIT_MAX_DEPTH``, ``SITEMAP_AUDIT_MAX_BYTES``, and the page judge's.
 Stats: ``sitemap/audit/sitemaps``, ``sitemap/audit/listings``, ``sitemap/audit/fetched``.
 """
 
@@ -28,27 +29,32 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
-from scrapy import Request, signals
+from scrapy import Request, Spider, signals
 from scrapy.exceptions import DontCloseSpider
 
-from crawler import items as d
+from crawler import decisions as d
 from crawler.audit.sitemaps.model import Kind, ParsedSitemap
 from crawler.audit.sitemaps.parse import parse_sitemap
 from crawler.audit.store import AuditStore
+from crawler.extensions.runstate import RunState
 from crawler.items import UrlRecord
+from crawler.judge import NoLeads, PageJudge
 from crawler.ledger import Ledger
-from crawler.publicurl import prefix_of
-from crawler.spiders.site import SiteSpider
-from crawler.urls import normalize_url, site_of, url_key
+from crawler.parsepool import page_analyser
+from crawler.publicurl import PublicUrls, prefix_of
+from crawler.urls import normalize_url, site_of, start_url, url_key
 
 if TYPE_CHECKING:
     from typing import Self
 
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from scrapy.settings import BaseSettings
     from twisted.python.failure import Failure
 
 logger = logging.getLogger(__name__)
@@ -56,26 +62,77 @@ logger = logging.getLogger(__name__)
 DEFAULT_PLACES = ("sitemap.xml", "sitemap_index.xml", "sitemap.xml.gz", "sitemap.txt")
 
 
-class AuditSpider(SiteSpider):
+class AuditSpider(Spider):
     name = "audit"
-    custom_settings = {
-        "ITEM_PIPELINES": {},
-        "EXTENSIONS": {"crawler.extensions.publish.SitemapPublisher": None},
-    }
+
+    def __init__(self, url: str | None = None, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.start_url = start_url(url)
+        parts = urlsplit(self.start_url)
+        self.start_scheme = parts.scheme
+        self.start_origin = f"{parts.scheme}://{parts.netloc}"
+        self.site = site_of(self.start_url)
+        self.visited: set[str] = set()
+        self.orphans_scheduled = False
+        # Local sitemap files (--sitemap FILE) are read at the start; the requests
+        # for the indexes they list are sent once the engine is idle.
+        self.pending_local: list[Request] = []
+
+    @classmethod
+    def update_settings(cls, settings: BaseSettings) -> None:
+        # Nothing is recorded or published: no item pipelines, no publisher. The
+        # extensions' dict is copied whole, so the politeness extensions stay on.
+        super().update_settings(settings)
+        extensions = settings.getdict("EXTENSIONS")
+        extensions["crawler.extensions.publish.SitemapPublisher"] = None
+        settings.set("EXTENSIONS", extensions, priority="spider")
+        settings.set("ITEM_PIPELINES", {}, priority="spider")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         spider = super().from_crawler(crawler, *args, **kwargs)
         s = crawler.settings
-        spider.store = AuditStore(Path(s.get("SITEMAP_AUDIT_STORE")))
-        spider.ledger_path = Path(s.get("SITEMAP_AUDIT_LEDGER"))
+        spider.store = AuditStore(Path(s["SITEMAP_AUDIT_STORE"]))
+        spider.ledger_path = Path(s["SITEMAP_AUDIT_LEDGER"])
         spider.extra_sitemaps = s.getlist("SITEMAP_AUDIT_SITEMAPS")
-        spider.max_index_depth = s.getint("SITEMAP_AUDIT_MAX_DEPTH", 3)
-        spider.max_sitemap_bytes = s.getint("SITEMAP_AUDIT_MAX_BYTES", 50 * 1024 * 1024 + 1)
-        spider.visited = set()
-        spider.orphans_scheduled = False
+        spider.max_index_depth = s.getint("SITEMAP_AUDIT_MAX_DEPTH")
+        spider.max_sitemap_bytes = s.getint("SITEMAP_AUDIT_MAX_BYTES")
+        spider.strip_params = s.getbool("SITEMAP_STRIP_PARAMS")
+        spider.extra_strip = tuple(s.getlist("SITEMAP_STRIP_EXTRA"))
         crawler.signals.connect(spider.idle, signal=signals.spider_idle)
         return spider
+
+    # Set by from_crawler.
+    store: AuditStore
+    ledger_path: Path
+    extra_sitemaps: list[str]
+    max_index_depth: int
+    max_sitemap_bytes: int
+    strip_params: bool
+    extra_strip: tuple[str, ...]
+
+    @cached_property
+    def run_state(self) -> RunState:
+        return RunState.of(self.crawler, self.start_url)
+
+    @property
+    def public(self) -> PublicUrls:
+        return self.run_state.public
+
+    @cached_property
+    def judge(self) -> PageJudge:
+        """The crawl's page judge, with no leads: a listed page is judged once, its
+        links are not followed."""
+        state = self.run_state
+        return PageJudge.from_crawler(
+            self.crawler,
+            self.start_url,
+            public=state.public,
+            analyser=page_analyser(self.crawler.settings),
+            previous=None,
+            leads=NoLeads(),
+            fail=state.fail,
+        )
 
     # -- finding the sitemaps ------------------------------------------------------------
 
@@ -238,7 +295,7 @@ class AuditSpider(SiteSpider):
                 directory=self.start_origin + "/",
             )
         )
-        self._pending_local = getattr(self, "_pending_local", []) + requests
+        self.pending_local.extend(requests)
 
     def _record(
         self,
@@ -328,21 +385,21 @@ class AuditSpider(SiteSpider):
     # -- judging what the crawl did not ---------------------------------------------------
 
     def idle(self) -> None:
-        pending = getattr(self, "_pending_local", [])
-        if pending:
-            self._pending_local = []
+        engine = self.crawler.engine
+        assert engine is not None
+        if self.pending_local:
+            pending, self.pending_local = self.pending_local, []
             for request in pending:
-                self.crawler.engine.crawl(request)
+                engine.crawl(request)
             raise DontCloseSpider
         if self.orphans_scheduled:
             return
         self.orphans_scheduled = True
         self.store.commit()
         scheduled = 0
-        for key, crawl_url in self._unjudged():
-            self.seen.add(key)
+        for crawl_url in self._unjudged():
             scheduled += 1
-            self.crawler.engine.crawl(
+            engine.crawl(
                 Request(
                     crawl_url,
                     callback=self.parse_listed,
@@ -361,7 +418,7 @@ class AuditSpider(SiteSpider):
         if scheduled:
             raise DontCloseSpider
 
-    def _unjudged(self) -> Iterator[tuple[str, str]]:
+    def _unjudged(self) -> Iterator[str]:
         """In-scope listed URLs that the crawl never judged."""
         db = sqlite3.connect(f"file:{self.ledger_path}?mode=ro", uri=True)
         try:
@@ -372,20 +429,19 @@ class AuditSpider(SiteSpider):
                 found = db.execute("SELECT decision FROM urls WHERE key = ?", (row["key"],))
                 decision = found.fetchone()
                 if decision is None or decision[0] not in d.JUDGED:
-                    yield row["key"], row["url"]
+                    yield row["url"]
         finally:
             db.close()
 
     def parse_listed(self, response: Response) -> None:
         url = response.meta["sitemap_url"]
-        for out in self.judge(response):
-            if isinstance(out, UrlRecord) and out.url == url and out.decision != d.QUEUED:
+        for out in self.judge.judge(response):
+            if isinstance(out, UrlRecord) and out.url == url:
                 self._store_fetched(out)
                 return
 
     def listed_failed(self, failure: Failure) -> None:
-        for out in self.failed(failure):
-            self._store_fetched(out)
+        self._store_fetched(self.judge.failed(failure))
 
     def _store_fetched(self, rec: UrlRecord) -> None:
         self.store.add_fetched(
@@ -399,5 +455,4 @@ class AuditSpider(SiteSpider):
         )
 
     def closed(self, reason: str) -> None:
-        super().closed(reason)
         self.store.close()

@@ -1,0 +1,146 @@
+"""Every decision the crawl can make about a URL, and the rules that close the books.
+
+Each discovered URL ends with exactly one final decision and a reason (issue #2,
+"Deciding what goes in the sitemap"). The decisions about one URL are made where
+the facts are: the frontier (:mod:`crawler.frontier`) decides what is out of scope
+or capped when it discovers a URL, the page judge (:mod:`crawler.judge`) decides
+about a fetched page. What can only be decided once the crawl is over is decided
+here (:func:`close_books`): URLs that were queued and never fetched, byte-identical
+listed pages, and redirect and canonical chains. docs/ledger.md lists every
+decision with its typical reasons.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from crawler.urls import url_key
+
+if TYPE_CHECKING:
+    from crawler.ledger import Ledger
+
+# Decisions. ``queued`` is the only non-final one: a URL scheduled but not yet fetched.
+QUEUED = "queued"
+LISTED = "listed"
+REDIRECT = "redirect"
+CANONICAL = "canonical"
+NOINDEX = "noindex"
+STATUS = "status"
+NON_HTML = "non-html"
+OTHER_SCHEME = "other-scheme"
+ROBOTS = "robots-disallowed"
+OFF_HOST = "off-host"
+NON_PUBLIC = "non-public"
+TOO_LONG = "too-long"
+EXCLUDED = "excluded"
+TRAP = "trap"
+CAP = "cap-reached"
+DUPLICATE = "duplicate"
+INVALID = "invalid-url"
+ERROR = "fetch-error"
+
+FINAL_DECISIONS = (
+    LISTED,
+    REDIRECT,
+    CANONICAL,
+    NOINDEX,
+    STATUS,
+    NON_HTML,
+    OTHER_SCHEME,
+    ROBOTS,
+    OFF_HOST,
+    NON_PUBLIC,
+    TOO_LONG,
+    EXCLUDED,
+    TRAP,
+    CAP,
+    DUPLICATE,
+    INVALID,
+    ERROR,
+)
+
+#: Decisions reached by fetching the URL (or by robots.txt and host rules): the audit
+#: trusts them. Caps, traps and exclusions are not judgements of the page.
+JUDGED = frozenset(
+    {
+        LISTED,
+        REDIRECT,
+        CANONICAL,
+        NOINDEX,
+        STATUS,
+        NON_HTML,
+        OTHER_SCHEME,
+        DUPLICATE,
+        INVALID,
+        ERROR,
+        ROBOTS,
+        OFF_HOST,
+        NON_PUBLIC,
+    }
+)
+
+#: Decisions about a 200 page that a 304 can stand for: the next run asks such a
+#: page conditionally, and replays the decision when it is not modified.
+REPLAYABLE = frozenset(
+    {LISTED, NOINDEX, CANONICAL, REDIRECT, NON_HTML, OTHER_SCHEME, DUPLICATE, EXCLUDED, INVALID}
+)
+
+#: The reason of a URL still queued when the crawl stopped (a cap, an interrupted run
+#: published with --force).
+UNFETCHED = "not fetched: the crawl stopped first"
+#: The start of the reason of a URL left out for depth; a shorter path found later
+#: lets such a URL in (the only final decision that a later one replaces).
+DEPTH_CAP = "max depth"
+
+
+def close_books(ledger: Ledger, *, dedupe_content: bool) -> None:
+    """Decide what only the whole crawl can tell, in the running ledger: every URL
+    still queued is ``cap-reached`` (:data:`UNFETCHED`); listed pages with
+    byte-identical bodies are one page (:func:`duplicates`); redirect and canonical
+    hops that lead to another hop are marked a chain or a loop (:func:`chains`)."""
+    ledger.redecide_queued(CAP, UNFETCHED)
+    if dedupe_content:
+        ledger.redecide(duplicates(ledger.listed_by_content()))
+    ledger.append_reasons(chains(ledger.hops()))
+    ledger.commit()
+
+
+def duplicates(groups: Iterable[list[str]]) -> list[tuple[str, str, str, str]]:
+    """Listed pages whose bodies are identical (``/`` and ``/index.html`` of a static
+    site, say) are one page: the shortest URL stays listed, the others become
+    ``duplicate`` with it as target. *groups*: the URLs of each body listed more than
+    once. Returns ``(url, decision, reason, target)`` for each page that changes."""
+    changes = []
+    for urls in groups:
+        keeper = min(urls, key=lambda u: (len(u), u))
+        changes.extend(
+            (url, DUPLICATE, f"same content as {keeper}", keeper) for url in urls if url != keeper
+        )
+    return changes
+
+
+def chains(hops: Mapping[str, str]) -> list[tuple[str, str]]:
+    """*hops*: the key of each redirect or canonical -> its target's key. A hop whose
+    target is itself a hop is part of a chain, or of a loop when following the hops
+    comes back; returns ``(key, " (chain)" or " (loop)")`` for each."""
+    notes = []
+    for key, target in hops.items():
+        if target not in hops:
+            continue
+        seen = {key}
+        node: str | None = target
+        note = "chain"
+        while node is not None and node in hops:
+            if node in seen:
+                note = "loop"
+                break
+            seen.add(node)
+            node = hops[node]
+        notes.append((key, f" ({note})"))
+    return notes
+
+
+def target_key(target: str | None) -> str | None:
+    """The dedup key of a redirect or canonical target (what :func:`chains` follows)."""
+    return None if target is None else url_key(target)

@@ -1,0 +1,251 @@
+"""The state of one run: where it publishes and keeps its books, and what the
+previous run left.
+
+One :class:`RunState` per crawler owns everything that belongs to the run rather
+than to one component:
+
+- the state paths (:class:`crawler.paths.CrawlPaths`: ``SITEMAP_OUT_DIR``,
+  ``SITEMAP_STATE_DIR``);
+- the lock: one run per state directory at a time. Two nightly runs on the same
+  state would interleave their ledgers and race to publish, so an exclusive,
+  non-blocking ``flock`` on ``STATE/lock`` is taken before any file is opened; a
+  second run finds it taken, is *locked out* (it touches no file, and its spider is
+  closed at once) and says so. The kernel drops the lock if the process dies, so a
+  crash never leaves a stale one;
+- the previous successful run (:class:`crawler.previous.PreviousRun`, read-only):
+  validators for conditional requests, the records a 304 replays, the evidence
+  behind lastmod, first-seen times, the published set a new one is compared with;
+- the running ledger (``ledger.running.sqlite``, :class:`crawler.ledger.Ledger`),
+  continued by ``--resume`` and otherwise started afresh, and what becomes of it
+  when the run ends (:meth:`RunState.end`: ``ledger.sqlite`` when the run did its
+  job, ``ledger.failed.sqlite`` otherwise, kept as it is for ``--resume``);
+- Scrapy's ``JOBDIR`` of the run (the resumable queue and spider state): cleared
+  when a new run starts, removed once the run is over unless it can be resumed;
+- the public-URL mapping (``--base-url``, :class:`crawler.publicurl.PublicUrls`);
+- why the run cannot do its job, once anything finds out (:meth:`RunState.fail`:
+  robots.txt or the start URL unreachable, the state locked).
+
+It is the first extension in ``EXTENSIONS``, built before the engine, its pipelines
+and the spider's rooms; every component gets the same instance from the crawler
+with :meth:`RunState.of` (Scrapy's ``crawler.get_extension(RunState)`` finds it
+too). It takes the start URL from the spider. A process with no ``SITEMAP_OUT_DIR`` (a
+distributed worker) has no state: no lock, no ledger, no previous run.
+
+Settings: ``SITEMAP_OUT_DIR``, ``SITEMAP_STATE_DIR``, ``SITEMAP_INCREMENTAL``,
+``SITEMAP_RESUME``, ``SITEMAP_BASE_URL``, ``JOBDIR``.
+Stats: ``sitemap/locked``, ``sitemap/fatal``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import shutil
+import weakref
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.defer import deferred_from_coro
+
+from crawler.ledger import Ledger
+from crawler.paths import LEDGER_FAILED, LOCK, CrawlPaths
+from crawler.previous import PreviousRun
+from crawler.publicurl import PublicUrls
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
+
+logger = logging.getLogger(__name__)
+
+_states: weakref.WeakKeyDictionary[Crawler, RunState] = weakref.WeakKeyDictionary()
+
+
+def holder(state: Path) -> str | None:
+    """Who holds the lock of the state directory *state*, if anyone: the command
+    line asks before it starts, so that a busy state costs one line, not a crawl."""
+    path = state / LOCK
+    if not path.exists():
+        return None
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+        return f"another run (pid {pid}) is using the state directory {state}"
+    finally:
+        os.close(fd)  # also releases the lock if we got it
+    return None
+
+
+def _start_url(crawler: Crawler) -> str | None:
+    try:
+        spider = crawler.spider
+    except RuntimeError:  # Scrapy's late attribute: no spider yet
+        return None
+    url = getattr(spider, "start_url", None)
+    return url if isinstance(url, str) else None
+
+
+class RunState:
+    """The run's state (see the module docstring). *paths*: None for a process that
+    keeps none; *incremental*: start from the previous run; *resume*: continue the
+    interrupted run's ledger; *job*: Scrapy's ``JOBDIR``, if any."""
+
+    def __init__(
+        self,
+        start_url: str,
+        public: PublicUrls,
+        paths: CrawlPaths | None,
+        stats: StatsCollector,
+        *,
+        incremental: bool,
+        resume: bool,
+        job: Path | None,
+    ) -> None:
+        self.start_url = start_url
+        self.public = public
+        self.paths = paths
+        self.stats = stats
+        self.incremental = incremental
+        self.resume = resume
+        self.job = job
+        self.started = datetime.now(UTC)
+        self.previous: PreviousRun | None = None
+        self.ledger: Ledger | None = None
+        self.locked_out = False
+        self.fatal: str | None = None
+        self.resumable = False
+        self._lock: int | None = None
+
+    @classmethod
+    def of(cls, crawler: Crawler, start_url: str | None = None) -> RunState:
+        """The crawler's run state, built (and opened) by the first component that
+        asks: the spider, which gives the *start_url*."""
+        state = _states.get(crawler)
+        if state is None:
+            start_url = start_url or _start_url(crawler)
+            if start_url is None:
+                raise NotConfigured("the run state needs a spider with a start URL")
+            assert crawler.stats is not None
+            s = crawler.settings
+            state = cls(
+                start_url,
+                PublicUrls.from_settings(start_url, s),
+                CrawlPaths.from_settings(s) if s.get("SITEMAP_OUT_DIR") else None,
+                crawler.stats,
+                incremental=s.getbool("SITEMAP_INCREMENTAL"),
+                resume=s.getbool("SITEMAP_RESUME"),
+                job=Path(s["JOBDIR"]) if s.get("JOBDIR") else None,
+            )
+            state.open()
+            _states[crawler] = state
+            crawler.signals.connect(state._spider_opened, signal=signals.spider_opened)
+            crawler.signals.connect(state._engine_stopped, signal=signals.engine_stopped)
+            state._crawler = crawler
+        return state
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RunState:
+        """As an extension (the first, so that the lock is taken before any other
+        component opens a file): the one instance of the crawler."""
+        return cls.of(crawler)
+
+    # -- the run starts ------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Take the lock, then open what the run reads and writes."""
+        if self.paths is None:
+            return
+        if not self._acquire(self.paths):
+            return
+        if self.job is not None and not self.resume:
+            # A new night starts clean, even after an interrupted run.
+            shutil.rmtree(self.job, ignore_errors=True)
+        if self.incremental:
+            self.previous = PreviousRun.open(self.paths.ledger)
+        path = self.paths.running_ledger
+        if not (self.resume and self.job is not None and path.exists()):
+            for stale in (
+                path,
+                path.with_name(path.name + "-wal"),
+                path.with_name(path.name + "-shm"),
+            ):
+                stale.unlink(missing_ok=True)
+        self.ledger = Ledger(path)
+        self.ledger.set_meta("start_url", self.start_url)
+        self.ledger.set_meta(
+            "settings_base_url", self.public.public_prefix if self.public.rewrites else None
+        )
+
+    def _acquire(self, paths: CrawlPaths) -> bool:
+        paths.state.mkdir(parents=True, exist_ok=True)
+        fd = os.open(paths.state / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+            os.close(fd)
+            self.locked_out = True
+            self.stats.set_value("sitemap/locked", True)
+            self.fail(
+                f"another run (pid {pid}) is using the state directory {paths.state}; "
+                "this one did nothing"
+            )
+            return False
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._lock = fd
+        return True
+
+    def _spider_opened(self) -> None:
+        if self.locked_out:
+            engine = self._crawler.engine
+            assert engine is not None
+            deferred_from_coro(engine.close_spider_async(reason="state_locked"))
+
+    # -- while it runs -------------------------------------------------------------------
+
+    def fail(self, message: str) -> None:
+        """The run cannot do its job (robots.txt or the start URL unreachable, say):
+        it will publish nothing. The first reason stands."""
+        if self.fatal is None:
+            self.fatal = message
+            self.stats.set_value("sitemap/fatal", message)
+            logger.error(message)
+
+    # -- the run ends ---------------------------------------------------------------------
+
+    def end(self, good: bool, resumable: bool) -> None:
+        """Close the running ledger and file it: ``ledger.sqlite`` when the run did its
+        job (*good*), ``ledger.failed.sqlite`` otherwise, or left as it is to be
+        continued (*resumable*)."""
+        self.resumable = resumable
+        self._close_files()
+        if self.paths is None or resumable:
+            return
+        running = self.paths.running_ledger
+        if running.exists():
+            running.replace(self.paths.ledger if good else self.paths.state / LEDGER_FAILED)
+
+    def _close_files(self) -> None:
+        if self.ledger is not None:
+            self.ledger.close()
+            self.ledger = None
+        if self.previous is not None:
+            self.previous.close()
+            self.previous = None
+
+    def _engine_stopped(self) -> None:
+        # After the scheduler and Scrapy's SpiderState wrote what they keep in JOBDIR.
+        self._close_files()
+        if self._lock is None:
+            return  # locked out: the JOBDIR is the other run's
+        if self.job is not None and not self.resumable:
+            shutil.rmtree(self.job, ignore_errors=True)
+        os.close(self._lock)  # releases the lock
+        self._lock = None
