@@ -30,7 +30,7 @@ def decision_counts(stats: dict[str, Any]) -> dict[str, int]:
     return {k[len(PREFIX) :]: int(v) for k, v in sorted(stats.items()) if k.startswith(PREFIX)}
 
 
-def _duration(stats: dict[str, Any]) -> float | None:
+def duration(stats: dict[str, Any]) -> float | None:
     started = stats.get("start_time")
     finished = stats.get("finish_time") or datetime.now(UTC)
     if not isinstance(started, datetime):
@@ -57,7 +57,7 @@ def write_report(
         "start_url": ledger.get_meta("start_url"),
         "started": started.isoformat() if isinstance(started, datetime) else None,
         "finished": datetime.now(UTC).isoformat(),
-        "duration_seconds": _duration(stats),
+        "duration_seconds": duration(stats),
         "outcome": outcome,
         "message": message,
         "published": outcome == "published",
@@ -120,9 +120,9 @@ def format_summary(stats: dict[str, Any]) -> str:
             f"since the last run: {stats['sitemap/added']} added, {stats['sitemap/removed']} "
             f"removed, {stats['sitemap/lastmod_changes']} lastmod changes"
         )
-    duration = _duration(stats)
-    if duration is not None:
-        lines.append(f"duration: {duration:.1f} s")
+    seconds = duration(stats)
+    if seconds is not None:
+        lines.append(f"duration: {seconds:.1f} s")
     outcome = stats.get("sitemap/outcome")
     if outcome == "published":
         lines.append(

@@ -1,0 +1,243 @@
+"""The Python API: one function per command, for other programs.
+
+::
+
+    from crawler import api
+
+    result = api.crawl("https://www.example.com/", out="public", max_pages=10_000,
+                       exclude=[r"\\?sort="], settings={"SITEMAP_CHANGEFREQ": "daily"})
+    if result.exit_code == 0:
+        print(result.index_url, result.listed, result.added)
+
+    audited = api.audit("https://www.example.com/", report="audit/", fail_under=95)
+    print(audited.coverage, audited.counts["missing"])
+
+:func:`crawl` and :func:`audit` take the command's options as keyword arguments,
+named as the long options with ``_`` for ``-`` (``max_pages``, ``base_url``,
+``no_gzip``; a repeatable option takes a list, ``settings`` a dict of ``-s``
+settings), and check them with the command line's own parser: the same names,
+conversions and checks as ``sitemap-crawler crawl`` and ``--config``. Bad input
+raises :class:`UsageError` with the command line's one-line message. Anything else,
+a failed or refused crawl included, comes back as a result with the command's exit
+status (0 published / report done, 3 crawl failed, 4 refused, 5 a bar broke, ...),
+its outcome and message, and the figures of its summary.
+
+Each call runs the command in a child Python process: a Twisted reactor runs once
+per process, so a crawl in the caller's own process could not be followed by
+another. The calls can therefore be made any number of times,
+one after the other, from any program (one with a reactor of its own included); a
+``KeyboardInterrupt`` in the caller stops the child as SIGTERM does (nothing
+published, the previous set kept). Logging goes to the child's stderr at
+``log_level`` (``"CRITICAL"`` by default: quiet).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from crawler.commands.options import UsageError
+
+if TYPE_CHECKING:
+    from argparse import Namespace
+
+    from crawler.audit.report import AuditReport
+    from crawler.commands.audit import AuditOutcome
+    from crawler.commands.crawl import CrawlOutcome
+
+__all__ = ["AuditResult", "CrawlResult", "UsageError", "audit", "crawl"]
+
+
+@dataclass(frozen=True)
+class CrawlResult:
+    """What a crawl did: the figures of its summary, its decision, the paths written.
+
+    ``exit_code`` is the command line's exit status; ``outcome`` the publisher's
+    decision (``published``, ``crawled``, ``refused``, ``failed``, ``output-error``,
+    ``interrupted``; None when the crawl never started, e.g. the state directory is
+    busy) and ``message`` why. ``summary`` is the text the command prints. ``added``,
+    ``removed`` and ``lastmod_changes`` count the changes to the published set since
+    the last run (their lists are in ``report``, the run's ``report.json``).
+    ``stats`` are all of Scrapy's stats of the run.
+    """
+
+    exit_code: int
+    outcome: str | None
+    message: str | None
+    summary: str
+    out: Path
+    state: Path
+    pages_fetched: int = 0
+    listed: int = 0
+    excluded: dict[str, int] = field(default_factory=dict)
+    added: int | None = None
+    removed: int | None = None
+    lastmod_changes: int | None = None
+    files_written: int = 0
+    urls_written: int = 0
+    index: Path | None = None
+    index_url: str | None = None
+    report: Path | None = None
+    duration: float | None = None
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def published(self) -> bool:
+        return self.outcome == "published"
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """What an audit found: ``coverage`` (percent of the indexable pages found by the
+    crawl that the sitemaps list; None when the crawl found none), ``counts`` per
+    class and flag (``protocol``: protocol problems), the files written with
+    ``report=``, the summary it prints, ``error`` (why the exit status is not 0) and
+    the whole ``audit`` report (:class:`crawler.audit.report.AuditReport`, None when
+    the audit could not run)."""
+
+    exit_code: int
+    error: str | None
+    summary: str
+    coverage: float | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    written: list[Path] = field(default_factory=list)
+    audit: AuditReport | None = None
+
+
+def crawl(url: str | None = None, **options: Any) -> CrawlResult:
+    """Crawl *url* and publish its sitemaps, as ``sitemap-crawler crawl`` does."""
+    result = _in_child("crawl", url, options)
+    assert isinstance(result, CrawlResult)
+    return result
+
+
+def audit(url: str | None = None, **options: Any) -> AuditResult:
+    """Audit *url*'s existing sitemaps, as ``sitemap-crawler audit`` does."""
+    result = _in_child("audit", url, options)
+    assert isinstance(result, AuditResult)
+    return result
+
+
+def _in_child(command: str, url: str | None, options: dict[str, Any]) -> object:
+    """Run *command* in a child Python (``python -m crawler.api``): the request and
+    its answer are pickled into a private temporary directory. A fresh interpreter,
+    not ``multiprocessing``: its ``spawn`` would import the caller's main module
+    again, and its ``fork`` would copy the caller's threads and reactor."""
+    with tempfile.TemporaryDirectory(prefix="sitemap-crawler-api-") as work:
+        request, answer = Path(work, "request.pickle"), Path(work, "answer.pickle")
+        request.write_bytes(pickle.dumps((command, url, options)))
+        env = dict(os.environ)
+        # The child finds this package where the caller did (an installed copy, a
+        # checkout on sys.path).
+        here = str(Path(__file__).resolve().parents[1])
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [here, env.get("PYTHONPATH")]))
+        child = subprocess.Popen(
+            [sys.executable, "-m", "crawler.api", str(request), str(answer)], env=env
+        )
+        try:
+            code = child.wait()
+        except KeyboardInterrupt:
+            # Stop the crawl as SIGTERM does: it publishes nothing, keeps the last set.
+            child.terminate()
+            child.wait()
+            raise
+        if not answer.exists():
+            raise RuntimeError(f"the {command} process ended without a result (exit code {code})")
+        kind, value = pickle.loads(answer.read_bytes())
+    if kind == "usage":
+        raise UsageError(value)
+    if kind == "error":
+        raise RuntimeError(f"{command} failed: {value}")
+    return value
+
+
+def _child(request: Path, answer: Path) -> None:
+    """In the child process: run the pickled request, pickle ``(kind, value)`` back."""
+    command, url, options = pickle.loads(request.read_bytes())
+    try:
+        reply: tuple[str, object] = ("result", _run(command, url, options))
+    except UsageError as e:
+        reply = ("usage", str(e))
+    except Exception as e:
+        reply = ("error", f"{type(e).__name__}: {e}")
+    answer.write_bytes(pickle.dumps(reply))
+
+
+def _run(command: str, url: str | None, options: dict[str, Any]) -> CrawlResult | AuditResult:
+    from crawler.cli import command_parser
+    from crawler.commands import audit as audit_command
+    from crawler.commands import crawl as crawl_command
+    from crawler.commands.options import apply_options, load_config
+
+    parser = command_parser(command)
+    args = parser.parse_args([])
+    args.url = url
+    apply_options(parser, args, options, where=f"{command}()")
+    if args.config:
+        load_config(parser, args)
+    if command == "crawl":
+        return _crawl_result(crawl_command.execute(args), args)
+    return _audit_result(audit_command.execute(args))
+
+
+def _crawl_result(outcome: CrawlOutcome, args: Namespace) -> CrawlResult:
+    from crawler.paths import CrawlPaths
+    from crawler.report import decision_counts, duration, format_summary
+
+    stats: dict[str, Any] = outcome.stats
+    paths = CrawlPaths.create(args.out, args.state)
+    counts = decision_counts(stats)
+    listed = counts.pop("listed", 0)
+
+    def path(name: str) -> Path | None:
+        value = stats.get(name)
+        return Path(value) if value else None
+
+    return CrawlResult(
+        exit_code=outcome.code,
+        outcome=stats.get("sitemap/outcome"),
+        message=outcome.error or stats.get("sitemap/message"),
+        summary=format_summary(stats) if stats else outcome.error or "",
+        out=paths.out,
+        state=paths.state,
+        pages_fetched=stats.get("response_received_count", 0),
+        listed=listed,
+        excluded={k: v for k, v in counts.items() if v},
+        added=stats.get("sitemap/added"),
+        removed=stats.get("sitemap/removed"),
+        lastmod_changes=stats.get("sitemap/lastmod_changes"),
+        files_written=stats.get("sitemap/files_written", 0),
+        urls_written=stats.get("sitemap/urls_written", 0),
+        index=path("sitemap/index_path"),
+        index_url=stats.get("sitemap/index_url"),
+        report=path("sitemap/report_path"),
+        duration=duration(stats),
+        stats=stats,
+    )
+
+
+def _audit_result(outcome: AuditOutcome) -> AuditResult:
+    report = outcome.report
+    return AuditResult(
+        exit_code=outcome.code,
+        error=outcome.error,
+        summary=outcome.summary,
+        coverage=report.coverage if report is not None else None,
+        counts=report.counts if report is not None else {},
+        written=list(outcome.written),
+        audit=report,
+    )
+
+
+if __name__ == "__main__":
+    # Through the module's importable name, so that what is pickled back names
+    # crawler.api's classes, not __main__'s.
+    from crawler.api import _child as child
+
+    child(Path(sys.argv[1]), Path(sys.argv[2]))
