@@ -10,7 +10,7 @@ loopback port, and crawls each site in turn through the real command line:
 2. for each K in ``--workers``: ``crawl URL --redis redis://127.0.0.1:PORT/0`` plus K
    ``worker --redis ...`` processes started as soon as the crawl is registered
    (K = 1: two processes, one per core of the 2-core machine the figures in
-   README.md come from).
+   docs/distributed.md come from).
 
 For each run it prints the pages fetched, the wall time (from the coordinator's
 start to its exit, workers' start-up included), pages per second and the ratio to

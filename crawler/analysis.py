@@ -63,8 +63,7 @@ def analyse_response(
 def _distinct(links: list[Resolved | None]) -> list[Resolved | None]:
     """*links* without repeats, in order, but every None kept (each is a link the
     crawl counts as not http(s)): the spider judges a link once per page, and the
-    result crosses the process boundary smaller (a third of python3-doc's links
-    are distinct on their page)."""
+    result crosses the process boundary smaller (pages repeat their navigation)."""
     seen: set[Resolved] = set()
     out: list[Resolved | None] = []
     for link in links:

@@ -65,8 +65,8 @@ class Alias:
 class PageRecords:
     """The records and aliases that one response led to (its own record, and those
     of the URLs it links to), in the order they were decided, as one item. Scrapy
-    gives every item a task, three pipeline calls, a signal and a log record: on
-    python3-doc, 530 pages made 4,700 items, and that machinery cost more than the
-    recording. The pipelines treat each entry as they treat a lone item."""
+    gives every item a task, three pipeline calls, a signal and a log record, which
+    cost more than the recording (bench/README.md, "One item per response"). The
+    pipelines treat each entry as they treat a lone item."""
 
     records: list[UrlRecord | Alias]

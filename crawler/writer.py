@@ -88,11 +88,8 @@ _CHUNK_ENTRIES: Final = 4096
 # EntryRows' 4,096. Apart from waiting for the compressor, the main thread lets
 # go of the GIL only while SQLite steps to the next row; checking and rendering
 # a batch hold it throughout, and the compressor thread, back from zlib, SHA-256
-# or a write, waits for it (up to the 5 ms switch interval). With 4,096 rows
-# those stretches took about 4 ms: publishing 1,000,000 URLs (bench/write.py,
-# timed per thread) took 2.7 s, of which the compressor spent 0.8 s waiting for
-# the GIL and the main thread 0.9 s waiting for the compressor. With 1,024 rows
-# (about 1 ms), 0.15 s and 0.2 s: 1.9 s. 512 or 2,048 did as well.
+# or a write, waits for it (up to the 5 ms switch interval): shorter batches keep
+# both threads busy (bench/README.md, "Publishing speed": the measurements).
 _ROWS_PER_BATCH: Final = 1024
 
 _XML_DECLARATION: Final = '<?xml version="1.0" encoding="UTF-8"?>\n'

@@ -2,7 +2,7 @@
 
 Scrapy's own settings are set for a polite crawl of a real site; the project's own
 are prefixed ``SITEMAP_``, in alphabetical order, each documented here and in
-README.md. The command line (``sitemap-crawler crawl``) maps its options onto these;
+docs/reference.md (tests/test_docs.py holds the two together). The command line (``sitemap-crawler crawl``) maps its options onto these;
 ``-s NAME=VALUE`` sets any of them, and any Scrapy setting.
 """
 
@@ -29,14 +29,14 @@ DOWNLOAD_DELAY = 0
 AUTOTHROTTLE_ENABLED = True
 # A crawl starts from one URL: nothing else is queued before its answer has set the
 # delay from the site's real latency, so a long start delay only slows the first
-# few requests (0.25 s cost a python3-doc crawl 0.5 s, about 10%).
+# few requests (bench/README.md has the measurements behind these settings).
 AUTOTHROTTLE_START_DELAY = 0.05
 AUTOTHROTTLE_MAX_DELAY = 30.0
 AUTOTHROTTLE_TARGET_CONCURRENCY = 4.0
 
 # The spider itself gives each URL one request (its seen-set, crawler/seen.py, keyed
 # on the normalised URL); Scrapy's fingerprint filter would keep a second set of
-# every URL (about 120 MB at a million URLs) to find no duplicate.
+# every URL (twice the memory of ours at a million URLs) to find no duplicate.
 DUPEFILTER_CLASS = "scrapy.dupefilters.BaseDupeFilter"
 
 # Breadth-first (Scrapy's documented BFO settings): a page is first found by its
@@ -64,8 +64,8 @@ HTTPERROR_ALLOW_ALL = True
 URLLENGTH_LIMIT = 8192
 TELNETCONSOLE_ENABLED = False
 # Scrapy reads the source of the callback on every response to warn about a
-# generator's return value (its cache misses on bound methods): about 1.5 ms a
-# page. Our callbacks are linted and tested instead.
+# generator's return value (its cache misses on bound methods): a measurable share
+# of every page. Our callbacks are linted and tested instead.
 WARN_ON_GENERATOR_RETURN_VALUE = False
 # Scrapy 2.19 opens a local HTTP control port by default; a crawler needs none.
 REMOTE_CONTROL_ENABLED = False
@@ -85,11 +85,11 @@ DOWNLOADER_MIDDLEWARES = {
     "crawler.middlewares.compression.CompressedAsPlainResponseMiddleware": 595,
 }
 # Scrapy starts this many tasks for the output of every response; the pipelines are
-# synchronous, so more than a few only cost time (10% of a crawl at the default 100).
+# synchronous, so more than a few only cost time (Scrapy's default is 100).
 CONCURRENT_ITEMS = 4
 # Scrapy's own extensions, less two that are off (TELNETCONSOLE_ENABLED and
 # REMOTE_CONTROL_ENABLED above) but would still be imported: Scrapy imports every
-# extension it lists, and the remote control's aiohttp took 0.1 s of every start.
+# extension it lists, and the remote control's aiohttp slowed every start.
 EXTENSIONS_BASE = {
     name: order
     for name, order in _scrapy_defaults.EXTENSIONS_BASE.items()

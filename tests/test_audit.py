@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
+import os
 import subprocess
 import sys
 import tracemalloc
@@ -385,3 +386,55 @@ def test_audit_bad_input(args: list[str], message: str) -> None:
     assert proc.returncode == 2
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and message in lines[0]
+
+
+def test_scrapy_audit_from_the_project_root(site: MockServer, tmp_path: Path) -> None:
+    # crawler/commands is Scrapy's COMMANDS_MODULE: the same command, Scrapy's options.
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scrapy",
+            "audit",
+            site.url("/"),
+            "--report",
+            str(tmp_path / "r"),
+            "--fail-on",
+            "redirect",
+            "-s",
+            "AUTOTHROTTLE_START_DELAY=0",
+            "-L",
+            "WARNING",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert proc.returncode == 5, proc.stderr
+    assert "coverage:" in proc.stdout
+    assert "sitemap-crawler: audit failed: 1 redirect" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert json.loads((tmp_path / "r" / "audit.json").read_text())["counts"]["redirect"] == 1
+
+
+def test_scrapy_lists_the_projects_commands() -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run(
+        [sys.executable, "-m", "scrapy"], cwd=ROOT, capture_output=True, text=True, env=env
+    )
+    commands = {line.split()[0] for line in proc.stdout.splitlines() if line.startswith("  ")}
+    assert {"audit", "worker", "crawl"} <= commands
+    worker = subprocess.run(
+        [sys.executable, "-m", "scrapy", "worker", "--redis", "redis://127.0.0.1:1/0"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert worker.returncode == 3, worker.stderr
+    assert "cannot reach Redis at redis://127.0.0.1:1/0" in worker.stderr
+    assert "Traceback" not in worker.stderr

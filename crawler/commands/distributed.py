@@ -43,7 +43,7 @@ def connect(url: str) -> Redis:
 
 
 def begin(
-    redis_url: str, start_url: str, overrides: Mapping[str, Any]
+    redis_url: str, start_url: str, overrides: dict[str, Any]
 ) -> tuple[RedisCrawl, dict[str, Any]]:
     """Register a distributed crawl of *start_url* in Redis; return its handle and
     the settings of this process, the coordinator."""

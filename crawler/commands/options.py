@@ -152,13 +152,13 @@ def add_site_options(p: argparse.ArgumentParser, *, scrapy: bool = False) -> Non
         "--max-pages",
         type=non_negative_int,
         metavar="N",
-        help="fetch at most N pages (0: no limit; default 500000)",
+        help="fetch at most N pages (default 500000; 0 means no limit)",
     )
     p.add_argument(
         "--max-depth",
         type=non_negative_int,
         metavar="N",
-        help="follow links at most N levels from the start URL (0: no limit; default 50)",
+        help="follow links at most N levels from the start URL (default 50; 0 means no limit)",
     )
     p.add_argument(
         "--concurrency",

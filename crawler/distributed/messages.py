@@ -17,7 +17,7 @@ The coordinator's reports on its own pages never leave its memory; they hold its
 frontier's records and requests directly.
 
 Pickled, as scrapy-redis pickles the requests in its queue: the Redis server must be
-trusted by every process (see README, "Scaling out with Redis").
+trusted by every process (see docs/distributed.md).
 """
 
 from __future__ import annotations
