@@ -111,7 +111,7 @@ def duplicates(groups: Iterable[list[str]]) -> list[tuple[str, str, str, str]]:
     site, say) are one page: the shortest URL stays listed, the others become
     ``duplicate`` with it as target. *groups*: the URLs of each body listed more than
     once. Returns ``(url, decision, reason, target)`` for each page that changes."""
-    changes = []
+    changes: list[tuple[str, str, str, str]] = []
     for urls in groups:
         keeper = min(urls, key=lambda u: (len(u), u))
         changes.extend(

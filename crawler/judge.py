@@ -407,9 +407,9 @@ class PageJudge:
             referrer=meta.get("sitemap_referrer"),
             key=url_key(url),
         )
-        if failure.check(RobotsDisallowed):
+        if isinstance(failure.value, RobotsDisallowed):
             rec.decision, rec.reason = d.ROBOTS, str(failure.value)
-        elif failure.check(OffHostRequest):
+        elif isinstance(failure.value, OffHostRequest):
             rec.decision, rec.reason = d.OFF_HOST, "another host"
         else:
             kind = failure.type.__name__ if failure.type is not None else "Error"

@@ -347,7 +347,8 @@ class Ledger:
     def count_removed(self, previous: Path) -> int:
         """Listed URLs of the *previous* ledger that this one no longer lists."""
         self._attach(previous)
-        return self._db.execute(_REMOVED.replace("SELECT loc", "SELECT count(*)", 1)).fetchone()[0]
+        row = self._db.execute(_REMOVED.replace("SELECT loc", "SELECT count(*)", 1)).fetchone()
+        return int(row[0])
 
     def changes_since(
         self, previous: Path | None

@@ -34,12 +34,14 @@ class QuietLogFormatter(LogFormatter):
         # An unknown name comes back as a string: keep every message.
         return cls(debug=not isinstance(level, int) or level <= logging.DEBUG)
 
-    def crawled(
+    # Scrapy's engine and scraper skip a message whose method returns None (as the
+    # docs of LogFormatter say), but its annotations promise a LogFormatterResult.
+    def crawled(  # type: ignore[override]
         self, request: Request, response: Response, spider: Spider
     ) -> LogFormatterResult | None:
         return super().crawled(request, response, spider) if self.debug else None
 
-    def scraped(
+    def scraped(  # type: ignore[override]  # None: not logged (see crawled)
         self, item: Any, response: Response | Failure | None, spider: Spider
     ) -> LogFormatterResult | None:
         return super().scraped(item, response, spider) if self.debug else None

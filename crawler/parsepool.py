@@ -40,6 +40,7 @@ the workers were behind), ``sitemap/parse/broken_pool``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import multiprocessing
 import os
@@ -53,7 +54,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from scrapy.http import HtmlResponse
 from scrapy.utils.reactor import is_asyncio_reactor_installed, is_reactor_installed
@@ -66,6 +67,9 @@ if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
 
 logger = logging.getLogger(__name__)
+
+# How the pool's workers start: forked by fork_workers, else spawned.
+StartMethod = Literal["fork", "spawn"]
 
 # The crawl's process spends about as much CPU on a page (fetching, judging,
 # recording) as a worker spends parsing it, so it is the slower side as soon as
@@ -177,7 +181,8 @@ class _Channel(asyncio.Protocol):
         return self.up[self.index]
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        assert isinstance(transport, asyncio.Transport)  # a socket's, read and written
+        self.transport = transport
 
     def data_received(self, data: bytes) -> None:
         buffer = self.buffer
@@ -216,8 +221,14 @@ class _Channel(asyncio.Protocol):
 class _Pool:
     """Worker processes, each with its socket; shared by the crawls of a process."""
 
-    def __init__(self, processes: int, method: str) -> None:
-        context = multiprocessing.get_context(method)
+    def __init__(self, processes: int, method: StartMethod) -> None:
+        # Spelled out for the type checker: get_context(str) is a BaseContext, with
+        # no Process.
+        context = (
+            multiprocessing.get_context("fork")
+            if method == "fork"
+            else multiprocessing.get_context("spawn")
+        )
         self.socks: list[socket.socket] = []
         self.up: list[bool] = []  # whether each worker's first message was read
         self.procs: list[multiprocessing.process.BaseProcess] = []
@@ -273,7 +284,7 @@ class _Pool:
             self.wait_ready(0)  # those up already take pages from the first one on
             for i, sock in enumerate(self.socks):
                 _, channel = await loop.connect_accepted_socket(
-                    lambda i=i: _Channel(self.up, i), sock
+                    functools.partial(_Channel, self.up, i), sock
                 )
                 self.channels.append(channel)
         if self.loop is not loop:
@@ -294,7 +305,7 @@ class _Pool:
 _pools: dict[int, _Pool] = {}
 
 
-def _shared_pool(processes: int, method: str = "spawn") -> _Pool:
+def _shared_pool(processes: int, method: StartMethod = "spawn") -> _Pool:
     """The process's pool of *processes* workers, started now if there is none;
     spawned unless :func:`fork_workers` knows better (a crawl's process has a running
     reactor, open sockets, SQLite connections and threads that a forked child must
@@ -434,6 +445,7 @@ class PageAnalyser:
             return self.local(response)
         if not ok:
             raise result
+        assert isinstance(result, PageAnalysis)  # what _serve answers with ok
         if self.stats is not None:
             self.stats.inc_value("sitemap/parse/remote")
         return result

@@ -40,9 +40,8 @@ class PreviousRun:
         return dict(row) if row is not None else None
 
     def listed_count(self) -> int:
-        return self._db.execute(
-            "SELECT count(*) FROM urls WHERE decision = ?", (LISTED,)
-        ).fetchone()[0]
+        row = self._db.execute("SELECT count(*) FROM urls WHERE decision = ?", (LISTED,)).fetchone()
+        return int(row[0])
 
     def close(self) -> None:
         self._db.close()

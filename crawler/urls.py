@@ -89,7 +89,7 @@ from w3lib.url import canonicalize_url
 try:
     import idna as _idna
 except ImportError:  # pragma: no cover - Scrapy needs tldextract, which needs idna
-    _idna = None  # type: ignore[assignment]
+    _idna = None  # type: ignore[assignment]  # the module, or None without it (tested)
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

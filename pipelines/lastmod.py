@@ -127,15 +127,14 @@ class LastmodPipeline(RecordPipeline):
         self, item: UrlRecord, prev: dict[str, Any] | None
     ) -> tuple[str | None, str | None]:
         """(lastmod, changed_at) from the main-content hash and the previous run."""
-        same = (
-            None
-            if prev is None or prev["main_hash"] is None
-            else same_content(
-                prev["main_hash"], item.main_hash, prev["content_hash"], item.content_hash
-            )
+        # None: a first observation, no evidence of when it changed.
+        if prev is None or prev["main_hash"] is None:
+            return None, None
+        same = same_content(
+            prev["main_hash"], item.main_hash, prev["content_hash"], item.content_hash
         )
         if same is None:
-            return None, None  # first observation: no evidence of when it changed
+            return None, None
         if not same:
             self.stats.inc_value("sitemap/lastmod/changed")
             return self.run_time, self.run_time

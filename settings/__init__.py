@@ -2,8 +2,9 @@
 
 Scrapy's own settings are set for a polite crawl of a real site; the project's own
 are prefixed ``SITEMAP_``, in alphabetical order, each documented here and in
-docs/reference.md (tests/test_docs.py holds the two together). The command line (``sitemap-crawler crawl``) maps its options onto these;
-``-s NAME=VALUE`` sets any of them, and any Scrapy setting.
+docs/reference.md (tests/test_docs.py holds the two together). The command line
+(``sitemap-crawler crawl``) maps its options onto these; ``-s NAME=VALUE`` sets any
+of them, and any Scrapy setting.
 """
 
 from scrapy.settings import default_settings as _scrapy_defaults

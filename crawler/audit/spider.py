@@ -40,7 +40,7 @@ from scrapy.exceptions import DontCloseSpider
 from crawler import decisions as d
 from crawler.audit.sitemaps.model import Kind, ParsedSitemap
 from crawler.audit.sitemaps.parse import parse_sitemap
-from crawler.audit.store import AuditStore
+from crawler.audit.store import AuditStore, Listing
 from crawler.extensions.runstate import RunState
 from crawler.items import UrlRecord
 from crawler.judge import NoLeads, PageJudge
@@ -263,8 +263,9 @@ class AuditSpider(Spider):
         )
 
     def sitemap_failed(self, failure: Failure) -> None:
-        meta = failure.request.meta  # type: ignore[attr-defined]
-        url = failure.request.url  # type: ignore[attr-defined]
+        meta = failure.request.meta  # type: ignore[attr-defined]  # set by Scrapy
+        url = failure.request.url  # type: ignore[attr-defined]  # set by Scrapy
+        assert failure.type is not None  # a Failure always holds an exception
         self.store.add_sitemap(
             url,
             meta["audit_via"],
@@ -339,7 +340,7 @@ class AuditSpider(Spider):
                 yield from self._sitemap_request(child, via="index", parent=url, depth=depth + 1)
             return
         directory = directory or prefix_of(url)
-        rows = []
+        rows: list[Listing] = []
         for entry in parsed.entries:
             normal = normalize_url(
                 entry.loc, strip_params=self.strip_params, extra_strip=self.extra_strip

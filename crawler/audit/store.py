@@ -67,6 +67,22 @@ CREATE TABLE IF NOT EXISTS fetched (
 ) WITHOUT ROWID;
 """
 
+# One row of ``listings``, in the order of its columns (less ``id``): loc, key, url,
+# sitemap, line, lastmod, changefreq, priority, alternates, images, scope.
+Listing = tuple[
+    str,
+    str | None,
+    str | None,
+    str,
+    int | None,
+    str | None,
+    str | None,
+    str | None,
+    int,
+    int,
+    str | None,
+]
+
 
 class AuditStore:
     def __init__(self, path: Path) -> None:
@@ -100,7 +116,7 @@ class AuditStore:
             "UPDATE sitemaps SET problems = ? WHERE url = ?", (json.dumps(problems), url)
         )
 
-    def add_listings(self, rows: list[tuple[Any, ...]]) -> None:
+    def add_listings(self, rows: list[Listing]) -> None:
         self._db.executemany(
             "INSERT INTO listings (loc, key, url, sitemap, line, lastmod, changefreq, priority,"
             " alternates, images, scope) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

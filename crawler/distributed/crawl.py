@@ -38,7 +38,7 @@ import os
 import secrets
 import socket
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from crawler import __version__
 
@@ -146,7 +146,7 @@ def connect(url: str, **params: Any) -> Redis:
     from scrapy_redis.defaults import REDIS_PARAMS
 
     try:
-        parse_url(url)
+        parse_url(url)  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
     except ValueError as e:
         raise BadRedisUrl(f"bad Redis URL {url!r}: {e}") from None
     server: Redis = get_redis(url=url, **{**REDIS_PARAMS, **params})
@@ -341,13 +341,16 @@ class RedisCrawl:
     # -- the coordinator -------------------------------------------------------------------
 
     def pop_reports(self, count: int) -> list[bytes]:
-        return self.server.lpop(self.reports, count) or []
+        # LPOP with a count replies with a list (nil when the list is empty), of bytes:
+        # connections to a crawl do not decode replies (scrapy-redis's REDIS_PARAMS).
+        return cast("list[bytes] | None", self.server.lpop(self.reports, count)) or []
 
     def wait_report(self, timeout: float) -> bytes | None:
         """The next report, waiting up to *timeout* seconds for one (blocks: call it
         in a thread)."""
         popped = self.server.blpop([self.reports], timeout=timeout)
-        return popped[1] if popped else None
+        # (key, value), or nil on timeout; bytes, as replies are not decoded (above).
+        return cast(bytes, popped[1]) if popped else None
 
     def requeue_lost(self) -> tuple[int, int]:
         """Queue again what the processes that stopped sending heartbeats held:

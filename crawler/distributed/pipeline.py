@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import pickle
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from scrapy.exceptions import NotConfigured
 
@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from typing import Self
 
     from scrapy.crawler import Crawler
+
+    from crawler.distributed.spider import DistributedSiteSpider
 
 logger = logging.getLogger(__name__)
 
@@ -46,12 +48,13 @@ class ReportPipeline:
     def process_item(self, item: Any) -> Any:
         if not isinstance(item, PageReport):
             return item
-        spider = self.crawler.spider
-        redis = spider.redis  # type: ignore[union-attr]
-        if spider.coordinator:  # type: ignore[union-attr]
+        # Only the distributed site spider yields page reports.
+        spider = cast("DistributedSiteSpider", self.crawler.spider)
+        redis = spider.redis
+        if spider.coordinator:
             # The coordinator's own pages: the report stays in memory and an empty
             # marker keeps its place in the list (no pickling, no payload through Redis).
-            spider.own_reports.append(item)  # type: ignore[union-attr]
+            spider.own_reports.append(item)
             payload = b""
         else:
             payload = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)

@@ -54,6 +54,9 @@ if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.core.engine import ExecutionEngine
     from scrapy.crawler import Crawler
+    from scrapy.utils.request import RequestFingerprinterProtocol
+
+    from crawler.distributed.spider import DistributedSiteSpider
 
 logger = logging.getLogger(__name__)
 
@@ -63,9 +66,12 @@ CLAIM = "sitemap_claim"
 class ClaimQueue(PriorityQueue):
     """scrapy-redis's priority queue, scored by link depth; popping claims."""
 
-    def __init__(self, server: Any, spider: Spider, key: str, serializer: Any = None) -> None:
+    # The spider: the distributed site spider, the only one RedisScheduler runs.
+    def __init__(
+        self, server: Any, spider: DistributedSiteSpider, key: str, serializer: Any = None
+    ) -> None:
         super().__init__(server, spider, key, serializer)
-        self.crawl: RedisCrawl = spider.redis  # type: ignore[attr-defined]
+        self.crawl: RedisCrawl = spider.redis
 
     def push(self, request: Request, fingerprint: str | None = None) -> bool:
         """Queue *request* unless *fingerprint* is in the seen-set (scrapy-redis's
@@ -89,9 +95,12 @@ class ClaimQueue(PriorityQueue):
 class KeyDupeFilter(RFPDupeFilter):
     """scrapy-redis's Redis seen-set, keyed on the crawl's dedup key."""
 
+    # Set by from_spider (scrapy-redis's RFPDupeFilter has no fingerprinter).
+    fingerprinter: RequestFingerprinterProtocol
+
     @classmethod
-    def from_spider(cls, spider: Spider) -> Self:
-        crawl: RedisCrawl = spider.redis  # type: ignore[attr-defined]
+    def from_spider(cls, spider: DistributedSiteSpider) -> Self:
+        crawl = spider.redis
         dupefilter = cls(
             crawl.server, key=crawl.seen, debug=spider.settings.getbool("DUPEFILTER_DEBUG")
         )
@@ -101,7 +110,7 @@ class KeyDupeFilter(RFPDupeFilter):
     def request_fingerprint(self, request: Request) -> str:
         url = request.meta.get("sitemap_url")
         if url is None:  # not a page request of the site spider: Scrapy's own
-            return self.fingerprinter.fingerprint(request).hex()  # type: ignore[no-any-return]
+            return self.fingerprinter.fingerprint(request).hex()
         # Not scrapy-redis's own fingerprint (it drifted from Scrapy's): the key the
         # coordinator's seen-set holds (crawler/seen.py).
         return format(fingerprint(url_key(url)), "016x")

@@ -47,7 +47,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterable, Iterator
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from scrapy import Request, Spider, signals
 from scrapy.http import HtmlResponse, Response
@@ -225,7 +225,7 @@ class DistributedSiteSpider(Spider):
         if self.run_state.locked_out:
             return  # another run owns the state directory
         assert self.crawler.engine is not None
-        scheduler: RedisScheduler = self.crawler.engine.scheduler  # type: ignore[assignment]  # SCHEDULER is ours
+        scheduler = cast("RedisScheduler", self.crawler.engine.scheduler)  # SCHEDULER is ours
         if self.frontier is not None:
             for out in self.frontier.start():
                 if isinstance(out, Request):
@@ -244,7 +244,9 @@ class DistributedSiteSpider(Spider):
         payloads: list[bytes] = []
         while True:
             for payload in payloads:
-                report = self.own_reports.popleft() if not payload else pickle.loads(payload)
+                report: PageReport = (
+                    self.own_reports.popleft() if not payload else pickle.loads(payload)
+                )
                 for out in self._apply(report):
                     yield out
             now = time.monotonic()
@@ -272,8 +274,8 @@ class DistributedSiteSpider(Spider):
             # Wait for the next report in a thread (BLPOP): the reactor goes on, and
             # a report is read the moment it arrives; a chain of pages one link apart
             # is crawled at the speed of the site, not of a polling interval.
-            report = await run_in_thread(redis.wait_report, self.poll_interval * 5)
-            payloads = [report] if report is not None else []
+            waited = await run_in_thread(redis.wait_report, self.poll_interval * 5)
+            payloads = [waited] if waited is not None else []
 
     def _apply(self, report: PageReport) -> Iterator[object]:
         """Decide about what one page's report found, as the site spider would have

@@ -121,6 +121,7 @@ class RunState:
         self.fatal: str | None = None
         self.resumable = False
         self._lock: int | None = None
+        self._crawler: Crawler | None = None  # set by of()
 
     @classmethod
     def of(cls, crawler: Crawler, start_url: str | None = None) -> RunState:
@@ -204,6 +205,7 @@ class RunState:
 
     def _spider_opened(self) -> None:
         if self.locked_out:
+            assert self._crawler is not None  # of() sets it when it connects this
             engine = self._crawler.engine
             assert engine is not None
             deferred_from_coro(engine.close_spider_async(reason="state_locked"))

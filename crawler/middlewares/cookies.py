@@ -10,10 +10,11 @@ uses the snapshot bundled with tldextract, with no fetch and no cache directory.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from http.cookiejar import Cookie, CookieJar
+from http.cookiejar import Cookie
 
 from scrapy.downloadermiddlewares.cookies import CookiesMiddleware
 from scrapy.http import Request
+from scrapy.http.cookies import CookieJar
 from scrapy.utils.httpobj import urlparse_cached
 from tldextract import TLDExtract
 

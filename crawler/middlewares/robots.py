@@ -28,7 +28,7 @@ Stats: ``robotstxt/*`` as Scrapy's, ``sitemap/robots/unreachable``,
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit
 
 from scrapy import signals
@@ -36,6 +36,7 @@ from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Request
 from scrapy.http.request import NO_CALLBACK
+from scrapy.robotstxt import RobotParser
 from scrapy.utils.asyncio import call_later
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
@@ -48,7 +49,6 @@ from crawler.middlewares.hostguard import OffHostRequest
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
-    from scrapy.robotstxt import RobotParser
 
 logger = logging.getLogger(__name__)
 
@@ -59,11 +59,17 @@ class RobotsDisallowed(IgnoreRequest):
     """A request that robots.txt does not allow."""
 
 
-class _DisallowAll:
+class _DisallowAll(RobotParser):
     """The parser used when robots.txt is unreachable (RFC 9309, 2.3.1.4)."""
 
     def __init__(self, reason: str) -> None:
         self.reason = reason
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, robotstxt_body: bytes) -> Self:
+        # A RobotParser, to stand where Scrapy keeps parsers, but never built from a
+        # robots.txt body: it stands for one that could not be fetched.
+        raise NotImplementedError
 
     def allowed(self, url: str | bytes, user_agent: str | bytes) -> bool:
         return False
@@ -80,7 +86,7 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
             # Match groups on the product token, not the whole User-Agent string.
             self._robotstxt_useragent = product_token(self._default_useragent)
 
-    async def process_request(self, request: Request, spider: Any = None) -> None:  # type: ignore[override]
+    async def process_request(self, request: Request, spider: Any = None) -> None:
         if request.meta.get("dont_obey_robotstxt"):
             return
         rp = await self.robot_parser(request)
@@ -92,24 +98,24 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
         except IgnoreRequest as e:
             raise RobotsDisallowed(str(e)) from None
 
-    async def robot_parser(self, request: Request) -> RobotParser | None:  # type: ignore[override]
+    async def robot_parser(self, request: Request) -> RobotParser | None:
         url = urlparse_cached(request)
         origin = f"{url.scheme}://{url.netloc}"
         # One fetch per origin (RFC 9309 scopes robots.txt to scheme, host and port);
         # requests that arrive meanwhile wait on the same Deferred.
         if origin not in self._parsers:
-            waiter: Deferred[Any] = Deferred()
+            waiter: Deferred[RobotParser | None] = Deferred()
             self._parsers[origin] = waiter
-            parser = await self._fetch(origin, request)
-            self._parsers[origin] = parser
-            waiter.callback(parser)
-            return parser
+            fetched = await self._fetch(origin, request)
+            self._parsers[origin] = fetched
+            waiter.callback(fetched)
+            return fetched
         parser = self._parsers[origin]
         if isinstance(parser, Deferred):
             return await maybe_deferred_to_future(parser)
         return parser
 
-    async def _fetch(self, origin: str, request: Request) -> Any:
+    async def _fetch(self, origin: str, request: Request) -> RobotParser | None:
         robotsreq = Request(
             f"{origin}/robots.txt",
             priority=self.DOWNLOAD_PRIORITY,
@@ -120,10 +126,12 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
         try:
             response = await self.crawler.engine.download_async(robotsreq)
         except OffHostRequest as e:
-            return self._unavailable(origin, f"redirected to another host ({e})")
+            self._unavailable(origin, f"redirected to another host ({e})")
+            return None
         except IgnoreRequest as e:
             # Scrapy's redirect middleware gives up after REDIRECT_MAX_TIMES hops.
-            return self._unavailable(origin, str(e))
+            self._unavailable(origin, str(e))
+            return None
         except Exception as e:  # timeouts, DNS and connection errors
             return self._unreachable(origin, f"{type(e).__name__}: {e}".rstrip(": "))
         self._stats.inc_value("robotstxt/response_count")
@@ -134,9 +142,11 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
         if status == 429 or status >= 500:
             return self._unreachable(origin, f"HTTP {status}")
         if 400 <= status < 500:
-            return self._unavailable(origin, f"HTTP {status}")
+            self._unavailable(origin, f"HTTP {status}")
+            return None
         # A 3xx that was not followed (no Location) or a 1xx: treat as unavailable.
-        return self._unavailable(origin, f"HTTP {status}")
+        self._unavailable(origin, f"HTTP {status}")
+        return None
 
     async def _parse(self, response: Response, request: Request) -> RobotParser:
         body = response.body[: self._max_bytes]
