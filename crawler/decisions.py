@@ -12,13 +12,10 @@ decision with its typical reasons.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Protocol
 
 from crawler.urls import url_key
-
-if TYPE_CHECKING:
-    from crawler.ledger import Ledger
 
 # Decisions. ``queued`` is the only non-final one: a URL scheduled but not yet fetched.
 QUEUED = "queued"
@@ -94,7 +91,19 @@ UNFETCHED = "not fetched: the crawl stopped first"
 DEPTH_CAP = "max depth"
 
 
-def close_books(ledger: Ledger, *, dedupe_content: bool) -> None:
+class Books(Protocol):
+    """What :func:`close_books` reads and changes: the running ledger
+    (:class:`crawler.ledger.Ledger`), which stores decisions and makes none."""
+
+    def redecide_queued(self, decision: str, reason: str) -> int: ...
+    def listed_by_content(self) -> Iterator[list[str]]: ...
+    def redecide(self, changes: Iterable[tuple[str, str, str, str]]) -> None: ...
+    def hops(self) -> dict[str, str]: ...
+    def append_reasons(self, notes: Iterable[tuple[str, str]]) -> None: ...
+    def commit(self) -> None: ...
+
+
+def close_books(ledger: Books, *, dedupe_content: bool) -> None:
     """Decide what only the whole crawl can tell, in the running ledger: every URL
     still queued is ``cap-reached`` (:data:`UNFETCHED`); listed pages with
     byte-identical bodies are one page (:func:`duplicates`); redirect and canonical

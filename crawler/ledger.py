@@ -5,24 +5,10 @@ directory, written as the crawl goes and read back, in sorted order and without
 loading it into memory, by the sitemap publisher. Later commands (audit, nightly
 runs) query the same tables. ``export_jsonl`` writes a copy for people.
 
-Tables:
-
-``urls``
-    ``key`` (dedup key, :func:`crawler.urls.url_key`), ``url`` (normalised URL),
-    ``decision``, ``reason``, ``target`` (redirect or canonical target) and its
-    ``target_key``, ``status``, ``depth``, ``referrer``, ``content_type``,
-    ``last_modified`` (raw header), ``loc`` (published address), ``lastmod``
-    (W3C datetime), ``warnings`` (JSON list), ``content_hash`` (of the body of
-    a listed page), ``etag``, ``main_hash`` (of the page's main content, see
-    :mod:`crawler.content`), ``lastmod_source`` (``header``, ``page`` or
-    ``content``), ``changed_at`` (when a content change was last detected),
-    ``first_seen`` and ``updated`` (Unix times: first and latest run that saw the
-    URL), ``links`` (the URLs the page led to, newline-separated, replayed when a
-    later run gets a 304).
-``aliases``
-    other forms of a URL that were folded into a row (``alias`` -> ``key``).
-``meta``
-    facts about the run (start URL, robots.txt ``Sitemap:`` lines, ...).
+The schema (tables ``urls``, ``aliases`` and ``meta``, every column, every
+decision with its reasons, and the files of the state directory) is documented in
+one place, docs/ledger.md, which tests/test_docs.py holds to :data:`SCHEMA`; the
+decisions themselves are :mod:`crawler.decisions`.
 """
 
 from __future__ import annotations

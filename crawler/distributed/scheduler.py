@@ -37,7 +37,7 @@ import importlib
 import logging
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from scrapy.utils.asyncio import create_looping_call
 from scrapy_redis.dupefilter import RFPDupeFilter
@@ -54,13 +54,21 @@ if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.core.engine import ExecutionEngine
     from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
     from scrapy.utils.request import RequestFingerprinterProtocol
-
-    from crawler.distributed.spider import DistributedSiteSpider
 
 logger = logging.getLogger(__name__)
 
 CLAIM = "sitemap_claim"
+
+
+class RedisSpider(Protocol):
+    """What the queue and the seen-set need of the spider (the distributed site
+    spider, the only one RedisScheduler runs): the crawl's Redis handle."""
+
+    redis: RedisCrawl
+    settings: BaseSettings
+    crawler: Crawler
 
 
 class ClaimQueue(PriorityQueue):
@@ -68,7 +76,7 @@ class ClaimQueue(PriorityQueue):
 
     # The spider: the distributed site spider, the only one RedisScheduler runs.
     def __init__(
-        self, server: Any, spider: DistributedSiteSpider, key: str, serializer: Any = None
+        self, server: Any, spider: RedisSpider, key: str, serializer: Any = None
     ) -> None:
         super().__init__(server, spider, key, serializer)
         self.crawl: RedisCrawl = spider.redis
@@ -99,7 +107,7 @@ class KeyDupeFilter(RFPDupeFilter):
     fingerprinter: RequestFingerprinterProtocol
 
     @classmethod
-    def from_spider(cls, spider: DistributedSiteSpider) -> Self:
+    def from_spider(cls, spider: RedisSpider) -> Self:
         crawl = spider.redis
         dupefilter = cls(
             crawl.server, key=crawl.seen, debug=spider.settings.getbool("DUPEFILTER_DEBUG")
