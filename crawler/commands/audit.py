@@ -33,6 +33,7 @@ from crawler.commands.options import (
     UsageError,
     add_site_options,
     check_writable,
+    checked_settings,
     error,
     load_config,
     percent,
@@ -126,6 +127,7 @@ def audit_settings(args: argparse.Namespace) -> dict[str, Any]:
     if args.report:
         check_writable(Path(args.report))
     settings.update(dict(args.settings))
+    checked_settings(settings)
     return settings
 
 

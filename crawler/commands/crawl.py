@@ -31,6 +31,7 @@ from crawler.commands.options import (
     UsageError,
     add_site_options,
     check_writable,
+    checked_settings,
     error,
     load_config,
     positive_int,
@@ -155,6 +156,7 @@ def crawl_settings(args: argparse.Namespace) -> dict[str, Any]:
         }
     )
     settings.update(dict(args.settings))
+    checked_settings(settings)
     return settings
 
 

@@ -342,6 +342,20 @@ def project_settings(overrides: Mapping[str, Any], base: Settings | None = None)
     return settings
 
 
+def checked_settings(overrides: Mapping[str, Any], base: Settings | None = None) -> Settings:
+    """:func:`project_settings`, checked against every setting's rule
+    (:mod:`crawler.settingrules`) before anything runs; raise UsageError naming the
+    setting, its value and what is allowed."""
+    from crawler.settingrules import SettingError, check_settings
+
+    settings = project_settings(overrides, base)
+    try:
+        check_settings(settings, overrides)
+    except SettingError as e:
+        raise UsageError(str(e)) from None
+    return settings
+
+
 def error(message: str) -> None:
     """One line on stderr, the way every command reports a failure."""
     print(f"{PROG}: {message}", file=sys.stderr)

@@ -29,9 +29,9 @@ from crawler.commands.options import (
     CrawlFailure,
     UsageError,
     add_log_and_settings,
+    checked_settings,
     error,
     positive_int,
-    project_settings,
     setting,
 )
 from crawler.commands.process import run_spider
@@ -103,9 +103,12 @@ def run(
             args.redis,
             crawl_id,
             local,
-            project_settings({**config["settings"], **local}, base),
+            checked_settings({**config["settings"], **local}, base),
         )
         _, stats = run_spider(start_url, settings, spider=SPIDER)
+    except UsageError as e:
+        error(f"error: {e}")
+        return EXIT_USAGE
     except KeyboardInterrupt:
         error("worker interrupted")
         return EXIT_INTERRUPTED
