@@ -45,9 +45,10 @@ from urllib.parse import urljoin, urlsplit
 from scrapy.http import HtmlResponse, Response
 
 from crawler import decisions as d
+from crawler.agent import robots_agents
 from crawler.entry import check_loc
 from crawler.items import UrlRecord
-from crawler.links import header_directives, link_header_canonicals, robots_agents
+from crawler.links import header_directives, link_header_canonicals
 from crawler.middlewares.hostguard import OffHostRequest
 from crawler.middlewares.robots import RobotsDisallowed
 from crawler.urls import normalize_url, site_of, url_key
@@ -119,7 +120,7 @@ class PageJudge:
     """Judges the responses of a crawl from *start_url* (see the module docstring).
 
     *analyser* analyses an HTML page in this process when the caller has no
-    analysis; *agents*: :func:`crawler.links.robots_agents`; *listed_types*: media types listed
+    analysis; *agents*: :func:`crawler.agent.robots_agents`; *listed_types*: media types listed
     besides HTML; *previous*: the previous run, which a 304 replays; *leads*: where
     pages lead; *fail*: says the run cannot do its job; *not_modified*: what to do
     with a 304 instead of replaying it here.

@@ -28,7 +28,6 @@ from scrapy.http import HtmlResponse, Response
 from scrapy.utils.response import get_base_url, get_meta_refresh
 
 from crawler.lastmod import lastmod_from_page
-from crawler.middlewares.robots import product_token
 from crawler.seen import fingerprint
 from crawler.urls import normalize_url, url_key
 
@@ -82,14 +81,6 @@ class PageFacts:
 
 def clean_href(href: str) -> str:
     return _TAB_NL.sub("", href.strip(_URL_STRIP))
-
-
-def robots_agents(user_agent: str, robots_user_agent: str | None) -> tuple[str, ...]:
-    """The agents whose robots directives apply to the crawl (lowercase): every
-    robot, Google's (whose rules sites write for every crawler), and our product
-    token (``ROBOTSTXT_USER_AGENT``, or the User-Agent's)."""
-    token = robots_user_agent or product_token(user_agent)
-    return ("robots", "googlebot", token.lower())
 
 
 def header_directives(response: Response, agents: Iterable[str]) -> RobotsDirectives:

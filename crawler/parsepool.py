@@ -59,8 +59,9 @@ from typing import TYPE_CHECKING, Literal
 from scrapy.http import HtmlResponse
 from scrapy.utils.reactor import is_asyncio_reactor_installed, is_reactor_installed
 
+from crawler.agent import robots_agents
 from crawler.analysis import PageAnalysis, analyse, analyse_response
-from crawler.links import LinkResolver, robots_agents
+from crawler.links import LinkResolver
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from scrapy.http import HtmlResponse
 
+from crawler.agent import product_token
 from crawler.decisions import CANONICAL, CAP, LISTED, QUEUED, REDIRECT, UNFETCHED, close_books
 from crawler.items import UrlRecord
 from crawler.ledger import Ledger
 from crawler.links import page_facts
 from crawler.middlewares.cookies import is_public_suffix
-from crawler.middlewares.robots import product_token
 from crawler.publicurl import BaseUrlError, PublicUrls, prefix_of
 from crawler.traps import TrapDetector
 from crawler.urls import site_of, url_key

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from crawler.middlewares.robots import product_token
+from crawler.agent import product_token
 from crawler.publicurl import BaseUrlError, PublicUrls
 from crawler.urls import host_port, normalize_url
 

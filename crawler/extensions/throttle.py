@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Request, Response
 
-from crawler.middlewares.robots import product_token
+from crawler.agent import product_token
 
 logger = logging.getLogger(__name__)
 

@@ -43,6 +43,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler
 from twisted.internet.defer import Deferred
 
+from crawler.agent import product_token
 from crawler.extensions.runstate import RunState
 from crawler.middlewares.hostguard import OffHostRequest
 
@@ -181,9 +182,3 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
     def _close(self, reason: str) -> None:
         assert self.crawler.engine is not None
         deferred_from_coro(self.crawler.engine.close_spider_async(reason=reason))
-
-
-def product_token(user_agent: str) -> str:
-    """The product token of a User-Agent string: ``Foo/1.0 (+url)`` -> ``Foo``."""
-    token = user_agent.strip().split()[0] if user_agent.strip() else user_agent
-    return token.split("/")[0]
