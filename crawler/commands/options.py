@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from crawler.agent import product_token
+from crawler.agent import is_product_token, product_token
 from crawler.publicurl import BaseUrlError, PublicUrls
 from crawler.urls import host_port, normalize_url
 
@@ -108,6 +108,14 @@ def setting(text: str) -> tuple[str, str]:
     return name.strip(), value
 
 
+def robots_token(text: str) -> str:
+    if not is_product_token(text):
+        raise argparse.ArgumentTypeError(
+            f"not a product token (letters, digits, '_' and '-'): {text!r}"
+        )
+    return text
+
+
 def percent(text: str) -> float:
     try:
         value = float(text.rstrip("%"))
@@ -177,8 +185,14 @@ def add_site_options(p: argparse.ArgumentParser, *, scrapy: bool = False) -> Non
     p.add_argument(
         "--user-agent",
         metavar="UA",
-        help="User-Agent header; its product token (before '/') is matched "
-        "against robots.txt groups",
+        help="User-Agent header; its product token (AcmeBot in 'AcmeBot/1.0 (...)' or in "
+        "'Mozilla/5.0 (compatible; AcmeBot/1.0)') is matched against robots.txt groups",
+    )
+    p.add_argument(
+        "--robots-agent",
+        type=robots_token,
+        metavar="TOKEN",
+        help="the product token matched against robots.txt groups, instead of the User-Agent's",
     )
     p.add_argument(
         "--include",
@@ -248,6 +262,8 @@ def site_settings(args: argparse.Namespace) -> dict[str, Any]:
     if args.user_agent:
         settings["USER_AGENT"] = args.user_agent
         settings["ROBOTSTXT_USER_AGENT"] = product_token(args.user_agent)
+    if args.robots_agent:
+        settings["ROBOTSTXT_USER_AGENT"] = args.robots_agent
     return settings
 
 
