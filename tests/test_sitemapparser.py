@@ -589,6 +589,144 @@ def test_index_faults() -> None:
     ]
 
 
+# -- issues: loc namespace, mobile alternates, unclosed blocks -------------------------
+
+OTHER_NS = "http://example.com/schemas/not-sitemaps"
+
+
+@pytest.mark.parametrize(
+    ("data", "expected_codes", "expected_locs"),
+    [
+        pytest.param(
+            around(f'<url><loc xmlns="{OTHER_NS}">https://example.com/x</loc></url>'),
+            {"namespace-mismatch"},
+            [GOOD[0], "https://example.com/x", GOOD[1], GOOD[2]],
+            id="loc-in-another-namespace",
+        ),
+        pytest.param(
+            urlset(
+                url(GOOD[0]),
+                f'<url><loc xmlns="{SITEMAP_NS}">https://example.com/x</loc></url>',
+                root="<urlset>",
+            ),
+            {"no-namespace", "namespace-mismatch"},
+            [GOOD[0], "https://example.com/x"],
+            id="url-without-namespace-loc-in-sitemaps-one",
+        ),
+        pytest.param(
+            f'<sm:urlset xmlns:sm="{SITEMAP_NS}">\n<sm:url><sm:loc>{GOOD[0]}</sm:loc></sm:url>\n'
+            "<sm:url><loc>https://example.com/x</loc><lastmod>2024-01-01</lastmod></sm:url>\n"
+            "</sm:urlset>".encode(),
+            {"namespace-mismatch"},
+            [GOOD[0], "https://example.com/x"],
+            id="prefixed-url-unprefixed-loc",
+        ),
+        pytest.param(
+            around(
+                f'<url><loc>https://example.com/x</loc><o:loc xmlns:o="{OTHER_NS}">'
+                "https://example.com/other</o:loc></url>"
+            ),
+            set(),
+            [GOOD[0], "https://example.com/x", GOOD[1], GOOD[2]],
+            id="loc-in-its-namespace-wins",
+        ),
+    ],
+)
+def test_loc_in_another_namespace_is_read_and_reported(
+    data: bytes, expected_codes: set[str], expected_locs: list[str]
+) -> None:
+    result = parse(data)
+    assert locs(result) == expected_locs
+    assert codes(result) == expected_codes
+    mismatch = [p for p in result.problems if p.code == "namespace-mismatch"]
+    assert len(mismatch) == len(expected_codes & {"namespace-mismatch"})
+    for problem in mismatch:
+        assert "<loc>" in problem.message and "namespace" in problem.message
+
+
+def test_lastmod_in_another_namespace_is_read_too() -> None:
+    data = urlset(
+        "<url><loc>https://example.com/x</loc>"
+        f'<lastmod xmlns="{OTHER_NS}">2024-01-01</lastmod></url>'
+    )
+    result = parse(data)
+    assert [(e.loc, e.lastmod) for e in result.entries] == [("https://example.com/x", "2024-01-01")]
+    assert codes(result) == {"namespace-mismatch"}
+
+
+MOBILE = "only screen and (max-width: 640px)"
+
+
+def test_mobile_alternate_without_hreflang_is_valid() -> None:
+    # Google's separate-URL mobile annotation: rel=alternate with media, no hreflang.
+    data = urlset(
+        "<url><loc>https://example.com/page</loc>"
+        f'<xhtml:link rel="alternate" media="{MOBILE}" href="https://m.example.com/page"/>'
+        "</url>",
+        "<url><loc>https://example.com/both</loc>"
+        f'<xhtml:link rel="alternate" hreflang="de" media="{MOBILE}"'
+        ' href="https://m.example.com/de/both"/></url>',
+        root=f'<urlset xmlns="{SITEMAP_NS}" xmlns:xhtml="{XHTML_NS}">',
+    )
+    result = parse(data)
+    assert codes(result) == set()
+    first, second = result.entries
+    assert (first.alternates, first.media_alternates) == (
+        (),
+        ((MOBILE, "https://m.example.com/page"),),
+    )
+    # With hreflang it is an hreflang alternate, counted once.
+    assert (second.alternates, second.media_alternates) == (
+        (("de", "https://m.example.com/de/both"),),
+        (),
+    )
+
+
+@pytest.mark.parametrize(
+    "link",
+    [
+        pytest.param('<xhtml:link rel="alternate" href="https://m.example.com/x"/>', id="neither"),
+        pytest.param(f'<xhtml:link rel="alternate" media="{MOBILE}"/>', id="media-no-href"),
+        pytest.param(f'<xhtml:link rel="alternate" media="{MOBILE}" href="/m/x"/>', id="relative"),
+    ],
+)
+def test_invalid_mobile_alternates(link: str) -> None:
+    data = urlset(
+        f"<url><loc>https://example.com/x</loc>{link}</url>",
+        root=f'<urlset xmlns="{SITEMAP_NS}" xmlns:xhtml="{XHTML_NS}">',
+    )
+    result = parse(data)
+    assert codes(result) == {"invalid-alternate"}
+    assert locs(result) == ["https://example.com/x"]
+
+
+def test_nested_unclosed_urls_give_one_message() -> None:
+    data = (
+        f'<urlset xmlns="{SITEMAP_NS}">'
+        + "<url>" * 10_000
+        + f"<loc>{GOOD[0]}</loc>"
+        + "</url>" * 10_000
+        + "</urlset>"
+    ).encode()
+    result = parse(data)
+    assert locs(result) == [GOOD[0]]
+    unclosed = [p for p in result.problems if "not closed" in p.message]
+    assert len(unclosed) == 1
+    # The innermost <url> is closed by the first </url>: 9,999 are not.
+    assert unclosed[0].message.startswith("9,999 <url> elements are not closed (line 1)")
+    assert Counter(p.code for p in result.problems) == {"xml-error": 2}
+
+
+def test_unclosed_urls_on_many_lines_give_one_message_with_their_lines() -> None:
+    data = urlset(url(GOOD[0]), *["<url>"] * 5000, url(GOOD[1]))
+    result = parse(data)
+    assert locs(result) == GOOD[:2]
+    unclosed = [p for p in result.problems if "not closed" in p.message]
+    assert [p.line for p in unclosed] == [4]
+    assert "5,000" in unclosed[0].message and "4, 5, 6" in unclosed[0].message
+    assert Counter(p.code for p in result.problems) == {"xml-error": 2}
+
+
 # -- check_entry ---------------------------------------------------------------------
 
 
@@ -1032,6 +1170,9 @@ CORPUS_EXPECTED: dict[str, tuple[Kind, int, set[str]]] = {
     "html-404.xml": (Kind.UNKNOWN, 0, {"not-a-sitemap"}),
     "image-sitemap.xml": (Kind.URLSET, 2, set()),
     "latin1.xml": (Kind.URLSET, 1, {"not-utf8"}),
+    "loc-other-namespace.xml": (Kind.URLSET, 3, {"namespace-mismatch"}),
+    "mobile-alternates.xml": (Kind.URLSET, 3, set()),
+    "nested-unclosed.xml": (Kind.URLSET, 4, {"xml-error"}),
     "news-sitemap.xml": (Kind.URLSET, 2, set()),
     "no-namespace.xml": (Kind.URLSET, 2, {"no-namespace"}),
     "shopify-products.xml": (Kind.URLSET, 3, set()),

@@ -28,7 +28,7 @@ sitemaps list.
     {"schema", "site", "generated", "coverage": {"percent", "covered", "indexable_found"},
      "counts": {class or flag: n}, "sitemaps": [{"url", "via", "parent", "status",
      "kind", "entries", "compressed_layers", "complete", "fetched", "problems",
-     "hreflang_alternates", "images"}],
+     "hreflang_alternates", "media_alternates", "images"}],
      "urls": [{"url", "class", "reason", "target", "found_by_crawl", "sitemaps",
      "flags"}], "problems": [{"code", "message", "sitemap", "line", "url"}]}
 
@@ -148,13 +148,14 @@ def build_report(
         extensions = {
             row["sitemap"]: row
             for row in store.query(
-                "SELECT sitemap, sum(alternates) AS alternates, sum(images) AS images "
-                "FROM listings GROUP BY sitemap"
+                "SELECT sitemap, sum(alternates) AS alternates, sum(images) AS images, "
+                "sum(media_alternates) AS media_alternates FROM listings GROUP BY sitemap"
             )
         }
         for sm in sitemaps:
             totals = extensions.get(sm["url"], {})
             sm["hreflang_alternates"] = totals.get("alternates") or 0
+            sm["media_alternates"] = totals.get("media_alternates") or 0
             sm["images"] = totals.get("images") or 0
         fetched = {row["key"]: row for row in store.query("SELECT * FROM fetched")}
     finally:
@@ -349,6 +350,7 @@ def format_summary(report: AuditReport, examples: int = 3) -> str:
             f", {label}: {n}"
             for label, n in (
                 ("hreflang alternates", sum(s.get("hreflang_alternates", 0) for s in fetched)),
+                ("mobile alternates", sum(s.get("media_alternates", 0) for s in fetched)),
                 ("images", sum(s.get("images", 0) for s in fetched)),
             )
             if n

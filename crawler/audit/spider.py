@@ -359,6 +359,7 @@ class AuditSpider(Spider):
                         len(entry.alternates),
                         entry.images,
                         "not an absolute http(s) URL",
+                        len(entry.media_alternates),
                     )
                 )
                 continue
@@ -377,6 +378,7 @@ class AuditSpider(Spider):
                     len(entry.alternates),
                     entry.images,
                     scope,
+                    len(entry.media_alternates),
                 )
             )
         self.store.add_listings(rows)

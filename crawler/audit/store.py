@@ -12,7 +12,8 @@ Tables:
     one row per entry of a urlset, text or feed file: ``loc`` as written, ``key``
     (dedup key of its normalised crawl-space URL; NULL when the loc is not a usable
     URL), ``url``, ``sitemap``, ``line``, ``lastmod``, ``changefreq``, ``priority``,
-    ``alternates``, ``images``, ``scope`` (NULL in scope, else why not).
+    ``alternates`` (hreflang), ``images``, ``scope`` (NULL in scope, else why not),
+    ``media_alternates`` (Google's mobile annotation: media, no hreflang).
 ``fetched``
     listed URLs the crawl did not judge, fetched once by the audit: the same
     columns as the ledger's decisions.
@@ -53,7 +54,8 @@ CREATE TABLE IF NOT EXISTS listings (
     priority TEXT,
     alternates INTEGER NOT NULL DEFAULT 0,
     images INTEGER NOT NULL DEFAULT 0,
-    scope TEXT
+    scope TEXT,
+    media_alternates INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS listings_key ON listings (key);
 CREATE TABLE IF NOT EXISTS fetched (
@@ -68,7 +70,8 @@ CREATE TABLE IF NOT EXISTS fetched (
 """
 
 # One row of ``listings``, in the order of its columns (less ``id``): loc, key, url,
-# sitemap, line, lastmod, changefreq, priority, alternates, images, scope.
+# sitemap, line, lastmod, changefreq, priority, alternates, images, scope,
+# media_alternates.
 Listing = tuple[
     str,
     str | None,
@@ -81,6 +84,7 @@ Listing = tuple[
     int,
     int,
     str | None,
+    int,
 ]
 
 
@@ -119,7 +123,8 @@ class AuditStore:
     def add_listings(self, rows: list[Listing]) -> None:
         self._db.executemany(
             "INSERT INTO listings (loc, key, url, sitemap, line, lastmod, changefreq, priority,"
-            " alternates, images, scope) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " alternates, images, scope, media_alternates)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
 

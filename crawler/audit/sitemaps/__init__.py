@@ -32,7 +32,7 @@ Which module to open for what (only the first four are used from outside):
     ``ParsedSitemap``; the per-code cap on problems.
 :mod:`.checks`
     the protocol's checks on one entry (``loc``, ``lastmod``, ``changefreq``,
-    ``priority``, RSS ``pubDate``, images, hreflang alternates):
+    ``priority``, RSS ``pubDate``, images, hreflang and mobile alternates):
     :func:`~.checks.check_entry`; the location rule (``out-of-scope``).
 :mod:`.decompress`
     gzip layers and the bomb cap: :func:`~.decompress.decompress`.

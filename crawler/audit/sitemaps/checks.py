@@ -2,7 +2,7 @@
 
 ``loc`` (an absolute http(s) URL of at most 2,047 characters), ``lastmod`` (a W3C
 datetime, not in the future), ``changefreq`` (one of seven values), ``priority``
-(0.0 to 1.0), RSS ``pubDate`` (an RFC 822 date), images and hreflang alternates:
+(0.0 to 1.0), RSS ``pubDate`` (an RFC 822 date), images and alternates (hreflang, media):
 :func:`check_entry` for one entry, :class:`Checker` for a whole file (each
 distinct value judged once). :class:`Scope` is the protocol's "Sitemap file
 location": the URLs a sitemap at a given URL may list.
@@ -210,6 +210,16 @@ class Checker:
                         line,
                     )
                 )
+        for media, href in entry.media_alternates:
+            if _check_url(href, line, "href") is not None:
+                problems.append(
+                    Problem(
+                        "invalid-alternate",
+                        f"media {quote(media)} alternate is not an absolute http(s)"
+                        f" URL: {quote(href)}",
+                        line,
+                    )
+                )
         return problems
 
 
@@ -223,7 +233,7 @@ def check_entry(entry: Entry, *, now: datetime) -> list[Problem]:
     (``lastmod-future``); ``changefreq``: one of the seven values
     (``invalid-changefreq``); ``priority``: a decimal from 0.0 to 1.0
     (``invalid-priority``); at most 1,000 images (``too-many-images``); each
-    hreflang alternate an absolute http(s) URL (``invalid-alternate``). A naive
+    hreflang or media alternate an absolute http(s) URL (``invalid-alternate``). A naive
     ``now`` is taken as UTC. Never raises.
     """
     return Checker(now).check(entry)

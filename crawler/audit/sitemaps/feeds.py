@@ -45,7 +45,7 @@ class RssSink(Sink):
                 date = element_text(child).strip()
         block_line = (element.sourceline or 0) + offset
         if link is None:
-            self.problems.new("missing-loc", "<item> without <link>", block_line)
+            self.missing_loc("<item> without <link>", block_line)
             return None
         loc = self.loc_value(link[0], link[1], block_line)
         if loc is None:
@@ -80,9 +80,7 @@ class AtomSink(Sink):
                 updated = element_text(child).strip()
         block_line = (element.sourceline or 0) + offset
         if link is None:
-            self.problems.new(
-                "missing-loc", "<entry> without <link href> (rel=alternate)", block_line
-            )
+            self.missing_loc("<entry> without <link href> (rel=alternate)", block_line)
             return None
         loc = self.loc_value(link[0], link[1], block_line)
         if loc is None:

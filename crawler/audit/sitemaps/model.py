@@ -51,7 +51,7 @@ class Problem:
       ``loc-too-long``, ``invalid-lastmod``, ``lastmod-no-timezone``,
       ``lastmod-future``, ``invalid-changefreq``, ``invalid-priority``,
       ``too-many-images``, ``invalid-alternate``, ``unknown-element``,
-      ``duplicate-element``, ``duplicate-loc``, ``out-of-scope``,
+      ``duplicate-element``, ``duplicate-loc``, ``out-of-scope``, ``namespace-mismatch``,
       ``unescaped-ampersand``, ``undefined-entity``, ``not-a-url`` (text).
 
     ``index-lists-index`` is the caller's to report: only it follows the index.
@@ -70,7 +70,10 @@ class Entry:
     (``&amp;`` is ``&``); ``lastmod``, ``changefreq`` and ``priority`` are the raw
     text, stripped, not checked (see :func:`crawler.audit.sitemaps.checks.check_entry`);
     for RSS ``lastmod`` is the ``pubDate`` and for Atom the ``<updated>``. ``line`` is
-    the line of the ``<loc>`` (of the text line, of the ``<link>``).
+    the line of the ``<loc>`` (of the text line, of the ``<link>``). ``alternates``
+    are the ``xhtml:link rel=alternate`` (hreflang, href) pairs; ``media_alternates``
+    the (media, href) pairs of those with a ``media`` query and no hreflang (Google's
+    annotation of a separate mobile URL).
     """
 
     loc: str
@@ -80,6 +83,7 @@ class Entry:
     line: int | None
     alternates: tuple[tuple[str, str], ...] = ()
     images: int = 0
+    media_alternates: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(slots=True)

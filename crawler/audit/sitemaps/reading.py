@@ -57,6 +57,10 @@ class Sink:
     problems: Problems = field(default_factory=Problems)
     seen: dict[str, int] = field(default_factory=dict)
     blocks: int = 0
+    # Set by the tolerant reading while it reads a block that was never closed:
+    # such a block without a loc is counted in its "not closed" problem instead.
+    unclosed: bool = False
+    unclosed_without_loc: int = 0
     checker: Checker = field(init=False)
 
     def __post_init__(self) -> None:
@@ -143,6 +147,13 @@ class Sink:
                 entry.line,
             )
         self.entries.append(entry)
+
+    def missing_loc(self, message: str, line: int | None) -> None:
+        """An entry element without its URL (``missing-loc``)."""
+        if self.unclosed:
+            self.unclosed_without_loc += 1
+        else:
+            self.problems.new("missing-loc", message, line)
 
     def loc_value(self, raw: str, line: int | None, block_line: int | None) -> str | None:
         """The URL of a ``<loc>`` (``<link>``) as written, stripped; None if empty."""

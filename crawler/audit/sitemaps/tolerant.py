@@ -35,6 +35,8 @@ from crawler.limits import SITEMAP_NS
 # The tolerant scan parses this many blocks as one small document, and falls
 # back to one at a time only for a batch that fails.
 _BATCH = 256
+# The lines of unclosed blocks quoted in their one problem.
+_LINES_SHOWN = 5
 _ROOT_START = re.compile(r"<[^\s/>]+(?:\s+[^\s=/>]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*\s*/?>|<[^<>]*>")
 _XMLNS = re.compile(r"\sxmlns(?::[\w.-]+)?\s*=\s*(?:\"[^\"]*\"|'[^']*')")
 # Raw "&" and references to entities XML does not predefine, outside CDATA
@@ -229,11 +231,32 @@ class Tolerant:
     # -- reading blocks
 
     def read_blocks(self, blocks: list[_Block]) -> None:
-        for block in blocks:
-            if not block.closed:
-                self.sink.problems.new("xml-error", f"<{self.block}> is not closed", block.line)
         for first in range(0, len(blocks), _BATCH):
             self.read_batch(blocks[first : first + _BATCH])
+        self.report_unclosed([block.line for block in blocks if not block.closed])
+
+    def report_unclosed(self, lines: list[int]) -> None:
+        """One problem for every block that was never closed, at the first: a file
+        of 10,000 nested ``<url>`` has one cause, not 10,000."""
+        if not lines:
+            return
+        sink, what = self.sink, f"<{self.block}>"
+        without = sink.unclosed_without_loc
+        if len(lines) == 1:
+            message = f"{what} is not closed" + (
+                "; it has no URL, so nothing was read from it" if without else ""
+            )
+        else:
+            distinct = list(dict.fromkeys(lines))
+            shown = ", ".join(str(line) for line in distinct[:_LINES_SHOWN])
+            more = ", ..." if len(distinct) > _LINES_SHOWN else ""
+            where = f"line{'s' if len(distinct) > 1 else ''} {shown}{more}"
+            message = f"{len(lines):,} {what} elements are not closed ({where})" + (
+                f"; {without:,} of them have no URL, so nothing was read from those"
+                if without
+                else ""
+            )
+        sink.problems.new("xml-error", message, lines[0])
 
     def parse(self, fragment: str) -> Any:
         return etree.fromstring(self.wrapper_text + fragment + self.close_root, self.parser)
@@ -261,7 +284,7 @@ class Tolerant:
         fragment, starts = self.fragment(batch)
         offset = batch[0].line - 1
         try:
-            self.take(self.parse(fragment), offset)
+            self.take(self.parse(fragment), offset, batch)
             return
         except etree.LxmlError as exc:
             failure = exc
@@ -274,7 +297,7 @@ class Tolerant:
             else:
                 for fix in fixes:
                     self.sink.problems.add(fix)
-                self.take(root, offset)
+                self.take(root, offset, batch)
                 return
         if len(batch) > 1:
             for block in batch:
@@ -282,10 +305,15 @@ class Tolerant:
             return
         self.last_resort(fragment, batch[0].line, lxml_failure(failure)[0])
 
-    def take(self, root: Any, offset: int) -> None:
+    def take(self, root: Any, offset: int, batch: list[_Block]) -> None:
+        # The batch's blocks are the root's block children, in order: each was cut
+        # at the next block's start tag, so none holds another.
+        closed = iter([block.closed for block in batch])
         for child in root:
             if isinstance(child.tag, str) and split_tag(child.tag)[1] == self.block:
+                self.sink.unclosed = not next(closed, True)
                 self.sink.on_block(child, offset)
+                self.sink.unclosed = False
             else:
                 self.sink.unknown(child, offset)
 

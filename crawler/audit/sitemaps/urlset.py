@@ -2,10 +2,15 @@
 
 :class:`SitemapSink` takes the ``loc``, ``lastmod``, ``changefreq`` and
 ``priority`` children (the first of each; a second is ``duplicate-element``),
-counts ``image:image`` children and keeps ``xhtml:link rel=alternate`` pairs, and
-reports elements of the sitemap namespace it does not know (``unknown-element``);
-elements of other namespaces are extensions (news, video, ...) and are allowed.
-The root must be in the 0.9 namespace (``no-namespace``, ``wrong-namespace``).
+counts ``image:image`` children and keeps ``xhtml:link rel=alternate`` links (hreflang
+pairs, and Google's mobile annotation: ``media`` and no ``hreflang``), and reports
+elements of the sitemap namespace it does not know (``unknown-element``); elements
+of other namespaces are extensions (news, video, ...) and are allowed. A field that
+is missing in its block's namespace is taken from a child of the same name in
+another one, as ultimate-sitemap-parser and Scrapy read it, with a
+``namespace-mismatch`` (``<loc xmlns="...">`` inside a ``<url>`` of the 0.9
+namespace, a bare ``<loc>`` in an ``<sm:url>``). The root must be in the 0.9
+namespace (``no-namespace``, ``wrong-namespace``).
 """
 
 from __future__ import annotations
@@ -64,8 +69,13 @@ class SitemapSink(Sink):
 
     def read_block(self, element: Any, offset: int) -> Entry | None:
         namespace, tags = self._field_tags(element.tag)
+        fields = _SITEMAP_FIELDS[self.kind]
         values: dict[str, Any] = {}
+        # Fields in another namespace than the block's: used only where the
+        # block's own namespace has none (a namespace-mismatch).
+        foreign: dict[str, Any] = {}
         alternates: list[tuple[str, str]] = []
+        media: list[tuple[str, str]] = []
         images = 0
         for child in element:
             tag = child.tag
@@ -82,9 +92,7 @@ class SitemapSink(Sink):
             elif tag == _IMAGE_TAG:
                 images += 1
             elif tag == _XHTML_LINK_TAG:
-                alternate = self._alternate(child, (child.sourceline or 0) + offset)
-                if alternate is not None:
-                    alternates.append(alternate)
+                self._alternate(child, (child.sourceline or 0) + offset, alternates, media)
             elif isinstance(tag, str):
                 child_namespace, local = split_tag(tag)
                 # Other namespaces are extensions (news, video, ...): allowed.
@@ -94,13 +102,13 @@ class SitemapSink(Sink):
                         f"unexpected <{local}> in <{self.block}>",
                         (child.sourceline or 0) + offset,
                     )
+                elif local in fields and local not in foreign:
+                    foreign[local] = child
+        if foreign:
+            self._take_foreign(element, offset, namespace, values, foreign)
         loc_element = values.pop("loc", None)
         if loc_element is None:
-            self.problems.new(
-                "missing-loc",
-                f"<{self.block}> without <loc>",
-                (element.sourceline or 0) + offset,
-            )
+            self.missing_loc(f"<{self.block}> without <loc>", (element.sourceline or 0) + offset)
             return None
         loc_line = (loc_element.sourceline or 0) + offset
         loc = self.loc_value(element_text(loc_element), loc_line, loc_line)
@@ -117,17 +125,56 @@ class SitemapSink(Sink):
             loc_line,
             tuple(alternates),
             images,
+            tuple(media),
         )
 
-    def _alternate(self, link: Any, line: int) -> tuple[str, str] | None:
+    def _take_foreign(
+        self,
+        element: Any,
+        offset: int,
+        namespace: str | None,
+        values: dict[str, Any],
+        foreign: dict[str, Any],
+    ) -> None:
+        """Use the fields found only in another namespace; one problem per block."""
+        taken = [name for name in foreign if name not in values]
+        if not taken:
+            return
+        for name in taken:
+            values[name] = foreign[name]
+        first = foreign[taken[0]]
+        where = split_tag(first.tag)[0]
+        names = ", ".join(f"<{name}>" for name in taken)
+        self.problems.new(
+            "namespace-mismatch",
+            f"{names} in {_namespace_name(where)}, inside a <{self.block}> in"
+            f" {_namespace_name(namespace)}; read anyway",
+            (first.sourceline or element.sourceline or 0) + offset,
+        )
+
+    def _alternate(
+        self,
+        link: Any,
+        line: int,
+        alternates: list[tuple[str, str]],
+        media: list[tuple[str, str]],
+    ) -> None:
+        """An ``xhtml:link rel=alternate``: an hreflang pair, or Google's mobile
+        annotation (``media``, no ``hreflang``); with neither, or no href, invalid."""
         if (link.get("rel") or "").strip().lower() != "alternate":
-            return None
-        hreflang, href = link.get("hreflang"), link.get("href")
-        if hreflang is None or href is None:
+            return
+        hreflang, href, query = link.get("hreflang"), link.get("href"), link.get("media")
+        if href is None or (hreflang is None and query is None):
             self.problems.new(
                 "invalid-alternate",
-                "xhtml:link rel=alternate without hreflang or href",
+                "xhtml:link rel=alternate without href, or without hreflang or media",
                 line,
             )
-            return None
-        return hreflang.strip(), href.strip()
+        elif hreflang is not None:
+            alternates.append((hreflang.strip(), href.strip()))
+        else:
+            media.append((query.strip(), href.strip()))
+
+
+def _namespace_name(namespace: str | None) -> str:
+    return "no namespace" if namespace is None else f"namespace {namespace}"
