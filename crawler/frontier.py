@@ -30,7 +30,7 @@ Settings: ``SITEMAP_MAX_PAGES``, ``SITEMAP_MAX_DEPTH``, ``SITEMAP_MAX_REDIRECTS`
 Meta keys of its requests: ``sitemap_url``, ``sitemap_depth``, ``sitemap_hops``,
 ``sitemap_referrer``, ``sitemap_conditional``, ``sitemap_reconsidered``.
 Stats: ``sitemap/discovered``, ``sitemap/ignored/scheme``,
-``sitemap/depth_reconsidered``, ``sitemap/conditional/requests``.
+``sitemap/depth_reconsidered``.
 """
 
 from __future__ import annotations
@@ -394,5 +394,4 @@ class Frontier:
             headers["If-Modified-Since"] = prev["last_modified"]
         if headers:
             meta["sitemap_conditional"] = True
-            self.stats.inc_value("sitemap/conditional/requests")
         return headers

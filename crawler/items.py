@@ -39,6 +39,8 @@ class UrlRecord:
     links: list[str] = field(default_factory=list)
     # Set when a 304 replays the previous run's record: lastmod etc. are final.
     replayed: bool = False
+    # Set when the URL was asked conditionally (and answered, or failed).
+    conditional: bool = False
     # The dedup key (filled by the frontier when it keys the URL, else by the
     # normalise pipeline) and, for a listed page, the published address (the judge).
     key: str | None = None

@@ -214,6 +214,7 @@ class PageJudge:
             last_modified=_header(response, b"Last-Modified"),
             date=_header(response, b"Date"),
             key=url_key(url),
+            conditional=bool(meta.get("sitemap_conditional")),
         )
         status = response.status
         if status == 304 and meta.get("sitemap_conditional"):
@@ -407,6 +408,7 @@ class PageJudge:
             depth=meta.get("sitemap_depth"),
             referrer=meta.get("sitemap_referrer"),
             key=url_key(url),
+            conditional=bool(meta.get("sitemap_conditional")),
         )
         if isinstance(failure.value, RobotsDisallowed):
             rec.decision, rec.reason = d.ROBOTS, str(failure.value)

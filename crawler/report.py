@@ -1,14 +1,22 @@
 """What a run tells people: the end-of-run summary and ``report.json``.
 
-Both are built from Scrapy stats (the crawl's contract) and the ledger. The summary
-is a few lines for a terminal or a cron mail; ``report.json`` (schema
+Both come from the same figures: Scrapy's stats (the crawl's contract), which the
+publisher sets from the ledger's closed books (decision counts) and from
+``report.json`` as it is written (the counts of its lists). The summary is a few
+lines for a terminal or a cron mail; ``report.json`` (schema
 ``sitemap-crawler/run/1``) has the full lists:
 
 ``start_url``, ``started``, ``finished``, ``duration_seconds``, ``outcome``,
-``message``, ``published`` (bool), ``pages_fetched``, ``conditional_requests``,
-``not_modified``, ``listed``, ``excluded`` (decision -> count), ``added`` and
-``removed`` (published URLs since the previous run), ``lastmod_changes``
-(``{url, old, new}``), ``files_written``, ``index``.
+``message``, ``published`` (bool), ``pages_fetched``, ``conditional_requests``
+(asked conditionally and answered), ``not_modified``, ``listed``, ``excluded``
+(decision -> count), ``queued`` (URLs an interrupted run had not fetched yet),
+``added`` and ``removed`` (published URLs since the previous run),
+``lastmod_changes`` (``{url, old, new}``), ``files_written``, ``index``.
+
+``added``, ``removed`` and ``lastmod_changes`` say what the run changed: they are
+null for a run that neither published nor finished its crawl (interrupted,
+failed), whose ledger is no set to compare; for a refused run they are what the
+refused set would have changed.
 """
 
 from __future__ import annotations
@@ -24,6 +32,8 @@ if TYPE_CHECKING:
 
 PREFIX = "sitemap/decision/"
 SCHEMA = "sitemap-crawler/run/1"
+#: Outcomes whose set can be compared with the previous one.
+COMPARABLE = frozenset({"published", "crawled", "refused"})
 
 
 def decision_counts(stats: dict[str, Any]) -> dict[str, int]:
@@ -50,7 +60,11 @@ def write_report(
     ``added``, ``removed`` and had ``lastmod_changes``. The lists are streamed from
     the ledger into the file: the first run of a million-URL site adds a million."""
     counts = ledger.counts()
-    added, removed, lastmod_changes = ledger.changes_since(previous)
+    queued = counts.pop("queued", 0)
+    changes: tuple[Any, Any, Any] = (None, None, None)
+    if outcome in COMPARABLE:
+        changes = ledger.changes_since(previous)
+    added, removed, lastmod_changes = changes
     started = stats.get("start_time")
     report: dict[str, Any] = {
         "schema": SCHEMA,
@@ -66,6 +80,7 @@ def write_report(
         "not_modified": stats.get("sitemap/conditional/not_modified", 0),
         "listed": counts.get("listed", 0),
         "excluded": {k: v for k, v in sorted(counts.items()) if k != "listed"},
+        "queued": queued,
         "added": added,
         "removed": removed,
         "lastmod_changes": lastmod_changes,
@@ -116,10 +131,14 @@ def format_summary(stats: dict[str, Any]) -> str:
             )
         )
     if "sitemap/added" in stats:
-        lines.append(
-            f"since the last run: {stats['sitemap/added']} added, {stats['sitemap/removed']} "
-            f"removed, {stats['sitemap/lastmod_changes']} lastmod changes"
+        changed = (
+            f"{stats['sitemap/added']} added, {stats['sitemap/removed']} removed, "
+            f"{stats['sitemap/lastmod_changes']} lastmod changes"
         )
+        if stats.get("sitemap/outcome") == "refused":
+            lines.append(f"the refused set would have made: {changed}")
+        else:
+            lines.append(f"since the last run: {changed}")
     seconds = duration(stats)
     if seconds is not None:
         lines.append(f"duration: {seconds:.1f} s")
@@ -133,7 +152,8 @@ def format_summary(stats: dict[str, Any]) -> str:
         lines.append("add to robots.txt:")
         lines.append(f"Sitemap: {stats.get('sitemap/index_url')}")
     elif outcome:
-        lines.append(f"not published: {stats.get('sitemap/message', outcome)}")
+        # Why is the command's last line (and the report's message): said once.
+        lines.append(f"not published ({outcome})")
     if stats.get("sitemap/report_path"):
         lines.append(f"report: {stats['sitemap/report_path']}")
     return "\n".join(lines)

@@ -207,6 +207,7 @@ RULES: dict[str, Rule] = {
     "SITEMAP_REDIS_URL": _optional(_text),
     "SITEMAP_REDIS_WORKER_TIMEOUT": _number(float, 1),
     "SITEMAP_RESUME": _bool,
+    "SITEMAP_ROBOTS_MAX_AGE": _number(float, 0),
     "SITEMAP_ROBOTS_MAX_BYTES": _number(int, 1),
     "SITEMAP_STATE_DIR": _PATH,
     "SITEMAP_STRIP_EXTRA": _texts,

@@ -14,7 +14,9 @@ The rule (issues #2 and #4, "Honest lastmod"), in order:
    ``SITEMAP_VOLATILE_SELECTORS`` regions left out) was first detected. A page
    seen for the first time has no evidence yet and gets no lastmod; a later run
    that finds the hash changed publishes that run's start time; a run that finds
-   it unchanged keeps the previous lastmod byte for byte.
+   it unchanged keeps the previous lastmod byte for byte, whichever rule gave it
+   (so a Last-Modified that moves while the content does not keeps the date of the
+   last real change).
 
 Never "now" for a page that did not change: a search engine ignores a lastmod that
 is not accurate. A 304 replays the previous record, lastmod included.
@@ -138,7 +140,9 @@ class LastmodPipeline(RecordPipeline):
         if not same:
             self.stats.inc_value("sitemap/lastmod/changed")
             return self.run_time, self.run_time
-        # Unchanged: keep what was published, byte for byte.
-        if prev["lastmod_source"] == CONTENT:
-            return prev["lastmod"], prev["changed_at"]
+        # Unchanged: keep what was published, byte for byte, whatever it came from. A
+        # Last-Modified that moved while the content did not (ignored as volatile) must
+        # not take away the date of the last real change.
+        if prev["lastmod"]:
+            return prev["lastmod"], prev["changed_at"] or prev["lastmod"]
         return prev["changed_at"], prev["changed_at"]

@@ -10,7 +10,8 @@ signal) are kept in the ledger's ``meta`` table.
 
 Stats: ``sitemap/decision/<decision>`` for every final decision as it is recorded
 (the publisher sets them from the ledger once the books are closed),
-``sitemap/duplicates``, ``sitemap/aliases``.
+``sitemap/conditional/requests`` (conditional requests answered or failed, whichever
+process sent them), ``sitemap/duplicates``, ``sitemap/aliases``.
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ class LedgerPipeline(RecordPipeline):
             return item
         if not isinstance(item, UrlRecord):
             return item
+        if item.conditional:
+            self.stats.inc_value("sitemap/conditional/requests")
         prev = self.previous.get(item.key) if self.previous and item.key else None
         item.first_seen = prev["first_seen"] if prev and prev["first_seen"] else self.run_started
         if self.ledger.record(item):

@@ -224,3 +224,13 @@ def test_scrapy_crawl_from_the_project_root(site: MockServer, tmp_path: Path) ->
     assert proc.returncode == 0, proc.stderr
     assert "Sitemap published" in proc.stderr
     assert (tmp_path / "public" / "sitemap_index.xml").exists()
+
+
+def test_unwritable_places_are_named_and_nothing_is_left_behind(tmp_path: Path) -> None:
+    proc = cli("crawl", "http://127.0.0.1/", "--out", "/proc")
+    assert_one_line_error(proc, 2, "cannot write to /proc: files cannot be created there")
+    out = tmp_path / "public"
+    proc = cli("crawl", "http://127.0.0.1/", "--out", str(out), "--state", "/proc/x/state")
+    assert_one_line_error(proc, 2, "cannot write to /proc/x/state (in /proc)")
+    assert not out.exists()  # the good --out is not made when --state is bad
+

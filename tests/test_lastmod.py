@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
 from email.utils import format_datetime
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -410,3 +411,40 @@ def test_lastmod_from_page_degenerate_documents(body: bytes) -> None:
 def test_lastmod_from_page_not_an_element() -> None:
     assert lastmod_from_page(None) is None
     assert lastmod_from_page("<html></html>") is None
+
+
+def test_a_moving_last_modified_keeps_the_last_real_change(tmp_path: Path) -> None:
+    # Night 1 published the server's Last-Modified; on night 2 the server stamps a new
+    # Last-Modified on the same content: ignored as volatile, and the page keeps
+    # night 1's lastmod instead of losing it.
+    from scrapy.statscollectors import MemoryStatsCollector
+    from scrapy.utils.test import get_crawler
+
+    from crawler.items import UrlRecord
+    from crawler.ledger import Ledger
+    from crawler.previous import PreviousRun
+    from crawler.urls import url_key
+    from pipelines.lastmod import LastmodPipeline
+
+    url = "http://h.test/a"
+    night1 = UrlRecord(
+        url=url, decision="listed", key=url_key(url), loc=url, status=200,
+        last_modified="Mon, 01 Jan 2024 08:00:00 GMT", lastmod="2024-01-01T08:00:00+00:00",
+        lastmod_source="header", content_hash="c1", main_hash="m1", etag='"e"',
+    )  # fmt: skip
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    ledger.record(night1)
+    ledger.close()
+    previous = PreviousRun.open(tmp_path / "ledger.sqlite")
+    assert previous is not None
+    stats = MemoryStatsCollector(get_crawler())
+    pipeline = LastmodPipeline(stats, True, previous, datetime(2024, 3, 1, tzinfo=UTC))
+    night2 = UrlRecord(
+        url=url, decision="listed", key=url_key(url), status=200,
+        last_modified="Fri, 01 Mar 2024 07:00:00 GMT", date="Fri, 01 Mar 2024 09:00:00 GMT",
+        content_hash="c1", main_hash="m1",
+    )  # fmt: skip
+    pipeline.process_item(night2)
+    assert night2.lastmod == "2024-01-01T08:00:00+00:00"
+    assert "ignored volatile Last-Modified (changed while the content did not)" in night2.warnings
+    previous.close()

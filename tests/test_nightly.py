@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -457,3 +458,65 @@ def test_interrupted_run_publishes_only_when_forced(nightly: NightlySite, tmp_pa
     listed = published(out)
     assert site.url("/") in listed and 3 <= len(listed) < 31
     assert not (tmp_path / "public.sitemap-state" / "job").exists()
+
+
+def summary_figures(err: str) -> dict[str, Any]:
+    """The figures of the summary a crawl printed on stderr."""
+    figures: dict[str, Any] = {}
+    for line in err.splitlines():
+        if m := re.match(
+            r"pages fetched: (\d+)(?: \((\d+) conditional, (\d+) not modified\))?", line
+        ):
+            figures["pages_fetched"] = int(m[1])
+            figures["conditional"] = int(m[2] or 0)
+        elif m := re.match(r"listed: (-?\d+)$", line):
+            figures["listed"] = int(m[1])
+        elif line.startswith("excluded: "):
+            pairs = (part.rsplit(" ", 1) for part in line[len("excluded: ") :].split(", "))
+            figures["excluded"] = {name: int(n) for name, n in pairs}
+        elif line.startswith(("since the last run:", "the refused set")):
+            figures["changes"] = line
+    return figures
+
+
+def test_summaries_say_what_an_interrupted_and_a_resumed_run_did(
+    nightly: NightlySite, tmp_path: Path
+) -> None:
+    site = nightly
+    pages = [f"/p{i}.html" for i in range(30)]
+    site.home(*pages, etag='"home"')
+    for path in pages:
+        site.page(path, f"page {path}", etag=f'"{path}"')
+    site.robots = "User-agent: *\nCrawl-delay: 0.2\n"
+    site.save()
+    out, state = tmp_path / "public", tmp_path / "state"
+    args = ("crawl", site.url("/"), "--out", str(out), "--state", str(state))
+    first = cli(*args, "-s", "AUTOTHROTTLE_START_DELAY=0")
+    _, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+
+    # The second night, interrupted: every page is known, few were asked yet.
+    site.clear_log()
+    second = cli(*args)
+    wait_for(lambda: len(site.requests()) >= 6)
+    second.send_signal(signal.SIGINT)
+    _, err = second.communicate(timeout=60)
+    assert second.returncode == 130, err
+    figures = summary_figures(err)
+    report = json.loads((state / "report.json").read_text())
+    # It says what it did: no "removed" for a set it never published, and only the
+    # conditional requests it sent.
+    assert "changes" not in figures, err
+    assert report["added"] is None and report["removed"] is None
+    assert 0 < figures["conditional"] <= figures["pages_fetched"] == report["pages_fetched"]
+    assert figures["conditional"] == report["conditional_requests"]
+    assert figures["listed"] == report["listed"]
+
+    resumed = cli(*args, "--resume")
+    _, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, err
+    figures = summary_figures(err)
+    report = json.loads((state / "report.json").read_text())
+    assert figures["listed"] == report["listed"] == 31
+    assert figures.get("excluded", {}) == {k: v for k, v in report["excluded"].items() if v}
+    assert figures["changes"] == "since the last run: 0 added, 0 removed, 0 lastmod changes"

@@ -36,6 +36,7 @@ from crawler.commands.options import (
     checked_settings,
     error,
     load_config,
+    make_directories,
     percent,
     print_stdout,
     project_settings,
@@ -128,6 +129,8 @@ def audit_settings(args: argparse.Namespace) -> dict[str, Any]:
         check_writable(Path(args.report))
     settings.update(dict(args.settings))
     checked_settings(settings)
+    if args.report:
+        make_directories(Path(args.report))
     return settings
 
 

@@ -34,6 +34,7 @@ from crawler.commands.options import (
     checked_settings,
     error,
     load_config,
+    make_directories,
     positive_int,
     site_settings,
 )
@@ -157,6 +158,7 @@ def crawl_settings(args: argparse.Namespace) -> dict[str, Any]:
     )
     settings.update(dict(args.settings))
     checked_settings(settings)
+    make_directories(paths.out, paths.state)
     return settings
 
 

@@ -14,6 +14,7 @@ through the same mapping with keyword arguments (:func:`apply_options`).
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import re
 import sys
@@ -268,13 +269,37 @@ def site_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def check_writable(directory: Path) -> None:
-    """Raise UsageError unless a file can be created in *directory* (made if missing)."""
+    """Raise UsageError unless files can be created in *directory*, or, when it does
+    not exist yet, in the directory it would be made in. Nothing is left behind: the
+    caller makes the directories once every check passed (a bad ``--state`` used to
+    leave an empty ``--out``)."""
+    existing = directory
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UsageError(f"cannot write to {directory}: {existing} is not a directory")
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=directory, prefix=".sitemap-probe-"):
+        # A real probe: root passes os.access() in /proc or on a read-only mount.
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".sitemap-probe-"):
             pass
     except OSError as e:
-        raise UsageError(f"cannot write to {directory}: {e.strerror or e}") from None
+        why = {
+            errno.EACCES: "permission denied",
+            errno.EPERM: "permission denied",
+            errno.EROFS: "read-only file system",
+            errno.ENOSPC: "no space left on the device",
+        }.get(e.errno or 0, "files cannot be created there")
+        where = "" if existing == directory else f" (in {existing})"
+        raise UsageError(f"cannot write to {directory}{where}: {why}") from None
+
+
+def make_directories(*directories: Path) -> None:
+    """Make the checked directories; raise UsageError when that still fails."""
+    for directory in directories:
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UsageError(f"cannot write to {directory}: {e.strerror or e}") from None
 
 
 # -- the config file and the Python API -------------------------------------------------
