@@ -234,3 +234,38 @@ def test_unwritable_places_are_named_and_nothing_is_left_behind(tmp_path: Path) 
     assert_one_line_error(proc, 2, "cannot write to /proc/x/state (in /proc)")
     assert not out.exists()  # the good --out is not made when --state is bad
 
+
+
+def test_a_second_interrupt_stops_at_once_and_tidies_up(servers: object, tmp_path: Path) -> None:
+    # robots.txt never answers: the first Ctrl-C waits for it (up to the download
+    # timeout); the second stops the reactor at once.
+    server = servers("slow")  # type: ignore[operator]
+    out = tmp_path / "public"
+    out.mkdir()
+    (out / "sitemap_index.xml").write_text("previous")
+    state = tmp_path / "public.sitemap-state"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "crawler.cli", "crawl", server.url("/"), "--out", str(out)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.time() + 30
+    while time.time() < deadline and not server.requests():
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(1)
+    proc.send_signal(signal.SIGINT)
+    started = time.time()
+    _, stderr = proc.communicate(timeout=20)
+    assert time.time() - started < 10
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert stderr.strip().splitlines()[-1] == (
+        "sitemap-crawler: stopped at once by a second interrupt; nothing was published"
+    )
+    assert (out / "sitemap_index.xml").read_text() == "previous"
+    left = sorted(p.name for p in state.iterdir())
+    assert "ledger.running.sqlite" not in left and "lock" not in left and "job" not in left
+    assert "ledger.failed.sqlite" in left

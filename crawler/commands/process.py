@@ -14,7 +14,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from crawler.commands.options import EXIT_CRAWL_FAILED, OUTCOME_EXIT, project_settings
+from scrapy.crawler import CrawlerProcess
+
+from crawler.commands.options import (
+    EXIT_CRAWL_FAILED,
+    EXIT_INTERRUPTED,
+    OUTCOME_EXIT,
+    project_settings,
+)
+
+
+class _Process(CrawlerProcess):
+    """Scrapy's CrawlerProcess, which remembers that a second signal stopped it at
+    once (Scrapy's own ``_signal_kill``: the reactor stops, nothing closes)."""
+
+    killed = False
+
+    def _signal_kill(self, signum: int, _: Any) -> None:
+        self.killed = True
+        super()._signal_kill(signum, _)
 
 
 def run_spider(
@@ -22,7 +40,6 @@ def run_spider(
 ) -> tuple[int, dict[str, Any]]:
     """Run the spider (the site spider, or the class named *spider*) in this process;
     return the exit status and the stats."""
-    from scrapy.crawler import CrawlerProcess
     from scrapy.settings import default_settings
     from scrapy.utils.misc import load_object
 
@@ -35,11 +52,24 @@ def run_spider(
         # are forked from a process that is still only its imports (up in
         # milliseconds, not the seconds a spawned worker takes to import Scrapy).
         fork_workers(processes_from(settings))
-    process = CrawlerProcess(settings)
+    process = _Process(settings)
     crawler = process.create_crawler(load_object(spider) if spider else SiteSpider)
     process.crawl(crawler, url=url)
     process.start()
     stats = crawler.stats.get_stats() if crawler.stats else {}
+    if process.killed:
+        # A second Ctrl-C or SIGTERM stopped the reactor at once: no spider_closed,
+        # no publisher. Nothing was published; the run's files are put away here.
+        from crawler.extensions.runstate import RunState
+
+        if (state := RunState.existing(crawler)) is not None:
+            state.abandon()
+        message = "stopped at once by a second interrupt; nothing was published"
+        return EXIT_INTERRUPTED, {
+            **stats,
+            "sitemap/outcome": "interrupted",
+            "sitemap/message": message,
+        }
     outcome = stats.get("sitemap/outcome")
     if outcome is None:
         # The spider never got as far as the publisher (bad settings, say).

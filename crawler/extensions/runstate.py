@@ -185,19 +185,29 @@ class RunState:
 
     def _acquire(self, paths: CrawlPaths) -> bool:
         paths.state.mkdir(parents=True, exist_ok=True)
-        fd = os.open(paths.state / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+        path = paths.state / LOCK
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+                os.close(fd)
+                self.locked_out = True
+                self.stats.set_value("sitemap/locked", True)
+                self.fail(
+                    f"another run (pid {pid}) is using the state directory {paths.state}; "
+                    "this one did nothing"
+                )
+                return False
+            # The run that held it removes the file before it lets go: if the name
+            # is no longer this file, lock the one that is there now.
+            try:
+                if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                    break
+            except FileNotFoundError:
+                pass
             os.close(fd)
-            self.locked_out = True
-            self.stats.set_value("sitemap/locked", True)
-            self.fail(
-                f"another run (pid {pid}) is using the state directory {paths.state}; "
-                "this one did nothing"
-            )
-            return False
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._lock = fd
@@ -249,5 +259,30 @@ class RunState:
             return  # locked out: the JOBDIR is the other run's
         if self.job is not None and not self.resumable:
             shutil.rmtree(self.job, ignore_errors=True)
+        self._release()
+
+    def abandon(self) -> None:
+        """The run was stopped at once (a second Ctrl-C): its reactor is gone and no
+        signal will come. File the running ledger as failed, drop the ``JOBDIR``
+        (nothing consistent was saved to resume from) and let go of the lock. The
+        published set and the last good ledger are untouched."""
+        self._close_files()
+        if self._lock is None:
+            return
+        if self.paths is not None and self.paths.running_ledger.exists():
+            self.paths.running_ledger.replace(self.paths.state / LEDGER_FAILED)
+        if self.job is not None:
+            shutil.rmtree(self.job, ignore_errors=True)
+        self._release()
+
+    def _release(self) -> None:
+        assert self._lock is not None and self.paths is not None
+        # Removed while held, so that no run locks a file that is going away.
+        (self.paths.state / LOCK).unlink(missing_ok=True)
         os.close(self._lock)  # releases the lock
         self._lock = None
+
+    @classmethod
+    def existing(cls, crawler: Crawler) -> RunState | None:
+        """The crawler's run state if one was built, without building it."""
+        return _states.get(crawler)
