@@ -106,6 +106,8 @@ EXTENSIONS = {
     "crawler.extensions.runstate.RunState": -100,
     "crawler.extensions.throttle.PoliteThrottle": 0,
     "crawler.extensions.progress.Progress": 100,
+    # Stops the download of a page whose body the judge will not read (a video).
+    "crawler.extensions.bodies.UnreadBodies": 200,
     "crawler.extensions.publish.SitemapPublisher": 500,
 }
 ITEM_PIPELINES = {
