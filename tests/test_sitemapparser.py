@@ -1092,6 +1092,105 @@ def test_entity_expansion_attacks_are_not_expanded(
     assert peak < 50 * MiB
 
 
+def dtd_problems(result: ParsedSitemap) -> list[str]:
+    return [p.message for p in result.problems if p.code in ("dtd", "entity-declaration")]
+
+
+def test_declared_entities_are_named_not_loaded(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET-7f3a9c\n")
+    target = secret.as_uri()
+    data = (
+        '<?xml version="1.0"?>\n<!DOCTYPE urlset [\n'
+        f'<!ENTITY xxe SYSTEM "{target}">\n'
+        '<!ENTITY pub PUBLIC "-//Example//Entity" "http://127.0.0.1:9/pub.ent">\n'
+        '<!ENTITY brand "Example &amp; Co">\n'
+        f'<!ENTITY % p SYSTEM "{target}">\n'
+        "]>\n"
+        f'<urlset xmlns="{SITEMAP_NS}">\n'
+        f"<url><loc>{GOOD[0]}?x=&xxe;</loc></url>\n"
+        f"<url><loc>{GOOD[1]}?b=&brand;</loc></url>\n"
+        "</urlset>\n"
+    ).encode()
+    result = parse(data)
+    assert "TOP-SECRET" not in repr(result)
+    # The document is well-formed: its references are to declared entities.
+    assert codes(result) == {"dtd", "entity-declaration"}
+    assert locs(result) == [f"{GOOD[0]}?x=&xxe;", f"{GOOD[1]}?b=&brand;"]
+    messages = dtd_problems(result)
+    assert f"declares an external entity 'xxe' (SYSTEM '{target}'): not loaded" in "\n".join(
+        messages
+    )
+    assert any(
+        "'pub' (PUBLIC '-//Example//Entity' 'http://127.0.0.1:9/pub.ent')" in m for m in messages
+    )
+    assert any("the entity 'brand' as 'Example &amp; Co'" in m for m in messages)
+    assert any("external parameter entity 'p'" in m for m in messages)
+    lines = {p.message.split(" (")[0]: p.line for p in result.problems}
+    assert lines["declares an external entity 'xxe'"] == 3
+    assert not any("undefined" in m or "such as &nbsp;" in m for m in map(str, result.problems))
+
+
+def test_external_dtd_is_named_not_loaded(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.dtd"
+    secret.write_text("TOP-SECRET-7f3a9c")  # not a DTD: a read would be an error
+    data = (
+        f'<!DOCTYPE urlset SYSTEM "{secret.as_uri()}">\n'
+        f'<urlset xmlns="{SITEMAP_NS}"><url><loc>{GOOD[0]}</loc></url></urlset>'
+    ).encode()
+    result = parse(data)
+    assert codes(result) == {"dtd"}
+    assert f"(SYSTEM '{secret.as_uri()}'): not loaded" in dtd_problems(result)[0]
+    assert locs(result) == GOOD[:1]
+
+
+def test_external_parameter_entity_is_never_read(tmp_path: Path) -> None:
+    # %p; pulls the file into the DTD: were it read, "TOP-SECRET..." would be a
+    # DTD syntax error; it must not be read, so there is none.
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET-7f3a9c")
+    data = (
+        f'<!DOCTYPE urlset [<!ENTITY % p SYSTEM "{secret.as_uri()}"> %p;]>\n'
+        f'<urlset xmlns="{SITEMAP_NS}"><url><loc>{GOOD[0]}</loc></url></urlset>'
+    ).encode()
+    result = parse(data)
+    assert codes(result) == {"dtd", "entity-declaration"}
+    assert "TOP-SECRET" not in repr(result)
+
+
+@pytest.mark.parametrize(
+    "subset",
+    [
+        pytest.param("<!ENTITY x SYSTEM>", id="system-without-literal"),
+        pytest.param('<!ENTITY y "unterminated>', id="unterminated-literal"),
+        pytest.param("<!ELEMENT urlset (url*>", id="bad-element-declaration"),
+        pytest.param("<!BOGUS>", id="unknown-declaration"),
+    ],
+)
+def test_malformed_internal_subset_is_an_xml_error(subset: str) -> None:
+    data = (
+        '<?xml version="1.0"?>\n'
+        f"<!DOCTYPE urlset [\n{subset}\n]>\n"
+        f'<urlset xmlns="{SITEMAP_NS}">\n{url(GOOD[0])}\n{url(GOOD[1])}\n</urlset>\n'
+    ).encode()
+    result = parse(data)
+    assert "xml-error" in codes(result)
+    errors = [p for p in result.problems if p.code == "xml-error"]
+    assert any("<!DOCTYPE>" in p.message and p.line in (2, 3, 4, 5) for p in errors), errors
+    assert locs(result) == GOOD[:2]
+
+
+def test_well_formed_internal_subset_is_no_xml_error() -> None:
+    data = (
+        "<!DOCTYPE urlset [\n<!ELEMENT urlset (url*)>\n<!-- ok -->\n"
+        "<!ATTLIST urlset a CDATA #IMPLIED>\n]>\n"
+        f'<urlset xmlns="{SITEMAP_NS}">\n{url(GOOD[0])}\n</urlset>\n'
+    ).encode()
+    result = parse(data)
+    assert codes(result) == {"dtd"}
+    assert locs(result) == GOOD[:1]
+
+
 def test_gzip_bomb_stops_at_the_cap(one_gib_bomb: bytes) -> None:
     cap = 10 * MiB
     tracemalloc.start()
@@ -1162,6 +1261,8 @@ CORPUS_EXPECTED: dict[str, tuple[Kind, int, set[str]]] = {
     ),
     "cdata-loc.xml": (Kind.URLSET, 2, set()),
     "comments-and-pis.xml": (Kind.URLSET, 2, set()),
+    "dtd-entities.xml": (Kind.URLSET, 3, {"dtd", "entity-declaration", "relative-loc"}),
+    "dtd-malformed.xml": (Kind.URLSET, 2, {"dtd", "entity-declaration", "xml-error"}),
     "empty.xml": (Kind.UNKNOWN, 0, {"not-a-sitemap"}),
     "feed.atom": (Kind.ATOM, 2, set()),
     "feed.rss": (Kind.RSS, 2, set()),

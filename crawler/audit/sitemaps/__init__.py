@@ -15,10 +15,12 @@ and Atom 1.0 (and 0.3) feeds. Anything else, an HTML error page served at
 ``/sitemap.xml`` above all, is ``Kind.UNKNOWN`` with ``not-a-sitemap``.
 
 Hostile input: gzip is inflated in bounded steps, so a gzip bomb stops at the byte
-cap; a ``<!DOCTYPE>`` is reported and blanked out before lxml sees the document,
-and lxml runs with entities, DTDs and the network off, so nothing is ever
-expanded or fetched; the document is parsed as a stream, so memory follows the
-entries, not a DOM of the file. Recovery: a strict parse first; if lxml reports
+cap; a ``<!DOCTYPE>`` is reported with every entity it declares, checked on its own,
+and replaced before lxml reads the document by one that declares the same entity
+names as their own literal text; lxml runs with entities, DTDs and the network off
+and a resolver that refuses every external resource, so nothing is ever expanded or
+fetched; the document is parsed as a stream, so memory follows the entries, not a
+DOM of the file. Recovery: a strict parse first; if lxml reports
 an error, a tolerant reading that parses each entry on its own, repairs what
 search engines tolerate, and keeps every complete entry of a file cut short.
 
@@ -36,6 +38,9 @@ Which module to open for what (only the first four are used from outside):
     :func:`~.checks.check_entry`; the location rule (``out-of-scope``).
 :mod:`.decompress`
     gzip layers and the bomb cap: :func:`~.decompress.decompress`.
+:mod:`.dtd`
+    the ``<!DOCTYPE>``: its declarations reported, its syntax checked, nothing in it
+    loaded or expanded.
 :mod:`.reading`
     the state of one reading and the ``Sink`` every format's entries go through
     (count caps, checks, scope, duplicates, the root's namespace).

@@ -8,9 +8,8 @@ from the content, never from the URL: text that does not start with ``<`` goes t
 else, an HTML page above all, is ``not-a-sitemap``. XML is read by :mod:`.strict`,
 and again by :mod:`.tolerant` when it is not well-formed.
 
-Before lxml sees a document, a ``<!DOCTYPE>`` is reported (``dtd``, and
-``entity-declaration`` when it declares entities) and blanked out, its newlines
-kept: lxml never sees a DTD, whatever its settings.
+Before lxml sees a document, a ``<!DOCTYPE>`` is reported, checked and replaced
+(:mod:`.dtd`): lxml never reads the document's own DTD, whatever its settings.
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ from typing import Final
 
 from crawler.audit.sitemaps.checks import Scope, aware
 from crawler.audit.sitemaps.decompress import decompress
+from crawler.audit.sitemaps.dtd import read_doctype
 from crawler.audit.sitemaps.feeds import AtomSink, RssSink
 from crawler.audit.sitemaps.model import Kind, ParsedSitemap
 from crawler.audit.sitemaps.reading import Reading, Sink
@@ -57,6 +57,8 @@ _DOCTYPE_NAME = re.compile(rb"\s*([^\s\[>]+)")
 # Inside <!DOCTYPE ...>: quoted strings, comments (an unterminated one runs to
 # the end, in one match, not one scan per "<!--") and the brackets and ">".
 _DOCTYPE_TOKEN = re.compile(rb"\"[^\"]*\"|'[^']*'|<!--.*?(?:-->|\Z)|[\[\]>]", re.DOTALL)
+# The start tag of a root this parser reads, for a <!DOCTYPE> that never ends.
+_KNOWN_ROOT = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?(?:urlset|sitemapindex|rss|RDF|feed)[\s>/]")
 
 
 def parse_sitemap(
@@ -193,6 +195,12 @@ def _doctype_end(doc: bytes, start: int) -> int:
     return len(doc)
 
 
+def _root_follows(doc: bytes, position: int) -> bool:
+    skipped = _PROLOG_MISC.match(doc, position)
+    position = skipped.end() if skipped is not None else position
+    return doc.startswith(b"<", position) and not doc.startswith((b"<?", b"<!"), position)
+
+
 def _scan_prolog(doc: bytes, start: int) -> _Prolog:
     """Find the DOCTYPE and the root element's name, past whitespace, comments
     and processing instructions (skipped by one regex match per run, so that
@@ -204,6 +212,13 @@ def _scan_prolog(doc: bytes, start: int) -> _Prolog:
         position = skipped.end() if skipped is not None else position
         if doc[position : position + 9].upper() == b"<!DOCTYPE":
             end = _doctype_end(doc, position)
+            if end == len(doc) or not _root_follows(doc, end):
+                # A quote or bracket left open ran the declaration into the
+                # document: it ends where a sitemap's root starts (the
+                # declaration's own check reports what is wrong with it).
+                root = _KNOWN_ROOT.search(doc, position + 9)
+                if root is not None and root.start() < end:
+                    end = root.start()
             name = _DOCTYPE_NAME.match(doc, position + 9)
             prolog.doctype = (position, end)
             prolog.doctype_name = name.group(1).decode("ascii", "replace") if name else None
@@ -226,25 +241,22 @@ def _read_xml(reading: Reading, doc: bytes, line_offset: int, stopped: bool) -> 
     if (prolog.doctype_name or "").lower() == "html" or root_local.lower() == "html":
         reading.not_a_sitemap("an HTML page, not a sitemap")
         return
+    general: list[str] = []
     if prolog.doctype is not None:
         start, end = prolog.doctype
-        declaration = doc[start:end]
-        reading.problems.new(
-            "dtd",
-            "a <!DOCTYPE> declaration; ignored (no DTD is loaded)",
+        doctype = read_doctype(
+            reading.problems,
+            doc[start:end],
             doc.count(b"\n", 0, start) + 1 + line_offset,
+            prolog.root_name or "x",
+            reading.encoding,
         )
-        if b"<!ENTITY" in declaration:
-            reading.problems.new(
-                "entity-declaration",
-                f"{declaration.count(b'<!ENTITY')} entity declaration(s); not expanded"
-                " (XXE and billion-laughs attacks use them)",
-                doc.count(b"\n", 0, start) + 1 + line_offset,
-            )
-        # Blank it (newlines kept, so lines still count right): lxml never
-        # sees a DTD, whatever its settings.
-        doc = doc[:start] + re.sub(rb"[^\n]", b" ", declaration) + doc[end:]
-    if not reading.problems.has("entity-declaration") and b"<!ENTITY" in doc:
+        general = doctype.general
+        # lxml reads our declaration (same lines), never the document's own.
+        doc = doc[:start] + doctype.replacement + doc[end:]
+        if prolog.root_position is not None:
+            prolog.root_position += len(doctype.replacement) - (end - start)
+    elif b"<!ENTITY" in doc:
         reading.problems.new("entity-declaration", "an <!ENTITY> declaration; not expanded")
     if prolog.root_name is None or prolog.root_position is None:
         reading.not_a_sitemap("XML without a root element")
@@ -266,7 +278,9 @@ def _read_xml(reading: Reading, doc: bytes, line_offset: int, stopped: bool) -> 
         sink = sink_class(reading.kind, block, local, reading.now, reading.scope)
         text = reading.decode(doc)
         root_at = len(doc[: prolog.root_position].decode(reading.encoding, "replace"))
-        Tolerant(reading, sink, text, root_at, prefix, local, block, line_offset).run(stopped)
+        Tolerant(reading, sink, text, root_at, prefix, local, block, line_offset, general).run(
+            stopped
+        )
     reading.sink = sink
     if stopped:
         reading.complete = False

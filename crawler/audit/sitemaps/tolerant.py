@@ -8,8 +8,12 @@ namespaces (in batches, one by one only where a batch fails). A block that still
 fails is repaired: a raw ``&`` (``unescaped-ampersand``) or an undefined entity
 such as ``&nbsp;`` (``undefined-entity``) is taken as literal text, because search
 engines tolerate the raw ``&`` and the audit should compare the URL the site
-meant. A block that fails even then gives its ``<loc>`` by regex, with an
-``xml-error`` of its own. A file cut off mid-entry gives every complete entry
+meant. An entity the ``<!DOCTYPE>`` declares is not undefined: each batch is parsed
+after the same one-line declaration as the strict reading's (:mod:`.dtd`), so a
+reference to it is read as its literal text. A block that fails even then gives its
+``<loc>`` by regex, with an ``xml-error`` of its own. Blocks that are never closed
+(cut at the next block's start tag) are one ``xml-error`` with their count and first
+lines, however many there are. A file cut off mid-entry gives every complete entry
 before the cut, a ``truncated`` problem and ``complete=False``. The file-level
 ``xml-error`` (lxml's message and line) is kept beside the per-entry diagnosis: a
 search engine may reject a file that is not well-formed as a whole. A file cut by
@@ -28,7 +32,7 @@ from lxml import etree
 
 from crawler.audit.sitemaps.model import Entry, Kind, Problem
 from crawler.audit.sitemaps.reading import Reading, Sink, split_tag
-from crawler.audit.sitemaps.strict import SAFE_PARSER_OPTIONS, lxml_failure
+from crawler.audit.sitemaps.strict import lxml_failure, safe_parser
 from crawler.audit.sitemaps.urlset import IMAGE_NS, XHTML_NS
 from crawler.limits import SITEMAP_NS
 
@@ -102,6 +106,7 @@ class Tolerant:
         local: str,
         block: str,
         line_offset: int,
+        declared: list[str] | None = None,
     ) -> None:
         self.reading = reading
         self.text = text
@@ -111,7 +116,21 @@ class Tolerant:
         self.block = block
         self.line_offset = line_offset
         self.sink = sink
-        self.parser = etree.XMLParser(**SAFE_PARSER_OPTIONS)
+        self.parser = safe_parser()
+        # The entities the document's <!DOCTYPE> declares: each block is parsed
+        # after the same one-line declaration as the strict reading's (.dtd), so
+        # that a reference to one is read as its literal text, not repaired.
+        declared = declared or []
+        self.prelude = (
+            "".join(f'<!ENTITY {name} "&#38;#38;{name};">' for name in declared) if declared else ""
+        )
+        self.ampersand = _AMPERSAND
+        if declared:
+            names = "|".join(re.escape(name) for name in declared)
+            self.ampersand = re.compile(
+                _AMPERSAND.pattern.replace("#x[0-9a-fA-F]+);", f"#x[0-9a-fA-F]+|{names});", 1),
+                re.DOTALL,
+            )
         qualified = f"{prefix}:{local}" if prefix else local
         self.close_root = f"</{qualified}>"
         self.block_qname = f"{prefix}:{block}" if prefix else block
@@ -191,6 +210,9 @@ class Tolerant:
         candidates.append(
             f'<{qualified} xmlns="{SITEMAP_NS}" xmlns:xhtml="{XHTML_NS}" xmlns:image="{IMAGE_NS}">'
         )
+        if self.prelude:
+            doctype = f"<!DOCTYPE {qualified} [{self.prelude}]>"
+            candidates = [doctype + candidate for candidate in candidates]
         for candidate in candidates:
             try:
                 root = etree.fromstring(candidate + self.close_root, self.parser)
@@ -335,11 +357,11 @@ class Tolerant:
                 found[key] = counted[1]
             return "&amp;" + (entity or "")
 
-        repaired = _AMPERSAND.sub(fix, fragment)
+        repaired = self.ampersand.sub(fix, fragment)
         messages = {
             "unescaped-ampersand": "a raw '&' (must be written &amp;); read as a literal '&'",
-            "undefined-entity": "an entity XML does not define (such as &nbsp;);"
-            " read as literal text, not expanded",
+            "undefined-entity": "a reference to an entity the document does not declare"
+            " (such as &nbsp;, which only HTML defines); read as literal text, not expanded",
         }
         return repaired, [Problem(code, messages[code], at) for (_, code), at in found.items()]
 
