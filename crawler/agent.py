@@ -48,9 +48,15 @@ def product_token(user_agent: str) -> str:
     return match.group(0) if match else ""
 
 
+def token_of(user_agent: str, robots_user_agent: str | None) -> str:
+    """The crawl's product token: ``ROBOTSTXT_USER_AGENT`` (*robots_user_agent*) when
+    set, else the User-Agent's; a whole User-Agent string given as the former gives
+    its token too."""
+    return product_token(robots_user_agent or user_agent)
+
+
 def robots_agents(user_agent: str, robots_user_agent: str | None) -> tuple[str, ...]:
     """The agents whose robots directives apply to the crawl (lowercase): every
     robot, Google's (whose rules sites write for every crawler), and our product
     token (``ROBOTSTXT_USER_AGENT``, or the User-Agent's)."""
-    token = robots_user_agent or product_token(user_agent)
-    return ("robots", "googlebot", token.lower())
+    return ("robots", "googlebot", token_of(user_agent, robots_user_agent).lower())

@@ -24,6 +24,9 @@ USER_AGENT = f"sitemap-crawler/{__version__} (+https://github.com/sitemap-crawle
 # robots.txt groups are matched on this product token.
 ROBOTSTXT_USER_AGENT = "sitemap-crawler"
 ROBOTSTXT_OBEY = True
+# RFC 9309 lines and groups (the token matched exactly; unknown lines do not end a
+# group), Protego's matching (crawler/middlewares/robots.py).
+ROBOTSTXT_PARSER = "crawler.middlewares.robots.RobotsTxtParser"
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 8
 DOWNLOAD_DELAY = 0

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Request, Response
 
-from crawler.agent import product_token
+from crawler.agent import token_of
 
 logger = logging.getLogger(__name__)
 
@@ -52,9 +52,7 @@ class PoliteThrottle(AutoThrottle):
             crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
             crawler.signals.connect(self._response_downloaded, signal=signals.response_downloaded)
         self.max_crawl_delay = settings.getfloat("SITEMAP_MAX_CRAWL_DELAY")
-        self.token = settings.get("ROBOTSTXT_USER_AGENT") or product_token(
-            settings.get("USER_AGENT", "")
-        )
+        self.token = token_of(settings.get("USER_AGENT", ""), settings.get("ROBOTSTXT_USER_AGENT"))
         self.floors: dict[str, float] = {}
         crawler.signals.connect(self._robots_parsed, signal=signals.robots_parsed)
 

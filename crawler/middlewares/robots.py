@@ -13,27 +13,55 @@ all". RFC 9309 (section 2.3.1) says otherwise, and so does issue #2:
   disallowed. For the start URL's origin the crawl stops: the spider is closed with
   reason ``robots_unreachable`` and nothing is published.
 
-The parser is Scrapy's ``ROBOTSTXT_PARSER`` (Protego by default), matched against
-``ROBOTSTXT_USER_AGENT`` (our product token). Scrapy's ``robots_parsed`` signal is
-sent for every parsed file, so the throttle can apply ``Crawl-delay`` and the ledger
-can record ``Sitemap:`` lines.
+The parser (:class:`RobotsTxtParser`, ``ROBOTSTXT_PARSER``) *replaces* Protego's line
+handling and group selection and *keeps* Protego for matching:
+
+* lines end at CR, LF or CRLF; ``#`` starts a comment; a key is read before the
+  first ``:`` (or, with no colon, as the first of two words); ``user-agent``,
+  ``allow``, ``disallow`` (and the usual misspellings), ``sitemap`` and
+  ``crawl-delay`` are known, any other line is an other record (RFC 9309 2.2.4)
+  that is ignored and does not end a group (Protego let it split one: rules after
+  it were lost);
+* a group is one or more ``user-agent`` lines and the rules after them, ended by the
+  next ``user-agent`` line after a rule (``crawl-delay`` counts as one here, as
+  Protego and the crawlers that read it have it: a group of only ``Crawl-delay``
+  for one bot is common); rules before any ``user-agent`` line belong to no group;
+* a ``user-agent`` line names the agent spelled by its leading letters, digits,
+  ``_`` and ``-`` (``*`` alone, or followed by a space, is every agent). The group
+  that applies is the one whose name *equals* our product token, case-insensitively
+  (RFC 9309 2.2.1; Protego matched a name found anywhere at a word start in ours, so
+  ``User-agent: sitemap`` or ``User-agent: s`` applied to ``sitemap-crawler``);
+  groups naming us are merged, and ``*`` groups (merged) apply when none does;
+* the rules of the selected group are handed to Protego as one ``*`` group: its
+  wildcards, ``$``, longest match (``allow`` winning a tie), percent-encoding and
+  its speed are kept as they are. ``Crawl-delay`` is the largest the selected
+  groups give.
+
+Scrapy's ``robots_parsed`` signal is sent for every parsed file, so the throttle can
+apply ``Crawl-delay`` and the ledger can record ``Sitemap:`` lines.
 
 Settings: ``ROBOTSTXT_OBEY``, ``ROBOTSTXT_PARSER``, ``ROBOTSTXT_USER_AGENT``,
 ``SITEMAP_ROBOTS_MAX_BYTES``.
 Meta keys: ``dont_obey_robotstxt``.
 Stats: ``robotstxt/*`` as Scrapy's, ``sitemap/robots/unreachable``,
-``sitemap/robots/unavailable``.
+``sitemap/robots/unavailable``, and for the start URL's origin
+``sitemap/robots/token`` (our product token) and ``sitemap/robots/group`` (the group
+that applied: our token, ``*``, or ``none``).
 """
 
 from __future__ import annotations
 
 import logging
+import math
+import re
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Self
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
+from protego import Protego
 from scrapy import signals
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
-from scrapy.exceptions import IgnoreRequest
+from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Request
 from scrapy.http.request import NO_CALLBACK
 from scrapy.robotstxt import RobotParser
@@ -41,9 +69,10 @@ from scrapy.utils.asyncio import call_later
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler
+from scrapy.utils.python import to_unicode
 from twisted.internet.defer import Deferred
 
-from crawler.agent import product_token
+from crawler.agent import is_product_token, product_token, token_of
 from crawler.extensions.runstate import RunState
 from crawler.middlewares.hostguard import OffHostRequest
 
@@ -54,6 +83,190 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 UTF8_BOM = b"\xef\xbb\xbf"
+
+# Group names of the start URL's robots.txt, as recorded in sitemap/robots/group.
+EVERY_AGENT = "*"
+NO_GROUP = "none"
+
+
+# -- the parser: line handling and group selection (RFC 9309), matching by Protego ------
+
+_EOL = re.compile(r"\r\n|\r|\n")
+_AGENT = re.compile(r"[A-Za-z0-9_-]*")
+# Characters that end a line for Protego (str.splitlines) but not for RFC 9309: escaped
+# in the rules handed to it, as its own percent-encoding would write them.
+_PROTEGO_EOL = {ord(c): quote(c) for c in "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"}
+
+_USER_AGENT, _ALLOW, _DISALLOW, _SITEMAP, _CRAWL_DELAY = range(5)
+_KEYS = {
+    "user-agent": _USER_AGENT,
+    "useragent": _USER_AGENT,
+    "user agent": _USER_AGENT,
+    "allow": _ALLOW,
+    "disallow": _DISALLOW,
+    "dissallow": _DISALLOW,
+    "dissalow": _DISALLOW,
+    "disalow": _DISALLOW,
+    "diasllow": _DISALLOW,
+    "disallaw": _DISALLOW,
+    "sitemap": _SITEMAP,
+    "site-map": _SITEMAP,
+    "crawl-delay": _CRAWL_DELAY,
+    "crawl delay": _CRAWL_DELAY,
+}
+
+
+@dataclass(eq=False)
+class _Group:
+    agents: list[str] = field(default_factory=list)
+    rules: list[tuple[bool, str]] = field(default_factory=list)  # (allow, pattern)
+    delays: list[str] = field(default_factory=list)
+
+
+def _key_value(line: str) -> tuple[int | None, str] | None:
+    """(key, value) of one line (None: a known key; the value stripped), or None for
+    a blank or unreadable line."""
+    line = line.split("#", 1)[0].strip()
+    if not line:
+        return None
+    key, colon, value = line.partition(":")
+    key = " ".join(key.split()).lower()
+    if colon and (key in _KEYS or " " not in key):
+        return _KEYS.get(key), value.strip()
+    # No colon, or one inside the value ("Sitemap https://..."): "<key> <value>".
+    words = line.split()
+    for n in (1, 2):
+        known = _KEYS.get(" ".join(words[:n]).lower())
+        if known is not None and len(words) > n:
+            return known, " ".join(words[n:])
+    return (None, value.strip()) if colon else None
+
+
+def _agent_name(value: str) -> str:
+    """The agent a ``user-agent`` line names (lowercase; "" for none)."""
+    if value.startswith("*") and (len(value) == 1 or value[1].isspace()):
+        return EVERY_AGENT
+    match = _AGENT.match(value)
+    return match.group(0).lower() if match else ""
+
+
+def _delay(value: str) -> float | None:
+    try:
+        delay = float(value)
+    except ValueError:
+        return None
+    return delay if math.isfinite(delay) and delay >= 0 else None
+
+
+class RobotsRules:
+    """A parsed robots.txt: its groups and ``Sitemap:`` lines (see the module
+    docstring), and, per product token, the group that applies."""
+
+    def __init__(self, text: str) -> None:
+        self.groups: list[_Group] = []
+        self.sitemaps: list[str] = []
+        self._selected: dict[str, tuple[str, Protego | None, float | None]] = {}
+        current: _Group | None = None
+        in_rules = False
+        for line in _EOL.split(text):
+            found = _key_value(line)
+            if found is None:
+                continue
+            key, value = found
+            if key == _USER_AGENT:
+                if current is None or in_rules:
+                    current = _Group()
+                    self.groups.append(current)
+                    in_rules = False
+                name = _agent_name(value)
+                if name:
+                    current.agents.append(name)
+            elif key in (_ALLOW, _DISALLOW):
+                if current is None:
+                    continue  # a rule outside any group
+                in_rules = True
+                if value:
+                    current.rules.append((key == _ALLOW, value))
+            elif key == _CRAWL_DELAY and current is not None:
+                # Not RFC 9309's, but written as a line of a group like a rule (a
+                # "Crawl-delay"-only group for one bot must not reach the next one).
+                in_rules = True
+                current.delays.append(value)
+            elif key == _SITEMAP and value:
+                self.sitemaps.append(value)
+            # Anything else is another record: ignored, and the group goes on.
+
+    @classmethod
+    def parse(cls, body: bytes) -> Self:
+        """Parse a robots.txt body (UTF-8; undecodable bytes are dropped)."""
+        return cls(body.decode("utf-8-sig", errors="ignore"))
+
+    def group_name(self, token: str) -> str:
+        """The group that applies to *token*: the token itself (a group naming it,
+        in any case), ``*`` or ``none``."""
+        return self._select(token)[0]
+
+    def allowed(self, url: str, token: str) -> bool:
+        matcher = self._select(token)[1]
+        return matcher is None or matcher.can_fetch(url, EVERY_AGENT)
+
+    def crawl_delay(self, token: str) -> float | None:
+        return self._select(token)[2]
+
+    def _select(self, token: str) -> tuple[str, Protego | None, float | None]:
+        key = token.lower()
+        selected = self._selected.get(key)
+        if selected is None:
+            name = token
+            groups = [g for g in self.groups if key in g.agents] if key else []
+            if not groups:
+                name = EVERY_AGENT
+                groups = [g for g in self.groups if EVERY_AGENT in g.agents]
+            if not groups:
+                selected = (NO_GROUP, None, None)
+            else:
+                lines = [f"User-agent: {EVERY_AGENT}"]
+                for group in groups:
+                    for allow, pattern in group.rules:
+                        pattern = pattern.translate(_PROTEGO_EOL)
+                        lines.append(f"{'Allow' if allow else 'Disallow'}: {pattern}")
+                delays = [d for g in groups for v in g.delays if (d := _delay(v)) is not None]
+                selected = (
+                    name,
+                    Protego.parse("\n".join(lines) + "\n"),
+                    max(delays) if delays else None,
+                )
+            self._selected[key] = selected
+        return selected
+
+
+class RobotsTxtParser(RobotParser):
+    """Scrapy's parser interface over :class:`RobotsRules` (``ROBOTSTXT_PARSER``).
+    ``rp`` is the parsed file, as for Scrapy's Protego parser (``rp.sitemaps``)."""
+
+    def __init__(self, body: bytes) -> None:
+        self.rp = RobotsRules.parse(body)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, robotstxt_body: bytes) -> Self:
+        return cls(robotstxt_body)
+
+    def allowed(self, url: str | bytes, user_agent: str | bytes) -> bool:
+        return self.rp.allowed(to_unicode(url), _token(user_agent))
+
+    def crawl_delay(self, user_agent: str | bytes) -> float | None:
+        return self.rp.crawl_delay(_token(user_agent))
+
+    def group_name(self, user_agent: str | bytes) -> str:
+        return self.rp.group_name(_token(user_agent))
+
+
+def _token(user_agent: str | bytes) -> str:
+    text = to_unicode(user_agent)
+    return text if is_product_token(text) else product_token(text)
+
+
+# -- the middleware ------------------------------------------------------------------------
 
 
 class RobotsDisallowed(IgnoreRequest):
@@ -83,9 +296,8 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         self._max_bytes = crawler.settings.getint("SITEMAP_ROBOTS_MAX_BYTES")
-        if not self._robotstxt_useragent:
-            # Match groups on the product token, not the whole User-Agent string.
-            self._robotstxt_useragent = product_token(self._default_useragent)
+        # Match groups on the product token, not the whole User-Agent string.
+        self._robotstxt_useragent = token_of(self._default_useragent, self._robotstxt_useragent)
 
     async def process_request(self, request: Request, spider: Any = None) -> None:
         if request.meta.get("dont_obey_robotstxt"):
@@ -139,7 +351,7 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
         self._stats.inc_value(f"robotstxt/response_status_count/{response.status}")
         status = response.status
         if 200 <= status < 300:
-            return await self._parse(response, request)
+            return await self._parse(origin, response, request)
         if status == 429 or status >= 500:
             return self._unreachable(origin, f"HTTP {status}")
         if 400 <= status < 500:
@@ -149,11 +361,12 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
         self._unavailable(origin, f"HTTP {status}")
         return None
 
-    async def _parse(self, response: Response, request: Request) -> RobotParser:
+    async def _parse(self, origin: str, response: Response, request: Request) -> RobotParser:
         body = response.body[: self._max_bytes]
         if body.startswith(UTF8_BOM):
             body = body[len(UTF8_BOM) :]
         rp = build_from_crawler(self._parserimpl, self.crawler, body)
+        self._record(origin, rp)
         await self.crawler.signals.send_catch_log_async(
             signal=signals.robots_parsed, robotparser=rp, request=request
         )
@@ -162,6 +375,7 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
     def _unavailable(self, origin: str, reason: str) -> None:
         logger.info("robots.txt of %s unavailable (%s): everything allowed", origin, reason)
         self._stats.inc_value("sitemap/robots/unavailable")
+        self._record(origin, None)
         return None
 
     def _unreachable(self, origin: str, reason: str) -> _DisallowAll:
@@ -178,6 +392,24 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
                 reason,
             )
         return _DisallowAll(reason)
+
+    def _record(self, origin: str, rp: RobotParser | None) -> None:
+        """The token, and the group that applies, for the start URL's origin."""
+        if origin != self._start_origin():
+            return
+        token = self._robotstxt_useragent or ""
+        self._stats.set_value("sitemap/robots/token", token)
+        if rp is None:
+            self._stats.set_value("sitemap/robots/group", NO_GROUP)
+        elif isinstance(rp, RobotsTxtParser):
+            self._stats.set_value("sitemap/robots/group", rp.group_name(token))
+
+    def _start_origin(self) -> str | None:
+        try:
+            parts = urlsplit(RunState.of(self.crawler).start_url)
+        except NotConfigured:  # a spider without a start URL: no origin is the start
+            return None
+        return f"{parts.scheme}://{parts.netloc}"
 
     def _close(self, reason: str) -> None:
         assert self.crawler.engine is not None

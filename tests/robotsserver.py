@@ -1,0 +1,281 @@
+"""A small real site on 127.0.0.1 whose robots.txt follows RFC 9309's hard cases.
+
+Run ``python -m tests.robotsserver --mode MODE --log FILE [--other URL]``: it binds
+a free port, prints ``PORT`` on stdout and serves until killed; every request is
+appended to FILE as one JSON line (method, path, Host header, User-Agent, time), as
+``tests/mockserver.py`` does. :class:`RobotsServer` starts one from a test.
+
+Pages: ``/`` links to ``/about.html``, ``/private/secret.html``,
+``/acme-only/page.html`` and ``{other}/elsewhere.html`` (another host's page, which
+must never be requested); each of those pages exists. In ``changing`` mode ``/``
+links to ``/early.html`` and ``/slow.html`` instead, and ``/slow.html`` answers after
+``--delay`` seconds with a link to ``/late/page.html``.
+
+Robots modes (the robots.txt served):
+
+- ``target``: ``Disallow: /private/`` for every agent (the far end of a redirect);
+- ``redirect-elsewhere``: a 301 to ``{other}/robots.txt``, another host's;
+- ``line-cut``: ``Disallow: /private/``, then comment lines up to a rule line,
+  ``Disallow: /archive/``, that byte 512000 (500 KiB) cuts right after
+  ``Disallow: /``;
+- ``eleven-mib``: ``Disallow: /private/`` and comment lines, 11 MiB with a
+  Content-Length; ``eleven-mib-chunked``: the same, streamed without one;
+  ``eleven-mib-gzip``: the same, gzipped when the client accepts gzip (11 KiB);
+- ``prefix-groups``: groups for ``sitemap`` and ``s`` (prefixes of
+  ``sitemap-crawler``) disallowing everything, and ``*`` disallowing ``/private/``;
+- ``unknown-line``: the group of ``sitemap-crawler`` and ``otherbot`` holds an
+  unknown line and a ``Sitemap:`` line between its two ``User-agent`` lines, then
+  ``Disallow: /private/``;
+- ``compatible``: ``Mozilla`` disallowed everything, ``AcmeBot`` ``/private/``;
+- ``changing``: the first robots.txt served allows everything but ``/never/``, every
+  later one disallows ``/late/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from twisted.internet import reactor
+from twisted.web import resource, server
+
+ROOT = Path(__file__).resolve().parents[1]
+LIMIT = 500 * 1024  # SITEMAP_ROBOTS_MAX_BYTES
+ELEVEN_MIB = 11 * 1024 * 1024
+HTML = "text/html; charset=utf-8"
+TEXT = "text/plain"
+
+
+def page(body: str, title: str) -> bytes:
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title></head>"
+        f"<body>{body}</body></html>"
+    ).encode()
+
+
+def links(*hrefs: str) -> str:
+    return " ".join(f'<a href="{h}">{h}</a>' for h in hrefs)
+
+
+def filled(head: bytes, size: int) -> bytes:
+    """*head*, then comment lines up to *size* bytes exactly."""
+    line = b"# " + b"x" * 1021 + b"\n"  # 1024 bytes
+    body = head + line * ((size - len(head)) // len(line))
+    rest = size - len(body)
+    return body + (b"#" + b"y" * (rest - 2) + b"\n" if rest >= 2 else b"\n" * rest)
+
+
+def line_cut() -> bytes:
+    """A rule line that the 500 KiB limit cuts just after ``Disallow: /``."""
+    cut_rule = b"Disallow: /archive/\n"
+    before = filled(b"User-agent: *\nDisallow: /private/\n", LIMIT - len(b"Disallow: /"))
+    body = before + cut_rule + b"Disallow: /about.html\n"
+    assert body[:LIMIT].endswith(b"\nDisallow: /")
+    return body
+
+
+ROBOTS: dict[str, str] = {
+    "target": "User-agent: *\nDisallow: /private/\n",
+    "prefix-groups": (
+        "User-agent: sitemap\nDisallow: /\n\n"
+        "User-agent: s\nDisallow: /\n\n"
+        "User-agent: *\nDisallow: /private/\n"
+    ),
+    "unknown-line": (
+        "User-agent: sitemap-crawler\n"
+        "Clean-param: ref /\n"
+        "Sitemap: {base}/sitemap.xml\n"
+        "User-agent: otherbot\n"
+        "Disallow: /private/\n\n"
+        "User-agent: *\nDisallow: /\n"
+    ),
+    "compatible": (
+        "User-agent: Mozilla\nDisallow: /\n\nUser-agent: AcmeBot\nDisallow: /private/\n"
+    ),
+}
+
+
+class Site(resource.Resource):
+    isLeaf = True
+
+    def __init__(self, mode: str, log: Any, other: str, delay: float) -> None:
+        super().__init__()
+        self.mode = mode
+        self.log = log
+        self.other = other
+        self.delay = delay
+        self.port = 0
+        self.robots_served = 0
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def render(self, request: Any) -> bytes | int:
+        path = request.uri.decode("latin-1")
+        self.log.write(
+            json.dumps(
+                {
+                    "method": request.method.decode(),
+                    "path": path,
+                    "host": (request.getHeader("host") or "").lower(),
+                    "user_agent": request.getHeader("user-agent"),
+                    "time": time.time(),
+                }
+            )
+            + "\n"
+        )
+        self.log.flush()
+        if path.split("?")[0] == "/robots.txt":
+            return self.robots(request)
+        return self.page(request, path)
+
+    def robots(self, request: Any) -> bytes | int:
+        request.setHeader("Content-Type", TEXT)
+        mode = self.mode
+        self.robots_served += 1
+        if mode == "redirect-elsewhere":
+            request.setResponseCode(301)
+            request.setHeader("Location", f"{self.other}/robots.txt")
+            return b""
+        if mode == "line-cut":
+            return line_cut()
+        if mode in ("eleven-mib", "eleven-mib-chunked", "eleven-mib-gzip"):
+            body = filled(b"User-agent: *\nDisallow: /private/\n", ELEVEN_MIB)
+            if mode == "eleven-mib-gzip" and "gzip" in (request.getHeader("accept-encoding") or ""):
+                request.setHeader("Content-Encoding", "gzip")
+                return gzip.compress(body, mtime=0)
+            if mode != "eleven-mib-chunked":
+                return body
+            # No Content-Length: Twisted sends it chunked.
+            for start in range(0, len(body), 64 * 1024):
+                request.write(body[start : start + 64 * 1024])
+            request.finish()
+            return server.NOT_DONE_YET
+        if mode == "changing":
+            if self.robots_served == 1:
+                return b"User-agent: *\nDisallow: /never/\n"
+            return b"User-agent: *\nDisallow: /late/\n"
+        return ROBOTS[mode].replace("{base}", self.base).encode()
+
+    def page(self, request: Any, path: str) -> bytes | int:
+        request.setHeader("Content-Type", HTML)
+        if path == "/":
+            if self.mode == "changing":
+                return page(links("/early.html", "/slow.html"), "home")
+            return page(
+                links(
+                    "/about.html",
+                    "/private/secret.html",
+                    "/acme-only/page.html",
+                    f"{self.other}/elsewhere.html",
+                ),
+                "home",
+            )
+        if path == "/slow.html":
+
+            def answer() -> None:
+                request.write(page(links("/late/page.html"), path))
+                request.finish()
+
+            reactor.callLater(self.delay, answer)  # type: ignore[attr-defined]
+            return server.NOT_DONE_YET
+        known = {
+            "/about.html",
+            "/private/secret.html",
+            "/acme-only/page.html",
+            "/elsewhere.html",
+            "/early.html",
+            "/late/page.html",
+        }
+        if path in known:
+            return page(f"the page {path}", path)
+        request.setResponseCode(404)
+        return page("no such page", "404")
+
+
+@dataclass
+class RobotsServer:
+    """A :mod:`tests.robotsserver` subprocess (as ``tests.conftest.MockServer``)."""
+
+    mode: str
+    log_path: Path
+    other: str = "http://localhost:1"
+    delay: float = 2.0
+    proc: subprocess.Popen[str] | None = None
+    port: int = 0
+
+    def start(self) -> RobotsServer:
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tests.robotsserver",
+                "--mode",
+                self.mode,
+                "--log",
+                str(self.log_path),
+                "--other",
+                self.other,
+                "--delay",
+                str(self.delay),
+            ],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line.strip().isdigit():
+            self.stop()
+            raise RuntimeError(f"robots server did not start: {line!r}")
+        self.port = int(line)
+        return self
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+            if self.proc.stdout is not None:
+                self.proc.stdout.close()
+            self.proc = None
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def url(self, path: str = "/") -> str:
+        return self.base + path
+
+    def requests(self) -> list[dict[str, Any]]:
+        if not self.log_path.exists():
+            return []
+        return [json.loads(line) for line in self.log_path.read_text().splitlines() if line]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mode", required=True)
+    parser.add_argument("--log", required=True)
+    parser.add_argument("--other", default="http://localhost:1")
+    parser.add_argument("--delay", type=float, default=2.0)
+    args = parser.parse_args()
+    log = open(args.log, "a", encoding="utf-8")  # noqa: SIM115 - open for the process
+    root = Site(args.mode, log, args.other.rstrip("/"), args.delay)
+    site = server.Site(root)
+    site.displayTracebacks = False
+    port = reactor.listenTCP(0, site, interface="127.0.0.1")  # type: ignore[attr-defined]
+    root.port = port.getHost().port
+    print(root.port, flush=True)
+    reactor.run()  # type: ignore[attr-defined]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

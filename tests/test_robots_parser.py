@@ -1,0 +1,238 @@
+"""The robots.txt parser (line handling and group selection by RFC 9309, matching by
+Protego), the product token and ``--robots-agent``: no server, no crawl."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from protego import Protego
+
+from crawler.agent import is_product_token, product_token, robots_agents, token_of
+from crawler.middlewares.robots import RobotsRules, RobotsTxtParser
+
+ROOT = Path(__file__).resolve().parent.parent
+TOKEN = "sitemap-crawler"
+
+
+def allowed(robots: str, path: str, token: str = TOKEN) -> bool:
+    return RobotsRules(robots).allowed(f"http://h.test{path}", token)
+
+
+# -- which group applies ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["s", "sitemap", "sitemap-", "crawler", "sitemap-crawler2"])
+def test_a_group_whose_name_is_not_our_token_does_not_apply(name: str) -> None:
+    robots = f"User-agent: {name}\nDisallow: /\n\nUser-agent: *\nDisallow: /private/\n"
+    assert allowed(robots, "/page")
+    assert not allowed(robots, "/private/x")
+    assert RobotsRules(robots).group_name(TOKEN) == "*"
+    # Protego matched these by prefix: the whole site was disallowed.
+    if name in ("s", "sitemap", "sitemap-"):
+        assert not Protego.parse(robots).can_fetch("http://h.test/page", TOKEN)
+
+
+def test_our_group_is_matched_case_insensitively_and_merged() -> None:
+    robots = (
+        "User-agent: Sitemap-Crawler\nDisallow: /a/\n\n"
+        "User-agent: *\nDisallow: /\n\n"
+        "User-agent: SITEMAP-CRAWLER\nDisallow: /b/\nAllow: /b/open\n"
+    )
+    rules = RobotsRules(robots)
+    assert rules.group_name(TOKEN) == TOKEN
+    assert not allowed(robots, "/a/x")
+    assert not allowed(robots, "/b/x")
+    assert allowed(robots, "/b/open.html")
+    assert allowed(robots, "/c")
+
+
+def test_every_agent_groups_are_merged_and_none_means_allowed() -> None:
+    robots = (
+        "User-agent: *\nDisallow: /a/\n\n"
+        "User-agent: other\nDisallow: /\n\n"
+        "User-agent: *\nDisallow: /b/\n"
+    )
+    assert not allowed(robots, "/a/1") and not allowed(robots, "/b/1") and allowed(robots, "/c")
+    assert RobotsRules("User-agent: other\nDisallow: /\n").group_name(TOKEN) == "none"
+    assert allowed("User-agent: other\nDisallow: /\n", "/x")
+    assert RobotsRules("").group_name(TOKEN) == "none"
+
+
+def test_an_empty_group_for_us_allows_everything() -> None:
+    robots = "User-agent: sitemap-crawler\nDisallow:\n\nUser-agent: *\nDisallow: /\n"
+    assert allowed(robots, "/x")
+    assert RobotsRules(robots).group_name(TOKEN) == TOKEN
+
+
+def test_user_agent_line_values() -> None:
+    # The name is the line's leading letters, digits, _ and -; "*" alone or before a
+    # space is every agent.
+    assert not allowed("User-agent: sitemap-crawler/1.0\nDisallow: /x\n", "/x")
+    assert not allowed("User-agent: sitemap-crawler (our bot)\nDisallow: /x\n", "/x")
+    assert not allowed("User-agent: * everyone\nDisallow: /x\n", "/x")
+    assert allowed("User-agent: *crawler\nDisallow: /x\n", "/x")
+    assert not allowed("useragent: sitemap-crawler\ndisallow /x\n", "/x")
+
+
+# -- lines and groups -----------------------------------------------------------------------
+
+
+def test_an_unknown_line_or_sitemap_line_does_not_end_a_group() -> None:
+    robots = (
+        "User-agent: otherbot\n"
+        "Clean-param: ref /\n"
+        "Sitemap: http://h.test/sitemap.xml\n"
+        "User-agent: sitemap-crawler\n"
+        "Noindex: /nothing/\n"
+        "Disallow: /private/\n"
+        "Host: h.test\n"
+        "Disallow: /tmp/\n"
+    )
+    assert not allowed(robots, "/private/x", "otherbot")
+    assert not allowed(robots, "/tmp/x")
+    assert not allowed(robots, "/private/x")
+    rules = RobotsRules(robots)
+    assert rules.sitemaps == ["http://h.test/sitemap.xml"]
+    # Protego split the group at the unknown line: otherbot lost its rules.
+    assert Protego.parse(robots).can_fetch("http://h.test/private/x", "otherbot")
+
+
+def test_a_user_agent_line_after_a_rule_starts_a_new_group() -> None:
+    robots = "User-agent: a\nDisallow: /a/\nUser-agent: sitemap-crawler\nDisallow: /b/\n"
+    assert allowed(robots, "/a/x") and not allowed(robots, "/b/x")
+    assert not allowed(robots, "/a/x", "a") and allowed(robots, "/b/x", "a")
+
+
+def test_rules_before_any_user_agent_belong_to_no_group() -> None:
+    assert allowed("Disallow: /\nUser-agent: *\nDisallow: /x\n", "/y")
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n", "\r"])
+def test_line_endings(eol: str) -> None:
+    robots = eol.join(["User-agent: *", "Disallow: /a # a comment", "Allow: /a/b", ""])
+    assert not allowed(robots, "/a/x") and allowed(robots, "/a/b") and allowed(robots, "/c")
+
+
+def test_line_separators_inside_a_value_do_not_make_rules() -> None:
+    # str.splitlines() would end the line at \x85 (Protego splits so): not RFC 9309.
+    robots = "User-agent: *\nDisallow: /a\x85Disallow: /\n"
+    assert allowed(robots, "/b")
+
+
+def test_crawl_delay_is_the_largest_of_our_groups() -> None:
+    robots = (
+        "User-agent: sitemap-crawler\nCrawl-delay: 2\n\n"
+        "User-agent: bingbot\nCrawl-delay: 60\n\n"
+        "User-agent: sitemap-crawler\nCrawl-delay: 5\nCrawl-delay: nonsense\n\n"
+        "User-agent: *\nCrawl-delay: 30\nDisallow: /x\n"
+    )
+    assert RobotsRules(robots).crawl_delay(TOKEN) == 5.0
+    assert RobotsRules(robots).crawl_delay("other") == 30.0
+    assert RobotsRules(robots).crawl_delay("bingbot") == 60.0
+    # A group of only Crawl-delay ends at the next User-agent line.
+    assert allowed(robots, "/x", "bingbot")
+    assert allowed(robots, "/x")
+    assert RobotsRules("User-agent: *\nDisallow: /\n").crawl_delay(TOKEN) is None
+
+
+# -- what Protego does, kept ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("robots", "path", "expected"),
+    [
+        ("Disallow: /*.pdf$", "/files/a.pdf", False),
+        ("Disallow: /*.pdf$", "/files/a.pdf?x=1", True),
+        ("Disallow: /private\nAllow: /private/open", "/private/open.html", True),
+        ("Disallow: /private/open\nAllow: /private", "/private/open.html", False),
+        ("Allow: /page\nDisallow: /page", "/page", True),
+        ("Disallow: /caf%C3%A9", "/café.html", False),
+        ("Disallow: /café", "/caf%C3%A9.html", False),
+        ("Disallow: /a%2fb", "/a%2Fb", False),
+        ("Disallow: /*/secret", "/x/y/secret", False),
+        ("Disallow: /", "/robots.txt", True),
+    ],
+)
+def test_protego_matching_is_kept(robots: str, path: str, expected: bool) -> None:
+    assert allowed("User-agent: sitemap-crawler\n" + robots + "\n", path) is expected
+
+
+def test_scrapy_parser_interface() -> None:
+    body = (
+        b"\xef\xbb\xbfUser-agent: sitemap-crawler\nDisallow: /x\nCrawl-delay: 1\nSitemap: /s.xml\n"
+    )
+    rp = RobotsTxtParser(body)
+    assert not rp.allowed(b"http://h.test/x", b"sitemap-crawler")
+    # A whole User-Agent string is reduced to its token.
+    assert not rp.allowed("http://h.test/x", "sitemap-crawler/1.0 (+https://x)")
+    assert rp.allowed("http://h.test/y", TOKEN)
+    assert rp.crawl_delay(TOKEN) == 1.0
+    assert rp.group_name(TOKEN) == TOKEN
+    assert list(rp.rp.sitemaps) == ["/s.xml"]  # read by the ledger pipeline
+
+
+# -- the product token -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("ua", "token"),
+    [
+        ("AcmeBot/1.0 (+https://acme.example/bot)", "AcmeBot"),
+        ("Mozilla/5.0 (compatible; AcmeBot/1.0; +https://acme.example/bot)", "AcmeBot"),
+        ("Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)", "bingbot"),
+        (
+            "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Googlebot/2.1; "
+            "+http://www.google.com/bot.html) Chrome/120.0 Safari/537.36",
+            "Googlebot",
+        ),
+        ("Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0", "Mozilla"),
+        ("sitemap-crawler/0.1 (+https://x)", "sitemap-crawler"),
+        ("Foo.Bar/2", "Foo"),
+        ("", ""),
+    ],
+)
+def test_product_token(ua: str, token: str) -> None:
+    assert product_token(ua) == token
+
+
+def test_token_of_and_robots_agents() -> None:
+    assert token_of("AcmeBot/1.0", None) == "AcmeBot"
+    assert token_of("AcmeBot/1.0", "Other") == "Other"
+    assert token_of("x", "Other/2.0") == "Other"
+    assert robots_agents("Mozilla/5.0 (compatible; AcmeBot/1.0)", None) == (
+        "robots",
+        "googlebot",
+        "acmebot",
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "valid"),
+    [("AcmeBot", True), ("a_b-2", True), ("a b", False), ("a/1", False), ("", False), ("é", False)],
+)
+def test_is_product_token(text: str, valid: bool) -> None:
+    assert is_product_token(text) is valid
+
+
+@pytest.mark.parametrize("token", ["Acme Bot", "AcmeBot/1.0", "*"])
+def test_a_bad_robots_agent_is_a_usage_error(token: str) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "crawler.cli",
+            "crawl",
+            "http://127.0.0.1:9/",
+            "--robots-agent",
+            token,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "--robots-agent" in result.stderr and "product token" in result.stderr

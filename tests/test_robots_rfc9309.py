@@ -1,0 +1,125 @@
+"""robots.txt by RFC 9309, against real servers on 127.0.0.1 (``tests/robotsserver.py``):
+groups named by a prefix of our token, an unknown line inside a group, the
+compatible form of the User-Agent."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_twisted
+
+from crawler.cli import command_parser
+from crawler.commands.options import site_settings
+from tests.conftest import run_crawl
+from tests.robotsserver import RobotsServer
+
+SMALL = {"SITEMAP_MAX_DEPTH": 1}
+COMPATIBLE_UA = "Mozilla/5.0 (compatible; AcmeBot/1.0; +https://acme.example/bot)"
+
+
+@pytest.fixture(scope="module")
+def robots_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """``robots_servers(mode, **options)`` starts a :class:`RobotsServer` (one per
+    call: each test gets a fresh log and fresh counters)."""
+    started: list[RobotsServer] = []
+    tmp = tmp_path_factory.mktemp("robotsservers")
+
+    def start(mode: str, **options: Any) -> RobotsServer:
+        log = tmp / f"{len(started)}-{mode}.log"
+        srv = RobotsServer(mode, log, **options).start()
+        started.append(srv)
+        return srv
+
+    yield start
+    for srv in started:
+        srv.stop()
+
+
+def paths(server: RobotsServer) -> list[str]:
+    return [r["path"] for r in server.requests()]
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_group_named_by_a_prefix_of_our_token_does_not_apply(
+    robots_servers: Any, tmp_path: Path
+) -> None:
+    # "User-agent: sitemap" and "User-agent: s" disallow everything; they do not
+    # name sitemap-crawler, so the "*" group applies.
+    server = robots_servers("prefix-groups")
+    result = await run_crawl(server.url("/"), tmp_path, **SMALL)
+    assert result.outcome == "published"
+    decisions = result.decisions()
+    assert decisions[server.url("/")][0] == "listed"
+    assert decisions[server.url("/about.html")][0] == "listed"
+    assert decisions[server.url("/private/secret.html")][0] == "robots-disallowed"
+    assert result.stats["sitemap/robots/token"] == "sitemap-crawler"
+    assert result.stats["sitemap/robots/group"] == "*"
+
+
+@pytest_twisted.ensureDeferred
+async def test_an_unknown_line_does_not_end_a_group(robots_servers: Any, tmp_path: Path) -> None:
+    # User-agent: sitemap-crawler / Clean-param: ... / Sitemap: ... /
+    # User-agent: otherbot / Disallow: /private/ : one group for both agents.
+    server = robots_servers("unknown-line")
+    result = await run_crawl(server.url("/"), tmp_path, **SMALL)
+    assert result.outcome == "published"
+    decisions = result.decisions()
+    assert decisions[server.url("/private/secret.html")][0] == "robots-disallowed"
+    assert decisions[server.url("/about.html")][0] == "listed"
+    assert result.stats["sitemap/robots/group"] == "sitemap-crawler"
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_compatible_user_agent_names_its_crawler(
+    robots_servers: Any, tmp_path: Path
+) -> None:
+    # --user-agent "Mozilla/5.0 (compatible; AcmeBot/1.0; +...)": the token is AcmeBot,
+    # whose group disallows /private/ only (Mozilla's disallows everything).
+    server = robots_servers("compatible")
+    args = command_parser("crawl").parse_args([server.url("/"), "--user-agent", COMPATIBLE_UA])
+    options = site_settings(args)
+    assert options["ROBOTSTXT_USER_AGENT"] == "AcmeBot"
+    overrides = {k: v for k, v in options.items() if k in ("USER_AGENT", "ROBOTSTXT_USER_AGENT")}
+    result = await run_crawl(server.url("/"), tmp_path, **overrides, **SMALL)
+    assert result.outcome == "published"
+    decisions = result.decisions()
+    assert decisions[server.url("/about.html")][0] == "listed"
+    assert decisions[server.url("/private/secret.html")][0] == "robots-disallowed"
+    assert result.stats["sitemap/robots/token"] == "AcmeBot"
+    assert result.stats["sitemap/robots/group"] == "AcmeBot"
+    assert {r["user_agent"] for r in server.requests()} == {COMPATIBLE_UA}
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_token_comes_from_the_compatible_user_agent_setting(
+    robots_servers: Any, tmp_path: Path
+) -> None:
+    # With ROBOTSTXT_USER_AGENT unset, the middleware takes the User-Agent's token.
+    server = robots_servers("compatible")
+    result = await run_crawl(
+        server.url("/"), tmp_path, USER_AGENT=COMPATIBLE_UA, ROBOTSTXT_USER_AGENT=None, **SMALL
+    )
+    assert result.decisions()[server.url("/about.html")][0] == "listed"
+    assert result.decisions()[server.url("/private/secret.html")][0] == "robots-disallowed"
+    assert result.stats["sitemap/robots/token"] == "AcmeBot"
+
+
+@pytest_twisted.ensureDeferred
+async def test_robots_agent_option_sets_the_token(robots_servers: Any, tmp_path: Path) -> None:
+    server = robots_servers("compatible")
+    args = command_parser("crawl").parse_args(
+        [server.url("/"), "--user-agent", "Mozilla/5.0 (X11)", "--robots-agent", "AcmeBot"]
+    )
+    options = site_settings(args)
+    result = await run_crawl(
+        server.url("/"),
+        tmp_path,
+        USER_AGENT=options["USER_AGENT"],
+        ROBOTSTXT_USER_AGENT=options["ROBOTSTXT_USER_AGENT"],
+        **SMALL,
+    )
+    assert result.decisions()[server.url("/about.html")][0] == "listed"
+    assert result.stats["sitemap/robots/token"] == "AcmeBot"
