@@ -11,7 +11,9 @@ lines for a terminal or a cron mail; ``report.json`` (schema
 (asked conditionally and answered), ``not_modified``, ``listed``, ``excluded``
 (decision -> count), ``queued`` (URLs an interrupted run had not fetched yet),
 ``added`` and ``removed`` (published URLs since the previous run),
-``lastmod_changes`` (``{url, old, new}``), ``files_written``, ``index``.
+``lastmod_changes`` (``{url, old, new}``), ``files_written``, ``index``,
+``robots`` (``{token, group}``: the product token matched against the start URL's
+robots.txt, and the group that applied: the token, ``*`` or ``none``).
 
 ``added``, ``removed`` and ``lastmod_changes`` say what the run changed: they are
 null for a run that neither published nor finished its crawl (interrupted,
@@ -86,6 +88,10 @@ def write_report(
         "lastmod_changes": lastmod_changes,
         "files_written": stats.get("sitemap/files_written", 0),
         "index": stats.get("sitemap/index_path"),
+        "robots": {
+            "token": stats.get("sitemap/robots/token"),
+            "group": stats.get("sitemap/robots/group"),
+        },
     }
     written: dict[str, int] = {}
     tmp = path.with_name(f".{path.name}.tmp")
@@ -122,7 +128,16 @@ def format_summary(stats: dict[str, Any]) -> str:
             f" ({conditional} conditional, "
             f"{stats.get('sitemap/conditional/not_modified', 0)} not modified)"
         )
-    lines = [line, f"listed: {listed}"]
+    lines = [line]
+    if (group := stats.get("sitemap/robots/group")) is not None:
+        token = stats.get("sitemap/robots/token")
+        lines.append(
+            f"robots.txt: no group for {token} or for every agent (everything allowed)"
+            if group == "none"
+            else f"robots.txt: the group for {'every agent (*)' if group == '*' else group}"
+            f" applied to {token}"
+        )
+    lines.append(f"listed: {listed}")
     if counts:
         lines.append(
             "excluded: "

@@ -3,6 +3,7 @@ errors and no tracebacks; plus the same crawl through ``scrapy crawl site``."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -269,3 +270,14 @@ def test_a_second_interrupt_stops_at_once_and_tidies_up(servers: object, tmp_pat
     left = sorted(p.name for p in state.iterdir())
     assert "ledger.running.sqlite" not in left and "lock" not in left and "job" not in left
     assert "ledger.failed.sqlite" in left
+
+
+def test_the_summary_says_which_robots_group_applied(site: MockServer, tmp_path: Path) -> None:
+    out = tmp_path / "public"
+    proc = cli("crawl", site.url("/relative/one.html"), "--out", str(out), "--robots-agent", "bot")
+    assert proc.returncode == 0, proc.stderr
+    assert "robots.txt: the group for every agent (*) applied to bot" in proc.stderr
+    report = json.loads((tmp_path / "public.sitemap-state" / "report.json").read_text())
+    assert report["robots"] == {"token": "bot", "group": "*"}
+    proc = cli("crawl", site.url("/relative/one.html"), "--out", str(out))
+    assert "robots.txt: the group for sitemap-crawler applied to sitemap-crawler" in proc.stderr
