@@ -207,7 +207,10 @@ SITEMAP_REDIS_URL = None
 # ... and the seconds a process may go without a heartbeat before the requests it
 # took are queued again (the coordinator's value holds for the whole crawl).
 SITEMAP_REDIS_WORKER_TIMEOUT = 30.0
-# robots.txt bytes read (RFC 9309 asks for at least 500 KiB).
+# Seconds after which an origin's robots.txt is fetched again during a crawl (RFC 9309:
+# rules are not kept longer than 24 hours); 0: fetched once per crawl.
+SITEMAP_ROBOTS_MAX_AGE = 24 * 60 * 60
+# robots.txt bytes read, up to the last whole line (RFC 9309 asks for at least 500 KiB).
 SITEMAP_ROBOTS_MAX_BYTES = 500 * 1024
 SITEMAP_STATE_DIR = None
 # Query parameters removed on top of the defaults (utm_*, gclid, fbclid, jsessionid,

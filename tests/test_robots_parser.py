@@ -1,5 +1,6 @@
 """The robots.txt parser (line handling and group selection by RFC 9309, matching by
-Protego), the product token and ``--robots-agent``: no server, no crawl."""
+Protego), the product token, ``--robots-agent``, and the host guard's robots.txt
+exception: no server, no crawl."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from pathlib import Path
 
 import pytest
 from protego import Protego
+from scrapy.http import Request
 
 from crawler.agent import is_product_token, product_token, robots_agents, token_of
-from crawler.middlewares.robots import RobotsRules, RobotsTxtParser
+from crawler.middlewares.hostguard import ROBOTS_TXT, HostGuardMiddleware, OffHostRequest
+from crawler.middlewares.robots import RobotsRules, RobotsTxtParser, whole_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "sitemap-crawler"
@@ -174,6 +177,21 @@ def test_scrapy_parser_interface() -> None:
     assert list(rp.rp.sitemaps) == ["/s.xml"]  # read by the ledger pipeline
 
 
+# -- the 500 KiB limit ---------------------------------------------------------------------
+
+
+def test_whole_lines() -> None:
+    body = b"User-agent: *\nDisallow: /archive/\n"
+    cut = body.index(b"/archive/") + 1  # just after "Disallow: /"
+    assert whole_lines(body, cut) == b"User-agent: *\n"
+    assert whole_lines(body, len(body) - 1) == body[:-1]  # the line ends at the limit
+    assert whole_lines(body, len(body)) == body
+    assert whole_lines(b"no line ends", 5) == b""
+    assert whole_lines(b"a\r\nb", 2) == b"a\r"
+    # A stopped download shorter than the limit loses its incomplete last line too.
+    assert whole_lines(b"a\nDisallow: /x", 100) == b"a\n"
+
+
 # -- the product token -------------------------------------------------------------------------
 
 
@@ -236,3 +254,30 @@ def test_a_bad_robots_agent_is_a_usage_error(token: str) -> None:
     )
     assert result.returncode == 2
     assert "--robots-agent" in result.stderr and "product token" in result.stderr
+
+
+# -- the host guard ------------------------------------------------------------------------------
+
+
+class _Stats:
+    def __init__(self) -> None:
+        self.values: dict[str, int] = {}
+
+    def inc_value(self, key: str) -> None:
+        self.values[key] = self.values.get(key, 0) + 1
+
+
+def test_the_host_guard_lets_robots_txt_through_and_nothing_else() -> None:
+    guard = HostGuardMiddleware(("127.0.0.1", 8000), _Stats())  # type: ignore[arg-type]
+    robots = {ROBOTS_TXT: True}
+    guard.process_request(Request("http://www.example.test/robots.txt", meta=robots))
+    guard.process_request(Request("https://www.example.test/robots.txt?x=1", meta=robots))
+    guard.process_request(Request("http://127.0.0.1:8000/page.html"))
+    for request in (
+        Request("http://www.example.test/robots.txt"),  # not a robots.txt fetch
+        Request("http://www.example.test/other.txt", meta=robots),
+        Request("http://www.example.test/robots.txt/x", meta=robots),
+        Request("http://www.example.test/page.html"),
+    ):
+        with pytest.raises(OffHostRequest):
+            guard.process_request(request)

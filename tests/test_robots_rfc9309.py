@@ -1,6 +1,7 @@
 """robots.txt by RFC 9309, against real servers on 127.0.0.1 (``tests/robotsserver.py``):
+a redirect to another host, a rule line across the 500 KiB mark, an 11 MiB file,
 groups named by a prefix of our token, an unknown line inside a group, the
-compatible form of the User-Agent."""
+compatible form of the User-Agent, and a robots.txt that changes during a crawl."""
 
 from __future__ import annotations
 
@@ -40,6 +41,62 @@ def robots_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 def paths(server: RobotsServer) -> list[str]:
     return [r["path"] for r in server.requests()]
+
+
+@pytest_twisted.ensureDeferred
+async def test_robots_redirect_to_another_host_applies_there(
+    robots_servers: Any, tmp_path: Path
+) -> None:
+    # example.com/robots.txt -> www.example.com/robots.txt: two hosts, two ports.
+    www = robots_servers("target")
+    site = robots_servers("redirect-elsewhere", other=www.base)
+    result = await run_crawl(site.url("/"), tmp_path, **SMALL)
+    assert result.outcome == "published"
+    decisions = result.decisions()
+    # www's rules apply to the original host.
+    assert decisions[site.url("/private/secret.html")][0] == "robots-disallowed"
+    assert decisions[site.url("/about.html")][0] == "listed"
+    assert "/private/secret.html" not in paths(site)
+    # Only robots.txt was fetched from the other host, once; no page of it.
+    assert paths(www) == ["/robots.txt"]
+    assert result.stats.get("sitemap/robots/unavailable") is None
+    assert result.stats["sitemap/robots/group"] == "*"
+    ports = {port for kind, (host, port) in result.network if kind == "connect"}
+    assert ports <= {site.port, www.port}
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_rule_line_cut_at_500_kib_is_dropped(robots_servers: Any, tmp_path: Path) -> None:
+    # Byte 512000 falls right after "Disallow: /" of "Disallow: /archive/": read as
+    # it was cut, the line would disallow the whole site.
+    server = robots_servers("line-cut")
+    result = await run_crawl(server.url("/"), tmp_path, **SMALL)
+    assert result.outcome == "published"
+    decisions = result.decisions()
+    assert decisions[server.url("/")][0] == "listed"
+    assert decisions[server.url("/private/secret.html")][0] == "robots-disallowed"
+    # "Disallow: /about.html" lies past the limit.
+    assert decisions[server.url("/about.html")][0] == "listed"
+    assert result.stats["sitemap/robots/truncated"] == 1
+
+
+@pytest.mark.parametrize("mode", ["eleven-mib", "eleven-mib-chunked", "eleven-mib-gzip"])
+@pytest_twisted.ensureDeferred
+async def test_an_11_mib_robots_txt_is_read_up_to_the_limit(
+    robots_servers: Any, tmp_path: Path, mode: str
+) -> None:
+    # Larger than robots.txt's download cap (10 MiB), with a Content-Length or none,
+    # or sent gzipped to a client that accepts gzip.
+    server = robots_servers(mode)
+    result = await run_crawl(server.url("/"), tmp_path, **SMALL)
+    assert result.outcome == "published", result.stats.get("sitemap/fatal")
+    assert result.stats.get("sitemap/robots/unreachable") is None
+    decisions = result.decisions()
+    assert decisions[server.url("/private/secret.html")][0] == "robots-disallowed"
+    assert decisions[server.url("/about.html")][0] == "listed"
+    assert result.stats["sitemap/robots/truncated"] == 1
+    # The download stopped soon after the limit: nowhere near 11 MiB came.
+    assert result.stats["downloader/response_bytes"] < 2 * 1024 * 1024
 
 
 @pytest_twisted.ensureDeferred
@@ -123,3 +180,32 @@ async def test_robots_agent_option_sets_the_token(robots_servers: Any, tmp_path:
     )
     assert result.decisions()[server.url("/about.html")][0] == "listed"
     assert result.stats["sitemap/robots/token"] == "AcmeBot"
+
+
+@pytest_twisted.ensureDeferred
+async def test_robots_txt_is_fetched_again_when_older_than_the_max_age(
+    robots_servers: Any, tmp_path: Path
+) -> None:
+    # The first robots.txt allows /late/; every later one disallows it. /late/page.html
+    # is linked from /slow.html, which answers after 2 s: by then the rules, fetched
+    # at the start, are older than SITEMAP_ROBOTS_MAX_AGE (1 s here, a day by default).
+    server = robots_servers("changing", delay=2.0)
+    result = await run_crawl(server.url("/"), tmp_path, SITEMAP_ROBOTS_MAX_AGE=1)
+    assert result.outcome == "published"
+    decisions = result.decisions()
+    assert decisions[server.url("/early.html")][0] == "listed"
+    assert decisions[server.url("/slow.html")][0] == "listed"
+    assert decisions[server.url("/late/page.html")][0] == "robots-disallowed"
+    assert "/late/page.html" not in paths(server)
+    assert paths(server).count("/robots.txt") >= 2
+    assert result.stats["sitemap/robots/refetched"] >= 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_robots_txt_is_kept_for_the_max_age(robots_servers: Any, tmp_path: Path) -> None:
+    # The same crawl with the default age: one robots.txt, the first, for the crawl.
+    server = robots_servers("changing", delay=1.0)
+    result = await run_crawl(server.url("/"), tmp_path)
+    assert result.decisions()[server.url("/late/page.html")][0] == "listed"
+    assert paths(server).count("/robots.txt") == 1
+    assert result.stats.get("sitemap/robots/refetched") is None

@@ -1,11 +1,17 @@
 """Downloader middleware that keeps the crawl on the crawled host.
 
 The crawl talks to the crawled host and nothing else (issue #2): every request,
-including robots.txt and whatever a redirect middleware builds, must go to the start
-URL's site (:func:`crawler.urls.site_of`: its host and port, http or https).
-Anything else is refused here, at the first downloader middleware, so no component
-can reach another host by accident.
+including whatever a redirect middleware builds, must go to the start URL's site
+(:func:`crawler.urls.site_of`: its host and port, http or https). Anything else is
+refused here, at the first downloader middleware, so no component can reach another
+host by accident.
 
+One exception: a robots.txt fetch (:mod:`crawler.middlewares.robots` marks it with
+the meta key :data:`ROBOTS_TXT`) follows redirects to ``/robots.txt`` on another host
+(RFC 9309 2.3.1.2: ``example.com/robots.txt`` -> ``www.example.com/robots.txt``);
+any other path elsewhere is refused, robots.txt request or not.
+
+Meta keys: :data:`ROBOTS_TXT`.
 Settings: none; the run's start URL (:class:`crawler.extensions.runstate.RunState`)
 says which site is ours (a spider without one is not ours to guard).
 Stats: ``sitemap/hostguard/refused``.
@@ -17,6 +23,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from scrapy.exceptions import IgnoreRequest
+from scrapy.utils.httpobj import urlparse_cached
 
 from crawler.extensions.runstate import RunState
 from crawler.urls import site_of
@@ -29,6 +36,9 @@ if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
 
 logger = logging.getLogger(__name__)
+
+#: Meta key of a robots.txt request: it may fetch ``/robots.txt`` from another host.
+ROBOTS_TXT = "sitemap_robots_txt"
 
 
 class OffHostRequest(IgnoreRequest):
@@ -49,8 +59,13 @@ class HostGuardMiddleware:
         return cls(site, crawler.stats)
 
     def process_request(self, request: Request) -> None:
-        if site_of(request.url) != self.site:
+        if site_of(request.url) != self.site and not _robots_txt(request):
             self.stats.inc_value("sitemap/hostguard/refused")
             logger.warning("Refused a request to another host: %s", request.url)
             raise OffHostRequest(f"off-host request refused: {request.url}")
         return None
+
+
+def _robots_txt(request: Request) -> bool:
+    """A robots.txt fetch for ``/robots.txt`` (of another host, after a redirect)."""
+    return request.meta.get(ROBOTS_TXT) is True and urlparse_cached(request).path == "/robots.txt"

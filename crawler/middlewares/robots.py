@@ -3,15 +3,27 @@
 Scrapy's ``RobotsTxtMiddleware`` treats any failure to fetch robots.txt as "allow
 all". RFC 9309 (section 2.3.1) says otherwise, and so does issue #2:
 
-* 2xx: parsed, only the first 500 KiB (``SITEMAP_ROBOTS_MAX_BYTES``), a UTF-8 BOM
-  tolerated;
+* 2xx: parsed, the first 500 KiB (``SITEMAP_ROBOTS_MAX_BYTES``) cut at a line
+  boundary (a line that the limit cuts is dropped, not read as a shorter rule), a
+  UTF-8 BOM tolerated. It is asked for uncompressed, and the download stops once
+  more than that came (Scrapy's ``bytes_received`` signal and
+  ``StopDownload(fail=False)``), so a file larger than any download cap is read,
+  not refused;
 * 3xx: followed up to 5 hops (``REDIRECT_MAX_TIMES`` of Scrapy's redirect middleware,
-  which robots.txt requests go through); more hops, or a redirect to another host
-  (which :mod:`crawler.middlewares.hostguard` refuses), make it "unavailable";
+  which robots.txt requests go through), to another host too (RFC 9309 2.3.1.2:
+  ``example.com/robots.txt`` -> ``www.example.com/robots.txt``): the rules found
+  apply to the original host. Only ``/robots.txt`` may be fetched elsewhere
+  (:data:`crawler.middlewares.hostguard.ROBOTS_TXT` marks the request); more hops, or
+  a redirect to another path on another host, make it "unavailable";
 * 4xx other than 429: "unavailable", so everything is allowed;
 * 5xx, 429, timeouts and connection errors: "unreachable", so everything is
   disallowed. For the start URL's origin the crawl stops: the spider is closed with
   reason ``robots_unreachable`` and nothing is published.
+
+The rules of an origin are fetched again once older than ``SITEMAP_ROBOTS_MAX_AGE``
+(24 hours; RFC 9309 2.4), so a crawl that runs for days honours changes; requests
+wait for the new rules. A re-fetch that finds robots.txt unreachable keeps the
+rules it had (RFC 9309 2.4 allows the cached copy then) instead of stopping.
 
 The parser (:class:`RobotsTxtParser`, ``ROBOTSTXT_PARSER``) *replaces* Protego's line
 handling and group selection and *keeps* Protego for matching:
@@ -37,14 +49,13 @@ handling and group selection and *keeps* Protego for matching:
   its speed are kept as they are. ``Crawl-delay`` is the largest the selected
   groups give.
 
-Scrapy's ``robots_parsed`` signal is sent for every parsed file, so the throttle can
-apply ``Crawl-delay`` and the ledger can record ``Sitemap:`` lines.
-
 Settings: ``ROBOTSTXT_OBEY``, ``ROBOTSTXT_PARSER``, ``ROBOTSTXT_USER_AGENT``,
-``SITEMAP_ROBOTS_MAX_BYTES``.
-Meta keys: ``dont_obey_robotstxt``.
+``SITEMAP_ROBOTS_MAX_AGE``, ``SITEMAP_ROBOTS_MAX_BYTES``.
+Meta keys: ``dont_obey_robotstxt``; robots.txt requests carry
+:data:`~crawler.middlewares.hostguard.ROBOTS_TXT`.
 Stats: ``robotstxt/*`` as Scrapy's, ``sitemap/robots/unreachable``,
-``sitemap/robots/unavailable``, and for the start URL's origin
+``sitemap/robots/unavailable``, ``sitemap/robots/truncated``,
+``sitemap/robots/refetched``, and for the start URL's origin
 ``sitemap/robots/token`` (our product token) and ``sitemap/robots/group`` (the group
 that applied: our token, ``*``, or ``none``).
 """
@@ -54,6 +65,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import quote, urlsplit
@@ -61,7 +73,7 @@ from urllib.parse import quote, urlsplit
 from protego import Protego
 from scrapy import signals
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import IgnoreRequest, NotConfigured, StopDownload
 from scrapy.http import Request
 from scrapy.http.request import NO_CALLBACK
 from scrapy.robotstxt import RobotParser
@@ -74,7 +86,7 @@ from twisted.internet.defer import Deferred
 
 from crawler.agent import is_product_token, product_token, token_of
 from crawler.extensions.runstate import RunState
-from crawler.middlewares.hostguard import OffHostRequest
+from crawler.middlewares.hostguard import ROBOTS_TXT, OffHostRequest
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -83,6 +95,12 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 UTF8_BOM = b"\xef\xbb\xbf"
+# Decompressed bytes of a robots.txt at most (Scrapy's download_maxsize, read by its
+# decompression), for a server that compresses it although we ask it not to: more is
+# refused (a gzip bomb), and robots.txt is then "unavailable".
+DECOMPRESSED_MAX_BYTES = 10 * 1024 * 1024
+# Meta key: the bytes of a robots.txt response received so far.
+_RECEIVED = "sitemap_robots_received"
 
 # Group names of the start URL's robots.txt, as recorded in sitemap/robots/group.
 EVERY_AGENT = "*"
@@ -292,14 +310,30 @@ class _DisallowAll(RobotParser):
         return None
 
 
+class _Nothing:
+    """No rules fetched yet for an origin."""
+
+
+_NOTHING = _Nothing()
+
+
 class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
-        self._max_bytes = crawler.settings.getint("SITEMAP_ROBOTS_MAX_BYTES")
+        s = crawler.settings
+        self._max_bytes = s.getint("SITEMAP_ROBOTS_MAX_BYTES")
+        self._max_age = s.getfloat("SITEMAP_ROBOTS_MAX_AGE")
         # Match groups on the product token, not the whole User-Agent string.
         self._robotstxt_useragent = token_of(self._default_useragent, self._robotstxt_useragent)
+        self._fetched_at: dict[str, float] = {}
+        crawler.signals.connect(self._bytes_received, signal=signals.bytes_received)
 
     async def process_request(self, request: Request, spider: Any = None) -> None:
+        if request.meta.get(ROBOTS_TXT):
+            # Every hop of a robots.txt fetch: no download cap on the announced size
+            # (the download is stopped after SITEMAP_ROBOTS_MAX_BYTES instead).
+            request.meta["download_maxsize"] = 0
+            request.meta[_RECEIVED] = 0
         if request.meta.get("dont_obey_robotstxt"):
             return
         rp = await self.robot_parser(request)
@@ -314,25 +348,48 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
     async def robot_parser(self, request: Request) -> RobotParser | None:
         url = urlparse_cached(request)
         origin = f"{url.scheme}://{url.netloc}"
-        # One fetch per origin (RFC 9309 scopes robots.txt to scheme, host and port);
-        # requests that arrive meanwhile wait on the same Deferred.
-        if origin not in self._parsers:
-            waiter: Deferred[RobotParser | None] = Deferred()
-            self._parsers[origin] = waiter
-            fetched = await self._fetch(origin, request)
-            self._parsers[origin] = fetched
-            waiter.callback(fetched)
-            return fetched
-        parser = self._parsers[origin]
-        if isinstance(parser, Deferred):
-            return await maybe_deferred_to_future(parser)
-        return parser
+        # One fetch per origin (RFC 9309 scopes robots.txt to scheme, host and port)
+        # and per SITEMAP_ROBOTS_MAX_AGE; requests that arrive meanwhile wait on the
+        # same Deferred.
+        cached = self._parsers.get(origin, _NOTHING)
+        if isinstance(cached, Deferred):
+            return await maybe_deferred_to_future(cached)
+        if not isinstance(cached, _Nothing) and not self._stale(origin):
+            return cached
+        waiter: Deferred[RobotParser | None] = Deferred()
+        self._parsers[origin] = waiter
+        try:
+            fetched = await self._fetch(origin, request, cached)
+        except Exception as e:  # a bug of ours must not leave the waiters hanging
+            logger.exception("robots.txt of %s could not be read", origin)
+            fetched = self._unreachable(origin, f"{type(e).__name__}: {e}".rstrip(": "))
+        self._parsers[origin] = fetched
+        self._fetched_at[origin] = time.monotonic()
+        waiter.callback(fetched)
+        return fetched
 
-    async def _fetch(self, origin: str, request: Request) -> RobotParser | None:
+    def _stale(self, origin: str) -> bool:
+        if self._max_age <= 0:
+            return False
+        return time.monotonic() - self._fetched_at.get(origin, 0.0) >= self._max_age
+
+    async def _fetch(
+        self, origin: str, request: Request, previous: RobotParser | None | _Nothing
+    ) -> RobotParser | None:
+        if not isinstance(previous, _Nothing):
+            self._stats.inc_value("sitemap/robots/refetched")
+            logger.info("robots.txt of %s is older than %s s: fetched again", origin, self._max_age)
         robotsreq = Request(
             f"{origin}/robots.txt",
             priority=self.DOWNLOAD_PRIORITY,
-            meta={"dont_obey_robotstxt": True, "download_maxsize": 10 * 1024 * 1024},
+            meta={
+                "dont_obey_robotstxt": True,
+                ROBOTS_TXT: True,
+                "download_maxsize": 0,
+                "download_warnsize": 0,
+            },
+            # Uncompressed, so that the download can stop after the bytes we read.
+            headers={"Accept-Encoding": "identity"},
             callback=NO_CALLBACK,
         )
         self._stats.inc_value("robotstxt/request_count")
@@ -346,23 +403,41 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
             self._unavailable(origin, str(e))
             return None
         except Exception as e:  # timeouts, DNS and connection errors
-            return self._unreachable(origin, f"{type(e).__name__}: {e}".rstrip(": "))
+            reason = f"{type(e).__name__}: {e}".rstrip(": ")
+            return self._unreachable(origin, reason, previous)
         self._stats.inc_value("robotstxt/response_count")
         self._stats.inc_value(f"robotstxt/response_status_count/{response.status}")
         status = response.status
         if 200 <= status < 300:
+            if response.url != robotsreq.url:
+                logger.info("robots.txt of %s read from %s", origin, response.url)
             return await self._parse(origin, response, request)
         if status == 429 or status >= 500:
-            return self._unreachable(origin, f"HTTP {status}")
-        if 400 <= status < 500:
-            self._unavailable(origin, f"HTTP {status}")
-            return None
-        # A 3xx that was not followed (no Location) or a 1xx: treat as unavailable.
+            return self._unreachable(origin, f"HTTP {status}", previous)
+        # 4xx; or a 3xx that was not followed (no Location), or a 1xx.
         self._unavailable(origin, f"HTTP {status}")
         return None
 
+    def _bytes_received(self, data: bytes, request: Request) -> None:
+        if not request.meta.get(ROBOTS_TXT):
+            return
+        # The decompression of what came is capped (a gzip bomb is refused).
+        request.meta["download_maxsize"] = DECOMPRESSED_MAX_BYTES
+        received = request.meta.get(_RECEIVED, 0) + len(data)
+        request.meta[_RECEIVED] = received
+        if received > self._max_bytes:
+            raise StopDownload(fail=False)
+
     async def _parse(self, origin: str, response: Response, request: Request) -> RobotParser:
-        body = response.body[: self._max_bytes]
+        body = response.body
+        if len(body) > self._max_bytes or "download_stopped" in response.flags:
+            body = whole_lines(body, self._max_bytes)
+            self._stats.inc_value("sitemap/robots/truncated")
+            logger.info(
+                "robots.txt of %s is larger than %s bytes: the lines within them are read",
+                origin,
+                self._max_bytes,
+            )
         if body.startswith(UTF8_BOM):
             body = body[len(UTF8_BOM) :]
         rp = build_from_crawler(self._parserimpl, self.crawler, body)
@@ -376,13 +451,20 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
         logger.info("robots.txt of %s unavailable (%s): everything allowed", origin, reason)
         self._stats.inc_value("sitemap/robots/unavailable")
         self._record(origin, None)
-        return None
 
-    def _unreachable(self, origin: str, reason: str) -> _DisallowAll:
+    def _unreachable(
+        self, origin: str, reason: str, previous: RobotParser | None | _Nothing = _NOTHING
+    ) -> RobotParser | None:
         self._stats.inc_value("sitemap/robots/unreachable")
-        state = RunState.of(self.crawler)
-        parts = urlsplit(state.start_url)
-        if origin == f"{parts.scheme}://{parts.netloc}":
+        if not isinstance(previous, (_Nothing, _DisallowAll)):
+            logger.warning(
+                "robots.txt of %s is unreachable (%s): the rules fetched before still apply",
+                origin,
+                reason,
+            )
+            return previous
+        if origin == self._start_origin():
+            state = RunState.of(self.crawler)
             state.fail(f"robots.txt of {origin} is unreachable ({reason}); nothing is crawled")
             call_later(0, self._close, "robots_unreachable")
         else:
@@ -414,3 +496,13 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
     def _close(self, reason: str) -> None:
         assert self.crawler.engine is not None
         deferred_from_coro(self.crawler.engine.close_spider_async(reason=reason))
+
+
+def whole_lines(body: bytes, limit: int) -> bytes:
+    """The first *limit* bytes of *body*, less a last line that the limit cuts (a
+    body shorter than the limit is an incomplete download: its last line too)."""
+    head = body[:limit]
+    if len(body) > limit and body[limit : limit + 1] in (b"\n", b"\r"):
+        return head  # the last line ends right at the limit
+    end = max(head.rfind(b"\n"), head.rfind(b"\r"))
+    return head[: end + 1]
