@@ -7,7 +7,7 @@ appended to FILE as one JSON line (method, path, Host header, User-Agent, time),
 
 Pages: ``/`` links to ``/about.html``, ``/private/secret.html``,
 ``/acme-only/page.html`` and ``{other}/elsewhere.html`` (another host's page, which
-must never be requested); each of those pages exists. In ``changing`` mode ``/``
+must never be requested); each of those pages exists. In ``changing`` and ``then-503`` modes ``/``
 links to ``/early.html`` and ``/slow.html`` instead, and ``/slow.html`` answers after
 ``--delay`` seconds with a link to ``/late/page.html``.
 
@@ -28,7 +28,7 @@ Robots modes (the robots.txt served):
   ``Disallow: /private/``;
 - ``compatible``: ``Mozilla`` disallowed everything, ``AcmeBot`` ``/private/``;
 - ``changing``: the first robots.txt served allows everything but ``/never/``, every
-  later one disallows ``/late/``.
+  later one disallows ``/late/``; ``then-503``: the same first one, then 503s.
 """
 
 from __future__ import annotations
@@ -159,16 +159,19 @@ class Site(resource.Resource):
                 request.write(body[start : start + 64 * 1024])
             request.finish()
             return server.NOT_DONE_YET
-        if mode == "changing":
+        if mode in ("changing", "then-503"):
             if self.robots_served == 1:
                 return b"User-agent: *\nDisallow: /never/\n"
+            if mode == "then-503":
+                request.setResponseCode(503)
+                return b"overloaded"
             return b"User-agent: *\nDisallow: /late/\n"
         return ROBOTS[mode].replace("{base}", self.base).encode()
 
     def page(self, request: Any, path: str) -> bytes | int:
         request.setHeader("Content-Type", HTML)
         if path == "/":
-            if self.mode == "changing":
+            if self.mode in ("changing", "then-503"):
                 return page(links("/early.html", "/slow.html"), "home")
             return page(
                 links(

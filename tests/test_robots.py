@@ -31,6 +31,7 @@ async def test_unavailable_robots_allows_everything(
     assert decisions[server.url("/private/secret.html")][0] == "listed"
     assert decisions[server.url("/blocked-for-us/page.html")][0] == "listed"
     assert result.stats["sitemap/robots/unavailable"] >= 1
+    assert result.stats["sitemap/robots/group"] == "none"
 
 
 @pytest_twisted.ensureDeferred

@@ -202,6 +202,20 @@ async def test_robots_txt_is_fetched_again_when_older_than_the_max_age(
 
 
 @pytest_twisted.ensureDeferred
+async def test_an_unreachable_refetch_keeps_the_rules_fetched_before(
+    robots_servers: Any, tmp_path: Path
+) -> None:
+    # RFC 9309 2.4: past the age, an unreachable robots.txt leaves the cached rules in
+    # force; the crawl goes on (it stops only when the first fetch is unreachable).
+    server = robots_servers("then-503", delay=2.0)
+    result = await run_crawl(server.url("/"), tmp_path, SITEMAP_ROBOTS_MAX_AGE=1)
+    assert result.outcome == "published", result.stats.get("sitemap/fatal")
+    assert result.decisions()[server.url("/late/page.html")][0] == "listed"
+    assert paths(server).count("/robots.txt") >= 2
+    assert result.stats["sitemap/robots/unreachable"] >= 1
+
+
+@pytest_twisted.ensureDeferred
 async def test_robots_txt_is_kept_for_the_max_age(robots_servers: Any, tmp_path: Path) -> None:
     # The same crawl with the default age: one robots.txt, the first, for the crawl.
     server = robots_servers("changing", delay=1.0)
