@@ -59,7 +59,7 @@ def test_a_failed_crawl_is_a_result(tmp_path: Path) -> None:
         f"http://127.0.0.1:{free_port()}/", out=str(tmp_path / "p"), settings={"RETRY_TIMES": 0}
     )
     assert result.exit_code == 3 and result.outcome == "failed"
-    assert result.message is not None and "robots.txt of http://127.0.0.1:" in result.message
+    assert result.message is not None and "cannot reach http://127.0.0.1:" in result.message
     assert not result.published and result.index is None
 
 

@@ -164,8 +164,8 @@ def test_unreachable_host_exits_3(tmp_path: Path) -> None:
         "-s",
         "RETRY_TIMES=0",
     )
-    assert_failure_last_line(proc, 3, "robots.txt of http://127.0.0.1:")
-    assert "Connection was refused" in proc.stderr
+    # Issue 13: the site cannot be reached, said once, in a few words.
+    assert_failure_last_line(proc, 3, f"cannot reach http://127.0.0.1:{port} (connection refused)")
     assert not any((tmp_path / "public").iterdir())
 
 
@@ -236,7 +236,6 @@ def test_unwritable_places_are_named_and_nothing_is_left_behind(tmp_path: Path) 
     assert not out.exists()  # the good --out is not made when --state is bad
 
 
-
 def test_a_second_interrupt_stops_at_once_and_tidies_up(servers: object, tmp_path: Path) -> None:
     # robots.txt never answers: the first Ctrl-C waits for it (up to the download
     # timeout); the second stops the reactor at once.
@@ -281,3 +280,11 @@ def test_the_summary_says_which_robots_group_applied(site: MockServer, tmp_path:
     assert report["robots"] == {"token": "bot", "group": "*"}
     proc = cli("crawl", site.url("/relative/one.html"), "--out", str(out))
     assert "robots.txt: the group for sitemap-crawler applied to sitemap-crawler" in proc.stderr
+
+
+def test_an_unreachable_site_is_said_once(tmp_path: Path) -> None:
+    port = free_port()
+    proc = cli("crawl", f"http://127.0.0.1:{port}/", "--out", str(tmp_path / "p"))
+    assert_failure_last_line(proc, 3, f"http://127.0.0.1:{port}")
+    assert proc.stderr.count("refused") == 1, proc.stderr
+    assert "since the last run" not in proc.stderr

@@ -67,7 +67,7 @@ async def test_robots_timeout_stops_the_crawl(servers: Any, tmp_path: Path) -> N
     server = servers("slow")
     result = await run_crawl(server.url("/"), tmp_path, DOWNLOAD_TIMEOUT=1, RETRY_TIMES=0)
     assert result.outcome == "failed"
-    assert "TimeoutError" in result.stats["sitemap/fatal"]
+    assert "(no answer in time)" in result.stats["sitemap/fatal"]
     assert fetched_paths(server) == {"/robots.txt"}
 
 

@@ -403,8 +403,7 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
             self._unavailable(origin, str(e))
             return None
         except Exception as e:  # timeouts, DNS and connection errors
-            reason = f"{type(e).__name__}: {e}".rstrip(": ")
-            return self._unreachable(origin, reason, previous)
+            return self._unreachable(origin, _why(e), previous, site_down=True)
         self._stats.inc_value("robotstxt/response_count")
         self._stats.inc_value(f"robotstxt/response_status_count/{response.status}")
         status = response.status
@@ -453,8 +452,14 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
         self._record(origin, None)
 
     def _unreachable(
-        self, origin: str, reason: str, previous: RobotParser | None | _Nothing = _NOTHING
+        self,
+        origin: str,
+        reason: str,
+        previous: RobotParser | None | _Nothing = _NOTHING,
+        site_down: bool = False,
     ) -> RobotParser | None:
+        """*site_down*: no HTTP answer at all (the host cannot be reached), rather
+        than a robots.txt answered with a 5xx or 429."""
         self._stats.inc_value("sitemap/robots/unreachable")
         if not isinstance(previous, (_Nothing, _DisallowAll)):
             logger.warning(
@@ -465,7 +470,11 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
             return previous
         if origin == self._start_origin():
             state = RunState.of(self.crawler)
-            state.fail(f"robots.txt of {origin} is unreachable ({reason}); nothing is crawled")
+            state.fail(
+                f"cannot reach {origin} ({reason}); nothing was crawled"
+                if site_down
+                else f"robots.txt of {origin} is unreachable ({reason}); nothing is crawled"
+            )
             call_later(0, self._close, "robots_unreachable")
         else:
             logger.warning(
@@ -506,3 +515,21 @@ def whole_lines(body: bytes, limit: int) -> bytes:
         return head  # the last line ends right at the limit
     end = max(head.rfind(b"\n"), head.rfind(b"\r"))
     return head[: end + 1]
+
+
+def _why(error: Exception) -> str:
+    """Why a request got no HTTP answer, in a few words (the download errors' own
+    messages repeat themselves: "Connection was refused by other side: 111:
+    Connection refused.")."""
+    from scrapy import exceptions as download
+
+    if isinstance(error, download.DownloadConnectionRefusedError):
+        return "connection refused"
+    if isinstance(error, download.CannotResolveHostError):
+        return "host name not found"
+    if isinstance(error, (download.DownloadTimeoutError, TimeoutError)):
+        return "no answer in time"
+    if isinstance(error, (download.DownloadFailedError, download.ResponseDataLossError)):
+        return "the connection failed before an answer"
+    text = str(error).strip().rstrip(".")
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
