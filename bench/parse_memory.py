@@ -29,11 +29,12 @@ Modes:
     :func:`crawler.audit.sitemaps.parse.parse_sitemap` returning every entry in a
     list (the library's API; every entry is held by design);
 ``audit``
-    what the audit spider does with one file: every entry becomes a row of the
-    audit's SQLite store (:class:`crawler.audit.store.AuditStore`), normalised and
-    keyed as the spider does, in batches of 1,000. When the parser can hand entries
-    over as it reads them (``parse_sitemap(..., on_entries=...)``) they are taken that
-    way; an older parser without it returns the list, which is then stored.
+    what the audit spider does with one file: every entry becomes a row of an SQLite
+    table like the audit store's ``listings`` (normalised and keyed as the spider
+    does), in batches of 1,000. When the parser can hand entries over as it reads
+    them (``parse_sitemap(..., on_entries=...)``) they are taken that way; an older
+    parser without it returns the list, which is then stored. (The table is the
+    bench's own, so that one script measures the code before and after a change.)
 
 ``--files N`` parses the file N times in the same child (an audit of many large
 files): the peak must not grow with N. ``--src DIR`` runs the children on another
@@ -134,8 +135,9 @@ def peak_mb() -> float:
 
 
 def child(path: Path, mode: str, files: int, work: Path) -> dict[str, Any]:
+    import sqlite3
+
     from crawler.audit.sitemaps.parse import parse_sitemap
-    from crawler.audit.store import AuditStore
     from crawler.urls import normalize_url, url_key
 
     streaming = "on_entries" in inspect.signature(parse_sitemap).parameters
@@ -149,13 +151,18 @@ def child(path: Path, mode: str, files: int, work: Path) -> dict[str, Any]:
             entries = len(result.entries)
             del result
             continue
-        store = AuditStore(work / f"audit-{n}.sqlite")
+        store = sqlite3.connect(work / f"audit-{n}.sqlite")
+        store.execute(
+            "CREATE TABLE listings (id INTEGER PRIMARY KEY, loc TEXT NOT NULL, key TEXT,"
+            " url TEXT, sitemap TEXT NOT NULL, line INTEGER, lastmod TEXT, changefreq TEXT,"
+            " priority TEXT, alternates INTEGER, images INTEGER, scope TEXT)"
+        )
         name = f"https://www.example.com/{path.name}"
         stored = [0]
 
         def keep(
             batch: list[Any],
-            store: AuditStore = store,
+            store: sqlite3.Connection = store,
             name: str = name,
             stored: list[int] = stored,
         ) -> None:
@@ -177,7 +184,11 @@ def child(path: Path, mode: str, files: int, work: Path) -> dict[str, Any]:
                         None,
                     )
                 )
-            store.add_listings(rows)
+            store.executemany(
+                "INSERT INTO listings (loc, key, url, sitemap, line, lastmod, changefreq,"
+                " priority, alternates, images, scope) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
             stored[0] += len(rows)
 
         if streaming:
@@ -187,6 +198,7 @@ def child(path: Path, mode: str, files: int, work: Path) -> dict[str, Any]:
             for start in range(0, len(listed), 1000):
                 keep(listed[start : start + 1000])
             del listed
+        store.commit()
         store.close()
         entries = stored[0]
     elapsed = time.perf_counter() - started

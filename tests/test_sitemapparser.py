@@ -912,6 +912,148 @@ def test_problems_of_one_code_are_capped_and_counted() -> None:
     assert "200 more 'relative-loc'" in result.problems[-1].message
 
 
+# -- streaming: entries handed over as they are read -----------------------------------
+
+
+def streamed(data: bytes, **kwargs: object) -> tuple[ParsedSitemap, list[list[Entry]]]:
+    batches: list[list[Entry]] = []
+    result = parse(data, on_entries=batches.append, **kwargs)
+    return result, batches
+
+
+def assert_streams_like_a_list(data: bytes, **kwargs: object) -> ParsedSitemap:
+    whole = parse(data, **kwargs)
+    result, batches = streamed(data, **kwargs)
+    assert result.entries == []
+    assert [entry for batch in batches for entry in batch] == whole.entries
+    assert all(0 < len(batch) <= 1000 for batch in batches)
+    assert result.entry_count == whole.entry_count == len(whole.entries)
+    assert result.problems == whole.problems
+    assert (result.kind, result.complete, result.namespace) == (
+        whole.kind,
+        whole.complete,
+        whole.namespace,
+    )
+    return result
+
+
+def test_corpus_streams_like_a_list() -> None:
+    for path in CORPUS_FILES:
+        data = path.read_bytes()
+        assert_streams_like_a_list(data, url="https://www.example.com/sitemap.xml")
+        assert_streams_like_a_list(data[: len(data) // 2])
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        pytest.param("<url><loc>https://example.com/?a=1&b=2</loc></url>", id="raw-ampersand"),
+        pytest.param("<url><loc>https://example.com/x</loc>", id="unclosed-url"),
+        pytest.param("<url><loc>https://example.com/x</lastmod></url>", id="mismatched-tag"),
+        pytest.param(
+            "<url><url><loc>https://example.com/in</loc></url><x>&</x></url>", id="nested"
+        ),
+        pytest.param("</urlset><urlset>", id="two-roots"),
+    ],
+)
+def test_an_error_after_thousands_of_entries_reads_each_entry_once(bad: str) -> None:
+    # The strict reading hands 3,000 entries over before it meets the error; the
+    # tolerant one goes on from there, and reads none of them again.
+    before = [f"https://example.com/before/{i}" for i in range(3000)]
+    after = [f"https://example.com/after/{i}" for i in range(3000)]
+    data = urlset(*map(url, before), bad, *map(url, after))
+    result = assert_streams_like_a_list(data)
+    got = [entry.loc for entry in parse(data).entries]
+    assert got[:3000] == before and got[-3000:] == after
+    assert len(got) <= 6002
+    assert "xml-error" in codes(result)
+    assert "duplicate-loc" not in codes(result)
+
+
+def test_streamed_entries_follow_the_document_and_problems_are_those_of_a_list() -> None:
+    data = urlset(*[url(f"https://example.com/{i % 2500}") for i in range(5000)], url("/rel"))
+    result, batches = streamed(data)
+    assert [len(batch) for batch in batches] == [1000] * 5 + [1]
+    counts = Counter(problem.code for problem in result.problems)
+    assert counts == {"duplicate-loc": 1000, "relative-loc": 1, "problems-suppressed": 1}
+    first = next(p for p in result.problems if p.code == "duplicate-loc")
+    assert first.message == "'https://example.com/0' is listed again (first at line 3)"
+    assert first.line == 2503
+
+
+def test_a_consumers_exception_is_raised_not_reported() -> None:
+    def refuse(batch: list[Entry]) -> None:
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        parse(urlset(*[url(f"https://example.com/{i}") for i in range(1500)]), on_entries=refuse)
+
+
+def test_a_raw_ampersand_with_no_semicolon_after_it_is_found_in_a_big_file() -> None:
+    # libxml2's push parser waits for the ";" that would end "&b=2..." and holds
+    # all it is fed meanwhile; the strict reading stops feeding it after 4 MiB.
+    locs_ = [f"https://www.example.com/products/item-{i:07d}" for i in range(80_000)]
+    blocks = [url(loc) for loc in locs_]
+    blocks[3] = f"<url><loc>{locs_[3]}?a=1&b=2</loc></url>"
+    data = urlset(*blocks)
+    assert len(data) > 5 * MiB and b";" not in data
+    result = assert_streams_like_a_list(data)
+    got = [e.loc for e in parse(data).entries]
+    assert got == [*locs_[:3], f"{locs_[3]}?a=1&b=2", *locs_[4:]]
+    xml_errors = [p for p in result.problems if p.code == "xml-error"]
+    assert [p.line for p in xml_errors] == [6]
+    assert codes(result) == {"xml-error", "unescaped-ampersand", "too-many-urls"}
+
+
+def test_a_long_stretch_without_entries_is_no_error() -> None:
+    comment = "<!--" + "x" * 1015 + "-->"
+    padding = "\n".join([comment] * 6 * 1024)  # 6 MiB with no entry
+    data = urlset(url(GOOD[0]), padding, url(GOOD[1]))
+    result = assert_streams_like_a_list(data)
+    assert locs(parse(data)) == GOOD[:2]
+    assert codes(result) == set()
+    assert result.complete
+
+
+def _streamed_peak(data: bytes) -> tuple[int, int]:
+    count = 0
+
+    def drop(batch: list[Entry]) -> None:
+        nonlocal count
+        count += len(batch)
+
+    tracemalloc.start()
+    try:
+        parse(data, on_entries=drop)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return count, peak
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["well-formed", "tolerant"])
+def test_streaming_memory_does_not_grow_with_the_file(broken: bool) -> None:
+    def build(n: int) -> bytes:
+        blocks = [
+            f"<url><loc>https://www.example.com/products/item-{i:07d}</loc>"
+            "<lastmod>2024-01-01</lastmod><changefreq>daily</changefreq></url>"
+            for i in range(n)
+        ]
+        if broken:
+            blocks[1] = "<url><loc>https://www.example.com/?a=1&b=2</loc></url>"
+        return urlset(*blocks)
+
+    small, large = build(20_000), build(80_000)
+    count_small, peak_small = _streamed_peak(small)
+    count_large, peak_large = _streamed_peak(large)
+    assert (count_small, count_large) == (20_000, 80_000)
+    # A batch, the problems, and the table that finds duplicate locs (12 bytes a
+    # slot): not the entries, not a copy of the document. A list of the 80,000
+    # entries alone is about 30 MiB.
+    assert peak_large < 6 * MiB
+    assert (peak_large - peak_small) / 60_000 < 48  # bytes an entry, the table's
+
+
 # -- location rule ------------------------------------------------------------------
 
 

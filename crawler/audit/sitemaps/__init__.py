@@ -19,10 +19,12 @@ cap; a ``<!DOCTYPE>`` is reported with every entity it declares, checked on its 
 and replaced before lxml reads the document by one that declares the same entity
 names as their own literal text; lxml runs with entities, DTDs and the network off
 and a resolver that refuses every external resource, so nothing is ever expanded or
-fetched; the document is parsed as a stream, so memory follows the entries, not a
-DOM of the file. Recovery: a strict parse first; if lxml reports
-an error, a tolerant reading that parses each entry on its own, repairs what
-search engines tolerate, and keeps every complete entry of a file cut short.
+fetched. Memory: the document is parsed as a stream, never copied whole, and with
+``on_entries`` the entries are handed over in batches as they are read and not
+kept, so a 50 MiB file costs a few MB beyond its own bytes (``bench/parse_memory.py``).
+Recovery: a strict parse first; from lxml's first error on, a tolerant reading that
+parses each entry on its own, repairs what search engines tolerate, and keeps every
+complete entry of a file cut short.
 
 Which module to open for what (only the first four are used from outside):
 

@@ -93,7 +93,9 @@ class ParsedSitemap:
     ``size`` is the number of decompressed bytes read; ``complete`` is ``False``
     when reading stopped before the end of the data (the byte cap, a broken or
     cut-off gzip stream, a document that ends mid-entry or before its root is
-    closed).
+    closed). ``entry_count`` is how many entries were read: ``len(entries)``, or,
+    when they were handed to a consumer as they were read (``on_entries``) and
+    ``entries`` is empty, how many it was given.
     """
 
     kind: Kind
@@ -103,6 +105,7 @@ class ParsedSitemap:
     compressed_layers: int
     size: int
     complete: bool
+    entry_count: int = 0
 
 
 class Problems:

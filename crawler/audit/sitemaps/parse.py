@@ -6,10 +6,13 @@ from the content, never from the URL: text that does not start with ``<`` goes t
 :mod:`.text`, XML to the reader its root names (``<urlset>``, ``<sitemapindex>``:
 :mod:`.urlset`; ``<rss>``, ``<rdf:RDF>``, ``<feed>``: :mod:`.feeds`), anything
 else, an HTML page above all, is ``not-a-sitemap``. XML is read by :mod:`.strict`,
-and again by :mod:`.tolerant` when it is not well-formed.
+and, from its first error on, by :mod:`.tolerant` (each entry is read once, so it
+can be handed over as soon as it is: ``on_entries``).
 
 Before lxml sees a document, a ``<!DOCTYPE>`` is reported, checked and replaced
 (:mod:`.dtd`): lxml never reads the document's own DTD, whatever its settings.
+The document itself is never copied whole (but for a UTF-16 file, transcoded, and
+a tolerant reading around a ``<!DOCTYPE>``): lxml is fed from views of it.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import codecs
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
@@ -25,8 +29,8 @@ from crawler.audit.sitemaps.checks import Scope, aware
 from crawler.audit.sitemaps.decompress import decompress
 from crawler.audit.sitemaps.dtd import read_doctype
 from crawler.audit.sitemaps.feeds import AtomSink, RssSink
-from crawler.audit.sitemaps.model import Kind, ParsedSitemap
-from crawler.audit.sitemaps.reading import Reading, Sink
+from crawler.audit.sitemaps.model import Entry, Kind, ParsedSitemap
+from crawler.audit.sitemaps.reading import ConsumerFailed, Reading, Sink
 from crawler.audit.sitemaps.strict import Failed, read_strict
 from crawler.audit.sitemaps.text import read_text
 from crawler.audit.sitemaps.tolerant import Tolerant
@@ -67,6 +71,7 @@ def parse_sitemap(
     url: str | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
     now: datetime | None = None,
+    on_entries: Callable[[list[Entry]], None] | None = None,
 ) -> ParsedSitemap:
     """Read a sitemap, sitemap index, text list, RSS or Atom feed, gzipped or not.
 
@@ -81,8 +86,14 @@ def parse_sitemap(
     on every entry (for RSS the ``pubDate`` is checked as an RFC 822 date
     instead). Never raises: an unexpected failure is a ``parser-error`` problem
     (and is logged).
+
+    ``on_entries``, when given, is called with the entries in document order, in
+    lists of up to 1,000, as they are read, and none is kept: the result's
+    ``entries`` is then empty and its ``entry_count`` says how many there were. So
+    memory does not grow with the file (the audit stores each batch). An exception
+    raised by ``on_entries`` is raised again here.
     """
-    reading = Reading(now=aware(now), scope=Scope.of(url))
+    reading = Reading(now=aware(now), scope=Scope.of(url), consumer=on_entries)
     body, layers = b"", 0
     try:
         body, layers, problems = decompress(data, max_bytes)
@@ -100,6 +111,10 @@ def parse_sitemap(
         if stopped:
             reading.complete = False
         _read(reading, body, stopped)
+        reading.finish()
+    except ConsumerFailed as exc:  # the caller's exception, not the document's fault
+        assert exc.__cause__ is not None
+        raise exc.__cause__ from None
     except Exception as exc:  # the contract is "a value, never an exception"
         logger.exception("sitemap parser failed on %s", url or "a document")
         reading.problems.new("parser-error", f"the parser failed: {type(exc).__name__}: {exc}")
@@ -108,33 +123,37 @@ def parse_sitemap(
 
 
 def _read(reading: Reading, body: bytes, stopped: bool) -> None:
-    """Find the format of a decompressed document and hand it to its reader."""
-    doc = _to_utf8(reading, body)
-    first = _NON_SPACE.search(doc)
+    """Find the format of a decompressed document and hand it to its reader.
+
+    The document is not copied: what is skipped at its start (a BOM, whitespace
+    before the XML declaration) is an offset, not a slice."""
+    doc, start = _to_utf8(reading, body)
+    first = _NON_SPACE.search(doc, start)
     if first is None:
         reading.not_a_sitemap("empty file")
         return
     if doc[first.start() : first.start() + 1] != b"<":
-        read_text(reading, doc, stopped)
+        read_text(reading, doc, stopped, start)
         return
     line_offset = 0
-    if first.start() > 0 and doc.startswith(b"<?xml", first.start()):
+    if first.start() > start and doc.startswith(b"<?xml", first.start()):
         # Often a blank line printed by a CMS plugin before the declaration;
         # XML allows nothing there.
-        line_offset = doc.count(b"\n", 0, first.start())
+        line_offset = doc.count(b"\n", start, first.start())
         reading.problems.new(
             "whitespace-before-declaration",
             "whitespace before <?xml ...?>, which must come first",
             1,
         )
-        doc = doc[first.start() :]
-    _read_xml(reading, doc, line_offset, stopped)
+        start = first.start()
+    _read_xml(reading, doc, start, line_offset, stopped)
 
 
-def _to_utf8(reading: Reading, doc: bytes) -> bytes:
-    """Strip a UTF-8 BOM; transcode UTF-16; note a declared non-UTF-8 encoding."""
+def _to_utf8(reading: Reading, doc: bytes) -> tuple[bytes, int]:
+    """Skip a UTF-8 BOM; transcode UTF-16; note a declared non-UTF-8 encoding.
+    Returns the document and where it starts."""
     if doc.startswith(codecs.BOM_UTF8):
-        return doc[len(codecs.BOM_UTF8) :]
+        return doc, len(codecs.BOM_UTF8)
     utf16 = None
     if doc.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         utf16 = "utf-16"
@@ -145,29 +164,30 @@ def _to_utf8(reading: Reading, doc: bytes) -> bytes:
     if utf16 is not None:
         reading.problems.new("not-utf8", "the file is UTF-16; the protocol requires UTF-8")
         text = doc.decode(utf16, "replace")
-        return _ENCODING_IN_DECLARATION.sub(rb"\1\2UTF-8\2", text.encode("utf-8"), count=1)
+        return _ENCODING_IN_DECLARATION.sub(rb"\1\2UTF-8\2", text.encode("utf-8"), count=1), 0
     first = _NON_SPACE.search(doc, 0, 1024)
     declared = _XML_DECLARATION.match(doc, first.start()) if first is not None else None
     if declared is None:
-        return doc
+        return doc, 0
     name = declared.group(2).decode("ascii")
     try:
         codec = codecs.lookup(name).name
     except LookupError:
         codec = ""
     if codec in ("utf-8", "ascii"):
-        return doc
+        return doc, 0
     if codec and not codec.startswith(("utf-16", "utf-32")):
         # ISO-8859-1, windows-1252...: lxml decodes these itself.
         reading.problems.new(
             "not-utf8", f"declared encoding {name!r}; the protocol requires UTF-8", 1
         )
         reading.encoding = codec
-        return doc
+        return doc, 0
     # Unknown, or "UTF-16" on a file whose bytes are ASCII-compatible (no
-    # BOM, no NUL bytes): a wrong label. Read as UTF-8, and tell lxml so.
+    # BOM, no NUL bytes): a wrong label. Read as UTF-8, and tell lxml so (a copy,
+    # for this rare case).
     reading.problems.new("not-utf8", f"declared encoding {name!r} is wrong; read as UTF-8", 1)
-    return _ENCODING_IN_DECLARATION.sub(rb"\1\2UTF-8\2", doc, count=1)
+    return _ENCODING_IN_DECLARATION.sub(rb"\1\2UTF-8\2", doc, count=1), 0
 
 
 @dataclass(slots=True)
@@ -233,30 +253,34 @@ def _scan_prolog(doc: bytes, start: int) -> _Prolog:
         return prolog
 
 
-def _read_xml(reading: Reading, doc: bytes, line_offset: int, stopped: bool) -> None:
-    """Read an XML document: its root says the format, the strict reader or else
-    the tolerant one reads its entries."""
-    prolog = _scan_prolog(doc, 0)
+def _read_xml(reading: Reading, doc: bytes, start: int, line_offset: int, stopped: bool) -> None:
+    """Read an XML document (``doc`` from ``start``): its root says the format; the
+    strict reader reads its entries if it is well-formed, the tolerant one if not."""
+    prolog = _scan_prolog(doc, start)
     root_local = (prolog.root_name or "").rpartition(":")[2]
     if (prolog.doctype_name or "").lower() == "html" or root_local.lower() == "html":
         reading.not_a_sitemap("an HTML page, not a sitemap")
         return
+    view = memoryview(doc)
+    # What lxml reads: the document, without a copy, or, around a <!DOCTYPE>, the
+    # parts before and after it and our declaration between them.
+    pieces: list[bytes | memoryview] = [view[start:]]
     general: list[str] = []
     if prolog.doctype is not None:
-        start, end = prolog.doctype
+        begin, end = prolog.doctype
         doctype = read_doctype(
             reading.problems,
-            doc[start:end],
-            doc.count(b"\n", 0, start) + 1 + line_offset,
+            doc[begin:end],
+            doc.count(b"\n", start, begin) + 1 + line_offset,
             prolog.root_name or "x",
             reading.encoding,
         )
         general = doctype.general
         # lxml reads our declaration (same lines), never the document's own.
-        doc = doc[:start] + doctype.replacement + doc[end:]
+        pieces = [view[start:begin], doctype.replacement, view[end:]]
         if prolog.root_position is not None:
-            prolog.root_position += len(doctype.replacement) - (end - start)
-    elif b"<!ENTITY" in doc:
+            prolog.root_position += len(doctype.replacement) - (end - begin)
+    elif doc.find(b"<!ENTITY", start) >= 0:
         reading.problems.new("entity-declaration", "an <!ENTITY> declaration; not expanded")
     if prolog.root_name is None or prolog.root_position is None:
         reading.not_a_sitemap("XML without a root element")
@@ -268,19 +292,24 @@ def _read_xml(reading: Reading, doc: bytes, line_offset: int, stopped: bool) -> 
         )
         return
     reading.kind, block, sink_class = _ROOTS[local]
-    sink = sink_class(reading.kind, block, local, reading.now, reading.scope)
+    sink = reading.sink = reading.new_sink(sink_class, block, local)
     try:
-        read_strict(sink, doc, local, block, line_offset, stopped)
+        read_strict(sink, pieces, prefix, local, block, line_offset, stopped)
     except Failed as failure:
-        reading.problems.new("xml-error", f"not well-formed XML: {failure.message}", failure.line)
-        # What the strict reading collected is dropped: the tolerant one reads
-        # the whole document again.
-        sink = sink_class(reading.kind, block, local, reading.now, reading.scope)
-        text = reading.decode(doc)
-        root_at = len(doc[: prolog.root_position].decode(reading.encoding, "replace"))
-        Tolerant(reading, sink, text, root_at, prefix, local, block, line_offset, general).run(
-            stopped
-        )
-    reading.sink = sink
+        if failure.real:
+            reading.problems.new(
+                "xml-error", f"not well-formed XML: {failure.message}", failure.line
+            )
+        # The tolerant reading goes on with the same sink, past the entries
+        # the strict one read (they may have been handed over already).
+        if len(pieces) == 1:
+            text, text_start = doc, start
+        else:
+            # Around a <!DOCTYPE>: one copy, for the tolerant reading's scan.
+            text, text_start = b"".join(pieces), 0
+        root_at = prolog.root_position - start + text_start
+        Tolerant(
+            reading, sink, text, text_start, root_at, prefix, local, block, line_offset, general
+        ).run(stopped, failure.read)
     if stopped:
         reading.complete = False

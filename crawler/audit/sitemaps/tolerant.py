@@ -1,10 +1,13 @@
 """The tolerant reading: a document that is not well-formed, one entry block at a time.
 
 When the strict parse (:mod:`.strict`) reports an error, that error becomes an
-``xml-error`` problem and the file is read again here: a scan cuts it into
-``<url>`` (``<sitemap>``, ``<item>``, ``<entry>``) blocks with a tokenizer and
-parses each block on its own, inside a copy of the root's start tag for its
-namespaces (in batches, one by one only where a batch fails). A block that still
+``xml-error`` problem and the file is read on here: a scan cuts it into ``<url>``
+(``<sitemap>``, ``<item>``, ``<entry>``) blocks with a tokenizer, skips those the
+strict reading has read already (into the same sink: no entry is read twice) and
+parses each other block on its own, inside a copy of the root's start tag for its
+namespaces (in batches of 256 as the scan finds them, one by one only where a batch
+fails). The scan matches the document's bytes, and each batch is decoded alone:
+memory follows a batch, not the file. A block that still
 fails is repaired: a raw ``&`` (``unescaped-ampersand``) or an undefined entity
 such as ``&nbsp;`` (``undefined-entity``) is taken as literal text, because search
 engines tolerate the raw ``&`` and the audit should compare the URL the site
@@ -32,7 +35,7 @@ from lxml import etree
 
 from crawler.audit.sitemaps.model import Entry, Kind, Problem
 from crawler.audit.sitemaps.reading import Reading, Sink, split_tag
-from crawler.audit.sitemaps.strict import lxml_failure, safe_parser
+from crawler.audit.sitemaps.strict import Read, lxml_failure, safe_parser
 from crawler.audit.sitemaps.urlset import IMAGE_NS, XHTML_NS
 from crawler.limits import SITEMAP_NS
 
@@ -41,8 +44,8 @@ from crawler.limits import SITEMAP_NS
 _BATCH = 256
 # The lines of unclosed blocks quoted in their one problem.
 _LINES_SHOWN = 5
-_ROOT_START = re.compile(r"<[^\s/>]+(?:\s+[^\s=/>]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*\s*/?>|<[^<>]*>")
-_XMLNS = re.compile(r"\sxmlns(?::[\w.-]+)?\s*=\s*(?:\"[^\"]*\"|'[^']*')")
+_ROOT_START = re.compile(rb"<[^\s/>]+(?:\s+[^\s=/>]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*\s*/?>|<[^<>]*>")
+_XMLNS = re.compile(rb"\sxmlns(?::[\w.-]+)?\s*=\s*(?:\"[^\"]*\"|'[^']*')")
 # Raw "&" and references to entities XML does not predefine, outside CDATA
 # sections and comments (where "&" is just text).
 _AMPERSAND = re.compile(
@@ -91,16 +94,19 @@ class _Block:
 class Tolerant:
     """Read a document that is not well-formed, one entry block at a time.
 
-    ``text`` is the decoded document and ``root_at`` where its root element
-    starts; the entries go to ``sink``, and what concerns the whole file (a
-    ``truncated`` problem, ``complete``) to ``reading``.
+    ``text`` holds the document from ``start`` (its bytes, never decoded whole: the
+    scan matches bytes, and each batch of blocks is decoded alone) and ``root_at``
+    is where its root element starts; the entries go to ``sink`` batch by batch,
+    and what concerns the whole file (a ``truncated`` problem, ``complete``) to
+    ``reading``.
     """
 
     def __init__(
         self,
         reading: Reading,
         sink: Sink,
-        text: str,
+        text: bytes,
+        start: int,
         root_at: int,
         prefix: str,
         local: str,
@@ -110,6 +116,7 @@ class Tolerant:
     ) -> None:
         self.reading = reading
         self.text = text
+        self.start = start
         self.root_at = root_at
         self.prefix = prefix
         self.local = local
@@ -139,35 +146,65 @@ class Tolerant:
         prefixes = "|".join(re.escape(p) for p in {prefix, ""} if p)
         prefix_pattern = f"(?:(?:{prefixes}):)?" if prefixes else ""
         self.tokens = re.compile(
-            r"<!--.*?(?:-->|\Z)|<!\[CDATA\[.*?(?:\]\]>|\Z)"
-            rf"|<(?P<close>/?){prefix_pattern}{re.escape(block)}(?=[\s/>]|\Z)"
-            r"(?P<attrs>[^<>]*)(?P<end>>)?",
+            (
+                r"<!--.*?(?:-->|\Z)|<!\[CDATA\[.*?(?:\]\]>|\Z)"
+                rf"|<(?P<close>/?){prefix_pattern}{re.escape(block)}(?=[\s/>]|\Z)"
+                r"(?P<attrs>[^<>]*)(?P<end>>)?"
+            ).encode(),
             re.DOTALL,
         )
-        self.root_close = re.compile(rf"</{re.escape(qualified)}\s*>")
+        self.root_close = re.compile(rf"</{re.escape(qualified)}\s*>".encode())
         self.wrapper_text = f"<{local}>"
-        self._line, self._position = 1, 0
+        self._line, self._position = 1, start
+        # Blocks never closed: how many, and the first lines (one problem at the end).
+        self.unclosed = 0
+        self.unclosed_lines: list[int] = []
 
     def line_at(self, position: int) -> int:
         # Positions only move forward, so lines are counted once overall.
-        self._line += self.text.count("\n", self._position, position)
+        self._line += self.text.count(b"\n", self._position, position)
         self._position = position
         return self._line + self.line_offset
 
-    def run(self, stopped: bool) -> None:
-        """Read every block into the sink; report a document cut short."""
-        self._line, self._position = 1, 0
+    def run(self, stopped: bool, read: Read | None = None) -> None:
+        """Read every block into the sink, a batch at a time as the scan finds
+        them, but those the strict reading has read (``read``); report a document
+        cut short."""
+        self._line, self._position = 1, self.start
         wrapper, body_start = self.wrapper()
         self.wrapper_text = wrapper
         region_end = len(self.text)
         closed_root = self.last_root_close(body_start)
         if closed_root is not None:
             region_end = closed_root.start()
-        blocks = list(self.blocks(body_start, region_end))
+        batch: list[_Block] = []
+        last: _Block | None = None  # held back: a cut-off last block is not read
+        for number, block in enumerate(self.blocks(body_start, region_end)):
+            if read is not None and number in read:
+                # A batch is parsed with the text between its blocks: one that
+                # was read must not be inside it. Read what comes before.
+                if last is not None:
+                    batch.append(self.count_unclosed(last))
+                    last = None
+                if batch:
+                    self.read_batch(batch)
+                    batch = []
+                continue
+            if last is not None:
+                batch.append(self.count_unclosed(last))
+                if len(batch) == _BATCH:
+                    self.read_batch(batch)
+                    batch = []
+            last = block
         truncated_line = None
-        if blocks and not blocks[-1].closed and closed_root is None:
-            truncated_line = blocks.pop().line
-        self.read_blocks(blocks)
+        if last is not None:
+            if not last.closed and closed_root is None:
+                truncated_line = last.line
+            else:
+                batch.append(self.count_unclosed(last))
+        if batch:
+            self.read_batch(batch)
+        self.report_unclosed()
         if not stopped:
             if truncated_line is not None:
                 self.reading.problems.new(
@@ -185,10 +222,11 @@ class Tolerant:
         if truncated_line is not None or closed_root is None:
             self.reading.complete = False
 
-    def last_root_close(self, start: int) -> re.Match[str] | None:
+    def last_root_close(self, start: int) -> re.Match[bytes] | None:
         # The last one: two sitemaps pasted into one file are both read.
         end = len(self.text)
-        while (found := self.text.rfind(self.close_root[:-1], start, end)) >= 0:
+        close = self.close_root[:-1].encode()
+        while (found := self.text.rfind(close, start, end)) >= 0:
             match = self.root_close.match(self.text, found)
             if match is not None:
                 return match
@@ -201,10 +239,17 @@ class Tolerant:
         """A start tag to put each block in (the root's own, for its namespaces)."""
         found = _ROOT_START.match(self.text, self.root_at)
         body_start = found.end() if found else self.root_at + 1
+        tag = found.group().decode(self.reading.encoding, "replace") if found else ""
         candidates = []
-        if found and not found.group().endswith("/>"):
-            candidates.append(_flatten(found.group()))
-        declarations = " ".join(_XMLNS.findall(found.group())) if found else ""
+        if found and not tag.endswith("/>"):
+            candidates.append(_flatten(tag))
+        declarations = (
+            " ".join(
+                x.decode(self.reading.encoding, "replace") for x in _XMLNS.findall(tag.encode())
+            )
+            if found
+            else ""
+        )
         qualified = f"{self.prefix}:{self.local}" if self.prefix else self.local
         candidates.append(_flatten(f"<{qualified} {declarations}>"))
         candidates.append(
@@ -213,14 +258,17 @@ class Tolerant:
         if self.prelude:
             doctype = f"<!DOCTYPE {qualified} [{self.prelude}]>"
             candidates = [doctype + candidate for candidate in candidates]
+        line = self.line_at(self.root_at)
         for candidate in candidates:
             try:
                 root = etree.fromstring(candidate + self.close_root, self.parser)
             except etree.LxmlError:
                 continue
-            self.sink.on_root(split_tag(root.tag)[0], self.line_at(self.root_at))
+            if not self.sink.rooted:  # the strict reading may have seen the root
+                self.sink.on_root(split_tag(root.tag)[0], line)
             return candidate, body_start
-        self.sink.on_root(None, self.line_at(self.root_at))
+        if not self.sink.rooted:
+            self.sink.on_root(None, line)
         return f"<{self.local}>", body_start
 
     # -- cutting the document into blocks
@@ -243,7 +291,7 @@ class Tolerant:
                 open_at = None
             if token.group("end") is None:
                 open_at = token.start()  # cut mid-tag, or a broken tag
-            elif token.group("attrs").rstrip().endswith("/"):
+            elif token.group("attrs").rstrip().endswith(b"/"):
                 yield _Block(token.start(), token.end(), self.line_at(token.start()), True)
             else:
                 open_at = token.start()
@@ -252,28 +300,31 @@ class Tolerant:
 
     # -- reading blocks
 
-    def read_blocks(self, blocks: list[_Block]) -> None:
-        for first in range(0, len(blocks), _BATCH):
-            self.read_batch(blocks[first : first + _BATCH])
-        self.report_unclosed([block.line for block in blocks if not block.closed])
+    def count_unclosed(self, block: _Block) -> _Block:
+        if not block.closed:
+            self.unclosed += 1
+            lines = self.unclosed_lines
+            if len(lines) <= _LINES_SHOWN and (not lines or lines[-1] != block.line):
+                lines.append(block.line)
+        return block
 
-    def report_unclosed(self, lines: list[int]) -> None:
+    def report_unclosed(self) -> None:
         """One problem for every block that was never closed, at the first: a file
         of 10,000 nested ``<url>`` has one cause, not 10,000."""
-        if not lines:
+        count, lines = self.unclosed, self.unclosed_lines
+        if not count:
             return
         sink, what = self.sink, f"<{self.block}>"
         without = sink.unclosed_without_loc
-        if len(lines) == 1:
+        if count == 1:
             message = f"{what} is not closed" + (
                 "; it has no URL, so nothing was read from it" if without else ""
             )
         else:
-            distinct = list(dict.fromkeys(lines))
-            shown = ", ".join(str(line) for line in distinct[:_LINES_SHOWN])
-            more = ", ..." if len(distinct) > _LINES_SHOWN else ""
-            where = f"line{'s' if len(distinct) > 1 else ''} {shown}{more}"
-            message = f"{len(lines):,} {what} elements are not closed ({where})" + (
+            shown = ", ".join(str(line) for line in lines[:_LINES_SHOWN])
+            more = ", ..." if len(lines) > _LINES_SHOWN else ""
+            where = f"line{'s' if len(lines) > 1 else ''} {shown}{more}"
+            message = f"{count:,} {what} elements are not closed ({where})" + (
                 f"; {without:,} of them have no URL, so nothing was read from those"
                 if without
                 else ""
@@ -286,17 +337,19 @@ class Tolerant:
     def fragment(self, batch: list[_Block]) -> tuple[str, list[int]]:
         """The text from the batch's first block to its last, each unclosed block
         closed, and where each block starts in it. Only a close tag is ever
-        inserted, never a newline, so lines in the fragment stay true."""
+        inserted, never a newline, so lines in the fragment stay true. Each block
+        is decoded alone (cut at a "<", it holds whole characters)."""
         pieces: list[str] = []
         starts: list[int] = []
         size = 0
         for index, block in enumerate(batch):
             starts.append(size)
-            piece = self.text[block.start : block.end]
+            end = batch[index + 1].start if index + 1 < len(batch) else block.end
+            piece = self.reading.decode(self.text[block.start : block.end], block.line)
             if not block.closed:
                 piece += f"</{self.block_qname}>"
-            if index + 1 < len(batch):
-                piece += self.text[block.end : batch[index + 1].start]
+            if end > block.end:
+                piece += self.reading.decode(self.text[block.end : end], block.line)
             pieces.append(piece)
             size += len(piece)
         return "".join(pieces), starts

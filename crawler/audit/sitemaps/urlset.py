@@ -96,6 +96,8 @@ class SitemapSink(Sink):
             elif isinstance(tag, str):
                 child_namespace, local = split_tag(tag)
                 # Other namespaces are extensions (news, video, ...): allowed.
+                if local == self.block:
+                    continue  # a block inside this one: an entry of its own
                 if child_namespace == namespace:
                     self.problems.new(
                         "unknown-element",
