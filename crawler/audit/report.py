@@ -23,14 +23,31 @@ of indexes, cycles, lastmod drift) are listed separately, each with its sitemap 
 line. Coverage is the share of the indexable pages found by the crawl that the
 sitemaps list.
 
+Only the first 50,000 entries of a file (the protocol's limit) are audited; the
+rest are fetched, judged and counted for coverage by nobody, as search engines
+ignore them: such an entry takes a class only when its URL alone decides it
+(``invalid-loc``, or ``off-host`` by the location rule), and a page listed only
+there is ``missing``, saying so. Each file says how many it had (``not_audited``,
+and a ``not-audited`` problem), and so does the summary.
+
+When no sitemap could be read at all (nothing found at the places tried, or only
+error pages), ``no_sitemap`` is true and the summary's first line says so, with
+every place tried.
+
 ``audit.json`` (schema ``sitemap-crawler/audit/1``)::
 
-    {"schema", "site", "generated", "coverage": {"percent", "covered", "indexable_found"},
-     "counts": {class or flag: n}, "sitemaps": [{"url", "via", "parent", "status",
-     "kind", "entries", "compressed_layers", "complete", "fetched", "problems",
-     "hreflang_alternates", "media_alternates", "images"}],
+    {"schema", "site", "generated", "no_sitemap", "not_audited",
+     "coverage": {"percent", "covered", "indexable_found"},
+     "counts": {class or flag: n}, "sitemaps": [{"url", "via", "parent", "depth",
+     "status", "kind", "entries", "compressed_layers", "size", "complete", "fetched",
+     "problems", "not_audited", "hreflang_alternates", "media_alternates", "images"}],
      "urls": [{"url", "class", "reason", "target", "found_by_crawl", "sitemaps",
      "flags"}], "problems": [{"code", "message", "sitemap", "line", "url"}]}
+
+``no_sitemap`` (bool) and ``not_audited`` (the entries, over all files, past the
+50,000 a file may list) were added to schema 1 without a new version: readers of
+the older form find every field they knew. ``media_alternates`` counts Google's
+mobile annotation (``xhtml:link rel="alternate" media=...`` without hreflang).
 
 and one CSV per class and flag (``<name>.csv``: url, class, reason, target,
 found_by_crawl, sitemaps) plus ``problems.csv``.
@@ -50,6 +67,7 @@ from crawler import decisions as d
 from crawler.audit.store import AuditStore
 from crawler.lastmod import http_date_to_w3c, lastmod_datetime, w3c_datetime
 from crawler.ledger import Ledger
+from crawler.limits import MAX_URLS_PER_FILE
 
 SCHEMA = "sitemap-crawler/audit/1"
 CLASSES = (
@@ -109,6 +127,18 @@ class AuditReport:
     problems: list[dict[str, Any]] = field(default_factory=list)
 
     @property
+    def no_sitemap(self) -> bool:
+        """True when no place tried gave a sitemap that could be read."""
+        return not any(_is_read(sm) for sm in self.sitemaps)
+
+    @property
+    def not_audited(self) -> int:
+        """Entries past the first 50,000 of their file, over all files."""
+        return sum(
+            sm.get("not_audited") or 0 for sm in self.sitemaps if sm["kind"] != "sitemapindex"
+        )
+
+    @property
     def counts(self) -> dict[str, int]:
         counts: Counter[str] = Counter(u["class"] for u in self.urls)
         for u in self.urls:
@@ -123,6 +153,8 @@ class AuditReport:
             "schema": SCHEMA,
             "site": self.site,
             "generated": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00"),
+            "no_sitemap": self.no_sitemap,
+            "not_audited": self.not_audited,
             "coverage": {
                 "percent": None if self.coverage is None else round(self.coverage, 2),
                 "covered": self.covered,
@@ -174,7 +206,17 @@ def build_report(
             by_key[row["key"]].append(row)
 
     covered_keys: set[str] = set()
+    # Keys listed in scope only past the 50,000th entry of a file: key -> files.
+    unaudited: dict[str, list[str]] = {}
     for key, rows in sorted(by_key.items(), key=lambda kv: kv[1][0]["url"]):
+        # An entry past a file's first 50,000 is not audited: only the location
+        # rule, which needs no fetch, still speaks for it.
+        skipped = [r for r in rows if r["scope"] is None and not r["audited"]]
+        if skipped:
+            rows = [r for r in rows if r["scope"] is not None or r["audited"]]
+            if not rows:
+                unaudited[key] = sorted({r["sitemap"] for r in skipped})
+                continue
         files = sorted({r["sitemap"] for r in rows})
         in_scope = [r for r in rows if r["scope"] is None]
         for r in rows:
@@ -207,14 +249,20 @@ def build_report(
     indexable_found = [row for row in crawl.values() if row["decision"] == d.LISTED]
     for row in indexable_found:
         if row["key"] not in covered_keys:
-            urls.append(_url(row["url"], "missing", "listed in no sitemap", None, True, []))
+            reason = "listed in no sitemap"
+            if row["key"] in unaudited:
+                reason = (
+                    f"listed only past the first {MAX_URLS_PER_FILE:,} entries of"
+                    f" {', '.join(unaudited[row['key']])}: not audited"
+                )
+            urls.append(_url(row["url"], "missing", reason, None, True, []))
     covered = sum(1 for row in indexable_found if row["key"] in covered_keys)
     coverage = 100.0 * covered / len(indexable_found) if indexable_found else None
 
     for sm in sitemaps:
         for p in sm["problems"]:
             problems.append({**p, "sitemap": sm["url"], "url": None})
-    problems += _lastmod_problems(listings, crawl, now)
+    problems += _lastmod_problems([row for row in listings if row["audited"]], crawl, now)
     problems.sort(key=lambda p: (p["sitemap"], p["line"] or 0, p["code"]))
     return AuditReport(site, coverage, covered, len(indexable_found), sitemaps, urls, problems)
 
@@ -337,15 +385,53 @@ def write_report(report: AuditReport, directory: Path) -> list[Path]:
     return written
 
 
+def _is_read(sitemap: dict[str, Any]) -> bool:
+    """A sitemap file that was fetched (or read from disk) and is one."""
+    return bool(
+        sitemap["fetched"]
+        and sitemap["status"] in (200, None)
+        and sitemap["kind"] not in (None, "unknown")
+    )
+
+
+def _tried(sitemaps: list[dict[str, Any]]) -> str:
+    """Every place a sitemap was looked for, and what was there."""
+    places = []
+    if not any(sm["via"] == "robots" for sm in sitemaps):
+        places.append("robots.txt (no Sitemap: line)")
+    for sm in sitemaps:
+        codes = [p["code"] for p in sm["problems"]]
+        if sm["status"] not in (200, None):
+            outcome = f"HTTP {sm['status']}"
+        elif not sm["fetched"]:
+            outcome = codes[-1] if codes else "not fetched"
+        elif sm["kind"] in (None, "unknown"):
+            outcome = "not a sitemap"
+        else:
+            outcome = sm["kind"]
+        places.append(f"{sm['url']} ({outcome})")
+    return ", ".join(places)
+
+
 def format_summary(report: AuditReport, examples: int = 3) -> str:
     counts = report.counts
     fetched = [
         s for s in report.sitemaps if s["fetched"] and s["status"] in (200, None) and s["kind"]
     ]
-    lines = [
+    lines = []
+    if report.no_sitemap:
+        lines.append(f"no sitemap found; tried: {_tried(report.sitemaps)}")
+    not_audited = report.not_audited
+    lines.append(
         f"sitemaps read: {len(fetched)} "
         f"({sum(1 for s in report.sitemaps if s['problems'])} with problems), "
         f"entries: {sum(s['entries'] for s in fetched)}"
+        + (
+            f" ({not_audited:,} not audited: past the first {MAX_URLS_PER_FILE:,} of their"
+            " file, the protocol's limit)"
+            if not_audited
+            else ""
+        )
         + "".join(
             f", {label}: {n}"
             for label, n in (
@@ -354,8 +440,8 @@ def format_summary(report: AuditReport, examples: int = 3) -> str:
                 ("images", sum(s.get("images", 0) for s in fetched)),
             )
             if n
-        ),
-    ]
+        )
+    )
     if report.coverage is None:
         lines.append("coverage: n/a (the crawl found no indexable page)")
     else:

@@ -5,14 +5,24 @@ spider's page judge (:class:`crawler.judge.PageJudge`, with no leads: a listed p
 is judged, its links are not followed), middlewares and politeness (issue #3):
 
 1. Sitemap files are discovered from robots.txt ``Sitemap:`` lines (recorded in the
-   crawl's ledger), the usual places (``/sitemap.xml``, ``/sitemap_index.xml``,
+   crawl's ledger; a relative one is resolved against robots.txt's URL, the start
+   URL's origin + ``/robots.txt``, read, and reported: the protocol asks for full
+   URLs), the usual places (``/sitemap.xml``, ``/sitemap_index.xml``,
    ``/sitemap.xml.gz``, ``/sitemap.txt``) and ``SITEMAP_AUDIT_SITEMAPS`` (URLs or
    local files). They are fetched without robots.txt rules (the owner declared
    them), parsed with :mod:`crawler.audit.sitemaps`, and indexes are followed with a
    visited set and a depth cap; cycles and indexes of indexes are reported.
-2. A sitemap URL or a ``loc`` on another host or scheme, or outside the sitemap
+2. A local file stands for the file of its name at the site's root: what it lists
+   is judged against the site's root directory, and a sitemap a local index lists
+   at the site is read from beside the index when a file of that path is there (the
+   set just published, not yet uploaded), or else fetched from the site.
+3. A sitemap URL or a ``loc`` on another host or scheme, or outside the sitemap
    file's directory, is reported and never fetched.
-3. Listed URLs that the crawl did not judge (orphans, and URLs it left unfetched)
+4. Entries are stored as the parser reads them (``parse_sitemap(on_entries=...)``),
+   so a file's entries are never all in memory; only the first 50,000 of a file
+   (the protocol's limit) are audited, and an index's first 50,000 sitemaps read:
+   the rest are counted and reported (``not-audited``).
+5. Listed URLs that the crawl did not judge (orphans, and URLs it left unfetched)
    are fetched once, politely and obeying robots.txt, and judged exactly as the
    crawl judges a page, without following their links.
 
@@ -32,19 +42,20 @@ from collections.abc import AsyncIterator, Iterator
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from scrapy import Request, Spider, signals
 from scrapy.exceptions import DontCloseSpider
 
 from crawler import decisions as d
-from crawler.audit.sitemaps.model import Kind, ParsedSitemap
+from crawler.audit.sitemaps.model import Entry, Kind
 from crawler.audit.sitemaps.parse import parse_sitemap
 from crawler.audit.store import AuditStore, Listing
 from crawler.extensions.runstate import RunState
 from crawler.items import UrlRecord
 from crawler.judge import NoLeads, PageJudge
 from crawler.ledger import Ledger
+from crawler.limits import MAX_SITEMAPS_PER_INDEX, MAX_URLS_PER_FILE
 from crawler.parsepool import page_analyser
 from crawler.publicurl import PublicUrls, prefix_of
 from crawler.urls import normalize_url, site_of, start_url, url_key
@@ -60,6 +71,13 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 DEFAULT_PLACES = ("sitemap.xml", "sitemap_index.xml", "sitemap.xml.gz", "sitemap.txt")
+
+# A problem as the store keeps it: {"code", "message", "line"}.
+StoredProblem = dict[str, Any]
+
+
+def _problem(code: str, message: str, line: int | None = None) -> StoredProblem:
+    return {"code": code, "message": message, "line": line}
 
 
 class AuditSpider(Spider):
@@ -77,6 +95,9 @@ class AuditSpider(Spider):
         # Local sitemap files (--sitemap FILE) are read at the start; the requests
         # for the indexes they list are sent once the engine is idle.
         self.pending_local: list[Request] = []
+        # A local file's name -> the URL it stands for, and its directory.
+        self.stands_for: dict[str, str] = {}
+        self.local_dirs: dict[str, Path] = {}
 
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
@@ -143,21 +164,45 @@ class AuditSpider(Spider):
         finally:
             ledger.close()
         root = self.start_origin + "/"
-        candidates: list[tuple[str, str]] = [(u, "robots") for u in declared]
-        candidates += [(root + name, "default") for name in DEFAULT_PLACES]
+        robots = root + "robots.txt"
+        candidates: list[tuple[str, str, list[StoredProblem]]] = []
+        for line in declared:
+            if urlsplit(line).scheme:
+                candidates.append((line, "robots", []))
+                continue
+            # The protocol asks for a full URL; read it as robots.txt's own
+            # URL resolves it, as Scrapy and ultimate-sitemap-parser do.
+            resolved = urljoin(robots, line)
+            problem = _problem(
+                "robots-relative-sitemap",
+                f"robots.txt lists the relative URL 'Sitemap: {line}'; the protocol asks"
+                f" for a full URL (read as {resolved})",
+            )
+            candidates.append((resolved, "robots", [problem]))
+        candidates += [(root + name, "default", []) for name in DEFAULT_PLACES]
         for arg in self.extra_sitemaps:
             path = Path(arg)
             if "://" not in arg and path.exists():
-                self._read_local(path)
+                # A local file stands for one at the site's root.
+                self._read_local(path, stands_for=root + path.name, via="argument")
             else:
-                candidates.append((arg, "argument"))
-        for raw, via in candidates:
-            for request in self._sitemap_request(raw, via=via, parent=None, depth=0):
+                candidates.append((arg, "argument", []))
+        for raw, via, problems in candidates:
+            for request in self._sitemap_request(
+                raw, via=via, parent=None, depth=0, problems=problems
+            ):
                 yield request
 
     def _sitemap_request(
-        self, raw: str, *, via: str, parent: str | None, depth: int
+        self,
+        raw: str,
+        *,
+        via: str,
+        parent: str | None,
+        depth: int,
+        problems: list[StoredProblem] | None = None,
     ) -> Iterator[Request]:
+        problems = problems or []
         url = normalize_url(raw, strip_params=False)
         if url is None:
             self._unread(
@@ -168,29 +213,34 @@ class AuditSpider(Spider):
             if parent is not None:
                 self.store.add_problem(
                     parent,
-                    {
-                        "code": "index-cycle",
-                        "message": f"lists {url}, which was already read (an index cycle)",
-                        "line": None,
-                    },
+                    _problem(
+                        "index-cycle", f"lists {url}, which was already read (an index cycle)"
+                    ),
                 )
             return
         self.visited.add(url)
-        scope = self._scope(url, prefix_of(parent) if parent else self.start_origin + "/")
+        # Where the parent stands: a local file for its URL at the site.
+        where = self.stands_for.get(parent, parent) if parent else None
+        scope = self._scope(url, prefix_of(where) if where else self.start_origin + "/")
         if scope is not None:
-            self._unread(url, via, parent, depth, "sitemap-out-of-scope", f"{scope}: not fetched")
+            self._unread(
+                url, via, parent, depth, "sitemap-out-of-scope", f"{scope}: not fetched", problems
+            )
             return
         if depth > self.max_index_depth:
             self.store.add_problem(
                 parent or url,
-                {
-                    "code": "index-too-deep",
-                    "message": (
-                        f"{url} is more than {self.max_index_depth} index levels deep: not read"
-                    ),
-                    "line": None,
-                },
+                _problem(
+                    "index-too-deep",
+                    f"{url} is more than {self.max_index_depth} index levels deep: not read",
+                ),
             )
+            return
+        local = self._local_child(url, parent)
+        if local is not None:
+            # The set just published, beside its local index: read here, judged
+            # as the file at its URL.
+            self._read_local(local, stands_for=url, via=via, parent=parent, depth=depth)
             return
         yield Request(
             url,
@@ -205,15 +255,43 @@ class AuditSpider(Spider):
                 "audit_via": via,
                 "audit_parent": parent,
                 "audit_depth": depth,
+                "audit_problems": problems,
             },
         )
 
+    def _local_child(self, url: str, parent: str | None) -> Path | None:
+        """The file beside a local index that stands for *url*, if there is one:
+        *url* is at the site, under the index's own directory there."""
+        if parent is None or parent not in self.local_dirs:
+            return None
+        directory = prefix_of(self.stands_for[parent])
+        if not url.startswith(directory):
+            return None
+        relative = url[len(directory) :].partition("?")[0].partition("#")[0]
+        if not relative or relative.startswith("/") or ".." in relative.split("/"):
+            return None
+        candidate = self.local_dirs[parent] / relative
+        return candidate if candidate.is_file() else None
+
     def _unread(
-        self, url: str, via: str, parent: str | None, depth: int, code: str, message: str
+        self,
+        url: str,
+        via: str,
+        parent: str | None,
+        depth: int,
+        code: str,
+        message: str,
+        problems: list[StoredProblem] | None = None,
     ) -> None:
         """Record a sitemap that is reported and never fetched."""
-        problem = {"code": code, "message": message, "line": None}
-        self.store.add_sitemap(url, via, parent=parent, depth=depth, fetched=0, problems=[problem])
+        self.store.add_sitemap(
+            url,
+            via,
+            parent=parent,
+            depth=depth,
+            fetched=0,
+            problems=[*(problems or []), _problem(code, message)],
+        )
 
     def _scope(self, url: str, directory: str) -> str | None:
         """Why *url* (crawl space) may not appear in a sitemap at *directory*."""
@@ -235,17 +313,11 @@ class AuditSpider(Spider):
             else response.url
         )
         via, parent, depth = meta["audit_via"], meta["audit_parent"], meta["audit_depth"]
+        problems: list[StoredProblem] = list(meta.get("audit_problems") or [])
         self.crawler.stats.inc_value("sitemap/audit/sitemaps")
         if response.status != 200:
-            problems = []
             if via != "default":
-                problems.append(
-                    {
-                        "code": "sitemap-http-error",
-                        "message": f"HTTP {response.status}",
-                        "line": None,
-                    }
-                )
+                problems.append(_problem("sitemap-http-error", f"HTTP {response.status}"))
             self.store.add_sitemap(
                 url,
                 via,
@@ -257,9 +329,14 @@ class AuditSpider(Spider):
             )
             return
         # No url: the location rule is checked here, in crawl space (--base-url).
-        parsed = parse_sitemap(response.body, max_bytes=self.max_sitemap_bytes)
-        yield from self._record(
-            url, parsed, via=via, parent=parent, depth=depth, status=response.status
+        yield from self._read(
+            url,
+            response.body,
+            via=via,
+            parent=parent,
+            depth=depth,
+            status=response.status,
+            problems=problems,
         )
 
     def sitemap_failed(self, failure: Failure) -> None:
@@ -273,50 +350,83 @@ class AuditSpider(Spider):
             depth=meta["audit_depth"],
             fetched=0,
             problems=[
-                {
-                    "code": "sitemap-unreachable",
-                    "message": f"{failure.type.__name__}: {failure.getErrorMessage()}"[:300],
-                    "line": None,
-                }
+                *(meta.get("audit_problems") or []),
+                _problem(
+                    "sitemap-unreachable",
+                    f"{failure.type.__name__}: {failure.getErrorMessage()}"[:300],
+                ),
             ],
         )
 
-    def _read_local(self, path: Path) -> None:
-        data = path.read_bytes()[: self.max_sitemap_bytes + 1]
-        parsed = parse_sitemap(data, max_bytes=self.max_sitemap_bytes)
-        # A local file stands for a sitemap at the site's root.
+    def _read_local(
+        self,
+        path: Path,
+        *,
+        stands_for: str,
+        via: str,
+        parent: str | None = None,
+        depth: int = 0,
+    ) -> None:
+        """Read a local sitemap file as the one at *stands_for*: the URLs it lists
+        are judged against that URL's directory, and the files a local index lists
+        are looked for beside it before they are fetched."""
+        name = str(path)
+        self.stands_for[name] = stands_for
+        self.local_dirs[name] = path.parent
+        self.visited.add(stands_for)
+        with path.open("rb") as f:
+            data = f.read(self.max_sitemap_bytes + 1)
         requests = list(
-            self._record(
-                str(path),
-                parsed,
-                via="argument",
-                parent=None,
-                depth=0,
+            self._read(
+                name,
+                data,
+                via=via,
+                parent=parent,
+                depth=depth,
                 status=None,
-                directory=self.start_origin + "/",
+                directory=prefix_of(stands_for),
             )
         )
         self.pending_local.extend(requests)
 
-    def _record(
+    def _read(
         self,
         url: str,
-        parsed: ParsedSitemap,
+        data: bytes,
         *,
         via: str,
         parent: str | None,
         depth: int,
         status: int | None,
         directory: str | None = None,
+        problems: list[StoredProblem] | None = None,
     ) -> Iterator[Request]:
-        problems = [{"code": p.code, "message": p.message, "line": p.line} for p in parsed.problems]
+        """Parse one sitemap file, storing its entries as they are read; for an
+        index, request the sitemaps it lists."""
+        listing = _Listing(self, url, self.public.to_crawl(directory or prefix_of(url)))
+        parsed = parse_sitemap(data, max_bytes=self.max_sitemap_bytes, on_entries=listing.take)
+        problems = [
+            *(problems or []),
+            *({"code": p.code, "message": p.message, "line": p.line} for p in parsed.problems),
+        ]
         if parsed.kind == Kind.INDEX and parent is not None:
             problems.append(
-                {
-                    "code": "index-lists-index",
-                    "message": f"listed by the index {parent}, and itself an index",
-                    "line": None,
-                }
+                _problem("index-lists-index", f"listed by the index {parent}, and itself an index")
+            )
+        limit = MAX_SITEMAPS_PER_INDEX if parsed.kind == Kind.INDEX else MAX_URLS_PER_FILE
+        not_audited = max(parsed.entry_count - limit, 0)
+        if not_audited:
+            what = (
+                "sitemaps it lists after the first"
+                if parsed.kind == Kind.INDEX
+                else "entries after the first"
+            )
+            problems.append(
+                _problem(
+                    "not-audited",
+                    f"{not_audited:,} {what} {limit:,} (the protocol's limit for one file)"
+                    " were not audited: not fetched, not judged, not counted in coverage",
+                )
             )
         self.store.add_sitemap(
             url,
@@ -325,65 +435,24 @@ class AuditSpider(Spider):
             depth=depth,
             status=status,
             kind=parsed.kind.value,
-            entries=len(parsed.entries),
+            entries=parsed.entry_count,
             compressed_layers=parsed.compressed_layers,
             size=parsed.size,
             complete=int(parsed.complete),
             fetched=1,
             problems=problems,
+            not_audited=not_audited,
         )
         if parsed.kind == Kind.INDEX:
-            for entry in parsed.entries:
-                child = self.public.to_crawl(
-                    normalize_url(entry.loc, strip_params=False) or entry.loc
-                )
+            # Its entries were stored as listings as they were read (the kind is
+            # known once the file is): they are the sitemaps to read instead.
+            children = self.store.take_listings(url, limit)
+            for loc in children:
+                child = self.public.to_crawl(normalize_url(loc, strip_params=False) or loc)
                 yield from self._sitemap_request(child, via="index", parent=url, depth=depth + 1)
             return
-        directory = directory or prefix_of(url)
-        rows: list[Listing] = []
-        for entry in parsed.entries:
-            normal = normalize_url(
-                entry.loc, strip_params=self.strip_params, extra_strip=self.extra_strip
-            )
-            if normal is None:
-                rows.append(
-                    (
-                        entry.loc,
-                        None,
-                        None,
-                        url,
-                        entry.line,
-                        entry.lastmod,
-                        entry.changefreq,
-                        entry.priority,
-                        len(entry.alternates),
-                        entry.images,
-                        "not an absolute http(s) URL",
-                        len(entry.media_alternates),
-                    )
-                )
-                continue
-            crawl_url = self.public.to_crawl(normal)
-            scope = self._scope(crawl_url, self.public.to_crawl(directory))
-            rows.append(
-                (
-                    entry.loc,
-                    url_key(crawl_url),
-                    crawl_url,
-                    url,
-                    entry.line,
-                    entry.lastmod,
-                    entry.changefreq,
-                    entry.priority,
-                    len(entry.alternates),
-                    entry.images,
-                    scope,
-                    len(entry.media_alternates),
-                )
-            )
-        self.store.add_listings(rows)
         self.store.commit()
-        self.crawler.stats.inc_value("sitemap/audit/listings", len(rows))
+        self.crawler.stats.inc_value("sitemap/audit/listings", listing.count)
 
     # -- judging what the crawl did not ---------------------------------------------------
 
@@ -427,7 +496,7 @@ class AuditSpider(Spider):
         try:
             for row in self.store.query(
                 "SELECT key, min(url) AS url FROM listings WHERE key IS NOT NULL "
-                "AND scope IS NULL GROUP BY key ORDER BY key"
+                "AND scope IS NULL AND audited = 1 GROUP BY key ORDER BY key"
             ):
                 found = db.execute("SELECT decision FROM urls WHERE key = ?", (row["key"],))
                 decision = found.fetchone()
@@ -459,3 +528,50 @@ class AuditSpider(Spider):
 
     def closed(self, reason: str) -> None:
         self.store.close()
+
+
+class _Listing:
+    """The entries of one sitemap file, stored as the parser hands them over: every
+    entry a row of ``listings``, normalised and judged against the location rule in
+    crawl space; those after the protocol's 50,000 a file are marked not audited."""
+
+    def __init__(self, spider: AuditSpider, sitemap: str, directory: str) -> None:
+        self.spider = spider
+        self.sitemap = sitemap
+        self.directory = directory
+        self.count = 0
+
+    def take(self, batch: list[Entry]) -> None:
+        spider = self.spider
+        rows: list[Listing] = []
+        for entry in batch:
+            audited = int(self.count < MAX_URLS_PER_FILE)
+            self.count += 1
+            normal = normalize_url(
+                entry.loc, strip_params=spider.strip_params, extra_strip=spider.extra_strip
+            )
+            key = crawl_url = None
+            if normal is None:
+                scope: str | None = "not an absolute http(s) URL"
+            else:
+                crawl_url = spider.public.to_crawl(normal)
+                key = url_key(crawl_url)
+                scope = spider._scope(crawl_url, self.directory)
+            rows.append(
+                (
+                    entry.loc,
+                    key,
+                    crawl_url,
+                    self.sitemap,
+                    entry.line,
+                    entry.lastmod,
+                    entry.changefreq,
+                    entry.priority,
+                    len(entry.alternates),
+                    entry.images,
+                    scope,
+                    len(entry.media_alternates),
+                    audited,
+                )
+            )
+        spider.store.add_listings(rows)

@@ -6,14 +6,19 @@ Tables:
     one row per sitemap file met: ``url``, how it was found (``via``: ``robots``,
     ``default``, ``argument``, or ``index`` with its ``parent``), ``depth`` in the
     index tree, ``status``, ``kind`` (urlset, sitemapindex, text, rss, atom),
-    ``entries``, ``compressed_layers``, ``size``, ``complete``, ``fetched`` and
-    ``problems`` (JSON list of ``{code, message, line}``).
+    ``entries``, ``compressed_layers``, ``size``, ``complete``, ``fetched``,
+    ``problems`` (JSON list of ``{code, message, line}``) and ``not_audited`` (entries
+    past the protocol's 50,000 a file, or sitemaps past an index's 50,000: not
+    audited).
 ``listings``
     one row per entry of a urlset, text or feed file: ``loc`` as written, ``key``
     (dedup key of its normalised crawl-space URL; NULL when the loc is not a usable
     URL), ``url``, ``sitemap``, ``line``, ``lastmod``, ``changefreq``, ``priority``,
     ``alternates`` (hreflang), ``images``, ``scope`` (NULL in scope, else why not),
-    ``media_alternates`` (Google's mobile annotation: media, no hreflang).
+    ``media_alternates`` (Google's mobile annotation: media, no hreflang), ``audited``
+    (0 for an entry after the first 50,000 of its file: never fetched nor judged).
+    Rows are written as the parser reads them; an index's are taken back
+    (:meth:`AuditStore.take_listings`) as the sitemaps to read.
 ``fetched``
     listed URLs the crawl did not judge, fetched once by the audit: the same
     columns as the ledger's decisions.
@@ -40,7 +45,8 @@ CREATE TABLE IF NOT EXISTS sitemaps (
     size INTEGER NOT NULL DEFAULT 0,
     complete INTEGER NOT NULL DEFAULT 1,
     fetched INTEGER NOT NULL DEFAULT 1,
-    problems TEXT NOT NULL DEFAULT '[]'
+    problems TEXT NOT NULL DEFAULT '[]',
+    not_audited INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS listings (
     id INTEGER PRIMARY KEY,
@@ -55,7 +61,8 @@ CREATE TABLE IF NOT EXISTS listings (
     alternates INTEGER NOT NULL DEFAULT 0,
     images INTEGER NOT NULL DEFAULT 0,
     scope TEXT,
-    media_alternates INTEGER NOT NULL DEFAULT 0
+    media_alternates INTEGER NOT NULL DEFAULT 0,
+    audited INTEGER NOT NULL DEFAULT 1
 );
 CREATE INDEX IF NOT EXISTS listings_key ON listings (key);
 CREATE TABLE IF NOT EXISTS fetched (
@@ -71,7 +78,7 @@ CREATE TABLE IF NOT EXISTS fetched (
 
 # One row of ``listings``, in the order of its columns (less ``id``): loc, key, url,
 # sitemap, line, lastmod, changefreq, priority, alternates, images, scope,
-# media_alternates.
+# media_alternates, audited.
 Listing = tuple[
     str,
     str | None,
@@ -84,6 +91,7 @@ Listing = tuple[
     int,
     int,
     str | None,
+    int,
     int,
 ]
 
@@ -123,10 +131,22 @@ class AuditStore:
     def add_listings(self, rows: list[Listing]) -> None:
         self._db.executemany(
             "INSERT INTO listings (loc, key, url, sitemap, line, lastmod, changefreq, priority,"
-            " alternates, images, scope, media_alternates)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " alternates, images, scope, media_alternates, audited)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
+
+    def take_listings(self, sitemap: str, limit: int) -> list[str]:
+        """The locs stored for *sitemap* (its first *limit*, in order), removed: an
+        index's entries are the sitemaps it lists, not pages."""
+        locs = [
+            row[0]
+            for row in self._db.execute(
+                "SELECT loc FROM listings WHERE sitemap = ? ORDER BY id LIMIT ?", (sitemap, limit)
+            )
+        ]
+        self._db.execute("DELETE FROM listings WHERE sitemap = ?", (sitemap,))
+        return locs
 
     def add_fetched(
         self,
