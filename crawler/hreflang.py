@@ -1,26 +1,26 @@
 """hreflang: the alternates a page declares, and which of them hold up (issue #14).
 
 Google's rules, from "Tell Google about localized versions of your page"
-(https://developers.google.com/search/docs/specialty/international/localized-versions):
+(https://developers.google.com/search/docs/specialty/international/localized-versions,
+quoted where quoted, paraphrased elsewhere):
 
 * where: ``<link rel="alternate" hreflang="..." href="...">`` in the page's
   ``<head>``, HTTP ``Link: <url>; rel="alternate"; hreflang="..."`` headers, or a
-  sitemap's ``xhtml:link`` (what we write). The three are equivalent
-  (https://developers.google.com/search/docs/specialty/international/localized-versions#methods-for-indicating-your-alternate-pages);
-* the code: "The value of the hreflang attribute must be in ISO 639-1 format for
-  the language, and optionally, in ISO 3166-1 Alpha 2 format for the region";
-  a script variation in ISO 15924; or ``x-default``
-  (https://developers.google.com/search/docs/specialty/international/localized-versions#language-codes):
-  ``en-UK`` is wrong (the United Kingdom is ``GB``), a region alone is wrong, and
-  ``_`` is no separator. Case does not matter;
+  sitemap's ``xhtml:link`` (what we write); the three methods are equivalent;
+* the code: an ISO 639-1 language, optionally followed by an ISO 3166-1 alpha-2
+  region, a script variation given in ISO 15924, or ``x-default`` (the section on
+  supported language/region codes): ``en-UK`` is wrong (the United Kingdom is
+  ``GB``), a region alone is wrong, and ``_`` is no separator. Case does not
+  matter;
 * "Each language version must list itself as well as all other language versions"
-  (https://developers.google.com/search/docs/specialty/international/localized-versions#all-method-guidelines);
+  (the guidelines for all methods);
 * return links: "If two pages don't both point to each other, the tags will be
-  ignored" (same section);
+  ignored" (same guidelines);
 * an alternate that is not indexable (noindex, a redirect, an error, canonicalised
-  elsewhere) is no version of anything in search, so it is not written either
-  (the sitemap lists "canonical URLs" only:
-  https://developers.google.com/search/docs/crawling-indexing/sitemaps/build-sitemap#general-guidelines).
+  elsewhere) is no version of anything in search, and a sitemap lists the canonical
+  URLs one wants in search only
+  (https://developers.google.com/search/docs/crawling-indexing/sitemaps/build-sitemap),
+  so it is not written either.
 
 What this module does with them:
 

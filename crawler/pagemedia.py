@@ -68,10 +68,10 @@ the publication date from ``<meta property="article:published_time">``
 ``NewsArticle``/``Article``/``BlogPosting`` (or a subtype) at a block's top level,
 in a list, ``@graph`` or ``mainEntity``; the title from ``og:title``, else that
 article's ``headline``, else ``<title>``; the language from ``<html lang>`` (else
-the ``Content-Language`` header) as news sitemaps want it: "The language of your
-publication. Use an ISO 639 language code (2 or 3 letters)", except ``zh-cn`` and
-``zh-tw`` for Simplified and Traditional Chinese (``zh-Hans``, ``zh-SG`` ->
-``zh-cn``; ``zh-Hant``, ``zh-HK``, ``zh-MO`` -> ``zh-tw``). No date, no news.
+the ``Content-Language`` header) as news sitemaps want it: an ISO 639 code of two
+or three letters, except ``zh-cn`` and ``zh-tw`` for Simplified and Traditional
+Chinese (``zh-Hans``, ``zh-SG`` -> ``zh-cn``; ``zh-Hant``, ``zh-HK``, ``zh-MO`` ->
+``zh-tw``; the script decides before the region). No date, no news.
 
 Malformed data is skipped, never raised: broken JSON-LD costs its block only.
 """
@@ -94,7 +94,7 @@ from crawler.urls import normalize_url
 
 __all__ = ["NewsFacts", "VideoFacts", "images", "news", "news_language", "videos"]
 
-IMAGES_PER_PAGE = 1000  # Google: "up to 1,000 image:image tags" per <url>
+IMAGES_PER_PAGE = 1000  # Google: at most 1,000 image:image per <url>
 MAX_DURATION = 28_800  # seconds (8 hours), Google's video:duration limit
 _MAX_DEPTH = 32  # nesting of JSON-LD and microdata items read
 _HTTP = frozenset({"http", "https"})

@@ -683,3 +683,46 @@ def test_everything_on_an_empty_page() -> None:
     assert images(root, PAGE) == ()
     assert videos(root, PAGE, PAGE) == ()
     assert news(root, response) is None
+
+
+_SNIPPETS = [
+    '<script type="application/ld+json">',
+    "</script>",
+    '{"@type": "VideoObject", "name": ',
+    '{"@type": ["NewsArticle"], "datePublished": ',
+    '"@graph": [',
+    '"video": {',
+    '"PT99999H"',
+    '"2025-01-01"',
+    "[]",
+    "{}",
+    "null",
+    ",",
+    "}",
+    "]",
+    '<div itemscope itemtype="https://schema.org/VideoObject">',
+    '<span itemprop="duration publication" itemscope>',
+    '<meta itemprop="contentUrl" content="/v.mp4">',
+    "</div>",
+    '<video poster="/p.jpg"><source src="/v.mp4">',
+    '<picture><source srcset=",,, 2x, (w) 10w">',
+    '<img srcset="a 1x, b 0x, c 1e3x" width="1">',
+    '<meta property="og:video:type" content="text/html">',
+    '<meta property="og:video" content="">',
+    '<meta property="article:published_time" content="2025-13-40">',
+    '<html lang="-">',
+    "<svg><title>t</title></svg>",
+    "<!-- -->",
+]
+
+
+@given(st.lists(st.sampled_from(_SNIPPETS), max_size=25))
+def test_odd_markup_never_raises(parts: list[str]) -> None:
+    response = _response("".join(parts))
+    root = parse_html(response)
+    assert len(set(images(root, PAGE))) == len(images(root, PAGE))
+    for video in videos(root, PAGE, PAGE):
+        assert video.duration is None or 1 <= video.duration <= 28_800
+        assert VideoFacts.from_json(json.loads(json.dumps(video.to_json()))) == video
+    found = news(root, response)
+    assert found is None or NewsFacts.from_json(found.to_json()) == found
