@@ -1388,6 +1388,7 @@ CORPUS_FILES = sorted(path for path in CORPUS.iterdir() if path.is_file())
 
 # What the corpus files are, so the no-crash test also checks what was read.
 CORPUS_EXPECTED: dict[str, tuple[Kind, int, set[str]]] = {
+    "bare-url-namespaced-loc.xml": (Kind.URLSET, 2, {"no-namespace", "namespace-mismatch"}),
     "bom.xml": (Kind.URLSET, 1, set()),
     "broken-entries.xml": (
         Kind.URLSET,
@@ -1421,6 +1422,7 @@ CORPUS_EXPECTED: dict[str, tuple[Kind, int, set[str]]] = {
     "shopify-products.xml": (Kind.URLSET, 3, set()),
     "shopify-products.xml.gz": (Kind.URLSET, 3, set()),
     "truncated.xml": (Kind.URLSET, 2, {"xml-error", "truncated"}),
+    "url-empty-namespace.xml": (Kind.URLSET, 2, {"wrong-namespace"}),
     "urls-bom.txt": (Kind.TEXT, 2, set()),
     "urls.txt": (Kind.TEXT, 4, set()),
     "utf16.xml": (Kind.URLSET, 2, {"not-utf8"}),
