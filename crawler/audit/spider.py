@@ -12,10 +12,11 @@ is judged, its links are not followed), middlewares and politeness (issue #3):
    local files). They are fetched without robots.txt rules (the owner declared
    them), parsed with :mod:`crawler.audit.sitemaps`, and indexes are followed with a
    visited set and a depth cap; cycles and indexes of indexes are reported.
-2. A local file stands for the file of its name at the site's root: what it lists
-   is judged against the site's root directory, and a sitemap a local index lists
-   at the site is read from beside the index when a file of that path is there (the
-   set just published, not yet uploaded), or else fetched from the site.
+2. A local file stands for the file of its name at the site's root, and takes its
+   place (that URL is not fetched): what it lists is judged against the site's root
+   directory, and a sitemap a local index lists at the site is read from beside the
+   index when a file of that path is there (the set just published, not yet
+   uploaded), or else fetched from the site.
 3. A sitemap URL or a ``loc`` on another host or scheme, or outside the sitemap
    file's directory, is reported and never fetched.
 4. Entries are stored as the parser reads them (``parse_sitemap(on_entries=...)``),
