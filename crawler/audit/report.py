@@ -209,13 +209,14 @@ def build_report(
     # Keys listed in scope only past the 50,000th entry of a file: key -> files.
     unaudited: dict[str, list[str]] = {}
     for key, rows in sorted(by_key.items(), key=lambda kv: kv[1][0]["url"]):
-        # An entry past a file's first 50,000 is not audited: only the location
-        # rule, which needs no fetch, still speaks for it.
-        skipped = [r for r in rows if r["scope"] is None and not r["audited"]]
+        # An entry past a file's first 50,000 is not audited at all (issue #13): the
+        # protocol stops there, and so does the audit; the file says how many.
+        skipped = [r for r in rows if not r["audited"]]
         if skipped:
-            rows = [r for r in rows if r["scope"] is not None or r["audited"]]
+            rows = [r for r in rows if r["audited"]]
             if not rows:
-                unaudited[key] = sorted({r["sitemap"] for r in skipped})
+                if any(r["scope"] is None for r in skipped):
+                    unaudited[key] = sorted({r["sitemap"] for r in skipped})
                 continue
         files = sorted({r["sitemap"] for r in rows})
         in_scope = [r for r in rows if r["scope"] is None]
