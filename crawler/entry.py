@@ -5,16 +5,27 @@ itself once, when it is made, so the writer can render it without looking
 again, and a bad value fails where it was produced rather than in a half-written
 file.
 
+An entry may carry Google's sitemap extensions: hreflang alternates
+(:class:`Alternate`, written as ``<xhtml:link>``), image locs (``<image:image>``),
+:class:`Video` and :class:`News` objects. They are checked like the rest (limits
+from :mod:`crawler.limits`, the rules of Google's schemas in ``tests/xsd/``).
+
 :class:`EntryBatch` holds consecutive entries as two lists (locs, lastmods) and
 checks them together: publishing a million URLs, a Python object and a few
 function calls per URL cost more than compressing the files at gzip level 6.
 :class:`EntryRows` turns database rows into either form; it is what
-:meth:`crawler.ledger.Ledger.listed_entries` returns.
+:meth:`crawler.ledger.Ledger.listed_entries` returns. A row is ``(loc, lastmod)``
+or ``(loc, lastmod, extras)``, ``extras`` being ``None`` (a plain entry, which
+takes the batch path above) or the JSON text of the entry's extensions
+(:func:`extras_json` writes it, :func:`entry_extras` reads it: the one place
+that knows the format), for the few entries that have them, which are checked
+and rendered one by one.
 """
 
 from __future__ import annotations
 
 import enum
+import json
 import re
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -22,11 +33,34 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from itertools import islice
+from typing import Any, TypedDict
 
 from crawler.lastmod import lastmod_datetime
-from crawler.limits import MAX_LOC_LENGTH, MIN_LOC_LENGTH
+from crawler.limits import (
+    MAX_IMAGES_PER_URL,
+    MAX_LOC_LENGTH,
+    MAX_VIDEO_DESCRIPTION_LENGTH,
+    MAX_VIDEO_DURATION,
+    MAX_VIDEO_TITLE_LENGTH,
+    MIN_LOC_LENGTH,
+    MIN_VIDEO_DURATION,
+)
 
-__all__ = ["ChangeFreq", "EntryBatch", "EntryRows", "SitemapEntry", "check_lastmod", "check_loc"]
+__all__ = [
+    "Alternate",
+    "ChangeFreq",
+    "EntryBatch",
+    "EntryRow",
+    "EntryRows",
+    "Extensions",
+    "News",
+    "SitemapEntry",
+    "Video",
+    "check_lastmod",
+    "check_loc",
+    "entry_extras",
+    "extras_json",
+]
 
 # Whitespace (every character str.isspace() knows, NBSP included) and controls
 # (C0, DEL, C1) are never part of a URL, and a safe_url_string() result has
@@ -72,6 +106,19 @@ _COMMON_LOCS = re.compile(rf"(?:{_COMMON_LOC.pattern})(?:\n(?:{_COMMON_LOC.patte
 _COMMON_LASTMODS = re.compile(rf"(?:{_COMMON_LASTMOD.pattern})(?:\n(?:{_COMMON_LASTMOD.pattern}))*")
 _PRIORITY_MIN = Decimal("0.0")
 _PRIORITY_MAX = Decimal("1.0")
+# What XML 1.0 cannot hold at all, even escaped (its production "Char"): C0
+# controls other than tab, LF and CR, lone surrogates (which UTF-8 cannot encode
+# either), U+FFFE and U+FFFF. A title with one would make the file unreadable.
+_NOT_XML_CHAR = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+# xhtml-link.xsd's hreflang: an ISO 639 language, an optional ISO 15924 script
+# and an optional ISO 3166-1 alpha-2 (or UN M.49) region, or "x-default".
+_HREFLANG = re.compile(
+    r"x-default|[a-zA-Z]{2,3}(?:-[a-zA-Z]{4})?(?:-(?:[a-zA-Z]{2}|[0-9]{3}))?", re.ASCII
+)
+# sitemap-news.xsd's <news:language>: "an ISO 639 Language Code (either 2 or 3
+# letters) ... Exception: For Chinese, please use zh-cn for Simplified Chinese or
+# zh-tw for Traditional Chinese." Lowercase, as the schema's pattern has it.
+_NEWS_LANGUAGE = re.compile(r"zh-cn|zh-tw|[a-z]{2,3}", re.ASCII)
 
 
 def check_loc(loc: str) -> None:
@@ -120,6 +167,135 @@ def check_lastmod(lastmod: str) -> None:
         lastmod_datetime(lastmod)  # raises ValueError
 
 
+def _check_url(value: object, what: str) -> None:
+    # The extensions' URLs (image:loc, xhtml:link href, the video locs) are
+    # xsd:anyURI like <loc>, and read back the same way: the same rules.
+    try:
+        check_loc(value)  # type: ignore[arg-type]  # check_loc() checks the type too
+    except ValueError as exc:
+        raise ValueError(f"{what} is not a valid URL: {exc}") from None
+
+
+def _check_text(value: object, what: str, max_length: int | None = None) -> None:
+    if not isinstance(value, str):
+        raise ValueError(f"{what} must be a str, not {type(value).__name__}")
+    # Readers strip surrounding whitespace (ultimate-sitemap-parser, Scrapy): a
+    # blank title is a missing one.
+    if not value.strip():
+        raise ValueError(f"{what} must not be empty")
+    if max_length is not None and len(value) > max_length:
+        raise ValueError(
+            f"{what} must be at most {max_length} characters, not {len(value)}: {value[:80]!r}"
+        )
+    if _NOT_XML_CHAR.search(value):
+        raise ValueError(f"{what} contains characters XML cannot hold: {value[:80]!r}")
+
+
+def _check_date(value: object, what: str) -> None:
+    # The extensions' dates are xsd:date or xsd:dateTime, as <lastmod> is.
+    try:
+        check_lastmod(value)  # type: ignore[arg-type]  # lastmod_datetime() checks the type
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what} is not a W3C datetime: {value!r} ({exc})") from None
+
+
+def _check_yes_no(value: object, what: str) -> None:
+    if value is not None and not isinstance(value, bool):
+        raise ValueError(f"{what} must be True, False or None, not {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Alternate:
+    """An hreflang alternate of a page: ``<xhtml:link rel="alternate"
+    hreflang="..." href="..."/>``. ``hreflang`` is a language (``en``), with an
+    optional script and region (``zh-Hant-TW``, ``en-GB``), or ``x-default``;
+    ``href`` is checked as a ``<loc>`` is."""
+
+    hreflang: str
+    href: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.hreflang, str) or _HREFLANG.fullmatch(self.hreflang) is None:
+            raise ValueError(
+                f"hreflang must be a language with an optional script and region"
+                f" (en, en-GB, zh-Hant-TW) or x-default, not {self.hreflang!r}"
+            )
+        _check_url(self.href, "alternate href")
+
+
+@dataclass(frozen=True, slots=True)
+class Video:
+    """A ``<video:video>`` of a page, as Google's video sitemap extension has it.
+
+    ``thumbnail_loc``, ``title`` (100 characters at most) and ``description``
+    (2,048 at most) are required, and one of ``content_loc`` (the video file)
+    and ``player_loc`` (a player for it). ``duration`` is in whole seconds, 1 to
+    28,800; ``publication_date`` and ``expiration_date`` are W3C datetimes as
+    ``lastmod`` is; ``family_friendly`` and ``live`` are written as yes/no.
+    """
+
+    thumbnail_loc: str
+    title: str
+    description: str
+    content_loc: str | None = None
+    player_loc: str | None = None
+    duration: int | None = None
+    publication_date: str | None = None
+    expiration_date: str | None = None
+    family_friendly: bool | None = None
+    live: bool | None = None
+
+    def __post_init__(self) -> None:
+        _check_url(self.thumbnail_loc, "video thumbnail_loc")
+        _check_text(self.title, "video title", MAX_VIDEO_TITLE_LENGTH)
+        _check_text(self.description, "video description", MAX_VIDEO_DESCRIPTION_LENGTH)
+        if self.content_loc is None and self.player_loc is None:
+            raise ValueError(f"a video needs a content_loc or a player_loc: {self.title[:80]!r}")
+        if self.content_loc is not None:
+            _check_url(self.content_loc, "video content_loc")
+        if self.player_loc is not None:
+            _check_url(self.player_loc, "video player_loc")
+        duration = self.duration
+        if duration is not None and (
+            not isinstance(duration, int)
+            or isinstance(duration, bool)
+            or not MIN_VIDEO_DURATION <= duration <= MAX_VIDEO_DURATION
+        ):
+            raise ValueError(
+                f"video duration must be whole seconds, {MIN_VIDEO_DURATION} to"
+                f" {MAX_VIDEO_DURATION}, not {duration!r}"
+            )
+        if self.publication_date is not None:
+            _check_date(self.publication_date, "video publication_date")
+        if self.expiration_date is not None:
+            _check_date(self.expiration_date, "video expiration_date")
+        _check_yes_no(self.family_friendly, "video family_friendly")
+        _check_yes_no(self.live, "video live")
+
+
+@dataclass(frozen=True, slots=True)
+class News:
+    """A ``<news:news>`` of an article, as Google News sitemaps have it: the
+    publication's name and language (an ISO 639 code of 2 or 3 lowercase
+    letters, or ``zh-cn``/``zh-tw``), the article's publication date (a W3C
+    datetime) and its title."""
+
+    publication_name: str
+    language: str
+    publication_date: str
+    title: str
+
+    def __post_init__(self) -> None:
+        _check_text(self.publication_name, "news publication_name")
+        if not isinstance(self.language, str) or _NEWS_LANGUAGE.fullmatch(self.language) is None:
+            raise ValueError(
+                "news language must be an ISO 639 code of 2 or 3 lowercase letters,"
+                f" or zh-cn or zh-tw, not {self.language!r}"
+            )
+        _check_date(self.publication_date, "news publication_date")
+        _check_text(self.title, "news title")
+
+
 class ChangeFreq(enum.Enum):
     """``<changefreq>`` values, as enumerated by ``sitemap.xsd`` (tChangeFreq)."""
 
@@ -146,12 +322,20 @@ class SitemapEntry:
     with seconds and a zone); ``priority`` between 0.0 and 1.0. A ``str``
     changefreq and an ``int``/``float``/``str`` priority are converted; anything
     invalid raises ``ValueError``.
+
+    The extensions, keyword-only: ``alternates`` (:class:`Alternate`), ``images``
+    (image URLs, checked as locs, 1,000 at most), ``videos`` (:class:`Video`) and
+    ``news`` (:class:`News`). Lists are kept as tuples.
     """
 
     loc: str
     lastmod: str | None = None
     changefreq: ChangeFreq | None = None
     priority: Decimal | None = None
+    alternates: tuple[Alternate, ...] = field(default=(), kw_only=True)
+    images: tuple[str, ...] = field(default=(), kw_only=True)
+    videos: tuple[Video, ...] = field(default=(), kw_only=True)
+    news: News | None = field(default=None, kw_only=True)
 
     def __init__(
         self,
@@ -159,6 +343,11 @@ class SitemapEntry:
         lastmod: str | None = None,
         changefreq: ChangeFreq | None = None,
         priority: Decimal | None = None,
+        *,
+        alternates: Iterable[Alternate] = (),
+        images: Iterable[str] = (),
+        videos: Iterable[Video] = (),
+        news: News | None = None,
     ) -> None:
         check_loc(loc)
         if lastmod is not None:
@@ -171,6 +360,21 @@ class SitemapEntry:
         _set_lastmod(self, lastmod)
         _set_changefreq(self, changefreq)
         _set_priority(self, priority)
+        # Plain entries, nearly all of them, skip the checks below at the cost of
+        # one test.
+        if alternates or images or videos or news is not None:
+            alternates, images, videos = _checked_extensions(alternates, images, videos, news)
+        else:  # empty lists, None
+            alternates = images = videos = ()
+        _set_alternates(self, alternates)
+        _set_images(self, images)
+        _set_videos(self, videos)
+        _set_news(self, news)
+
+    @property
+    def extended(self) -> bool:
+        """Whether the entry has any extension."""
+        return bool(self.alternates or self.images or self.videos or self.news is not None)
 
     @staticmethod
     def _checked_changefreq(value: object) -> ChangeFreq:
@@ -191,12 +395,161 @@ class SitemapEntry:
         return priority
 
 
+def _as_tuple(values: object, what: str) -> tuple[Any, ...]:
+    # A str is iterable too: images="https://..." would be a tuple of characters.
+    if isinstance(values, str | bytes):
+        raise ValueError(f"{what} must be a sequence of values, not a {type(values).__name__}")
+    try:
+        return tuple(values)  # type: ignore[arg-type]
+    except TypeError:
+        raise ValueError(f"{what} must be a sequence, not {type(values).__name__}") from None
+
+
+def _checked_extensions(
+    alternates: Iterable[Alternate],
+    images: Iterable[str],
+    videos: Iterable[Video],
+    news: News | None,
+) -> tuple[tuple[Alternate, ...], tuple[str, ...], tuple[Video, ...]]:
+    # The value objects checked themselves when they were made: what is left
+    # is that they are what they say, and the count of images.
+    alternates_tuple = _as_tuple(alternates, "alternates")
+    for alternate in alternates_tuple:
+        if not isinstance(alternate, Alternate):
+            raise ValueError(f"alternates must be Alternate objects, not {alternate!r}")
+    images_tuple = _as_tuple(images, "images")
+    if len(images_tuple) > MAX_IMAGES_PER_URL:
+        raise ValueError(
+            f"at most {MAX_IMAGES_PER_URL:,} images per URL, not {len(images_tuple):,}"
+        )
+    for image in images_tuple:
+        _check_url(image, "image loc")
+    videos_tuple = _as_tuple(videos, "videos")
+    for video in videos_tuple:
+        if not isinstance(video, Video):
+            raise ValueError(f"videos must be Video objects, not {video!r}")
+    if news is not None and not isinstance(news, News):
+        raise ValueError(f"news must be a News object or None, not {news!r}")
+    return alternates_tuple, images_tuple, videos_tuple
+
+
 # The slots' own setters: they store a value without going through the frozen
 # class's __setattr__ (which raises). Only SitemapEntry.__init__ uses them.
 _set_loc = SitemapEntry.__dict__["loc"].__set__
 _set_lastmod = SitemapEntry.__dict__["lastmod"].__set__
 _set_changefreq = SitemapEntry.__dict__["changefreq"].__set__
 _set_priority = SitemapEntry.__dict__["priority"].__set__
+_set_alternates = SitemapEntry.__dict__["alternates"].__set__
+_set_images = SitemapEntry.__dict__["images"].__set__
+_set_videos = SitemapEntry.__dict__["videos"].__set__
+_set_news = SitemapEntry.__dict__["news"].__set__
+
+
+# -- the extensions as JSON (what the ledger stores) -------------------------------
+
+
+class Extensions(TypedDict, total=False):
+    """An entry's extensions, as :class:`SitemapEntry` takes them by keyword:
+    ``SitemapEntry(loc, lastmod, **entry_extras(text))``."""
+
+    alternates: tuple[Alternate, ...]
+    images: tuple[str, ...]
+    videos: tuple[Video, ...]
+    news: News
+
+
+_EXTRAS_KEYS: frozenset[str] = frozenset({"alternates", "images", "videos", "news"})
+_VIDEO_KEYS: tuple[str, ...] = tuple(Video.__dataclass_fields__)
+_VIDEO_REQUIRED: tuple[str, ...] = ("thumbnail_loc", "title", "description")
+_NEWS_KEYS: tuple[str, ...] = tuple(News.__dataclass_fields__)
+
+
+def extras_json(entry: SitemapEntry) -> str | None:
+    """The extensions of ``entry`` as the JSON text :func:`entry_extras` reads,
+    or ``None`` for an entry without any (store NULL: the plain, fast path).
+
+    ``{"alternates": [[hreflang, href], ...], "images": [loc, ...],
+    "videos": [{field: value, ...}, ...], "news": {field: value, ...}}``: each key
+    only when the entry has some; video and news fields are named as the
+    :class:`Video` and :class:`News` fields, a video's ``None`` fields left out.
+    Compact and in a fixed order, so that an unchanged entry stores the same text.
+    """
+    if not entry.extended:
+        return None
+    extras: dict[str, Any] = {}
+    if entry.alternates:
+        extras["alternates"] = [[a.hreflang, a.href] for a in entry.alternates]
+    if entry.images:
+        extras["images"] = list(entry.images)
+    if entry.videos:
+        extras["videos"] = [
+            {key: getattr(video, key) for key in _VIDEO_KEYS if getattr(video, key) is not None}
+            for video in entry.videos
+        ]
+    if entry.news is not None:
+        extras["news"] = {key: getattr(entry.news, key) for key in _NEWS_KEYS}
+    return json.dumps(extras, ensure_ascii=False, separators=(",", ":"))
+
+
+def _object(value: object, what: str, keys: Iterable[str]) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} must be a JSON object, not {value!r}"[:200])
+    unknown = set(value) - set(keys)
+    if unknown:
+        raise ValueError(f"{what} has unknown keys: {', '.join(sorted(map(str, unknown)))}")
+    return value
+
+
+def _list(value: object, what: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise ValueError(f"{what} must be a JSON array, not {value!r}"[:200])
+    return value
+
+
+def entry_extras(extras: str | None) -> Extensions:
+    """The extensions in ``extras`` (:func:`extras_json`'s format), checked, as
+    keyword arguments of :class:`SitemapEntry`; ``{}`` for ``None``.
+
+    Anything wrong (not JSON, an unknown key, a value of the wrong type, a value
+    the value objects refuse) raises ``ValueError`` saying what.
+    """
+    if extras is None:
+        return {}
+    if not isinstance(extras, str):
+        raise ValueError(f"extras must be JSON text or None, not {type(extras).__name__}")
+    try:
+        data = json.loads(extras)
+    except ValueError as exc:  # json.JSONDecodeError, RecursionError aside
+        raise ValueError(f"extras is not JSON: {exc}") from None
+    data = _object(data, "extras", _EXTRAS_KEYS)
+    result: Extensions = {}
+    if "alternates" in data:
+        alternates = []
+        for pair in _list(data["alternates"], "extras alternates"):
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise ValueError(f"an alternate must be [hreflang, href], not {pair!r}"[:200])
+            alternates.append(Alternate(pair[0], pair[1]))
+        result["alternates"] = tuple(alternates)
+    if "images" in data:
+        result["images"] = tuple(_list(data["images"], "extras images"))
+    if "videos" in data:
+        videos = []
+        for video in _list(data["videos"], "extras videos"):
+            fields = _object(video, "a video", _VIDEO_KEYS)
+            missing = [key for key in _VIDEO_REQUIRED if key not in fields]
+            if missing:
+                raise ValueError(f"a video lacks {', '.join(missing)}")
+            videos.append(Video(**fields))
+        result["videos"] = tuple(videos)
+    if "news" in data:
+        news = _object(data["news"], "extras news", _NEWS_KEYS)
+        missing = [key for key in _NEWS_KEYS if key not in news]
+        if missing:
+            raise ValueError(f"extras news lacks {', '.join(missing)}")
+        result["news"] = News(**news)
+    # The image locs (plain strings) and their count, as SitemapEntry checks them.
+    _checked_extensions((), result.get("images", ()), (), None)
+    return result
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,17 +565,29 @@ class EntryBatch:
     than UTC, a bad value) is checked entry by entry. ``utc`` tells that every
     lastmod is a date or a ``+00:00`` date-time without a fraction, which the
     writer may then compare as text.
+
+    ``extras``, when given, holds each entry's extensions as JSON text
+    (:func:`entry_extras`) or ``None``. The entries that have some are made into
+    :class:`SitemapEntry` objects, checked, and kept in ``extended`` by their
+    position; a bad one raises ``ValueError`` as a bad loc does, naming the loc.
     """
 
     locs: list[str]
     lastmods: list[str | None]
     changefreq: ChangeFreq | None = None
     priority: Decimal | None = None
+    extras: list[str | None] | None = None
     utc: bool = field(init=False, default=False, repr=False, compare=False)
+    extended: dict[int, SitemapEntry] = field(
+        init=False, default_factory=dict, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if len(self.locs) != len(self.lastmods):
             raise ValueError("an EntryBatch needs as many lastmods as locs")
+        extras = self.extras
+        if extras is not None and len(extras) != len(self.locs):
+            raise ValueError("an EntryBatch needs as many extras as locs")
         if self.changefreq is not None:
             _set_batch_changefreq(self, SitemapEntry._checked_changefreq(self.changefreq))
         if self.priority is not None:
@@ -249,22 +614,80 @@ class EntryBatch:
             # below raises the error for the first such entry.
             fast = utc = False
         if not (fast and utc):
-            for loc, lastmod in zip(locs, self.lastmods, strict=True):
-                SitemapEntry(loc, lastmod)  # raises ValueError
+            if extras is None:
+                for loc, lastmod in zip(locs, self.lastmods, strict=True):
+                    SitemapEntry(loc, lastmod)  # raises ValueError
+            else:
+                # In order, so that the first bad row raises, whatever is bad in it.
+                for i, (loc, lastmod, text) in enumerate(
+                    zip(locs, self.lastmods, extras, strict=True)
+                ):
+                    if text is None:
+                        SitemapEntry(loc, lastmod)  # raises ValueError
+                    else:
+                        self._extend(i, _row_entry(loc, lastmod, None, None, text))
+        elif extras is not None:
+            # Every loc and lastmod is good: the extras are all that can fail.
+            for i, text in enumerate(extras):
+                if text is not None:
+                    self._extend(i, _row_entry(locs[i], self.lastmods[i], None, None, text))
         _set_batch_utc(self, utc)
+
+    def _extend(self, i: int, entry: SitemapEntry) -> None:
+        # Checked without changefreq and priority, which the batch has checked
+        # once; the entry the writer renders has them.
+        if entry.extended:
+            self.extended[i] = SitemapEntry(
+                entry.loc,
+                entry.lastmod,
+                self.changefreq,
+                self.priority,
+                alternates=entry.alternates,
+                images=entry.images,
+                videos=entry.videos,
+                news=entry.news,
+            )
 
     def __len__(self) -> int:
         return len(self.locs)
 
     def __iter__(self) -> Iterator[SitemapEntry]:
-        changefreq, priority = self.changefreq, self.priority
-        for loc, lastmod in zip(self.locs, self.lastmods, strict=True):
-            yield SitemapEntry(loc, lastmod, changefreq, priority)
+        changefreq, priority, extended = self.changefreq, self.priority, self.extended
+        for i, (loc, lastmod) in enumerate(zip(self.locs, self.lastmods, strict=True)):
+            if i in extended:
+                yield extended[i]
+            else:
+                yield SitemapEntry(loc, lastmod, changefreq, priority)
+
+
+def _row_entry(
+    loc: str,
+    lastmod: str | None,
+    changefreq: ChangeFreq | None,
+    priority: Decimal | None,
+    extras: str,
+) -> SitemapEntry:
+    """The entry of a row with extras. The loc's and lastmod's own errors come
+    first, with SitemapEntry's messages; a bad extension's says whose it is."""
+    check_loc(loc)
+    if lastmod is not None:
+        check_lastmod(lastmod)
+    try:
+        return SitemapEntry(loc, lastmod, changefreq, priority, **entry_extras(extras))
+    except ValueError as exc:
+        raise ValueError(f"bad extras of {loc[:80]!r}: {exc}") from None
+
+
+#: A row of :class:`EntryRows`: ``(loc, lastmod)``, or ``(loc, lastmod, extras)``
+#: with ``extras`` the JSON text of :func:`extras_json` or ``None``.
+EntryRow = tuple[str, str | None] | tuple[str, str | None, str | None]
+_ROW_SHAPE = "entry rows must be (loc, lastmod) or (loc, lastmod, extras) tuples"
 
 
 class EntryRows:
-    """Sitemap entries from ``(loc, lastmod)`` rows, all with one ``changefreq``
-    and ``priority``; one pass, as the rows (a database cursor) allow.
+    """Sitemap entries from ``(loc, lastmod)`` or ``(loc, lastmod, extras)`` rows
+    (:data:`EntryRow`), all with one ``changefreq`` and ``priority``; one pass,
+    as the rows (a database cursor) allow.
 
     Iterating gives one :class:`SitemapEntry` a row; :meth:`batches` gives
     :class:`EntryBatch` objects, which is how
@@ -273,7 +696,7 @@ class EntryRows:
 
     def __init__(
         self,
-        rows: Iterable[tuple[str, str | None]],
+        rows: Iterable[EntryRow],
         changefreq: ChangeFreq | None = None,
         priority: Decimal | None = None,
     ) -> None:
@@ -286,14 +709,30 @@ class EntryRows:
 
     def __iter__(self) -> Iterator[SitemapEntry]:
         changefreq, priority = self.changefreq, self.priority
-        for loc, lastmod in self._rows:
-            yield SitemapEntry(loc, lastmod, changefreq, priority)
+        for row in self._rows:
+            if len(row) == 2 or len(row) == 3 and row[2] is None:
+                yield SitemapEntry(row[0], row[1], changefreq, priority)
+            elif len(row) == 3:
+                yield _row_entry(row[0], row[1], changefreq, priority, row[2])
+            else:
+                raise ValueError(_ROW_SHAPE)
 
     def batches(self, size: int = 4096) -> Iterator[EntryBatch]:
         """The rows, ``size`` at a time, as checked batches."""
         while rows := list(islice(self._rows, size)):
-            locs, lastmods = zip(*rows, strict=True)
-            yield EntryBatch(list(locs), list(lastmods), self.changefreq, self.priority)
+            try:
+                columns = list(zip(*rows, strict=True))
+            except ValueError:  # rows of different lengths
+                raise ValueError(_ROW_SHAPE) from None
+            if not 2 <= len(columns) <= 3:
+                raise ValueError(_ROW_SHAPE)
+            extras = None
+            # A batch of plain rows, extras all None, takes the path it always did.
+            if len(columns) == 3 and columns[2].count(None) != len(rows):
+                extras = list(columns[2])
+            yield EntryBatch(
+                list(columns[0]), list(columns[1]), self.changefreq, self.priority, extras
+            )
 
 
 _set_batch_changefreq = EntryBatch.__dict__["changefreq"].__set__
