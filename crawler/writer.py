@@ -8,9 +8,27 @@ and no list of all the entries, so a million URLs cost the memory of a few
 thousand entries and one 256 KiB buffer. Entries are rendered and fitted into
 files a list at a time. A child file is closed when it holds ``max_urls``
 entries or when the next entry would take it over ``max_bytes`` uncompressed
-(the protocol counts the uncompressed size). :meth:`SitemapSetWriter.publish` then moves the
+(the protocol counts the uncompressed size); an entry is never split, so its
+extensions count with it. :meth:`SitemapSetWriter.publish` then moves the
 whole set into place, the index last, and only after that removes the files of
 the previous set.
+
+Google's extensions: an entry's hreflang alternates, images, videos and news are
+written in its ``<url>`` after the sitemaps.org elements (sitemap.xsd's ``<url>``
+ends with ``<xsd:any namespace="##other">``), as ``<xhtml:link>``,
+``<image:image>``, ``<video:video>`` and ``<news:news>``, in that order. The
+writer is told which extensions the set uses (``extensions``) and declares
+those namespaces, and only those, on every ``<urlset>``: a plain set is byte for
+byte what it was before extensions existed, and an entry with an undeclared
+extension is refused rather than written into a file that no reader could
+resolve. The rows of a batch that have extensions are rendered one by one; the
+others as before.
+
+Google News wants its own sitemaps, of recent articles only and at most 1,000
+``<url>`` a file: the entries given as ``news`` are written, as ``<loc>`` and
+``<news:news>`` only, into children of their own
+(``sitemap-news-NNNNN-<h>.xml.gz``), listed in the same index after the others
+and published and removed with them.
 
 Why the child files have content-addressed names (``sitemap-00001-<h>.xml.gz``,
 ``<h>`` = the first 10 hex digits of the SHA-256 of the uncompressed content):
@@ -25,8 +43,8 @@ unchanged site gives identical names and bytes (gzip with mtime 0 and no file
 name), so nothing changes for a crawler that compares them.
 
 One sitemap set per directory: :meth:`~SitemapSetWriter.publish` removes every
-``sitemap-NNNNN-<h>.*`` file it did not write, and other writers' temporary
-files; nothing else in the directory is touched.
+``sitemap-NNNNN-<h>.*`` and ``sitemap-news-NNNNN-<h>.*`` file it did not write,
+and other writers' temporary files; nothing else in the directory is touched.
 """
 
 from __future__ import annotations
@@ -49,17 +67,31 @@ from itertools import accumulate, islice
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
-from crawler.entry import ChangeFreq, EntryBatch, EntryRows, SitemapEntry, check_loc
+from crawler.entry import (
+    ChangeFreq,
+    EntryBatch,
+    EntryRows,
+    News,
+    SitemapEntry,
+    Video,
+    check_loc,
+)
 from crawler.lastmod import lastmod_datetime
 from crawler.limits import (
+    IMAGE_NS,
     MAX_BYTES_PER_FILE,
+    MAX_NEWS_URLS_PER_FILE,
     MAX_SITEMAPS_PER_INDEX,
     MAX_URLS_PER_FILE,
+    NEWS_NS,
     SITEMAP_NS,
+    VIDEO_NS,
+    XHTML_NS,
 )
 
 __all__ = [
     "CHILD_NAME_RE",
+    "EXTENSIONS",
     "SitemapSetWriter",
     "WrittenFile",
     "publish_sitemaps",
@@ -69,7 +101,9 @@ logger = logging.getLogger(__name__)
 
 #: The names of the child files this module writes; publish() deletes those of
 #: the previous set (and only those) once the new index is in place.
-CHILD_NAME_RE: Final = re.compile(r"^sitemap-\d{5}-[0-9a-f]{10}\.(xml|txt)(\.gz)?$")
+CHILD_NAME_RE: Final = re.compile(
+    r"^sitemap-(?:\d{5}-[0-9a-f]{10}\.(?:xml|txt)|news-\d{5}-[0-9a-f]{10}\.xml)(?:\.gz)?$"
+)
 # Temporary files are ".<name>.<pid>.tmp"; ours start with ".sitemap" (children,
 # and the default index name); a custom index name is matched separately.
 _STALE_TEMP_RE: Final = re.compile(r"^\.sitemap.*\.\d+\.tmp$")
@@ -95,6 +129,15 @@ _ROWS_PER_BATCH: Final = 1024
 _XML_DECLARATION: Final = '<?xml version="1.0" encoding="UTF-8"?>\n'
 # ASCII: as many bytes as characters.
 _URLSET_HEADER: Final = f'{_XML_DECLARATION}<urlset xmlns="{SITEMAP_NS}">\n'
+#: The extensions a writer may be told a set uses, by the prefix it writes them with.
+EXTENSIONS: Final = frozenset({"xhtml", "image", "video", "news"})
+# Their namespaces, declared in this order (the order of the elements in a <url>).
+_EXTENSION_NS: Final = (
+    ("xhtml", XHTML_NS),
+    ("image", IMAGE_NS),
+    ("video", VIDEO_NS),
+    ("news", NEWS_NS),
+)
 _URLSET_FOOTER: Final = "</urlset>\n"
 _INDEX_HEADER: Final = f'{_XML_DECLARATION}<sitemapindex xmlns="{SITEMAP_NS}">\n'.encode()
 _INDEX_FOOTER: Final = b"</sitemapindex>\n"
@@ -116,11 +159,23 @@ class WrittenFile:
     lastmod: str | None
 
 
+def _urlset_header(extensions: frozenset[str]) -> str:
+    if not extensions:
+        return _URLSET_HEADER  # a plain set keeps its bytes
+    declarations = "".join(
+        f' xmlns:{prefix}="{namespace}"'
+        for prefix, namespace in _EXTENSION_NS
+        if prefix in extensions
+    )
+    return f'{_XML_DECLARATION}<urlset xmlns="{SITEMAP_NS}"{declarations}>\n'
+
+
 def _escape(text: str) -> str:
     # Character data needs only &, < and > escaped ("&" first, or the "&" of
-    # "&lt;" would be escaped again); quotes matter in attributes only, and we
-    # write none with data in them. Most URLs have none of the three, and a
-    # scan for a character is cheaper than a replace() that finds nothing.
+    # "&lt;" would be escaped again); quotes matter in attributes only, and the
+    # one with data in it (xhtml:link's href) goes through _escape_attribute().
+    # Most URLs have none of the three, and a scan for a character is cheaper
+    # than a replace() that finds nothing.
     if "&" in text:
         text = text.replace("&", "&amp;")
     if "<" in text:
@@ -151,21 +206,135 @@ def _optional_tags(changefreq: ChangeFreq | None, priority: Decimal | None) -> s
     return optional
 
 
-def _render_xml(entry: SitemapEntry) -> str:
+def _escape_text(text: str) -> str:
+    # The extensions' texts (titles, descriptions, names) come from pages and
+    # may hold a CR, which a reader would turn into LF unless it is a reference.
+    text = _escape(text)
+    return text.replace("\r", "&#13;") if "\r" in text else text
+
+
+def _escape_attribute(text: str) -> str:
+    # Attribute values are written between double quotes; both quotes are
+    # escaped all the same. (An href has passed check_loc: no whitespace, which
+    # attribute-value normalisation would otherwise change.)
+    return _escape(text).replace('"', "&quot;").replace("'", "&apos;")
+
+
+def _yes_no(value: bool) -> str:
+    return "yes" if value else "no"
+
+
+def _render_video(video: Video) -> str:
+    # The order sitemap-video.xsd's <xsd:sequence> requires: thumbnail_loc,
+    # title, description, content_loc, player_loc, duration, expiration_date,
+    # (rating, content_segment_loc, view_count), publication_date, (tag,
+    # category), family_friendly, (restriction ... platform), live.
+    parts = [
+        "<video:video>",
+        f"<video:thumbnail_loc>{_escape(video.thumbnail_loc)}</video:thumbnail_loc>",
+        f"<video:title>{_escape_text(video.title)}</video:title>",
+        f"<video:description>{_escape_text(video.description)}</video:description>",
+    ]
+    if video.content_loc is not None:
+        parts.append(f"<video:content_loc>{_escape(video.content_loc)}</video:content_loc>")
+    if video.player_loc is not None:
+        parts.append(f"<video:player_loc>{_escape(video.player_loc)}</video:player_loc>")
+    if video.duration is not None:
+        parts.append(f"<video:duration>{video.duration}</video:duration>")
+    if video.expiration_date is not None:
+        parts.append(f"<video:expiration_date>{video.expiration_date}</video:expiration_date>")
+    if video.publication_date is not None:
+        parts.append(f"<video:publication_date>{video.publication_date}</video:publication_date>")
+    if video.family_friendly is not None:
+        parts.append(
+            f"<video:family_friendly>{_yes_no(video.family_friendly)}</video:family_friendly>"
+        )
+    if video.live is not None:
+        parts.append(f"<video:live>{_yes_no(video.live)}</video:live>")
+    parts.append("</video:video>")
+    return "".join(parts)
+
+
+def _render_news_element(news: News) -> str:
+    # sitemap-news.xsd's order: publication (name, language), publication_date, title.
+    return (
+        f"<news:news><news:publication><news:name>{_escape_text(news.publication_name)}"
+        f"</news:name><news:language>{news.language}</news:language></news:publication>"
+        f"<news:publication_date>{news.publication_date}</news:publication_date>"
+        f"<news:title>{_escape_text(news.title)}</news:title></news:news>"
+    )
+
+
+def _render_extensions(entry: SitemapEntry, extensions: frozenset[str]) -> str:
+    """The extension elements of ``entry``, in the order the schemas want;
+    ``ValueError`` for one that is not among ``extensions`` (not declared)."""
+    used: list[str] = []
+    parts: list[str] = []
+    if entry.alternates:
+        used.append("xhtml")
+        parts.extend(
+            # hreflang has matched Alternate's pattern: letters, digits, "-".
+            f'<xhtml:link rel="alternate" hreflang="{alternate.hreflang}"'
+            f' href="{_escape_attribute(alternate.href)}"/>'
+            for alternate in entry.alternates
+        )
+    if entry.images:
+        used.append("image")
+        parts.extend(
+            f"<image:image><image:loc>{_escape(image)}</image:loc></image:image>"
+            for image in entry.images
+        )
+    if entry.videos:
+        used.append("video")
+        parts.extend(map(_render_video, entry.videos))
+    if entry.news is not None:
+        used.append("news")
+        parts.append(_render_news_element(entry.news))
+    undeclared = [name for name in used if name not in extensions]
+    if undeclared:
+        raise ValueError(
+            f"entry {entry.loc[:80]!r} uses the {', '.join(undeclared)} extension(s), which"
+            f" the writer does not declare (extensions={sorted(extensions)})"
+        )
+    return "".join(parts)
+
+
+def _render_xml(entry: SitemapEntry, extensions: frozenset[str] = frozenset()) -> str:
     # SitemapEntry has checked loc (no control characters), lastmod (digits and
     # separators only) and the rest, so escaping loc is all that is left.
     optional = _optional_tags(entry.changefreq, entry.priority)
     if entry.lastmod is not None:
         optional = f"<lastmod>{entry.lastmod}</lastmod>{optional}"
+    if entry.alternates or entry.images or entry.videos or entry.news is not None:
+        optional += _render_extensions(entry, extensions)
     return f"<url><loc>{_escape(entry.loc)}</loc>{optional}</url>\n"
 
 
-def _render_txt(entry: SitemapEntry) -> str:
+def _render_txt(entry: SitemapEntry, extensions: frozenset[str] = frozenset()) -> str:
+    # (extensions: the signature of _render_xml(); a text sitemap declares none.)
+    if entry.extended:
+        raise ValueError(f"a text sitemap cannot hold extensions: {entry.loc[:80]!r}")
     return f"{entry.loc}\n"
 
 
-def _render_xml_batch(batch: EntryBatch) -> list[str]:
-    # What _render_xml() makes of each entry of the batch, a list at a time.
+def _render_news(entry: SitemapEntry) -> str:
+    # A news sitemap's <url>: the loc and the news, nothing else (Google's
+    # example has neither lastmod nor the other extensions).
+    if entry.news is None:
+        raise ValueError(f"a news sitemap entry needs news: {entry.loc[:80]!r}")
+    return f"<url><loc>{_escape(entry.loc)}</loc>{_render_news_element(entry.news)}</url>\n"
+
+
+def _render_xml_batch(batch: EntryBatch, extensions: frozenset[str]) -> list[str]:
+    # What _render_xml() makes of each entry of the batch, a list at a time;
+    # the few with extensions, one by one.
+    texts = _render_plain_xml_batch(batch)
+    for i, entry in batch.extended.items():
+        texts[i] = _render_xml(entry, extensions)
+    return texts
+
+
+def _render_plain_xml_batch(batch: EntryBatch) -> list[str]:
     locs = batch.locs
     joined = "\n".join(locs)
     if "&" in joined or "<" in joined or ">" in joined:
@@ -180,7 +349,9 @@ def _render_xml_batch(batch: EntryBatch) -> list[str]:
     ]
 
 
-def _render_txt_batch(batch: EntryBatch) -> list[str]:
+def _render_txt_batch(batch: EntryBatch, extensions: frozenset[str]) -> list[str]:
+    for entry in batch.extended.values():
+        _render_txt(entry)  # raises ValueError
     return [f"{loc}\n" for loc in batch.locs]
 
 
@@ -382,21 +553,44 @@ class _ChildFile:
                 stream.close()
 
 
+class _Series:
+    """One kind of child file (the sitemaps, or the news sitemaps): how its files
+    are named, begin and end, how many URLs each may hold, the file being
+    written and how many were started."""
+
+    __slots__ = ("count", "current", "footer", "header", "max_urls", "prefix", "suffix")
+
+    def __init__(self, prefix: str, suffix: str, header: str, footer: str, max_urls: int) -> None:
+        self.prefix = prefix
+        self.suffix = suffix
+        self.header = header
+        self.footer = footer
+        self.max_urls = max_urls
+        self.current: _ChildFile | None = None
+        self.count = 0
+
+
 class SitemapSetWriter:
     """Write a sitemap set into ``out_dir`` under temporary names, then publish it.
 
-    ``write(entries)`` streams the entries (already sorted and deduplicated: the
-    caller's job) into child files; ``publish()`` renames them into place, then
-    the index ``index_name`` (always XML, never gzipped, listing each child as
+    ``write(entries, news)`` streams the entries (already sorted and
+    deduplicated: the caller's job) into child files, then the news entries
+    into news sitemaps; ``publish()`` renames them into place, then the index
+    ``index_name`` (always XML, never gzipped, listing each child as
     ``index_base_url + name``), then deletes the previous set; ``discard()``
     removes this writer's temporary files after an error. One writer per
     directory at a time: publish() removes other writers' temporary files.
 
     ``fmt`` is ``"xml"`` or ``"txt"`` (one URL per line); ``max_urls`` and
     ``max_bytes`` (uncompressed) may be lowered from the protocol's limits, not
-    raised. Invalid arguments, an entry that does not fit in an empty file, an
-    empty set and more than 50,000 files raise ``ValueError``; file system errors
-    propagate as ``OSError``.
+    raised. ``extensions`` names the extensions the entries use, among
+    :data:`EXTENSIONS` (``"xhtml"`` for hreflang alternates, ``"image"``,
+    ``"video"``, ``"news"``): each ``<urlset>`` declares those namespaces, and an
+    entry with another raises ``ValueError``; a text sitemap takes none. News
+    sitemaps are XML whatever ``fmt`` is, gzipped as the others are, and hold at
+    most 1,000 URLs (or ``max_urls``, if lower). Invalid arguments, an entry that
+    does not fit in an empty file, an empty set and more than 50,000 files raise
+    ``ValueError``; file system errors propagate as ``OSError``.
     """
 
     def __init__(
@@ -410,9 +604,20 @@ class SitemapSetWriter:
         max_bytes: int = MAX_BYTES_PER_FILE,
         index_name: str = "sitemap_index.xml",
         compresslevel: int = 6,
+        extensions: Iterable[str] = frozenset(),
     ) -> None:
         if fmt not in _FORMATS:
             raise ValueError(f"fmt must be one of {_FORMATS}, not {fmt!r}")
+        if isinstance(extensions, str):
+            raise ValueError(f"extensions must be a set of names, not the str {extensions!r}")
+        extensions = frozenset(extensions)
+        if not extensions <= EXTENSIONS:
+            raise ValueError(
+                f"unknown extension(s) {sorted(extensions - EXTENSIONS)}:"
+                f" extensions are among {sorted(EXTENSIONS)}"
+            )
+        if extensions and fmt != "xml":
+            raise ValueError(f"a {fmt} sitemap cannot hold extensions: {sorted(extensions)}")
         if not 1 <= max_urls <= MAX_URLS_PER_FILE:
             raise ValueError(f"max_urls must be 1 to {MAX_URLS_PER_FILE}, not {max_urls}")
         if not 1 <= max_bytes <= MAX_BYTES_PER_FILE:
@@ -436,25 +641,36 @@ class SitemapSetWriter:
         self.max_bytes = max_bytes
         self.index_name = index_name
         self.compresslevel = compresslevel
+        self.extensions = extensions
 
-        self._suffix = f".{fmt}.gz" if gzip else f".{fmt}"
-        self._header, self._footer = (_URLSET_HEADER, _URLSET_FOOTER) if fmt == "xml" else ("", "")
-        self._render: Callable[[SitemapEntry], str] = _render_xml if fmt == "xml" else _render_txt
+        gz = ".gz" if gzip else ""
+        header, footer = (_urlset_header(extensions), _URLSET_FOOTER) if fmt == "xml" else ("", "")
+        self._main = _Series("sitemap", f".{fmt}{gz}", header, footer, max_urls)
+        self._news = _Series(
+            "sitemap-news",
+            f".xml{gz}",
+            _urlset_header(frozenset({"news"})),
+            _URLSET_FOOTER,
+            min(max_urls, MAX_NEWS_URLS_PER_FILE),
+        )
+        render = _render_xml if fmt == "xml" else _render_txt
+        self._render: Callable[[SitemapEntry], str] = functools.partial(
+            render, extensions=extensions
+        )
         self._pid = os.getpid()
         self._stale_index_temp = re.compile(rf"^\.{re.escape(index_name)}\.\d+\.tmp$")
-        self._current: _ChildFile | None = None  # the file being written
         self._files: list[WrittenFile] = []
         self._final_temps: list[Path] = []  # parallel to _files
         self._temps: set[Path] = set()  # every temporary file not yet renamed away
         self._state = "new"
 
     @staticmethod
-    def _check_base_url(base: str, fmt: str, gzip: bool) -> None:
+    def _check_base_url(base: str, fmt: str, gzip: bool, prefix: str = "sitemap") -> None:
         if not isinstance(base, str) or not base.endswith("/"):
             raise ValueError(f"index_base_url must end with '/': {base!r}")
-        # Every child name has the same length, so one sample checks them all:
-        # each index <loc> obeys the same rules as a page's.
-        sample = f"{base}sitemap-00001-0123456789.{fmt}{'.gz' if gzip else ''}"
+        # Every child name of a kind has the same length, so one sample checks
+        # them all: each index <loc> obeys the same rules as a page's.
+        sample = f"{base}{prefix}-00001-0123456789.{fmt}{'.gz' if gzip else ''}"
         try:
             check_loc(sample)
         except ValueError as exc:
@@ -464,14 +680,25 @@ class SitemapSetWriter:
 
     # -- writing ---------------------------------------------------------------
 
-    def write(self, entries: Iterable[SitemapEntry] | EntryRows) -> list[WrittenFile]:
-        """Write every child file under a temporary name in ``out_dir``.
+    def write(
+        self,
+        entries: Iterable[SitemapEntry] | EntryRows,
+        news: Iterable[SitemapEntry] = (),
+    ) -> list[WrittenFile]:
+        """Write every child file under a temporary name in ``out_dir``, and
+        return them: the sitemaps, then the news sitemaps.
 
-        Streams ``entries`` once; may be called once per writer. Nothing visible
-        changes in ``out_dir`` until :meth:`publish`. Given an
+        Streams ``entries`` once, then ``news``; may be called once per writer.
+        Nothing visible changes in ``out_dir`` until :meth:`publish`. Given an
         :class:`~crawler.entry.EntryRows` (what ``Ledger.listed_entries()``
         returns), it reads :class:`~crawler.entry.EntryBatch` objects from it
         rather than one object per URL.
+
+        ``news`` are the entries of the news sitemaps, each with its ``news``,
+        as the caller chose them (Google wants articles of the last 48 hours)
+        and in their order (newest first); only their ``loc`` and ``news`` are
+        written. With none (the default), no news sitemap and the index as
+        without them.
         """
         if self._state != "new":
             raise RuntimeError(f"write() may be called once per writer (state: {self._state})")
@@ -482,20 +709,27 @@ class SitemapSetWriter:
             if isinstance(entries, EntryRows)
             else self._entry_chunks(entries)
         )
+        main, news_series = self._main, self._news
         try:
             with _gc_paused():
                 for texts, lastmods, locs, utc in chunks:
-                    self._add(texts, lastmods, locs, utc)
-            if self._current is None:
+                    self._add(main, texts, lastmods, locs, utc)
+            if main.current is None:
                 # An empty urlset or sitemapindex is invalid (minOccurs 1), and
                 # publishing one would delete the previous set: refuse.
                 raise ValueError("no entries: refusing to write an empty sitemap set")
-            self._finish(self._current)
-            self._current = None
+            self._finish(main, main.current)
+            main.current = None
+            for texts, lastmods, locs, utc in self._news_chunks(news):
+                self._add(news_series, texts, lastmods, locs, utc)
+            if news_series.current is not None:
+                self._finish(news_series, news_series.current)
+                news_series.current = None
         except BaseException:
-            if self._current is not None:
-                self._current.abort()
-                self._current = None
+            for series in (main, news_series):
+                if series.current is not None:
+                    series.current.abort()
+                    series.current = None
             self._state = "failed"
             raise
         self._state = "written"
@@ -510,11 +744,31 @@ class SitemapSetWriter:
 
     def _batch_chunks(self, rows: EntryRows) -> Iterator[_Chunk]:
         render = _render_xml_batch if self.fmt == "xml" else _render_txt_batch
+        extensions = self.extensions
         for batch in rows.batches(_ROWS_PER_BATCH):
-            yield render(batch), batch.lastmods, batch.locs, batch.utc
+            yield render(batch, extensions), batch.lastmods, batch.locs, batch.utc
+
+    def _news_chunks(self, news: Iterable[SitemapEntry]) -> Iterator[_Chunk]:
+        iterator = iter(news)
+        checked_base = False
+        while chunk := list(islice(iterator, _CHUNK_ENTRIES)):
+            if not checked_base:
+                # Checked only when there are news: their names are longer.
+                self._check_base_url(self.index_base_url, "xml", self.gzip, self._news.prefix)
+                checked_base = True
+            texts = list(map(_render_news, chunk))  # ValueError for an entry without news
+            # The index's <lastmod> of a news sitemap is its latest publication
+            # date: the file holds no <lastmod>, and that is when it last changed.
+            dates: list[str | None] = [e.news.publication_date for e in chunk if e.news]
+            yield texts, dates, [entry.loc for entry in chunk], False
 
     def _add(
-        self, texts: list[str], lastmods: list[str | None], locs: list[str], utc: bool
+        self,
+        series: _Series,
+        texts: list[str],
+        lastmods: list[str | None],
+        locs: list[str],
+        utc: bool,
     ) -> None:
         """Add rendered entries to the current file, starting new files as needed.
 
@@ -528,47 +782,48 @@ class SitemapSetWriter:
         if not all(map(str.isascii, texts)):  # str.isascii() is O(1)
             sizes = [len(text.encode()) for text in texts]
         ends = list(accumulate(sizes))
-        room = self.max_bytes - len(self._footer)
+        room = self.max_bytes - len(series.footer)
         start, count = 0, len(texts)
         while start < count:
-            current = self._current
+            current = series.current
             if current is None:
-                if len(self._header) + sizes[start] > room:
+                if len(series.header) + sizes[start] > room:
                     raise ValueError(
                         f"entry does not fit in a file of {self.max_bytes} bytes: "
                         f"{locs[start][:80]!r}"
                     )
-                current = self._current = self._start(self._header)
+                current = series.current = self._start(series)
             before = ends[start - 1] if start else 0
-            limit = min(count, start + self.max_urls - current.urls)
+            limit = min(count, start + series.max_urls - current.urls)
             stop = bisect_right(ends, before + room - current.size, start, limit)
             if stop == start:  # this file is full
-                self._finish(current)
-                self._current = None
+                self._finish(series, current)
+                series.current = None
                 continue
             fills = bisect_left(ends, before + current.flush_at - current.size, start, stop)
             stop = min(stop, fills + 1)
             current.add_many(texts[start:stop], ends[stop - 1] - before, lastmods[start:stop], utc)
             start = stop
 
-    def _start(self, header: str) -> _ChildFile:
-        number = len(self._files) + 1
-        if number > MAX_SITEMAPS_PER_INDEX:
+    def _start(self, series: _Series) -> _ChildFile:
+        if len(self._files) + 1 > MAX_SITEMAPS_PER_INDEX:
             raise ValueError(
                 f"more than {MAX_SITEMAPS_PER_INDEX} sitemap files; raise max_urls or max_bytes"
             )
+        series.count += 1
+        number = series.count
         # The final name needs the hash of the whole content: write under a
         # provisional temporary name, rename once the file is finished.
-        path = self.out_dir / f".sitemap-{number:05d}.{self._pid}.tmp"
+        path = self.out_dir / f".{series.prefix}-{number:05d}.{self._pid}.tmp"
         self._temps.add(path)
         child = _ChildFile(path, number, self.gzip, self.compresslevel)
-        child.add(header, len(header))
+        child.add(series.header, len(series.header))
         return child
 
-    def _finish(self, child: _ChildFile) -> None:
-        child.add(self._footer, len(self._footer))
+    def _finish(self, series: _Series, child: _ChildFile) -> None:
+        child.add(series.footer, len(series.footer))
         digest = child.finish()
-        name = f"sitemap-{child.number:05d}-{digest[:10]}{self._suffix}"
+        name = f"{series.prefix}-{child.number:05d}-{digest[:10]}{series.suffix}"
         # Same directory, hence same file system: os.replace() is an atomic rename.
         temp = self.out_dir / f".{name}.{self._pid}.tmp"
         os.replace(child.path, temp)
@@ -675,17 +930,22 @@ class SitemapSetWriter:
 
 
 def publish_sitemaps(
-    out_dir: Path | str, entries: Iterable[SitemapEntry], **kwargs: Any
+    out_dir: Path | str,
+    entries: Iterable[SitemapEntry] | EntryRows,
+    *,
+    news: Iterable[SitemapEntry] = (),
+    **kwargs: Any,
 ) -> tuple[Path, list[WrittenFile]]:
     """Write and publish a sitemap set in one call; see :class:`SitemapSetWriter`
-    for ``kwargs`` (``index_base_url`` is required).
+    for ``kwargs`` (``index_base_url`` is required; ``extensions`` names the
+    extensions ``entries`` use) and :meth:`SitemapSetWriter.write` for ``news``.
 
     On any exception, KeyboardInterrupt included, the temporary files are removed
     and the exception re-raised; the previously published set stays as it was.
     """
     writer = SitemapSetWriter(Path(out_dir), **kwargs)
     try:
-        files = writer.write(entries)
+        files = writer.write(entries, news)
         index = writer.publish()
     except BaseException:
         writer.discard()
