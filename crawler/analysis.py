@@ -8,6 +8,11 @@ normalised, keyed and each once (:class:`~crawler.links.LinkResolver`), and both
 content hashes (:mod:`crawler.content`). The page judge (:mod:`crawler.judge`)
 decides from it.
 
+With :class:`Rich` options on, it also reads what a rich sitemap entry needs
+(issue #14): the hreflang alternates the page declares (:mod:`crawler.hreflang`),
+its images, videos and news publication (:mod:`crawler.pagemedia`), as
+:class:`RichFacts`, with every URL normalised by the crawl's rules.
+
 The work runs in a worker process of the page-parsing pool (:mod:`crawler.parsepool`,
 which calls :func:`analyse` with the response's parts) or in the crawl's process: the
 result is the same either way, and the tests check that it is.
@@ -18,11 +23,56 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from scrapy.http import HtmlResponse
 
 from crawler.content import main_content_hash
+from crawler.hreflang import declared
 from crawler.links import LinkResolver, PageFacts, Resolved, page_facts, parse_html
+from crawler.pagemedia import NewsFacts, VideoFacts, images, news, videos
+from crawler.urls import normalize_url
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+
+@dataclass(frozen=True, slots=True)
+class Rich:
+    """What rich data the crawl wants from its pages (all off: none is read)."""
+
+    hreflang: bool = False
+    images: bool = False
+    videos: bool = False
+    news: bool = False
+
+    def __bool__(self) -> bool:
+        return self.hreflang or self.images or self.videos or self.news
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> Rich:
+        return cls(
+            hreflang=settings.getbool("SITEMAP_HREFLANG"),
+            images=settings.getbool("SITEMAP_IMAGES"),
+            videos=settings.getbool("SITEMAP_VIDEOS"),
+            news=bool(settings.get("SITEMAP_NEWS_PUBLICATION")),
+        )
+
+
+#: No rich data: a plain crawl.
+NO_RICH = Rich()
+
+
+@dataclass(frozen=True, slots=True)
+class RichFacts:
+    """A page's rich data: declared alternates ``(code, URL)``, image URLs, videos
+    and its news publication; URLs absolute and normalised (the videos' as the page
+    gave them, absolute)."""
+
+    alternates: tuple[tuple[str, str], ...] = ()
+    images: tuple[str, ...] = ()
+    videos: tuple[VideoFacts, ...] = ()
+    news: NewsFacts | None = None
 
 
 @dataclass(slots=True)
@@ -36,6 +86,7 @@ class PageAnalysis:
     encoding: str  # the response's encoding (declared, or detected from the body)
     content_hash: str  # of the whole body
     main_hash: str | None  # of the main content (crawler.content)
+    rich: RichFacts | None = None  # with Rich options on
 
 
 def analyse_response(
@@ -43,6 +94,7 @@ def analyse_response(
     agents: Iterable[str],
     volatile: Iterable[str],
     resolver: LinkResolver,
+    rich: Rich = NO_RICH,
 ) -> PageAnalysis:
     root = parse_html(response)
     facts = page_facts(response, agents, root)
@@ -55,8 +107,39 @@ def analyse_response(
         links=links,
         encoding=encoding,
         content_hash=hashlib.blake2b(response.body, digest_size=16).hexdigest(),
-        # Last: it strips scripts and styles from the tree.
+        # Before the main-content hash, which strips scripts (JSON-LD) from the tree.
+        rich=_rich(response, root, facts.base, rich, resolver) if rich else None,
         main_hash=main_content_hash(root, volatile),
+    )
+
+
+def _rich(
+    response: HtmlResponse, root: object, base: str, rich: Rich, resolver: LinkResolver
+) -> RichFacts:
+    def normal(url: str) -> str | None:
+        return normalize_url(
+            url,
+            strip_params=resolver.strip_params,
+            extra_strip=resolver.extra_strip,
+            encoding=response.encoding,
+        )
+
+    alternates: list[tuple[str, str]] = []
+    if rich.hreflang:
+        for code, href in declared(root, response, base):
+            if (url := normal(href)) is not None:
+                alternates.append((code, url))
+    found_images: list[str] = []
+    if rich.images:
+        for image in images(root, base):
+            url = normal(image)
+            if url is not None and url not in found_images:
+                found_images.append(url)
+    return RichFacts(
+        alternates=tuple(alternates),
+        images=tuple(found_images),
+        videos=videos(root, base, response.url) if rich.videos else (),
+        news=news(root, response) if rich.news else None,
     )
 
 
@@ -87,6 +170,7 @@ def analyse(
     agents: tuple[str, ...],
     volatile: tuple[str, ...],
     strip: tuple[bool, tuple[str, ...]],
+    rich: Rich = NO_RICH,
 ) -> PageAnalysis:
     """:func:`analyse_response` of the response made of these parts (in a worker);
     *strip*: the crawl's (``SITEMAP_STRIP_PARAMS``, ``SITEMAP_STRIP_EXTRA``)."""
@@ -94,4 +178,4 @@ def analyse(
     if resolver is None:
         resolver = _resolvers[strip] = LinkResolver(strip_params=strip[0], extra_strip=strip[1])
     response = HtmlResponse(url=url, status=status, headers=headers, body=body)
-    return analyse_response(response, agents, volatile, resolver)
+    return analyse_response(response, agents, volatile, resolver, rich)

@@ -10,6 +10,7 @@ the facts they saw; the pipelines add the derived fields (``key``, ``lastmod``,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(slots=True)
@@ -37,6 +38,14 @@ class UrlRecord:
     etag: str | None = None
     main_hash: str | None = None
     links: list[str] = field(default_factory=list)
+    # A listed page's rich data (issue #14), JSON-able: the hreflang alternates it
+    # declares ([code, URL]), its images, its complete videos (VideoFacts.to_json),
+    # its news publication (NewsFacts.to_json), and what was left out, in words.
+    alternates: list[list[str]] = field(default_factory=list)
+    images: list[str] = field(default_factory=list)
+    videos: list[dict[str, Any]] = field(default_factory=list)
+    news: dict[str, Any] | None = None
+    problems: list[str] = field(default_factory=list)
     # Set when a 304 replays the previous run's record: lastmod etc. are final.
     replayed: bool = False
     # Set when the URL was asked conditionally (and answered, or failed).

@@ -37,6 +37,7 @@ Stats: ``sitemap/conditional/not_modified``, ``sitemap/ignored/scheme``,
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Protocol
@@ -51,7 +52,7 @@ from crawler.items import UrlRecord
 from crawler.links import header_directives, link_header_canonicals
 from crawler.middlewares.hostguard import OffHostRequest
 from crawler.middlewares.robots import RobotsDisallowed
-from crawler.urls import normalize_url, site_of, url_key
+from crawler.urls import host_port, normalize_url, site_of, url_key
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
     from twisted.python.failure import Failure
 
-    from crawler.analysis import PageAnalysis
+    from crawler.analysis import PageAnalysis, RichFacts
     from crawler.links import Resolved
     from crawler.parsepool import PageAnalyser
     from crawler.previous import PreviousRun
@@ -123,7 +124,9 @@ class PageJudge:
     analysis; *agents*: :func:`crawler.agent.robots_agents`; *listed_types*: media types listed
     besides HTML; *previous*: the previous run, which a 304 replays; *leads*: where
     pages lead; *fail*: says the run cannot do its job; *not_modified*: what to do
-    with a 304 instead of replaying it here.
+    with a 304 instead of replaying it here; *image_hosts*: other hosts whose images
+    a listed page keeps; *allows*: whether robots.txt lets us fetch a URL of our
+    site (an image it disallows is left out).
     """
 
     def __init__(
@@ -141,6 +144,8 @@ class PageJudge:
         leads: Leads,
         fail: Callable[[str], None],
         not_modified: NotModified | None = None,
+        image_hosts: Iterable[str] = (),
+        allows: Callable[[str], bool] = lambda url: True,
     ) -> None:
         self.start_url = start_url
         self.site = site_of(start_url)
@@ -155,6 +160,8 @@ class PageJudge:
         self.leads = leads
         self.fail = fail
         self.not_modified: NotModified = not_modified or self.replay
+        self.image_hosts = frozenset(h.lower() for h in image_hosts)
+        self.allows = allows
         self._warned_canonical = False
 
     @classmethod
@@ -185,6 +192,8 @@ class PageJudge:
             leads=leads,
             fail=fail,
             not_modified=not_modified,
+            image_hosts=s.getlist("SITEMAP_IMAGE_HOSTS"),
+            allows=_robots_allows(crawler),
         )
 
     def is_html_page(self, response: Response) -> bool:
@@ -309,7 +318,35 @@ class PageJudge:
             else:
                 rec.content_hash = hashlib.blake2b(response.body, digest_size=16).hexdigest()
             self._listed(rec)
+            if rec.decision == d.LISTED and analysis is not None and analysis.rich is not None:
+                self._rich(rec, analysis.rich)
         yield rec
+
+    def _rich(self, rec: UrlRecord, rich: RichFacts) -> None:
+        """A listed page's rich data (issue #14). Its alternates as declared (they are
+        verified once the crawl is over: crawler.richentries); its images on our site
+        that robots.txt lets us fetch, or on an --image-host; its videos that have
+        what Google requires (the others are named in its problems); its news."""
+        rec.alternates = [[code, href] for code, href in rich.alternates]
+        for image in rich.images:
+            found = host_port(image)
+            if site_of(image) == self.site:
+                if self.allows(image):
+                    rec.images.append(image)
+                else:
+                    self.stats.inc_value("sitemap/images/robots_disallowed")
+            elif found is not None and found[0] in self.image_hosts:
+                rec.images.append(image)
+            else:
+                self.stats.inc_value("sitemap/images/other_host")
+        for video in rich.videos:
+            name = video.content_loc or video.player_loc or video.thumbnail_loc or "?"
+            rec.problems.extend(f"video {name}: {problem}" for problem in video.problems)
+            if video.missing:
+                rec.problems.append(f"video {name} not written: no {', '.join(video.missing)}")
+            else:
+                rec.videos.append(video.to_json())
+        rec.news = rich.news.to_json() if rich.news is not None else None
 
     def _listed(self, rec: UrlRecord) -> None:
         """A listed page's published address, checked against the schema's rules for
@@ -384,6 +421,11 @@ class PageJudge:
         rec.lastmod, rec.lastmod_source = prev["lastmod"], prev["lastmod_source"]
         rec.changed_at = prev["changed_at"]
         rec.links = prev["links"].split("\n") if prev["links"] else []
+        # The rich data the page declared, as the previous run read it (a 304 has no
+        # body to read it from again).
+        for column in ("alternates", "images", "videos", "news", "problems"):
+            if prev.get(column):
+                setattr(rec, column, json.loads(prev[column]))
         if rec.decision == d.LISTED:
             self._listed(rec)  # the published address as this run publishes it
         depth = _depth(rec)
@@ -420,6 +462,20 @@ class PageJudge:
         if rec.url == self.start_url and rec.decision == d.ERROR:
             self.fail(f"start URL unreachable: {rec.url} ({rec.reason})")
         return rec
+
+
+def _robots_allows(crawler: Crawler) -> Callable[[str], bool]:
+    """robots.txt's answer for a URL of ours, from the rules the crawl fetched."""
+    from crawler.middlewares.robots import StrictRobotsTxtMiddleware
+
+    def allows(url: str) -> bool:
+        try:
+            robots = crawler.get_downloader_middleware(StrictRobotsTxtMiddleware)
+        except RuntimeError:  # no engine yet
+            return True
+        return robots is None or robots.allows(url)
+
+    return allows
 
 
 def _depth(rec: UrlRecord) -> int:

@@ -58,15 +58,24 @@ CREATE TABLE IF NOT EXISTS urls (
     changed_at TEXT,
     first_seen REAL,
     links TEXT,
+    alternates TEXT,
+    images TEXT,
+    videos TEXT,
+    news TEXT,
+    problems TEXT,
+    extras TEXT,
     updated REAL NOT NULL
 ) WITHOUT ROWID;
 -- The listed pages in publishing order (listed_entries, and the comparisons with
 -- the previous run). It covers those queries, so SQLite reads neither the table's
 -- wide rows (links, hashes) nor sorts; "decision" is in it because SQLite takes
 -- a partial index as covering only when the columns of its WHERE clause are in
--- it. It replaces urls_listed (loc only) of earlier ledgers, a prefix of it.
-CREATE INDEX IF NOT EXISTS urls_listed_sorted ON urls (loc, lastmod, decision)
+-- it. "extras" (a rich entry's extensions, NULL for a plain one) is in it so that
+-- rich sets are read the same way. It replaces urls_listed_sorted and urls_listed
+-- of earlier ledgers.
+CREATE INDEX IF NOT EXISTS urls_listed_entries ON urls (loc, lastmod, extras, decision)
     WHERE decision = 'listed';
+DROP INDEX IF EXISTS urls_listed_sorted;
 DROP INDEX IF EXISTS urls_listed;
 CREATE TABLE IF NOT EXISTS aliases (
     alias TEXT PRIMARY KEY,
@@ -100,6 +109,12 @@ COLUMNS = (
     "changed_at",
     "first_seen",
     "links",
+    "alternates",
+    "images",
+    "videos",
+    "news",
+    "problems",
+    "extras",
     "updated",
 )
 
@@ -147,8 +162,20 @@ class Ledger:
         )
         self._db.execute("PRAGMA journal_mode = WAL")
         self._db.execute("PRAGMA synchronous = NORMAL")
+        self._add_missing_columns()
         self._db.executescript(SCHEMA)
         self._pending = 0
+
+    def _add_missing_columns(self) -> None:
+        """A ledger an earlier version wrote lacks the newer columns (the rich data
+        of issue #14): add them, empty, before the indexes that use them."""
+        have = {row[1] for row in self._db.execute("PRAGMA table_info(urls)")}
+        if not have:
+            return  # a new ledger: SCHEMA makes the table
+        for column in COLUMNS:
+            if column not in have:
+                self._db.execute(f"ALTER TABLE urls ADD COLUMN {column} TEXT")
+        self._db.commit()
 
     # -- writing -----------------------------------------------------------------
 
@@ -177,6 +204,12 @@ class Ledger:
             rec.changed_at,
             rec.first_seen,
             "\n".join(rec.links) if rec.links else None,
+            _json(rec.alternates),
+            _json(rec.images),
+            _json(rec.videos),
+            _json(rec.news),
+            _json(rec.problems),
+            None,  # extras: decided when the books are closed
             time.time(),
         )
         cur = self._db.execute(_QUEUE if rec.decision == QUEUED else _RECORD, row)
@@ -287,14 +320,59 @@ class Ledger:
         Iterating gives checked :class:`~crawler.entry.SitemapEntry` objects (a bad
         ``loc`` raises ``ValueError``); :class:`~crawler.writer.SitemapSetWriter`
         reads them in checked batches instead (:class:`~crawler.entry.EntryRows`).
-        The query is answered from the covering index ``urls_listed_sorted``, in its
-        order: no sort, and no visit to the table's wide rows. The decision is a
-        literal so that SQLite can match the partial index's WHERE clause.
+        A rich entry's extensions come with it (``extras``, settled when the books
+        are closed: :mod:`crawler.richentries`). The query is answered from the
+        covering index ``urls_listed_entries``, in its order: no sort, and no visit to
+        the table's wide rows. The decision is a literal so that SQLite can match the
+        partial index's WHERE clause.
         """
         cursor = self._db.execute(
-            f"SELECT loc, lastmod FROM urls WHERE decision = '{LISTED}' ORDER BY loc"
+            f"SELECT loc, lastmod, extras FROM urls WHERE decision = '{LISTED}' ORDER BY loc"
         )
         return EntryRows(cursor, changefreq, priority)
+
+    # -- rich entries (crawler.richentries) -----------------------------------------
+
+    def decision_of(self, key: str) -> tuple[str, str, str | None] | None:
+        """``(decision, reason, target)`` of the URL with dedup key *key*, if known."""
+        row = self._db.execute(
+            "SELECT decision, reason, target FROM urls WHERE key = ?", (key,)
+        ).fetchone()
+        return None if row is None else (row[0], row[1], row[2])
+
+    def rich_rows(
+        self,
+    ) -> Iterator[tuple[str, str, str, str | None, str | None, str | None, str | None]]:
+        """``(key, url, loc, alternates, images, videos, problems)`` of every listed
+        page with rich data (JSON columns), by URL."""
+        yield from self._db.execute(
+            "SELECT key, url, loc, alternates, images, videos, problems FROM urls"
+            " WHERE decision = ? AND (alternates IS NOT NULL OR images IS NOT NULL"
+            " OR videos IS NOT NULL OR problems IS NOT NULL) ORDER BY url",
+            (LISTED,),
+        ).fetchall()
+
+    def set_rich(self, key: str, extras: str | None, problems: list[str]) -> None:
+        """Store a listed page's settled extensions (the writer's JSON) and problems."""
+        self._db.execute(
+            "UPDATE urls SET extras = ?, problems = ? WHERE key = ?",
+            (extras, _json(problems), key),
+        )
+        self._tick()
+
+    def news_rows(self) -> Iterator[tuple[str, str]]:
+        """``(loc, news)`` of every listed page that is a news article."""
+        yield from self._db.execute(
+            "SELECT loc, news FROM urls WHERE decision = ? AND news IS NOT NULL ORDER BY loc",
+            (LISTED,),
+        )
+
+    def rich_problems(self) -> Iterator[tuple[str, list[str]]]:
+        """``(url, problems)`` of every page with problems in its rich data."""
+        for url, problems in self._db.execute(
+            "SELECT url, problems FROM urls WHERE problems IS NOT NULL ORDER BY url"
+        ):
+            yield url, json.loads(problems)
 
     def counts(self) -> dict[str, int]:
         return dict(self._db.execute("SELECT decision, count(*) FROM urls GROUP BY decision"))
@@ -373,3 +451,8 @@ class Ledger:
                 n += 1
         tmp.replace(path)
         return n
+
+
+def _json(value: object) -> str | None:
+    """A JSON column: None (NULL) for nothing, as a plain page has."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")) if value else None

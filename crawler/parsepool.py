@@ -60,7 +60,7 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.reactor import is_asyncio_reactor_installed, is_reactor_installed
 
 from crawler.agent import robots_agents
-from crawler.analysis import PageAnalysis, analyse, analyse_response
+from crawler.analysis import NO_RICH, PageAnalysis, Rich, analyse, analyse_response
 from crawler.links import LinkResolver
 
 if TYPE_CHECKING:
@@ -343,7 +343,8 @@ class PageAnalyser:
     that apply to the crawl; *volatile*: CSS selectors left out of the main-content
     hash; *resolver*: this process's link resolver; *local_below*: bodies smaller
     than this are analysed here; *backlog*: pages waiting for the least busy worker
-    at which the next one is analysed here (0: never).
+    at which the next one is analysed here (0: never); *rich*: the rich data the
+    crawl reads from its pages (:class:`crawler.analysis.Rich`).
     """
 
     def __init__(
@@ -354,8 +355,10 @@ class PageAnalyser:
         resolver: LinkResolver | None = None,
         local_below: int = 0,
         backlog: int = 0,
+        rich: Rich = NO_RICH,
     ) -> None:
         self.processes = processes
+        self.rich = rich
         self.local_below = local_below
         self.backlog = backlog
         self.agents = tuple(agents)
@@ -379,6 +382,7 @@ class PageAnalyser:
             resolver,
             settings.getint("SITEMAP_PARSE_LOCAL_BELOW"),
             settings.getint("SITEMAP_PARSE_BACKLOG"),
+            Rich.from_settings(settings),
         )
 
     def open(self, stats: StatsCollector | None = None) -> None:
@@ -390,7 +394,7 @@ class PageAnalyser:
     def local(self, response: HtmlResponse) -> PageAnalysis:
         if self.stats is not None:
             self.stats.inc_value("sitemap/parse/local")
-        return analyse_response(response, self.agents, self.volatile, self.resolver)
+        return analyse_response(response, self.agents, self.volatile, self.resolver, self.rich)
 
     async def analyse(self, response: HtmlResponse) -> PageAnalysis:
         if not self.enabled or len(response.body) < self.local_below:
@@ -430,6 +434,7 @@ class PageAnalyser:
                     self.agents,
                     self.volatile,
                     self.strip,
+                    self.rich,
                 ),
                 protocol=5,
             )

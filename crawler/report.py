@@ -13,7 +13,10 @@ lines for a terminal or a cron mail; ``report.json`` (schema
 ``added`` and ``removed`` (published URLs since the previous run),
 ``lastmod_changes`` (``{url, old, new}``), ``files_written``, ``index``,
 ``robots`` (``{token, group}``: the product token matched against the start URL's
-robots.txt, and the group that applied: the token, ``*`` or ``none``).
+robots.txt, and the group that applied: the token, ``*`` or ``none``), ``rich``
+(``{alternates, images, videos, news, problems}``: what the rich entries hold,
+issue #14) and ``rich_problems`` (``{url, problems}``: the hreflang alternates and
+videos left out of a page's entry, and why).
 
 ``added``, ``removed`` and ``lastmod_changes`` say what the run changed: they are
 null for a run that neither published nor finished its crawl (interrupted,
@@ -92,6 +95,13 @@ def write_report(
             "token": stats.get("sitemap/robots/token"),
             "group": stats.get("sitemap/robots/group"),
         },
+        "rich": {
+            name: stats.get(f"sitemap/rich/{name}", 0)
+            for name in ("alternates", "images", "videos", "news", "problems")
+        },
+        "rich_problems": (
+            {"url": url, "problems": problems} for url, problems in ledger.rich_problems()
+        ),
     }
     written: dict[str, int] = {}
     tmp = path.with_name(f".{path.name}.tmp")
@@ -154,6 +164,17 @@ def format_summary(stats: dict[str, Any]) -> str:
             lines.append(f"the refused set would have made: {changed}")
         else:
             lines.append(f"since the last run: {changed}")
+    rich = {
+        n: stats.get(f"sitemap/rich/{n}", 0) for n in ("alternates", "images", "videos", "news")
+    }
+    if any(rich.values()) or stats.get("sitemap/rich/problems"):
+        line = (
+            f"rich entries: {rich['alternates']} hreflang alternates, {rich['images']} images, "
+            f"{rich['videos']} videos, {rich['news']} news articles"
+        )
+        if problems := stats.get("sitemap/rich/problems", 0):
+            line += f"; {problems} left out (rich_problems in report.json)"
+        lines.append(line)
     seconds = duration(stats)
     if seconds is not None:
         lines.append(f"duration: {seconds:.1f} s")

@@ -158,6 +158,13 @@ def _priority(settings: BaseSettings, name: str) -> None:
         raise ValueError("must be a number from 0.0 to 1.0")
 
 
+def _w3c(settings: BaseSettings, name: str) -> None:
+    from crawler.lastmod import w3c_datetime
+
+    if w3c_datetime(str(settings.get(name))) is None:
+        raise ValueError("must be a W3C datetime such as 2026-11-23T08:00:00+00:00")
+
+
 def _log_level(settings: BaseSettings, name: str) -> None:
     levels = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
     if str(settings.get(name)).upper() not in levels:
@@ -169,6 +176,7 @@ _PATH = _optional(_path)
 #: The rule of each setting the crawl defines or relies on.
 RULES: dict[str, Rule] = {
     # sitemap-crawler's own (settings/__init__.py documents each).
+    "SITEMAP_ALTERNATE_HOSTS": _texts,
     "SITEMAP_AUDIT_LEDGER": _PATH,
     "SITEMAP_AUDIT_MAX_BYTES": _number(int, 1),
     "SITEMAP_AUDIT_MAX_DEPTH": _number(int, 0),
@@ -181,6 +189,9 @@ RULES: dict[str, Rule] = {
     "SITEMAP_FORCE": _bool,
     "SITEMAP_FORMAT": _choice("xml", "txt"),
     "SITEMAP_GZIP": _bool,
+    "SITEMAP_HREFLANG": _bool,
+    "SITEMAP_IMAGE_HOSTS": _texts,
+    "SITEMAP_IMAGES": _bool,
     "SITEMAP_INCLUDE": _regexes,
     "SITEMAP_INCREMENTAL": _bool,
     "SITEMAP_LASTMOD_FROM_PAGE": _bool,
@@ -193,6 +204,8 @@ RULES: dict[str, Rule] = {
     "SITEMAP_MAX_PAGES": _number(int, 0),
     "SITEMAP_MAX_REDIRECTS": _number(int, 0),
     "SITEMAP_MAX_URLS_PER_FILE": _number(int, 1, MAX_URLS_PER_FILE),
+    "SITEMAP_NEWS_PUBLICATION": _optional(_text),
+    "SITEMAP_NEWS_TIME": _optional(_w3c),
     "SITEMAP_OUT_DIR": _PATH,
     "SITEMAP_PARSE_BACKLOG": _number(int, 0),
     "SITEMAP_PARSE_LOCAL_BELOW": _number(int, 0),
@@ -215,6 +228,7 @@ RULES: dict[str, Rule] = {
     "SITEMAP_TRAP_MAX_QUERY_VARIANTS": _number(int, 1),
     "SITEMAP_TRAP_MAX_REPEATS": _number(int, 1),
     "SITEMAP_TRAP_MAX_SEGMENTS": _number(int, 1),
+    "SITEMAP_VIDEOS": _bool,
     "SITEMAP_VOLATILE_SELECTORS": _selectors,
     # Scrapy's, which the crawl relies on.
     "AUTOTHROTTLE_ENABLED": _bool,

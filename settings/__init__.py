@@ -121,6 +121,9 @@ ITEM_PIPELINES = {
 
 # -- sitemap-crawler ---------------------------------------------------------------------
 
+# Hosts whose hreflang alternates are written as the pages declare them (a same-host
+# crawl cannot verify them); alternates on other hosts are left out and reported.
+SITEMAP_ALTERNATE_HOSTS: list[str] = []
 # Audit (sitemap-crawler audit): the ledger of the crawl to compare with, ...
 SITEMAP_AUDIT_LEDGER = None
 # ... the most bytes read from one sitemap file after decompression (a cap, not the
@@ -153,6 +156,13 @@ SITEMAP_INCLUDE: list[str] = []
 # Start from the previous run's ledger: conditional requests, 304 replays, honest
 # lastmod, first-seen times and the publish checks against the previous set.
 SITEMAP_INCREMENTAL = True
+# hreflang alternates (<xhtml:link>) of listed pages, read from the pages and
+# verified as Google reads them (crawler/hreflang.py); off: --no-hreflang.
+SITEMAP_HREFLANG = True
+# Hosts (CDNs) whose images are written; other hosts' images are left out.
+SITEMAP_IMAGE_HOSTS: list[str] = []
+# <image:image> entries of listed pages (--images): crawler/pagemedia.py.
+SITEMAP_IMAGES = False
 # Fall back to page metadata (article:modified_time, JSON-LD dateModified) for lastmod.
 SITEMAP_LASTMOD_FROM_PAGE = True
 # Content types listed besides HTML (e.g. ["application/pdf"]).
@@ -174,6 +184,11 @@ SITEMAP_MAX_DEPTH = 50
 SITEMAP_MAX_PAGES = 500_000
 # Redirect hops followed from one URL before the target is left unfetched.
 SITEMAP_MAX_REDIRECTS = 10
+# The publication's name of a news sitemap of the articles published within 48 hours
+# of SITEMAP_NEWS_TIME (--news-publication); None: no news sitemap.
+SITEMAP_NEWS_PUBLICATION = None
+# The reference time of the news window (a W3C datetime); None: when the run starts.
+SITEMAP_NEWS_TIME = None
 # Where the sitemap set is published, and where the ledger lives (default: beside
 # the output, "<out>.sitemap-state"; never inside the output).
 SITEMAP_OUT_DIR = "public"
@@ -226,6 +241,8 @@ SITEMAP_TRAP_MAX_REPEATS = 2
 SITEMAP_TRAP_MAX_QUERY_VARIANTS = 100
 # ... or more path segments than this.
 SITEMAP_TRAP_MAX_SEGMENTS = 20
+# <video:video> entries of listed pages (--videos): crawler/pagemedia.py.
+SITEMAP_VIDEOS = False
 # CSS selectors of regions left out of the content hash behind lastmod (timestamps,
 # visitor counters, CSRF tokens), e.g. [".timestamp", "#footer .build"].
 SITEMAP_VOLATILE_SELECTORS: list[str] = []

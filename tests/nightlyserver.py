@@ -10,7 +10,8 @@ conditional headers received). FILE holds::
                      "etag": "\\"v1\\"" | null,
                      "last_modified": "Tue, 15 Nov 2022 12:45:26 GMT" | null,
                      "volatile_last_modified": false,   # Last-Modified = now, always
-                     "ignore_conditional": false}}}      # never answers 304
+                     "ignore_conditional": false,       # never answers 304
+                     "headers": {"Link": "<...>; rel=alternate; hreflang=de"}}}
 
 A page with an ETag or Last-Modified answers 304 to a matching If-None-Match or a
 not-older If-Modified-Since, like nginx, unless ``ignore_conditional``.
@@ -77,6 +78,8 @@ class Site(resource.Resource):
             if page.get("volatile_last_modified")
             else page.get("last_modified")
         )
+        for name, value in page.get("headers", {}).items():
+            request.setHeader(name, value)
         if etag:
             request.setHeader("ETag", etag)
         if last_modified:

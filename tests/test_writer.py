@@ -1065,7 +1065,7 @@ def test_ledger_read_streams_from_the_covering_index(tmp_path: Path) -> None:
         "EXPLAIN QUERY PLAN SELECT loc, lastmod FROM urls WHERE decision = 'listed' ORDER BY loc"
     ).fetchall()
     details = " ".join(row[-1] for row in plan)
-    assert "COVERING INDEX urls_listed_sorted" in details
+    assert "COVERING INDEX urls_listed_entries" in details
     assert "TEMP B-TREE" not in details  # no sort
     ledger.close()
 
@@ -1075,10 +1075,12 @@ def test_ledger_of_an_earlier_run_opens_and_publishes(tmp_path: Path) -> None:
 
     path = tmp_path / "ledger.sqlite"
     Ledger(path).close()
-    # The index an earlier version created instead of urls_listed_sorted.
+    # The index an earlier version created instead of urls_listed_entries, and a
+    # table without the columns of later versions.
     with sqlite3.connect(path) as db:
-        db.execute("DROP INDEX urls_listed_sorted")
+        db.execute("DROP INDEX urls_listed_entries")
         db.execute("CREATE INDEX urls_listed ON urls (loc) WHERE decision = 'listed'")
+        db.execute("ALTER TABLE urls DROP COLUMN extras")
     db.close()
     ledger = Ledger(path)
     for name in ("c", "a", "b"):
@@ -1086,7 +1088,7 @@ def test_ledger_of_an_earlier_run_opens_and_publishes(tmp_path: Path) -> None:
     ledger.record(UrlRecord(url="https://example.com/r", decision=REDIRECT, key="r"))
     ledger.commit()
     indexes = {row[0] for row in ledger._db.execute("SELECT name FROM sqlite_master")}
-    assert "urls_listed_sorted" in indexes and "urls_listed" not in indexes
+    assert "urls_listed_entries" in indexes and "urls_listed" not in indexes
     # Iterated (as report.py does), the rows give entries, one a row.
     assert [entry.loc for entry in ledger.listed_entries()] == [
         f"https://example.com/{name}" for name in "abc"

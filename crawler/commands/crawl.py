@@ -100,6 +100,50 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="xml",
         help="sitemap file format (default: %(default)s; the index is XML)",
     )
+    rich = p.add_argument_group(
+        "rich sitemaps",
+        "what each listed page declares, written into its entry (hreflang on by default)",
+    )
+    rich.add_argument(
+        "--no-hreflang",
+        action="store_true",
+        help="write no hreflang alternates (xhtml:link); by default every listed page's "
+        "alternates are written, those that hold up as Google reads them",
+    )
+    rich.add_argument(
+        "--alternate-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="write the hreflang alternates on HOST as the pages declare them (a same-host "
+        "crawl cannot verify them; repeatable)",
+    )
+    rich.add_argument(
+        "--images",
+        action="store_true",
+        help="write each listed page's images (image:image): img, srcset, picture, lazy-"
+        "loading attributes, og:image; none fetched",
+    )
+    rich.add_argument(
+        "--image-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="write the images on HOST too, such as a CDN (repeatable; other hosts' are "
+        "left out)",
+    )
+    rich.add_argument(
+        "--videos",
+        action="store_true",
+        help="write each listed page's videos (video:video) from schema.org VideoObject, "
+        "og:video and <video poster>",
+    )
+    rich.add_argument(
+        "--news-publication",
+        metavar="NAME",
+        help="write a news sitemap of the articles published within 48 hours, for the "
+        "publication NAME (news:news)",
+    )
     p.add_argument(
         "--force",
         action="store_true",
@@ -152,6 +196,12 @@ def crawl_settings(args: argparse.Namespace) -> dict[str, Any]:
             "SITEMAP_FORMAT": args.format,
             "SITEMAP_FORCE": args.force,
             "SITEMAP_RESUME": args.resume,
+            "SITEMAP_HREFLANG": not args.no_hreflang,
+            "SITEMAP_ALTERNATE_HOSTS": [h.lower() for h in args.alternate_host],
+            "SITEMAP_IMAGES": args.images,
+            "SITEMAP_IMAGE_HOSTS": [h.lower() for h in args.image_host],
+            "SITEMAP_VIDEOS": args.videos,
+            "SITEMAP_NEWS_PUBLICATION": args.news_publication,
             # Scrapy's resumable crawl state: one per run, kept only when interrupted.
             "JOBDIR": str(job),
         }

@@ -75,9 +75,7 @@ class ClaimQueue(PriorityQueue):
     """scrapy-redis's priority queue, scored by link depth; popping claims."""
 
     # The spider: the distributed site spider, the only one RedisScheduler runs.
-    def __init__(
-        self, server: Any, spider: RedisSpider, key: str, serializer: Any = None
-    ) -> None:
+    def __init__(self, server: Any, spider: RedisSpider, key: str, serializer: Any = None) -> None:
         super().__init__(server, spider, key, serializer)
         self.crawl: RedisCrawl = spider.redis
 

@@ -35,17 +35,21 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scrapy import signals
 
+from crawler.analysis import Rich
 from crawler.decisions import LISTED, QUEUED, close_books
-from crawler.entry import ChangeFreq
+from crawler.entry import ChangeFreq, SitemapEntry
 from crawler.extensions.runstate import RunState
+from crawler.lastmod import lastmod_datetime, w3c_datetime
 from crawler.paths import LEDGER_JSONL, REPORT
 from crawler.report import PREFIX, format_summary, write_report
+from crawler.richentries import news_entries, settle
 from crawler.urls import url_key
 from crawler.writer import WrittenFile, publish_sitemaps
 
@@ -92,18 +96,51 @@ class SitemapOutput:
         )
 
     def write(
-        self, ledger: Ledger, out: Path, index_base_url: str
+        self,
+        ledger: Ledger,
+        out: Path,
+        index_base_url: str,
+        extensions: frozenset[str] = frozenset(),
+        news: list[SitemapEntry] | None = None,
     ) -> tuple[Path, list[WrittenFile]]:
         """Stream the ledger's listed pages into a new sitemap set in *out* and publish
-        it (bench/write.py times this step on its own)."""
+        it (bench/write.py times this step on its own); *extensions*: those the rich
+        entries use, *news*: the news sitemap's entries."""
         return publish_sitemaps(
             out,
             ledger.listed_entries(self.changefreq, self.priority),
+            news=news or (),
             index_base_url=index_base_url,
             fmt=self.fmt,
             gzip=self.gzip,
             max_urls=self.max_urls,
             max_bytes=self.max_bytes,
+            extensions=extensions,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RichRules:
+    """What rich entries the set gets (issue #14): *read*: whether pages were read
+    for any (hreflang, images or videos); *alternate_hosts*; *news_publication*
+    (None: no news sitemap) and the news window's reference time *news_time* (None:
+    when the run started)."""
+
+    read: bool
+    alternate_hosts: frozenset[str]
+    news_publication: str | None
+    news_time: datetime | None
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> RichRules:
+        when = settings.get("SITEMAP_NEWS_TIME")
+        return cls(
+            read=bool(Rich.from_settings(settings)),
+            alternate_hosts=frozenset(
+                h.lower() for h in settings.getlist("SITEMAP_ALTERNATE_HOSTS")
+            ),
+            news_publication=settings.get("SITEMAP_NEWS_PUBLICATION") or None,
+            news_time=lastmod_datetime(w3c_datetime(str(when)) or "") if when else None,
         )
 
 
@@ -119,6 +156,7 @@ class SitemapPublisher:
         stats: StatsCollector,
         output: SitemapOutput,
         *,
+        rich: RichRules,
         publish: bool,
         force: bool,
         dedupe_content: bool,
@@ -129,12 +167,15 @@ class SitemapPublisher:
         self.state = state
         self.stats = stats
         self.output = output
+        self.rich = rich
         self.publish = publish
         self.force = force
         self.dedupe_content = dedupe_content
         self.max_drop = max_drop
         self.max_error_rate = max_error_rate
         self.resumable = resumable
+        # The extensions the rich entries use (settled when the books are closed).
+        self.extensions: frozenset[str] = frozenset()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -144,6 +185,7 @@ class SitemapPublisher:
             RunState.of(crawler),
             crawler.stats,
             SitemapOutput.from_settings(s),
+            rich=RichRules.from_settings(s),
             publish=s.getbool("SITEMAP_PUBLISH"),
             force=s.getbool("SITEMAP_FORCE"),
             dedupe_content=s.getbool("SITEMAP_DEDUPE_CONTENT"),
@@ -171,6 +213,7 @@ class SitemapPublisher:
         try:
             if not resumable:
                 close_books(ledger, dedupe_content=self.dedupe_content)
+                self._settle_rich(ledger)
             self._count_decisions(ledger)
             outcome, message = self._publish(ledger, reason)
             if resumable:
@@ -209,8 +252,17 @@ class SitemapPublisher:
         if not self.publish:
             return "crawled", "the crawl finished; publishing is off (SITEMAP_PUBLISH)"
         public = state.public
+        news: list[SitemapEntry] = []
+        if self.rich.news_publication:
+            now = self.rich.news_time or state.started
+            news, unwritten = news_entries(ledger, self.rich.news_publication, now)
+            self.stats.set_value("sitemap/rich/news", len(news))
+            for loc, problem in unwritten:
+                logger.warning("%s: %s", loc, problem)
         try:
-            index, files = self.output.write(ledger, state.paths.out, public.public_prefix)
+            index, files = self.output.write(
+                ledger, state.paths.out, public.public_prefix, self.extensions, news
+            )
         except (OSError, ValueError) as e:
             return "output-error", f"could not publish to {state.paths.out}: {e}"
         self.stats.set_value("sitemap/files_written", len(files))
@@ -218,6 +270,15 @@ class SitemapPublisher:
         self.stats.set_value("sitemap/index_path", str(index))
         self.stats.set_value("sitemap/index_url", public.sitemap_loc(index.name))
         return "published", f"{len(files)} files and {index}"
+
+    def _settle_rich(self, ledger: Ledger) -> None:
+        """The rich entries' extensions and problems (crawler.richentries)."""
+        if not self.rich.read:
+            return
+        counts = settle(ledger, self.state.public, self.rich.alternate_hosts)
+        self.extensions = counts.extensions
+        for name in ("alternates", "images", "videos", "problems"):
+            self.stats.set_value(f"sitemap/rich/{name}", getattr(counts, name))
 
     def _refusal(self, ledger: Ledger) -> str | None:
         """Why this run's set must not replace the published one (issue #4)."""

@@ -368,6 +368,18 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
         waiter.callback(fetched)
         return fetched
 
+    def allows(self, url: str) -> bool:
+        """Whether the rules already fetched for *url*'s origin let us fetch it
+        (rules not fetched yet, or no robots.txt: allowed). For what the crawl lists
+        without fetching it, such as a page's images (issue #14)."""
+        parts = urlsplit(url)
+        rp = self._parsers.get(f"{parts.scheme}://{parts.netloc}")
+        if isinstance(rp, _DisallowAll):
+            return False
+        if rp is None or isinstance(rp, Deferred):
+            return True
+        return bool(rp.allowed(url, self._robotstxt_useragent or ""))
+
     def _stale(self, origin: str) -> bool:
         if self._max_age <= 0:
             return False
