@@ -1,0 +1,501 @@
+"""IndexNow: telling search engines which URLs a run published (issue #15).
+
+IndexNow (https://www.indexnow.org/documentation) is a protocol by which a site tells
+the search engines that take part (Bing, Yandex, Naver, Seznam and others; not
+Google) that some of its URLs were added, changed or deleted. One submission to the
+shared endpoint, ``https://api.indexnow.org/indexnow`` (:data:`DEFAULT_ENDPOINT`), is
+passed on to every engine taking part.
+
+The rules, from the documentation (quoted where quoted, paraphrased elsewhere):
+
+* the key: "a minimum of 8 and a maximum of 128" characters, "lowercase characters
+  (a-z), uppercase characters (A-Z), numbers (0-9), and dashes (-)"
+  (:func:`valid_key`);
+* ownership: the site serves a UTF-8 text file whose content is the key, by default
+  at the root of the host, ``https://<host>/<key>.txt``; or anywhere on the same
+  host, named in the request's ``keyLocation``, in which case the key is good for
+  the URLs under that file's directory only ("a key file located at
+  http://example.com/catalog/key12457EDd.txt can include any URLs starting with
+  http://example.com/catalog/ but cannot include URLs starting with
+  http://example.com/help/") (:func:`key_location`, :func:`check_key`);
+* a submission: ``POST`` with ``Content-Type: application/json; charset=utf-8`` of
+  ``{"host": ..., "key": ..., "keyLocation": ..., "urlList": [...]}``, "up to
+  10,000 URLs per post", every URL on ``host`` ("mixing http and https URLs if
+  needed") (:func:`submit`);
+* the answers: ``200 OK`` (URLs submitted) and ``202 Accepted`` (URLs received, key
+  validation pending) are success; ``400 Bad Request`` (invalid format), ``403
+  Forbidden`` (key not valid: "key not found, file found but key not in the file"),
+  ``422 Unprocessable Entity`` (URLs which don't belong to the host, or a key not
+  matching the schema) and ``429 Too Many Requests`` ("potential Spam") are not; nor
+  are server errors (5xx).
+
+What this module does with them:
+
+:func:`submit` takes the run's URLs (a plain list, after the crawl, outside
+Scrapy's reactor), drops repeats (first occurrence kept, order kept), splits them
+into batches of at most *batch* (10,000) URLs and POSTs each in turn:
+
+* 200, 202 (and any other 2xx): the batch is submitted;
+* 429, 5xx, and no answer at all (refused connection, time-out, reset): retried,
+  at most *retries* times, after ``backoff * 2**n`` seconds before retry *n*
+  (1, 2, 4 s by default), or after the answer's ``Retry-After`` (in seconds; an
+  HTTP-date is not read) when it has one; a wait is at most
+  :data:`MAX_DELAY` (60 s). A batch that still fails is failed;
+* anything else (400, 403, 422, another 4xx, a redirect, which is not followed:
+  urllib would turn the POST into a GET) fails the batch at once.
+
+The first failed batch ends the submission: the later batches carry the same host,
+key and key location (400, 403, 422 would refuse them the same way), and an
+endpoint that kept failing or asked us to slow down is not sent more. They are
+listed as not sent, and the :class:`Outcome` says so. A usage error (an invalid
+key, a key location or a URL not on ``host``, a URL outside the key file's
+directory) raises :class:`ValueError` before anything is sent: such a request
+would only be refused (422). Nothing is sent for an empty list.
+
+:func:`check_key` fetches the key file as an engine would and says what is wrong
+with it, in one line, or None. A redirect is reported, not followed: the key file
+must be served at the location given. Its content must be the key, exactly; one
+trailing line break (``\\n`` or ``\\r\\n``), which editors add, is allowed.
+
+Why the standard library's urllib, and not Scrapy or another client: this is one
+short exchange per run, made after Scrapy has stopped, from plain code; urllib
+needs no reactor and no new dependency. Every request has an explicit time-out.
+Requests to a loopback host (127.0.0.0/8, ::1, localhost: the tests' servers) go
+direct, whatever proxies the environment names; others use the environment's
+proxies (``https_proxy``, ``no_proxy``...), as Scrapy's own requests do.
+"""
+
+from __future__ import annotations
+
+import http.client
+import ipaddress
+import json
+import re
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from email.message import Message
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+from crawler import __version__
+
+#: The shared endpoint: every engine taking part receives what it is sent.
+DEFAULT_ENDPOINT = "https://api.indexnow.org/indexnow"
+#: URLs in one request, at most ("up to 10,000 URLs per post").
+MAX_BATCH = 10_000
+#: The longest wait between two attempts, in seconds (Retry-After included).
+MAX_DELAY = 60.0
+DEFAULT_USER_AGENT = (
+    f"sitemap-crawler/{__version__} (+https://github.com/sitemap-crawler/sitemap-crawler)"
+)
+CONTENT_TYPE = "application/json; charset=utf-8"
+
+_KEY = re.compile(r"[A-Za-z0-9-]{8,128}")
+# The key file is read up to this many bytes: a key and a line break are far less.
+_KEY_FILE_LIMIT = 1024
+# An error answer's body is quoted up to this many characters.
+_QUOTE_LIMIT = 200
+_DIGITS = re.compile(r"\s*(\d+)\s*")
+
+_MEANINGS = {
+    200: "URLs submitted",
+    202: "URLs received, key validation pending",
+    400: "invalid format",
+    403: "key not valid (key file not found, or the key is not in it)",
+    422: "URLs that don't belong to the host, or a key not matching the protocol's schema",
+    429: "too many requests (potential spam)",
+}
+
+
+def valid_key(key: str) -> bool:
+    """Whether *key* is an IndexNow key: 8 to 128 of a-z, A-Z, 0-9 and ``-``."""
+    return _KEY.fullmatch(key) is not None
+
+
+def key_location(site_root: str, key: str, location: str | None) -> str:
+    """The URL of the key file: *location* when given (absolute, or relative to the
+    site's root), else ``<root>/<key>.txt``. The root is *site_root*'s scheme and
+    host (and port): the default key file lives at the root of the host, whatever
+    path *site_root* has. ValueError for an invalid key, a *site_root* that is no
+    http(s) URL, or a *location* on another host."""
+    if not valid_key(key):
+        raise ValueError(f"not an IndexNow key (8 to 128 of a-z, A-Z, 0-9, '-'): {key!r}")
+    parts = urlsplit(site_root)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"not an http(s) URL: {site_root!r}")
+    root = f"{parts.scheme}://{parts.netloc}/"
+    if location is None:
+        return f"{root}{key}.txt"
+    found = urljoin(root, location)
+    if urlsplit(found).scheme not in ("http", "https"):
+        raise ValueError(f"the key location is not an http(s) URL: {location!r}")
+    if _norm_host(urlsplit(found).hostname or "") != _norm_host(parts.hostname):
+        raise ValueError(
+            f"the key location {found} is not on the site's host {parts.netloc}: "
+            "IndexNow reads the key file on the host it proves"
+        )
+    return found
+
+
+def check_key(
+    location: str, key: str, timeout: float = 10, *, user_agent: str = DEFAULT_USER_AGENT
+) -> str | None:
+    """Fetch the key file at *location*: None when it answers 200 with exactly *key*
+    (one trailing ``\\n`` or ``\\r\\n`` allowed), else one line saying what is wrong.
+    Redirects are reported, not followed. ValueError for an invalid *key*."""
+    if not valid_key(key):
+        raise ValueError(f"not an IndexNow key (8 to 128 of a-z, A-Z, 0-9, '-'): {key!r}")
+    what = f"the key file {location}"
+    request = urllib.request.Request(location, headers={"User-Agent": user_agent})
+    try:
+        with _opener(location).open(request, timeout=timeout) as response:
+            status = response.status
+            body: bytes = response.read(_KEY_FILE_LIMIT + 1)
+    except urllib.error.HTTPError as error:
+        with error:
+            answer = f"{what} answered HTTP {_phrase(error.code)}"
+            if 300 <= error.code < 400:
+                return f"{answer}{_redirect(error.headers)}, not followed: serve the key file there"
+            return answer
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as error:
+        return f"{what} could not be reached: {_reason(error)}"
+    if status != 200:
+        return f"{what} answered HTTP {_phrase(status)}, not 200 OK"
+    if len(body) > _KEY_FILE_LIMIT:
+        return f"{what} holds something else than the key (more than {_KEY_FILE_LIMIT} bytes)"
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return f"{what} holds something else than the key (not UTF-8 text)"
+    for ending in ("\r\n", "\n"):
+        if text.endswith(ending):
+            text = text[: -len(ending)]
+            break
+    if text != key:
+        return f"{what} holds something else than the key: {_quote(text)}"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    """One batch of URLs: the last answer's *status* (None: no answer, or not sent),
+    its *urls*, the *attempts* made (0: not sent) and what happened, in words
+    (*meaning*: ``"202 Accepted: URLs received, key validation pending"``)."""
+
+    status: int | None
+    urls: int
+    attempts: int
+    meaning: str
+
+    @property
+    def ok(self) -> bool:
+        return self.status is not None and 200 <= self.status < 300
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What :func:`submit` did. *submitted*: the URLs of the accepted batches;
+    *batches*: each batch, in order, the unsent ones included; *ok*: every batch
+    accepted (true for nothing to submit); *message*: one line for the run's
+    summary."""
+
+    submitted: int
+    batches: list[BatchResult]
+    ok: bool
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"ok", "submitted", "message", "batches": [{"status", "urls",
+        "attempts", "meaning"}]}``, for report.json."""
+        return {
+            "ok": self.ok,
+            "submitted": self.submitted,
+            "message": self.message,
+            "batches": [asdict(batch) for batch in self.batches],
+        }
+
+
+def submit(
+    urls: Sequence[str],
+    *,
+    host: str,
+    key: str,
+    key_location: str,
+    endpoint: str,
+    batch: int = MAX_BATCH,
+    retries: int = 3,
+    backoff: float = 1.0,
+    timeout: float = 30,
+    sleep: Callable[[float], None] = time.sleep,
+    user_agent: str = DEFAULT_USER_AGENT,
+) -> Outcome:
+    """Submit *urls* to *endpoint* for *host* (a host name, or ``host:port``), with
+    *key* and the key file at *key_location* (see the module's docstring for the
+    batches, retries and stops). *sleep* waits between attempts (the clock, for
+    tests). ValueError, before anything is sent, for an invalid key, *batch*,
+    *retries*, *backoff* or *endpoint*, a *key_location* not on *host*, or a URL not
+    on *host* or not under the key file's directory."""
+    if not valid_key(key):
+        raise ValueError(f"not an IndexNow key (8 to 128 of a-z, A-Z, 0-9, '-'): {key!r}")
+    if not 1 <= batch <= MAX_BATCH:
+        raise ValueError(f"batch must be 1 to {MAX_BATCH:,} URLs, not {batch}")
+    if retries < 0 or backoff < 0 or timeout <= 0:
+        raise ValueError("retries and backoff must not be negative, timeout must be positive")
+    if urlsplit(endpoint).scheme not in ("http", "https") or not urlsplit(endpoint).hostname:
+        raise ValueError(f"the endpoint is not an http(s) URL: {endpoint!r}")
+    on_host = _host_check(host)
+    if not on_host(key_location):
+        raise ValueError(f"the key location {key_location} is not on {host}")
+    scope = urlsplit(key_location).path.rpartition("/")[0] + "/"
+    unique = list(dict.fromkeys(urls))
+    for url in unique:
+        if not on_host(url):
+            raise ValueError(f"{url} is not on {host}: IndexNow takes one host's URLs")
+        if not (urlsplit(url).path or "/").startswith(scope):
+            raise ValueError(
+                f"{url} is not under {scope}, the directory of the key file {key_location}"
+            )
+    if not unique:
+        return Outcome(0, [], True, "IndexNow: nothing to submit (no URLs)")
+
+    chunks = [unique[i : i + batch] for i in range(0, len(unique), batch)]
+    opener = _opener(endpoint)
+    results: list[BatchResult] = []
+    for chunk in chunks:
+        body = json.dumps(
+            {"host": host, "key": key, "keyLocation": key_location, "urlList": chunk},
+            ensure_ascii=False,
+        ).encode("utf-8")
+        result = _post(
+            opener, endpoint, body, len(chunk), retries, backoff, timeout, sleep, user_agent
+        )
+        results.append(result)
+        if not result.ok:
+            break
+    return _outcome(results, chunks, endpoint)
+
+
+# -- the exchange ----------------------------------------------------------------------
+
+
+def _post(
+    opener: urllib.request.OpenerDirector,
+    endpoint: str,
+    body: bytes,
+    count: int,
+    retries: int,
+    backoff: float,
+    timeout: float,
+    sleep: Callable[[float], None],
+    user_agent: str,
+) -> BatchResult:
+    """POST one batch, retrying as the module's docstring says."""
+    earlier: list[str] = []
+    attempt = 0
+    while True:
+        attempt += 1
+        request = urllib.request.Request(
+            endpoint,
+            data=body,
+            method="POST",
+            headers={"Content-Type": CONTENT_TYPE, "User-Agent": user_agent},
+        )
+        retry_after: float | None = None
+        try:
+            with opener.open(request, timeout=timeout) as response:
+                status: int | None = response.status
+                response.read(_KEY_FILE_LIMIT)
+            meaning = _status_text(status)
+        except urllib.error.HTTPError as error:
+            with error:
+                status = error.code
+                said = _said(error)
+                retry_after = _retry_after(error.headers)
+                meaning = f"{_status_text(status)}{_redirect(error.headers)}{said}"
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as error:
+            status = None
+            meaning = f"no answer ({_reason(error)})"
+        retryable = status is None or status == 429 or status >= 500
+        if not retryable or attempt > retries:
+            break
+        earlier.append(meaning.partition(":")[0] if status is not None else meaning)
+        delay = retry_after if retry_after is not None else backoff * 2 ** (attempt - 1)
+        sleep(min(delay, MAX_DELAY))
+    if earlier:
+        meaning += f" (after {_plural(len(earlier), 'retry', 'retries')}: {', '.join(earlier)})"
+    return BatchResult(status, count, attempt, meaning)
+
+
+def _outcome(results: list[BatchResult], chunks: list[list[str]], endpoint: str) -> Outcome:
+    submitted = sum(r.urls for r in results if r.ok)
+    total = sum(len(c) for c in chunks)
+    requests = f" in {len(chunks):,} requests" if len(chunks) > 1 else ""
+    last = results[-1]
+    if last.ok:
+        kinds = dict.fromkeys(_status_text(r.status) for r in results)
+        answers = "; ".join(
+            f"{sum(1 for r in results if _status_text(r.status) == k)} x {k}"
+            if len(kinds) > 1
+            else k
+            for k in kinds
+        )
+        message = (
+            f"IndexNow: {_plural(submitted, 'URL')} submitted to {endpoint}{requests} ({answers})"
+        )
+        return Outcome(submitted, results, True, message)
+    unsent = chunks[len(results) :]
+    refused = last.status is not None and last.status != 429 and last.status < 500
+    if refused:
+        why = f"not sent: an earlier batch was refused ({_phrase(last.status or 0)}), "
+        why += "and this one would be too"
+    elif last.status == 429:
+        why = "not sent: the endpoint asked to slow down (429 Too Many Requests)"
+    else:
+        why = "not sent: the endpoint kept failing"
+    batches = results + [BatchResult(None, len(c), 0, why) for c in unsent]
+    number = len(results)
+    failed = (
+        f"batch {number} of {len(chunks)} ({_plural(last.urls, 'URL')}) failed"
+        if len(chunks) > 1
+        else "failed"
+    )
+    message = f"IndexNow: {failed} at {endpoint}: {last.meaning}"
+    if submitted:
+        message += f"; {_plural(submitted, 'URL')} of {total:,} submitted before"
+    if unsent:
+        left = sum(len(c) for c in unsent)
+        later = _plural(len(unsent), "later batch", "later batches")
+        message += f"; {later} ({_plural(left, 'URL')}) not sent"
+        if refused:
+            message += ", since they would be refused the same way"
+    return Outcome(submitted, batches, False, message)
+
+
+# -- helpers ---------------------------------------------------------------------------
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Redirects are answers, not followed: a redirected POST would become a GET,
+    and a key file must be served at its own location."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: Any,
+        code: int,
+        msg: str,
+        headers: Message,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        return None
+
+
+def _opener(url: str) -> urllib.request.OpenerDirector:
+    """Direct for a loopback host, else through the environment's proxies."""
+    proxies = urllib.request.ProxyHandler({} if _loopback(url) else None)
+    return urllib.request.build_opener(proxies, _NoRedirect())
+
+
+def _loopback(url: str) -> bool:
+    name = urlsplit(url).hostname or ""
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def _norm_host(name: str) -> str:
+    name = name.lower().rstrip(".")
+    try:
+        return name.encode("idna").decode("ascii")
+    except UnicodeError:
+        return name
+
+
+def _host_check(host: str) -> Callable[[str], bool]:
+    """Whether a URL is an http(s) URL on *host* (its port too, when *host* has one)."""
+    given = urlsplit(f"//{host}")
+    if not given.hostname or given.path or given.username or given.password:
+        raise ValueError(f"not a host name: {host!r}")
+    name = _norm_host(given.hostname)
+    port = given.port
+
+    def check(url: str) -> bool:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            return False
+        if _norm_host(parts.hostname) != name:
+            return False
+        return port is None or (parts.port or _DEFAULT_PORTS[parts.scheme]) == port
+
+    return check
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _phrase(status: int) -> str:
+    """``"404 Not Found"``; ``"599"`` for a code without a phrase."""
+    try:
+        return f"{status} {HTTPStatus(status).phrase}"
+    except ValueError:
+        return str(status)
+
+
+def _status_text(status: int | None) -> str:
+    """An endpoint's answer in words: ``"403 Forbidden: key not valid (...)"``."""
+    if status is None:
+        return "no answer"
+    text = _phrase(status)
+    if status in _MEANINGS:
+        return f"{text}: {_MEANINGS[status]}"
+    if status >= 500:
+        return f"{text}: server error"
+    if 300 <= status < 400:
+        return f"{text}: a redirect, not followed"
+    return text if 200 <= status < 300 else f"{text}: not an answer IndexNow defines"
+
+
+def _redirect(headers: Message | None) -> str:
+    target = headers.get("Location") if headers is not None else None
+    return f" (to {target})" if target else ""
+
+
+def _said(error: urllib.error.HTTPError) -> str:
+    """What an error answer's body says, quoted, if anything."""
+    try:
+        raw = error.read(_KEY_FILE_LIMIT)
+    except (OSError, http.client.HTTPException):
+        return ""
+    text = " ".join(raw.decode("utf-8", "replace").split())
+    return f"; the endpoint said: {_quote(text)}" if text else ""
+
+
+def _retry_after(headers: Message | None) -> float | None:
+    value = headers.get("Retry-After") if headers is not None else None
+    match = _DIGITS.fullmatch(value) if value else None
+    return float(match.group(1)) if match else None
+
+
+def _reason(error: BaseException) -> str:
+    reason: object = error.reason if isinstance(error, urllib.error.URLError) else error
+    if isinstance(reason, TimeoutError) or "timed out" in str(reason):
+        return "timed out"
+    text = str(reason) or type(reason).__name__
+    return " ".join(text.split())
+
+
+def _quote(text: str) -> str:
+    if len(text) > _QUOTE_LIMIT:
+        return repr(text[:_QUOTE_LIMIT]) + "..."
+    return repr(text)
+
+
+def _plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
