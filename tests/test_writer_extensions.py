@@ -752,14 +752,20 @@ def test_plain_rows_keep_the_batch_path(monkeypatch: pytest.MonkeyPatch) -> None
     assert batch.extended == {}
     with pytest.raises(ValueError, match="as many extras as locs"):
         EntryBatch(["https://example.com/a"], [None], extras=[])
-    with pytest.raises(ValueError, match=re.escape("(loc, lastmod) or (loc, lastmod, extras)")):
+    shape = re.escape("(loc, lastmod, extras, section, changefreq, priority) tuples")
+    with pytest.raises(ValueError, match=shape):
         list(
             EntryRows(
                 [("https://example.com/a", None), ("https://example.com/b", None, None)]
             ).batches()
         )  # noqa: E501
-    with pytest.raises(ValueError, match=re.escape("(loc, lastmod) or (loc, lastmod, extras)")):
-        list(EntryRows([("https://example.com/a", None, None, None)]))  # type: ignore[list-item]
+    seven = ("https://example.com/a", None, None, None, None, None, None)
+    with pytest.raises(ValueError, match=shape):
+        list(EntryRows([seven]))  # type: ignore[list-item]
+    with pytest.raises(ValueError, match=shape):
+        list(EntryRows([seven]).batches())  # type: ignore[list-item]
+    with pytest.raises(ValueError, match=shape):
+        list(EntryRows([("https://example.com/a",)]).batches())  # type: ignore[list-item]
 
 
 def test_rows_from_sqlite_with_extras_publish_what_entries_do(tmp_path: Path) -> None:
