@@ -24,6 +24,22 @@ extension is refused rather than written into a file that no reader could
 resolve. The rows of a batch that have extensions are rendered one by one; the
 others as before.
 
+Sections (issue 15): a set may be split into named sections, each written in
+files of its own, ``sitemap-NAME-NNNNN-<h>.xml.gz``, numbered from 00001 in each
+section and rotated as the others are; they are all listed in the one index, in
+the order written. Entries without a section (the default section) keep the
+names ``sitemap-NNNNN-<h>.xml.gz``: a set without sections is byte for byte what
+it was before sections existed. A section's name is 1 to 40 characters of
+``a-z``, ``0-9`` and ``-``, the first a letter (so that no name looks like a
+file number), and not ``news``, the news sitemaps' (:func:`crawler.entry.check_section`).
+Sections come with the rows of an :class:`~crawler.entry.EntryRows`, one column
+of each row, the rows ordered by section, the default section first: the writer
+closes the current file and starts the next section's numbering where the
+section changes, and refuses a section that comes back (its rows were not
+together). Rows may also carry their own ``changefreq`` and ``priority``
+(:data:`crawler.entry.ROW_COLUMNS`); a batch of rows without any is rendered as
+plain rows always were.
+
 Google News wants its own sitemaps, of recent articles only and at most 1,000
 ``<url>`` a file: the entries given as ``news`` are written, as ``<loc>`` and
 ``<news:news>`` only, into children of their own
@@ -43,8 +59,10 @@ unchanged site gives identical names and bytes (gzip with mtime 0 and no file
 name), so nothing changes for a crawler that compares them.
 
 One sitemap set per directory: :meth:`~SitemapSetWriter.publish` removes every
-``sitemap-NNNNN-<h>.*`` and ``sitemap-news-NNNNN-<h>.*`` file it did not write,
-and other writers' temporary files; nothing else in the directory is touched.
+``sitemap-NNNNN-<h>.*``, ``sitemap-NAME-NNNNN-<h>.*`` and ``sitemap-news-NNNNN-<h>.*``
+file it did not write (:data:`CHILD_NAME_RE`; the sections of the previous set
+need not be this one's), and other writers' temporary files; nothing else in the
+directory is touched (``sitemap-blog.xml``, ``sitemap-notes.txt``).
 """
 
 from __future__ import annotations
@@ -68,6 +86,8 @@ from pathlib import Path
 from typing import Any, BinaryIO, Final
 
 from crawler.entry import (
+    MAX_SECTION_LENGTH,
+    NEWS_SECTION,
     ChangeFreq,
     EntryBatch,
     EntryRows,
@@ -75,6 +95,7 @@ from crawler.entry import (
     SitemapEntry,
     Video,
     check_loc,
+    check_section,
 )
 from crawler.lastmod import lastmod_datetime
 from crawler.limits import (
@@ -100,9 +121,19 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 #: The names of the child files this module writes; publish() deletes those of
-#: the previous set (and only those) once the new index is in place.
+#: the previous set (and only those) once the new index is in place. The default
+#: section's ``sitemap-NNNNN-<h>.xml``/``.txt``, a section's
+#: ``sitemap-NAME-NNNNN-<h>.xml``/``.txt`` (NAME as check_section() has it: it
+#: starts with a letter, so it is never a file number, and is not ``news``) and
+#: the news sitemaps' ``sitemap-news-NNNNN-<h>.xml``, each maybe ``.gz``. A name's
+#: length fixes where NAME ends, so no two kinds can give the same name.
 CHILD_NAME_RE: Final = re.compile(
-    r"^sitemap-(?:\d{5}-[0-9a-f]{10}\.(?:xml|txt)|news-\d{5}-[0-9a-f]{10}\.xml)(?:\.gz)?$"
+    r"^sitemap-(?:"
+    rf"(?:(?!{NEWS_SECTION}-\d{{5}}-[0-9a-f]{{10}}\.)"
+    rf"[a-z][a-z0-9-]{{0,{MAX_SECTION_LENGTH - 1}}}-)?"
+    r"\d{5}-[0-9a-f]{10}\.(?:xml|txt)"
+    rf"|{NEWS_SECTION}-\d{{5}}-[0-9a-f]{{10}}\.xml"
+    r")(?:\.gz)?$"
 )
 # Temporary files are ".<name>.<pid>.tmp"; ours start with ".sitemap" (children,
 # and the default index name); a custom index name is matched separately.
@@ -143,20 +174,23 @@ _INDEX_HEADER: Final = f'{_XML_DECLARATION}<sitemapindex xmlns="{SITEMAP_NS}">\n
 _INDEX_FOOTER: Final = b"</sitemapindex>\n"
 
 
-# Rendered entries on their way into files: texts, lastmods, locs (for errors),
-# and whether every lastmod is in a form _latest_utc() takes (EntryBatch.utc).
-_Chunk = tuple[list[str], list[str | None], list[str], bool]
+# Rendered entries on their way into files: their section (None: the default),
+# texts, lastmods, locs (for errors), and whether every lastmod is in a form
+# _latest_utc() takes (EntryBatch.utc).
+_Chunk = tuple[str | None, list[str], list[str | None], list[str], bool]
 
 
 @dataclass(frozen=True, slots=True)
 class WrittenFile:
-    """A finished child file: its final name, URL count, uncompressed size, and
-    the latest ``lastmod`` of its entries (``None`` when none has one)."""
+    """A finished child file: its final name, URL count, uncompressed size, the
+    latest ``lastmod`` of its entries (``None`` when none has one), and its
+    section (``None``: the default section; ``"news"``: a news sitemap)."""
 
     name: str
     urls: int
     bytes_uncompressed: int
     lastmod: str | None
+    section: str | None = None
 
 
 def _urlset_header(extensions: frozenset[str]) -> str:
@@ -199,6 +233,8 @@ def _format_priority(priority: Decimal) -> str:
     return text if "." in text else f"{text}.0"
 
 
+# Few distinct pairs per set (the set-wide one, a few rules' own), each made once.
+@functools.lru_cache(maxsize=256)
 def _optional_tags(changefreq: ChangeFreq | None, priority: Decimal | None) -> str:
     optional = "" if changefreq is None else f"<changefreq>{changefreq.value}</changefreq>"
     if priority is not None:
@@ -340,12 +376,27 @@ def _render_plain_xml_batch(batch: EntryBatch) -> list[str]:
     if "&" in joined or "<" in joined or ">" in joined:
         # No loc holds a "\n" (check_loc): escape them all in one go.
         locs = _escape(joined).split("\n")
-    optional = _optional_tags(batch.changefreq, batch.priority)
+    changefreqs, priorities = batch.changefreqs, batch.priorities
+    if changefreqs is None and priorities is None:
+        optional = _optional_tags(batch.changefreq, batch.priority)
+        return [
+            f"<url><loc>{loc}</loc>{optional}</url>\n"
+            if lastmod is None
+            else f"<url><loc>{loc}</loc><lastmod>{lastmod}</lastmod>{optional}</url>\n"
+            for loc, lastmod in zip(locs, batch.lastmods, strict=True)
+        ]
+    # Rows with their own changefreq or priority (the batch's, where theirs is None).
+    count = len(locs)
+    optionals = map(
+        _optional_tags,
+        [batch.changefreq] * count if changefreqs is None else changefreqs,
+        [batch.priority] * count if priorities is None else priorities,
+    )
     return [
         f"<url><loc>{loc}</loc>{optional}</url>\n"
         if lastmod is None
         else f"<url><loc>{loc}</loc><lastmod>{lastmod}</lastmod>{optional}</url>\n"
-        for loc, lastmod in zip(locs, batch.lastmods, strict=True)
+        for loc, lastmod, optional in zip(locs, batch.lastmods, optionals, strict=True)
     ]
 
 
@@ -554,13 +605,31 @@ class _ChildFile:
 
 
 class _Series:
-    """One kind of child file (the sitemaps, or the news sitemaps): how its files
-    are named, begin and end, how many URLs each may hold, the file being
-    written and how many were started."""
+    """One kind of child file (a section's sitemaps, or the news sitemaps): its
+    section, how its files are named, begin and end, how many URLs each may
+    hold, the file being written and how many were started."""
 
-    __slots__ = ("count", "current", "footer", "header", "max_urls", "prefix", "suffix")
+    __slots__ = (
+        "count",
+        "current",
+        "footer",
+        "header",
+        "max_urls",
+        "prefix",
+        "section",
+        "suffix",
+    )
 
-    def __init__(self, prefix: str, suffix: str, header: str, footer: str, max_urls: int) -> None:
+    def __init__(
+        self,
+        section: str | None,
+        prefix: str,
+        suffix: str,
+        header: str,
+        footer: str,
+        max_urls: int,
+    ) -> None:
+        self.section = section
         self.prefix = prefix
         self.suffix = suffix
         self.header = header
@@ -588,9 +657,12 @@ class SitemapSetWriter:
     ``"video"``, ``"news"``): each ``<urlset>`` declares those namespaces, and an
     entry with another raises ``ValueError``; a text sitemap takes none. News
     sitemaps are XML whatever ``fmt`` is, gzipped as the others are, and hold at
-    most 1,000 URLs (or ``max_urls``, if lower). Invalid arguments, an entry that
-    does not fit in an empty file, an empty set and more than 50,000 files raise
-    ``ValueError``; file system errors propagate as ``OSError``.
+    most 1,000 URLs (or ``max_urls``, if lower). Each section's files (rows with
+    a section, :class:`~crawler.entry.EntryRows`) are in ``fmt``, rotated at
+    ``max_urls`` and ``max_bytes`` and numbered from 00001 in each section.
+    Invalid arguments, an entry that does not fit in an empty file, an empty set,
+    more than 50,000 files, a bad section name and a section whose rows are not
+    together raise ``ValueError``; file system errors propagate as ``OSError``.
     """
 
     def __init__(
@@ -645,9 +717,13 @@ class SitemapSetWriter:
 
         gz = ".gz" if gzip else ""
         header, footer = (_urlset_header(extensions), _URLSET_FOOTER) if fmt == "xml" else ("", "")
-        self._main = _Series("sitemap", f".{fmt}{gz}", header, footer, max_urls)
+        # The series being written: the default section's first, then each
+        # section's in turn (_next_section()).
+        self._series = _Series(None, "sitemap", f".{fmt}{gz}", header, footer, max_urls)
+        self._sections_done: set[str | None] = set()
         self._news = _Series(
-            "sitemap-news",
+            NEWS_SECTION,
+            f"sitemap-{NEWS_SECTION}",
             f".xml{gz}",
             _urlset_header(frozenset({"news"})),
             _URLSET_FOOTER,
@@ -692,7 +768,10 @@ class SitemapSetWriter:
         Nothing visible changes in ``out_dir`` until :meth:`publish`. Given an
         :class:`~crawler.entry.EntryRows` (what ``Ledger.listed_entries()``
         returns), it reads :class:`~crawler.entry.EntryBatch` objects from it
-        rather than one object per URL.
+        rather than one object per URL; rows with a section are written in that
+        section's files (which the files returned say), each section's rows
+        together, the default section's first (``ValueError`` otherwise).
+        ``SitemapEntry`` objects are all of the default section.
 
         ``news`` are the entries of the news sitemaps, each with its ``news``,
         as the caller chose them (Google wants articles of the last 48 hours)
@@ -709,24 +788,28 @@ class SitemapSetWriter:
             if isinstance(entries, EntryRows)
             else self._entry_chunks(entries)
         )
-        main, news_series = self._main, self._news
+        news_series = self._news
         try:
             with _gc_paused():
-                for texts, lastmods, locs, utc in chunks:
-                    self._add(main, texts, lastmods, locs, utc)
-            if main.current is None:
+                for section, texts, lastmods, locs, utc in chunks:
+                    if section != self._series.section:
+                        self._next_section(section, locs[0])
+                    self._add(self._series, texts, lastmods, locs, utc)
+            main = self._series
+            if main.current is None and not self._files:
                 # An empty urlset or sitemapindex is invalid (minOccurs 1), and
                 # publishing one would delete the previous set: refuse.
                 raise ValueError("no entries: refusing to write an empty sitemap set")
-            self._finish(main, main.current)
-            main.current = None
-            for texts, lastmods, locs, utc in self._news_chunks(news):
+            if main.current is not None:
+                self._finish(main, main.current)
+                main.current = None
+            for _, texts, lastmods, locs, utc in self._news_chunks(news):
                 self._add(news_series, texts, lastmods, locs, utc)
             if news_series.current is not None:
                 self._finish(news_series, news_series.current)
                 news_series.current = None
         except BaseException:
-            for series in (main, news_series):
+            for series in (self._series, news_series):
                 if series.current is not None:
                     series.current.abort()
                     series.current = None
@@ -735,18 +818,43 @@ class SitemapSetWriter:
         self._state = "written"
         return list(self._files)
 
+    def _next_section(self, section: str | None, loc: str) -> None:
+        """Finish the current section's last file and start ``section``'s series."""
+        if section is not None:
+            try:
+                check_section(section)
+            except ValueError as exc:
+                raise ValueError(f"bad section of {loc[:80]!r}: {exc}") from None
+        series = self._series
+        if series.current is not None:
+            self._finish(series, series.current)
+            series.current = None
+        self._sections_done.add(series.section)
+        if section in self._sections_done:
+            what = "the default section" if section is None else f"section {section!r}"
+            raise ValueError(
+                f"the rows of {what} do not come together (again at {loc[:80]!r}): rows"
+                " must be ordered by section, the default section first"
+            )
+        prefix = f"sitemap-{section}"
+        # A section's names are longer than the default section's.
+        self._check_base_url(self.index_base_url, self.fmt, self.gzip, prefix)
+        self._series = _Series(
+            section, prefix, series.suffix, series.header, series.footer, self.max_urls
+        )
+
     def _entry_chunks(self, entries: Iterable[SitemapEntry]) -> Iterator[_Chunk]:
         render = self._render
         iterator = iter(entries)
         while chunk := list(islice(iterator, _CHUNK_ENTRIES)):
             lastmods = [entry.lastmod for entry in chunk]
-            yield list(map(render, chunk)), lastmods, [entry.loc for entry in chunk], False
+            yield None, list(map(render, chunk)), lastmods, [entry.loc for entry in chunk], False
 
     def _batch_chunks(self, rows: EntryRows) -> Iterator[_Chunk]:
         render = _render_xml_batch if self.fmt == "xml" else _render_txt_batch
         extensions = self.extensions
         for batch in rows.batches(_ROWS_PER_BATCH):
-            yield render(batch, extensions), batch.lastmods, batch.locs, batch.utc
+            yield batch.section, render(batch, extensions), batch.lastmods, batch.locs, batch.utc
 
     def _news_chunks(self, news: Iterable[SitemapEntry]) -> Iterator[_Chunk]:
         iterator = iter(news)
@@ -760,7 +868,7 @@ class SitemapSetWriter:
             # The index's <lastmod> of a news sitemap is its latest publication
             # date: the file holds no <lastmod>, and that is when it last changed.
             dates: list[str | None] = [e.news.publication_date for e in chunk if e.news]
-            yield texts, dates, [entry.loc for entry in chunk], False
+            yield NEWS_SECTION, texts, dates, [entry.loc for entry in chunk], False
 
     def _add(
         self,
@@ -830,7 +938,9 @@ class SitemapSetWriter:
         self._temps.discard(child.path)
         self._temps.add(temp)
         self._final_temps.append(temp)
-        self._files.append(WrittenFile(name, child.urls, child.size, child.latest_text))
+        self._files.append(
+            WrittenFile(name, child.urls, child.size, child.latest_text, series.section)
+        )
 
     # -- publishing ------------------------------------------------------------
 
