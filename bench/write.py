@@ -2,6 +2,7 @@
 
     python bench/write.py [--urls N] [--links-per-page K] [--format xml|txt] [--no-gzip]
                           [--changefreq F] [--priority P] [--keep DIR] [--no-validate]
+                          [--row-columns 3|6] [--own-values]
 
 Builds a ledger of N listed pages (default 1,000,000) in a temporary directory with
 direct SQL through :class:`crawler.ledger.Ledger`'s connection, as a crawl leaves it:
@@ -17,6 +18,13 @@ ledger read, one checked :class:`~crawler.entry.SitemapEntry` per URL, and
 (temporary names, fsync, rename, index last). It prints URLs, files, seconds, URLs/s,
 peak RSS of the process (``getrusage``, so it includes the untimed set-up) and the
 gzip level.
+
+``--row-columns 6`` reads the rows in their full shape instead, ``(loc, lastmod,
+extras, section, changefreq, priority)`` (crawler.entry.ROW_COLUMNS), the three new
+columns NULL as for a set without sections or rules, from the same covering index:
+the shape the ledger gives once sections exist, which must keep the speed of plain
+rows. ``--own-values`` gives about a third of the rows a changefreq and a priority of
+their own (the per-row path).
 
 Last, untimed: every child file and the index are validated against the official
 XSDs in ``tests/xsd`` (as tests/xsd.py loads them), the URLs are read back and
@@ -44,6 +52,8 @@ sys.path.insert(0, str(ROOT))
 from lxml import etree  # noqa: E402
 from scrapy.settings import Settings  # noqa: E402
 
+from crawler.decisions import LISTED  # noqa: E402
+from crawler.entry import EntryRows  # noqa: E402
 from crawler.extensions.publish import SitemapOutput  # noqa: E402
 from crawler.ledger import COLUMNS, Ledger  # noqa: E402
 from crawler.limits import SITEMAP_NS  # noqa: E402
@@ -204,6 +214,30 @@ def output(args: argparse.Namespace) -> SitemapOutput:
     return SitemapOutput.from_settings(settings)
 
 
+# The full row (crawler.entry.ROW_COLUMNS), by the query listed_entries() makes.
+_FULL_ROWS = (
+    "SELECT loc, lastmod, extras, NULL, NULL, NULL FROM urls"
+    f" WHERE decision = '{LISTED}' ORDER BY loc"
+)
+# The same, a third of the rows with their own changefreq and priority.
+_OWN_VALUES_ROWS = (
+    "SELECT loc, lastmod, extras, NULL,"
+    " CASE length(loc) % 3 WHEN 0 THEN 'daily' END,"
+    " CASE length(loc) % 3 WHEN 0 THEN '0.8' END"
+    f" FROM urls WHERE decision = '{LISTED}' ORDER BY loc"
+)
+
+
+def full_rows(ledger: Ledger, own_values: bool) -> None:
+    """Make ``ledger.listed_entries()`` give full rows (see the module's text)."""
+    query = _OWN_VALUES_ROWS if own_values else _FULL_ROWS
+
+    def listed_entries(changefreq: Any = None, priority: Any = None) -> EntryRows:
+        return EntryRows(ledger._db.execute(query), changefreq, priority)
+
+    ledger.listed_entries = listed_entries  # type: ignore[method-assign]
+
+
 def read_back(out: Path, index_name: str, fmt: str) -> tuple[int, list[str]]:
     """Validate the index and every XML child against the XSDs; return (how many
     files were validated, the locs of all children in order)."""
@@ -242,7 +276,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--keep", type=Path, help="work in DIR (kept; its ledger reused)")
     ap.add_argument("--no-validate", action="store_true", help="skip the XSD check")
+    ap.add_argument(
+        "--row-columns",
+        type=int,
+        choices=(3, 6),
+        default=3,
+        help="rows as listed_entries() gives them (3), or in full, NULL section, "
+        "changefreq and priority (6)",
+    )
+    ap.add_argument(
+        "--own-values",
+        action="store_true",
+        help="with --row-columns 6: a third of the rows with their own changefreq and priority",
+    )
     args = ap.parse_args(argv)
+    if args.own_values and args.row_columns != 6:
+        ap.error("--own-values needs --row-columns 6")
 
     with tempfile.TemporaryDirectory(prefix="bench-write-") as temp:
         work = args.keep or Path(temp)
@@ -265,12 +314,16 @@ def main(argv: list[str] | None = None) -> int:
         level = GZIP_LEVEL if ext.gzip else "-"
         load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
         print(f"cores: {os.cpu_count()}  load average before: {load}")
+        shape = "listed_entries()" if args.row_columns == 3 else "full rows (ROW_COLUMNS)"
+        print(f"rows: {shape}{', a third with own values' if args.own_values else ''}")
         print(
             f"{'run':>3} {'URLs':>10} {'files':>6} {'seconds':>8} {'cpu s':>6} "
             f"{'URLs/s':>10} {'RSS MB':>7} gzip"
         )
         for run in range(1, args.runs + 1):
             ledger = Ledger(ledger_path)
+            if args.row_columns == 6:
+                full_rows(ledger, args.own_values)
             try:
                 started, cpu = time.perf_counter(), time.process_time()
                 index, files = ext.write(ledger, out, SITE)
