@@ -17,6 +17,7 @@ Exit status:
      previously published URLs (--force overrides); the previous set is kept
   5  audit: --fail-under or --fail-on broke
   6  the sitemap set could not be written; the previous set is untouched
+  7  published, but the IndexNow notification failed (crawl --indexnow-key)
   130 interrupted (Ctrl-C, SIGTERM); nothing was published (--resume continues)
 """
 

@@ -34,6 +34,7 @@ class UrlRecord:
     last_modified: str | None = None
     date: str | None = None
     page_lastmod: str | None = None
+    title: str | None = None
     content_hash: str | None = None
     etag: str | None = None
     main_hash: str | None = None
@@ -59,6 +60,15 @@ class UrlRecord:
     lastmod_source: str | None = None
     changed_at: str | None = None
     first_seen: float | None = None
+    # The change history of a listed page (pipelines/history.py): the run that first
+    # listed it, the run that saw its lastmod move, and one flag a run ("1": changed).
+    listed_at: str | None = None
+    lastmod_moved_at: str | None = None
+    history: str | None = None
+    # Its entry's section, changefreq and priority by the user's rules (pipelines/rules.py).
+    section: str | None = None
+    changefreq: str | None = None
+    priority: str | None = None
     warnings: list[str] = field(default_factory=list)
 
 

@@ -257,6 +257,7 @@ class PageJudge:
             analysis = self.analyser.local(response)
         facts = analysis.facts
         rec.page_lastmod = facts.page_lastmod
+        rec.title = facts.title
         rec.etag = _header(response, b"ETag")
         if facts.refresh is not None:
             interval, target = facts.refresh
@@ -423,6 +424,7 @@ class PageJudge:
         rec.links = prev["links"].split("\n") if prev["links"] else []
         # The rich data the page declared, as the previous run read it (a 304 has no
         # body to read it from again).
+        rec.title = prev.get("title")
         for column in ("alternates", "images", "videos", "news", "problems"):
             if prev.get(column):
                 setattr(rec, column, json.loads(prev[column]))

@@ -64,19 +64,31 @@ CREATE TABLE IF NOT EXISTS urls (
     news TEXT,
     problems TEXT,
     extras TEXT,
+    title TEXT,
+    listed_at TEXT,
+    lastmod_moved_at TEXT,
+    history TEXT,
+    section TEXT,
+    changefreq TEXT,
+    priority TEXT,
     updated REAL NOT NULL
 ) WITHOUT ROWID;
 -- The listed pages in publishing order (listed_entries, and the comparisons with
 -- the previous run). It covers those queries, so SQLite reads neither the table's
 -- wide rows (links, hashes) nor sorts; "decision" is in it because SQLite takes
 -- a partial index as covering only when the columns of its WHERE clause are in
--- it. "extras" (a rich entry's extensions, NULL for a plain one) is in it so that
--- rich sets are read the same way. It replaces urls_listed_sorted and urls_listed
--- of earlier ledgers.
-CREATE INDEX IF NOT EXISTS urls_listed_entries ON urls (loc, lastmod, extras, decision)
+-- it. It replaces urls_listed (loc only) of earlier ledgers, a prefix of it.
+CREATE INDEX IF NOT EXISTS urls_listed_sorted ON urls (loc, lastmod, decision)
     WHERE decision = 'listed';
-DROP INDEX IF EXISTS urls_listed_sorted;
 DROP INDEX IF EXISTS urls_listed;
+-- The rows the writer reads (LISTED_ROWS), covered the same way: every column of
+-- crawler.entry.ROW_COLUMNS (a rich entry's extensions, its section, changefreq and
+-- priority, all NULL for a plain one), in the writer's order: by section (the
+-- default, NULL, first), then address.
+CREATE INDEX IF NOT EXISTS urls_listed_rows
+    ON urls (section, loc, lastmod, extras, changefreq, priority, decision)
+    WHERE decision = 'listed';
+DROP INDEX IF EXISTS urls_listed_entries;
 CREATE TABLE IF NOT EXISTS aliases (
     alias TEXT PRIMARY KEY,
     key TEXT NOT NULL
@@ -115,6 +127,13 @@ COLUMNS = (
     "news",
     "problems",
     "extras",
+    "title",
+    "listed_at",
+    "lastmod_moved_at",
+    "history",
+    "section",
+    "changefreq",
+    "priority",
     "updated",
 )
 
@@ -144,6 +163,12 @@ _LASTMOD_CHANGES = (
     "SELECT m.loc, p.lastmod, m.lastmod FROM main.urls AS m JOIN prev.urls AS p ON m.loc = p.loc"
     " WHERE m.decision = 'listed' AND p.decision = 'listed' AND m.lastmod IS NOT p.lastmod"
     " ORDER BY m.loc"
+)
+
+#: The writer's rows (crawler.entry.ROW_COLUMNS), answered from urls_listed_rows.
+LISTED_ROWS = (
+    "SELECT loc, lastmod, extras, section, changefreq, priority FROM urls"
+    f" WHERE decision = '{LISTED}' ORDER BY section, loc"
 )
 
 #: How many writes go into one transaction.
@@ -210,6 +235,13 @@ class Ledger:
             _json(rec.news),
             _json(rec.problems),
             None,  # extras: decided when the books are closed
+            rec.title,
+            rec.listed_at,
+            rec.lastmod_moved_at,
+            rec.history,
+            rec.section,
+            rec.changefreq,
+            rec.priority,
             time.time(),
         )
         cur = self._db.execute(_QUEUE if rec.decision == QUEUED else _RECORD, row)
@@ -320,15 +352,15 @@ class Ledger:
         Iterating gives checked :class:`~crawler.entry.SitemapEntry` objects (a bad
         ``loc`` raises ``ValueError``); :class:`~crawler.writer.SitemapSetWriter`
         reads them in checked batches instead (:class:`~crawler.entry.EntryRows`).
-        A rich entry's extensions come with it (``extras``, settled when the books
-        are closed: :mod:`crawler.richentries`). The query is answered from the
-        covering index ``urls_listed_entries``, in its order: no sort, and no visit to
-        the table's wide rows. The decision is a literal so that SQLite can match the
-        partial index's WHERE clause.
+        A row carries its entry's extensions (``extras``, settled when the books are
+        closed: :mod:`crawler.richentries`), its section and its own changefreq and
+        priority (:mod:`pipelines.rules`), in :data:`crawler.entry.ROW_COLUMNS`'
+        order, sorted by section (the default first) and address. The query is
+        answered from the covering index ``urls_listed_rows``, in its order: no sort,
+        and no visit to the table's wide rows. The decision is a literal so that
+        SQLite can match the partial index's WHERE clause.
         """
-        cursor = self._db.execute(
-            f"SELECT loc, lastmod, extras FROM urls WHERE decision = '{LISTED}' ORDER BY loc"
-        )
+        cursor = self._db.execute(LISTED_ROWS)
         return EntryRows(cursor, changefreq, priority)
 
     # -- rich entries (crawler.richentries) -----------------------------------------
@@ -366,6 +398,28 @@ class Ledger:
             "SELECT loc, news FROM urls WHERE decision = ? AND news IS NOT NULL ORDER BY loc",
             (LISTED,),
         )
+
+    def changed_rows(
+        self, since: str
+    ) -> Iterator[tuple[str, str | None, str | None, str | None, str | None]]:
+        """``(loc, lastmod, listed_at, lastmod_moved_at, title)`` of the listed pages
+        whose lastmod, listing or lastmod move may be as recent as *since* (a W3C
+        date; compared as text, so the caller gives a day's slack and checks)."""
+        yield from self._db.execute(
+            "SELECT loc, lastmod, listed_at, lastmod_moved_at, title FROM urls"
+            " WHERE decision = ? AND (lastmod >= ? OR listed_at >= ? OR lastmod_moved_at >= ?)",
+            (LISTED, since, since, since),
+        )
+
+    def latest_change(self) -> str | None:
+        """The latest lastmod, listing or lastmod move of any listed page (text order:
+        the caller checks)."""
+        row = self._db.execute(
+            "SELECT max(max(coalesce(lastmod, ''), coalesce(listed_at, ''),"
+            " coalesce(lastmod_moved_at, ''))) FROM urls WHERE decision = ?",
+            (LISTED,),
+        ).fetchone()
+        return row[0] or None
 
     def rich_problems(self) -> Iterator[tuple[str, list[str]]]:
         """``(url, problems)`` of every page with problems in its rich data."""

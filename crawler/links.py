@@ -72,6 +72,7 @@ class PageFacts:
     refresh: tuple[float, str] | None = None
     robots: RobotsDirectives = field(default_factory=RobotsDirectives)
     page_lastmod: str | None = None
+    title: str | None = None  # <title>, whitespace collapsed (the delta feed's entry title)
 
     @property
     def links(self) -> list[str]:
@@ -81,6 +82,14 @@ class PageFacts:
 
 def clean_href(href: str) -> str:
     return _TAB_NL.sub("", href.strip(_URL_STRIP))
+
+
+def _title(root: Any) -> str | None:
+    """The page's ``<title>`` (the first), whitespace collapsed, at most 500 characters."""
+    for element in root.iter("title"):
+        text = " ".join((element.text or "").split())
+        return text[:500] or None
+    return None
 
 
 def header_directives(response: Response, agents: Iterable[str]) -> RobotsDirectives:
@@ -165,6 +174,7 @@ def page_facts(response: HtmlResponse, agents: Iterable[str], root: Any = None) 
         facts.refresh = (interval, url)
 
     facts.page_lastmod = lastmod_from_page(root)
+    facts.title = _title(root)
 
     if facts.robots.nofollow:
         return facts

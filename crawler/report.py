@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from crawler.ledger import Ledger
 
 PREFIX = "sitemap/decision/"
+SECTION_PREFIX = "sitemap/section/"
 SCHEMA = "sitemap-crawler/run/1"
 #: Outcomes whose set can be compared with the previous one.
 COMPARABLE = frozenset({"published", "crawled", "refused"})
@@ -43,6 +44,15 @@ COMPARABLE = frozenset({"published", "crawled", "refused"})
 
 def decision_counts(stats: dict[str, Any]) -> dict[str, int]:
     return {k[len(PREFIX) :]: int(v) for k, v in sorted(stats.items()) if k.startswith(PREFIX)}
+
+
+def section_counts(stats: dict[str, Any]) -> dict[str, int]:
+    """URLs written per section (none without --section rules)."""
+    return {
+        k[len(SECTION_PREFIX) :]: int(v)
+        for k, v in sorted(stats.items())
+        if k.startswith(SECTION_PREFIX)
+    }
 
 
 def duration(stats: dict[str, Any]) -> float | None:
@@ -95,6 +105,7 @@ def write_report(
             "token": stats.get("sitemap/robots/token"),
             "group": stats.get("sitemap/robots/group"),
         },
+        "sections": section_counts(stats),
         "rich": {
             name: stats.get(f"sitemap/rich/{name}", 0)
             for name in ("alternates", "images", "videos", "news", "problems")
@@ -178,6 +189,11 @@ def format_summary(stats: dict[str, Any]) -> str:
     seconds = duration(stats)
     if seconds is not None:
         lines.append(f"duration: {seconds:.1f} s")
+    sections = {
+        k[len(SECTION_PREFIX) :]: v for k, v in stats.items() if k.startswith(SECTION_PREFIX)
+    }
+    if sections:
+        lines.append("sections: " + ", ".join(f"{n} {c}" for n, c in sorted(sections.items())))
     outcome = stats.get("sitemap/outcome")
     if outcome == "published":
         lines.append(
@@ -187,9 +203,13 @@ def format_summary(stats: dict[str, Any]) -> str:
         )
         lines.append("add to robots.txt:")
         lines.append(f"Sitemap: {stats.get('sitemap/index_url')}")
+        if stats.get("sitemap/feed_url"):
+            lines.append(f"Sitemap: {stats['sitemap/feed_url']}")
     elif outcome:
         # Why is the command's last line (and the report's message): said once.
         lines.append(f"not published ({outcome})")
     if stats.get("sitemap/report_path"):
         lines.append(f"report: {stats['sitemap/report_path']}")
+    if stats.get("sitemap/indexnow"):
+        lines.append(str(stats["sitemap/indexnow"]))
     return "\n".join(lines)

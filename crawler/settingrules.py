@@ -165,6 +165,62 @@ def _w3c(settings: BaseSettings, name: str) -> None:
         raise ValueError("must be a W3C datetime such as 2026-11-23T08:00:00+00:00")
 
 
+def _split(settings: BaseSettings, name: str, value_last: bool) -> list[tuple[str, str]]:
+    from pipelines.rules import split_rule
+
+    _texts(settings, name)
+    pairs = []
+    for text in settings.getlist(name):
+        if value_last and text == "auto":
+            pairs.append(("", "auto"))
+            continue
+        pairs.append(split_rule(text, value_last=value_last))
+    for left, right in pairs:
+        pattern = right if not value_last else left
+        if pattern:
+            try:
+                re.compile(pattern)
+            except re.error as e:
+                raise ValueError(f"{pattern!r} is not a regular expression: {e}") from None
+    return pairs
+
+
+def _sections(settings: BaseSettings, name: str) -> None:
+    from pipelines.rules import SECTION_NAME
+
+    names = [n for n, _ in _split(settings, name, value_last=False)]
+    for section in names:
+        if not SECTION_NAME.fullmatch(section) or section == "news":
+            raise ValueError(
+                f"{section!r} is no section name: a letter, then letters, digits or -"
+                " (at most 40; not news)"
+            )
+    if len(set(names)) != len(names):
+        raise ValueError("a section is named twice")
+
+
+def _changefreq_rules(settings: BaseSettings, name: str) -> None:
+    allowed = {c.value for c in ChangeFreq}
+    for _, value in _split(settings, name, value_last=True):
+        if value != "auto" and value not in allowed:
+            raise ValueError(f"{value!r} is not one of {', '.join(sorted(allowed))} or auto")
+
+
+def _priority_rules(settings: BaseSettings, name: str) -> None:
+    for _, value in _split(settings, name, value_last=True):
+        try:
+            ok = Decimal(0) <= Decimal(value) <= Decimal(1)
+        except InvalidOperation:
+            ok = False
+        if not ok:
+            raise ValueError(f"{value!r} is not a priority from 0.0 to 1.0")
+
+
+def _indexnow_key(settings: BaseSettings, name: str) -> None:
+    if not re.fullmatch(r"[A-Za-z0-9-]{8,128}", str(settings.get(name))):
+        raise ValueError("must be 8 to 128 letters, digits or -, as IndexNow asks")
+
+
 def _log_level(settings: BaseSettings, name: str) -> None:
     levels = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
     if str(settings.get(name)).upper() not in levels:
@@ -184,8 +240,12 @@ RULES: dict[str, Rule] = {
     "SITEMAP_AUDIT_STORE": _PATH,
     "SITEMAP_BASE_URL": _optional(_text),
     "SITEMAP_CHANGEFREQ": _optional(_changefreq),
+    "SITEMAP_CHANGEFREQ_RULES": _changefreq_rules,
     "SITEMAP_DEDUPE_CONTENT": _bool,
     "SITEMAP_EXCLUDE": _regexes,
+    "SITEMAP_FEED": _bool,
+    "SITEMAP_FEED_DAYS": _number(int, 1),
+    "SITEMAP_FEED_MAX": _number(int, 1),
     "SITEMAP_FORCE": _bool,
     "SITEMAP_FORMAT": _choice("xml", "txt"),
     "SITEMAP_GZIP": _bool,
@@ -193,6 +253,10 @@ RULES: dict[str, Rule] = {
     "SITEMAP_IMAGE_HOSTS": _texts,
     "SITEMAP_IMAGES": _bool,
     "SITEMAP_INCLUDE": _regexes,
+    "SITEMAP_INDEXNOW_ALL": _bool,
+    "SITEMAP_INDEXNOW_ENDPOINT": _optional(_text),
+    "SITEMAP_INDEXNOW_KEY": _optional(_indexnow_key),
+    "SITEMAP_INDEXNOW_KEY_LOCATION": _optional(_text),
     "SITEMAP_INCREMENTAL": _bool,
     "SITEMAP_LASTMOD_FROM_PAGE": _bool,
     "SITEMAP_LISTED_TYPES": _media_types,
@@ -211,6 +275,7 @@ RULES: dict[str, Rule] = {
     "SITEMAP_PARSE_LOCAL_BELOW": _number(int, 0),
     "SITEMAP_PARSE_PROCESSES": _optional(_number(int, 0)),
     "SITEMAP_PRIORITY": _optional(_priority),
+    "SITEMAP_PRIORITY_RULES": _priority_rules,
     "SITEMAP_PROGRESS_INTERVAL": _number(float, 0),
     "SITEMAP_PUBLISH": _bool,
     "SITEMAP_REDIS_CRAWL": _optional(_text),
@@ -222,6 +287,7 @@ RULES: dict[str, Rule] = {
     "SITEMAP_RESUME": _bool,
     "SITEMAP_ROBOTS_MAX_AGE": _number(float, 0),
     "SITEMAP_ROBOTS_MAX_BYTES": _number(int, 1),
+    "SITEMAP_SECTIONS": _sections,
     "SITEMAP_STATE_DIR": _PATH,
     "SITEMAP_STRIP_EXTRA": _texts,
     "SITEMAP_STRIP_PARAMS": _bool,

@@ -116,6 +116,8 @@ EXTENSIONS = {
 ITEM_PIPELINES = {
     "pipelines.normalize.NormalizePipeline": 100,
     "pipelines.lastmod.LastmodPipeline": 200,
+    "pipelines.history.HistoryPipeline": 250,
+    "pipelines.rules.RulesPipeline": 260,
     "pipelines.ledger.LedgerPipeline": 300,
 }
 
@@ -140,8 +142,18 @@ SITEMAP_AUDIT_STORE = None
 SITEMAP_BASE_URL = None
 # Publish even when the run looks broken (see SITEMAP_MAX_ERROR_RATE, SITEMAP_MAX_DROP).
 SITEMAP_FORCE = False
+# <changefreq> by rule, "REGEX=VALUE" (re.search on the published address; the first
+# match wins), or "auto": from the page's change history (pipelines/rules.py).
+SITEMAP_CHANGEFREQ_RULES: list[str] = []
 # Published <changefreq> for every URL (always ... never); None omits it.
 SITEMAP_CHANGEFREQ = None
+# changes.atom, the delta feed of the URLs changed in the last SITEMAP_FEED_DAYS days,
+# published beside the index (crawler/feed.py; off: --no-feed) ...
+SITEMAP_FEED = True
+# ... its window in days ...
+SITEMAP_FEED_DAYS = 7
+# ... and its most entries, newest first.
+SITEMAP_FEED_MAX = 1000
 # Listed pages with byte-identical bodies (/ and /index.html) are listed once, under
 # the shortest URL; the others are recorded as "duplicate".
 SITEMAP_DEDUPE_CONTENT = True
@@ -163,6 +175,15 @@ SITEMAP_HREFLANG = True
 SITEMAP_IMAGE_HOSTS: list[str] = []
 # <image:image> entries of listed pages (--images): crawler/pagemedia.py.
 SITEMAP_IMAGES = False
+# IndexNow (crawler/indexnow.py): after a publish, the URLs added, changed and removed
+# since the last published run are submitted with this key (None: no submission) ...
+SITEMAP_INDEXNOW_KEY = None
+# ... also on a first run (which otherwise submits nothing) ...
+SITEMAP_INDEXNOW_ALL = False
+# ... to this endpoint ...
+SITEMAP_INDEXNOW_ENDPOINT = "https://api.indexnow.org/indexnow"
+# ... with the key file here (None: <site root>/<key>.txt).
+SITEMAP_INDEXNOW_KEY_LOCATION = None
 # Fall back to page metadata (article:modified_time, JSON-LD dateModified) for lastmod.
 SITEMAP_LASTMOD_FROM_PAGE = True
 # Content types listed besides HTML (e.g. ["application/pdf"]).
@@ -204,6 +225,8 @@ SITEMAP_PARSE_LOCAL_BELOW = 4 * 1024
 SITEMAP_PARSE_PROCESSES = None
 # Continue the interrupted run kept in JOBDIR and its running ledger (--resume).
 SITEMAP_RESUME = False
+# <priority> by rule, "REGEX=VALUE" (the first match wins).
+SITEMAP_PRIORITY_RULES: list[str] = []
 # Published <priority> for every URL (0.0-1.0); None omits it.
 SITEMAP_PRIORITY = None
 # Write and publish the sitemap set when the crawl finishes (off: ledger only).
@@ -227,6 +250,9 @@ SITEMAP_REDIS_WORKER_TIMEOUT = 30.0
 SITEMAP_ROBOTS_MAX_AGE = 24 * 60 * 60
 # robots.txt bytes read, up to the last whole line (RFC 9309 asks for at least 500 KiB).
 SITEMAP_ROBOTS_MAX_BYTES = 500 * 1024
+# Sections, "NAME=REGEX": the first whose regex matches a listed page's published
+# address decides its section, with files of its own (sitemap-NAME-00001-<hash>...).
+SITEMAP_SECTIONS: list[str] = []
 SITEMAP_STATE_DIR = None
 # Query parameters removed on top of the defaults (utm_*, gclid, fbclid, jsessionid,
 # phpsessid, sid); SITEMAP_STRIP_PARAMS = False keeps every parameter.

@@ -95,7 +95,9 @@ def test_crawl_publishes_and_prints_summary(site: MockServer, tmp_path: Path) ->
     assert proc.stdout == ""
     assert "listed: 4" in proc.stderr
     assert f"Sitemap: {site.url('/relative/sitemap_index.xml')}" in proc.stderr
-    names = sorted(p.name for p in out.iterdir())
+    # Issue 15: the delta feed (changes.atom) is published beside the index.
+    assert (out / "changes.atom").is_file()
+    names = sorted(p.name for p in out.iterdir() if p.name != "changes.atom")
     assert len(names) == 3 and names[-1] == "sitemap_index.xml"
     assert all(n.endswith(".xml") for n in names)
     assert (tmp_path / "public.sitemap-state" / "ledger.sqlite").exists()

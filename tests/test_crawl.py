@@ -270,7 +270,10 @@ def test_published_files_validate_and_read_back(result: CrawlResult, site: MockS
         validate_urlset(body)
         urls.extend(entry["loc"] for entry in Sitemap(body))
     assert urls == sorted(site.url(p) for p in LISTED)
-    assert sorted(p.name for p in result.out.iterdir()) == sorted(["sitemap_index.xml", *children])
+    # Issue 15: the delta feed (changes.atom) is published beside the index.
+    assert sorted(p.name for p in result.out.iterdir()) == sorted(
+        ["changes.atom", "sitemap_index.xml", *children]
+    )
 
 
 def test_index_entries_use_the_public_prefix(result: CrawlResult, site: MockServer) -> None:

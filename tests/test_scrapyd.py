@@ -252,8 +252,10 @@ def test_deploy_and_crawl_through_scrapyd(
         validate_urlset(body)
         listed.extend(entry["loc"] for entry in Sitemap(body))
     assert sorted(listed) == sorted(site.url(p) for p in PAGES)
-    # The published set is the index and the files it names, nothing else.
-    assert sorted(p.name for p in out.iterdir()) == sorted([*children, "sitemap_index.xml"])
+    # The published set is the index, the files it names and the delta feed (issue 15).
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [*children, "sitemap_index.xml", "changes.atom"]
+    )
     assert (state / "ledger.sqlite").exists()
 
     # The project's settings were in force under scrapyd: robots.txt was read, with the

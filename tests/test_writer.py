@@ -36,7 +36,7 @@ from crawler.entry import (
 )
 from crawler.items import UrlRecord
 from crawler.lastmod import lastmod_datetime
-from crawler.ledger import Ledger
+from crawler.ledger import LISTED_ROWS, Ledger
 from crawler.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE, SITEMAP_NS
 from crawler.writer import (
     CHILD_NAME_RE,
@@ -1065,8 +1065,13 @@ def test_ledger_read_streams_from_the_covering_index(tmp_path: Path) -> None:
         "EXPLAIN QUERY PLAN SELECT loc, lastmod FROM urls WHERE decision = 'listed' ORDER BY loc"
     ).fetchall()
     details = " ".join(row[-1] for row in plan)
-    assert "COVERING INDEX urls_listed_entries" in details
+    assert "COVERING INDEX urls_listed_sorted" in details
     assert "TEMP B-TREE" not in details  # no sort
+    # The writer's rows, with their sections and own values, likewise (issue 15).
+    plan = ledger._db.execute("EXPLAIN QUERY PLAN " + LISTED_ROWS).fetchall()
+    details = " ".join(row[-1] for row in plan)
+    assert "COVERING INDEX urls_listed_rows" in details
+    assert "TEMP B-TREE" not in details
     ledger.close()
 
 
@@ -1075,10 +1080,11 @@ def test_ledger_of_an_earlier_run_opens_and_publishes(tmp_path: Path) -> None:
 
     path = tmp_path / "ledger.sqlite"
     Ledger(path).close()
-    # The index an earlier version created instead of urls_listed_entries, and a
+    # The index an earlier version created instead of urls_listed_sorted, and a
     # table without the columns of later versions.
     with sqlite3.connect(path) as db:
-        db.execute("DROP INDEX urls_listed_entries")
+        db.execute("DROP INDEX urls_listed_sorted")
+        db.execute("DROP INDEX urls_listed_rows")
         db.execute("CREATE INDEX urls_listed ON urls (loc) WHERE decision = 'listed'")
         db.execute("ALTER TABLE urls DROP COLUMN extras")
     db.close()
@@ -1088,7 +1094,7 @@ def test_ledger_of_an_earlier_run_opens_and_publishes(tmp_path: Path) -> None:
     ledger.record(UrlRecord(url="https://example.com/r", decision=REDIRECT, key="r"))
     ledger.commit()
     indexes = {row[0] for row in ledger._db.execute("SELECT name FROM sqlite_master")}
-    assert "urls_listed_entries" in indexes and "urls_listed" not in indexes
+    assert {"urls_listed_sorted", "urls_listed_rows"} <= indexes and "urls_listed" not in indexes
     # Iterated (as report.py does), the rows give entries, one a row.
     assert [entry.loc for entry in ledger.listed_entries()] == [
         f"https://example.com/{name}" for name in "abc"

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -70,6 +71,10 @@ from crawler.ledger import Ledger
 from crawler.limits import MAX_URLS_PER_FILE
 
 SCHEMA = "sitemap-crawler/audit/1"
+# A child file of a set we published, with its section (issue #15).
+_SECTION_FILE = re.compile(
+    r"^sitemap-(?:(?P<section>[a-z][a-z0-9-]*)-)?\d{5}-[0-9a-f]{10}\.(?:xml|txt)(?:\.gz)?$"
+)
 CLASSES = (
     "indexable",
     "orphan",
@@ -148,6 +153,20 @@ class AuditReport:
         counts["protocol"] = len(self.problems)
         return {name: counts.get(name, 0) for name in (*CLASSES, *FLAGS, "dead-orphan", "protocol")}
 
+    @property
+    def sections(self) -> dict[str, int]:
+        """Entries per section of a set sitemap-crawler published (its file names:
+        ``sitemap-NAME-00001-<hash>``; the default section's have no NAME); empty for
+        a set without sections."""
+        found: dict[str, int] = {}
+        for sm in self.sitemaps:
+            name = sm["url"].rsplit("/", 1)[-1]
+            match = _SECTION_FILE.match(name)
+            if match and sm["kind"] != "sitemapindex":
+                key = match["section"] or "(default)"
+                found[key] = found.get(key, 0) + (sm["entries"] or 0)
+        return found if set(found) - {"(default)"} else {}
+
     def to_json(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA,
@@ -161,6 +180,7 @@ class AuditReport:
                 "indexable_found": self.indexable_found,
             },
             "counts": self.counts,
+            "sections": self.sections,
             "sitemaps": self.sitemaps,
             "urls": self.urls,
             "problems": self.problems,
@@ -450,6 +470,8 @@ def format_summary(report: AuditReport, examples: int = 3) -> str:
             f"coverage: {report.coverage:.1f}% ({report.covered} of {report.indexable_found} "
             "indexable pages found by the crawl are listed)"
         )
+    if sections := report.sections:
+        lines.append("sections: " + ", ".join(f"{n} {c}" for n, c in sorted(sections.items())))
     for name in (*CLASSES, *FLAGS):
         if not counts[name]:
             continue

@@ -25,6 +25,7 @@ from crawler.commands import distributed
 from crawler.commands.options import (
     EXIT_CRAWL_FAILED,
     EXIT_INTERRUPTED,
+    EXIT_NOTIFY_FAILED,
     EXIT_OK,
     EXIT_USAGE,
     CrawlFailure,
@@ -36,6 +37,7 @@ from crawler.commands.options import (
     load_config,
     make_directories,
     positive_int,
+    project_settings,
     site_settings,
 )
 from crawler.commands.process import run_spider
@@ -55,7 +57,8 @@ EPILOG = (
     "Exit status: 0 published; 2 usage error; 3 crawl failed (start URL or robots.txt "
     "unreachable, nothing listed, state directory in use; with --redis: Redis unreachable, "
     "or another crawl on that database); 4 refused to publish (too many errors, or too "
-    "many previously published URLs gone; --force); 6 output could not be written; 130 "
+    "many previously published URLs gone; --force); 6 output could not be written; 7 "
+    "published, but the IndexNow notification failed (--indexnow-key); 130 "
     "interrupted (--resume continues). Nothing is published unless the crawl finished. A "
     "summary goes to stderr and report.json to the state directory."
 )
@@ -129,8 +132,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="HOST",
-        help="write the images on HOST too, such as a CDN (repeatable; other hosts' are "
-        "left out)",
+        help="write the images on HOST too, such as a CDN (repeatable; other hosts' are left out)",
     )
     rich.add_argument(
         "--videos",
@@ -143,6 +145,72 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="write a news sitemap of the articles published within 48 hours, for the "
         "publication NAME (news:news)",
+    )
+    around = p.add_argument_group(
+        "around the sitemap",
+        "a delta feed of changes, sections, changefreq and priority by rule, IndexNow",
+    )
+    around.add_argument(
+        "--no-feed",
+        action="store_true",
+        help="publish no changes.atom (the delta feed of the URLs that changed lately)",
+    )
+    around.add_argument(
+        "--feed-days",
+        type=positive_int,
+        metavar="N",
+        help="the feed holds the changes of the last N days (default 7)",
+    )
+    around.add_argument(
+        "--feed-max",
+        type=positive_int,
+        metavar="N",
+        help="the feed holds at most N entries, newest first (default 1000)",
+    )
+    around.add_argument(
+        "--section",
+        action="append",
+        default=[],
+        metavar="NAME=REGEX",
+        help="pages whose address matches REGEX go to section NAME, with files of their "
+        "own (repeatable; the first match wins; NAME: a-z, 0-9, -)",
+    )
+    around.add_argument(
+        "--changefreq",
+        action="append",
+        default=[],
+        metavar="REGEX=VALUE|auto",
+        help="<changefreq> VALUE for pages whose address matches REGEX (repeatable; the "
+        "first match wins), or auto: from each page's change history",
+    )
+    around.add_argument(
+        "--priority",
+        action="append",
+        default=[],
+        metavar="REGEX=VALUE",
+        help="<priority> VALUE (0.0 to 1.0) for pages whose address matches REGEX "
+        "(repeatable; the first match wins)",
+    )
+    around.add_argument(
+        "--indexnow-key",
+        metavar="KEY",
+        help="after a publish, submit the URLs added, changed and removed since the last "
+        "published run to IndexNow with KEY (its key file must be served)",
+    )
+    around.add_argument(
+        "--indexnow-key-location",
+        metavar="URL",
+        help="where the key file is served (default: <site root>/KEY.txt)",
+    )
+    around.add_argument(
+        "--indexnow-endpoint",
+        metavar="URL",
+        help="the IndexNow endpoint (default: the shared https://api.indexnow.org/indexnow)",
+    )
+    around.add_argument(
+        "--indexnow-all",
+        action="store_true",
+        help="on a first run, submit every listed URL (a first run submits nothing)",
     )
     p.add_argument(
         "--force",
@@ -202,10 +270,24 @@ def crawl_settings(args: argparse.Namespace) -> dict[str, Any]:
             "SITEMAP_IMAGE_HOSTS": [h.lower() for h in args.image_host],
             "SITEMAP_VIDEOS": args.videos,
             "SITEMAP_NEWS_PUBLICATION": args.news_publication,
+            "SITEMAP_FEED": not args.no_feed,
+            "SITEMAP_SECTIONS": args.section,
+            "SITEMAP_CHANGEFREQ_RULES": args.changefreq,
+            "SITEMAP_PRIORITY_RULES": args.priority,
+            "SITEMAP_INDEXNOW_ALL": args.indexnow_all,
             # Scrapy's resumable crawl state: one per run, kept only when interrupted.
             "JOBDIR": str(job),
         }
     )
+    for option, name in (
+        ("feed_days", "SITEMAP_FEED_DAYS"),
+        ("feed_max", "SITEMAP_FEED_MAX"),
+        ("indexnow_key", "SITEMAP_INDEXNOW_KEY"),
+        ("indexnow_key_location", "SITEMAP_INDEXNOW_KEY_LOCATION"),
+        ("indexnow_endpoint", "SITEMAP_INDEXNOW_ENDPOINT"),
+    ):
+        if getattr(args, option) is not None:
+            settings[name] = getattr(args, option)
     settings.update(dict(args.settings))
     checked_settings(settings)
     make_directories(paths.out, paths.state)
@@ -245,6 +327,14 @@ def execute(args: argparse.Namespace) -> CrawlOutcome:
             # Normally done already by the scheduler; not when Scrapy never got going.
             redis_crawl.finish("failed")
     failure = None if code == EXIT_OK else stats.get("sitemap/message", "the crawl failed")
+    if code == EXIT_OK:
+        from crawler.commands.notify import notify
+
+        notified = notify(project_settings(overrides), stats)
+        if notified is not None:
+            stats["sitemap/indexnow"] = notified.message
+            if not notified.ok:
+                code, failure = EXIT_NOTIFY_FAILED, notified.message
     return CrawlOutcome(code, stats, failure)
 
 

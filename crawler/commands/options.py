@@ -37,6 +37,7 @@ EXIT_CRAWL_FAILED = 3
 EXIT_REFUSED = 4
 EXIT_AUDIT_FAILED = 5
 EXIT_OUTPUT = 6
+EXIT_NOTIFY_FAILED = 7
 EXIT_INTERRUPTED = 130
 
 #: How the publisher's outcome of a crawl (``sitemap/outcome``) maps to an exit status.

@@ -24,10 +24,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from twisted.web.iweb import UNKNOWN_LENGTH
-
 from scrapy import signals
 from scrapy.exceptions import StopDownload
+from twisted.web.iweb import UNKNOWN_LENGTH
 
 from crawler.judge import HTML_TYPES
 

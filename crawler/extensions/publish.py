@@ -43,9 +43,11 @@ from typing import TYPE_CHECKING
 from scrapy import signals
 
 from crawler.analysis import Rich
+from crawler.changes import feed_entries, feed_updated
 from crawler.decisions import LISTED, QUEUED, close_books
-from crawler.entry import ChangeFreq, SitemapEntry
+from crawler.entry import NEWS_SECTION, ChangeFreq, SitemapEntry
 from crawler.extensions.runstate import RunState
+from crawler.feed import discard, publish_feed, render_feed, write_feed
 from crawler.lastmod import lastmod_datetime, w3c_datetime
 from crawler.paths import LEDGER_JSONL, REPORT
 from crawler.report import PREFIX, format_summary, write_report
@@ -64,6 +66,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+#: How the summary and report.json name the default section (no rule matched).
+DEFAULT_SECTION = "(default)"
+#: The delta feed's name, beside the index.
+FEED_NAME = "changes.atom"
 #: Outcomes of a crawl that did its job.
 GOOD = frozenset({"published", "crawled"})
 #: Close reasons of a crawl stopped by Ctrl-C or SIGTERM.
@@ -144,6 +150,23 @@ class RichRules:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class FeedRules:
+    """The delta feed (crawler.changes): on or off, its window in days, its most entries."""
+
+    enabled: bool
+    days: int
+    most: int
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> FeedRules:
+        return cls(
+            settings.getbool("SITEMAP_FEED"),
+            settings.getint("SITEMAP_FEED_DAYS"),
+            settings.getint("SITEMAP_FEED_MAX"),
+        )
+
+
 class SitemapPublisher:
     """Publishes the run of *state* (see the module docstring). *publish*: write the
     set (off: crawl only); *force*: publish a run that looks broken, or what an
@@ -157,6 +180,7 @@ class SitemapPublisher:
         output: SitemapOutput,
         *,
         rich: RichRules,
+        feed: FeedRules,
         publish: bool,
         force: bool,
         dedupe_content: bool,
@@ -168,6 +192,7 @@ class SitemapPublisher:
         self.stats = stats
         self.output = output
         self.rich = rich
+        self.feed = feed
         self.publish = publish
         self.force = force
         self.dedupe_content = dedupe_content
@@ -186,6 +211,7 @@ class SitemapPublisher:
             crawler.stats,
             SitemapOutput.from_settings(s),
             rich=RichRules.from_settings(s),
+            feed=FeedRules.from_settings(s),
             publish=s.getbool("SITEMAP_PUBLISH"),
             force=s.getbool("SITEMAP_FORCE"),
             dedupe_content=s.getbool("SITEMAP_DEDUPE_CONTENT"),
@@ -259,17 +285,52 @@ class SitemapPublisher:
             self.stats.set_value("sitemap/rich/news", len(news))
             for loc, problem in unwritten:
                 logger.warning("%s: %s", loc, problem)
+        feed = state.paths.out / FEED_NAME
+        temp = self._write_feed(ledger, feed) if self.feed.enabled else None
         try:
             index, files = self.output.write(
                 ledger, state.paths.out, public.public_prefix, self.extensions, news
             )
         except (OSError, ValueError) as e:
+            if temp is not None:
+                discard(temp)
             return "output-error", f"could not publish to {state.paths.out}: {e}"
+        # Right after the index: the feed describes the set now in place.
+        if temp is not None:
+            publish_feed(temp, feed)
+            self.stats.set_value("sitemap/feed_url", public.sitemap_loc(FEED_NAME))
+        else:
+            feed.unlink(missing_ok=True)  # ours, from a run with the feed on
+        self.stats.set_value("sitemap/first_run", state.previous is None)
         self.stats.set_value("sitemap/files_written", len(files))
         self.stats.set_value("sitemap/urls_written", sum(f.urls for f in files))
+        sections: dict[str, int] = {}
+        for written in files:
+            if written.section is not None and written.section != NEWS_SECTION:
+                sections[written.section] = sections.get(written.section, 0) + written.urls
+        if sections:  # the default section counts the rest
+            default = sum(f.urls for f in files if f.section is None)
+            for name, urls in {**sections, DEFAULT_SECTION: default}.items():
+                self.stats.set_value(f"sitemap/section/{name}", urls)
         self.stats.set_value("sitemap/index_path", str(index))
         self.stats.set_value("sitemap/index_url", public.sitemap_loc(index.name))
         return "published", f"{len(files)} files and {index}"
+
+    def _write_feed(self, ledger: Ledger, feed: Path) -> Path:
+        """changes.atom under a temporary name (crawler.changes, crawler.feed)."""
+        public = self.state.public
+        entries = feed_entries(ledger, self.state.started, self.feed.days, self.feed.most)
+        data = render_feed(
+            entries,
+            feed_id=public.sitemap_loc(FEED_NAME),
+            title=f"Changes to {public.public_prefix}",
+            self_url=public.sitemap_loc(FEED_NAME),
+            site_url=public.public_prefix,
+            empty_updated=feed_updated(ledger, entries),
+        )
+        self.stats.set_value("sitemap/feed_entries", len(entries))
+        feed.parent.mkdir(parents=True, exist_ok=True)
+        return write_feed(feed, data)
 
     def _settle_rich(self, ledger: Ledger) -> None:
         """The rich entries' extensions and problems (crawler.richentries)."""

@@ -123,6 +123,11 @@ class RunState:
         self._lock: int | None = None
         self._crawler: Crawler | None = None  # set by of()
 
+    @property
+    def run_time(self) -> str:
+        """When the run started, as a W3C datetime (the time of what it finds new)."""
+        return self.started.strftime("%Y-%m-%dT%H:%M:%S+00:00")
+
     @classmethod
     def of(cls, crawler: Crawler, start_url: str | None = None) -> RunState:
         """The crawler's run state, built (and opened) by the first component that

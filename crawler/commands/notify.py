@@ -1,0 +1,77 @@
+"""After a publish, tell IndexNow what changed (``crawl --indexnow-key KEY``).
+
+The crawl is over and its set published when this runs, in the command, outside
+Scrapy's reactor (:mod:`crawler.indexnow` is a small blocking client). The URLs are
+the published addresses ``report.json`` lists as added, with a lastmod that moved,
+and removed since the last published run; a first run submits nothing unless
+``--indexnow-all`` (then every URL it lists, all of them "added"). The key file is
+checked first, at the site's public root (``--base-url``) or at
+``--indexnow-key-location``; if it is not served with exactly the key, one line says
+why and nothing is submitted. The outcome goes into ``report.json`` (``indexnow``)
+and the summary; a failed notification is exit status 7, and the publish stands.
+
+Settings: ``SITEMAP_INDEXNOW_KEY``, ``SITEMAP_INDEXNOW_KEY_LOCATION``,
+``SITEMAP_INDEXNOW_ENDPOINT``, ``SITEMAP_INDEXNOW_ALL``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from crawler import indexnow
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+
+def changed_urls(report: dict[str, Any], first_run: bool, submit_all: bool) -> list[str] | None:
+    """The URLs to submit, or None when there is nothing this run may submit."""
+    if first_run and not submit_all:
+        return None
+    urls = list(report.get("added") or [])
+    urls += [change["url"] for change in report.get("lastmod_changes") or []]
+    urls += list(report.get("removed") or [])
+    return urls
+
+
+def notify(settings: BaseSettings, stats: dict[str, Any]) -> indexnow.Outcome | None:
+    """Submit this run's changes (see the module docstring); None when there is
+    nothing to do: no key, nothing published, or a first run."""
+    key = settings.get("SITEMAP_INDEXNOW_KEY")
+    report_path = stats.get("sitemap/report_path")
+    if not key or stats.get("sitemap/outcome") != "published" or not report_path:
+        return None
+    path = Path(report_path)
+    report = json.loads(path.read_text(encoding="utf-8"))
+    urls = changed_urls(
+        report, bool(stats.get("sitemap/first_run")), settings.getbool("SITEMAP_INDEXNOW_ALL")
+    )
+    if urls is None:
+        return None
+    index_url = stats["sitemap/index_url"]  # the public address of the published index
+    parts = urlsplit(index_url)
+    root = f"{parts.scheme}://{parts.netloc}/"
+    location = indexnow.key_location(root, key, settings.get("SITEMAP_INDEXNOW_KEY_LOCATION"))
+    problem = indexnow.check_key(location, key)
+    if problem is not None:
+        outcome = indexnow.Outcome(
+            submitted=0, batches=[], ok=False, message=f"IndexNow: nothing submitted: {problem}"
+        )
+    else:
+        outcome = indexnow.submit(
+            urls,
+            host=parts.netloc,
+            key=key,
+            key_location=location,
+            endpoint=settings.get("SITEMAP_INDEXNOW_ENDPOINT"),
+            user_agent=settings.get("USER_AGENT"),
+        )
+    report["indexnow"] = outcome.to_json()
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp.write_text(json.dumps(report, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    temp.replace(path)
+    return outcome
