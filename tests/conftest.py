@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -222,3 +223,43 @@ def wait_for(predicate: Any, timeout: float = 30) -> None:
             return
         time.sleep(0.05)
     raise AssertionError("timed out")
+
+
+# -- a directory served over HTTP, and an independent sitemap reader ----------------------
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[Path, str]]:
+    """A directory served by Python's http.server on 127.0.0.1, and its base URL."""
+    root = tmp_path / "public"
+    root.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1"],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        match = re.search(r"port (\d+)", proc.stdout.readline())
+        assert match, "http.server did not start"
+        yield root, f"http://127.0.0.1:{match[1]}/"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def usp_tree(url: str) -> Any:
+    """The sitemap (index, urlset or feed) at *url* as ultimate-sitemap-parser reads
+    it: an independent reader of images, news, alternates and Atom feeds."""
+    import requests
+    from usp.fetch_parse import SitemapFetcher
+    from usp.web_client.requests_client import RequestsWebClient
+
+    session = requests.Session()
+    session.trust_env = False  # no proxy from the environment for 127.0.0.1
+    client = RequestsWebClient(session=session)
+    return SitemapFetcher(url=url, recursion_level=0, web_client=client).sitemap()

@@ -18,9 +18,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
-from collections.abc import Iterator
 from dataclasses import FrozenInstanceError
 from datetime import datetime
 from functools import cache
@@ -28,11 +25,8 @@ from pathlib import Path
 
 import feedparser  # type: ignore[import-untyped]  # no hints, no stubs
 import pytest
-import requests
 from lxml import etree, isoschematron  # type: ignore[attr-defined]  # not in lxml-stubs
-from usp.fetch_parse import SitemapFetcher
-from usp.objects.sitemap import AbstractSitemap, InvalidSitemap
-from usp.web_client.requests_client import RequestsWebClient
+from usp.objects.sitemap import InvalidSitemap
 
 import crawler.feed
 from crawler.feed import (
@@ -46,6 +40,7 @@ from crawler.feed import (
 )
 from crawler.lastmod import lastmod_datetime
 from crawler.limits import MAX_URLS_PER_FILE
+from tests.conftest import usp_tree
 
 SCHEMA = Path(__file__).resolve().parent / "atom" / "atom.rng"
 NS = {"a": ATOM_NS}
@@ -570,37 +565,6 @@ def test_feedparser_reads_it_without_complaint() -> None:
     assert not empty.bozo and empty.entries == []
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[Path, str]]:
-    """A directory served by Python's http.server on 127.0.0.1, and its base URL."""
-    root = tmp_path / "public"
-    root.mkdir()
-    proc = subprocess.Popen(
-        [sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1"],
-        cwd=root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        match = re.search(r"port (\d+)", proc.stdout.readline())
-        assert match, "http.server did not start"
-        yield root, f"http://127.0.0.1:{match[1]}/"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        if proc.stdout is not None:
-            proc.stdout.close()
-
-
-def _usp_tree(url: str) -> AbstractSitemap:
-    session = requests.Session()
-    session.trust_env = False  # no proxy from the environment for 127.0.0.1
-    client = RequestsWebClient(session=session)
-    return SitemapFetcher(url=url, recursion_level=0, web_client=client).sitemap()
-
-
 def test_ultimate_sitemap_parser_reads_the_feed_as_a_sitemap(served: tuple[Path, str]) -> None:
     root, base = served
     entries = [
@@ -618,7 +582,7 @@ def test_ultimate_sitemap_parser_reads_the_feed_as_a_sitemap(served: tuple[Path,
     temp = write_feed(root / FEED_NAME, render_feed(entries, **feed))
     publish_feed(temp, root / FEED_NAME)
 
-    tree = _usp_tree(base + FEED_NAME)
+    tree = usp_tree(base + FEED_NAME)
     assert not isinstance(tree, InvalidSitemap), tree
     assert type(tree).__name__ == "PagesAtomSitemap"
     pages = list(tree.all_pages())
@@ -637,7 +601,7 @@ def test_ultimate_sitemap_parser_reads_the_feed_as_a_sitemap(served: tuple[Path,
     # An empty feed is a valid, empty sitemap, not an error.
     temp = write_feed(root / FEED_NAME, render_feed([], **feed))
     publish_feed(temp, root / FEED_NAME)
-    tree = _usp_tree(base + FEED_NAME)
+    tree = usp_tree(base + FEED_NAME)
     assert not isinstance(tree, InvalidSitemap), tree
     assert list(tree.all_pages()) == []
 

@@ -15,9 +15,8 @@ import pytest
 import pytest_twisted
 from lxml import etree
 
-from tests.conftest import CrawlResult, run_crawl
+from tests.conftest import CrawlResult, run_crawl, usp_tree
 from tests.test_nightly import NightlySite
-from tests.test_writer_extensions import _usp_tree, served  # noqa: F401 (a fixture)
 from tests.xsd import validate_index, validate_urlset
 
 NS = {
@@ -318,7 +317,7 @@ async def test_without_the_options_no_extension_but_hreflang(
 
 @pytest_twisted.ensureDeferred
 async def test_an_independent_reader_reads_them_back(
-    rich_site: RichSite, served: tuple[Path, str], tmp_path: Path  # noqa: F811
+    rich_site: RichSite, served: tuple[Path, str], tmp_path: Path
 ) -> None:
     # Published for the address that serves them (--base-url), so that
     # ultimate-sitemap-parser fetches the index and its files over HTTP.
@@ -328,7 +327,7 @@ async def test_an_independent_reader_reads_them_back(
         u("/"), tmp_path, SITEMAP_OUT_DIR=str(root), SITEMAP_BASE_URL=base, **OPTIONS
     )
     assert result.outcome == "published"
-    pages = {page.url: page for page in _usp_tree(base + "sitemap_index.xml").all_pages()}
+    pages = {page.url: page for page in usp_tree(base + "sitemap_index.xml").all_pages()}
     en = pages[base + "en/"]
     assert {(code, href) for code, href in en.alternates or []} == {
         ("en", base + "en/"), ("de", base + "de/"), ("fr", base + "fr/"), ("x-default", base),

@@ -15,23 +15,17 @@ import hashlib
 import json
 import re
 import sqlite3
-import subprocess
-import sys
 import tempfile
-from collections.abc import Iterator
 from dataclasses import FrozenInstanceError, replace
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
-import requests
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
-from usp.fetch_parse import SitemapFetcher
-from usp.objects.sitemap import AbstractSitemap, InvalidSitemap
-from usp.web_client.requests_client import RequestsWebClient
+from usp.objects.sitemap import InvalidSitemap
 
 import crawler.entry
 from crawler.entry import (
@@ -55,6 +49,7 @@ from crawler.limits import (
     XHTML_NS,
 )
 from crawler.writer import CHILD_NAME_RE, SitemapSetWriter, publish_sitemaps
+from tests.conftest import usp_tree
 from tests.xsd import validate_index, validate_urlset
 
 BASE = "https://example.com/"
@@ -879,37 +874,6 @@ def test_rows_and_entries_with_extensions_are_written_alike(
 # -- read back by ultimate-sitemap-parser, over HTTP ------------------------------------------
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[Path, str]]:
-    """A directory served by Python's http.server on 127.0.0.1, and its base URL."""
-    root = tmp_path / "public"
-    root.mkdir()
-    proc = subprocess.Popen(
-        [sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1"],
-        cwd=root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        match = re.search(r"port (\d+)", proc.stdout.readline())
-        assert match, "http.server did not start"
-        yield root, f"http://127.0.0.1:{match[1]}/"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        if proc.stdout is not None:
-            proc.stdout.close()
-
-
-def _usp_tree(index_url: str) -> AbstractSitemap:
-    session = requests.Session()
-    session.trust_env = False  # no proxy from the environment for 127.0.0.1
-    client = RequestsWebClient(session=session)
-    return SitemapFetcher(url=index_url, recursion_level=0, web_client=client).sitemap()
-
-
 def test_ultimate_sitemap_parser_reads_the_extensions_back(served: tuple[Path, str]) -> None:
     root, base = served
     pages = [
@@ -936,7 +900,7 @@ def test_ultimate_sitemap_parser_reads_the_extensions_back(served: tuple[Path, s
     assert [f.urls for f in files] == [5, 5, 3, 4]
     published(root, base)
 
-    tree = _usp_tree(base + "sitemap_index.xml")
+    tree = usp_tree(base + "sitemap_index.xml")
     children = tree.sub_sitemaps  # type: ignore[attr-defined]
     assert [child.url for child in children] == [base + f.name for f in files]
     assert not any(isinstance(child, InvalidSitemap) for child in children)

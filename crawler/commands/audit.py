@@ -16,12 +16,11 @@ from __future__ import annotations
 import argparse
 import logging
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from scrapy.commands import ScrapyCommand
 
 from crawler.audit.report import CLASSES, FAILABLE, FLAGS
 from crawler.commands.options import (
@@ -29,9 +28,9 @@ from crawler.commands.options import (
     EXIT_CRAWL_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
-    EXIT_USAGE,
     UsageError,
     add_site_options,
+    attempt,
     check_writable,
     checked_settings,
     error,
@@ -40,10 +39,10 @@ from crawler.commands.options import (
     percent,
     print_stdout,
     project_settings,
-    setting,
     site_settings,
 )
 from crawler.paths import LEDGER
+from crawler.scrapycommand import ProjectCommand
 
 if TYPE_CHECKING:
     from scrapy.settings import Settings
@@ -232,20 +231,15 @@ def run(
     parser: argparse.ArgumentParser, args: argparse.Namespace, base: Settings | None = None
 ) -> int:
     """``sitemap-crawler audit``: run, print the summary, return the exit status."""
-    try:
+
+    def work() -> AuditOutcome:
         if args.config:
             load_config(parser, args)
-        outcome = execute(args, base)
-    except UsageError as e:
-        error(f"error: {e}")
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        error("interrupted; no report")
-        return EXIT_INTERRUPTED
-    except Exception as e:  # a bad -s value, say: one line, not a traceback
-        logger.debug("audit failed", exc_info=True)
-        error(f"error: {type(e).__name__}: {e}")
-        return EXIT_USAGE
+        return execute(args, base)
+
+    outcome = attempt(work, what="audit", interrupted="interrupted; no report")
+    if isinstance(outcome, int):
+        return outcome
     if outcome.summary:
         print_stdout(outcome.summary)
     if outcome.error is not None:
@@ -253,35 +247,8 @@ def run(
     return outcome.code
 
 
-class Command(ScrapyCommand):
-    """``scrapy audit URL`` from the project root: the same command, with Scrapy's
-    ``-s``, ``-L`` and log options."""
+class Command(ProjectCommand):
+    """``scrapy audit`` from the project root: the same command, with Scrapy's
+    ``-s``, ``-L`` and log options (:mod:`crawler.scrapycommand`)."""
 
-    requires_project = True
-    requires_crawler_process = False  # it runs its own: a crawl, then the audit
-
-    def syntax(self) -> str:
-        return "URL [options]"
-
-    def short_desc(self) -> str:
-        return HELP
-
-    def long_desc(self) -> str:
-        return DESCRIPTION
-
-    def add_options(self, parser: argparse.ArgumentParser) -> None:
-        super().add_options(parser)
-        add_arguments(parser, scrapy=True)
-
-    def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        assert self.settings is not None
-        # Scrapy applied its -s to self.settings already, which is the base here.
-        opts.settings = [setting(text) for text in opts.set]
-        opts.log_level = self.settings.get("LOG_LEVEL")
-        if args:
-            error(f"error: unrecognized arguments: {' '.join(args)}")
-            self.exitcode = EXIT_USAGE
-            return
-        parser = argparse.ArgumentParser()
-        add_arguments(parser, scrapy=True)
-        self.exitcode = run(parser, opts, self.settings)
+    module = sys.modules[__name__]

@@ -24,13 +24,12 @@ from typing import Any
 from crawler.commands import distributed
 from crawler.commands.options import (
     EXIT_CRAWL_FAILED,
-    EXIT_INTERRUPTED,
     EXIT_NOTIFY_FAILED,
     EXIT_OK,
-    EXIT_USAGE,
     CrawlFailure,
     UsageError,
     add_site_options,
+    attempt,
     check_writable,
     checked_settings,
     error,
@@ -340,20 +339,15 @@ def execute(args: argparse.Namespace) -> CrawlOutcome:
 
 def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """``sitemap-crawler crawl``: run, print the summary, return the exit status."""
-    try:
+
+    def work() -> CrawlOutcome:
         if args.config:
             load_config(parser, args)
-        outcome = execute(args)
-    except UsageError as e:
-        error(f"error: {e}")
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        error("interrupted; nothing was published")
-        return EXIT_INTERRUPTED
-    except Exception as e:  # a bad -s value, say: one line, not a traceback
-        logger.debug("crawl failed", exc_info=True)
-        error(f"error: {type(e).__name__}: {e}")
-        return EXIT_USAGE
+        return execute(args)
+
+    outcome = attempt(work, what="crawl", interrupted="interrupted; nothing was published")
+    if isinstance(outcome, int):
+        return outcome
     if outcome.stats:
         # The summary goes to stderr with the errors, as a cron mail or a journal shows it.
         print(format_summary(outcome.stats), file=sys.stderr)

@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import argparse
 import errno
+import logging
 import os
 import re
 import sys
 import tempfile
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from crawler.agent import is_product_token, product_token
 from crawler.publicurl import BaseUrlError, PublicUrls
@@ -30,6 +31,8 @@ from crawler.urls import host_port, normalize_url
 
 if TYPE_CHECKING:
     from scrapy.settings import Settings
+
+T = TypeVar("T")
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -396,6 +399,25 @@ def checked_settings(overrides: Mapping[str, Any], base: Settings | None = None)
     except SettingError as e:
         raise UsageError(str(e)) from None
     return settings
+
+
+def attempt(work: Callable[[], T], *, what: str, interrupted: str) -> T | int:
+    """Run a command's *work*; bad input (or a bad value that only Scrapy finds) is one
+    line and exit status 2, Ctrl-C before Scrapy took the signals the line
+    *interrupted* and 130, never a traceback. Returns the work's result, or the exit
+    status when it did not finish."""
+    try:
+        return work()
+    except UsageError as e:
+        error(f"error: {e}")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        error(interrupted)
+        return EXIT_INTERRUPTED
+    except Exception as e:  # a bad -s value, say: one line, not a traceback
+        logging.getLogger(__name__).debug("%s failed", what, exc_info=True)
+        error(f"error: {type(e).__name__}: {e}")
+        return EXIT_USAGE
 
 
 def error(message: str) -> None:

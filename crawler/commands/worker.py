@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from typing import TYPE_CHECKING, Any
-
-from scrapy.commands import ScrapyCommand
 
 from crawler.commands import distributed
 from crawler.commands.options import (
@@ -32,9 +31,9 @@ from crawler.commands.options import (
     checked_settings,
     error,
     positive_int,
-    setting,
 )
 from crawler.commands.process import run_spider
+from crawler.scrapycommand import ProjectCommand
 
 if TYPE_CHECKING:
     from scrapy.settings import Settings
@@ -132,34 +131,8 @@ def run(
     return EXIT_OK
 
 
-class Command(ScrapyCommand):
-    """``scrapy worker --redis URL`` from the project root: the same command, with
-    Scrapy's ``-s``, ``-L`` and log options."""
+class Command(ProjectCommand):
+    """``scrapy worker`` from the project root: the same command, with Scrapy's
+    ``-s``, ``-L`` and log options (:mod:`crawler.scrapycommand`)."""
 
-    requires_project = True
-    requires_crawler_process = False  # it runs its own
-
-    def syntax(self) -> str:
-        return "--redis URL [options]"
-
-    def short_desc(self) -> str:
-        return HELP
-
-    def long_desc(self) -> str:
-        return DESCRIPTION
-
-    def add_options(self, parser: argparse.ArgumentParser) -> None:
-        super().add_options(parser)
-        add_arguments(parser, scrapy=True)
-
-    def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        assert self.settings is not None
-        # Scrapy applied -s to self.settings already; they are this worker's own, so
-        # they go on top of the crawl's settings from Redis, as they would here.
-        opts.settings = [setting(text) for text in opts.set]
-        opts.log_level = self.settings.get("LOG_LEVEL")
-        if args:
-            error(f"error: unrecognized arguments: {' '.join(args)}")
-            self.exitcode = EXIT_USAGE
-            return
-        self.exitcode = run(argparse.ArgumentParser(), opts, self.settings)
+    module = sys.modules[__name__]
