@@ -39,10 +39,10 @@ from crawler.commands.options import (
     percent,
     print_stdout,
     project_settings,
+    scrapy_command,
     site_settings,
 )
 from crawler.paths import LEDGER
-from crawler.scrapycommand import ProjectCommand
 
 if TYPE_CHECKING:
     from scrapy.settings import Settings
@@ -247,8 +247,4 @@ def run(
     return outcome.code
 
 
-class Command(ProjectCommand):
-    """``scrapy audit`` from the project root: the same command, with Scrapy's
-    ``-s``, ``-L`` and log options (:mod:`crawler.scrapycommand`)."""
-
-    module = sys.modules[__name__]
+Command = scrapy_command(sys.modules[__name__])

@@ -23,6 +23,7 @@ import tempfile
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from crawler.agent import is_product_token, product_token
@@ -30,6 +31,7 @@ from crawler.publicurl import BaseUrlError, PublicUrls
 from crawler.urls import host_port, normalize_url
 
 if TYPE_CHECKING:
+    from scrapy.commands import ScrapyCommand
     from scrapy.settings import Settings
 
 T = TypeVar("T")
@@ -432,3 +434,51 @@ def print_stdout(text: str) -> None:
     except BrokenPipeError:
         # Python would complain again at exit when flushing stdout.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+# -- the same commands through Scrapy's command line --------------------------------------
+
+
+def scrapy_command(module: ModuleType) -> type[ScrapyCommand]:
+    """The Scrapy command (``COMMANDS_MODULE``) of a command *module*: ``scrapy audit
+    URL`` and ``scrapy worker --redis URL`` run the same code as ``sitemap-crawler
+    audit`` and ``worker``, with Scrapy's own ``-s``, ``-L`` and log options. Made here
+    and named in its module (``Command = scrapy_command(sys.modules[__name__])``): a
+    class defined in this module would be taken by Scrapy for a command of its own."""
+    from scrapy.commands import ScrapyCommand
+
+    class Command(ScrapyCommand):
+        requires_project = True
+        requires_crawler_process = False  # our commands run their own
+
+        def syntax(self) -> str:
+            return "--redis URL [options]" if module.NAME == "worker" else "URL [options]"
+
+        def short_desc(self) -> str:
+            return str(module.HELP)
+
+        def long_desc(self) -> str:
+            return str(module.DESCRIPTION)
+
+        def add_options(self, parser: argparse.ArgumentParser) -> None:
+            super().add_options(parser)
+            module.add_arguments(parser, scrapy=True)
+
+        def run(self, args: list[str], opts: argparse.Namespace) -> None:
+            assert self.settings is not None
+            # Scrapy applied -s to self.settings already (the base of the run's
+            # settings); they are the command's own -s too, which win over --config's.
+            opts.settings = [setting(text) for text in opts.set]
+            opts.log_level = self.settings.get("LOG_LEVEL")
+            if args:
+                error(f"error: unrecognized arguments: {' '.join(args)}")
+                self.exitcode = EXIT_USAGE
+                return
+            parser = argparse.ArgumentParser()
+            module.add_arguments(parser, scrapy=True)
+            self.exitcode = module.run(parser, opts, self.settings)
+
+    Command.__module__ = module.__name__
+    Command.__qualname__ = "Command"
+    Command.__doc__ = f"``scrapy {module.NAME}``: {module.HELP}."
+    return Command

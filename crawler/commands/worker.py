@@ -31,9 +31,9 @@ from crawler.commands.options import (
     checked_settings,
     error,
     positive_int,
+    scrapy_command,
 )
 from crawler.commands.process import run_spider
-from crawler.scrapycommand import ProjectCommand
 
 if TYPE_CHECKING:
     from scrapy.settings import Settings
@@ -131,8 +131,4 @@ def run(
     return EXIT_OK
 
 
-class Command(ProjectCommand):
-    """``scrapy worker`` from the project root: the same command, with Scrapy's
-    ``-s``, ``-L`` and log options (:mod:`crawler.scrapycommand`)."""
-
-    module = sys.modules[__name__]
+Command = scrapy_command(sys.modules[__name__])
