@@ -171,6 +171,9 @@ LISTED_ROWS = (
     f" WHERE decision = '{LISTED}' ORDER BY section, loc"
 )
 
+#: The same rows, when no rule set a section, changefreq or priority.
+LISTED_ROWS_PLAIN = LISTED_ROWS.replace(", section, changefreq, priority FROM", " FROM")
+
 #: How many writes go into one transaction.
 COMMIT_EVERY = 2000
 
@@ -344,7 +347,10 @@ class Ledger:
     # -- reading -----------------------------------------------------------------
 
     def listed_entries(
-        self, changefreq: ChangeFreq | None = None, priority: Decimal | None = None
+        self,
+        changefreq: ChangeFreq | None = None,
+        priority: Decimal | None = None,
+        per_row: bool = True,
     ) -> EntryRows:
         """The listed pages, sorted by published address and streamed from disk, as
         sitemap entries with ``changefreq`` and ``priority`` (the same for all).
@@ -360,7 +366,10 @@ class Ledger:
         and no visit to the table's wide rows. The decision is a literal so that
         SQLite can match the partial index's WHERE clause.
         """
-        cursor = self._db.execute(LISTED_ROWS)
+        # Without rules every section, changefreq and priority is NULL: the three
+        # columns that can hold something are read (wider rows cost sqlite3 about
+        # 0.2 s a million: bench/README.md), in the same order, from the same index.
+        cursor = self._db.execute(LISTED_ROWS if per_row else LISTED_ROWS_PLAIN)
         return EntryRows(cursor, changefreq, priority)
 
     # -- rich entries (crawler.richentries) -----------------------------------------

@@ -87,6 +87,7 @@ class SitemapOutput:
     max_bytes: int
     changefreq: ChangeFreq | None
     priority: Decimal | None
+    per_row: bool = False  # rules give entries a section, changefreq or priority
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> SitemapOutput:
@@ -99,6 +100,14 @@ class SitemapOutput:
             max_bytes=settings.getint("SITEMAP_MAX_BYTES_PER_FILE"),
             changefreq=ChangeFreq(changefreq) if changefreq else None,
             priority=Decimal(str(priority)) if priority not in (None, "") else None,
+            per_row=any(
+                settings.getlist(name)
+                for name in (
+                    "SITEMAP_SECTIONS",
+                    "SITEMAP_CHANGEFREQ_RULES",
+                    "SITEMAP_PRIORITY_RULES",
+                )
+            ),
         )
 
     def write(
@@ -114,7 +123,7 @@ class SitemapOutput:
         entries use, *news*: the news sitemap's entries."""
         return publish_sitemaps(
             out,
-            ledger.listed_entries(self.changefreq, self.priority),
+            ledger.listed_entries(self.changefreq, self.priority, self.per_row),
             news=news or (),
             index_base_url=index_base_url,
             fmt=self.fmt,
