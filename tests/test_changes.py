@@ -288,10 +288,14 @@ def test_the_audit_counts_our_sections(changing: NightlySite, tmp_path: Path) ->
     assert "sections: (default) 1, blog 1, docs 2" in crawl.stderr
     audit = subprocess.run(
         [sys.executable, "-m", "crawler.cli", "audit", site.url("/"),
-         "--sitemap", str(out / "sitemap_index.xml"), "--report", str(tmp_path / "r")],
+         "--sitemap", str(out / "sitemap_index.xml"), "--sitemap", str(out / "changes.atom"),
+         "--report", str(tmp_path / "r")],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert audit.returncode == 0, audit.stderr
     assert "sections: (default) 1, blog 1, docs 2" in audit.stdout
     report = json.loads((tmp_path / "r" / "audit.json").read_text())
     assert report["sections"] == {"(default)": 1, "blog": 1, "docs": 2}
+    # The audit reads our delta feed too (an Atom feed is a sitemap), without a problem.
+    (feed_row,) = [s for s in report["sitemaps"] if s["url"].endswith("changes.atom")]
+    assert feed_row["kind"] == "atom" and feed_row["problems"] == []
