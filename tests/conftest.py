@@ -263,3 +263,18 @@ def usp_tree(url: str) -> Any:
     session.trust_env = False  # no proxy from the environment for 127.0.0.1
     client = RequestsWebClient(session=session)
     return SitemapFetcher(url=url, recursion_level=0, web_client=client).sitemap()
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """The path of a real Chromium (tests/browser.py); fails, not skips, without one."""
+    from tests.browser import chromium_path
+
+    path = chromium_path()
+    if path is None:
+        pytest.fail(
+            "no Chromium found: install Debian's chromium package (apt-get install chromium), "
+            "or set SITEMAP_CHROMIUM to a Chromium binary",
+            pytrace=False,
+        )
+    return path
