@@ -1,7 +1,7 @@
 """The real Chromium the browser tests drive: Debian's ``chromium`` package through
 the ``playwright`` package's ``executable_path`` (no browser is downloaded).
 
-``.ci/run`` installs Debian's chromium when it is missing; ``SITEMAP_CHROMIUM``
+``.ci/run`` installs Debian's chromium when it is missing; ``TEST_CHROMIUM``
 names another binary. A test that needs the browser takes the ``chromium``
 fixture (tests/conftest.py): without a browser it fails with one line saying
 what to install, rather than being skipped, so that CI cannot pass without it.
@@ -28,7 +28,7 @@ CHROMIUM_ARGS = (
 
 def chromium_path() -> str | None:
     """The Chromium binary to drive, or None when there is none."""
-    named = os.environ.get("SITEMAP_CHROMIUM")
+    named = os.environ.get("TEST_CHROMIUM")
     if named:
         return named if os.access(named, os.X_OK) else None
     for name in ("chromium", "chromium-browser", "google-chrome"):

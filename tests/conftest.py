@@ -274,7 +274,7 @@ def chromium() -> str:
     if path is None:
         pytest.fail(
             "no Chromium found: install Debian's chromium package (apt-get install chromium), "
-            "or set SITEMAP_CHROMIUM to a Chromium binary",
+            "or set TEST_CHROMIUM to a Chromium binary",
             pytrace=False,
         )
     return path
