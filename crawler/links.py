@@ -53,6 +53,11 @@ _DIRECTIVES = frozenset(
 # HTML "whitespace" stripped from attribute URLs, plus tabs and newlines inside them
 # (the URL standard removes those too).
 _URL_STRIP = " \t\n\r\f"
+# The end tags of the document. libxml2's HTML parser stops at </html> (and what
+# follows </body> is lost with it); a browser goes on reading what follows into the
+# body (HTML's "after body" and "after after body" insertion modes), and so do
+# search engines: issue #19, links after </html> of a broken template.
+_DOCUMENT_END = re.compile(r"</(?:body|html)\s*>", re.I)
 _TAB_NL = re.compile(r"[\t\n\r]")
 
 
@@ -138,12 +143,25 @@ def parse_html(response: HtmlResponse) -> Any:
     run in Python for every element the crawl touches, cost as much as the parse.
     (Parsing in a thread pool, where libxml2 runs without the GIL, was tried: no
     faster on two cores, and more CPU time.)"""
-    body = response.text.strip().replace("\x00", "").encode("utf-8") or b"<html/>"
+    text = reopen_body(response.text.strip().replace("\x00", ""))
+    body = text.encode("utf-8") or b"<html/>"
     parser = etree.HTMLParser(recover=True, encoding="utf-8", huge_tree=True)
     root = etree.fromstring(body, parser=parser, base_url=response.url)
     if root is None:
         root = etree.fromstring(b"<html/>", parser=parser, base_url=response.url)
     return root
+
+
+def reopen_body(text: str) -> str:
+    """*text* without its ``</body>`` and ``</html>`` end tags when anything but
+    white space follows one of them: a browser reads such content into the body
+    (an end tag of the document is a parse error it recovers from there), libxml2
+    drops it. A well-formed page (nothing after ``</html>``) is returned as it is."""
+    first = _DOCUMENT_END.search(text)
+    if first is None:
+        return text
+    rest = _DOCUMENT_END.sub("", text[first.end() :])
+    return text[: first.start()] + rest if rest.strip() else text
 
 
 def page_facts(response: HtmlResponse, agents: Iterable[str], root: Any = None) -> PageFacts:

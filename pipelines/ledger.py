@@ -22,7 +22,7 @@ from scrapy import signals
 
 from crawler.decisions import QUEUED
 from crawler.extensions.runstate import RunState
-from crawler.items import Alias, UrlRecord
+from crawler.items import Alias, Linked, UrlRecord
 from pipelines.records import RecordPipeline
 
 if TYPE_CHECKING:
@@ -74,6 +74,9 @@ class LedgerPipeline(RecordPipeline):
             assert item.key is not None
             self.ledger.add_alias(item.alias, item.key)
             self.stats.inc_value("sitemap/aliases")
+            return item
+        if isinstance(item, Linked):
+            self.ledger.linked(item.key, item.referrer)
             return item
         if not isinstance(item, UrlRecord):
             return item

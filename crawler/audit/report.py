@@ -111,6 +111,11 @@ _BY_DECISION = {
 }
 
 
+def _seeded(row: dict[str, Any] | None) -> bool:
+    """Whether the crawl found this URL in a sitemap, not by a link or a start."""
+    return row is not None and row.get("found_by") == FOUND_SITEMAP
+
+
 def classify(decision: str, status: int | None) -> str:
     if decision == d.STATUS:
         if status is not None and 400 <= status < 500:
@@ -248,8 +253,11 @@ def build_report(
             urls.append(_url(rows[0]["url"], "off-host", rows[0]["scope"], None, False, files))
             continue
         found = crawl.get(key)
-        found_by_crawl = found is not None and found["decision"] in d.JUDGED
-        judged = found if found_by_crawl else fetched.get(key)
+        judged_by_crawl = found is not None and found["decision"] in d.JUDGED
+        # A crawl with --seed-sitemaps judged the sitemaps' entries too: one that
+        # no link led to is still an orphan (issue #19).
+        found_by_crawl = judged_by_crawl and not _seeded(found)
+        judged = found if judged_by_crawl else fetched.get(key)
         if judged is None:
             cls, reason, target = "not-crawled", (found or {}).get("reason") or "not fetched", None
         else:
@@ -267,7 +275,9 @@ def build_report(
             url["flags"].append("duplicate-listing")
         urls.append(url)
 
-    indexable_found = [row for row in crawl.values() if row["decision"] == d.LISTED]
+    indexable_found = [
+        row for row in crawl.values() if row["decision"] == d.LISTED and not _seeded(row)
+    ]
     for row in indexable_found:
         if row["key"] not in covered_keys:
             reason = "listed in no sitemap"
