@@ -33,7 +33,7 @@ from crawler.decisions import (
     target_key,
 )
 from crawler.entry import ChangeFreq, EntryRows
-from crawler.items import UrlRecord
+from crawler.items import FOUND_SITEMAP, UrlRecord
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS urls (
@@ -460,6 +460,14 @@ class Ledger:
             "SELECT url, problems FROM urls WHERE problems IS NOT NULL ORDER BY url"
         ):
             yield url, json.loads(problems)
+
+    def listed_unlinked(self) -> int:
+        """Listed pages found in a sitemap that no crawled page links to (orphans)."""
+        row = self._db.execute(
+            "SELECT count(*) FROM urls WHERE decision = ? AND found_by = ? AND referrer IS NULL",
+            (LISTED, FOUND_SITEMAP),
+        ).fetchone()
+        return int(row[0])
 
     def counts(self) -> dict[str, int]:
         return dict(self._db.execute("SELECT decision, count(*) FROM urls GROUP BY decision"))
