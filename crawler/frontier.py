@@ -353,7 +353,12 @@ class Frontier:
                 self.depth_capped.discard_fp(fp)
                 stats.inc_value("sitemap/depth_reconsidered")
             else:
-                if referrer is not None and self.unlinked_seeds and self.unlinked_seeds.has_fp(fp):
+                if (
+                    found_by == FOUND_LINK
+                    and referrer is not None
+                    and self.unlinked_seeds
+                    and self.unlinked_seeds.has_fp(fp)
+                ):
                     self.unlinked_seeds.discard_fp(fp)
                     yield Linked(key, referrer)
                 # Another form of a known URL: keep it as an alias, once per form. A
