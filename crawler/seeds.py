@@ -77,8 +77,10 @@ def read_url_file(path: str | Path, start_url: str) -> list[str]:
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        url = urljoin(start_url, line) if line.startswith("/") and not line.startswith("//") else line
-        if normalize_url(url) is None or site_of(normalize_url(url) or "") is None:
+        path = line.startswith("/") and not line.startswith("//")
+        url = urljoin(start_url, line) if path else line
+        normal = normalize_url(url)
+        if normal is None or site_of(normal) is None:
             raise SeedError(f"--urls {path}, line {number}: not an http(s) URL: {line[:200]!r}")
         urls.append(url)
         if len(urls) > MAX_FILE_URLS:
@@ -149,7 +151,9 @@ class SitemapSeeds:
             logger.warning("sitemap %s is on another site: not read for seeds", url)
             return
         if depth > self.max_depth:
-            logger.warning("sitemap %s is more than %d index levels deep: not read", url, self.max_depth)
+            logger.warning(
+                "sitemap %s is more than %d index levels deep: not read", url, self.max_depth
+            )
             return
         yield Request(
             url,
@@ -189,7 +193,9 @@ class SitemapSeeds:
             return
         logger.info("sitemap %s: %d entries read as seeds", url, len(entries))
         for entry in entries:
-            yield from self.seed(urljoin(url, entry.loc.strip()), found_by=FOUND_SITEMAP, found_from=url)
+            yield from self.seed(
+                urljoin(url, entry.loc.strip()), found_by=FOUND_SITEMAP, found_from=url
+            )
 
     def failed(self, failure: Failure) -> None:
         request = failure.request  # type: ignore[attr-defined]  # set by Scrapy

@@ -81,8 +81,8 @@ LOG_FORMATTER = "crawler.logformatter.QuietLogFormatter"
 DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
     "crawler.middlewares.hostguard.HostGuardMiddleware": 50,
-    # A staging site's credentials, for it alone: before the cookie middleware.
-    "crawler.middlewares.access.SiteAccessMiddleware": 650,
+    # A staging site's credentials, for it alone: after the cookie middleware (700).
+    "crawler.middlewares.access.SiteAccessMiddleware": 740,
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "crawler.middlewares.robots.StrictRobotsTxtMiddleware": 100,
     "scrapy.downloadermiddlewares.cookies.CookiesMiddleware": None,

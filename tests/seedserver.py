@@ -106,7 +106,8 @@ class ScriptedSite:
         self.save()
         root = Path(__file__).resolve().parents[1]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.seedserver", "--site", str(self.file), "--log", str(self.log)],
+            [sys.executable, "-m", "tests.seedserver"]
+            + ["--site", str(self.file), "--log", str(self.log)],
             cwd=root,
             stdout=subprocess.PIPE,
             text=True,

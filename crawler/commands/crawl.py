@@ -315,7 +315,8 @@ def crawl_settings(args: argparse.Namespace) -> dict[str, Any]:
         from crawler.seeds import SeedError, read_url_file
 
         try:
-            read_url_file(args.urls, normalize_url(args.url) or args.url)  # checked here, read again
+            # Checked here (one line, exit status 2), read again by the frontier.
+            read_url_file(args.urls, normalize_url(args.url) or args.url)
         except SeedError as e:
             raise UsageError(str(e)) from None
         settings["SITEMAP_URL_FILE"] = str(Path(args.urls).absolute())

@@ -138,8 +138,9 @@ def header_option(text: str) -> str:
 
     try:
         parse_header(text)
-    except ValueError as e:  # the message names no value: it may be a secret
-        raise argparse.ArgumentTypeError(f"--header: {e}") from None
+    except ValueError as e:  # the message names no value: it may be a secret (argparse
+        # names the option)
+        raise argparse.ArgumentTypeError(str(e)) from None
     return text
 
 
@@ -149,7 +150,7 @@ def cookie_option(text: str) -> str:
     try:
         parse_cookie(text)
     except ValueError as e:
-        raise argparse.ArgumentTypeError(f"--cookie: {e}") from None
+        raise argparse.ArgumentTypeError(str(e)) from None
     return text
 
 
@@ -159,7 +160,7 @@ def auth_option(text: str) -> str:
     try:
         parse_auth(text)
     except ValueError as e:
-        raise argparse.ArgumentTypeError(f"--auth: {e}") from None
+        raise argparse.ArgumentTypeError(str(e)) from None
     return text
 
 

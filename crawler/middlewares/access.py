@@ -20,17 +20,16 @@ Scrapy's ``HttpAuthMiddleware`` does the same for basic auth with spider attribu
 (``http_user``, ``http_auth_domain``), not settings, and covers neither cookies nor
 headers; one middleware for the three keeps the rule in one place.
 
-The cookie goes where cookies go: with Scrapy's cookie middleware on
-(``COOKIES_ENABLED``), into the request's ``cookies``, so the cookie jar stores it
-for the crawled host (host-only) and sends it with the site's own cookies (a
-``Cookie`` header set by hand would keep the jar's cookies out); with cookies off,
-into the ``Cookie`` header, beside any that is there.
+The cookie is merged into the ``Cookie`` header after Scrapy's cookie middleware
+(700) has written the jar's cookies there, so it goes with the site's own cookies
+(a ``Cookie`` header set earlier is replaced by the jar's) and never into the jar: a
+cookie jar ignores ports (RFC 6265), and would send it to another server of the
+same host name (found by a test: a robots.txt redirect to another port).
 
-This middleware sits before the cookie middleware (700) in request order, after the
-default headers (400) and the user agent (500).
+This middleware sits after the cookie middleware (700) and before the proxy
+middleware (750) in request order.
 
-Settings: ``SITEMAP_AUTH``, ``SITEMAP_COOKIES``, ``SITEMAP_HEADERS``,
-``COOKIES_ENABLED``.
+Settings: ``SITEMAP_AUTH``, ``SITEMAP_COOKIES``, ``SITEMAP_HEADERS``.
 Stats: ``sitemap/access/stripped`` (requests to another host that carried one of
 them and lost it here).
 """
@@ -40,7 +39,7 @@ from __future__ import annotations
 import base64
 import logging
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from crawler.urls import site_of
 
@@ -107,25 +106,22 @@ class SiteAccessMiddleware:
         headers: list[tuple[str, str]],
         auth: tuple[str, str] | None,
         cookies: list[tuple[str, str]],
-        cookies_enabled: bool,
         stats: StatsCollector,
     ) -> None:
         self.site = site_of(start_url)
         self.headers = headers
         self.cookies = cookies
-        self.cookies_enabled = cookies_enabled
         self.stats = stats
         self.authorization = (
             b"Basic " + base64.b64encode(f"{auth[0]}:{auth[1]}".encode()) if auth else None
         )
-        # What another host must never get: our headers, and the two carriers of
-        # credentials when we have any.
+        # What another host must never get: our headers, and Authorization (the
+        # Cookie header loses only our cookies: the jar's for that host may stay).
         names = [name for name, _ in headers]
         if auth:
             names.append("Authorization")
-        if cookies:
-            names.append("Cookie")
         self.ours = [n.encode("latin-1") for n in names]
+        self.cookie_names = {n for n, _ in cookies}
         self._warned_plain = False
 
     @classmethod
@@ -146,7 +142,6 @@ class SiteAccessMiddleware:
             headers=headers,
             auth=parse_auth(auth) if auth else None,
             cookies=cookies,
-            cookies_enabled=s.getbool("COOKIES_ENABLED"),
             stats=crawler.stats,
         )
 
@@ -160,15 +155,26 @@ class SiteAccessMiddleware:
             if name in request.headers:
                 del request.headers[name]
                 stripped = True
+        present = request.headers.get(b"Cookie")
+        if self.cookie_names and present:
+            kept = self._others(request)
+            if len(kept) != len(present.decode("latin-1").split(";")):
+                stripped = True
+            if kept:
+                request.headers[b"Cookie"] = "; ".join(kept)
+            else:
+                del request.headers[b"Cookie"]
         if stripped:
             self.stats.inc_value("sitemap/access/stripped")
-        if self.cookies and request.cookies:
-            # A redirect copies the request's cookies (Scrapy's Request.replace).
-            names = {n for n, _ in self.cookies}
-            if isinstance(request.cookies, dict):
-                request.cookies = {k: v for k, v in request.cookies.items() if k not in names}
-            else:
-                request.cookies = [c for c in request.cookies if c.get("name") not in names]
+
+    def _others(self, request: Request) -> list[str]:
+        """The pairs of the request's Cookie header that are not ours."""
+        present = request.headers.get(b"Cookie") or b""
+        return [
+            c.strip()
+            for c in present.decode("latin-1").split(";")
+            if c.strip() and c.partition("=")[0].strip() not in self.cookie_names
+        ]
 
     def _add(self, request: Request) -> None:
         for name, value in self.headers:
@@ -180,24 +186,6 @@ class SiteAccessMiddleware:
                 logger.warning(
                     "basic auth is sent over plain http to %s (logged once)", request.url
                 )
-        if not self.cookies:
-            return
-        if self.cookies_enabled:
-            # Scrapy's cookie middleware puts them into the jar for this host.
-            if isinstance(request.cookies, dict):
-                request.cookies.update(self.cookies)
-            else:
-                extra: list[Any] = [{"name": n, "value": v} for n, v in self.cookies]
-                request.cookies = [*request.cookies, *extra]
-            return
-        mine = "; ".join(f"{n}={v}" for n, v in self.cookies)
-        present = request.headers.get(b"Cookie")
-        if present:
-            names = {n for n, _ in self.cookies}
-            kept = [
-                c.strip()
-                for c in present.decode("latin-1").split(";")
-                if c.strip() and c.partition("=")[0].strip() not in names
-            ]
-            mine = "; ".join([*kept, mine])
-        request.headers[b"Cookie"] = mine
+        if self.cookies:
+            mine = [f"{n}={v}" for n, v in self.cookies]
+            request.headers[b"Cookie"] = "; ".join([*self._others(request), *mine])
