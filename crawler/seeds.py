@@ -77,8 +77,8 @@ def read_url_file(path: str | Path, start_url: str) -> list[str]:
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        path = line.startswith("/") and not line.startswith("//")
-        url = urljoin(start_url, line) if path else line
+        on_site = line.startswith("/") and not line.startswith("//")
+        url = urljoin(start_url, line) if on_site else line
         normal = normalize_url(url)
         if normal is None or site_of(normal) is None:
             raise SeedError(f"--urls {path}, line {number}: not an http(s) URL: {line[:200]!r}")
