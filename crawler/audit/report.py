@@ -108,6 +108,7 @@ _BY_DECISION = {
     d.NON_PUBLIC: "off-host",
     d.OTHER_SCHEME: "off-host",
     d.ERROR: "error",
+    d.TOO_LARGE: "error",  # over the download size cap: not judged, reason says why
     d.INVALID: "invalid-loc",
 }
 
