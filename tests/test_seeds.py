@@ -412,3 +412,33 @@ async def test_session_variants_are_one_page(site: ScriptedSite, tmp_path: Path)
         site.url(p) for p in ("/", "/p", "/only-with-session", "/q?page=2")
     }
     assert not [d for d, _ in result.decisions().values() if d == "trap"]
+
+
+@pytest_twisted.ensureDeferred
+async def test_audit_of_a_seeded_crawl_still_finds_the_orphans(
+    site: ScriptedSite, tmp_path: Path
+) -> None:
+    """The crawl judged the sitemap's entries, but an entry no page links to is an
+    orphan all the same; one a page links to is not."""
+    site.page("/", "/linked")
+    site.page("/linked")
+    site.page("/orphan")
+    site.raw(
+        "/sitemap.xml",
+        urlset(site.url("/"), site.url("/linked"), site.url("/orphan")),
+        type="application/xml",
+    )
+    site.save()
+    result = await run_crawl(site.url("/"), tmp_path, SITEMAP_SEED_SITEMAPS=True)
+    assert result.listed() == {site.url(p) for p in ("/", "/linked", "/orphan")}
+    report = tmp_path / "audit"
+    done = cli("audit", site.url("/"), "--state", str(result.state), "--report", str(report))
+    assert done.returncode == 0, done.stderr[-2000:]
+    classes = {
+        u["url"]: u["class"] for u in json.loads((report / "audit.json").read_text())["urls"]
+    }
+    assert classes == {
+        site.url("/"): "indexable",
+        site.url("/linked"): "indexable",
+        site.url("/orphan"): "orphan",
+    }

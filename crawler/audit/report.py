@@ -114,8 +114,9 @@ _BY_DECISION = {
 
 
 def _seeded(row: dict[str, Any] | None) -> bool:
-    """Whether the crawl found this URL in a sitemap, not by a link or a start."""
-    return row is not None and row.get("found_by") == FOUND_SITEMAP
+    """Whether the crawl found this URL only in a sitemap (``--seed-sitemaps``): no
+    crawled page links to it (a seed a page links to has that page as referrer)."""
+    return row is not None and row.get("found_by") == FOUND_SITEMAP and not row["referrer"]
 
 
 def classify(decision: str, status: int | None) -> str:

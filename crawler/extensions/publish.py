@@ -8,9 +8,8 @@ decides whether to publish, streams the listed pages from the ledger in order in
 :class:`crawler.writer.SitemapSetWriter` (:class:`SitemapOutput`), and writes the
 run report (``report.json`` in the state directory, :func:`crawler.report.write_report`).
 
-A crawl stopped by a budget (``--max-time``: Scrapy's ``CLOSESPIDER_TIMEOUT``, or
-``CLOSESPIDER_PAGECOUNT`` and ``CLOSESPIDER_ITEMCOUNT``) finished its job as far as
-it could: Scrapy let the requests in flight finish and sent no other, so what was
+A crawl stopped by its time budget (``--max-time``: Scrapy's
+``CLOSESPIDER_TIMEOUT``) finished its job as far as it could: Scrapy let the requests in flight finish and sent no other, so what was
 judged is published, under the same refusals as any run; the URLs found but never
 fetched are ``cap-reached`` (issue #19: the close reason used to count as a
 failure, and a run with a time budget published nothing).
@@ -83,13 +82,11 @@ FEED_NAME = "changes.atom"
 GOOD = frozenset({"published", "crawled"})
 #: Close reasons of a crawl stopped by Ctrl-C or SIGTERM.
 INTERRUPTED = frozenset({"shutdown", "cancelled"})
-#: Close reasons of a crawl stopped by a budget (Scrapy's CloseSpider extension),
-#: which publishes what it judged, in words for the summary.
-BUDGETS = {
-    "closespider_timeout": "the time budget (--max-time) ran out",
-    "closespider_pagecount": "the page budget (CLOSESPIDER_PAGECOUNT) ran out",
-    "closespider_itemcount": "the item budget (CLOSESPIDER_ITEMCOUNT) ran out",
-}
+#: Close reasons of a crawl stopped by a budget (Scrapy's CloseSpider extension)
+#: that publishes what it judged, in words for the summary. Only time: the other
+#: CLOSESPIDER_* closes stay a crawl that did not finish (--max-pages is the page
+#: budget that publishes, with its URLs left cap-reached as it goes).
+BUDGETS = {"closespider_timeout": "the time budget (--max-time) ran out"}
 
 
 @dataclass(frozen=True, slots=True)
