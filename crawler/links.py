@@ -154,14 +154,23 @@ def parse_html(response: HtmlResponse) -> Any:
 
 def reopen_body(text: str) -> str:
     """*text* without its ``</body>`` and ``</html>`` end tags when anything but
-    white space follows one of them: a browser reads such content into the body
-    (an end tag of the document is a parse error it recovers from there), libxml2
-    drops it. A well-formed page (nothing after ``</html>``) is returned as it is."""
-    first = _DOCUMENT_END.search(text)
-    if first is None:
+    white space follows its first ``</html>``: a browser reads such content into the
+    body (an end tag of the document is a parse error it recovers from there),
+    libxml2 drops it (what comes between ``</body>`` and ``</html>`` it keeps). A
+    well-formed page is returned as it is.
+
+    One substring search finds ``</html`` (a second one ``</HTML`` when there is no
+    lower-case one; a mixed-case ``</Html>`` is not looked for): a case-insensitive
+    regex over the page cost about 5% of its parse, the search about 2%."""
+    first = text.find("</html")
+    if first < 0:
+        first = text.find("</HTML")
+        if first < 0:
+            return text
+    rest = text[first:]
+    if not _DOCUMENT_END.sub("", rest).strip():
         return text
-    rest = _DOCUMENT_END.sub("", text[first.end() :])
-    return text[: first.start()] + rest if rest.strip() else text
+    return _DOCUMENT_END.sub("", text)
 
 
 def page_facts(response: HtmlResponse, agents: Iterable[str], root: Any = None) -> PageFacts:

@@ -350,10 +350,39 @@ async def test_oversized_page_on_a_small_site_still_publishes(
             "<html><body>x</BODY >\n</html>\n<p><a href=/c>c</a></p>",
             "<html><body>x\n\n<p><a href=/c>c</a></p>",
         ),
+        # Between </body> and </html>: libxml2 reads it already.
+        ("<html><body>x</body><a href=/d>d</a></html>", None),
+        # Two documents in one (an include that closes the page again).
+        (
+            "<html><body>x</body></html><html><body><a href=/e>e</a></body></html>",
+            "<html><body>x<html><body><a href=/e>e</a>",
+        ),
+        (
+            "<HTML><BODY>x</BODY></HTML>\n<A HREF=/f>f</A>",
+            "<HTML><BODY>x\n<A HREF=/f>f</A>",
+        ),
     ],
 )
 def test_reopen_body(html: str, expected: str | None) -> None:
     assert reopen_body(html) == (html if expected is None else expected)
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        "<html><body><a href=/a>a</a></body></html><a href=/b>b</a>",
+        "<html><body><a href=/a>a</a></body><a href=/b>b</a></html>",
+        "<html><body><a href=/a>a</a></body></html><html><body><a href=/b>b</a></body></html>",
+    ],
+)
+def test_links_after_the_document_are_read(html: str) -> None:
+    from scrapy.http import HtmlResponse
+
+    from crawler.links import page_facts, parse_html
+
+    response = HtmlResponse("http://h/", body=html.encode(), encoding="utf-8")
+    facts = page_facts(response, ["sitemap-crawler"], parse_html(response))
+    assert facts.hrefs == ["/a", "/b"]
 
 
 # -- session identifiers in any spelling ---------------------------------------------------------
