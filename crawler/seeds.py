@@ -17,7 +17,8 @@ URLs given. They are read with the audit's parser (:mod:`crawler.audit.sitemaps`
 no DTD, no entity, a gzip bomb stopped at ``SITEMAP_AUDIT_MAX_BYTES``), fetched
 without robots.txt rules (the owner declared them, as search engines read them),
 only on the crawled site (another host's is never fetched), and an index's
-sitemaps are followed at most ``SITEMAP_AUDIT_MAX_DEPTH`` levels, each file once.
+sitemaps are followed at most ``SITEMAP_AUDIT_MAX_DEPTH`` levels, each file once;
+a file's first 50,000 entries are read (the protocol's limit), the rest counted.
 A sitemap that cannot be read costs nothing but its seeds.
 
 Settings: ``SITEMAP_SEED_SITEMAPS``, ``SITEMAP_SEED_SITEMAP_URLS``,
@@ -42,6 +43,7 @@ from scrapy import Request
 from crawler.audit.sitemaps.model import Entry, Kind
 from crawler.audit.sitemaps.parse import parse_sitemap
 from crawler.items import FOUND_SITEMAP
+from crawler.limits import MAX_URLS_PER_FILE
 from crawler.urls import normalize_url, site_of
 
 if TYPE_CHECKING:
@@ -181,7 +183,19 @@ class SitemapSeeds:
             self._failed(url, f"HTTP {response.status}", quiet=meta.get("sitemap_seed_quiet"))
             return
         entries: list[Entry] = []
-        parsed = parse_sitemap(response.body, max_bytes=self.max_bytes, on_entries=entries.extend)
+
+        def take(batch: list[Entry]) -> None:
+            # The protocol's 50,000 a file (an index's sitemaps as well), as the audit.
+            entries.extend(batch[: max(MAX_URLS_PER_FILE - len(entries), 0)])
+
+        parsed = parse_sitemap(response.body, max_bytes=self.max_bytes, on_entries=take)
+        if parsed.entry_count > len(entries):
+            logger.warning(
+                "sitemap %s lists %d entries: only the first %d read for seeds",
+                url,
+                parsed.entry_count,
+                len(entries),
+            )
         if parsed.kind == Kind.UNKNOWN:
             self._failed(url, "not a sitemap", quiet=meta.get("sitemap_seed_quiet"))
             return

@@ -105,36 +105,35 @@ async def test_credentials_reach_the_staging_site_only(
     check_nothing_kept(result.out, result.state, text=caplog.text)
 
 
-def test_from_the_command_line_and_the_environment(
-    sites: tuple[ScriptedSite, ScriptedSite], tmp_path: Path
+@pytest.mark.parametrize("where", ["environment", "config"])
+def test_from_the_command_line(
+    sites: tuple[ScriptedSite, ScriptedSite], tmp_path: Path, where: str
 ) -> None:
     """Cookies on (Scrapy's jar keeps the site's own cookie beside ours), the
-    password from SITEMAP_AUTH, Scrapy's log at DEBUG (its settings dump included)."""
+    password from SITEMAP_AUTH or the config file (and the header and cookie from
+    the command line or the config file), Scrapy's log at DEBUG (its settings dump
+    included)."""
     staging, other = sites
     out = tmp_path / "public"
+    env = {k: v for k, v in os.environ.items() if k != "SITEMAP_AUTH"}
+    if where == "environment":
+        env["SITEMAP_AUTH"] = f"{USER}:{PASSWORD}"
+        options = ["--header", f"X-Token: {TOKEN}", "--cookie", f"session={SESSION}"]
+    else:
+        config = tmp_path / "staging.toml"
+        config.write_text(
+            f'auth = "{USER}:{PASSWORD}"\nheader = ["X-Token: {TOKEN}"]\n'
+            f'cookie = ["session={SESSION}"]\n'
+        )
+        options = ["--config", str(config)]
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "crawler.cli",
-            "crawl",
-            staging.url("/"),
-            "--out",
-            str(out),
-            "--header",
-            f"X-Token: {TOKEN}",
-            "--cookie",
-            f"session={SESSION}",
-            "--log-level",
-            "DEBUG",
-            "-s",
-            "SITEMAP_PROGRESS_INTERVAL=0",
-        ],
+        [sys.executable, "-m", "crawler.cli", "crawl", staging.url("/"), "--out", str(out)]
+        + [*options, "--log-level", "DEBUG", "-s", "SITEMAP_PROGRESS_INTERVAL=0"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, "SITEMAP_AUTH": f"{USER}:{PASSWORD}"},
+        env=env,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Overridden settings" in done.stderr  # Scrapy's dump is there, without them
