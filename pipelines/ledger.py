@@ -6,7 +6,9 @@ wins (docs/ledger.md). The running ledger belongs to the run's state
 (:class:`crawler.extensions.runstate.RunState`), which opens it, continues it on
 ``--resume`` and files it when the run is over. First-seen times carry over from the
 previous run's ledger. ``Sitemap:`` lines of robots.txt (Scrapy's ``robots_parsed``
-signal) are kept in the ledger's ``meta`` table.
+signal) are kept in the ledger's ``meta`` table. A :class:`~crawler.items.Linked`
+item gives a URL first found in a sitemap the page that links to it after all (its
+``referrer``: it is no orphan).
 
 Stats: ``sitemap/decision/<decision>`` for every final decision as it is recorded
 (the publisher sets them from the ledger once the books are closed),
