@@ -36,6 +36,9 @@ CAP = "cap-reached"
 DUPLICATE = "duplicate"
 INVALID = "invalid-url"
 ERROR = "fetch-error"
+# Over the download size cap (DOWNLOAD_MAXSIZE, or once decompressed): the site
+# answered, so it is no failure of the site (issue #19: "too large is not down").
+TOO_LARGE = "too-large"
 
 FINAL_DECISIONS = (
     LISTED,
@@ -55,6 +58,7 @@ FINAL_DECISIONS = (
     DUPLICATE,
     INVALID,
     ERROR,
+    TOO_LARGE,
 )
 
 #: Decisions reached by fetching the URL (or by robots.txt and host rules): the audit
@@ -71,6 +75,7 @@ JUDGED = frozenset(
         DUPLICATE,
         INVALID,
         ERROR,
+        TOO_LARGE,
         ROBOTS,
         OFF_HOST,
         NON_PUBLIC,
@@ -86,6 +91,8 @@ REPLAYABLE = frozenset(
 #: The reason of a URL still queued when the crawl stopped (a cap, an interrupted run
 #: published with --force).
 UNFETCHED = "not fetched: the crawl stopped first"
+#: The same, when the time budget (--max-time) ran out.
+UNFETCHED_TIME = "not fetched: the time budget (--max-time) ran out"
 #: The start of the reason of a URL left out for depth; a shorter path found later
 #: lets such a URL in (the only final decision that a later one replaces).
 DEPTH_CAP = "max depth"
@@ -95,7 +102,7 @@ class Books(Protocol):
     """What :func:`close_books` reads and changes: the running ledger
     (:class:`crawler.ledger.Ledger`), which stores decisions and makes none."""
 
-    def redecide_queued(self, decision: str, reason: str) -> int: ...
+    def redecide_queued(self, decision: str, reason: str) -> int: ...  # how many
     def listed_by_content(self) -> Iterator[list[str]]: ...
     def redecide(self, changes: Iterable[tuple[str, str, str, str]]) -> None: ...
     def hops(self) -> dict[str, str]: ...
@@ -103,16 +110,19 @@ class Books(Protocol):
     def commit(self) -> None: ...
 
 
-def close_books(ledger: Books, *, dedupe_content: bool) -> None:
+def close_books(ledger: Books, *, dedupe_content: bool, unfetched: str = UNFETCHED) -> int:
     """Decide what only the whole crawl can tell, in the running ledger: every URL
-    still queued is ``cap-reached`` (:data:`UNFETCHED`); listed pages with
+    still queued is ``cap-reached`` (reason *unfetched*: :data:`UNFETCHED`, or
+    :data:`UNFETCHED_TIME`); listed pages with
     byte-identical bodies are one page (:func:`duplicates`); redirect and canonical
-    hops that lead to another hop are marked a chain or a loop (:func:`chains`)."""
-    ledger.redecide_queued(CAP, UNFETCHED)
+    hops that lead to another hop are marked a chain or a loop (:func:`chains`).
+    Returns how many URLs were left unfetched."""
+    left = ledger.redecide_queued(CAP, unfetched)
     if dedupe_content:
         ledger.redecide(duplicates(ledger.listed_by_content()))
     ledger.append_reasons(chains(ledger.hops()))
     ledger.commit()
+    return left
 
 
 def duplicates(groups: Iterable[list[str]]) -> list[tuple[str, str, str, str]]:

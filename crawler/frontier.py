@@ -1,12 +1,16 @@
 """The crawl frontier: where the crawl goes next, and why not elsewhere.
 
-Every URL the crawl discovers (the start URL, a page's links, a redirect, canonical
-or refresh target) comes here once. It is normalised once (:mod:`crawler.urls`),
+Every URL the crawl discovers (the start URLs, the lines of a ``--urls`` file, the
+entries of the site's sitemaps with ``--seed-sitemaps``, a page's links, a redirect,
+canonical or refresh target) comes here once, with how it was found (``found_by``,
+:data:`crawler.items.SEEDS`; issue #19). Seeds are judged like any URL: never
+trusted, only queued. It is normalised once (:mod:`crawler.urls`),
 keyed, and checked against the seen-set (:mod:`crawler.seen`): a URL already known
 under another form is recorded as an alias. A new URL is checked against the
 crawl's scope, in this order: same host and port (``off-host``, or ``non-public``
 for a private address found from a public site), the ``<loc>`` length
-(``too-long``), ``--include`` and ``--exclude`` (``excluded``), redirect hops,
+(``too-long``), ``--include`` and ``--exclude`` (``excluded``; the start URLs are
+exempt), redirect hops,
 traps (:mod:`crawler.traps`), depth and the page cap (``cap-reached``). Out of
 scope, it gets its final decision here; in scope, a ``queued`` record and a request
 (breadth-first: Scrapy's scheduler is FIFO with ``DEPTH_PRIORITY``), asked
@@ -24,13 +28,15 @@ What a fetched page leads to reaches the frontier through the page judge
 (:mod:`crawler.judge`), which calls :meth:`Frontier.link` for each of the page's
 links and :meth:`Frontier.target` for a redirect, canonical or refresh target.
 
-Settings: ``SITEMAP_MAX_PAGES``, ``SITEMAP_MAX_DEPTH``, ``SITEMAP_MAX_REDIRECTS``,
+Settings: ``SITEMAP_START_URLS``, ``SITEMAP_URL_FILE``,
+``SITEMAP_MAX_PAGES``, ``SITEMAP_MAX_DEPTH``, ``SITEMAP_MAX_REDIRECTS``,
 ``SITEMAP_INCLUDE``, ``SITEMAP_EXCLUDE``, ``SITEMAP_STRIP_PARAMS``,
 ``SITEMAP_STRIP_EXTRA``, ``SITEMAP_TRAP_*``.
 Meta keys of its requests: ``sitemap_url``, ``sitemap_depth``, ``sitemap_hops``,
 ``sitemap_referrer``, ``sitemap_conditional``, ``sitemap_reconsidered``.
 Stats: ``sitemap/discovered``, ``sitemap/ignored/scheme``,
-``sitemap/depth_reconsidered``.
+``sitemap/depth_reconsidered``, ``sitemap/seeds/<found_by>`` (seeds new to the
+crawl, by how they were found).
 """
 
 from __future__ import annotations
@@ -42,8 +48,18 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request, Spider, signals
 
 from crawler import decisions as d
-from crawler.items import Alias, UrlRecord
+from crawler.items import (
+    FOUND_LINK,
+    FOUND_SITEMAP,
+    FOUND_START,
+    FOUND_URL_FILE,
+    SEEDS,
+    Alias,
+    Linked,
+    UrlRecord,
+)
 from crawler.limits import MAX_LOC_LENGTH
+from crawler.seeds import read_url_file
 from crawler.seen import SeenKeys, fingerprint
 from crawler.traps import TrapDetector
 from crawler.urls import is_public_host, normalize_url, site_of, url_key
@@ -58,8 +74,9 @@ if TYPE_CHECKING:
     from crawler.previous import PreviousRun
     from crawler.publicurl import PublicUrls
 
-#: What discovering a URL yields: its record, an alias, its request.
-Discovered = UrlRecord | Alias | Request
+#: What discovering a URL yields: its record, an alias, its request, or that a
+#: sitemap's seed is linked after all.
+Discovered = UrlRecord | Alias | Request | Linked
 
 
 class PageRequest(Request):
@@ -95,6 +112,9 @@ def _method_name(spider: Spider | None, method: Any) -> Any:
 class Frontier:
     """The frontier of a crawl from *start_url* (see the module docstring).
 
+    *more_starts* are start URLs besides *start_url* and *url_file* ``(file, URLs)``
+    the seeds of a ``--urls`` file (each start URL is judged like a link, but for
+    ``--include``/``--exclude``; a start URL off the site is ``off-host`` like any);
     *callback* and *errback* are the spider's methods its requests go to; *public*
     maps crawled URLs to published ones (a ``<loc>`` too long once published is out
     of scope); *previous* is the previous run, for conditional requests; *include*
@@ -118,8 +138,12 @@ class Frontier:
         max_redirects: int,
         strip_params: bool,
         extra_strip: tuple[str, ...],
+        more_starts: Iterable[str] = (),
+        url_file: tuple[str, list[str]] | None = None,
     ) -> None:
         self.start_url = start_url
+        self.more_starts = list(more_starts)
+        self.url_file = url_file
         self.site = site_of(start_url)
         host = self.site[0] if self.site else ""
         self.start_is_public = is_public_host(host)
@@ -133,12 +157,23 @@ class Frontier:
         self.max_pages, self.max_depth = max_pages, max_depth
         self.max_redirects = max_redirects
         self.strip_params, self.extra_strip = strip_params, extra_strip
+        # The start URLs, normalised: exempt from --include and --exclude.
+        self.starts = {start_url} | {
+            u
+            for u in (
+                normalize_url(raw, strip_params=strip_params, extra_strip=extra_strip)
+                for raw in self.more_starts
+            )
+            if u is not None
+        }
         # Keys of every URL discovered so far: each URL gets one decision.
         self.seen = SeenKeys()
         # Other forms of known URLs, kept once each (fingerprints of the forms).
         self.alias_forms = SeenKeys()
         # URLs left out for depth: a shorter path found later lets them in.
         self.depth_capped = SeenKeys()
+        # URLs found in a sitemap and linked from no page yet (an orphan, so far).
+        self.unlinked_seeds = SeenKeys()
         self.scheduled = 0
         # Requests handed to the downloader and not answered yet: url -> (depth, hops,
         # referrer). Kept in the JOBDIR state so a resumed run asks them again.
@@ -156,6 +191,7 @@ class Frontier:
     ) -> Self:
         s = crawler.settings
         assert crawler.stats is not None
+        path = s.get("SITEMAP_URL_FILE")
         frontier = cls(
             start_url,
             callback=callback,
@@ -171,6 +207,8 @@ class Frontier:
             max_redirects=s.getint("SITEMAP_MAX_REDIRECTS"),
             strip_params=s.getbool("SITEMAP_STRIP_PARAMS"),
             extra_strip=tuple(s.getlist("SITEMAP_STRIP_EXTRA")),
+            more_starts=s.getlist("SITEMAP_START_URLS"),
+            url_file=(str(path), read_url_file(path, start_url)) if path else None,
         )
         crawler.signals.connect(
             frontier.reached_downloader, signal=signals.request_reached_downloader
@@ -180,19 +218,28 @@ class Frontier:
     # -- the start, and the state kept for --resume ------------------------------------
 
     def start(self, saved: dict[str, Any] | None = None) -> Iterator[Discovered]:
-        """The start URL's record and request; or, given the *saved* state of an
+        """The records and requests of the start URLs and the ``--urls`` file's
+        seeds; or, given the *saved* state of an
         interrupted run, the requests that were in the downloader when it stopped
         (Scrapy pops requests from the JOBDIR queue when it sends them, so those are
         in no queue any more)."""
         if saved and "seen" in saved:
             self.seen, self.alias_forms = saved["seen"], saved["alias_forms"]
             self.depth_capped = saved.get("depth_capped", SeenKeys())
+            self.unlinked_seeds = saved.get("unlinked_seeds", SeenKeys())
             self.scheduled, self.traps.variants = saved["scheduled"], saved["trap_variants"]
             self.stats.set_value("sitemap/resumed", True)
             for url, (depth, hops, referrer) in saved.get("inflight", {}).items():
                 yield self._request(url, url_key(url), depth, hops, referrer, dont_filter=True)
             return
-        yield from self.discover(self.start_url, depth=0, referrer=None, hops=0)
+        for url in (self.start_url, *self.more_starts):
+            yield from self.discover(url, depth=0, referrer=None, found_by=FOUND_START)
+        if self.url_file is not None:
+            path, urls = self.url_file
+            for url in urls:
+                yield from self.discover(
+                    url, depth=0, referrer=None, found_by=FOUND_URL_FILE, found_from=path
+                )
 
     def save(self, state: dict[str, Any]) -> None:
         """Put what a resumed run needs into the spider's *state* (Scrapy's
@@ -201,6 +248,7 @@ class Frontier:
             seen=self.seen,
             alias_forms=self.alias_forms,
             depth_capped=self.depth_capped,
+            unlinked_seeds=self.unlinked_seeds,
             scheduled=self.scheduled,
             trap_variants=self.traps.variants,
             inflight=self.inflight,
@@ -226,14 +274,23 @@ class Frontier:
         """A link of a fetched page, resolved (joined, normalised, keyed). Most links
         are known already: those cost a fingerprint lookup, and at most an alias."""
         if self.seen.has_fp(found.fp) and not self.depth_capped.has_fp(found.fp):
+            linked: tuple[Discovered, ...] = ()
+            if self.unlinked_seeds and self.unlinked_seeds.has_fp(found.fp):
+                self.unlinked_seeds.discard_fp(found.fp)
+                linked = (Linked(found.key, referrer),)
             form = found.raw
             if form != found.url and form not in self.alias_forms:
                 self.alias_forms.add(form)
-                return (Alias(alias=form, url=found.url),)
-            return ()
+                return (*linked, Alias(alias=form, url=found.url))
+            return linked
         return self.discover(
             found.raw, depth=depth, referrer=referrer, normal=found.url, key=found.key, fp=found.fp
         )
+
+    def seed(self, raw: str, *, found_by: str, found_from: str | None) -> Iterator[Discovered]:
+        """A seed found by no page (an entry of one of the site's sitemaps): judged
+        like any URL, at depth 0."""
+        return self.discover(raw, depth=0, referrer=None, found_by=found_by, found_from=found_from)
 
     def target(
         self,
@@ -244,10 +301,17 @@ class Frontier:
         hops: int = 0,
         encoding: str = "utf-8",
         normal: str | None = None,
+        found_by: str = FOUND_LINK,
     ) -> Iterable[Discovered]:
         """A redirect, canonical or refresh target (or a replayed link) of *referrer*."""
         return self.discover(
-            raw, depth=depth, referrer=referrer, hops=hops, encoding=encoding, normal=normal
+            raw,
+            depth=depth,
+            referrer=referrer,
+            hops=hops,
+            encoding=encoding,
+            normal=normal,
+            found_by=found_by,
         )
 
     def discover(
@@ -261,8 +325,11 @@ class Frontier:
         normal: str | None = None,
         key: str | None = None,
         fp: int | None = None,
+        found_by: str = FOUND_LINK,
+        found_from: str | None = None,
     ) -> Iterator[Discovered]:
-        """Decide what to do with a URL found on *referrer*: queue it (yielding a
+        """Decide what to do with a URL found on *referrer* (or as a seed: *found_by*,
+        *found_from*): queue it (yielding a
         ``queued`` record and its request) or record why not. *normal* is its
         normalised form when the caller has it already, and *key* and *fp* (given
         only with *normal*) that form's key and fingerprint (a resolved link has all
@@ -286,6 +353,14 @@ class Frontier:
                 self.depth_capped.discard_fp(fp)
                 stats.inc_value("sitemap/depth_reconsidered")
             else:
+                if (
+                    found_by == FOUND_LINK
+                    and referrer is not None
+                    and self.unlinked_seeds
+                    and self.unlinked_seeds.has_fp(fp)
+                ):
+                    self.unlinked_seeds.discard_fp(fp)
+                    yield Linked(key, referrer)
                 # Another form of a known URL: keep it as an alias, once per form. A
                 # fragment alone does not make another form (tables of contents
                 # would flood the ledger with them).
@@ -297,6 +372,10 @@ class Frontier:
         else:
             self.seen.add_fp(fp)
             stats.inc_value("sitemap/discovered")
+            if found_by in SEEDS:
+                stats.inc_value(f"sitemap/seeds/{found_by}")
+                if found_by == FOUND_SITEMAP:
+                    self.unlinked_seeds.add_fp(fp)
         record = UrlRecord(
             url=url,
             decision=d.QUEUED,
@@ -304,6 +383,8 @@ class Frontier:
             depth=depth,
             referrer=referrer,
             key=key,  # normalised and keyed here already: the pipeline need not again
+            found_by=found_by,
+            found_from=found_from,
         )
         reason = self._out_of_scope(url, depth, hops)
         if reason is not None:
@@ -328,7 +409,7 @@ class Frontier:
             return d.OFF_HOST, "another host"
         if len(url) > MAX_LOC_LENGTH or len(self.public.loc(url) or "") > MAX_LOC_LENGTH:
             return d.TOO_LONG, f"longer than {MAX_LOC_LENGTH} characters"
-        if url != self.start_url:
+        if url not in self.starts:
             if self.include and not any(p.search(url) for p in self.include):
                 return d.EXCLUDED, "matches no --include rule"
             for p in self.exclude:

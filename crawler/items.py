@@ -12,6 +12,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+# How a URL was first found (the ledger's ``found_by``, issue #19): one of the start
+# URLs, a line of the --urls file, an entry of one of the site's sitemaps
+# (--seed-sitemaps), or, for all the rest, a page: its link, its redirect, canonical
+# or refresh target. ``found_from`` names the seed's source (the sitemap, the file);
+# a page's is the ``referrer``.
+FOUND_START = "start"
+FOUND_URL_FILE = "url-file"
+FOUND_SITEMAP = "sitemap"
+FOUND_LINK = "link"
+FOUND_REDIRECT = "redirect"
+FOUND_CANONICAL = "canonical"
+FOUND_REFRESH = "refresh"
+#: The seeds: URLs found by no page.
+SEEDS = (FOUND_START, FOUND_URL_FILE, FOUND_SITEMAP)
+
 
 @dataclass(slots=True)
 class UrlRecord:
@@ -30,6 +45,10 @@ class UrlRecord:
     status: int | None = None
     depth: int | None = None
     referrer: str | None = None
+    # How it was first found (FOUND_*), and the seed's source (set by the frontier on
+    # the ``queued`` record; the ledger keeps them when the final decision comes).
+    found_by: str | None = None
+    found_from: str | None = None
     content_type: str | None = None
     last_modified: str | None = None
     date: str | None = None
@@ -83,6 +102,16 @@ class Alias:
 
 
 @dataclass(slots=True)
+class Linked:
+    """A URL first found in a sitemap (``found_by`` ``sitemap``) that a page links
+    to after all: its ``referrer`` is that page, so an orphan (no referrer) is told
+    from a linked page (issue #19; the audit reads it)."""
+
+    key: str
+    referrer: str
+
+
+@dataclass(slots=True)
 class PageRecords:
     """The records and aliases that one response led to (its own record, and those
     of the URLs it links to), in the order they were decided, as one item. Scrapy
@@ -90,4 +119,4 @@ class PageRecords:
     cost more than the recording (bench/README.md, "One item per response"). The
     pipelines treat each entry as they treat a lone item."""
 
-    records: list[UrlRecord | Alias]
+    records: list[UrlRecord | Alias | Linked]

@@ -20,8 +20,10 @@ crawl can tell). In order:
    otherwise): what is left is ``listed``;
 5. another content type is ``non-html``, unless ``SITEMAP_LISTED_TYPES`` lists it:
    then only headers can say noindex or canonical;
-6. a request that failed is ``robots-disallowed``, ``off-host`` or ``fetch-error``;
-   the start URL unreachable fails the run.
+6. a request that failed is ``robots-disallowed``, ``off-host``, ``too-large`` (its
+   body over ``DOWNLOAD_MAXSIZE``, as sent or once decompressed: the site answered,
+   so it is no failure) or ``fetch-error`` (a timeout, a refused or lost
+   connection); the start URL unreachable fails the run.
 
 Where a page leads (its links, a redirect, canonical or refresh target, a 304's
 stored links) goes to the judge's :class:`Leads`: the frontier in one process, a
@@ -31,7 +33,7 @@ nowhere for the audit, which judges listed pages without following them.
 Settings: ``SITEMAP_LISTED_TYPES``, ``SITEMAP_STRIP_PARAMS``,
 ``SITEMAP_STRIP_EXTRA``, ``USER_AGENT``, ``ROBOTSTXT_USER_AGENT``.
 Stats: ``sitemap/conditional/not_modified``, ``sitemap/ignored/scheme``,
-``sitemap/warnings/canonical``.
+``sitemap/warnings/canonical``, ``sitemap/too_large`` (pages over the size cap).
 """
 
 from __future__ import annotations
@@ -48,7 +50,13 @@ from scrapy.http import HtmlResponse, Response
 from crawler import decisions as d
 from crawler.agent import robots_agents
 from crawler.entry import check_loc
-from crawler.items import UrlRecord
+from crawler.items import (
+    FOUND_CANONICAL,
+    FOUND_LINK,
+    FOUND_REDIRECT,
+    FOUND_REFRESH,
+    UrlRecord,
+)
 from crawler.links import header_directives, link_header_canonicals
 from crawler.middlewares.hostguard import OffHostRequest
 from crawler.middlewares.robots import RobotsDisallowed
@@ -87,9 +95,11 @@ class Leads(Protocol):
         hops: int = 0,
         encoding: str = "utf-8",
         normal: str | None = None,
+        found_by: str = FOUND_LINK,
     ) -> Iterable[object]:
         """A redirect, canonical or refresh target of *referrer*, or a link a 304
-        replays (*normal* when known normalised already)."""
+        replays (*normal* when known normalised already); *found_by* says which
+        (:data:`crawler.items.FOUND_LINK` and its kin)."""
         ...
 
 
@@ -108,6 +118,7 @@ class NoLeads:
         hops: int = 0,
         encoding: str = "utf-8",
         normal: str | None = None,
+        found_by: str = FOUND_LINK,
     ) -> Iterable[object]:
         return ()
 
@@ -146,8 +157,10 @@ class PageJudge:
         not_modified: NotModified | None = None,
         image_hosts: Iterable[str] = (),
         allows: Callable[[str], bool] = lambda url: True,
+        maxsize: int = 0,
     ) -> None:
         self.start_url = start_url
+        self.maxsize = maxsize  # DOWNLOAD_MAXSIZE: a request's cap unless it has its own
         self.site = site_of(start_url)
         self.start_scheme = urlsplit(start_url).scheme
         self.stats = stats
@@ -194,6 +207,7 @@ class PageJudge:
             not_modified=not_modified,
             image_hosts=s.getlist("SITEMAP_IMAGE_HOSTS"),
             allows=_robots_allows(crawler),
+            maxsize=s.getint("DOWNLOAD_MAXSIZE"),
         )
 
     def is_html_page(self, response: Response) -> bool:
@@ -263,7 +277,9 @@ class PageJudge:
             interval, target = facts.refresh
             if interval <= 0:
                 # An instant refresh is a redirect to search engines.
-                yield from self._redirect(rec, target, "meta refresh", response)
+                yield from self._redirect(
+                    rec, target, "meta refresh", response, found_by=FOUND_REFRESH
+                )
                 return
         depth, links, leads = _depth(rec) + 1, rec.links, self.leads
         # analysis.links has each link once; forms of one target (with tracking
@@ -285,7 +301,9 @@ class PageJudge:
                 self.stats.inc_value("sitemap/ignored/scheme")
             else:
                 links.append(normal)
-                yield from leads.target(target, depth=depth, referrer=rec.url, normal=normal)
+                yield from leads.target(
+                    target, depth=depth, referrer=rec.url, normal=normal, found_by=FOUND_REFRESH
+                )
         yield from self._judge(rec, response, facts.robots.noindex, facts.canonicals, analysis)
 
     def _judge(
@@ -305,7 +323,9 @@ class PageJudge:
             where = "" if site_of(canonical) == self.site else " (another host)"
             rec.reason = f"canonical -> {rec.target}{where}"
             # The canonical target is judged on its own (only if it is ours).
-            yield from self.leads.target(canonical, depth=_depth(rec), referrer=rec.url)
+            yield from self.leads.target(
+                canonical, depth=_depth(rec), referrer=rec.url, found_by=FOUND_CANONICAL
+            )
         elif urlsplit(rec.url).scheme != self.start_scheme:
             rec.decision = d.OTHER_SCHEME
             rec.reason = (
@@ -382,7 +402,12 @@ class PageJudge:
         return next(iter(distinct.values()), None)
 
     def _redirect(
-        self, rec: UrlRecord, target: str, how: str, response: Response
+        self,
+        rec: UrlRecord,
+        target: str,
+        how: str,
+        response: Response,
+        found_by: str = FOUND_REDIRECT,
     ) -> Iterator[object]:
         hops = response.meta.get("sitemap_hops", 0) + 1
         normal = self._normalize(target)
@@ -390,7 +415,9 @@ class PageJudge:
         rec.target = normal or target
         rec.reason = f"{how} -> {rec.target}"
         yield rec
-        yield from self.leads.target(target, depth=_depth(rec), referrer=rec.url, hops=hops)
+        yield from self.leads.target(
+            target, depth=_depth(rec), referrer=rec.url, hops=hops, found_by=found_by
+        )
 
     def _normalize(self, url: str, encoding: str = "utf-8") -> str | None:
         return normalize_url(
@@ -435,7 +462,10 @@ class PageJudge:
             yield from leads.target(link, depth=depth + 1, referrer=rec.url, normal=link)
         if prev["target"] and prev["decision"] in (d.CANONICAL, d.REDIRECT):
             yield from leads.target(
-                self.public.to_crawl(prev["target"]), depth=depth, referrer=rec.url
+                self.public.to_crawl(prev["target"]),
+                depth=depth,
+                referrer=rec.url,
+                found_by=FOUND_REDIRECT if prev["decision"] == d.REDIRECT else FOUND_CANONICAL,
             )
         yield rec
 
@@ -458,12 +488,37 @@ class PageJudge:
             rec.decision, rec.reason = d.ROBOTS, str(failure.value)
         elif isinstance(failure.value, OffHostRequest):
             rec.decision, rec.reason = d.OFF_HOST, "another host"
+        elif (cap := _over_size_cap(failure, request, self.maxsize)) is not None:
+            rec.decision, rec.reason = d.TOO_LARGE, cap
+            self.stats.inc_value("sitemap/too_large")
         else:
             kind = failure.type.__name__ if failure.type is not None else "Error"
             rec.reason = f"{kind}: {failure.getErrorMessage()}"[:500]
         if rec.url == self.start_url and rec.decision == d.ERROR:
             self.fail(f"start URL unreachable: {rec.url} ({rec.reason})")
         return rec
+
+
+# Scrapy's words when a body is over DOWNLOAD_MAXSIZE: as announced or as received
+# (scrapy.utils._download_handlers.get_maxsize_msg), or once decompressed
+# (HttpCompressionMiddleware's IgnoreRequest).
+_SIZE_CAP_WORDS = ("larger than download max size", "exceeded DOWNLOAD_MAXSIZE")
+
+
+def _over_size_cap(failure: Failure, request: Request, maxsize: int) -> str | None:
+    """The reason of a download cut for its size, or None for another failure.
+    Scrapy cancels a body that grows past the cap while it streams with no message
+    of its own; it said so in a warning, and the request had a cap: a cancelled
+    download of a request with a cap is read as that."""
+    message = failure.getErrorMessage()
+    cap = request.meta.get("download_maxsize", maxsize)
+    words = f"over the download size cap (DOWNLOAD_MAXSIZE, {cap} bytes)"
+    if any(w in message for w in _SIZE_CAP_WORDS):
+        return words
+    name = failure.type.__name__ if failure.type is not None else ""
+    if cap and name in ("CancelledError", "DownloadCancelledError") and not message.strip():
+        return words
+    return None
 
 
 def _robots_allows(crawler: Crawler) -> Callable[[str], bool]:

@@ -33,7 +33,7 @@ from crawler.decisions import (
     target_key,
 )
 from crawler.entry import ChangeFreq, EntryRows
-from crawler.items import UrlRecord
+from crawler.items import FOUND_SITEMAP, UrlRecord
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS urls (
@@ -71,6 +71,8 @@ CREATE TABLE IF NOT EXISTS urls (
     section TEXT,
     changefreq TEXT,
     priority TEXT,
+    found_by TEXT,
+    found_from TEXT,
     updated REAL NOT NULL
 ) WITHOUT ROWID;
 -- The listed pages in publishing order (listed_entries, and the comparisons with
@@ -134,8 +136,15 @@ COLUMNS = (
     "section",
     "changefreq",
     "priority",
+    "found_by",
+    "found_from",
     "updated",
 )
+
+#: Set when a URL is first found (its ``queued`` record, or a decision the frontier
+#: makes at once); a final decision made later keeps them (and a referrer a seed
+#: got when a page linked to it: Ledger.linked).
+_KEPT = ("found_by", "found_from", "referrer")
 
 _INSERT = f"INSERT INTO urls ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
 # A final decision replaces a ``queued`` placeholder, never another final decision
@@ -144,7 +153,11 @@ _INSERT = f"INSERT INTO urls ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len
 _RECORD = (
     _INSERT
     + " ON CONFLICT (key) DO UPDATE SET "
-    + ", ".join(f"{c} = excluded.{c}" for c in COLUMNS if c != "key")
+    + ", ".join(
+        f"{c} = coalesce(excluded.{c}, urls.{c})" if c in _KEPT else f"{c} = excluded.{c}"
+        for c in COLUMNS
+        if c != "key"
+    )
     + f" WHERE urls.decision = '{QUEUED}'"
     + f" OR (urls.decision = '{CAP}' AND urls.reason LIKE '{DEPTH_CAP}%')"
 )
@@ -245,6 +258,8 @@ class Ledger:
             rec.section,
             rec.changefreq,
             rec.priority,
+            rec.found_by,
+            rec.found_from,
             time.time(),
         )
         cur = self._db.execute(_QUEUE if rec.decision == QUEUED else _RECORD, row)
@@ -256,6 +271,15 @@ class Ledger:
             self.add_alias(rec.url, rec.key)
         self._tick()
         return written
+
+    def linked(self, key: str, referrer: str) -> None:
+        """A URL found in a sitemap is linked from *referrer* too: its first linking
+        page, kept in ``referrer`` (a seed's is NULL until then)."""
+        self._db.execute(
+            "UPDATE urls SET referrer = ? WHERE key = ? AND referrer IS NULL",
+            (referrer, key),
+        )
+        self._tick()
 
     def add_alias(self, alias: str, key: str) -> None:
         self._db.execute(
@@ -436,6 +460,14 @@ class Ledger:
             "SELECT url, problems FROM urls WHERE problems IS NOT NULL ORDER BY url"
         ):
             yield url, json.loads(problems)
+
+    def listed_unlinked(self) -> int:
+        """Listed pages found in a sitemap that no crawled page links to (orphans)."""
+        row = self._db.execute(
+            "SELECT count(*) FROM urls WHERE decision = ? AND found_by = ? AND referrer IS NULL",
+            (LISTED, FOUND_SITEMAP),
+        ).fetchone()
+        return int(row[0])
 
     def counts(self) -> dict[str, int]:
         return dict(self._db.execute("SELECT decision, count(*) FROM urls GROUP BY decision"))

@@ -16,7 +16,11 @@ lines for a terminal or a cron mail; ``report.json`` (schema
 robots.txt, and the group that applied: the token, ``*`` or ``none``), ``rich``
 (``{alternates, images, videos, news, problems}``: what the rich entries hold,
 issue #14) and ``rich_problems`` (``{url, problems}``: the hreflang alternates and
-videos left out of a page's entry, and why).
+videos left out of a page's entry, and why), ``budget`` (``{stopped, unfetched}``:
+which budget stopped the crawl, ``--max-time`` say, and how many URLs it left found
+but not fetched; null when none did), ``seeds`` (``{start, url_file, sitemap,
+sitemaps_read, listed_unlinked}``: the URLs each kind of seed brought, the sitemaps
+read for seeds, and the listed pages that only a sitemap led to: orphans).
 
 ``added``, ``removed`` and ``lastmod_changes`` say what the run changed: they are
 null for a run that neither published nor finished its crawl (interrupted,
@@ -52,6 +56,19 @@ def section_counts(stats: dict[str, Any]) -> dict[str, int]:
         k[len(SECTION_PREFIX) :]: int(v)
         for k, v in sorted(stats.items())
         if k.startswith(SECTION_PREFIX)
+    }
+
+
+def seed_counts(stats: dict[str, Any]) -> dict[str, int]:
+    """What the seeds brought (issue #19): URLs new to the crawl from the start URLs,
+    the --urls file and the sitemaps, the sitemaps read, and the listed pages that
+    only a sitemap led to."""
+    return {
+        "start": stats.get("sitemap/seeds/start", 0),
+        "url_file": stats.get("sitemap/seeds/url-file", 0),
+        "sitemap": stats.get("sitemap/seeds/sitemap", 0),
+        "sitemaps_read": stats.get("sitemap/seeds/sitemaps_read", 0),
+        "listed_unlinked": stats.get("sitemap/seeds/listed_unlinked", 0),
     }
 
 
@@ -110,6 +127,12 @@ def write_report(
             name: stats.get(f"sitemap/rich/{name}", 0)
             for name in ("alternates", "images", "videos", "news", "problems")
         },
+        "budget": (
+            {"stopped": stats["sitemap/budget"], "unfetched": stats.get("sitemap/budget/unfetched")}
+            if stats.get("sitemap/budget")
+            else None
+        ),
+        "seeds": seed_counts(stats),
         "rich_problems": (
             {"url": url, "problems": problems} for url, problems in ledger.rich_problems()
         ),
@@ -186,9 +209,30 @@ def format_summary(stats: dict[str, Any]) -> str:
         if problems := stats.get("sitemap/rich/problems", 0):
             line += f"; {problems} left out (rich_problems in report.json)"
         lines.append(line)
+    seeds = seed_counts(stats)
+    if seeds["start"] > 1 or seeds["url_file"] or seeds["sitemaps_read"] or seeds["sitemap"]:
+        line = f"seeds: {seeds['start']} start URLs"
+        if seeds["url_file"]:
+            line += f", {seeds['url_file']} from --urls"
+        if seeds["sitemaps_read"] or seeds["sitemap"]:
+            line += (
+                f", {seeds['sitemap']} from {seeds['sitemaps_read']} sitemaps"
+                f" ({seeds['listed_unlinked']} listed that no link leads to)"
+            )
+        lines.append(line)
+    if too_large := stats.get("sitemap/too_large"):
+        lines.append(
+            f"too large: {too_large} pages over the download size cap (DOWNLOAD_MAXSIZE);"
+            " not failures"
+        )
     seconds = duration(stats)
     if seconds is not None:
         lines.append(f"duration: {seconds:.1f} s")
+    if budget := stats.get("sitemap/budget"):
+        lines.append(
+            f"stopped early: {budget}; {stats.get('sitemap/budget/unfetched', 0)} URLs found"
+            " but not fetched (cap-reached)"
+        )
     sections = {
         k[len(SECTION_PREFIX) :]: v for k, v in stats.items() if k.startswith(SECTION_PREFIX)
     }

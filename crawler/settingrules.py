@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from crawler.entry import ChangeFreq
 from crawler.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
+from crawler.middlewares.access import parse_auth, parse_cookie, parse_header
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -229,6 +230,27 @@ def _log_level(settings: BaseSettings, name: str) -> None:
 
 _PATH = _optional(_path)
 
+
+def _credentials(settings: BaseSettings, name: str) -> None:
+    _text(settings, name)
+    parse_auth(str(settings.get(name)))
+
+
+def _each(parse: Callable[[str], object]) -> Rule:
+    """A list whose every item *parse* accepts (its ValueError says what is wrong,
+    without the value: these are credentials)."""
+
+    def rule(settings: BaseSettings, name: str) -> None:
+        _texts(settings, name)
+        for item in settings.getlist(name):
+            parse(str(item))
+
+    return rule
+
+
+#: Settings that hold credentials: an error names them, never their value.
+SECRET = frozenset({"SITEMAP_AUTH", "SITEMAP_COOKIES", "SITEMAP_HEADERS"})
+
 #: The rule of each setting the crawl defines or relies on.
 RULES: dict[str, Rule] = {
     # sitemap-crawler's own (settings/__init__.py documents each).
@@ -238,9 +260,11 @@ RULES: dict[str, Rule] = {
     "SITEMAP_AUDIT_MAX_DEPTH": _number(int, 0),
     "SITEMAP_AUDIT_SITEMAPS": _texts,
     "SITEMAP_AUDIT_STORE": _PATH,
+    "SITEMAP_AUTH": _optional(_credentials),
     "SITEMAP_BASE_URL": _optional(_text),
     "SITEMAP_CHANGEFREQ": _optional(_changefreq),
     "SITEMAP_CHANGEFREQ_RULES": _changefreq_rules,
+    "SITEMAP_COOKIES": _each(parse_cookie),
     "SITEMAP_DEDUPE_CONTENT": _bool,
     "SITEMAP_EXCLUDE": _regexes,
     "SITEMAP_FEED": _bool,
@@ -249,6 +273,7 @@ RULES: dict[str, Rule] = {
     "SITEMAP_FORCE": _bool,
     "SITEMAP_FORMAT": _choice("xml", "txt"),
     "SITEMAP_GZIP": _bool,
+    "SITEMAP_HEADERS": _each(parse_header),
     "SITEMAP_HREFLANG": _bool,
     "SITEMAP_IMAGE_HOSTS": _texts,
     "SITEMAP_IMAGES": _bool,
@@ -288,12 +313,16 @@ RULES: dict[str, Rule] = {
     "SITEMAP_ROBOTS_MAX_AGE": _number(float, 0),
     "SITEMAP_ROBOTS_MAX_BYTES": _number(int, 1),
     "SITEMAP_SECTIONS": _sections,
+    "SITEMAP_SEED_SITEMAPS": _bool,
+    "SITEMAP_SEED_SITEMAP_URLS": _texts,
+    "SITEMAP_START_URLS": _texts,
     "SITEMAP_STATE_DIR": _PATH,
     "SITEMAP_STRIP_EXTRA": _texts,
     "SITEMAP_STRIP_PARAMS": _bool,
     "SITEMAP_TRAP_MAX_QUERY_VARIANTS": _number(int, 1),
     "SITEMAP_TRAP_MAX_REPEATS": _number(int, 1),
     "SITEMAP_TRAP_MAX_SEGMENTS": _number(int, 1),
+    "SITEMAP_URL_FILE": _PATH,
     "SITEMAP_VIDEOS": _bool,
     "SITEMAP_VOLATILE_SELECTORS": _selectors,
     # Scrapy's, which the crawl relies on.
@@ -347,4 +376,5 @@ def check_settings(settings: BaseSettings, given: Mapping[str, Any] | Iterable[s
         try:
             rule(settings, name)
         except ValueError as e:
-            raise SettingError(f"setting {name} = {settings.get(name)!r}: {e}") from None
+            shown = "(hidden)" if name in SECRET else repr(settings.get(name))
+            raise SettingError(f"setting {name} = {shown}: {e}") from None

@@ -9,7 +9,11 @@ the reason recorded in the ledger, when:
 * one path has already been seen with ``max_query_variants`` distinct query strings
   (calendars, faceted search, sort orders);
 * the URL carries a session identifier that normalisation did not strip (an
-  ASP.NET ``/(S(...))/`` path, or a session-like query parameter).
+  ASP.NET ``/(S(...))/`` path, or a session parameter in any spelling,
+  :func:`crawler.urls.is_session_param`, when ``SITEMAP_STRIP_PARAMS`` is off).
+  With stripping on (the default), ``?sessionid=...`` and its kin never get here:
+  they are removed, and the URL is the page without them (issue #19: a
+  ``?sessionid=`` link made a trap of a page linked no other way).
 
 Settings: ``SITEMAP_TRAP_MAX_REPEATS``, ``SITEMAP_TRAP_MAX_SEGMENTS``,
 ``SITEMAP_TRAP_MAX_QUERY_VARIANTS``.
@@ -22,26 +26,12 @@ from collections import Counter
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlsplit
 
+from crawler.urls import is_session_param
+
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
 _SESSION_PATH = re.compile(r"/\((?:[A-Z]\([^)]*\))+\)/", re.I)
-_SESSION_PARAMS = frozenset(
-    {
-        "sessionid",
-        "session_id",
-        "sessid",
-        "sid",
-        "jsessionid",
-        "phpsessid",
-        "aspsessionid",
-        "cfid",
-        "cftoken",
-        "zenid",
-        "oscsid",
-        "s",
-    }
-)
 
 
 class TrapDetector:
@@ -74,7 +64,7 @@ class TrapDetector:
             return "session identifier in path"
         if parts.query:
             for name, _ in parse_qsl(parts.query, keep_blank_values=True):
-                if name.lower() in _SESSION_PARAMS and name.lower() != "s":
+                if is_session_param(name):
                     return f"session identifier in query ({name})"
             path = parts.path
             if self.variants[path] >= self.max_query_variants:

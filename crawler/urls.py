@@ -51,16 +51,19 @@ parsed or must not be crawled:
     standard's rule), and a page encoding that is unknown or not
     ASCII-compatible (UTF-16, UTF-32, EBCDIC) falls back to UTF-8 (browsers do
     this for UTF-16).
-8.  With ``strip_params`` (the default), ``;jsessionid=...`` matrix
-    parameters on the last path segment are removed (case-insensitively).
+8.  With ``strip_params`` (the default), session-identifier matrix parameters
+    (``;jsessionid=...``, any spelling :func:`is_session_param` knows) on the last
+    path segment are removed (case-insensitively).
 9.  Dot segments are removed (RFC 3986 section 5.2.4, ``..`` above the root
     stays at the root); duplicate slashes are kept, since servers may route
     ``//a`` and ``/a`` differently. An empty path becomes ``/``.
 10. The fragment is dropped: it never reaches the server.
 11. The query keeps its order and its blank values (``?a=&b``). With
     ``strip_params``, every parameter whose name, compared case-insensitively,
-    is in :data:`TRACKING_PARAMS`, starts with ``utm_`` or is in
-    ``extra_strip`` is removed (``strip_params=False`` removes nothing, not
+    is in :data:`TRACKING_PARAMS`, starts with ``utm_``, is a session identifier
+    in any spelling (:func:`is_session_param`: ``ASPSESSIONIDQQGGQGPG``,
+    ``sessionid``, ``session_id``, ``sessid``, ...) or is in ``extra_strip`` is
+    removed (``strip_params=False`` removes nothing, not
     even ``extra_strip``). If the query ends up empty, or was empty to begin
     with (``http://example.com/?``), the ``?`` goes too.
 
@@ -94,7 +97,15 @@ except ImportError:  # pragma: no cover - Scrapy needs tldextract, which needs i
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["TRACKING_PARAMS", "host_port", "is_http_url", "normalize_url", "url_key"]
+__all__ = [
+    "SESSION_PARAMS",
+    "TRACKING_PARAMS",
+    "host_port",
+    "is_http_url",
+    "is_session_param",
+    "normalize_url",
+    "url_key",
+]
 
 TRACKING_PARAMS: Final[frozenset[str]] = frozenset(
     {"gclid", "fbclid", "jsessionid", "phpsessid", "sid"}
@@ -102,11 +113,41 @@ TRACKING_PARAMS: Final[frozenset[str]] = frozenset(
 """Query parameters removed by default (lowercase; matched case-insensitively).
 
 Names starting with ``utm_`` are removed as well, by prefix, so they are not
-listed here.
+listed here; so are session identifiers in any spelling (:func:`is_session_param`).
 """
 
+SESSION_PARAMS: Final[frozenset[str]] = frozenset(
+    {
+        "sid",
+        "sessid",
+        "sessionid",
+        "jsessionid",
+        "phpsessid",
+        "cfid",  # ColdFusion's session pair
+        "cftoken",
+        "zenid",  # Zen Cart
+        "oscsid",  # osCommerce
+    }
+)
+"""Session-identifier parameter names, lowercase, with ``_`` and ``-`` taken out
+(``session_id``, ``Session-ID`` and ``SESSIONID`` are one spelling); ASP's
+``ASPSESSIONID`` is matched as a prefix (IIS appends letters of its own:
+``ASPSESSIONIDQQGGQGPG``). Issue #19: a session identifier names the visitor, never
+the page, so two URLs that differ in one are one page."""
+
+_ASP_SESSION_PREFIX: Final = "aspsessionid"
+_SESSION_SPELLING: Final = str.maketrans("", "", "_-")
+
+
+def is_session_param(name: str) -> bool:
+    """Whether the query or matrix parameter *name* is a session identifier, in any
+    spelling (see :data:`SESSION_PARAMS`); *name* as it appears in a URL (an encoded
+    name is not decoded)."""
+    folded = name.lower().translate(_SESSION_SPELLING)
+    return folded in SESSION_PARAMS or folded.startswith(_ASP_SESSION_PREFIX)
+
+
 _TRACKING_PREFIX: Final = "utm_"
-_PATH_SESSION_PARAM: Final = "jsessionid"
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 
 # RFC 3986 section 2.3 and 2.2.
@@ -372,12 +413,13 @@ def _normalise_component(text: str, pattern: re.Pattern[str], encoding: str) -> 
 
 
 def _strip_path_session(path: str) -> str:
-    """Remove ``;jsessionid=...`` matrix parameters from the last path segment."""
+    """Remove ``;jsessionid=...`` (any session spelling) matrix parameters from the
+    last path segment."""
     head, slash, last = path.rpartition("/")
     if ";" not in last:
         return path
     segment, *params = last.split(";")
-    kept = [p for p in params if p.partition("=")[0].lower() != _PATH_SESSION_PARAM]
+    kept = [p for p in params if not is_session_param(p.partition("=")[0])]
     return head + slash + ";".join([segment, *kept])
 
 
@@ -394,7 +436,12 @@ def _strip_query(query: str, extra_strip: Iterable[str], encoding: str) -> str:
 
     def removed(pair: str) -> bool:
         name = pair.partition("=")[0].lower()
-        return name in TRACKING_PARAMS or name.startswith(_TRACKING_PREFIX) or name in extra
+        return (
+            name in TRACKING_PARAMS
+            or name.startswith(_TRACKING_PREFIX)
+            or is_session_param(name)
+            or name in extra
+        )
 
     return "&".join(pair for pair in query.split("&") if not removed(pair))
 

@@ -6,7 +6,9 @@ wins (docs/ledger.md). The running ledger belongs to the run's state
 (:class:`crawler.extensions.runstate.RunState`), which opens it, continues it on
 ``--resume`` and files it when the run is over. First-seen times carry over from the
 previous run's ledger. ``Sitemap:`` lines of robots.txt (Scrapy's ``robots_parsed``
-signal) are kept in the ledger's ``meta`` table.
+signal) are kept in the ledger's ``meta`` table. A :class:`~crawler.items.Linked`
+item gives a URL first found in a sitemap the page that links to it after all (its
+``referrer``: it is no orphan).
 
 Stats: ``sitemap/decision/<decision>`` for every final decision as it is recorded
 (the publisher sets them from the ledger once the books are closed),
@@ -22,7 +24,7 @@ from scrapy import signals
 
 from crawler.decisions import QUEUED
 from crawler.extensions.runstate import RunState
-from crawler.items import Alias, UrlRecord
+from crawler.items import Alias, Linked, UrlRecord
 from pipelines.records import RecordPipeline
 
 if TYPE_CHECKING:
@@ -74,6 +76,9 @@ class LedgerPipeline(RecordPipeline):
             assert item.key is not None
             self.ledger.add_alias(item.alias, item.key)
             self.stats.inc_value("sitemap/aliases")
+            return item
+        if isinstance(item, Linked):
+            self.ledger.linked(item.key, item.referrer)
             return item
         if not isinstance(item, UrlRecord):
             return item

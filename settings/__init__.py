@@ -81,6 +81,8 @@ LOG_FORMATTER = "crawler.logformatter.QuietLogFormatter"
 DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
     "crawler.middlewares.hostguard.HostGuardMiddleware": 50,
+    # A staging site's credentials, for it alone: after the cookie middleware (700).
+    "crawler.middlewares.access.SiteAccessMiddleware": 740,
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "crawler.middlewares.robots.StrictRobotsTxtMiddleware": 100,
     "scrapy.downloadermiddlewares.cookies.CookiesMiddleware": None,
@@ -137,6 +139,9 @@ SITEMAP_AUDIT_MAX_DEPTH = 3
 SITEMAP_AUDIT_SITEMAPS: list[str] = []
 # ... and where the audit keeps what the sitemaps say.
 SITEMAP_AUDIT_STORE = None
+# HTTP basic auth for the crawled site, "USER:PASSWORD" (--auth, or the SITEMAP_AUTH
+# environment variable): sent to that site only, never logged (crawler/middlewares/access.py).
+SITEMAP_AUTH = None
 # Public address of the crawled site: published <loc>s are rewritten from the start
 # URL's directory to this prefix (None: publish the crawled addresses).
 SITEMAP_BASE_URL = None
@@ -147,6 +152,8 @@ SITEMAP_FORCE = False
 SITEMAP_CHANGEFREQ_RULES: list[str] = []
 # Published <changefreq> for every URL (always ... never); None omits it.
 SITEMAP_CHANGEFREQ = None
+# Cookies for the crawled site, "NAME=VALUE" (--cookie): sent to that site only.
+SITEMAP_COOKIES: list[str] = []
 # changes.atom, the delta feed of the URLs changed in the last SITEMAP_FEED_DAYS days,
 # published beside the index (crawler/feed.py; off: --no-feed) ...
 SITEMAP_FEED = True
@@ -170,6 +177,8 @@ SITEMAP_INCLUDE: list[str] = []
 SITEMAP_INCREMENTAL = True
 # hreflang alternates (<xhtml:link>) of listed pages, read from the pages and
 # verified as Google reads them (crawler/hreflang.py); off: --no-hreflang.
+# Headers for the crawled site, "Name: value" (--header): sent to that site only.
+SITEMAP_HEADERS: list[str] = []
 SITEMAP_HREFLANG = True
 # Hosts (CDNs) whose images are written; other hosts' images are left out.
 SITEMAP_IMAGE_HOSTS: list[str] = []
@@ -253,9 +262,17 @@ SITEMAP_ROBOTS_MAX_BYTES = 500 * 1024
 # Sections, "NAME=REGEX": the first whose regex matches a listed page's published
 # address decides its section, with files of its own (sitemap-NAME-00001-<hash>...).
 SITEMAP_SECTIONS: list[str] = []
+# Read the site's sitemaps (robots.txt Sitemap: lines, /sitemap.xml and the usual
+# places) for seeds: their URLs are crawled and judged like links (crawler/seeds.py) ...
+SITEMAP_SEED_SITEMAPS = False
+# ... and these sitemap URLs too (--sitemap; read even without SITEMAP_SEED_SITEMAPS).
+SITEMAP_SEED_SITEMAP_URLS: list[str] = []
+# Start URLs besides the spider's url (the same site), each judged like a link.
+SITEMAP_START_URLS: list[str] = []
 SITEMAP_STATE_DIR = None
-# Query parameters removed on top of the defaults (utm_*, gclid, fbclid, jsessionid,
-# phpsessid, sid); SITEMAP_STRIP_PARAMS = False keeps every parameter.
+# Query parameters removed on top of the defaults (utm_*, gclid, fbclid, and session
+# identifiers in any spelling: jsessionid, PHPSESSID, sid, sessionid, session_id,
+# ASPSESSIONID..., crawler/urls.py); SITEMAP_STRIP_PARAMS = False keeps every parameter.
 SITEMAP_STRIP_EXTRA: list[str] = []
 SITEMAP_STRIP_PARAMS = True
 # Seconds between progress lines on stderr when it is not a terminal (a terminal
@@ -267,6 +284,8 @@ SITEMAP_TRAP_MAX_REPEATS = 2
 SITEMAP_TRAP_MAX_QUERY_VARIANTS = 100
 # ... or more path segments than this.
 SITEMAP_TRAP_MAX_SEGMENTS = 20
+# A file of seed URLs, one a line (# comments; /path lines are on the start URL's site).
+SITEMAP_URL_FILE = None
 # <video:video> entries of listed pages (--videos): crawler/pagemedia.py.
 SITEMAP_VIDEOS = False
 # CSS selectors of regions left out of the content hash behind lastmod (timestamps,

@@ -61,6 +61,9 @@ LISTED = {
     "/search?q=3",
     "/search?q=4",
     "/search?q=5",
+    # Linked only as /shop?sessionid=abc123: a session identifier names the visitor,
+    # not the page (issue #19; it used to make a trap of the page).
+    "/shop",
     "/trap/",
     "/trap/x/",
     "/trap/x/x/",
@@ -99,7 +102,6 @@ DECISIONS = [
     ("/err-500", "status", "HTTP 500"),
     ("/files/doc.pdf", "non-html", "application/pdf"),
     ("/files/data.json", "non-html", "application/json"),
-    ("/shop?sessionid=abc123", "trap", "session identifier in query (sessionid)"),
     ("/trap/x/x/x/", "trap", "path segment 'x' repeated 3 times"),
     ("/search?q=6", "trap", "more than 5 query variants of /search"),
     ("/long/" + "x" * 2100, "too-long", "longer than 2047 characters"),
@@ -248,6 +250,7 @@ def test_aliases_recorded(result: CrawlResult, site: MockServer) -> None:
         "/about.html"
     )
     assert aliases[site.url("/cart;jsessionid=ABC123")] == site.url("/cart")
+    assert aliases[site.url("/shop?sessionid=abc123")] == site.url("/shop")
     assert aliases[site.url("/café.html")] == site.url("/caf%C3%A9.html")
     assert meta_sitemaps == [site.url("/sitemap_index.xml")]
 

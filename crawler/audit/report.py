@@ -66,6 +66,7 @@ from typing import Any
 
 from crawler import decisions as d
 from crawler.audit.store import AuditStore
+from crawler.items import FOUND_SITEMAP
 from crawler.lastmod import http_date_to_w3c, lastmod_datetime, w3c_datetime
 from crawler.ledger import Ledger
 from crawler.limits import MAX_URLS_PER_FILE
@@ -107,8 +108,15 @@ _BY_DECISION = {
     d.NON_PUBLIC: "off-host",
     d.OTHER_SCHEME: "off-host",
     d.ERROR: "error",
+    d.TOO_LARGE: "error",  # over the download size cap: not judged, reason says why
     d.INVALID: "invalid-loc",
 }
+
+
+def _seeded(row: dict[str, Any] | None) -> bool:
+    """Whether the crawl found this URL only in a sitemap (``--seed-sitemaps``): no
+    crawled page links to it (a seed a page links to has that page as referrer)."""
+    return row is not None and row.get("found_by") == FOUND_SITEMAP and not row["referrer"]
 
 
 def classify(decision: str, status: int | None) -> str:
@@ -248,8 +256,11 @@ def build_report(
             urls.append(_url(rows[0]["url"], "off-host", rows[0]["scope"], None, False, files))
             continue
         found = crawl.get(key)
-        found_by_crawl = found is not None and found["decision"] in d.JUDGED
-        judged = found if found_by_crawl else fetched.get(key)
+        judged_by_crawl = found is not None and found["decision"] in d.JUDGED
+        # A crawl with --seed-sitemaps judged the sitemaps' entries too: one that
+        # no link led to is still an orphan (issue #19).
+        found_by_crawl = judged_by_crawl and not _seeded(found)
+        judged = found if judged_by_crawl else fetched.get(key)
         if judged is None:
             cls, reason, target = "not-crawled", (found or {}).get("reason") or "not fetched", None
         else:
@@ -267,7 +278,9 @@ def build_report(
             url["flags"].append("duplicate-listing")
         urls.append(url)
 
-    indexable_found = [row for row in crawl.values() if row["decision"] == d.LISTED]
+    indexable_found = [
+        row for row in crawl.values() if row["decision"] == d.LISTED and not _seeded(row)
+    ]
     for row in indexable_found:
         if row["key"] not in covered_keys:
             reason = "listed in no sitemap"

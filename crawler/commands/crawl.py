@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,7 @@ from crawler.commands.process import run_spider
 from crawler.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
 from crawler.paths import JOB, CrawlPaths, PathError
 from crawler.report import format_summary
+from crawler.urls import normalize_url
 
 logger = logging.getLogger(__name__)
 
@@ -64,8 +66,64 @@ EPILOG = (
 DISTRIBUTED_SPIDER = "crawler.distributed.spider.DistributedSiteSpider"
 
 
+def duration(text: str) -> float:
+    """``90s``, ``30m``, ``2h``, ``1h30m`` or plain seconds -> seconds (more than 0)."""
+    parts = _DURATION.fullmatch(text.strip().lower())
+    if not text.strip() or parts is None:
+        raise argparse.ArgumentTypeError(
+            f"not a duration: {text!r} (90s, 30m, 2h, 1h30m, or seconds)"
+        )
+    seconds = sum(
+        float(value) * unit
+        for value, unit in zip(parts.groups(), (86400, 3600, 60, 1), strict=True)
+        if value
+    )
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be longer than 0: {text!r}")
+    return seconds
+
+
+_DURATION = re.compile(
+    r"(?:(\d+(?:\.\d+)?)d)?\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*"
+    r"(?:(\d+(?:\.\d+)?)s?)?"
+)
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_site_options(p)
+    add_site_options(p, several=True)
+    seeds = p.add_argument_group(
+        "seeds beyond links",
+        "more places the crawl starts from; every seed is judged like a link (scope, "
+        "robots.txt, status, noindex, canonical) and listed only when it holds up",
+    )
+    seeds.add_argument(
+        "--urls",
+        metavar="FILE",
+        help="crawl the URLs of FILE too: one a line, # comments, /path for a path of "
+        "the site; a URL of another site is recorded off-host, a line that is no URL "
+        "is an error",
+    )
+    seeds.add_argument(
+        "--seed-sitemaps",
+        action="store_true",
+        help="crawl the URLs of the site's own sitemaps too (robots.txt Sitemap: lines, "
+        "/sitemap.xml, /sitemap_index.xml, ...): orphan pages no link reaches get listed",
+    )
+    seeds.add_argument(
+        "--sitemap",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="crawl the URLs of this sitemap (or index) of the site too (repeatable)",
+    )
+    p.add_argument(
+        "--max-time",
+        type=duration,
+        metavar="DURATION",
+        help="stop discovering after DURATION (90s, 30m, 2h), let the requests in flight "
+        "finish and publish what was judged (the usual refusals apply); the URLs left "
+        "unfetched are cap-reached (CLOSESPIDER_TIMEOUT)",
+    )
     p.add_argument(
         "--out",
         default="public",
@@ -251,6 +309,20 @@ def crawl_settings(args: argparse.Namespace) -> dict[str, Any]:
     job = paths.state / JOB
     if args.redis and args.resume:
         raise UsageError("--resume cannot continue a distributed crawl (--redis)")
+    if args.redis and (args.seed_sitemaps or args.sitemap):
+        raise UsageError("--seed-sitemaps and --sitemap do not work with --redis yet")
+    if args.urls is not None:
+        from crawler.seeds import SeedError, read_url_file
+
+        try:
+            # Checked here (one line, exit status 2), read again by the frontier.
+            read_url_file(args.urls, normalize_url(args.url) or args.url)
+        except SeedError as e:
+            raise UsageError(str(e)) from None
+        settings["SITEMAP_URL_FILE"] = str(Path(args.urls).absolute())
+    if args.max_time is not None:
+        # Scrapy's own budget; the publisher publishes what such a run judged.
+        settings["CLOSESPIDER_TIMEOUT"] = args.max_time
     if args.resume and not (job.is_dir() and paths.running_ledger.is_file()):
         raise UsageError(f"nothing to resume in {paths.state}: no interrupted run")
     settings.update(
@@ -274,6 +346,8 @@ def crawl_settings(args: argparse.Namespace) -> dict[str, Any]:
             "SITEMAP_CHANGEFREQ_RULES": args.changefreq,
             "SITEMAP_PRIORITY_RULES": args.priority,
             "SITEMAP_INDEXNOW_ALL": args.indexnow_all,
+            "SITEMAP_SEED_SITEMAPS": args.seed_sitemaps,
+            "SITEMAP_SEED_SITEMAP_URLS": args.sitemap,
             # Scrapy's resumable crawl state: one per run, kept only when interrupted.
             "JOBDIR": str(job),
         }

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from crawler.agent import is_product_token, product_token
 from crawler.publicurl import BaseUrlError, PublicUrls
-from crawler.urls import host_port, normalize_url
+from crawler.urls import host_port, normalize_url, site_of
 
 if TYPE_CHECKING:
     from scrapy.commands import ScrapyCommand
@@ -133,6 +133,41 @@ def percent(text: str) -> float:
     return value
 
 
+def header_option(text: str) -> str:
+    from crawler.middlewares.access import parse_header
+
+    try:
+        parse_header(text)
+    except ValueError as e:  # the message names no value: it may be a secret (argparse
+        # names the option)
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
+def cookie_option(text: str) -> str:
+    from crawler.middlewares.access import parse_cookie
+
+    try:
+        parse_cookie(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
+def auth_option(text: str) -> str:
+    from crawler.middlewares.access import parse_auth
+
+    try:
+        parse_auth(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
+#: The environment variable that holds --auth's USER:PASSWORD.
+AUTH_ENV = "SITEMAP_AUTH"
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, with a usage error as one line (exit status 2), not a usage block."""
 
@@ -143,13 +178,24 @@ class Parser(argparse.ArgumentParser):
 # -- the options of every command that crawls -----------------------------------------
 
 
-def add_site_options(p: argparse.ArgumentParser, *, scrapy: bool = False) -> None:
-    """Options of every command that crawls: the start URL, ``--config``, scope and
-    politeness; then ``--log-level`` and ``-s``, unless *scrapy* (``scrapy audit``:
-    Scrapy's own ``-s`` and ``-L`` are there already)."""
-    p.add_argument(
-        "url", nargs="?", help="start URL, e.g. https://www.example.com/ (or in --config)"
-    )
+def add_site_options(
+    p: argparse.ArgumentParser, *, scrapy: bool = False, several: bool = False
+) -> None:
+    """Options of every command that crawls: the start URL (*several*: one or more of
+    one site), ``--config``, scope, politeness and access to a private site; then
+    ``--log-level`` and ``-s``, unless *scrapy* (``scrapy audit``: Scrapy's own ``-s``
+    and ``-L`` are there already)."""
+    if several:
+        p.add_argument(
+            "url",
+            nargs="*",
+            default=[],
+            help="start URL(s) of one site, e.g. https://www.example.com/ (or in --config)",
+        )
+    else:
+        p.add_argument(
+            "url", nargs="?", help="start URL, e.g. https://www.example.com/ (or in --config)"
+        )
     p.add_argument(
         "--config",
         metavar="FILE",
@@ -217,6 +263,34 @@ def add_site_options(p: argparse.ArgumentParser, *, scrapy: bool = False) -> Non
         metavar="REGEX",
         help="do not crawl URLs matching REGEX (repeatable)",
     )
+    access = p.add_argument_group(
+        "staging and private sites",
+        "sent to the crawled site only (never to another host, even on a redirect) and "
+        "never logged, recorded or reported",
+    )
+    access.add_argument(
+        "--header",
+        action="append",
+        type=header_option,
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="send this header with every request to the site (repeatable)",
+    )
+    access.add_argument(
+        "--auth",
+        type=auth_option,
+        metavar="USER:PASSWORD",
+        help="HTTP basic auth for the site; better from the SITEMAP_AUTH environment "
+        "variable or auth = ... in --config, out of the shell's history",
+    )
+    access.add_argument(
+        "--cookie",
+        action="append",
+        type=cookie_option,
+        default=[],
+        metavar="NAME=VALUE",
+        help="send this cookie to the site (repeatable; with the site's own cookies)",
+    )
     if not scrapy:
         add_log_and_settings(
             p,
@@ -241,12 +315,27 @@ def add_log_and_settings(p: argparse.ArgumentParser, log_help: str, set_help: st
 
 
 def site_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """Check the options every crawling command shares; map them onto settings."""
-    if not args.url:
+    """Check the options every crawling command shares; map them onto settings.
+    Several start URLs (``crawl``) must be of one site: ``args.url`` becomes the
+    first, and the others ``SITEMAP_START_URLS``."""
+    urls = [args.url] if isinstance(args.url, str) else list(args.url or [])
+    if not urls:
         raise UsageError("a start URL is required (as an argument or url = ... in --config)")
-    start = normalize_url(args.url)
-    if start is None or host_port(start) is None:
-        raise UsageError(f"not an http(s) URL: {args.url!r}")
+    start = None
+    for raw in urls:
+        if not isinstance(raw, str):
+            raise UsageError(f"not an http(s) URL: {raw!r}")
+        normal = normalize_url(raw)
+        if normal is None or host_port(normal) is None:
+            raise UsageError(f"not an http(s) URL: {raw!r}")
+        if start is None:
+            start = normal
+        elif site_of(normal) != site_of(start):
+            raise UsageError(
+                f"start URLs of different sites: {raw} is not on {urls[0]}'s host and port"
+            )
+    assert start is not None
+    args.url = urls[0]
     try:
         PublicUrls.create(start, args.base_url)
     except BaseUrlError as e:
@@ -257,6 +346,19 @@ def site_settings(args: argparse.Namespace) -> dict[str, Any]:
         "SITEMAP_EXCLUDE": args.exclude,
         "LOG_LEVEL": args.log_level,
     }
+    if len(urls) > 1:
+        settings["SITEMAP_START_URLS"] = urls[1:]
+    if args.header:
+        settings["SITEMAP_HEADERS"] = args.header
+    if args.cookie:
+        settings["SITEMAP_COOKIES"] = args.cookie
+    auth = args.auth or os.environ.get(AUTH_ENV)
+    if auth:
+        try:
+            auth_option(auth)
+        except argparse.ArgumentTypeError as e:
+            raise UsageError(f"{e} (from the {AUTH_ENV} environment variable)") from None
+        settings["SITEMAP_AUTH"] = auth
     if args.max_pages is not None:
         settings["SITEMAP_MAX_PAGES"] = args.max_pages
     if args.max_depth is not None:

@@ -51,6 +51,10 @@ LOCAL_ONLY = frozenset(
         "SITEMAP_PUBLISH",
         "SITEMAP_RESUME",
         "SITEMAP_STATE_DIR",
+        # Seeds: the coordinator's frontier starts from them (a --urls file is a
+        # path on the coordinator's machine).
+        "SITEMAP_START_URLS",
+        "SITEMAP_URL_FILE",
     }
 )
 

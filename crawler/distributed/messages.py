@@ -35,6 +35,7 @@ class Found(NamedTuple):
     hops: int
     encoding: str
     normal: str | None
+    found_by: str = "link"  # crawler.items.FOUND_*
 
 
 class Replay(NamedTuple):

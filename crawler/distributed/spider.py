@@ -57,7 +57,7 @@ from crawler.distributed.crawl import COORDINATOR, RedisCrawl
 from crawler.distributed.messages import Found, PageReport, Replay
 from crawler.extensions.runstate import RunState
 from crawler.frontier import Frontier
-from crawler.items import UrlRecord
+from crawler.items import FOUND_LINK, UrlRecord
 from crawler.judge import Leads, PageJudge
 from crawler.parsepool import PageAnalyser, page_analyser
 from crawler.urls import start_url
@@ -101,6 +101,7 @@ class Reporter:
         hops: int = 0,
         encoding: str = "utf-8",
         normal: str | None = None,
+        found_by: str = FOUND_LINK,
     ) -> Iterable[Found]:
         if normal is not None and raw == normal and not hops:
             # A plain link (most are): once this process has reported it from a page
@@ -113,7 +114,7 @@ class Reporter:
             if len(self.reported) >= REPORTED_MAX:
                 self.reported.clear()
             self.reported[normal] = depth
-        return (Found(raw, depth, referrer, hops, encoding, normal),)
+        return (Found(raw, depth, referrer, hops, encoding, normal, found_by),)
 
 
 def _replay_there(rec: UrlRecord, etag: str | None) -> Iterable[Replay]:
@@ -299,6 +300,7 @@ class DistributedSiteSpider(Spider):
                     hops=event.hops,
                     encoding=event.encoding,
                     normal=event.normal,
+                    found_by=event.found_by,
                 )
             elif type(event) is Replay:
                 yield from self.judge.replay(event.record, event.etag, leads=frontier)

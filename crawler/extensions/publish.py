@@ -8,6 +8,12 @@ decides whether to publish, streams the listed pages from the ledger in order in
 :class:`crawler.writer.SitemapSetWriter` (:class:`SitemapOutput`), and writes the
 run report (``report.json`` in the state directory, :func:`crawler.report.write_report`).
 
+A crawl stopped by its time budget (``--max-time``: Scrapy's
+``CLOSESPIDER_TIMEOUT``) finished its job as far as it could: Scrapy let the requests in flight finish and sent no other, so what was
+judged is published, under the same refusals as any run; the URLs found but never
+fetched are ``cap-reached`` (issue #19: the close reason used to count as a
+failure, and a run with a time budget published nothing).
+
 It publishes nothing, and leaves the previous set untouched, when the crawl did not
 finish normally (interrupted; robots.txt or the start URL unreachable, the state
 locked: :attr:`RunState.fatal <crawler.extensions.runstate.RunState.fatal>`), listed
@@ -28,7 +34,9 @@ Stats: ``sitemap/outcome`` (``published``, ``crawled``, ``refused``, ``interrupt
 ``failed``, ``output-error``), ``sitemap/message``, ``sitemap/decision/<decision>``
 (set from the closed books), ``sitemap/files_written``, ``sitemap/urls_written``,
 ``sitemap/index_path``, ``sitemap/index_url``, ``sitemap/report_path``,
-``sitemap/added``, ``sitemap/removed``, ``sitemap/lastmod_changes``.
+``sitemap/added``, ``sitemap/removed``, ``sitemap/lastmod_changes``,
+``sitemap/budget`` (which budget stopped the crawl, in words) and
+``sitemap/budget/unfetched`` (the URLs it left found but not fetched).
 """
 
 from __future__ import annotations
@@ -44,7 +52,7 @@ from scrapy import signals
 
 from crawler.analysis import Rich
 from crawler.changes import feed_entries, feed_updated
-from crawler.decisions import LISTED, QUEUED, close_books
+from crawler.decisions import LISTED, QUEUED, UNFETCHED, UNFETCHED_TIME, close_books
 from crawler.entry import NEWS_SECTION, ChangeFreq, SitemapEntry
 from crawler.extensions.runstate import RunState
 from crawler.feed import discard, publish_feed, render_feed, write_feed
@@ -74,6 +82,11 @@ FEED_NAME = "changes.atom"
 GOOD = frozenset({"published", "crawled"})
 #: Close reasons of a crawl stopped by Ctrl-C or SIGTERM.
 INTERRUPTED = frozenset({"shutdown", "cancelled"})
+#: Close reasons of a crawl stopped by a budget (Scrapy's CloseSpider extension)
+#: that publishes what it judged, in words for the summary. Only time: the other
+#: CLOSESPIDER_* closes stay a crawl that did not finish (--max-pages is the page
+#: budget that publishes, with its URLs left cap-reached as it goes).
+BUDGETS = {"closespider_timeout": "the time budget (--max-time) ran out"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,7 +260,13 @@ class SitemapPublisher:
         outcome = "interrupted"
         try:
             if not resumable:
-                close_books(ledger, dedupe_content=self.dedupe_content)
+                unfetched = UNFETCHED_TIME if reason == "closespider_timeout" else UNFETCHED
+                left = close_books(ledger, dedupe_content=self.dedupe_content, unfetched=unfetched)
+                if stats.get_value("sitemap/seeds/sitemap"):
+                    stats.set_value("sitemap/seeds/listed_unlinked", ledger.listed_unlinked())
+                if reason in BUDGETS:
+                    stats.set_value("sitemap/budget", BUDGETS[reason])
+                    stats.set_value("sitemap/budget/unfetched", left)
                 self._settle_rich(ledger)
             self._count_decisions(ledger)
             outcome, message = self._publish(ledger, reason)
@@ -277,7 +296,8 @@ class SitemapPublisher:
         assert state.paths is not None
         if state.fatal:
             return "failed", state.fatal
-        if reason != "finished" and not (self.force and reason in INTERRUPTED):
+        finished = reason == "finished" or reason in BUDGETS
+        if not finished and not (self.force and reason in INTERRUPTED):
             kind = "interrupted" if reason in INTERRUPTED else "failed"
             return kind, f"the crawl did not finish ({reason}); nothing was published"
         if ledger.counts().get(LISTED, 0) == 0:
@@ -323,7 +343,10 @@ class SitemapPublisher:
                 self.stats.set_value(f"sitemap/section/{name}", urls)
         self.stats.set_value("sitemap/index_path", str(index))
         self.stats.set_value("sitemap/index_url", public.sitemap_loc(index.name))
-        return "published", f"{len(files)} files and {index}"
+        done = f"{len(files)} files and {index}"
+        if reason in BUDGETS:
+            done += f" ({BUDGETS[reason]}: what was judged is published)"
+        return "published", done
 
     def _write_feed(self, ledger: Ledger, feed: Path) -> Path:
         """changes.atom under a temporary name (crawler.changes, crawler.feed)."""

@@ -9,7 +9,9 @@ The spider only wires the crawl's rooms together:
 - the page-parsing pool (:class:`crawler.parsepool.PageAnalyser`), which reads an
   HTML page's body, here or in a worker process;
 - the page judge (:class:`crawler.judge.PageJudge`), which decides about every
-  fetched page and hands what it leads to to the frontier.
+  fetched page and hands what it leads to to the frontier;
+- with ``--seed-sitemaps`` or ``--sitemap``, the sitemap seeds
+  (:class:`crawler.seeds.SitemapSeeds`), whose entries go to the frontier as seeds.
 
 Every decision is yielded as a :class:`crawler.items.UrlRecord`, the records and
 aliases of one response as one :class:`crawler.items.PageRecords` item; the item
@@ -17,7 +19,7 @@ pipelines record them in the ledger, and the publisher extension writes the
 sitemaps when the crawl is over.
 
 Spider arguments: ``url`` (the start URL, required).
-Settings: those of the frontier, the judge and the run state, and
+Settings: those of the frontier, the judge, the run state and the seeds, and
 ``SITEMAP_PARSE_*``.
 """
 
@@ -32,9 +34,10 @@ from scrapy.http import HtmlResponse, Response
 
 from crawler.extensions.runstate import RunState
 from crawler.frontier import Discovered, Frontier
-from crawler.items import Alias, PageRecords, UrlRecord
+from crawler.items import Alias, Linked, PageRecords, UrlRecord
 from crawler.judge import PageJudge
 from crawler.parsepool import PageAnalyser, page_analyser
+from crawler.seeds import SitemapSeeds
 from crawler.urls import start_url
 
 if TYPE_CHECKING:
@@ -55,6 +58,7 @@ class SiteSpider(Spider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         spider = super().from_crawler(crawler, *args, **kwargs)
         crawler.signals.connect(spider._opened, signal=signals.spider_opened)
+        crawler.signals.connect(spider._robots_parsed, signal=signals.robots_parsed)
         return spider
 
     # The rooms are built when first needed: Scrapy makes the spider before the
@@ -93,6 +97,25 @@ class SiteSpider(Spider):
             fail=state.fail,
         )
 
+    @cached_property
+    def seeds(self) -> SitemapSeeds | None:
+        s = self.crawler.settings
+        given = s.getlist("SITEMAP_SEED_SITEMAP_URLS")
+        if not (s.getbool("SITEMAP_SEED_SITEMAPS") or given):
+            return None
+        assert self.crawler.stats is not None
+        return SitemapSeeds(
+            self.start_url,
+            given=given,
+            usual=s.getbool("SITEMAP_SEED_SITEMAPS"),
+            seed=self.frontier.seed,
+            callback=self.read_sitemap,
+            errback=self.sitemap_failed,
+            stats=self.crawler.stats,
+            max_depth=s.getint("SITEMAP_AUDIT_MAX_DEPTH"),
+            max_bytes=s.getint("SITEMAP_AUDIT_MAX_BYTES"),
+        )
+
     def _opened(self) -> None:
         self.analyser.open(self.crawler.stats)  # the reactor and stats exist from now on
 
@@ -102,6 +125,33 @@ class SiteSpider(Spider):
         # Scrapy's SpiderState, with a JOBDIR: the saved frontier of an interrupted run.
         for out in self.frontier.start(getattr(self, "state", None)):
             yield out
+        if self.seeds is not None:
+            for request in self.seeds.first_requests():
+                yield request
+
+    def _robots_parsed(self, robotparser: Any, request: Request) -> None:
+        """robots.txt's ``Sitemap:`` lines, read for seeds (``--seed-sitemaps``)."""
+        sitemaps = getattr(getattr(robotparser, "rp", None), "sitemaps", None)
+        if self.seeds is None or not sitemaps or self.crawler.engine is None:
+            return
+        for sitemap in self.seeds.declared(sitemaps, request.url):
+            self.crawler.engine.crawl(sitemap)
+
+    def read_sitemap(self, response: Response) -> Iterator[PageRecords | Request]:
+        """One of the site's sitemaps: its entries as seeds."""
+        assert self.seeds is not None
+        records: list[UrlRecord | Alias | Linked] = []
+        for out in self.seeds.read(response):
+            if isinstance(out, Request):
+                yield out
+            elif isinstance(out, (UrlRecord, Alias)):
+                records.append(out)
+        if records:
+            yield PageRecords(records)
+
+    def sitemap_failed(self, failure: Failure) -> None:
+        assert self.seeds is not None
+        self.seeds.failed(failure)
 
     def discover(self, raw: str, *, depth: int, referrer: str | None) -> Iterator[Discovered]:
         """What the frontier decides about a URL found on *referrer*."""
@@ -114,11 +164,11 @@ class SiteSpider(Spider):
         analysis = None
         if isinstance(response, HtmlResponse) and self.judge.is_html_page(response):
             analysis = await self.analyser.analyse(response)
-        records: list[UrlRecord | Alias] = []
+        records: list[UrlRecord | Alias | Linked] = []
         for out in self.judge.judge(response, analysis):
             if isinstance(out, Request):
                 yield out
-            elif isinstance(out, (UrlRecord, Alias)):
+            elif isinstance(out, (UrlRecord, Alias, Linked)):
                 records.append(out)
         if records:
             yield PageRecords(records)

@@ -1,0 +1,162 @@
+"""A scripted test site that records every request's headers, served by Twisted on 127.0.0.1.
+
+Run ``python -m tests.seedserver --site FILE --log LOG``: it prints its port and
+serves the site described by the JSON FILE (re-read on every request). Every request
+is logged as one JSON line: its path and all its headers (lowercased names), so a
+test can tell which credentials reached which server. FILE holds::
+
+    {"robots": "User-agent: *\\nAllow: /\\n",        # or {"status": 301, "location": URL}
+     "require": {"authorization": "Basic ...", "x-token": "abc", "cookie": "k=v"},
+     "pages": {"/": {"body": "<html>...", "status": 200,
+                     "type": "text/html; charset=utf-8",
+                     "headers": {"Location": "..."},
+                     "delay": 0.5,                       # seconds before the answer
+                     "size": 300000,                     # a body of this many bytes
+                     "gzip": true}}}                     # the body gzipped (a .gz file)
+
+``require``: every request must carry these headers (a ``cookie`` requirement is met
+by a ``Cookie`` header holding that pair), else 401. A missing page is a 404.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+from twisted.internet import reactor
+from twisted.web import resource, server
+
+
+class Site(resource.Resource):
+    isLeaf = True
+
+    def __init__(self, site: Path, log: Any) -> None:
+        super().__init__()
+        self.site = site
+        self.log = log
+
+    def render(self, request: Any) -> bytes | int:
+        path = request.uri.decode("latin-1")
+        headers = {
+            k.decode("latin-1").lower(): b", ".join(v).decode("latin-1")
+            for k, v in request.requestHeaders.getAllRawHeaders()
+        }
+        self.log.write(json.dumps({"path": path, "headers": headers}) + "\n")
+        self.log.flush()
+        spec = json.loads(self.site.read_text())
+        status, body, delay = self.respond(request, path, headers, spec)
+        request.setResponseCode(status)
+        if not delay:
+            return body
+
+        def answer() -> None:
+            if not request._disconnected:
+                request.write(body)
+                request.finish()
+
+        reactor.callLater(delay, answer)
+        return server.NOT_DONE_YET
+
+    def respond(
+        self, request: Any, path: str, headers: dict[str, str], spec: dict[str, Any]
+    ) -> tuple[int, bytes, float]:
+        for name, value in spec.get("require", {}).items():
+            got = headers.get(name, "")
+            ok = (
+                value in [c.strip() for c in got.split(";")] if name == "cookie" else got == value
+            )
+            if not ok:
+                request.setHeader("WWW-Authenticate", 'Basic realm="staging"')
+                return 401, b"<html><body>who are you?</body></html>", 0
+        if path == "/robots.txt":
+            robots = spec.get("robots", "User-agent: *\nAllow: /\n")
+            if isinstance(robots, dict):
+                request.setHeader("Location", robots["location"])
+                return robots["status"], b"", 0
+            request.setHeader("Content-Type", "text/plain")
+            return 200, robots.encode(), 0
+        page = spec["pages"].get(path)
+        if page is None:
+            request.setHeader("Content-Type", "text/html")
+            return 404, b"<html><body>not found</body></html>", 0
+        request.setHeader("Content-Type", page.get("type", "text/html; charset=utf-8"))
+        for name, value in page.get("headers", {}).items():
+            request.setHeader(name, value)
+        body = page.get("body", "").encode("utf-8")
+        if "size" in page:
+            body = b"<html><body><p>" + b"x" * page["size"] + b"</p></body></html>"
+        if page.get("gzip"):
+            body = gzip.compress(body)
+        return page.get("status", 200), body, page.get("delay", 0)
+
+
+class ScriptedSite:
+    """The test side: the site file, the server subprocess and its request log."""
+
+    def __init__(self, tmp: Path, name: str = "site") -> None:
+        import subprocess
+        import sys
+
+        self.file = tmp / f"{name}.json"
+        self.log = tmp / f"{name}.log"
+        self.spec: dict[str, Any] = {"pages": {}}
+        self.save()
+        root = Path(__file__).resolve().parents[1]
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.seedserver"]
+            + ["--site", str(self.file), "--log", str(self.log)],
+            cwd=root,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        self.port = int(self.proc.stdout.readline())
+
+    def url(self, path: str = "/") -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def page(self, path: str, *links: str, head: str = "", tail: str = "", **spec: Any) -> None:
+        """An HTML page linking to *links*; *tail* goes after ``</html>``."""
+        anchors = "".join(f'<a href="{href}">{href}</a> ' for href in links)
+        body = (
+            f"<!DOCTYPE html><html><head><title>{path}</title>{head}</head>"
+            f"<body><h1>{path}</h1>{anchors}</body></html>{tail}"
+        )
+        self.spec["pages"][path] = {"body": body, **spec}
+
+    def raw(self, path: str, body: str, **spec: Any) -> None:
+        self.spec["pages"][path] = {"body": body, **spec}
+
+    def save(self) -> None:
+        self.file.write_text(json.dumps(self.spec))
+
+    def requests(self) -> list[dict[str, Any]]:
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines() if line]
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+        assert self.proc.stdout is not None
+        self.proc.stdout.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--site", required=True, type=Path)
+    parser.add_argument("--log", required=True)
+    args = parser.parse_args()
+    log = open(args.log, "a", encoding="utf-8")  # noqa: SIM115 - open for the process
+    site = server.Site(Site(args.site, log))
+    site.displayTracebacks = False
+    port = reactor.listenTCP(0, site, interface="127.0.0.1")
+    print(port.getHost().port, flush=True)
+    reactor.run()
+
+
+if __name__ == "__main__":
+    main()
