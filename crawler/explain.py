@@ -120,12 +120,23 @@ class _Ledger:
             failed = " (the last run failed: see ledger.failed.sqlite)"
             more = failed if (state / LEDGER_FAILED).is_file() else ""
             raise ExplainError(f"no finished crawl in {state}: {path} is missing{more}")
-        try:
-            db = sqlite3.connect(path.absolute().as_uri() + "?mode=ro", uri=True)
-            db.execute("SELECT key, url, decision FROM urls LIMIT 1").fetchall()
-        except sqlite3.Error as e:
-            raise ExplainError(f"cannot read the ledger {path}: {e}") from None
-        return cls(db)
+        failure: sqlite3.Error | None = None
+        # Read-only; "immutable" when even that cannot be (a read-only directory
+        # without the ledger's -shm file): nothing writes a filed ledger.
+        for mode in ("mode=ro", "immutable=1"):
+            try:
+                db = sqlite3.connect(f"{path.absolute().as_uri()}?{mode}", uri=True)
+            except sqlite3.Error as e:
+                failure = e
+                continue
+            try:
+                db.execute("SELECT key, url, decision FROM urls LIMIT 1").fetchall()
+            except sqlite3.Error as e:
+                db.close()
+                failure = e
+                continue
+            return cls(db)
+        raise ExplainError(f"cannot read the ledger {path}: {failure}")
 
     def __enter__(self) -> _Ledger:
         return self
@@ -151,8 +162,9 @@ class _Ledger:
         return None if row is None else str(row[0])
 
     def by_loc(self, loc: str) -> dict[str, Any] | None:
+        # The decision a literal, so that SQLite uses the partial index on loc.
         row = self.db.execute(
-            "SELECT * FROM urls WHERE decision = ? AND loc = ?", (d.LISTED, loc)
+            "SELECT * FROM urls WHERE decision = 'listed' AND loc = ?", (loc,)
         ).fetchone()
         return None if row is None else dict(row)
 
@@ -367,6 +379,11 @@ class _Explainer:
             return answer
         outcome = self.outcome.get("outcome")
         published = self.ledger.meta("published")
+        if outcome == "published" and not isinstance(published, dict):
+            answer["in_set"] = True
+            answer["why"] = "listed and published (this ledger does not record the files)"
+            answer.update({"file": None, "file_url": None, "line": None, "section": row["section"]})
+            return answer
         if outcome != "published" or not isinstance(published, dict):
             answer["why"] = (
                 "listed, but the run published nothing: "

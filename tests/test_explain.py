@@ -415,3 +415,57 @@ def test_a_broken_referrer_trail_falls_back_to_a_shortest_path(
         (site.url("/r308"), "redirect"),
         (site.url("/final.html"), "redirect"),
     ]
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_crawl_that_published_nothing(
+    capsys: pytest.CaptureFixture[str], site: MockServer, tmp_path: Path
+) -> None:
+    """Publishing off: a listed page is listed, but in no published set; and the
+    crawl's --include rules are what a URL it never saw is held to."""
+    result = await run_crawl(
+        site.url("/"), tmp_path, SITEMAP_PUBLISH=False, SITEMAP_INCLUDE=[r"/(about|relative/)"]
+    )
+    assert result.outcome == "crawled"
+    about = answer(capsys, result, site.url("/about.html"))
+    assert about["decision"] == "listed" and not about["sitemap"]["in_set"]
+    assert about["sitemap"]["why"].startswith("listed, but the run published nothing")
+    assert about["run"]["outcome"] == "crawled"
+    excluded = answer(capsys, result, site.url("/gone-404"))
+    assert (excluded["decision"], excluded["reason"]) == ("excluded", "matches no --include rule")
+    unseen = answer(capsys, result, site.url("/elsewhere.html"))
+    assert unseen["would_fetch"] is False
+    assert unseen["summary"].endswith("matches no --include rule")
+    inside = answer(capsys, result, site.url("/relative/unseen.html"))
+    assert inside["would_fetch"] is True
+
+
+def test_a_ledger_without_the_newer_facts_still_answers(
+    capsys: pytest.CaptureFixture[str], crawled: CrawlResult, site: MockServer, tmp_path: Path
+) -> None:
+    """A ledger written before explain existed keeps no robots.txt, scope or file
+    list: the answer says what it cannot tell instead of guessing."""
+    import shutil
+    import sqlite3
+
+    state = tmp_path / "state"
+    shutil.copytree(crawled.state, state)
+    db = sqlite3.connect(state / "ledger.sqlite")
+    with db:
+        db.execute("DELETE FROM meta WHERE name IN ('robots', 'scope', 'published')")
+        db.execute("ALTER TABLE urls DROP COLUMN robots")
+    db.close()
+
+    def ask(url: str) -> dict[str, Any]:
+        code = main(["explain", url, "--state", str(state), "--json"])
+        found: dict[str, Any] = json.loads(capsys.readouterr().out)
+        assert code == (0 if found["known"] else 1)
+        return found
+
+    about = ask(site.url("/about.html"))
+    assert about["sitemap"]["in_set"] and about["sitemap"]["file"] is None
+    assert about["robots"] is None
+    unseen = ask(site.url("/private/unseen.html"))
+    assert unseen["would_fetch"] is None
+    robots = next(c for c in unseen["checks"] if c["rule"] == "robots.txt")
+    assert robots["ok"] is None and robots["detail"].startswith("unknown")
