@@ -299,7 +299,11 @@ class _Explainer:
                 "lastmod": self._lastmod(row),
                 "first_seen": _iso(row["first_seen"]),
                 "last_seen": self.run_started or _iso(row["updated"]),
-                "found_via": self._found_via(row),
+                "found_via": (found := self._found_via(row)),
+                "referrer": row["referrer"],
+                # The same trail as plain URLs: the start URL, ..., the page that
+                # led here (empty for the start URL itself).
+                "referrers": [step["url"] for step in found["steps"][:-1]],
                 "aliases": self.ledger.aliases_of(row["key"]),
                 "warnings": json.loads(row["warnings"]) if row["warnings"] else [],
             }
@@ -583,7 +587,15 @@ class _Explainer:
                 "the crawl's rules would fetch it: no crawled page links to it "
                 "(link it from a crawled page, or check the link's spelling)"
             )
-        return {"would_fetch": would, "summary": summary, "checks": checks}
+        refused = next((c for c in checks if c["ok"] is False), None)
+        return {
+            "decision": None,
+            "would_fetch": would,
+            # The decision the crawl would have recorded, had a page linked to it.
+            "would_decide": refused["decision"] if refused else None,
+            "summary": summary,
+            "checks": checks,
+        }
 
     def _rules(self, url: str) -> list[dict[str, Any]]:
         """The frontier's scope rules, in its order, then robots.txt and the caps."""

@@ -65,7 +65,10 @@ def chain(found: dict[str, Any]) -> list[tuple[str, str | None]]:
 
 
 def trail(found: dict[str, Any]) -> list[tuple[str, str | None]]:
-    return [(step["url"], step["via"]) for step in found["found_via"]["steps"]]
+    steps = found["found_via"]["steps"]
+    assert found["referrers"] == [step["url"] for step in steps[:-1]]
+    assert found["referrer"] == (steps[-2]["url"] if len(steps) > 1 else None)
+    return [(step["url"], step["via"]) for step in steps]
 
 
 # -- every decision kind ------------------------------------------------------------------
@@ -243,7 +246,8 @@ def test_never_seen(
     assert url not in crawled.ledger_rows()
     found = answer(capsys, crawled, url)
     assert not found["known"] and found["url"] == url
-    assert found["would_fetch"] is would
+    assert found["would_fetch"] is would and found["decision"] is None
+    assert found["would_decide"] == decision
     failed = [c for c in found["checks"] if c["ok"] is False]
     if would:
         assert not failed and "would fetch" in found["summary"]
