@@ -38,7 +38,6 @@ import json
 import re
 import sqlite3
 from collections import deque
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -199,9 +198,9 @@ class _Ledger:
         ).fetchone()
         return int(row[0])
 
-    def edges(self) -> Iterator[tuple[str, str | None, str | None, str | None]]:
-        """``(key, url, links, target)`` of every row: the graph of a shortest path."""
-        yield from self.db.execute("SELECT key, url, links, target FROM urls")
+    def keys_by_url(self) -> dict[str, str]:
+        """Every row's key by its (normalised) URL: the nodes of a shortest path."""
+        return {str(url): str(key) for key, url in self.db.execute("SELECT key, url FROM urls")}
 
 
 # -- the answer ------------------------------------------------------------------------------
@@ -531,26 +530,28 @@ class _Explainer:
         return "link"
 
     def _shortest_path(self, goal: str) -> list[dict[str, Any]] | None:
+        """A shortest path from the start URL to the row *goal* over the links and
+        redirect, canonical and duplicate targets the ledger keeps: a breadth-first
+        search that reads each page's row when it reaches it. Links are stored
+        normalised, so they are matched to rows by their URL, without keying each
+        one again (w3lib's canonicalisation is the cost of a search)."""
+        keys = self.ledger.keys_by_url()
         start = url_key(self.start)
-        graph: dict[str, list[tuple[str, str]]] = {}
-        urls: dict[str, str] = {}
-        decisions: dict[str, str] = {}
-        for key, url, links, target in self.ledger.edges():
-            urls[key] = str(url)
-            out = [(url_key(link), "link") for link in (links or "").split("\n") if link]
-            if target:
-                out.append((url_key(self.public.to_crawl(target)), "target"))
-            graph[key] = out
-        for row in self.ledger.db.execute("SELECT key, decision FROM urls"):
-            decisions[row[0]] = row[1]
         parents: dict[str, tuple[str, str] | None] = {start: None}
         queue = deque([start])
         while queue:
             node = queue.popleft()
             if node == goal:
                 break
-            for nxt, how in graph.get(node, ()):
-                if nxt not in parents and nxt in urls:
+            page = self.ledger.row(node)
+            if page is None:
+                continue
+            following = [(keys.get(link), "link") for link in (page["links"] or "").split("\n")]
+            if page["target"]:
+                target = self.public.to_crawl(page["target"])
+                following.append((keys.get(target) or url_key(target), "target"))
+            for nxt, how in following:
+                if nxt is not None and nxt not in parents:
                     parents[nxt] = (node, how)
                     queue.append(nxt)
         if goal not in parents:
@@ -559,11 +560,19 @@ class _Explainer:
         at: str | None = goal
         while at is not None:
             parent = parents[at]
+            row = self.ledger.row(at)
             via: str | None = None
             if parent is not None:
                 # A target hop is named by the decision of the page it leaves.
-                via = parent[1] if parent[1] == "link" else decisions.get(parent[0], "target")
-            path.append({"url": urls[at], "via": via, "decision": decisions.get(at)})
+                left = self.ledger.row(parent[0])
+                via = "link" if parent[1] == "link" or left is None else str(left["decision"])
+            path.append(
+                {
+                    "url": row["url"] if row else at,
+                    "via": via,
+                    "decision": row["decision"] if row else None,
+                }
+            )
             at = None if parent is None else parent[0]
         path.reverse()
         return path
