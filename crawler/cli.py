@@ -2,12 +2,15 @@
 
 Each command is a module of :mod:`crawler.commands` holding its options and its
 run function: ``crawl`` (crawl a site, publish its sitemaps), ``audit`` (compare a
-site's sitemaps with a crawl) and ``worker`` (fetch pages for a distributed
-crawl). What they share (exit statuses, one-line errors, the scope and politeness
-options, ``--config``) is :mod:`crawler.commands.options`.
+site's sitemaps with a crawl), ``worker`` (fetch pages for a distributed
+crawl) and ``explain`` (why one URL is, or is not, in the sitemap). What they
+share (exit statuses, one-line errors, the scope and politeness options,
+``--config``) is :mod:`crawler.commands.options`.
 
 Exit status:
-  0  published (crawl); report done and bars passed (audit); the crawl is over (worker)
+  0  published (crawl); report done and bars passed (audit); the crawl is over (worker);
+     the URL is known (explain)
+  1  explain: the crawl never saw the URL
   2  usage error (bad option, bad URL, bad config file, unusable directory)
   3  crawl failure: start URL or robots.txt unreachable, nothing listed, or another
      run holds the state directory; nothing was published. With --redis: Redis
@@ -28,11 +31,11 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from crawler import __version__
-from crawler.commands import audit, crawl, worker
+from crawler.commands import audit, crawl, explain, worker
 from crawler.commands.options import EXIT_USAGE, PROG, Parser
 
 #: The commands, in the order ``--help`` lists them.
-COMMANDS: tuple[ModuleType, ...] = (crawl, worker, audit)
+COMMANDS: tuple[ModuleType, ...] = (crawl, worker, audit, explain)
 
 
 def build_parser() -> Parser:

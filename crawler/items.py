@@ -89,6 +89,10 @@ class UrlRecord:
     changefreq: str | None = None
     priority: str | None = None
     warnings: list[str] = field(default_factory=list)
+    # The robots directives the response gave that apply to us, where each came
+    # from: "noindex (meta robots), nofollow (X-Robots-Tag)" (None: none). Kept for
+    # `explain` (issue 17); the decision is made from them by the judge.
+    robots: str | None = None
 
 
 @dataclass(slots=True)

@@ -57,7 +57,7 @@ from crawler.items import (
     FOUND_REFRESH,
     UrlRecord,
 )
-from crawler.links import header_directives, link_header_canonicals
+from crawler.links import RobotsDirectives, header_directives, link_header_canonicals
 from crawler.middlewares.hostguard import OffHostRequest
 from crawler.middlewares.robots import RobotsDisallowed
 from crawler.urls import host_port, normalize_url, site_of, url_key
@@ -262,6 +262,7 @@ class PageJudge:
             return
         # Another listed type (PDF, say): only headers can say noindex or canonical.
         robots = header_directives(response, self.agents)
+        rec.robots = _directives(robots)
         yield from self._judge(rec, response, robots.noindex, link_header_canonicals(response))
 
     def _judge_html(
@@ -304,6 +305,7 @@ class PageJudge:
                 yield from leads.target(
                     target, depth=depth, referrer=rec.url, normal=normal, found_by=FOUND_REFRESH
                 )
+        rec.robots = _directives(facts.robots)
         yield from self._judge(rec, response, facts.robots.noindex, facts.canonicals, analysis)
 
     def _judge(
@@ -452,6 +454,7 @@ class PageJudge:
         # The rich data the page declared, as the previous run read it (a 304 has no
         # body to read it from again).
         rec.title = prev.get("title")
+        rec.robots = prev.get("robots")
         for column in ("alternates", "images", "videos", "news", "problems"):
             if prev.get(column):
                 setattr(rec, column, json.loads(prev[column]))
@@ -519,6 +522,17 @@ def _over_size_cap(failure: Failure, request: Request, maxsize: int) -> str | No
     if cap and name in ("CancelledError", "DownloadCancelledError") and not message.strip():
         return words
     return None
+
+
+def _directives(robots: RobotsDirectives) -> str | None:
+    """The directives that apply to us, for the ledger: ``noindex (meta robots),
+    nofollow (X-Robots-Tag)``; None when there are none."""
+    found = [
+        f"{name} ({source})"
+        for name, source in (("noindex", robots.noindex), ("nofollow", robots.nofollow))
+        if source
+    ]
+    return ", ".join(found) or None
 
 
 def _robots_allows(crawler: Crawler) -> Callable[[str], bool]:

@@ -73,6 +73,7 @@ CREATE TABLE IF NOT EXISTS urls (
     priority TEXT,
     found_by TEXT,
     found_from TEXT,
+    robots TEXT,
     updated REAL NOT NULL
 ) WITHOUT ROWID;
 -- The listed pages in publishing order (listed_entries, and the comparisons with
@@ -138,6 +139,7 @@ COLUMNS = (
     "priority",
     "found_by",
     "found_from",
+    "robots",
     "updated",
 )
 
@@ -260,6 +262,7 @@ class Ledger:
             rec.priority,
             rec.found_by,
             rec.found_from,
+            rec.robots,
             time.time(),
         )
         cur = self._db.execute(_QUEUE if rec.decision == QUEUED else _RECORD, row)

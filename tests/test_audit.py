@@ -170,6 +170,36 @@ def test_protocol_problems(audited: AuditReport, site: MockServer) -> None:
         assert (code, url) in found, (code, url)
 
 
+# The entry faults seeded in /sitemap-pages.xml.gz: code -> the loc as written.
+ENTRY_FAULTS = {
+    "relative-loc": "relative/page.html",
+    "invalid-lastmod": "{base}/relative/one.html",
+    "lastmod-no-timezone": "{base}/relative/two.html",
+    "invalid-changefreq": "{base}/relative/three.html",
+    "invalid-priority": "{base}/relative/four.html",
+    "lastmod-future": "{base}/dates/rfc1123.html",
+}
+
+
+def test_entry_problems_name_their_url(audited: AuditReport, site: MockServer) -> None:
+    """Issue 17: a problem about one entry names its URL (a relative loc resolved
+    against the sitemap's address), its file and the line of its <loc>."""
+    from tests.mockserver import SITEMAPS
+
+    sitemap = site.url("/sitemap-pages.xml.gz")
+    lines = SITEMAPS["/sitemap-pages.xml.gz"][1].splitlines()
+    for code, written in ENTRY_FAULTS.items():
+        line = next(n for n, text in enumerate(lines, 1) if f"<loc>{written}</loc>" in text)
+        url = fill(written, site)
+        if "://" not in url:
+            url = site.url("/" + url)  # resolved against the sitemap's directory, /
+        found = [p for p in audited.problems if p["code"] == code and p["sitemap"] == sitemap]
+        assert [(p["url"], p["line"]) for p in found] == [(url, line)], code
+    # A file's problem names no URL.
+    nons = [p for p in audited.problems if p["code"] == "no-namespace"]
+    assert nons and all(p["url"] is None for p in nons)
+
+
 def test_formats_read(audited: AuditReport, site: MockServer) -> None:
     kinds = {s["url"]: (s["kind"], s["compressed_layers"]) for s in audited.sitemaps if s["kind"]}
     assert kinds[site.url("/sitemap-pages.xml.gz")] == ("urlset", 1)

@@ -1513,3 +1513,45 @@ def test_every_escaped_loc_reads_back_exactly(paths: list[str]) -> None:
     result = parse(data)
     assert locs(result) == paths
     assert "xml-error" not in codes(result)
+
+
+# -- issue 17: a problem about an entry names the entry's URL ----------------------------
+
+
+def test_entry_problems_name_the_entry_url() -> None:
+    """Every fault inside one <url> names its loc (resolved when relative), including
+    those found in the element before its <loc> (an unknown element, a raw '&', a
+    second <lastmod>), whether the strict or the tolerant reader read it; a fault of
+    the file names none."""
+    base = "https://example.com/dir/sitemap.xml"
+    doc = (
+        f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="{SITEMAP_NS}">\n'
+        "<url><loc>https://example.com/dir/a</loc><lastmod>2020-01-01T10:00</lastmod></url>\n"
+        "<url><loc>b/c?x=1</loc><changefreq>often</changefreq></url>\n"
+        "<url><foo/><lastmod>2020-01-01</lastmod><lastmod>2020-01-02</lastmod>"
+        "<loc>https://example.com/dir/d</loc><priority>2</priority></url>\n"
+        "<url><loc>https://example.com/dir/e?a=1&b=2</loc><lastmod>2999-01-01</lastmod></url>\n"
+        "<url><loc>  https://example.com/dir/f  </loc></url>\n"
+        "<url><loc>https://example.com/dir/a</loc></url>\n"
+        "<url><lastmod>2020-01-01</lastmod></url>\n"
+        "</urlset>\n"
+    ).encode()
+    parsed = parse_sitemap(doc, base_url=base, now=NOW)
+    found = {(p.code, p.line, p.url) for p in parsed.problems}
+    assert found == {
+        ("lastmod-no-timezone", 3, "https://example.com/dir/a"),
+        ("relative-loc", 4, "https://example.com/dir/b/c?x=1"),
+        ("invalid-changefreq", 4, "https://example.com/dir/b/c?x=1"),
+        ("unknown-element", 5, "https://example.com/dir/d"),
+        ("duplicate-element", 5, "https://example.com/dir/d"),
+        ("invalid-priority", 5, "https://example.com/dir/d"),
+        ("xml-error", 6, None),  # the file stopped being well-formed here
+        ("unescaped-ampersand", 6, "https://example.com/dir/e?a=1&b=2"),
+        ("lastmod-future", 6, "https://example.com/dir/e?a=1&b=2"),
+        ("whitespace-around-loc", 7, "https://example.com/dir/f"),
+        ("duplicate-loc", 8, "https://example.com/dir/a"),
+        ("missing-loc", 9, None),
+    }
+    # Without the sitemap's address, a relative loc is named as written.
+    alone = parse_sitemap(doc, now=NOW)
+    assert ("relative-loc", 4, "b/c?x=1") in {(p.code, p.line, p.url) for p in alone.problems}

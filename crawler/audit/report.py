@@ -295,7 +295,8 @@ def build_report(
 
     for sm in sitemaps:
         for p in sm["problems"]:
-            problems.append({**p, "sitemap": sm["url"], "url": None})
+            # An entry's problem names its URL (issue 17); a file's names none.
+            problems.append({**p, "sitemap": sm["url"], "url": p.get("url")})
     problems += _lastmod_problems([row for row in listings if row["audited"]], crawl, now)
     problems.sort(key=lambda p: (p["sitemap"], p["line"] or 0, p["code"]))
     return AuditReport(site, coverage, covered, len(indexable_found), sitemaps, urls, problems)

@@ -405,10 +405,20 @@ class AuditSpider(Spider):
         """Parse one sitemap file, storing its entries as they are read; for an
         index, request the sitemaps it lists."""
         listing = _Listing(self, url, self.public.to_crawl(directory or prefix_of(url)))
-        parsed = parse_sitemap(data, max_bytes=self.max_sitemap_bytes, on_entries=listing.take)
+        parsed = parse_sitemap(
+            data,
+            # A relative loc names the URL it resolves to against the file's address
+            # (what a local file stands for); the location rule is _Listing's.
+            base_url=self.stands_for.get(url, url),
+            max_bytes=self.max_sitemap_bytes,
+            on_entries=listing.take,
+        )
         problems = [
             *(problems or []),
-            *({"code": p.code, "message": p.message, "line": p.line} for p in parsed.problems),
+            *(
+                {"code": p.code, "message": p.message, "line": p.line, "url": p.url}
+                for p in parsed.problems
+            ),
         ]
         if parsed.kind == Kind.INDEX and parent is not None:
             problems.append(

@@ -343,6 +343,19 @@ class SitemapPublisher:
                 self.stats.set_value(f"sitemap/section/{name}", urls)
         self.stats.set_value("sitemap/index_path", str(index))
         self.stats.set_value("sitemap/index_url", public.sitemap_loc(index.name))
+        # Which file holds which page, for `explain` (issue 17): the files in the
+        # order written, each section's in address order, so that a page's rank in
+        # its section finds its file without reading any.
+        ledger.set_meta(
+            "published",
+            {
+                "index": str(index),
+                "index_url": public.sitemap_loc(index.name),
+                "files": [
+                    {"name": f.name, "section": f.section, "urls": f.urls} for f in files
+                ],
+            },
+        )
         done = f"{len(files)} files and {index}"
         if reason in BUDGETS:
             done += f" ({BUDGETS[reason]}: what was judged is published)"

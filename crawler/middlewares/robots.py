@@ -452,7 +452,7 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
         if body.startswith(UTF8_BOM):
             body = body[len(UTF8_BOM) :]
         rp = build_from_crawler(self._parserimpl, self.crawler, body)
-        self._record(origin, rp)
+        self._record(origin, rp, body)
         await self.crawler.signals.send_catch_log_async(
             signal=signals.robots_parsed, robotparser=rp, request=request
         )
@@ -496,16 +496,30 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
             )
         return _DisallowAll(reason)
 
-    def _record(self, origin: str, rp: RobotParser | None) -> None:
-        """The token, and the group that applies, for the start URL's origin."""
+    def _record(self, origin: str, rp: RobotParser | None, body: bytes | None = None) -> None:
+        """The token, and the group that applies, for the start URL's origin; and in
+        the ledger's ``meta`` (``robots``), the rules read, so that ``explain`` can
+        tell whether a URL the crawl never saw would have been allowed."""
         if origin != self._start_origin():
             return
         token = self._robotstxt_useragent or ""
         self._stats.set_value("sitemap/robots/token", token)
-        if rp is None:
-            self._stats.set_value("sitemap/robots/group", NO_GROUP)
-        elif isinstance(rp, RobotsTxtParser):
-            self._stats.set_value("sitemap/robots/group", rp.group_name(token))
+        group = NO_GROUP
+        if isinstance(rp, RobotsTxtParser):
+            group = rp.group_name(token)
+        self._stats.set_value("sitemap/robots/group", group)
+        ledger = RunState.of(self.crawler).ledger
+        if ledger is not None:
+            ledger.set_meta(
+                "robots",
+                {
+                    "origin": origin,
+                    "token": token,
+                    "group": group,
+                    "state": "unavailable" if rp is None else "parsed",
+                    "text": None if body is None else body.decode("utf-8", errors="ignore"),
+                },
+            )
 
     def _start_origin(self) -> str | None:
         try:

@@ -12,19 +12,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from email.utils import parsedate_to_datetime
 from typing import Final
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from crawler.audit.sitemaps.model import Entry, Problem, quote
 from crawler.entry import ChangeFreq, check_loc
 from crawler.lastmod import lastmod_datetime, w3c_datetime
 from crawler.limits import MAX_IMAGES_PER_URL, MAX_LOC_LENGTH, MIN_LOC_LENGTH
 
-__all__ = ["check_entry"]
+__all__ = ["check_entry", "entry_url"]
 
 # A future lastmod is only reported beyond this: time zones alone put a page
 # written "today" up to 14 hours ahead of UTC.
@@ -85,6 +85,18 @@ def _check_url(value: str, line: int | None, what: str) -> Problem | None:
     except ValueError as exc:
         return Problem("invalid-loc", str(exc), line)
     return None
+
+
+def entry_url(loc: str, base: str | None) -> str:
+    """The URL an entry names, for its problems: *loc* as written, or, when it is
+    relative (no scheme) and the sitemap's address *base* is known, resolved against
+    it, as a reader that resolves it would fetch it (issue 17)."""
+    if base is None or _SCHEME.match(loc):
+        return loc
+    try:
+        return urljoin(base, loc)
+    except ValueError:  # an unparsable base ("http://[x"): the loc as written
+        return loc
 
 
 def _lastmod_fault(value: str, now: datetime) -> tuple[str, str] | None:
@@ -171,7 +183,18 @@ class Checker:
         fault = cache[value] = judge(value)
         return fault
 
-    def check(self, entry: Entry, *, pubdate: bool = False) -> list[Problem]:
+    def check(
+        self, entry: Entry, *, pubdate: bool = False, base: str | None = None
+    ) -> list[Problem]:
+        """The problems of *entry*, each naming its URL (:func:`entry_url` of its
+        loc and the sitemap's address *base*)."""
+        problems = self._check(entry, pubdate)
+        if not problems:
+            return problems
+        url = entry_url(entry.loc, base)
+        return [replace(problem, url=url) for problem in problems]
+
+    def _check(self, entry: Entry, pubdate: bool) -> list[Problem]:
         line = entry.line
         problems: list[Problem] = []
         loc_problem = _check_url(entry.loc, line, "loc")
@@ -223,8 +246,9 @@ class Checker:
         return problems
 
 
-def check_entry(entry: Entry, *, now: datetime) -> list[Problem]:
-    """The protocol's checks on one entry; problems carry ``entry.line``.
+def check_entry(entry: Entry, *, now: datetime, base: str | None = None) -> list[Problem]:
+    """The protocol's checks on one entry; problems carry ``entry.line``, and its
+    URL (resolved against the sitemap's address *base* when relative: :func:`entry_url`).
 
     ``loc``: an absolute http(s) URL (``relative-loc``, ``invalid-loc``), at most
     2,047 characters (``loc-too-long``), no whitespace (``whitespace-in-loc``);
@@ -236,7 +260,7 @@ def check_entry(entry: Entry, *, now: datetime) -> list[Problem]:
     hreflang or media alternate an absolute http(s) URL (``invalid-alternate``). A naive
     ``now`` is taken as UTC. Never raises.
     """
-    return Checker(now).check(entry)
+    return Checker(now).check(entry, base=base)
 
 
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}

@@ -8,7 +8,7 @@ them: in order, at most :data:`MAX_PROBLEMS_PER_CODE` of each code, the rest cou
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Final
 
@@ -55,11 +55,17 @@ class Problem:
       ``unescaped-ampersand``, ``undefined-entity``, ``not-a-url`` (text).
 
     ``index-lists-index`` is the caller's to report: only it follows the index.
+
+    ``url`` is the URL of the entry a problem is about (issue 17): its ``loc`` as
+    written, resolved against the sitemap's address when it is relative; None for a
+    problem about the whole file, or about an entry without a URL (``missing-loc``,
+    ``empty-loc``).
     """
 
     code: str
     message: str
     line: int | None = None
+    url: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,15 +120,34 @@ class Problems:
     def __init__(self) -> None:
         self.items: list[Problem] = []
         self.counts: dict[str, int] = {}
+        # The problems found while one entry is read, before its URL is known.
+        self.held: list[Problem] | None = None
 
     def add(self, problem: Problem) -> None:
+        if self.held is not None:
+            self.held.append(problem)
+            return
         count = self.counts.get(problem.code, 0) + 1
         self.counts[problem.code] = count
         if count <= MAX_PROBLEMS_PER_CODE:
             self.items.append(problem)
 
-    def new(self, code: str, message: str, line: int | None = None) -> None:
-        self.add(Problem(code, message, line))
+    def new(
+        self, code: str, message: str, line: int | None = None, url: str | None = None
+    ) -> None:
+        self.add(Problem(code, message, line, url))
+
+    def hold(self) -> None:
+        """Keep the problems found from now on, until :meth:`release`: those of one
+        entry's element, read before its URL is."""
+        self.held = []
+
+    def release(self, url: str | None) -> None:
+        """Add the held problems, each naming *url* (the entry's) unless it names one."""
+        held, self.held = self.held or [], None
+        for problem in held:
+            named = problem.url is not None or url is None
+            self.add(problem if named else replace(problem, url=url))
 
     def has(self, code: str) -> bool:
         return code in self.counts

@@ -69,6 +69,7 @@ def parse_sitemap(
     data: bytes,
     *,
     url: str | None = None,
+    base_url: str | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
     now: datetime | None = None,
     on_entries: Callable[[list[Entry]], None] | None = None,
@@ -77,7 +78,10 @@ def parse_sitemap(
 
     ``data`` is the body as fetched; ``url``, when given, is where it came from,
     for the protocol's location rule (``out-of-scope``: a sitemap lists only
-    URLs of its own scheme and host, under its own directory). Reading stops
+    URLs of its own scheme and host, under its own directory) and to resolve a
+    relative ``loc`` for the URL its problems name; ``base_url``, when given, is
+    that address without the location rule (the audit judges the location of what a
+    sitemap lists itself, in crawl space). Reading stops
     after ``max_bytes`` decompressed bytes. ``now`` (default: the current time)
     decides which lastmod is in the future.
 
@@ -94,7 +98,9 @@ def parse_sitemap(
     locs); the audit stores each batch. An exception raised by ``on_entries`` is
     raised again here.
     """
-    reading = Reading(now=aware(now), scope=Scope.of(url), consumer=on_entries)
+    reading = Reading(
+        now=aware(now), scope=Scope.of(url), base=base_url or url, consumer=on_entries
+    )
     body, layers = b"", 0
     try:
         body, layers, problems = decompress(data, max_bytes)

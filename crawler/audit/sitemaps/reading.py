@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
-from crawler.audit.sitemaps.checks import LOC_FAULTS, Checker, Scope
-from crawler.audit.sitemaps.model import Entry, Kind, ParsedSitemap, Problems, quote
+from crawler.audit.sitemaps.checks import LOC_FAULTS, Checker, Scope, entry_url
+from crawler.audit.sitemaps.model import Entry, Kind, ParsedSitemap, Problem, Problems, quote
 from crawler.limits import MAX_SITEMAPS_PER_INDEX, MAX_URLS_PER_FILE
 
 #: Entries handed to a consumer at a time.
@@ -125,7 +125,13 @@ class Sink:
     root_local: str
     now: datetime
     scope: Scope | None
+    # The sitemap's address, against which a relative loc is resolved for the URL
+    # its problems name.
+    base: str | None = None
     namespace: str | None = None
+    # Problems the reader found in the next block before it was read (a repaired
+    # raw "&"): they are that block's entry's.
+    carried: list[Problem] = field(default_factory=list)
     # Every entry, or, with a consumer, those not handed over yet.
     entries: list[Entry] = field(default_factory=list)
     consumer: Consumer | None = None
@@ -181,7 +187,17 @@ class Sink:
 
     def on_block(self, element: Any, offset: int) -> None:
         self.count_block((element.sourceline or 0) + offset)
-        entry = self.read_block(element, offset)
+        # What is wrong inside the element is found before its URL is read: held,
+        # then added naming the entry's URL (issue 17).
+        self.problems.hold()
+        carried, self.carried = self.carried, []
+        for problem in carried:
+            self.problems.add(problem)
+        entry = None
+        try:
+            entry = self.read_block(element, offset)
+        finally:
+            self.problems.release(None if entry is None else entry_url(entry.loc, self.base))
         if entry is not None:
             self.add(entry)
 
@@ -199,10 +215,11 @@ class Sink:
             self.problems.new(code, f"more than {limit:,} {what} in one file", line)
 
     def add(self, entry: Entry) -> None:
-        checked = self.checker.check(entry, pubdate=self.kind is Kind.RSS)
+        checked = self.checker.check(entry, pubdate=self.kind is Kind.RSS, base=self.base)
         for problem in checked:
             self.problems.add(problem)
         loc_fault = any(problem.code in LOC_FAULTS for problem in checked)
+        url = entry_url(entry.loc, self.base)
         if (
             self.scope is not None
             and not loc_fault
@@ -214,6 +231,7 @@ class Sink:
                 " (same scheme and host, under its directory), unless robots.txt"
                 " submits it for that host",
                 entry.line,
+                url,
             )
         first = self.seen.first(entry.loc, entry.line or 0)
         if first is not None:
@@ -221,6 +239,7 @@ class Sink:
                 "duplicate-loc",
                 f"{quote(entry.loc)} is listed again (first at line {first})",
                 entry.line,
+                url,
             )
         self.entries.append(entry)
         self.count += 1
@@ -254,7 +273,10 @@ class Sink:
             # xsd:anyURI collapses whitespace, so this is valid, but it is a
             # template bug, and readers that do not strip get a wrong URL.
             self.problems.new(
-                "whitespace-around-loc", f"whitespace around the URL {quote(loc)}", line
+                "whitespace-around-loc",
+                f"whitespace around the URL {quote(loc)}",
+                line,
+                entry_url(loc, self.base),
             )
         return loc
 
@@ -266,6 +288,7 @@ class Reading:
     now: datetime
     scope: Scope | None
     problems: Problems = field(default_factory=Problems)
+    base: str | None = None
     kind: Kind = Kind.UNKNOWN
     sink: Sink | None = None
     complete: bool = True
@@ -274,7 +297,7 @@ class Reading:
 
     def new_sink(self, sink_class: type[Sink], block: str, root_local: str) -> Sink:
         """A sink for this reading's entries (handing them to its consumer, if any)."""
-        sink = sink_class(self.kind, block, root_local, self.now, self.scope)
+        sink = sink_class(self.kind, block, root_local, self.now, self.scope, self.base)
         sink.consumer = self.consumer
         return sink
 

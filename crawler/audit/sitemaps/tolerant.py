@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from lxml import etree
 
+from crawler.audit.sitemaps.checks import entry_url
 from crawler.audit.sitemaps.model import Entry, Kind, Problem
 from crawler.audit.sitemaps.reading import Reading, Sink, split_tag
 from crawler.audit.sitemaps.strict import Read, lxml_failure, safe_parser
@@ -370,9 +371,7 @@ class Tolerant:
             except etree.LxmlError as exc:
                 failure = exc
             else:
-                for fix in fixes:
-                    self.sink.problems.add(fix)
-                self.take(root, offset, batch)
+                self.take(root, offset, batch, fixes)
                 return
         if len(batch) > 1:
             for block in batch:
@@ -380,19 +379,36 @@ class Tolerant:
             return
         self.last_resort(fragment, batch[0].line, lxml_failure(failure)[0])
 
-    def take(self, root: Any, offset: int, batch: list[_Block]) -> None:
+    def take(
+        self,
+        root: Any,
+        offset: int,
+        batch: list[_Block],
+        fixes: Sequence[tuple[int, Problem]] = (),
+    ) -> None:
+        """Read the blocks of a parsed batch; *fixes* are the repairs made in them,
+        (index of the block, problem): each block carries its own, so that they
+        name its entry's URL."""
         # The batch's blocks are the root's block children, in order: each was cut
         # at the next block's start tag, so none holds another.
         closed = iter([block.closed for block in batch])
+        index = 0
         for child in root:
             if isinstance(child.tag, str) and split_tag(child.tag)[1] == self.block:
+                self.sink.carried = [fix for at, fix in fixes if at == index]
+                index += 1
                 self.sink.unclosed = not next(closed, True)
                 self.sink.on_block(child, offset)
                 self.sink.unclosed = False
             else:
                 self.sink.unknown(child, offset)
+        for at, fix in fixes:
+            if at >= index:  # no block took it (cannot happen; kept rather than lost)
+                self.sink.problems.add(fix)
 
-    def repair(self, fragment: str, line: int, starts: list[int]) -> tuple[str, list[Problem]]:
+    def repair(
+        self, fragment: str, line: int, starts: list[int]
+    ) -> tuple[str, list[tuple[int, Problem]]]:
         """Take raw "&" and undefined entities as literal text; one problem of
         each kind per block, at its first occurrence."""
         found: dict[tuple[int, str], int] = {}
@@ -416,7 +432,9 @@ class Tolerant:
             "undefined-entity": "a reference to an entity the document does not declare"
             " (such as &nbsp;, which only HTML defines); read as literal text, not expanded",
         }
-        return repaired, [Problem(code, messages[code], at) for (_, code), at in found.items()]
+        return repaired, [
+            (block, Problem(code, messages[code], at)) for (block, code), at in found.items()
+        ]
 
     def last_resort(self, fragment: str, line: int, message: str) -> None:
         sink = self.sink
@@ -436,6 +454,7 @@ class Tolerant:
                     "xml-error",
                     f"entry is not well-formed XML ({message}); only its <loc> was read",
                     line,
+                    None if value is None else entry_url(value, sink.base),
                 )
                 if value is not None:
                     sink.add(Entry(value, None, None, None, loc_line))

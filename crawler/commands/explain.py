@@ -1,0 +1,188 @@
+"""``sitemap-crawler explain URL``: why is this URL (not) in the sitemap?
+
+Reads the ledger of the last run that did its job in the state directory and answers
+for one URL, as a person pastes it: its decision and reason, the chain to where it
+ends, what the crawl saw, whether and where it is published, its lastmod and where
+that came from, the runs that saw it and the links that led to it; for a URL the crawl
+never saw, whether the crawl's rules would have fetched it (:mod:`crawler.explain`).
+Printed as a short block, or with ``--json`` as one JSON object with the same facts.
+``scrapy explain URL`` from the project root is the same command.
+
+Exit status: 0 the URL is known to the crawl; 1 it is not; 2 usage error (no finished
+crawl in the state directory, an unreadable ledger, not a URL).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from crawler.commands.options import EXIT_OK, EXIT_USAGE, error, print_stdout, scrapy_command
+from crawler.paths import CrawlPaths
+
+if TYPE_CHECKING:
+    from scrapy.settings import Settings
+
+NAME = "explain"
+HELP = "why a URL is, or is not, in the published sitemap"
+DESCRIPTION = (
+    "Answer for one URL from the ledger of the last crawl in the state directory: its "
+    "decision and reason, the redirect or canonical chain to where it ends, the status, "
+    "type and robots directives seen, whether and in which file it is published, its "
+    "lastmod and where that came from, first and last seen, and the links from the start "
+    "URL that found it. For a URL the crawl never saw: whether its rules would fetch it."
+)
+EPILOG = (
+    "Exit status: 0 the crawl knows the URL; 1 it does not; 2 usage error (no finished "
+    "crawl in --state, an unreadable ledger, not a URL)."
+)
+
+#: Exit status of a URL the crawl never saw.
+EXIT_UNKNOWN = 1
+#: The state directory of ``crawl`` with its default ``--out public``.
+DEFAULT_STATE = CrawlPaths.create("public").state.name
+
+
+def add_arguments(p: argparse.ArgumentParser, *, scrapy: bool = False) -> None:
+    p.add_argument(
+        "url",
+        nargs="?",
+        help="the URL as you have it: any spelling of a crawled URL, a path of the site "
+        "(/about.html), or its public --base-url address",
+    )
+    p.add_argument(
+        "--state",
+        metavar="DIR",
+        help=f"the crawl's state directory (default: {DEFAULT_STATE}, that of "
+        "crawl --out public)",
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print the answer as one JSON object"
+    )
+
+
+def execute(args: argparse.Namespace) -> dict[str, Any]:
+    """The answer for ``args.url``; raises ExplainError for bad input."""
+    from crawler.explain import ExplainError, explain
+
+    if not args.url:
+        raise ExplainError("a URL is required")
+    state = Path(args.state) if args.state else Path(DEFAULT_STATE)
+    return explain(state, args.url)
+
+
+def run(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, base: Settings | None = None
+) -> int:
+    """``sitemap-crawler explain``: print the answer, return the exit status."""
+    from crawler.explain import ExplainError
+
+    try:
+        answer = execute(args)
+    except ExplainError as e:
+        error(f"error: {e}")
+        return EXIT_USAGE
+    if args.json:
+        print_stdout(json.dumps(answer, ensure_ascii=False, indent=2))
+    else:
+        print_stdout(format_answer(answer))
+    return EXIT_OK if answer["known"] else EXIT_UNKNOWN
+
+
+# -- the block people read ----------------------------------------------------------------
+
+
+def _field(name: str, value: str, more: list[str] | None = None) -> list[str]:
+    lines = [f"{name:<11}{value}"]
+    lines.extend(f"{'':<11}{line}" for line in more or ())
+    return lines
+
+
+def format_answer(answer: dict[str, Any]) -> str:
+    """The answer as a short block, like ``git show``: one fact a line."""
+    lines = [f"url        {answer['url']}"]
+    if answer["query"] != answer["url"]:
+        lines += _field("asked", answer["query"])
+    if not answer["known"]:
+        lines += _field("decision", "never seen by the crawl")
+        lines += _field("verdict", answer["summary"])
+        for check in answer["checks"]:
+            mark = {True: "ok", False: "no", None: "?"}[check["ok"]]
+            decision = f" -> {check['decision']}" if check["decision"] else ""
+            lines += _field("", f"{mark:<3}{check['rule']}: {check['detail']}{decision}")
+        lines += _field("run", _run(answer))
+        return "\n".join(lines)
+    if answer["matched_by"] != "url":
+        lines += _field("matched", f"by its {answer['matched_by']}")
+    reason = f": {answer['reason']}" if answer["reason"] else ""
+    lines += _field("decision", f"{answer['decision']}{reason}")
+    chain = answer["chain"]
+    if len(chain["steps"]) > 1:
+        rest = [f"-> {_step(step)}" for step in chain["steps"][1:]]
+        if chain["loop"]:
+            rest.append("(a loop: it comes back)")
+        lines += _field("chain", _step(chain["steps"][0]), rest)
+    seen = [str(answer["status"]) if answer["status"] is not None else "not fetched"]
+    if answer["content_type"]:
+        seen.append(answer["content_type"])
+    if answer["depth"] is not None:
+        seen.append(f"depth {answer['depth']}")
+    lines += _field("status", ", ".join(seen))
+    lines += _field("robots", answer["robots"] or "no robots directive")
+    lines += _field("sitemap", _sitemap(answer["sitemap"]))
+    lastmod = answer["lastmod"]
+    if lastmod["value"]:
+        run = f", set by the run of {lastmod['run']}" if lastmod["run"] else ""
+        lines += _field("lastmod", f"{lastmod['value']} from {lastmod['from']}{run}")
+    else:
+        lines += _field("lastmod", lastmod["from"])
+    lines += _field("seen", f"first {answer['first_seen']}, last {answer['last_seen']}")
+    found = answer["found_via"]
+    steps = found["steps"]
+    if steps:
+        start = steps[0]["url"] == answer["start_url"]
+        first = steps[0]["url"] + ("  (start URL)" if start else "")
+        rest = [f"-> {step['via']}: {step['url']}" for step in steps[1:]]
+        if found["from"] != "referrers":
+            rest.append(f"({found['from']})")
+        lines += _field("found via", first, rest)
+    else:
+        lines += _field("found via", found["from"])
+    if answer["aliases"]:
+        lines += _field("aliases", answer["aliases"][0], answer["aliases"][1:])
+    if answer["warnings"]:
+        lines += _field("warnings", answer["warnings"][0], answer["warnings"][1:])
+    lines += _field("run", _run(answer))
+    return "\n".join(lines)
+
+
+def _step(step: dict[str, Any]) -> str:
+    decision = step["decision"] or "unknown"
+    reason = f" ({step['reason']})" if step["reason"] else ""
+    return f"{step['url']}  {decision}{reason}"
+
+
+def _sitemap(sitemap: dict[str, Any]) -> str:
+    if not sitemap["in_set"]:
+        return f"not in the published set: {sitemap['why'].removeprefix('not listed: ')}"
+    where = sitemap.get("file") or "a file of the set"
+    line = f", line {sitemap['line']}" if sitemap.get("line") else ""
+    section = f", section {sitemap['section']}" if sitemap.get("section") else ""
+    text = f"published as {sitemap['loc']} in {where}{line}{section}"
+    if sitemap.get("on_disk") is False:
+        text += " (the file is no longer on disk)"
+    if sitemap.get("news_file"):
+        text += f", and in the news sitemap {sitemap['news_file']}"
+    return text
+
+
+def _run(answer: dict[str, Any]) -> str:
+    run = answer["run"]
+    started = run["started"] or "unknown"
+    return f"{run['outcome'] or 'unknown'}, started {started}"
+
+
+Command = scrapy_command(sys.modules[__name__])
