@@ -228,7 +228,6 @@ def test_trap_decision(
         ("/private/open-too.html", False, "robots.txt", "robots-disallowed"),
         ("/files/data.json?v=2", False, "include/exclude", "excluded"),
         ("/a/b/a/b/a/", False, "traps", "trap"),
-        ("/other?sessionid=1", False, "traps", "trap"),
         ("http://other.example/page.html", False, "host", "off-host"),
         ("/" + "y" * 2100, False, "length", "too-long"),
     ],
@@ -255,6 +254,16 @@ def test_never_seen(
     else:
         assert (failed[0]["rule"], failed[0]["decision"]) == (rule, decision)
         assert found["summary"].endswith(failed[0]["detail"])
+
+
+def test_a_session_id_is_stripped_before_the_rules(
+    capsys: pytest.CaptureFixture[str], crawled: CrawlResult, site: MockServer
+) -> None:
+    """issue 19: `sessionid=` is a session identifier in any spelling, stripped like
+    PHPSESSID, so a never-seen `/other?sessionid=1` is asked about as `/other`."""
+    found = answer(capsys, crawled, site.url("/other?sessionid=1"))
+    assert found["url"] == site.url("/other")
+    assert not found["known"] and found["would_fetch"] is True
 
 
 def test_open_path_under_a_disallowed_one_is_allowed(
