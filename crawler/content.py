@@ -35,8 +35,15 @@ def main_content_hash(root: Any, volatile: Iterable[str] = ()) -> str | None:
     is no change. The tree is changed (the dropped elements are removed from it):
     call this last.
     """
+    return main_content(root, volatile)[0]
+
+
+def main_content(root: Any, volatile: Iterable[str] = ()) -> tuple[str | None, str]:
+    """:func:`main_content_hash` and the main text it hashed (whitespace as in the
+    page; empty for a page with no tree), which the soft-404 fingerprint reads
+    (:mod:`crawler.softnotfound`)."""
     if root is None or not hasattr(root, "iter"):
-        return None
+        return None, ""
     for selector in volatile:
         for el in root.xpath(_TRANSLATOR.css_to_xpath(selector)):
             el.clear(keep_tail=True)  # its text and attributes go; its tail stays
@@ -50,7 +57,7 @@ def main_content_hash(root: Any, volatile: Iterable[str] = ()) -> str | None:
             value = el.get(attr)
             if value:
                 digest.update(b"\0" + value.strip().encode("utf-8"))
-    return VERSION + digest.hexdigest()
+    return VERSION + digest.hexdigest(), text
 
 
 def same_content(

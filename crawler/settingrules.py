@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
+from crawler.calendars import parse_window
 from crawler.entry import ChangeFreq
 from crawler.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
 
@@ -101,6 +102,13 @@ def _choice(*choices: str) -> Rule:
 def _text(settings: BaseSettings, name: str) -> None:
     if not isinstance(settings.get(name), str) or not settings.get(name).strip():
         raise ValueError("must be a non-empty text")
+
+
+def _window(settings: BaseSettings, name: str) -> None:
+    try:
+        parse_window(settings.get(name))
+    except ValueError as e:
+        raise ValueError(str(e)) from None
 
 
 def _path(settings: BaseSettings, name: str) -> None:
@@ -239,6 +247,7 @@ RULES: dict[str, Rule] = {
     "SITEMAP_AUDIT_SITEMAPS": _texts,
     "SITEMAP_AUDIT_STORE": _PATH,
     "SITEMAP_BASE_URL": _optional(_text),
+    "SITEMAP_CALENDAR_WINDOW": _window,
     "SITEMAP_CHANGEFREQ": _optional(_changefreq),
     "SITEMAP_CHANGEFREQ_RULES": _changefreq_rules,
     "SITEMAP_DEDUPE_CONTENT": _bool,
@@ -268,6 +277,7 @@ RULES: dict[str, Rule] = {
     "SITEMAP_MAX_PAGES": _number(int, 0),
     "SITEMAP_MAX_REDIRECTS": _number(int, 0),
     "SITEMAP_MAX_URLS_PER_FILE": _number(int, 1, MAX_URLS_PER_FILE),
+    "SITEMAP_MAX_VARIANTS_PER_PATH": _number(int, 0),
     "SITEMAP_NEWS_PUBLICATION": _optional(_text),
     "SITEMAP_NEWS_TIME": _optional(_w3c),
     "SITEMAP_OUT_DIR": _PATH,
@@ -288,6 +298,7 @@ RULES: dict[str, Rule] = {
     "SITEMAP_ROBOTS_MAX_AGE": _number(float, 0),
     "SITEMAP_ROBOTS_MAX_BYTES": _number(int, 1),
     "SITEMAP_SECTIONS": _sections,
+    "SITEMAP_SOFT404_PROBE": _bool,
     "SITEMAP_STATE_DIR": _PATH,
     "SITEMAP_STRIP_EXTRA": _texts,
     "SITEMAP_STRIP_PARAMS": _bool,
