@@ -12,11 +12,12 @@ URL's *template* is its address with the date taken out (``/cal/{date}/``,
 The rule applies to date-sequence navigation only: a link from a page whose URL has
 the same template (a calendar's prev/next links, an archive's month to month). Such
 a URL is followed only when its date lies within ``SITEMAP_CALENDAR_WINDOW`` of
-today (one year each way by default), and at most :data:`STEPS` dates of one
-template are reached that way (a calendar within the window is still endless
-enough: 731 days); the rest is ``calendar`` ("calendar beyond window: 2019-05 is
-more than 365 days from today", "calendar: more than 6 dates of one sequence
-followed"). Date archives are thin pages that SEO plugins mark noindex by default;
+today (one year each way by default), and at most :data:`STEPS` dates (days,
+months or years, as the sequence counts) from a date where the crawl entered the
+sequence from another page (a calendar within the window is still long: 731
+days); the rest is ``calendar`` ("calendar beyond window: 2019-05 is more than 365
+days from today", "calendar: more than 3 steps from where the sequence was
+entered"). Both rules depend on the links, not on the order pages were fetched in. Date archives are thin pages that SEO plugins mark noindex by default;
 the pages they lead to are found through them all the same.
 A dated URL linked from any other page (a blog post ``/2019/05/title/`` linked from
 the blog's index, a year archive in a menu) is followed as usual, however old.
@@ -42,8 +43,9 @@ _MONTH = ("month", "m", "mon", "mo")
 _DAY = ("day", "d")
 _DATE = ("date", "day", "dt", "when", "month", "ym")
 
-#: The most dates of one sequence followed by date-sequence navigation.
-STEPS = 6
+#: How far date-sequence navigation is followed from where the sequence was
+#: entered, each way (days, months or years).
+STEPS = 3
 
 _DURATION = re.compile(r"(\d+)\s*([dwmy]?)\Z", re.I)
 _DAYS = {"": 1, "d": 1, "w": 7, "m": 30, "y": 365}
@@ -127,14 +129,16 @@ def date_of(url: str) -> Dated | None:
 
 class CalendarRule:
     """Cuts date-sequence navigation beyond *window* of *today* (None: the day the
-    run started), and beyond *budget* dates a template (0: no cap)."""
+    run started), and further than *steps* dates (days, months or years, as the
+    sequence counts) from where the crawl entered the sequence (0: no limit)."""
 
-    def __init__(self, window: timedelta, budget: int = STEPS, today: date | None = None) -> None:
+    def __init__(self, window: timedelta, steps: int = STEPS, today: date | None = None) -> None:
         self.window = window
-        self.budget = budget
+        self.steps = steps
         self.today = today or datetime.now(UTC).date()
-        self.steps: dict[str, int] = {}
-        #: Templates cut at least once (the summary's "calendars cut").
+        # Template -> the dates where the crawl entered it (linked from elsewhere).
+        self.entries: dict[str, set[date]] = {}
+        #: Templates cut at least once.
         self.cut: set[str] = set()
 
     def check(self, url: str, referrer: str | None) -> str | None:
@@ -145,15 +149,27 @@ class CalendarRule:
         if dated is None:
             return None
         came_from = date_of(referrer)
+        entries = self.entries.setdefault(dated.template, set())
         if came_from is None or came_from.template != dated.template:
+            entries.add(dated.first)  # entered from another page: not navigation
             return None
+        if not entries:
+            entries.add(came_from.first)
         days = self.window.days
         if dated.last < self.today - self.window or dated.first > self.today + self.window:
             self.cut.add(dated.template)
             return f"calendar beyond window: {dated.label} is more than {days} days from today"
-        steps = self.steps.get(dated.template, 0)
-        if self.budget and steps >= self.budget:
+        if self.steps and min(_distance(dated, e) for e in entries) > self.steps:
             self.cut.add(dated.template)
-            return f"calendar: more than {self.budget} dates of one sequence followed"
-        self.steps[dated.template] = steps + 1
+            return f"calendar: more than {self.steps} steps from where the sequence was entered"
         return None
+
+
+def _distance(dated: Dated, entry: date) -> int:
+    """How many of the sequence's units (days, months, years) *dated* is from *entry*."""
+    first = dated.first
+    if dated.first == dated.last:
+        return abs((first - entry).days)
+    if first.month == 1 and dated.last.month == 12:
+        return abs(first.year - entry.year)
+    return abs((first.year - entry.year) * 12 + first.month - entry.month)
