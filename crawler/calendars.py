@@ -17,8 +17,9 @@ months or years, as the sequence counts) from a date where the crawl entered the
 sequence from another page (a calendar within the window is still long: 731
 days); the rest is ``calendar`` ("calendar beyond window: 2019-05 is more than 365
 days from today", "calendar: more than 3 steps from where the sequence was
-entered"). Both rules depend on the links, not on the order pages were fetched in. Date archives are thin pages that SEO plugins mark noindex by default;
-the pages they lead to are found through them all the same.
+entered"). Both rules depend on the links, not on the order pages were fetched
+in. Date archives are thin pages that SEO plugins mark noindex by default; the
+pages they lead to are found through them all the same.
 A dated URL linked from any other page (a blog post ``/2019/05/title/`` linked from
 the blog's index, a year archive in a menu) is followed as usual, however old.
 """

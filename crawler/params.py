@@ -291,10 +291,10 @@ def _settle_path(
     # combination, as the whole crawl sees them.
     for url, decision, target in others:
         _, params, removed = reduced[url]
-        keeper = keepers.get(params) if removed else None
-        if keeper is not None and keeper != url:
-            if decision != d.IGNORED_PARAM or keeper != target:
-                yield url, d.IGNORED_PARAM, param_reason(removed), keeper
+        page = keepers.get(params) if removed else None
+        if page is not None and page != url:
+            if decision != d.IGNORED_PARAM or page != target:
+                yield url, d.IGNORED_PARAM, param_reason(removed), page
         elif decision == d.IGNORED_PARAM and len(params) >= 2 and faceted:
             yield url, d.FACET, facet_reason(n for n, _ in params), None
     kept = []

@@ -126,8 +126,13 @@ def published(out: Path) -> set[str]:
 
 
 def fetches(site: MockServer) -> Counter[str]:
-    """Requests per page (robots.txt is fetched once by every process)."""
-    return Counter(r["path"] for r in site.requests() if r["path"] != "/robots.txt")
+    """Requests per page (robots.txt is fetched once by every process; the soft-404
+    probe, a random address, only by a crawl in one process)."""
+    return Counter(
+        r["path"]
+        for r in site.requests()
+        if r["path"] != "/robots.txt" and not r["path"].startswith("/sitemap-crawler-probe-")
+    )
 
 
 @dataclass

@@ -347,11 +347,18 @@ def test_settle_does_not_depend_on_the_crawl_order() -> None:
     def bare(url: str) -> tuple[str, str | None]:
         return ("listed", None)
 
-    night1 = [(b + "?color=red", "listed", None), (b + "?color=red&sort=1", "listed", None),
-              (b + "?sort=1", "listed", None), (b + "?sort=2", "listed", None)]
-    night2 = [(b + "?color=red", "listed", None),
-              (b + "?color=red&sort=1", "ignored-parameter", b + "?sort=1"),
-              (b + "?sort=1", "listed", None), (b + "?sort=2", "ignored-parameter", b + "?sort=1")]
+    night1: list[tuple[str, str, str | None]] = [
+        (b + "?color=red", "listed", None),
+        (b + "?color=red&sort=1", "listed", None),
+        (b + "?sort=1", "listed", None),
+        (b + "?sort=2", "listed", None),
+    ]
+    night2: list[tuple[str, str, str | None]] = [
+        (b + "?color=red", "listed", None),
+        (b + "?color=red&sort=1", "ignored-parameter", b + "?sort=1"),
+        (b + "?sort=1", "listed", None),
+        (b + "?sort=2", "ignored-parameter", b + "?sort=1"),
+    ]
 
     def final(rows: list[tuple[str, str, str | None]]) -> dict[str, tuple[str, str | None]]:
         out = {url: (decision, target) for url, decision, target in rows}
@@ -369,7 +376,8 @@ def test_settle_does_not_depend_on_the_crawl_order() -> None:
 
 def test_soft_404_print_ignores_the_echoed_path() -> None:
     template = "Page not found. Sorry, the page {} could not be found. Try the home page."
-    probe = page_print(template.format("/sitemap-crawler-probe-1f2e"), "http://h/sitemap-crawler-probe-1f2e")
+    probe_path = "/sitemap-crawler-probe-1f2e"
+    probe = page_print(template.format(probe_path), "http://h" + probe_path)
     other = page_print(template.format("/a/b.html"), "http://h/a/b.html")
     real = page_print("A real page about socks. Try the home page.", "http://h/a/b.html")
     assert probe is not None and other is not None and real is not None

@@ -85,7 +85,9 @@ def traps(path: str, query: dict[str, list[str]]) -> tuple[int, str]:
         items = [
             i for i in ITEMS if (color is None or i[1] == color) and (size is None or i[2] == size)
         ]
-        listing = "".join(f'<li><a href="/product/{i}">sock {i} ({c}, {s})</a></li>' for i, c, s in items)
+        listing = "".join(
+            f'<li><a href="/product/{i}">sock {i} ({c}, {s})</a></li>' for i, c, s in items
+        )
         return 200, page("shop", f"<ul>{listing}</ul>" + links(*shop_links()))
     if path.startswith("/product/") and path[9:] in {str(i[0]) for i in ITEMS}:
         return 200, page(f"sock {path[9:]}", links("/shop/", "/shop/?ref=product"))

@@ -55,6 +55,10 @@ if TYPE_CHECKING:
     from twisted.python.failure import Failure
 
 
+#: Seconds a soft-404 probe may take (at most DOWNLOAD_TIMEOUT).
+PROBE_TIMEOUT = 10.0
+
+
 class SiteSpider(Spider):
     name = "site"
 
@@ -111,9 +115,12 @@ class SiteSpider(Spider):
         if self.run_state.locked_out:
             return  # another run owns the state directory
         saved = getattr(self, "state", None)
-        if self.crawler.settings.getbool("SITEMAP_SOFT404_PROBE") and not (
-            saved and "seen" in saved
-        ):
+        if saved and "seen" in saved:
+            # A resumed run: the probe's findings were saved with the frontier.
+            for url, found in saved.get("soft_prints", []):
+                self.judge.soft_not_found.add(url, found)
+            self._probed()
+        elif self.crawler.settings.getbool("SITEMAP_SOFT404_PROBE"):
             # The start URL waits for the probe: every page is judged knowing the
             # site's "not found" page.
             self.analyser.prints = True
@@ -139,6 +146,11 @@ class SiteSpider(Spider):
                 "sitemap_probe": (number, hops),
                 "handle_httpstatus_all": True,
                 "dont_redirect": True,
+                # The start URL waits for it: a probe that hangs is not worth a retry.
+                "dont_retry": True,
+                "download_timeout": min(
+                    PROBE_TIMEOUT, self.crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
+                ),
             },
         )
 
@@ -206,3 +218,4 @@ class SiteSpider(Spider):
         state = getattr(self, "state", None)
         if isinstance(state, dict):
             self.frontier.save(state)
+            state["soft_prints"] = self.judge.soft_not_found.prints
