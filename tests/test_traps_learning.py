@@ -272,6 +272,50 @@ async def test_soft_404_probe_can_be_turned_off(soft: TrapServer, tmp_path: Path
     assert "sitemap/soft404/probes" not in result.stats
 
 
+@pytest_twisted.ensureDeferred
+async def test_soft_404_probe_obeys_robots_txt(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    server = TrapServer("soft404-robots", tmp_path_factory.mktemp("robots") / "log")
+    try:
+        result = await run_crawl(server.url("/"), tmp_path)
+        assert not [p for p in server.paths() if "probe" in p]
+    finally:
+        server.stop()
+    assert result.outcome == "published"
+    assert result.stats["sitemap/soft404/probes"] == 1
+    assert result.stats["sitemap/soft404/detected"] is False
+    # Without the probe's answer, nothing tells the not-found page from a page.
+    assert len(result.listed()) == 5
+
+
+@pytest_twisted.ensureDeferred
+async def test_soft_404_behind_a_redirect(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A site that redirects every unknown address to a "not found" page served
+    with 200: the probe follows the redirect, and that page is not listed."""
+    server = TrapServer("redirect404", tmp_path_factory.mktemp("redirect") / "log")
+    try:
+        result = await run_crawl(server.url("/"), tmp_path)
+        paths = server.paths()
+    finally:
+        server.stop()
+    decided = _decisions(result, server.base)
+    assert decided["/not-found.html"] == (
+        "soft-404",
+        "soft 404: the page the site serves for an address that cannot exist",
+        None,
+    )
+    assert decided["/gone.html"][:2] == ("redirect", "302 -> " + server.url("/not-found.html"))
+    assert {p for p, (dec, _, _) in decided.items() if dec == "listed"} == {
+        "/",
+        "/real.html",
+        "/real2.html",
+    }
+    assert len([p for p in paths if p.startswith("/sitemap-crawler-probe-")]) == 2
+
+
 # -- the rules on their own ---------------------------------------------------------------
 
 

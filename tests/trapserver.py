@@ -14,6 +14,9 @@ linked from the home page. Unknown paths are 404.
 
 Mode ``soft404``: every unknown path is answered with 200 and a "not found" page
 that echoes the path; the home page links two real pages and two that do not exist.
+Mode ``soft404-robots``: the same, with a robots.txt that disallows the probe.
+Mode ``redirect404``: every unknown path is redirected (302) to ``/not-found.html``,
+a 200 "not found" page.
 """
 
 from __future__ import annotations
@@ -145,6 +148,14 @@ def soft404(path: str, query: dict[str, list[str]]) -> tuple[int, str]:
     )
 
 
+def redirect404(path: str, query: dict[str, list[str]]) -> tuple[int, str]:
+    if path == "/not-found.html":
+        return 200, page("Page not found", "<p>Sorry, nothing here.</p>" + links("/"))
+    if path in ("/", "/real.html", "/real2.html"):
+        return soft404(path, query)
+    return 302, ""
+
+
 class Site(resource.Resource):
     isLeaf = True
 
@@ -160,17 +171,23 @@ class Site(resource.Resource):
         parts = urlsplit(raw)
         if parts.path == "/robots.txt":
             request.setHeader("Content-Type", "text/plain")
+            if self.mode == "soft404-robots":
+                return b"User-agent: *\nDisallow: /sitemap-crawler-probe-\n"
             return b"User-agent: *\nDisallow: /private/\n"
-        serve = traps if self.mode == "traps" else soft404
+        serve = {"traps": traps, "redirect404": redirect404}.get(self.mode, soft404)
         status, body = serve(parts.path, parse_qs(parts.query))
         request.setResponseCode(status)
+        if status == 302:
+            request.setHeader("Location", "/not-found.html")
         request.setHeader("Content-Type", HTML)
         return body.encode("utf-8")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--mode", choices=("traps", "soft404"), default="traps")
+    parser.add_argument(
+        "--mode", choices=("traps", "soft404", "soft404-robots", "redirect404"), default="traps"
+    )
     parser.add_argument("--log", required=True)
     args = parser.parse_args()
     log = open(args.log, "a", encoding="utf-8")  # noqa: SIM115 - open for the process

@@ -108,6 +108,8 @@ _BY_DECISION = {
     d.OTHER_SCHEME: "off-host",
     d.ERROR: "error",
     d.INVALID: "invalid-loc",
+    # The site's "not found" page served with 200: a 404 as search engines see it.
+    d.SOFT_404: "4xx",
 }
 
 
