@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.http import HtmlResponse
 
-from crawler.content import main_content
+from crawler.content import bag_hash, main_content
 from crawler.hreflang import declared
 from crawler.links import LinkResolver, PageFacts, Resolved, page_facts, parse_html
 from crawler.pagemedia import NewsFacts, VideoFacts, images, news, videos
@@ -91,6 +91,10 @@ class PageAnalysis:
     # The soft-404 fingerprint (crawler.softnotfound), when asked for: only on a
     # site whose probe was answered with 200.
     soft_print: PagePrint | None = None
+    # The main content's hash whatever its order (crawler.content.bag_hash), for a
+    # page with a query or one that links to its own path with one (crawler.params
+    # learns from it that ?sort= does not change a page).
+    bag_hash: str | None = None
 
 
 def analyse_response(
@@ -112,6 +116,10 @@ def analyse_response(
     # Before the main-content hash, which strips scripts (JSON-LD) from the tree.
     rich_facts = _rich(response, root, facts.base, rich, resolver) if rich else None
     main_hash, text = main_content(root, volatile)
+    base = response.url.partition("?")[0] + "?"
+    variants = "?" in response.url or any(
+        link is not None and link.url.startswith(base) for link in links
+    )
     return PageAnalysis(
         facts=facts,
         links=links,
@@ -120,6 +128,7 @@ def analyse_response(
         rich=rich_facts,
         main_hash=main_hash,
         soft_print=page_print(text, response.url) if prints else None,
+        bag_hash=bag_hash(root) if variants else None,
     )
 
 

@@ -378,9 +378,10 @@ class Frontier:
     def _known(self, url: str) -> bool:
         return self.seen.has_fp(fingerprint(url_key(url)))
 
-    def observe(self, url: str, main_hash: str | None) -> None:
-        """A listed page's main-content hash, to learn from (crawler.params)."""
-        for _ in self.params.observe(url, main_hash):
+    def observe(self, url: str, main_hash: str | None, bag: str | None = None) -> None:
+        """A listed page's main-content hash (and its hash whatever the order), to
+        learn from (crawler.params)."""
+        for _ in self.params.observe(url, main_hash, bag):
             self.stats.inc_value("sitemap/learned/params")
 
     # -- requests ----------------------------------------------------------------------

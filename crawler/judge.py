@@ -324,6 +324,7 @@ class PageJudge:
         else:
             if analysis is not None:
                 rec.content_hash, rec.main_hash = analysis.content_hash, analysis.main_hash
+                rec.bag_hash = analysis.bag_hash
             else:
                 rec.content_hash = hashlib.blake2b(response.body, digest_size=16).hexdigest()
             self._listed(rec)

@@ -1,14 +1,16 @@
 """Query parameters learned from the pages, and facets (issue #19, "Traps and duplicates").
 
-A site can link one page under many query strings: a sort order that does not sort
-anything, a referral tag (``?ref=nav``), a view switch. Counting query strings per
+A site can link one page under many query strings: a sort order, a referral tag (``?ref=nav``), a view switch. Counting query strings per
 path (:mod:`crawler.traps`) stops them late, after many duplicates are listed. The
 crawl learns instead, per path, from the main-content hash of the pages it fetched
 (:mod:`crawler.content`, the one behind honest lastmod):
 
 * A parameter is **learned** on a path when pages of that path that differ only in
   it (its value, or with and without it; every other parameter equal) have the same
-  main-content hash, in at least :data:`EVIDENCE` such pairs (three URLs, say
+  main-content hash, or the same content in another order (a list sorted another
+  way: :func:`crawler.content.bag_hash`, computed for pages with a query and pages
+  that link to their own path with one), in at least :data:`EVIDENCE` such pairs
+  (three URLs, say
   ``/shop/``, ``/shop/?sort=price`` and ``/shop/?sort=name``), and never once a
   different one. A pair that differs shows the parameter changes the page: it is
   never learned on that path (and a learned one is forgotten).
@@ -102,7 +104,8 @@ def _differs_in(a: Params, b: Params) -> str | None:
 class _Path:
     """What is known about one path (scheme, host, port and path)."""
 
-    observed: dict[Params, str] = field(default_factory=dict)  # params -> main hash
+    # params -> (main hash, bag hash): what each fetched page of the path held.
+    observed: dict[Params, tuple[str, str | None]] = field(default_factory=dict)
     agree: dict[str, int] = field(default_factory=dict)  # name -> agreeing pairs
     changing: set[str] = field(default_factory=set)
     members: list[tuple[str, Params]] = field(default_factory=list)  # fetched query URLs
@@ -137,8 +140,10 @@ class ParamLearner:
 
     # -- what a fetched page teaches ------------------------------------------------------
 
-    def observe(self, url: str, main_hash: str | None) -> list[str]:
-        """A listed page's main-content hash; returns the names learned by it."""
+    def observe(self, url: str, main_hash: str | None, bag: str | None = None) -> list[str]:
+        """A listed page's main-content hash, and its hash whatever the order (*bag*,
+        when the page has one: :func:`crawler.content.bag_hash`); returns the names
+        learned by it. Two pages are the same when either hash is."""
         if main_hash is None:
             return []
         base, pieces = split(url)
@@ -154,11 +159,11 @@ class ParamLearner:
         if params in known.observed or len(known.observed) >= MAX_OBSERVED:
             return []
         learned = []
-        for other, other_hash in known.observed.items():
+        for other, (other_hash, other_bag) in known.observed.items():
             name = _differs_in(params, other)
             if name is None:
                 continue
-            if other_hash == main_hash:
+            if other_hash == main_hash or (bag is not None and other_bag == bag):
                 known.agree[name] = known.agree.get(name, 0) + 1
                 if (
                     known.agree[name] >= EVIDENCE
@@ -175,7 +180,7 @@ class ParamLearner:
                     self.learned[base].discard(name)
                     if self.on_learn:
                         self.on_learn(base, name, False)
-        known.observed[params] = main_hash
+        known.observed[params] = (main_hash, bag)
         return learned
 
     # -- what the frontier asks ---------------------------------------------------------

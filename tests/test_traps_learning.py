@@ -14,8 +14,11 @@ from typing import Any
 
 import pytest
 import pytest_twisted
+from scrapy.http import HtmlResponse
 
 from crawler.calendars import date_of, parse_window
+from crawler.content import bag_hash, main_content
+from crawler.links import parse_html
 from crawler.params import ParamLearner, settle
 from crawler.report import format_summary
 from crawler.softnotfound import page_print
@@ -416,6 +419,21 @@ def test_settle_does_not_depend_on_the_crawl_order() -> None:
         b + "?sort=1": ("ignored-parameter", b),
         b + "?sort=2": ("ignored-parameter", b),
     }
+
+
+def test_bag_hash_ignores_the_order_only() -> None:
+    def hashes(*items: str) -> tuple[str | None, str | None]:
+        body = "<html><body><ul>" + "".join(
+            f'<li><a href="/p/{i}">sock {i}</a></li>' for i in items
+        )
+        response = HtmlResponse("http://h/shop/", body=(body + "</ul></body></html>").encode())
+        root = parse_html(response)
+        main = main_content(root)[0]
+        return main, bag_hash(root)
+
+    plain, name_sorted, other = hashes("1", "2", "3"), hashes("3", "2", "1"), hashes("1", "2", "4")
+    assert plain[0] != name_sorted[0] and plain[1] == name_sorted[1]
+    assert plain[1] != other[1]
 
 
 def test_soft_404_print_ignores_the_echoed_path() -> None:

@@ -5,8 +5,8 @@ prints ``PORT`` on stdout and serves until killed; every request is appended to 
 as one JSON line (its path), so tests can count what was fetched.
 
 Mode ``traps``: a shop whose listing ``/shop/`` takes ``color`` and ``size`` (which
-change the page) and ``sort`` and ``ref`` (which do not), linked in every
-combination and order; referral and ``utm_`` tags in links; an endless day
+change the page), ``sort`` (which only reorders it: ``sort=name``) and ``ref``
+(which changes nothing), linked in every combination and order; referral and ``utm_`` tags in links; an endless day
 calendar ``/cal/YYYY-MM-DD/`` starting today; an old month calendar
 ``/events?month=2015-01`` and an old date archive ``/archive/2019/05/``, both linked
 from the home page, with prev/next links; an old blog post ``/blog/2019/05/17/old-post/``
@@ -88,6 +88,9 @@ def traps(path: str, query: dict[str, list[str]]) -> tuple[int, str]:
         items = [
             i for i in ITEMS if (color is None or i[1] == color) and (size is None or i[2] == size)
         ]
+        # Sorted by name: the same items, another order (the same page to a search engine).
+        if query.get("sort", [None])[0] == "name":
+            items.reverse()
         listing = "".join(
             f'<li><a href="/product/{i}">sock {i} ({c}, {s})</a></li>' for i, c, s in items
         )

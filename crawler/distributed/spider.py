@@ -305,7 +305,7 @@ class DistributedSiteSpider(Spider):
                 yield from self.judge.replay(event.record, event.etag, leads=frontier)
             else:
                 if isinstance(event, UrlRecord) and event.decision == d.LISTED:
-                    frontier.observe(event.url, event.main_hash)  # crawler.params
+                    frontier.observe(event.url, event.main_hash, event.bag_hash)  # crawler.params
                 yield event
 
     async def _watch(self, scheduler: RedisScheduler) -> AsyncIterator[Request]:

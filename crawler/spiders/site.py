@@ -205,7 +205,7 @@ class SiteSpider(Spider):
             elif isinstance(out, (UrlRecord, Alias)):
                 records.append(out)
                 if isinstance(out, UrlRecord) and out.decision == d.LISTED:
-                    self.frontier.observe(out.url, out.main_hash)
+                    self.frontier.observe(out.url, out.main_hash, out.bag_hash)
         if records:
             yield PageRecords(records)
 
