@@ -7,7 +7,8 @@ a URL: path segments (``/2024/``, ``/2024/05/``, ``/2024/05/17/``, ``/2024-05/``
 query parameters (``date=2024-05-17``, ``date=20240517``, ``month=2024-05``,
 ``year=2024`` or ``y=2024`` with ``month=``/``m=`` 5 and ``day=``/``d=`` 17). The
 URL's *template* is its address with the date taken out (``/cal/{date}/``,
-``/events?date={date}``).
+``/events?date={date}``), whatever the date's unit: a month and its days are one
+sequence.
 
 The rule applies to date-sequence navigation only: a link from a page whose URL has
 the same template (a calendar's prev/next links, an archive's month to month). Such
@@ -16,7 +17,7 @@ today (one year each way by default), and at most :data:`STEPS` dates (days,
 months or years, as the sequence counts) from a date where the crawl entered the
 sequence from another page (a calendar within the window is still long: 731
 days); the rest is ``calendar`` ("calendar beyond window: 2019-05 is more than 365
-days from today", "calendar: more than 3 steps from where the sequence was
+days from today", "calendar: more than 2 steps from where the sequence was
 entered"). Both rules depend on the links, not on the order pages were fetched
 in. Date archives are thin pages that SEO plugins mark noindex by default; the
 pages they lead to are found through them all the same.
@@ -46,7 +47,7 @@ _DATE = ("date", "day", "dt", "when", "month", "ym")
 
 #: How far date-sequence navigation is followed from where the sequence was
 #: entered, each way (days, months or years).
-STEPS = 3
+STEPS = 2
 
 _DURATION = re.compile(r"(\d+)\s*([dwmy]?)\Z", re.I)
 _DAYS = {"": 1, "d": 1, "w": 7, "m": 30, "y": 365}
@@ -124,7 +125,8 @@ def date_of(url: str) -> Dated | None:
         used = {n for n in (year, month, day) if n}
     if span is None:
         return None
-    names = sorted(n if n.lower() not in used else "{date}" for n, _ in params)
+    # One sequence whatever its unit: a month links its days in the same calendar.
+    names = sorted({n for n, _ in params if n.lower() not in used}) + ["{date}"]
     return Dated(f"{parts.netloc}{path}?" + "&".join(names), *span)
 
 

@@ -43,6 +43,8 @@ SECTION_PREFIX = "sitemap/section/"
 SCHEMA = "sitemap-crawler/run/1"
 #: Outcomes whose set can be compared with the previous one.
 COMPARABLE = frozenset({"published", "crawled", "refused"})
+#: Paths with learned parameters named in the summary line; report.json has all.
+SUMMARY_PATHS = 3
 
 
 def decision_counts(stats: dict[str, Any]) -> dict[str, int]:
@@ -155,10 +157,12 @@ def learned_line(stats: dict[str, Any]) -> str | None:
     on /shop/, 2 calendars cut, soft-404 page detected"; None when nothing."""
     parts = []
     params: dict[str, list[str]] = stats.get("sitemap/learned/parameters") or {}
-    for path, names in sorted(params.items()):
+    for path, names in sorted(params.items())[:SUMMARY_PATHS]:
         where = "/" + path.split("/", 3)[3] if path.count("/") >= 3 else path
         n = len(names)
         parts.append(f"{n} parameter{'s' if n != 1 else ''} ignored on {where}")
+    if len(params) > SUMMARY_PATHS:
+        parts.append(f"and on {len(params) - SUMMARY_PATHS} more paths (report.json)")
     if calendars := stats.get("sitemap/learned/calendars", 0):
         parts.append(f"{calendars} calendar{'s' if calendars != 1 else ''} cut")
     if facets := stats.get("sitemap/excluded/facet-combination", 0):
