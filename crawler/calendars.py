@@ -45,6 +45,11 @@ _MONTH = ("month", "m", "mon", "mo")
 _DAY = ("day", "d")
 _DATE = ("date", "day", "dt", "when", "month", "ym")
 
+#: Sequences whose entries are remembered at most (bounds memory: every dated blog
+#: post is a sequence of its own); beyond it, a new sequence's first step counts
+#: from the page it came from.
+MAX_SEQUENCES = 100_000
+
 #: How far date-sequence navigation is followed from where the sequence was
 #: entered, each way (days, months or years).
 STEPS = 2
@@ -152,7 +157,11 @@ class CalendarRule:
         if dated is None:
             return None
         came_from = date_of(referrer)
-        entries = self.entries.setdefault(dated.template, set())
+        entries = self.entries.get(dated.template)
+        if entries is None:
+            entries = set()
+            if len(self.entries) < MAX_SEQUENCES:
+                self.entries[dated.template] = entries
         if came_from is None or came_from.template != dated.template:
             entries.add(dated.first)  # entered from another page: not navigation
             return None

@@ -49,6 +49,9 @@ EVIDENCE = 2
 MAX_OBSERVED = 64
 #: Query URLs of one path remembered for grouping and facets (bounds memory).
 MAX_MEMBERS = 256
+#: Paths with query variants followed at most (bounds memory on a site of a million
+#: ``/product/N?ref=...``); beyond it, new paths are crawled without learning.
+MAX_PATHS = 100_000
 
 Params = tuple[tuple[str, str], ...]
 
@@ -100,7 +103,7 @@ def _differs_in(a: Params, b: Params) -> str | None:
     return names[0] if len(names) == 1 else None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Path:
     """What is known about one path (scheme, host, port and path)."""
 
@@ -132,9 +135,9 @@ class ParamLearner:
         self.on_learn = on_learn
         self.paths: dict[str, _Path] = {}
 
-    def _path(self, base: str) -> _Path:
+    def _path(self, base: str) -> _Path | None:
         known = self.paths.get(base)
-        if known is None:
+        if known is None and len(self.paths) < MAX_PATHS:
             known = self.paths[base] = _Path()
         return known
 
@@ -156,7 +159,7 @@ class ParamLearner:
             return []
         known = self._path(base)
         params = params_of(pieces)
-        if params in known.observed or len(known.observed) >= MAX_OBSERVED:
+        if known is None or params in known.observed or len(known.observed) >= MAX_OBSERVED:
             return []
         learned = []
         for other, (other_hash, other_bag) in known.observed.items():
@@ -190,9 +193,9 @@ class ParamLearner:
         from a URL to be fetched only in learned parameters, or it is a facet
         combination; None otherwise (then call :meth:`admit` if it is fetched)."""
         base, pieces = split(url)
-        if not pieces:
+        known = self._path(base) if pieces else None
+        if known is None:
             return None
-        known = self._path(base)
         ignored = self.learned.get(base, set())
         reduced, params, removed = reduce(url, ignored)
         if len(params) == 1 and len(known.singles) < MAX_MEMBERS:
@@ -208,8 +211,8 @@ class ParamLearner:
     def admit(self, url: str) -> None:
         """*url* is fetched: remember it as a member of its path's group."""
         base, pieces = split(url)
-        if pieces:
-            known = self._path(base)
+        known = self._path(base) if pieces else None
+        if known is not None:
             if len(known.members) < MAX_MEMBERS:
                 known.members.append((url, params_of(pieces)))
 
