@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING
 
 from scrapy.http import HtmlResponse
 
-from crawler.content import main_content_hash
+from crawler.content import bag_hash, main_content
 from crawler.hreflang import declared
 from crawler.links import LinkResolver, PageFacts, Resolved, page_facts, parse_html
 from crawler.pagemedia import NewsFacts, VideoFacts, images, news, videos
+from crawler.softnotfound import PagePrint, page_print
 from crawler.urls import normalize_url
 
 if TYPE_CHECKING:
@@ -87,6 +88,13 @@ class PageAnalysis:
     content_hash: str  # of the whole body
     main_hash: str | None  # of the main content (crawler.content)
     rich: RichFacts | None = None  # with Rich options on
+    # The soft-404 fingerprint (crawler.softnotfound), when asked for: only on a
+    # site whose probe was answered with 200.
+    soft_print: PagePrint | None = None
+    # The main content's hash whatever its order (crawler.content.bag_hash), for a
+    # page with a query or one that links to its own path with one (crawler.params
+    # learns from it that ?sort= does not change a page).
+    bag_hash: str | None = None
 
 
 def analyse_response(
@@ -95,21 +103,32 @@ def analyse_response(
     volatile: Iterable[str],
     resolver: LinkResolver,
     rich: Rich = NO_RICH,
+    prints: bool = False,
 ) -> PageAnalysis:
+    """The analysis of an HTML *response* (see the module docstring); *prints*: with
+    its soft-404 fingerprint."""
     root = parse_html(response)
     facts = page_facts(response, agents, root)
     encoding = response.encoding
     links = _distinct(resolver.resolve_all(facts.base, facts.hrefs, encoding))
     # Resolved, the raw hrefs are spent: not sent back (half the result's size).
     facts.hrefs = []
+    # Before the main-content hash, which strips scripts (JSON-LD) from the tree.
+    rich_facts = _rich(response, root, facts.base, rich, resolver) if rich else None
+    main_hash, text = main_content(root, volatile)
+    base = response.url.partition("?")[0] + "?"
+    variants = "?" in response.url or any(
+        link is not None and link.url.startswith(base) for link in links
+    )
     return PageAnalysis(
         facts=facts,
         links=links,
         encoding=encoding,
         content_hash=hashlib.blake2b(response.body, digest_size=16).hexdigest(),
-        # Before the main-content hash, which strips scripts (JSON-LD) from the tree.
-        rich=_rich(response, root, facts.base, rich, resolver) if rich else None,
-        main_hash=main_content_hash(root, volatile),
+        rich=rich_facts,
+        main_hash=main_hash,
+        soft_print=page_print(text, response.url) if prints else None,
+        bag_hash=bag_hash(root) if variants else None,
     )
 
 
@@ -171,6 +190,7 @@ def analyse(
     volatile: tuple[str, ...],
     strip: tuple[bool, tuple[str, ...]],
     rich: Rich = NO_RICH,
+    prints: bool = False,
 ) -> PageAnalysis:
     """:func:`analyse_response` of the response made of these parts (in a worker);
     *strip*: the crawl's (``SITEMAP_STRIP_PARAMS``, ``SITEMAP_STRIP_EXTRA``)."""
@@ -178,4 +198,4 @@ def analyse(
     if resolver is None:
         resolver = _resolvers[strip] = LinkResolver(strip_params=strip[0], extra_strip=strip[1])
     response = HtmlResponse(url=url, status=status, headers=headers, body=body)
-    return analyse_response(response, agents, volatile, resolver, rich)
+    return analyse_response(response, agents, volatile, resolver, rich, prints)

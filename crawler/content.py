@@ -35,8 +35,15 @@ def main_content_hash(root: Any, volatile: Iterable[str] = ()) -> str | None:
     is no change. The tree is changed (the dropped elements are removed from it):
     call this last.
     """
+    return main_content(root, volatile)[0]
+
+
+def main_content(root: Any, volatile: Iterable[str] = ()) -> tuple[str | None, str]:
+    """:func:`main_content_hash` and the main text it hashed (whitespace as in the
+    page; empty for a page with no tree), which the soft-404 fingerprint reads
+    (:mod:`crawler.softnotfound`). Call :func:`bag_hash` after it, if at all."""
     if root is None or not hasattr(root, "iter"):
-        return None
+        return None, ""
     for selector in volatile:
         for el in root.xpath(_TRANSLATOR.css_to_xpath(selector)):
             el.clear(keep_tail=True)  # its text and attributes go; its tail stays
@@ -50,6 +57,25 @@ def main_content_hash(root: Any, volatile: Iterable[str] = ()) -> str | None:
             value = el.get(attr)
             if value:
                 digest.update(b"\0" + value.strip().encode("utf-8"))
+    return VERSION + digest.hexdigest(), text
+
+
+def bag_hash(root: Any) -> str | None:
+    """A hash of what the main content holds, whatever its order: its text pieces
+    and link targets, sorted. A list sorted another way (``?sort=price``) has the
+    bag of the unsorted one (crawler.params compares it). Call it after
+    :func:`main_content`, which strips the tree."""
+    if root is None or not hasattr(root, "iter"):
+        return None
+    pieces = ["".join(t.split()) for t in root.itertext()]
+    for el in root.iter("a", "img", "link"):
+        for attr in ("href", "src"):
+            value = el.get(attr)
+            if value:
+                pieces.append("\0" + value.strip())
+    digest = hashlib.blake2b(digest_size=16)
+    for piece in sorted(p for p in pieces if p):
+        digest.update(piece.encode("utf-8") + b"\n")
     return VERSION + digest.hexdigest()
 
 

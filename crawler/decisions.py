@@ -39,6 +39,12 @@ ERROR = "fetch-error"
 # Over the download size cap (DOWNLOAD_MAXSIZE, or once decompressed): the site
 # answered, so it is no failure of the site (issue #19: "too large is not down").
 TOO_LARGE = "too-large"
+# Learned during the crawl (issue #19): crawler.params, crawler.calendars,
+# crawler.softnotfound.
+IGNORED_PARAM = "ignored-parameter"
+FACET = "facet-combination"
+CALENDAR = "calendar"
+SOFT_404 = "soft-404"
 
 FINAL_DECISIONS = (
     LISTED,
@@ -59,7 +65,15 @@ FINAL_DECISIONS = (
     INVALID,
     ERROR,
     TOO_LARGE,
+    IGNORED_PARAM,
+    FACET,
+    CALENDAR,
+    SOFT_404,
 )
+
+#: Decisions the crawl learned its way to (issue #19): each has its stat
+#: ``sitemap/excluded/<decision>``, set from the closed books.
+LEARNED = (IGNORED_PARAM, FACET, CALENDAR, SOFT_404)
 
 #: Decisions reached by fetching the URL (or by robots.txt and host rules): the audit
 #: trusts them. Caps, traps and exclusions are not judgements of the page.
@@ -79,13 +93,27 @@ JUDGED = frozenset(
         ROBOTS,
         OFF_HOST,
         NON_PUBLIC,
+        SOFT_404,
     }
 )
 
 #: Decisions about a 200 page that a 304 can stand for: the next run asks such a
 #: page conditionally, and replays the decision when it is not modified.
 REPLAYABLE = frozenset(
-    {LISTED, NOINDEX, CANONICAL, REDIRECT, NON_HTML, OTHER_SCHEME, DUPLICATE, EXCLUDED, INVALID}
+    {
+        LISTED,
+        NOINDEX,
+        CANONICAL,
+        REDIRECT,
+        NON_HTML,
+        OTHER_SCHEME,
+        DUPLICATE,
+        EXCLUDED,
+        INVALID,
+        SOFT_404,
+        IGNORED_PARAM,
+        FACET,
+    }
 )
 
 #: The reason of a URL still queued when the crawl stopped (a cap, an interrupted run
@@ -104,20 +132,39 @@ class Books(Protocol):
 
     def redecide_queued(self, decision: str, reason: str) -> int: ...  # how many
     def listed_by_content(self) -> Iterator[list[str]]: ...
-    def redecide(self, changes: Iterable[tuple[str, str, str, str]]) -> None: ...
+    def redecide(self, changes: Iterable[tuple[str, str, str, str | None]]) -> None: ...
     def hops(self) -> dict[str, str]: ...
     def append_reasons(self, notes: Iterable[tuple[str, str]]) -> None: ...
     def commit(self) -> None: ...
+    def query_rows(self) -> Iterator[tuple[str, str, str | None]]: ...
+    def learned_params(self) -> dict[str, list[str]]: ...
+    def decision_by_url(self, url: str) -> tuple[str, str | None] | None: ...
 
 
-def close_books(ledger: Books, *, dedupe_content: bool, unfetched: str = UNFETCHED) -> int:
+def close_books(
+    ledger: Books, *, dedupe_content: bool, unfetched: str = UNFETCHED, max_variants: int = 0
+) -> int:
     """Decide what only the whole crawl can tell, in the running ledger: every URL
     still queued is ``cap-reached`` (reason *unfetched*: :data:`UNFETCHED`, or
-    :data:`UNFETCHED_TIME`); listed pages with
-    byte-identical bodies are one page (:func:`duplicates`); redirect and canonical
-    hops that lead to another hop are marked a chain or a loop (:func:`chains`).
-    Returns how many URLs were left unfetched."""
+    :data:`UNFETCHED_TIME`); query variants that differ only in learned parameters
+    are one page, facet combinations and the variants over *max_variants* a path
+    are not listed (:func:`crawler.params.settle`); listed pages with byte-identical
+    bodies are one page (:func:`duplicates`); redirect and canonical hops that lead
+    to another hop are marked a chain or a loop (:func:`chains`). Returns how many
+    URLs were left unfetched."""
+    from crawler.params import settle
+
     left = ledger.redecide_queued(CAP, unfetched)
+    ledger.redecide(
+        list(
+            settle(
+                ledger.query_rows(),
+                ledger.learned_params(),
+                ledger.decision_by_url,
+                max_variants,
+            )
+        )
+    )
     if dedupe_content:
         ledger.redecide(duplicates(ledger.listed_by_content()))
     ledger.append_reasons(chains(ledger.hops()))

@@ -31,12 +31,14 @@ links and :meth:`Frontier.target` for a redirect, canonical or refresh target.
 Settings: ``SITEMAP_START_URLS``, ``SITEMAP_URL_FILE``,
 ``SITEMAP_MAX_PAGES``, ``SITEMAP_MAX_DEPTH``, ``SITEMAP_MAX_REDIRECTS``,
 ``SITEMAP_INCLUDE``, ``SITEMAP_EXCLUDE``, ``SITEMAP_STRIP_PARAMS``,
-``SITEMAP_STRIP_EXTRA``, ``SITEMAP_TRAP_*``.
+``SITEMAP_STRIP_EXTRA``, ``SITEMAP_TRAP_*``, ``SITEMAP_CALENDAR_WINDOW``.
 Meta keys of its requests: ``sitemap_url``, ``sitemap_depth``, ``sitemap_hops``,
 ``sitemap_referrer``, ``sitemap_conditional``, ``sitemap_reconsidered``.
 Stats: ``sitemap/discovered``, ``sitemap/ignored/scheme``,
 ``sitemap/depth_reconsidered``, ``sitemap/seeds/<found_by>`` (seeds new to the
 crawl, by how they were found).
+``sitemap/depth_reconsidered``, ``sitemap/learned/params`` (parameters learned
+this run).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request, Spider, signals
 
 from crawler import decisions as d
+from crawler.calendars import CalendarRule, parse_window
 from crawler.items import (
     FOUND_LINK,
     FOUND_SITEMAP,
@@ -59,10 +62,12 @@ from crawler.items import (
     UrlRecord,
 )
 from crawler.limits import MAX_LOC_LENGTH
+from crawler.params import ParamLearner
 from crawler.seeds import read_url_file
 from crawler.seen import SeenKeys, fingerprint
 from crawler.traps import TrapDetector
 from crawler.urls import is_public_host, normalize_url, site_of, url_key
+from crawler.extensions.runstate import RunState
 
 if TYPE_CHECKING:
     from typing import Self
@@ -140,6 +145,8 @@ class Frontier:
         extra_strip: tuple[str, ...],
         more_starts: Iterable[str] = (),
         url_file: tuple[str, list[str]] | None = None,
+        params: ParamLearner | None = None,
+        calendars: CalendarRule | None = None,
     ) -> None:
         self.start_url = start_url
         self.more_starts = list(more_starts)
@@ -166,6 +173,9 @@ class Frontier:
             )
             if u is not None
         }
+        self.params = params or ParamLearner()
+        self.params.known = self._known
+        self.calendars = calendars
         # Keys of every URL discovered so far: each URL gets one decision.
         self.seen = SeenKeys()
         # Other forms of known URLs, kept once each (fingerprints of the forms).
@@ -192,6 +202,14 @@ class Frontier:
         s = crawler.settings
         assert crawler.stats is not None
         path = s.get("SITEMAP_URL_FILE")
+        state = RunState.existing(crawler)
+        ledger = state.ledger if state is not None else None
+        learned = previous.learned_params() if previous is not None else {}
+        if ledger is not None:
+            learned = {**learned, **ledger.learned_params()}  # a resumed run's own
+            for learned_path, names in learned.items():
+                for name in names:
+                    ledger.learn_param(learned_path, name, True)
         frontier = cls(
             start_url,
             callback=callback,
@@ -209,6 +227,8 @@ class Frontier:
             extra_strip=tuple(s.getlist("SITEMAP_STRIP_EXTRA")),
             more_starts=s.getlist("SITEMAP_START_URLS"),
             url_file=(str(path), read_url_file(path, start_url)) if path else None,
+            params=ParamLearner(learned, ledger.learn_param if ledger is not None else None),
+            calendars=CalendarRule(parse_window(s.get("SITEMAP_CALENDAR_WINDOW"))),
         )
         crawler.signals.connect(
             frontier.reached_downloader, signal=signals.request_reached_downloader
@@ -386,13 +406,14 @@ class Frontier:
             found_by=found_by,
             found_from=found_from,
         )
-        reason = self._out_of_scope(url, depth, hops)
+        reason = self._out_of_scope(url, depth, hops, referrer)
         if reason is not None:
-            record.decision, record.reason = reason
+            record.decision, record.reason, record.target = reason
             if reason[1].startswith(d.DEPTH_CAP):
                 self.depth_capped.add_fp(fp)
             yield record
             return
+        self.params.admit(url)
         self.scheduled += 1
         yield record
         request = self._request(url, key, depth, hops, referrer)
@@ -400,31 +421,50 @@ class Frontier:
             request.meta["sitemap_reconsidered"] = True
         yield request
 
-    def _out_of_scope(self, url: str, depth: int, hops: int) -> tuple[str, str] | None:
+    def _out_of_scope(
+        self, url: str, depth: int, hops: int, referrer: str | None
+    ) -> tuple[str, str, str | None] | None:
         target = site_of(url)
         if target != self.site:
             host = target[0] if target else ""
             if self.start_is_public and not is_public_host(host):
-                return d.NON_PUBLIC, "non-public address"
-            return d.OFF_HOST, "another host"
+                return d.NON_PUBLIC, "non-public address", None
+            return d.OFF_HOST, "another host", None
         if len(url) > MAX_LOC_LENGTH or len(self.public.loc(url) or "") > MAX_LOC_LENGTH:
-            return d.TOO_LONG, f"longer than {MAX_LOC_LENGTH} characters"
+            return d.TOO_LONG, f"longer than {MAX_LOC_LENGTH} characters", None
         if url not in self.starts:
             if self.include and not any(p.search(url) for p in self.include):
-                return d.EXCLUDED, "matches no --include rule"
+                return d.EXCLUDED, "matches no --include rule", None
             for p in self.exclude:
                 if p.search(url):
-                    return d.EXCLUDED, f"matches --exclude {p.pattern!r}"
+                    return d.EXCLUDED, f"matches --exclude {p.pattern!r}", None
         if hops > self.max_redirects:
-            return d.CAP, f"more than {self.max_redirects} redirect hops"
+            return d.CAP, f"more than {self.max_redirects} redirect hops", None
+        if url not in self.starts:
+            if self.calendars is not None:
+                cut = self.calendars.check(url, referrer)
+                if cut is not None:
+                    return d.CALENDAR, cut, None
+            learned = self.params.check(url)
+            if learned is not None:
+                return learned
         trap = self.traps.check(url)
         if trap is not None:
-            return d.TRAP, trap
+            return d.TRAP, trap, None
         if self.max_depth and depth > self.max_depth:
-            return d.CAP, f"{d.DEPTH_CAP} {self.max_depth}"
+            return d.CAP, f"{d.DEPTH_CAP} {self.max_depth}", None
         if self.max_pages and self.scheduled >= self.max_pages:
-            return d.CAP, f"max pages {self.max_pages}"
+            return d.CAP, f"max pages {self.max_pages}", None
         return None
+
+    def _known(self, url: str) -> bool:
+        return self.seen.has_fp(fingerprint(url_key(url)))
+
+    def observe(self, url: str, main_hash: str | None, bag: str | None = None) -> None:
+        """A listed page's main-content hash (and its hash whatever the order), to
+        learn from (crawler.params)."""
+        for _ in self.params.observe(url, main_hash, bag):
+            self.stats.inc_value("sitemap/learned/params")
 
     # -- requests ----------------------------------------------------------------------
 

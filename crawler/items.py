@@ -57,6 +57,9 @@ class UrlRecord:
     content_hash: str | None = None
     etag: str | None = None
     main_hash: str | None = None
+    # The main content's hash whatever its order (crawler.content.bag_hash): what
+    # crawler.params learns from besides main_hash; not kept in the ledger.
+    bag_hash: str | None = None
     links: list[str] = field(default_factory=list)
     # A listed page's rich data (issue #14), JSON-able: the hreflang alternates it
     # declares ([code, URL]), its images, its complete videos (VideoFacts.to_json),

@@ -16,8 +16,10 @@ crawl can tell). In order:
    (``noindex``), the canonical (``canonical``, the target a lead; invalid or
    conflicting canonicals are ignored with a warning, as search engines do), the
    scheme (``other-scheme``: only the start URL's is listed), the ``--base-url``
-   prefix (``excluded``), and a valid published ``<loc>`` (``invalid-url``
-   otherwise): what is left is ``listed``;
+   prefix (``excluded``), the site's "not found" page served with 200
+   (``soft-404``, when the start's probe found one: :mod:`crawler.softnotfound`),
+   and a valid published ``<loc>`` (``invalid-url`` otherwise): what is left is
+   ``listed``;
 5. another content type is ``non-html``, unless ``SITEMAP_LISTED_TYPES`` lists it:
    then only headers can say noindex or canonical;
 6. a request that failed is ``robots-disallowed``, ``off-host``, ``too-large`` (its
@@ -60,6 +62,7 @@ from crawler.items import (
 from crawler.links import RobotsDirectives, header_directives, link_header_canonicals
 from crawler.middlewares.hostguard import OffHostRequest
 from crawler.middlewares.robots import RobotsDisallowed
+from crawler.softnotfound import SoftNotFound
 from crawler.urls import host_port, normalize_url, site_of, url_key
 
 if TYPE_CHECKING:
@@ -176,6 +179,8 @@ class PageJudge:
         self.image_hosts = frozenset(h.lower() for h in image_hosts)
         self.allows = allows
         self._warned_canonical = False
+        # The site's "not found" pages, as the start's probes found them.
+        self.soft_not_found = SoftNotFound()
 
     @classmethod
     def from_crawler(
@@ -335,9 +340,13 @@ class PageJudge:
             )
         elif self.public.loc(rec.url) is None:
             rec.decision, rec.reason = d.EXCLUDED, "outside the --base-url prefix"
+        elif analysis is not None and self.soft_not_found.matches(analysis.soft_print):
+            rec.decision = d.SOFT_404
+            rec.reason = "soft 404: the page the site serves for an address that cannot exist"
         else:
             if analysis is not None:
                 rec.content_hash, rec.main_hash = analysis.content_hash, analysis.main_hash
+                rec.bag_hash = analysis.bag_hash
             else:
                 rec.content_hash = hashlib.blake2b(response.body, digest_size=16).hexdigest()
             self._listed(rec)

@@ -34,6 +34,7 @@ from crawler.decisions import (
 )
 from crawler.entry import ChangeFreq, EntryRows
 from crawler.items import FOUND_SITEMAP, UrlRecord
+from crawler.urls import url_key
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS urls (
@@ -95,6 +96,14 @@ DROP INDEX IF EXISTS urls_listed_entries;
 CREATE TABLE IF NOT EXISTS aliases (
     alias TEXT PRIMARY KEY,
     key TEXT NOT NULL
+) WITHOUT ROWID;
+-- Query parameters learned not to change the pages of a path (crawler.params);
+-- the next run starts from them.
+CREATE TABLE IF NOT EXISTS params (
+    path TEXT NOT NULL,
+    name TEXT NOT NULL,
+    learned_at REAL NOT NULL,
+    PRIMARY KEY (path, name)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meta (
     name TEXT PRIMARY KEY,
@@ -333,7 +342,7 @@ class Ledger:
         if group:
             yield group
 
-    def redecide(self, changes: Iterable[tuple[str, str, str, str]]) -> None:
+    def redecide(self, changes: Iterable[tuple[str, str, str, str | None]]) -> None:
         """Apply ``(url, decision, reason, target)`` changes; a page that is no longer
         listed loses its published address."""
         self._db.executemany(
@@ -341,6 +350,36 @@ class Ledger:
             "WHERE url = ?",
             [(d, reason, t, target_key(t), url) for url, d, reason, t in changes],
         )
+
+    def query_rows(self) -> Iterator[tuple[str, str, str | None]]:
+        """``(url, decision, target)`` of every URL with a query, by URL."""
+        yield from self._db.execute(
+            "SELECT url, decision, target FROM urls WHERE instr(url, '?') > 0 ORDER BY url"
+        ).fetchall()
+
+    def decision_by_url(self, url: str) -> tuple[str, str | None] | None:
+        """``(decision, target)`` of *url* (normalised), if known."""
+        row = self._db.execute(
+            "SELECT decision, target FROM urls WHERE key = ?", (url_key(url),)
+        ).fetchone()
+        return None if row is None else (row[0], row[1])
+
+    def learn_param(self, path: str, name: str, learned: bool) -> None:
+        """Keep (*learned*) or forget that parameter *name* does not change the pages
+        of *path* (crawler.params)."""
+        if learned:
+            self._db.execute(
+                "INSERT INTO params (path, name, learned_at) VALUES (?, ?, ?)"
+                " ON CONFLICT DO NOTHING",
+                (path, name, time.time()),
+            )
+        else:
+            self._db.execute("DELETE FROM params WHERE path = ? AND name = ?", (path, name))
+        self._tick()
+
+    def learned_params(self) -> dict[str, list[str]]:
+        """Path -> the parameters learned not to change its pages."""
+        return read_params(self._db)
 
     def hops(self) -> dict[str, str]:
         """The key of every redirect and canonical -> the key of its target."""
@@ -549,6 +588,18 @@ class Ledger:
                 n += 1
         tmp.replace(path)
         return n
+
+
+def read_params(db: sqlite3.Connection) -> dict[str, list[str]]:
+    """The ``params`` table of the ledger *db* (none in a ledger older than it)."""
+    learned: dict[str, list[str]] = {}
+    try:
+        rows = db.execute("SELECT path, name FROM params ORDER BY path, name").fetchall()
+    except sqlite3.OperationalError:
+        return learned
+    for path, name in rows:
+        learned.setdefault(path, []).append(name)
+    return learned
 
 
 def _json(value: object) -> str | None:

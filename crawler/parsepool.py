@@ -370,6 +370,9 @@ class PageAnalyser:
         self.pool: _Pool | None = None
         self.channels: list[_Channel] = []
         self.enabled = False
+        # Soft-404 fingerprints wanted (crawler.softnotfound): set by the spider when
+        # a probe was answered with 200.
+        self.prints = False
 
     @classmethod
     def from_settings(
@@ -394,7 +397,9 @@ class PageAnalyser:
     def local(self, response: HtmlResponse) -> PageAnalysis:
         if self.stats is not None:
             self.stats.inc_value("sitemap/parse/local")
-        return analyse_response(response, self.agents, self.volatile, self.resolver, self.rich)
+        return analyse_response(
+            response, self.agents, self.volatile, self.resolver, self.rich, self.prints
+        )
 
     async def analyse(self, response: HtmlResponse) -> PageAnalysis:
         if not self.enabled or len(response.body) < self.local_below:
@@ -435,6 +440,7 @@ class PageAnalyser:
                     self.volatile,
                     self.strip,
                     self.rich,
+                    self.prints,
                 ),
                 protocol=5,
             )

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from crawler.decisions import LISTED
+from crawler.ledger import read_params
 
 
 class PreviousRun:
@@ -38,6 +39,10 @@ class PreviousRun:
     def get(self, key: str) -> dict[str, Any] | None:
         row = self._db.execute("SELECT * FROM urls WHERE key = ?", (key,)).fetchone()
         return dict(row) if row is not None else None
+
+    def learned_params(self) -> dict[str, list[str]]:
+        """What the previous run learned about query parameters (crawler.params)."""
+        return read_params(self._db)
 
     def listed_count(self) -> int:
         row = self._db.execute("SELECT count(*) FROM urls WHERE decision = ?", (LISTED,)).fetchone()

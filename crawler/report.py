@@ -13,7 +13,10 @@ lines for a terminal or a cron mail; ``report.json`` (schema
 ``added`` and ``removed`` (published URLs since the previous run),
 ``lastmod_changes`` (``{url, old, new}``), ``files_written``, ``index``,
 ``robots`` (``{token, group}``: the product token matched against the start URL's
-robots.txt, and the group that applied: the token, ``*`` or ``none``), ``rich``
+robots.txt, and the group that applied: the token, ``*`` or ``none``), ``learned``
+(``{parameters, calendars, soft404}``: path -> the query parameters learned not to
+change its pages, the calendar sequences cut, and the soft-404 probe's
+``{probes, probe_status, detected}``; issue #19), ``rich``
 (``{alternates, images, videos, news, problems}``: what the rich entries hold,
 issue #14) and ``rich_problems`` (``{url, problems}``: the hreflang alternates and
 videos left out of a page's entry, and why), ``budget`` (``{stopped, unfetched}``:
@@ -44,6 +47,8 @@ SECTION_PREFIX = "sitemap/section/"
 SCHEMA = "sitemap-crawler/run/1"
 #: Outcomes whose set can be compared with the previous one.
 COMPARABLE = frozenset({"published", "crawled", "refused"})
+#: Paths with learned parameters named in the summary line; report.json has all.
+SUMMARY_PATHS = 3
 
 
 def decision_counts(stats: dict[str, Any]) -> dict[str, int]:
@@ -133,6 +138,15 @@ def write_report(
             else None
         ),
         "seeds": seed_counts(stats),
+        "learned": {
+            "parameters": stats.get("sitemap/learned/parameters", {}),
+            "calendars": stats.get("sitemap/learned/calendars", 0),
+            "soft404": {
+                "probes": stats.get("sitemap/soft404/probes", 0),
+                "probe_status": stats.get("sitemap/soft404/probe_status"),
+                "detected": bool(stats.get("sitemap/soft404/detected")),
+            },
+        },
         "rich_problems": (
             {"url": url, "problems": problems} for url, problems in ledger.rich_problems()
         ),
@@ -159,6 +173,26 @@ def _write_list(f: TextIO, values: Iterator[Any]) -> int:
         f.write(("\n  " if n == 1 else ",\n  ") + json.dumps(value, ensure_ascii=False))
     f.write("\n ]" if n else "]")
     return n
+
+
+def learned_line(stats: dict[str, Any]) -> str | None:
+    """What the crawl learned (issue #19), in one line: "learned: 3 parameters ignored
+    on /shop/, 2 calendars cut, soft-404 page detected"; None when nothing."""
+    parts = []
+    params: dict[str, list[str]] = stats.get("sitemap/learned/parameters") or {}
+    for path, names in sorted(params.items())[:SUMMARY_PATHS]:
+        where = "/" + path.split("/", 3)[3] if path.count("/") >= 3 else path
+        n = len(names)
+        parts.append(f"{n} parameter{'s' if n != 1 else ''} ignored on {where}")
+    if len(params) > SUMMARY_PATHS:
+        parts.append(f"and on {len(params) - SUMMARY_PATHS} more paths (report.json)")
+    if calendars := stats.get("sitemap/learned/calendars", 0):
+        parts.append(f"{calendars} calendar{'s' if calendars != 1 else ''} cut")
+    if facets := stats.get("sitemap/excluded/facet-combination", 0):
+        parts.append(f"{facets} facet combination{'s' if facets != 1 else ''} left out")
+    if stats.get("sitemap/soft404/detected"):
+        parts.append("soft-404 page detected")
+    return "learned: " + ", ".join(parts) if parts else None
 
 
 def format_summary(stats: dict[str, Any]) -> str:
@@ -189,6 +223,8 @@ def format_summary(stats: dict[str, Any]) -> str:
                 f"{name} {n}" for name, n in sorted(counts.items(), key=lambda kv: -kv[1]) if n
             )
         )
+    if learned := learned_line(stats):
+        lines.append(learned)
     if "sitemap/added" in stats:
         changed = (
             f"{stats['sitemap/added']} added, {stats['sitemap/removed']} removed, "

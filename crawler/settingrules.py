@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
+from crawler.calendars import parse_window
 from crawler.entry import ChangeFreq
 from crawler.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
 from crawler.middlewares.access import parse_auth, parse_cookie, parse_header
@@ -102,6 +103,13 @@ def _choice(*choices: str) -> Rule:
 def _text(settings: BaseSettings, name: str) -> None:
     if not isinstance(settings.get(name), str) or not settings.get(name).strip():
         raise ValueError("must be a non-empty text")
+
+
+def _window(settings: BaseSettings, name: str) -> None:
+    try:
+        parse_window(settings.get(name))
+    except ValueError as e:
+        raise ValueError(str(e)) from None
 
 
 def _path(settings: BaseSettings, name: str) -> None:
@@ -262,6 +270,7 @@ RULES: dict[str, Rule] = {
     "SITEMAP_AUDIT_STORE": _PATH,
     "SITEMAP_AUTH": _optional(_credentials),
     "SITEMAP_BASE_URL": _optional(_text),
+    "SITEMAP_CALENDAR_WINDOW": _window,
     "SITEMAP_CHANGEFREQ": _optional(_changefreq),
     "SITEMAP_CHANGEFREQ_RULES": _changefreq_rules,
     "SITEMAP_COOKIES": _each(parse_cookie),
@@ -293,6 +302,7 @@ RULES: dict[str, Rule] = {
     "SITEMAP_MAX_PAGES": _number(int, 0),
     "SITEMAP_MAX_REDIRECTS": _number(int, 0),
     "SITEMAP_MAX_URLS_PER_FILE": _number(int, 1, MAX_URLS_PER_FILE),
+    "SITEMAP_MAX_VARIANTS_PER_PATH": _number(int, 0),
     "SITEMAP_NEWS_PUBLICATION": _optional(_text),
     "SITEMAP_NEWS_TIME": _optional(_w3c),
     "SITEMAP_OUT_DIR": _PATH,
@@ -316,6 +326,7 @@ RULES: dict[str, Rule] = {
     "SITEMAP_SEED_SITEMAPS": _bool,
     "SITEMAP_SEED_SITEMAP_URLS": _texts,
     "SITEMAP_START_URLS": _texts,
+    "SITEMAP_SOFT404_PROBE": _bool,
     "SITEMAP_STATE_DIR": _PATH,
     "SITEMAP_STRIP_EXTRA": _texts,
     "SITEMAP_STRIP_PARAMS": _bool,

@@ -7,7 +7,9 @@ the reason recorded in the ledger, when:
   mark of relative links that keep appending to themselves);
 * the path has more than ``max_segments`` segments;
 * one path has already been seen with ``max_query_variants`` distinct query strings
-  (calendars, faceted search, sort orders);
+  (calendars, faceted search, sort orders): the most fetched to learn from; what is
+  listed is ``SITEMAP_MAX_VARIANTS_PER_PATH``, and parameters, facets and calendars
+  are learned before this counts (:mod:`crawler.params`, :mod:`crawler.calendars`);
 * the URL carries a session identifier that normalisation did not strip (an
   ASP.NET ``/(S(...))/`` path, or a session parameter in any spelling,
   :func:`crawler.urls.is_session_param`, when ``SITEMAP_STRIP_PARAMS`` is off).

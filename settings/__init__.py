@@ -145,6 +145,10 @@ SITEMAP_AUTH = None
 # Public address of the crawled site: published <loc>s are rewritten from the start
 # URL's directory to this prefix (None: publish the crawled addresses).
 SITEMAP_BASE_URL = None
+# Calendars and date sequences (crawler/calendars.py): a link from one dated page to
+# another of the same sequence (prev/next) is followed only within this window of
+# today, each way ("365d", "52w", "12m", "1y" or days); 0 turns the rule off.
+SITEMAP_CALENDAR_WINDOW = "365d"
 # Publish even when the run looks broken (see SITEMAP_MAX_ERROR_RATE, SITEMAP_MAX_DROP).
 SITEMAP_FORCE = False
 # <changefreq> by rule, "REGEX=VALUE" (re.search on the published address; the first
@@ -214,6 +218,9 @@ SITEMAP_MAX_DEPTH = 50
 SITEMAP_MAX_PAGES = 500_000
 # Redirect hops followed from one URL before the target is left unfetched.
 SITEMAP_MAX_REDIRECTS = 10
+# Query variants of one path listed at most, the shortest first (0: no cap); the
+# others are "trap" (crawler/params.py).
+SITEMAP_MAX_VARIANTS_PER_PATH = 20
 # The publication's name of a news sitemap of the articles published within 48 hours
 # of SITEMAP_NEWS_TIME (--news-publication); None: no news sitemap.
 SITEMAP_NEWS_PUBLICATION = None
@@ -267,6 +274,9 @@ SITEMAP_SECTIONS: list[str] = []
 SITEMAP_SEED_SITEMAPS = False
 # ... and these sitemap URLs too (--sitemap; read even without SITEMAP_SEED_SITEMAPS).
 SITEMAP_SEED_SITEMAP_URLS: list[str] = []
+# Ask for an address that cannot exist before the start URL: when the site answers
+# 200, pages like that answer are "soft-404" (crawler/softnotfound.py).
+SITEMAP_SOFT404_PROBE = True
 # Start URLs besides the spider's url (the same site), each judged like a link.
 SITEMAP_START_URLS: list[str] = []
 SITEMAP_STATE_DIR = None
@@ -280,8 +290,9 @@ SITEMAP_STRIP_PARAMS = True
 SITEMAP_PROGRESS_INTERVAL = 60.0
 # Crawler traps: a path segment repeated more than this many times ...
 SITEMAP_TRAP_MAX_REPEATS = 2
-# ... more distinct query strings than this for one path ...
-SITEMAP_TRAP_MAX_QUERY_VARIANTS = 100
+# ... more distinct query strings than this fetched for one path (the crawl fetches
+# more than SITEMAP_MAX_VARIANTS_PER_PATH lists, to learn which parameters matter) ...
+SITEMAP_TRAP_MAX_QUERY_VARIANTS = 40
 # ... or more path segments than this.
 SITEMAP_TRAP_MAX_SEGMENTS = 20
 # A file of seed URLs, one a line (# comments; /path lines are on the start URL's site).

@@ -110,6 +110,8 @@ _BY_DECISION = {
     d.ERROR: "error",
     d.TOO_LARGE: "error",  # over the download size cap: not judged, reason says why
     d.INVALID: "invalid-loc",
+    # The site's "not found" page served with 200: a 404 as search engines see it.
+    d.SOFT_404: "4xx",
 }
 
 

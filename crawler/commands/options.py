@@ -27,6 +27,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from crawler.agent import is_product_token, product_token
+from crawler.calendars import parse_window
 from crawler.publicurl import BaseUrlError, PublicUrls
 from crawler.urls import host_port, normalize_url, site_of
 
@@ -88,6 +89,15 @@ def positive_int(text: str) -> int:
 
 def non_negative_int(text: str) -> int:
     return _whole(text, 0)
+
+
+def window(text: str) -> str:
+    """A calendar window (crawler.calendars.parse_window), kept as given."""
+    try:
+        parse_window(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
 
 
 def seconds(text: str) -> float:
@@ -220,6 +230,19 @@ def add_site_options(
         type=non_negative_int,
         metavar="N",
         help="follow links at most N levels from the start URL (default 50; 0 means no limit)",
+    )
+    p.add_argument(
+        "--max-variants-per-path",
+        type=non_negative_int,
+        metavar="N",
+        help="list at most N query variants of one path (default 20; 0 means no limit)",
+    )
+    p.add_argument(
+        "--calendar-window",
+        type=window,
+        metavar="DURATION",
+        help="follow a calendar's or date archive's prev/next links only within this "
+        "window of today, each way (default 365d; also 52w, 12m, 1y; 0 turns it off)",
     )
     p.add_argument(
         "--concurrency",
@@ -363,6 +386,10 @@ def site_settings(args: argparse.Namespace) -> dict[str, Any]:
         settings["SITEMAP_MAX_PAGES"] = args.max_pages
     if args.max_depth is not None:
         settings["SITEMAP_MAX_DEPTH"] = args.max_depth
+    if args.max_variants_per_path is not None:
+        settings["SITEMAP_MAX_VARIANTS_PER_PATH"] = args.max_variants_per_path
+    if args.calendar_window is not None:
+        settings["SITEMAP_CALENDAR_WINDOW"] = args.calendar_window
     if args.concurrency is not None:
         settings["CONCURRENT_REQUESTS"] = args.concurrency
         settings["CONCURRENT_REQUESTS_PER_DOMAIN"] = args.concurrency

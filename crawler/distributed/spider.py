@@ -53,6 +53,7 @@ from scrapy import Request, Spider, signals
 from scrapy.http import HtmlResponse, Response
 from scrapy.utils.asyncio import run_in_thread, sleep
 
+from crawler import decisions as d
 from crawler.distributed.crawl import COORDINATOR, RedisCrawl
 from crawler.distributed.messages import Found, PageReport, Replay
 from crawler.extensions.runstate import RunState
@@ -305,6 +306,8 @@ class DistributedSiteSpider(Spider):
             elif type(event) is Replay:
                 yield from self.judge.replay(event.record, event.etag, leads=frontier)
             else:
+                if isinstance(event, UrlRecord) and event.decision == d.LISTED:
+                    frontier.observe(event.url, event.main_hash, event.bag_hash)  # crawler.params
                 yield event
 
     async def _watch(self, scheduler: RedisScheduler) -> AsyncIterator[Request]:

@@ -29,7 +29,8 @@ Settings: ``SITEMAP_PUBLISH`` (off: crawl and keep the ledger only),
 ``SITEMAP_FORCE``, ``SITEMAP_MAX_DROP``, ``SITEMAP_MAX_ERROR_RATE``,
 ``SITEMAP_DEDUPE_CONTENT``, ``SITEMAP_FORMAT``, ``SITEMAP_GZIP``,
 ``SITEMAP_MAX_URLS_PER_FILE``, ``SITEMAP_MAX_BYTES_PER_FILE``,
-``SITEMAP_CHANGEFREQ``, ``SITEMAP_PRIORITY``, ``JOBDIR``.
+``SITEMAP_CHANGEFREQ``, ``SITEMAP_PRIORITY``, ``SITEMAP_MAX_VARIANTS_PER_PATH``,
+``JOBDIR``.
 Stats: ``sitemap/outcome`` (``published``, ``crawled``, ``refused``, ``interrupted``,
 ``failed``, ``output-error``), ``sitemap/message``, ``sitemap/decision/<decision>``
 (set from the closed books), ``sitemap/files_written``, ``sitemap/urls_written``,
@@ -37,6 +38,10 @@ Stats: ``sitemap/outcome`` (``published``, ``crawled``, ``refused``, ``interrupt
 ``sitemap/added``, ``sitemap/removed``, ``sitemap/lastmod_changes``,
 ``sitemap/budget`` (which budget stopped the crawl, in words) and
 ``sitemap/budget/unfetched`` (the URLs it left found but not fetched).
+``sitemap/excluded/<decision>`` (the decisions the crawl learned its way to:
+:data:`crawler.decisions.LEARNED`), ``sitemap/learned/parameters`` (path -> the
+parameters learned not to change its pages), ``sitemap/learned/calendars`` (the
+calendar sequences cut).
 """
 
 from __future__ import annotations
@@ -51,8 +56,17 @@ from typing import TYPE_CHECKING
 from scrapy import signals
 
 from crawler.analysis import Rich
+from crawler.calendars import date_of
 from crawler.changes import feed_entries, feed_updated
-from crawler.decisions import LISTED, QUEUED, UNFETCHED, UNFETCHED_TIME, close_books
+from crawler.decisions import (
+    CALENDAR,
+    LEARNED,
+    LISTED,
+    QUEUED,
+    UNFETCHED,
+    UNFETCHED_TIME,
+    close_books,
+)
 from crawler.entry import NEWS_SECTION, ChangeFreq, SitemapEntry
 from crawler.extensions.runstate import RunState
 from crawler.feed import discard, publish_feed, render_feed, write_feed
@@ -206,6 +220,7 @@ class SitemapPublisher:
         publish: bool,
         force: bool,
         dedupe_content: bool,
+        max_variants: int = 0,
         max_drop: float,
         max_error_rate: float,
         resumable: bool,
@@ -218,6 +233,7 @@ class SitemapPublisher:
         self.publish = publish
         self.force = force
         self.dedupe_content = dedupe_content
+        self.max_variants = max_variants
         self.max_drop = max_drop
         self.max_error_rate = max_error_rate
         self.resumable = resumable
@@ -237,6 +253,7 @@ class SitemapPublisher:
             publish=s.getbool("SITEMAP_PUBLISH"),
             force=s.getbool("SITEMAP_FORCE"),
             dedupe_content=s.getbool("SITEMAP_DEDUPE_CONTENT"),
+            max_variants=s.getint("SITEMAP_MAX_VARIANTS_PER_PATH"),
             max_drop=s.getfloat("SITEMAP_MAX_DROP"),
             max_error_rate=s.getfloat("SITEMAP_MAX_ERROR_RATE"),
             resumable=bool(s.get("JOBDIR")),
@@ -261,7 +278,12 @@ class SitemapPublisher:
         try:
             if not resumable:
                 unfetched = UNFETCHED_TIME if reason == "closespider_timeout" else UNFETCHED
-                left = close_books(ledger, dedupe_content=self.dedupe_content, unfetched=unfetched)
+                left = close_books(
+                    ledger,
+                    dedupe_content=self.dedupe_content,
+                    unfetched=unfetched,
+                    max_variants=self.max_variants,
+                )
                 if stats.get_value("sitemap/seeds/sitemap"):
                     stats.set_value("sitemap/seeds/listed_unlinked", ledger.listed_unlinked())
                 if reason in BUDGETS:
@@ -287,9 +309,26 @@ class SitemapPublisher:
     def _count_decisions(self, ledger: Ledger) -> None:
         """The decision stats, from the ledger's books (the pipeline counted records
         as they came; the books know which decision each URL ended with)."""
-        counts = {f"{PREFIX}{k}": v for k, v in ledger.counts().items() if k != QUEUED}
+        decided = ledger.counts()
+        counts = {f"{PREFIX}{k}": v for k, v in decided.items() if k != QUEUED}
         others = {k: v for k, v in self.stats.get_stats().items() if not k.startswith(PREFIX)}
         self.stats.set_stats({**others, **counts})
+        # What the crawl learned (issue #19), for the summary and report.json.
+        for decision in LEARNED:
+            if decided.get(decision):
+                self.stats.set_value(f"sitemap/excluded/{decision}", decided[decision])
+        learned = ledger.learned_params()
+        if learned:
+            self.stats.set_value("sitemap/learned/parameters", learned)
+        calendars = len(
+            {
+                dated.template
+                for row in ledger.rows(decision=CALENDAR)
+                if (dated := date_of(row["url"])) is not None
+            }
+        )
+        if calendars:
+            self.stats.set_value("sitemap/learned/calendars", calendars)
 
     def _publish(self, ledger: Ledger, reason: str) -> tuple[str, str]:
         state = self.state

@@ -13,6 +13,13 @@ The spider only wires the crawl's rooms together:
 - with ``--seed-sitemaps`` or ``--sitemap``, the sitemap seeds
   (:class:`crawler.seeds.SitemapSeeds`), whose entries go to the frontier as seeds.
 
+Before the start URL, it asks for an address that cannot exist (the soft-404 probe,
+:mod:`crawler.softnotfound`; a second of another shape when the first answers 200,
+and one redirect followed on the same site): the page a site serves for it with
+200 is its "not found" page, which the judge then recognises. The probes are never
+recorded in the ledger. Each listed page's main-content hash goes back to the
+frontier, which learns from it (:mod:`crawler.params`).
+
 Every decision is yielded as a :class:`crawler.items.UrlRecord`, the records and
 aliases of one response as one :class:`crawler.items.PageRecords` item; the item
 pipelines record them in the ledger, and the publisher extension writes the
@@ -20,7 +27,9 @@ sitemaps when the crawl is over.
 
 Spider arguments: ``url`` (the start URL, required).
 Settings: those of the frontier, the judge, the run state and the seeds, and
-``SITEMAP_PARSE_*``.
+``SITEMAP_PARSE_*``, ``SITEMAP_SOFT404_PROBE``.
+Stats: ``sitemap/soft404/probes``, ``sitemap/soft404/probe_status``,
+``sitemap/soft404/detected``.
 """
 
 from __future__ import annotations
@@ -32,19 +41,25 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request, Spider, signals
 from scrapy.http import HtmlResponse, Response
 
+from crawler import decisions as d
 from crawler.extensions.runstate import RunState
 from crawler.frontier import Discovered, Frontier
 from crawler.items import Alias, Linked, PageRecords, UrlRecord
 from crawler.judge import PageJudge
 from crawler.parsepool import PageAnalyser, page_analyser
 from crawler.seeds import SitemapSeeds
-from crawler.urls import start_url
+from crawler.softnotfound import probe_url
+from crawler.urls import site_of, start_url
 
 if TYPE_CHECKING:
     from typing import Self
 
     from scrapy.crawler import Crawler
     from twisted.python.failure import Failure
+
+
+#: Seconds a soft-404 probe may take (at most DOWNLOAD_TIMEOUT).
+PROBE_TIMEOUT = 10.0
 
 
 class SiteSpider(Spider):
@@ -122,12 +137,20 @@ class SiteSpider(Spider):
     async def start(self) -> AsyncIterator[Discovered]:
         if self.run_state.locked_out:
             return  # another run owns the state directory
-        # Scrapy's SpiderState, with a JOBDIR: the saved frontier of an interrupted run.
-        for out in self.frontier.start(getattr(self, "state", None)):
+        saved = getattr(self, "state", None)
+        if saved and "seen" in saved:
+            # A resumed run: the probe's findings were saved with the frontier.
+            for url, found in saved.get("soft_prints", []):
+                self.judge.soft_not_found.add(url, found)
+            self._probed()
+        elif self.crawler.settings.getbool("SITEMAP_SOFT404_PROBE"):
+            # The start URL waits for the probe: every page is judged knowing the
+            # site's "not found" page.
+            self.analyser.prints = True
+            yield self._probe(probe_url(self.start_url), 1, 0)
+            return
+        for out in self._begin():
             yield out
-        if self.seeds is not None:
-            for request in self.seeds.first_requests():
-                yield request
 
     def _robots_parsed(self, robotparser: Any, request: Request) -> None:
         """robots.txt's ``Sitemap:`` lines, read for seeds (``--seed-sitemaps``)."""
@@ -153,6 +176,68 @@ class SiteSpider(Spider):
         assert self.seeds is not None
         self.seeds.failed(failure)
 
+    def _begin(self) -> Iterator[Discovered]:
+        """The start URLs (after the soft-404 probe), then the sitemap seeds' first
+        requests (``--seed-sitemaps``, ``--sitemap``)."""
+        # Scrapy's SpiderState, with a JOBDIR: the saved frontier of an interrupted run.
+        yield from self.frontier.start(getattr(self, "state", None))
+        if self.seeds is not None:
+            yield from self.seeds.first_requests()
+
+    # -- the soft-404 probe -------------------------------------------------------------
+
+    def _probe(self, url: str, number: int, hops: int) -> Request:
+        self.crawler.stats.inc_value("sitemap/soft404/probes")
+        return Request(
+            url,
+            callback=self.probed,
+            errback=self.probe_failed,
+            dont_filter=True,
+            meta={
+                "sitemap_probe": (number, hops),
+                "handle_httpstatus_all": True,
+                "dont_redirect": True,
+                # The start URL waits for it: a probe that hangs is not worth a retry.
+                "dont_retry": True,
+                "download_timeout": min(
+                    PROBE_TIMEOUT, self.crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
+                ),
+            },
+        )
+
+    async def probed(self, response: Response) -> AsyncIterator[Discovered]:
+        number, hops = response.meta["sitemap_probe"]
+        stats = self.crawler.stats
+        stats.set_value("sitemap/soft404/probe_status", response.status)
+        location = response.headers.get(b"Location")
+        if 300 <= response.status < 400 and location is not None and hops < 1:
+            target = response.urljoin(location.decode("latin-1"))
+            if site_of(target) == site_of(self.start_url):
+                yield self._probe(target, number, hops + 1)
+                return
+        found = False
+        if isinstance(response, HtmlResponse) and self.judge.is_html_page(response):
+            analysis = await self.analyser.analyse(response)
+            if analysis.soft_print is not None:
+                self.judge.soft_not_found.add(response.url, analysis.soft_print)
+                found = True
+        if found and number == 1:
+            yield self._probe(probe_url(self.start_url, second=True), 2, 0)
+            return
+        self._probed()
+        for out in self._begin():
+            yield out
+
+    def probe_failed(self, failure: Failure) -> Iterator[Discovered]:
+        # Disallowed by robots.txt, or no answer: the crawl goes on without it.
+        self._probed()
+        yield from self._begin()
+
+    def _probed(self) -> None:
+        detected = bool(self.judge.soft_not_found.prints)
+        self.crawler.stats.set_value("sitemap/soft404/detected", detected)
+        self.analyser.prints = detected
+
     def discover(self, raw: str, *, depth: int, referrer: str | None) -> Iterator[Discovered]:
         """What the frontier decides about a URL found on *referrer*."""
         return self.frontier.discover(raw, depth=depth, referrer=referrer)
@@ -170,6 +255,8 @@ class SiteSpider(Spider):
                 yield out
             elif isinstance(out, (UrlRecord, Alias, Linked)):
                 records.append(out)
+                if isinstance(out, UrlRecord) and out.decision == d.LISTED:
+                    self.frontier.observe(out.url, out.main_hash, out.bag_hash)
         if records:
             yield PageRecords(records)
 
@@ -182,3 +269,4 @@ class SiteSpider(Spider):
         state = getattr(self, "state", None)
         if isinstance(state, dict):
             self.frontier.save(state)
+            state["soft_prints"] = self.judge.soft_not_found.prints
