@@ -70,6 +70,11 @@ class UrlRecord:
     changefreq: str | None = None
     priority: str | None = None
     warnings: list[str] = field(default_factory=list)
+    # What the fetch cost (the HTML report's slowest and largest pages, issue #17):
+    # Scrapy's download latency in seconds, and the body's bytes (decompressed; a
+    # 304 keeps the size of the body it replays).
+    elapsed: float | None = None
+    size: int | None = None
 
 
 @dataclass(slots=True)
