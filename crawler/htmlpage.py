@@ -10,7 +10,8 @@ embedded JSON, with ``<``, ``>`` and ``&`` written as ``\\u003c`` etc., so that 
 A figure is an element with ``data-figure="PATH"`` and ``data-value``: the number at
 the dotted *PATH* in the report's JSON (the length of the list when the path names
 a list). The page shows the same number as text, unformatted, so that a check can
-compare the page with the JSON (both come from one model: :mod:`crawler.runhtml`,
+compare the page with the JSON (a chart's point is marked the same way with
+``data-point``: its text is a tooltip). Both come from one model: :mod:`crawler.runhtml`,
 :mod:`crawler.audit.html`).
 
 Long URL lists are capped (``SITEMAP_REPORT_HTML_URLS`` per group, the first ones
@@ -46,7 +47,7 @@ h2{font-size:1.15em;margin:1.6em 0 .5em;border-bottom:1px solid var(--line);padd
 p,li{overflow-wrap:anywhere}
 .muted{color:var(--muted)}
 .decision{padding:10px 14px;border-radius:8px;background:var(--panel);
-border-left:6px solid var(--muted);margin:12px 0}
+border-left:6px solid var(--muted);margin:12px 0;overflow-wrap:anywhere}
 .decision.good{border-color:var(--good)}.decision.bad{border-color:var(--bad)}
 .decision.warn{border-color:var(--warn)}
 .decision strong{text-transform:uppercase;letter-spacing:.03em}
@@ -72,7 +73,7 @@ svg.chart .bar{fill:var(--a)}svg.chart .bar2{fill:var(--b)}
 vertical-align:-1px}
 .filters{display:flex;flex-wrap:wrap;gap:8px 14px;align-items:center;margin:8px 0;
 position:sticky;top:0;background:var(--bg);padding:6px 0;z-index:2}
-.filters input[type=search]{flex:1 1 240px;padding:6px 8px;font-size:1em;border:1px solid
+.filters input[type=search]{flex:1 1 100%;padding:6px 8px;font-size:1em;border:1px solid
 var(--line);border-radius:6px;background:var(--bg);color:var(--fg)}
 .filters label{white-space:nowrap;font-size:.9em}
 code{font-size:.9em;overflow-wrap:anywhere}
@@ -256,11 +257,12 @@ def line_chart(
     percent: bool = False,
 ) -> str:
     """A line chart over *labels* (the runs, oldest first): ``(name, values, CSS
-    class, figure path prefix)`` per series; a point's figure is ``PREFIX.i.NAME``
-    as the JSON holds it (the caller names the path)."""
+    class, path)`` per series; each point is marked ``data-point`` with *path*
+    (``{i}``: its index) and ``data-value``, as a figure is (its text is a tooltip,
+    so the figures themselves are in the table beside the chart)."""
     if not labels:
         return '<p class="muted">No history yet.</p>'
-    width, height, left, right, top_pad, bottom = 640, 220, 48, 16, 12, 40
+    width, height, left, right, top_pad, bottom = 640, 190, 48, 16, 12, 34
     values = [v for _, vs, _, _ in series for v in vs if v is not None]
     top = 100.0 if percent else max(max(values, default=1), 1)
     n = len(labels)
@@ -279,8 +281,8 @@ def line_chart(
         f'xmlns="http://www.w3.org/2000/svg"><title>{esc(title)}</title>'
         f'<line class="axis" x1="{left}" y1="{y(0):.1f}" x2="{width - right}" y2="{y(0):.1f}"/>'
         f'<line class="axis" x1="{left}" y1="{top_pad}" x2="{left}" y2="{y(0):.1f}"/>'
-        f'<text x="{left - 4}" y="{top_pad + 4}" text-anchor="end">{esc(number(top))}'
-        f'{"%" if percent else ""}</text>'
+        f'<text x="{left - 4}" y="{top_pad + 4}" text-anchor="end">'
+        f'{"100%" if percent else esc(number(top))}</text>'
         f'<text x="{left - 4}" y="{y(0) + 4:.1f}" text-anchor="end">0</text>'
     ]
     for i in sorted({0, n - 1}):
@@ -303,7 +305,7 @@ def line_chart(
                 continue
             parts.append(
                 f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="3.5" fill="{color}" '
-                f'data-figure="{esc(path.format(i=i))}" data-value="{esc(_raw(v))}">'
+                f'data-point="{esc(path.format(i=i))}" data-value="{esc(_raw(v))}">'
                 f"<title>{esc(labels[i])}: {esc(name)} {esc(number(v))}</title></circle>"
             )
     parts.append("</svg>")

@@ -236,11 +236,13 @@ def _sitemaps(data: dict[str, Any]) -> str:
     sections: dict[str, int] = data.get("sections") or {}
     return (
         f"<h2>Sitemap files: {inline_figure('sitemaps', len(sitemaps))}</h2>"
+        + '<div data-group data-class="sitemaps">'
         + table(
             ["sitemap", "found via", "kind", "status", "entries", "problems", "not audited"],
             rows,
             numeric=(3, 4, 5, 6),
         )
+        + "</div>"
         + (
             "<h2>Sections</h2>"
             + bar_chart(
