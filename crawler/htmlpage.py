@@ -127,11 +127,11 @@ def page(title: str, body: str, data: Any = None) -> str:
         else ""
     )
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta name="referrer" content="no-referrer">\n'
         # No network at all: the page may load nothing from anywhere.
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
         f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n"
         f"{body}\n</main>\n{embedded}<script>{SCRIPT}</script>\n</body>\n</html>\n"
@@ -152,11 +152,7 @@ def write_html(path: Path, text: str) -> Path:
 
 def number(value: object) -> str:
     """A figure's text: the number as the JSON has it; an empty value is n/a."""
-    if value is None:
-        return "n/a"
-    if isinstance(value, float) and value.is_integer():
-        return str(value)
-    return str(value)
+    return "n/a" if value is None else str(value)
 
 
 def figure(path: str, value: object, label: str) -> str:
@@ -196,14 +192,15 @@ def table(
 ) -> str:
     """A table of pre-escaped cells (build them with :func:`esc`)."""
     head = "".join(
-        f'<th{" class=num" if i in numeric else ""}>{esc(h)}</th>' for i, h in enumerate(headers)
+        f"<th{' class=num' if i in numeric else ''}>{esc(h)}</th>" for i, h in enumerate(headers)
     )
     out = [f'<div class="table"><table><thead><tr>{head}</tr></thead><tbody>']
     for n, row in enumerate(rows):
         cls = row_class[n] if row_class is not None else None
         attr = f' data-class="{esc(cls)}"' if cls else ""
         cells = "".join(
-            f'<td class="{"num" if i in numeric else "url" if i in url_columns else ""}">{cell}</td>'
+            f'<td class="{"num" if i in numeric else "url" if i in url_columns else ""}">'
+            f"{cell}</td>"
             for i, cell in enumerate(row)
         )
         out.append(f"<tr data-row{attr}>{cells}</tr>")
@@ -221,9 +218,7 @@ def more_note(total: int, shown: int, where: str) -> str:
     )
 
 
-def bar_chart(
-    bars: Sequence[tuple[str, float, str | None]], *, title: str, unit: str = ""
-) -> str:
+def bar_chart(bars: Sequence[tuple[str, float, str | None]], *, title: str, unit: str = "") -> str:
     """A horizontal bar chart: ``(label, value, figure path or None)`` per bar."""
     if not bars:
         return '<p class="muted">Nothing to chart.</p>'
@@ -239,9 +234,12 @@ def bar_chart(
         y = 4 + i * row
         w = max(1.0, span * value / top) if value else 0
         parts.append(
-            f'<g data-bar="{esc(label)}"><title>{esc(label)}: {esc(number(value))}{esc(unit)}</title>'
-            f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end">{esc(_short(label, 24))}</text>'
-            f'<rect class="bar" x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row - 8}" rx="2"/>'
+            f'<g data-bar="{esc(label)}">'
+            f"<title>{esc(label)}: {esc(number(value))}{esc(unit)}</title>"
+            f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end">'
+            f"{esc(_short(label, 24))}</text>"
+            f'<rect class="bar" x="{label_w}" y="{y + 3}" width="{w:.1f}" '
+            f'height="{row - 8}" rx="2"/>'
             f'<text x="{label_w + w + 5:.1f}" y="{y + 15}"{_figure_attrs(path, value)}>'
             f"{esc(number(value))}</text></g>"
         )
@@ -282,7 +280,7 @@ def line_chart(
         f'<line class="axis" x1="{left}" y1="{y(0):.1f}" x2="{width - right}" y2="{y(0):.1f}"/>'
         f'<line class="axis" x1="{left}" y1="{top_pad}" x2="{left}" y2="{y(0):.1f}"/>'
         f'<text x="{left - 4}" y="{top_pad + 4}" text-anchor="end">'
-        f'{"100%" if percent else esc(number(top))}</text>'
+        f"{'100%' if percent else esc(number(top))}</text>"
         f'<text x="{left - 4}" y="{y(0) + 4:.1f}" text-anchor="end">0</text>'
     ]
     for i in sorted({0, n - 1}):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,17 +38,24 @@ def append_history(
     path: Path,
     entry: dict[str, Any],
     keep: int,
-    same: Callable[[dict[str, Any]], bool] = lambda _: True,
+    group: str | None = None,
     key: str = "started",
 ) -> list[dict[str, Any]]:
-    """Append *entry* to the history in *path*, keep the last *keep* entries that
-    *same* accepts (those of the same site; as many of the others), write it back
-    atomically, and return the accepted ones, oldest first, *entry* last. An entry
-    with the same *key* (time: a resumed run's start) is replaced."""
-    old = [e for e in read_history(path) if e.get(key) != entry.get(key)]
-    mine = [*(e for e in old if same(e)), entry][-keep:]
-    others = [e for e in old if not same(e)][-keep:]
-    entries = sorted([*others, *mine], key=lambda e: str(e.get(key) or ""))
+    """Append *entry* to the history in *path*, keep the last *keep* entries of each
+    *group* (the entries with the same value of that field: an audit's ``site``;
+    None: one group), write it back atomically, and return *entry*'s group, oldest
+    first, *entry* last. An entry of the group with the same *key* (time: a resumed
+    run's start) is replaced."""
+    groups: dict[Any, list[dict[str, Any]]] = {}
+    for old in read_history(path):
+        groups.setdefault(old.get(group) if group else None, []).append(old)
+    mine_id = entry.get(group) if group else None
+    mine = [e for e in groups.get(mine_id, []) if e.get(key) != entry.get(key)]
+    groups[mine_id] = mine = [*mine, entry][-keep:]
+    entries = sorted(
+        (e for members in groups.values() for e in members[-keep:]),
+        key=lambda e: str(e.get(key) or ""),
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:

@@ -86,7 +86,11 @@ def _figures(model: RunModel) -> str:
         figure("excluded_total", f["excluded_total"], "excluded"),
         figure("queued", f["queued"], "not fetched yet"),
     ]
-    for name, label in (("added", "added"), ("removed", "removed"), ("lastmod_changes", "lastmod changes")):
+    for name, label in (
+        ("added", "added"),
+        ("removed", "removed"),
+        ("lastmod_changes", "lastmod changes"),
+    ):
         if f[name] is not None:
             tiles.append(figure(name, n.get(name, 0), label))
     tiles.append(figure("files_written", f["files_written"], "files written"))
@@ -101,8 +105,10 @@ def _figures(model: RunModel) -> str:
 
 def _changes(model: RunModel, cap: int) -> str:
     f, n = model.fields, model.lengths
-    title = "What the refused set would have changed" if f["outcome"] == "refused" else (
-        "Since the last run"
+    title = (
+        "What the refused set would have changed"
+        if f["outcome"] == "refused"
+        else ("Since the last run")
     )
     out = [f"<h2>{esc(title)}</h2>"]
     if f["added"] is None:

@@ -179,8 +179,16 @@ STEADY = tuple(f"/s{i}.html" for i in range(8))
 
 
 def build_site(site: NightlySite) -> None:
-    site.home("/a.html", "/b.html", "/d.html", "/hidden.html", "/copy.html", "/gone.html",
-              "http://other.invalid/elsewhere.html", *STEADY)
+    site.home(
+        "/a.html",
+        "/b.html",
+        "/d.html",
+        "/hidden.html",
+        "/copy.html",
+        "/gone.html",
+        "http://other.invalid/elsewhere.html",
+        *STEADY,
+    )
     for path in STEADY:
         site.page(path, f"steady {path}")
     site.page("/a.html", "a one", etag='"a1"', last_modified=LM1)
@@ -200,8 +208,16 @@ async def two_nights(site: NightlySite, tmp_path: Path) -> tuple[Any, Any]:
     first = await run_crawl(site.url("/"), tmp_path, **options)
     assert first.outcome == "published", first.stats.get("sitemap/message")
     # Night 2: d gone, e new, a edited (new validators and Last-Modified).
-    site.home("/a.html", "/b.html", "/e.html", "/hidden.html", "/copy.html", "/gone.html",
-              "http://other.invalid/elsewhere.html", *STEADY)
+    site.home(
+        "/a.html",
+        "/b.html",
+        "/e.html",
+        "/hidden.html",
+        "/copy.html",
+        "/gone.html",
+        "http://other.invalid/elsewhere.html",
+        *STEADY,
+    )
     del site.pages["/d.html"]
     site.page("/e.html", "e")
     site.page("/a.html", "a two", etag='"a2"', last_modified=LM2)
@@ -253,7 +269,11 @@ def check_crawl_page(
             assert must <= paths, must - paths
             assert page.get_attribute("[data-outcome]", "data-outcome") == "published"
             assert report["message"] in seen.text
-            for url in (nightly.url("/e.html"), nightly.url("/d.html"), nightly.url("/hidden.html")):
+            for url in (
+                nightly.url("/e.html"),
+                nightly.url("/d.html"),
+                nightly.url("/hidden.html"),
+            ):
                 assert url in seen.text
             # The canonical's target is shown with it.
             canonical = text_of(page, '[data-group][data-class="canonical"]')
@@ -383,13 +403,33 @@ def hostile_reports(tmp_path: Path) -> tuple[Path, Path]:
     evil = f"http://127.0.0.1:9/{HOSTILE}"
     ledger = Ledger(tmp_path / "ledger.sqlite")
     ledger.set_meta("start_url", evil)
-    ledger.record(UrlRecord(url=evil, key="k1", decision="listed", loc=evil, status=200,
-                            depth=0, size=10, elapsed=0.5))
-    ledger.record(UrlRecord(url=evil + "2", key="k2", decision="canonical", reason=HOSTILE,
-                            target=f"javascript:alert(2)//{HOSTILE}", status=200, depth=1,
-                            referrer=evil))
-    ledger.record(UrlRecord(url=evil + "3", key="k3", decision="status", reason=HOSTILE,
-                            status=404, depth=1))
+    ledger.record(
+        UrlRecord(
+            url=evil,
+            key="k1",
+            decision="listed",
+            loc=evil,
+            status=200,
+            depth=0,
+            size=10,
+            elapsed=0.5,
+        )
+    )
+    ledger.record(
+        UrlRecord(
+            url=evil + "2",
+            key="k2",
+            decision="canonical",
+            reason=HOSTILE,
+            target=f"javascript:alert(2)//{HOSTILE}",
+            status=200,
+            depth=1,
+            referrer=evil,
+        )
+    )
+    ledger.record(
+        UrlRecord(url=evil + "3", key="k3", decision="status", reason=HOSTILE, status=404, depth=1)
+    )
     ledger.commit()
     stats = {"start_time": datetime.now(UTC), "response_received_count": 3}
     model = run_model(stats, ledger, None, "published", f"message {HOSTILE}")
@@ -397,13 +437,37 @@ def hostile_reports(tmp_path: Path) -> tuple[Path, Path]:
     write_json(tmp_path / "report.json", model)
     crawl = write_html(tmp_path / "report.html", render_run(model, ledger))
     ledger.close()
-    url = {"url": evil, "class": "redirect", "reason": HOSTILE, "target": evil,
-           "found_by_crawl": True, "sitemaps": [evil], "flags": []}
-    problem = {"code": "lastmod-invalid", "message": HOSTILE, "sitemap": evil, "line": 3,
-               "url": evil}
-    sitemap = {"url": evil, "via": "robots", "parent": None, "depth": 0, "status": 200,
-               "kind": "urlset", "entries": 1, "compressed_layers": 0, "size": 1,
-               "complete": True, "fetched": True, "problems": [problem], "not_audited": 0}
+    url = {
+        "url": evil,
+        "class": "redirect",
+        "reason": HOSTILE,
+        "target": evil,
+        "found_by_crawl": True,
+        "sitemaps": [evil],
+        "flags": [],
+    }
+    problem = {
+        "code": "lastmod-invalid",
+        "message": HOSTILE,
+        "sitemap": evil,
+        "line": 3,
+        "url": evil,
+    }
+    sitemap = {
+        "url": evil,
+        "via": "robots",
+        "parent": None,
+        "depth": 0,
+        "status": 200,
+        "kind": "urlset",
+        "entries": 1,
+        "compressed_layers": 0,
+        "size": 1,
+        "complete": True,
+        "fetched": True,
+        "problems": [problem],
+        "not_audited": 0,
+    }
     report = AuditReport(evil, 50.0, 1, 2, [sitemap], [url], [problem])
     report.history = [report.history_entry()]
     write_report(report, tmp_path / "audit")
@@ -428,10 +492,52 @@ def check_hostile_pages(chromium: str, tmp_path: Path, crawl: Path, audit_page: 
                 assert HOSTILE in seen.text  # the text, escaped, is there to read
                 check_figures(seen, data)
                 # The embedded JSON is the JSON, whole, despite its "</script>".
-                embedded = json.loads(
-                    page.eval_on_selector("#report-data", "e => e.textContent")
-                )
+                embedded = json.loads(page.eval_on_selector("#report-data", "e => e.textContent"))
                 assert embedded["site" if "site" in embedded else "start_url"].endswith(HOSTILE)
                 # No live javascript: link, no injected element.
                 assert page.eval_on_selector_all("a[href^='javascript']", "e => e.length") == 0
                 assert page.eval_on_selector_all("script", "e => e.length") == 2
+
+
+# -- the kept histories -------------------------------------------------------------------------
+
+
+def test_history_keeps_the_last_entries_of_each_site(tmp_path: Path) -> None:
+    from crawler.reporthistory import append_history, read_history
+
+    path = tmp_path / "audit-history.json"
+    for i in range(5):
+        for site in ("a", "b"):
+            kept = append_history(
+                path,
+                {"generated": f"2026-01-0{i + 1}", "site": site, "n": i},
+                3,
+                group="site",
+                key="generated",
+            )
+            assert [e["n"] for e in kept] == list(range(max(0, i - 2), i + 1))
+            assert all(e["site"] == site for e in kept)
+    assert len(read_history(path)) == 6
+    # The same time again (a resumed run) replaces its entry.
+    kept = append_history(
+        path, {"generated": "2026-01-05", "site": "a", "n": 9}, 3, group="site", key="generated"
+    )
+    assert [e["n"] for e in kept] == [2, 3, 9]
+    path.write_text("{not json")
+    assert read_history(path) == []
+    assert append_history(path, {"started": "x"}, 3) == [{"started": "x"}]
+    assert not list(tmp_path.glob(".*tmp"))
+
+
+def test_audit_history_goes_to_the_state_directory(tmp_path: Path) -> None:
+    from crawler.audit.report import AuditReport, write_report
+    from crawler.commands.audit import keep_history
+
+    state, out = tmp_path / "state", tmp_path / "report"
+    report = AuditReport("http://127.0.0.1:9/", 80.0, 4, 5, [], [], [])
+    report.history = keep_history(report, state)
+    assert json.loads((state / "audit-history.json").read_text()) == report.history
+    assert report.history[-1]["coverage"] == 80.0
+    written = write_report(report, out, html=False)
+    assert not (out / "index.html").exists() and written[0] == out / "audit.json"
+    assert json.loads((out / "audit.json").read_text())["history"] == report.history

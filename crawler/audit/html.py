@@ -203,7 +203,7 @@ def _problems(data: dict[str, Any], cap: int) -> str:
         )
         + (
             '<details data-group data-class="protocol" open><summary>Problems '
-            f'(<span data-shown>{len(rows)}</span> shown)</summary>'
+            f"(<span data-shown>{len(rows)}</span> shown)</summary>"
             + table(
                 ["code", "message", "sitemap", "line", "entry URL"],
                 rows,

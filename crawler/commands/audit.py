@@ -5,8 +5,8 @@ The site is crawled without publishing (or an earlier crawl's ledger is read wit
 list (:mod:`crawler.audit.report`), and the report is printed and, with ``--report DIR``,
 written as ``audit.json``, ``index.html`` (issue #17; ``SITEMAP_REPORT_HTML``) and CSV
 files; the audit then keeps its figures in ``audit-history.json`` (in the ``--state``
-directory, else the report's) for the coverage chart of the next. ``scrapy audit URL`` from the project root
-is the same command.
+directory, else the report's) for the coverage chart of the next. ``scrapy audit URL``
+from the project root is the same command.
 
 Exit status: 0 report done and bars passed; 2 usage error; 3 the crawl failed (start
 URL or robots.txt unreachable); 5 ``--fail-under`` or ``--fail-on`` broke; 130
@@ -247,7 +247,7 @@ def keep_history(report: AuditReport, directory: Path) -> list[dict[str, Any]]:
         directory / AUDIT_HISTORY,
         report.history_entry(),
         AUDITS_KEPT,
-        same=lambda entry: entry.get("site") == report.site,
+        group="site",
         key="generated",
     )
 

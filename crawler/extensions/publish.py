@@ -50,14 +50,13 @@ from crawler.decisions import LISTED, QUEUED, close_books
 from crawler.entry import NEWS_SECTION, ChangeFreq, SitemapEntry
 from crawler.extensions.runstate import RunState
 from crawler.feed import discard, publish_feed, render_feed, write_feed
-from crawler.lastmod import lastmod_datetime, w3c_datetime
-from crawler.paths import LEDGER_JSONL, REPORT
 from crawler.htmlpage import write_html
-from crawler.paths import REPORT_HTML, RUNS
+from crawler.lastmod import lastmod_datetime, w3c_datetime
+from crawler.paths import LEDGER_JSONL, REPORT, REPORT_HTML, RUNS
 from crawler.report import PREFIX, format_summary, run_model, write_json
 from crawler.reporthistory import RUNS_KEPT, append_history
-from crawler.runhtml import render_run
 from crawler.richentries import news_entries, settle
+from crawler.runhtml import render_run
 from crawler.urls import url_key
 from crawler.writer import WrittenFile, publish_sitemaps
 
