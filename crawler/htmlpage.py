@@ -64,8 +64,8 @@ td.url{overflow-wrap:anywhere;word-break:break-all;min-width:14em}
 details{margin:6px 0;border:1px solid var(--line);border-radius:8px;padding:4px 10px}
 summary{cursor:pointer;padding:4px 0;font-weight:600}
 .more{color:var(--muted);font-size:.9em;margin:6px 0}
-svg.chart{width:100%;height:auto;max-width:760px;display:block;margin:6px 0}
-svg.chart text{fill:var(--fg);font-size:12px}
+svg.chart{width:100%;height:auto;max-width:600px;display:block;margin:6px 0}
+svg.chart text{fill:var(--fg);font-size:13px}
 svg.chart .axis{stroke:var(--line)}
 svg.chart .bar{fill:var(--a)}svg.chart .bar2{fill:var(--b)}
 .legend span{display:inline-block;margin-right:14px;font-size:.9em}
@@ -222,7 +222,7 @@ def bar_chart(bars: Sequence[tuple[str, float, str | None]], *, title: str, unit
     """A horizontal bar chart: ``(label, value, figure path or None)`` per bar."""
     if not bars:
         return '<p class="muted">Nothing to chart.</p>'
-    row, label_w, width = 24, 170, 640
+    row, label_w, width = 24, 150, 480
     top = max(max(v for _, v, _ in bars), 1)
     height = row * len(bars) + 8
     parts = [
@@ -237,7 +237,7 @@ def bar_chart(bars: Sequence[tuple[str, float, str | None]], *, title: str, unit
             f'<g data-bar="{esc(label)}">'
             f"<title>{esc(label)}: {esc(number(value))}{esc(unit)}</title>"
             f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end">'
-            f"{esc(_short(label, 24))}</text>"
+            f"{esc(_short(label, 20))}</text>"
             f'<rect class="bar" x="{label_w}" y="{y + 3}" width="{w:.1f}" '
             f'height="{row - 8}" rx="2"/>'
             f'<text x="{label_w + w + 5:.1f}" y="{y + 15}"{_figure_attrs(path, value)}>'
@@ -260,7 +260,7 @@ def line_chart(
     so the figures themselves are in the table beside the chart)."""
     if not labels:
         return '<p class="muted">No history yet.</p>'
-    width, height, left, right, top_pad, bottom = 640, 190, 48, 16, 12, 34
+    width, height, left, right, top_pad, bottom = 480, 170, 44, 14, 12, 32
     values = [v for _, vs, _, _ in series for v in vs if v is not None]
     top = 100.0 if percent else max(max(values, default=1), 1)
     n = len(labels)
