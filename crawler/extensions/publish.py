@@ -23,13 +23,13 @@ Settings: ``SITEMAP_PUBLISH`` (off: crawl and keep the ledger only),
 ``SITEMAP_FORCE``, ``SITEMAP_MAX_DROP``, ``SITEMAP_MAX_ERROR_RATE``,
 ``SITEMAP_DEDUPE_CONTENT``, ``SITEMAP_FORMAT``, ``SITEMAP_GZIP``,
 ``SITEMAP_MAX_URLS_PER_FILE``, ``SITEMAP_MAX_BYTES_PER_FILE``,
-``SITEMAP_CHANGEFREQ``, ``SITEMAP_PRIORITY``, ``JOBDIR``.
+``SITEMAP_CHANGEFREQ``, ``SITEMAP_PRIORITY``, ``JOBDIR``, ``SITEMAP_REPORT_HTML`` and
+``SITEMAP_REPORT_HTML_URLS`` (report.html, issue #17).
 Stats: ``sitemap/outcome`` (``published``, ``crawled``, ``refused``, ``interrupted``,
 ``failed``, ``output-error``), ``sitemap/message``, ``sitemap/decision/<decision>``
 (set from the closed books), ``sitemap/files_written``, ``sitemap/urls_written``,
 ``sitemap/index_path``, ``sitemap/index_url``, ``sitemap/report_path``,
-``sitemap/report_html_path`` (``report.html``, issue #17: ``SITEMAP_REPORT_HTML``,
-``SITEMAP_REPORT_HTML_URLS``),
+``sitemap/report_html_path``,
 ``sitemap/added``, ``sitemap/removed``, ``sitemap/lastmod_changes``.
 """
 
