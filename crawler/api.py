@@ -63,7 +63,8 @@ class CrawlResult:
     ``interrupted``; None when the crawl never started, e.g. the state directory is
     busy) and ``message`` why. ``summary`` is the text the command prints. ``added``,
     ``removed`` and ``lastmod_changes`` count the changes to the published set since
-    the last run (their lists are in ``report``, the run's ``report.json``).
+    the last run (their lists are in ``report``, the run's ``report.json``);
+    ``report_html`` is its ``report.html`` (None with ``SITEMAP_REPORT_HTML`` off).
     ``stats`` are all of Scrapy's stats of the run.
     """
 
@@ -84,6 +85,7 @@ class CrawlResult:
     index: Path | None = None
     index_url: str | None = None
     report: Path | None = None
+    report_html: Path | None = None
     duration: float | None = None
     stats: dict[str, Any] = field(default_factory=dict)
 
@@ -217,6 +219,7 @@ def _crawl_result(outcome: CrawlOutcome, args: Namespace) -> CrawlResult:
         index=path("sitemap/index_path"),
         index_url=stats.get("sitemap/index_url"),
         report=path("sitemap/report_path"),
+        report_html=path("sitemap/report_html_path"),
         duration=duration(stats),
         stats=stats,
     )

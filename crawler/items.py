@@ -96,6 +96,11 @@ class UrlRecord:
     # from: "noindex (meta robots), nofollow (X-Robots-Tag)" (None: none). Kept for
     # `explain` (issue 17); the decision is made from them by the judge.
     robots: str | None = None
+    # What the fetch cost (the HTML report's slowest and largest pages, issue #17):
+    # Scrapy's download latency in seconds, and the body's bytes (decompressed; a
+    # 304 keeps the size of the body it replays).
+    elapsed: float | None = None
+    size: int | None = None
 
 
 @dataclass(slots=True)

@@ -44,7 +44,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urljoin, urlsplit
 
 from scrapy.http import HtmlResponse, Response
@@ -243,6 +243,8 @@ class PageJudge:
             date=_header(response, b"Date"),
             key=url_key(url),
             conditional=bool(meta.get("sitemap_conditional")),
+            elapsed=_latency(meta),
+            size=len(response.body),
         )
         status = response.status
         if status == 304 and meta.get("sitemap_conditional"):
@@ -459,6 +461,7 @@ class PageJudge:
         rec.content_hash, rec.main_hash = prev["content_hash"], prev["main_hash"]
         rec.lastmod, rec.lastmod_source = prev["lastmod"], prev["lastmod_source"]
         rec.changed_at = prev["changed_at"]
+        rec.size = prev.get("size")  # the body it stands for, not the empty 304
         rec.links = prev["links"].split("\n") if prev["links"] else []
         # The rich data the page declared, as the previous run read it (a 304 has no
         # body to read it from again).
@@ -556,6 +559,12 @@ def _robots_allows(crawler: Crawler) -> Callable[[str], bool]:
         return robots is None or robots.allows(url)
 
     return allows
+
+
+def _latency(meta: dict[str, Any]) -> float | None:
+    """Scrapy's ``download_latency`` (seconds from request sent to response), rounded."""
+    latency = meta.get("download_latency")
+    return round(float(latency), 4) if isinstance(latency, int | float) else None
 
 
 def _depth(rec: UrlRecord) -> int:

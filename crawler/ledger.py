@@ -75,6 +75,8 @@ CREATE TABLE IF NOT EXISTS urls (
     found_by TEXT,
     found_from TEXT,
     robots TEXT,
+    elapsed REAL,
+    size INTEGER,
     updated REAL NOT NULL
 ) WITHOUT ROWID;
 -- The listed pages in publishing order (listed_entries, and the comparisons with
@@ -149,8 +151,12 @@ COLUMNS = (
     "found_by",
     "found_from",
     "robots",
+    "elapsed",
+    "size",
     "updated",
 )
+#: The type of a column added to an earlier ledger (TEXT unless named here).
+_ADDED_TYPES = {"elapsed": "REAL", "size": "INTEGER"}
 
 #: Set when a URL is first found (its ``queued`` record, or a decision the frontier
 #: makes at once); a final decision made later keeps them (and a referrer a seed
@@ -226,7 +232,8 @@ class Ledger:
             return  # a new ledger: SCHEMA makes the table
         for column in COLUMNS:
             if column not in have:
-                self._db.execute(f"ALTER TABLE urls ADD COLUMN {column} TEXT")
+                kind = _ADDED_TYPES.get(column, "TEXT")
+                self._db.execute(f"ALTER TABLE urls ADD COLUMN {column} {kind}")
         self._db.commit()
 
     # -- writing -----------------------------------------------------------------
@@ -272,6 +279,8 @@ class Ledger:
             rec.found_by,
             rec.found_from,
             rec.robots,
+            rec.elapsed,
+            rec.size,
             time.time(),
         )
         cur = self._db.execute(_QUEUE if rec.decision == QUEUED else _RECORD, row)
@@ -513,6 +522,59 @@ class Ledger:
 
     def counts(self) -> dict[str, int]:
         return dict(self._db.execute("SELECT decision, count(*) FROM urls GROUP BY decision"))
+
+    # -- the HTML report's figures (crawler.report) -----------------------------------
+
+    def status_counts(self) -> dict[int, int]:
+        """HTTP status -> URLs answered with it (a 304 replay counts as its 200)."""
+        return dict(
+            self._db.execute(
+                "SELECT status, count(*) FROM urls WHERE status IS NOT NULL"
+                " GROUP BY status ORDER BY status"
+            )
+        )
+
+    def depth_counts(self) -> dict[int, tuple[int, int]]:
+        """Link depth -> (URLs found at it, of which listed)."""
+        return {
+            depth: (n, listed)
+            for depth, n, listed in self._db.execute(
+                "SELECT depth, count(*), coalesce(sum(decision = ?), 0) FROM urls"
+                " WHERE depth IS NOT NULL GROUP BY depth ORDER BY depth",
+                (LISTED,),
+            )
+        }
+
+    def top(self, column: str, most: int) -> list[tuple[str, str, float]]:
+        """``(url, decision, value)`` of the *most* URLs with the largest *column*
+        (``elapsed`` or ``size``), largest first."""
+        if column not in ("elapsed", "size"):
+            raise ValueError(f"not a measured column: {column}")
+        return [
+            (url, decision, value)
+            for url, decision, value in self._db.execute(
+                f"SELECT url, decision, {column} FROM urls WHERE {column} IS NOT NULL"
+                f" ORDER BY {column} DESC, url LIMIT ?",
+                (most,),
+            )
+        ]
+
+    def decided(self, decision: str, most: int) -> Iterator[dict[str, Any]]:
+        """The first *most* URLs (by URL) with *decision*: url, reason, target,
+        status, referrer."""
+        cur = self._db.execute(
+            "SELECT url, reason, target, status, referrer FROM urls WHERE decision = ?"
+            " ORDER BY url LIMIT ?",
+            (decision, most),
+        )
+        for url, reason, target, status, referrer in cur:
+            yield {
+                "url": url,
+                "reason": reason,
+                "target": target,
+                "status": status,
+                "referrer": referrer,
+            }
 
     def rows(self, **where: Any) -> Iterator[dict[str, Any]]:
         """Rows as dicts, ordered by URL; ``where`` filters on equal columns."""

@@ -25,6 +25,15 @@ but not fetched; null when none did), ``seeds`` (``{start, url_file, sitemap,
 sitemaps_read, listed_unlinked}``: the URLs each kind of seed brought, the sitemaps
 read for seeds, and the listed pages that only a sitemap led to: orphans).
 
+``first_run``: no earlier run to compare with (every listed URL is added). For
+the HTML report (issue #17, ``report.html`` beside it, :mod:`crawler.runhtml`;
+both are written from one :class:`RunModel`): ``excluded_total``, ``status_codes``
+(HTTP status -> URLs), ``depths`` (link depth -> ``{urls, listed}``), ``slowest``
+(``{url, decision, seconds}``) and ``largest`` (``{url, decision, bytes}``), the
+:data:`TOP_PAGES` slowest fetches and largest bodies, and ``history``: the runs kept
+in the state directory's ``runs.json``, oldest first, this one last
+(:mod:`crawler.reporthistory`).
+
 ``added``, ``removed`` and ``lastmod_changes`` say what the run changed: they are
 null for a run that neither published nor finished its crawl (interrupted,
 failed), whose ledger is no set to compare; for a refused run they are what the
@@ -34,7 +43,8 @@ refused set would have changed.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -85,25 +95,67 @@ def duration(stats: dict[str, Any]) -> float | None:
     return round((finished - started).total_seconds(), 1)
 
 
-def write_report(
-    path: Path,
+#: Pages in the report's slowest and largest lists.
+TOP_PAGES = 20
+
+
+class Stream:
+    """A list field of the report, streamed from the ledger each time it is read
+    (report.json reads it whole, the HTML page its first few)."""
+
+    def __init__(self, factory: Callable[[], Iterator[Any]]) -> None:
+        self.factory = factory
+
+    def __call__(self) -> Iterator[Any]:
+        return self.factory()
+
+
+@dataclass
+class RunModel:
+    """One run's report (issue #17): ``report.json`` and ``report.html`` are both
+    written from it, so their figures agree. *fields* are report.json's, in order;
+    a :class:`Stream` field is a list read from the ledger when written. *lengths*:
+    each streamed list's length, known once report.json is written."""
+
+    fields: dict[str, Any]
+    lengths: dict[str, int] = field(default_factory=dict)
+
+    def history_entry(self) -> dict[str, Any]:
+        """This run's line in ``runs.json`` (:mod:`crawler.reporthistory`)."""
+        f = self.fields
+        return {
+            "started": f["started"],
+            "finished": f["finished"],
+            "outcome": f["outcome"],
+            "published": f["published"],
+            "pages_fetched": f["pages_fetched"],
+            "listed": f["listed"],
+            "excluded": f["excluded_total"],
+            "queued": f["queued"],
+        }
+
+
+def run_model(
     stats: dict[str, Any],
     ledger: Ledger,
     previous: Path | None,
     outcome: str,
     message: str,
-) -> dict[str, int]:
-    """Write ``report.json`` to *path* (atomically) and return how many URLs were
-    ``added``, ``removed`` and had ``lastmod_changes``. The lists are streamed from
-    the ledger into the file: the first run of a million-URL site adds a million."""
+) -> RunModel:
+    """The report of the run whose books *ledger* holds (see the module docstring);
+    ``history`` is empty until the caller adds the runs kept in the state."""
     counts = ledger.counts()
     queued = counts.pop("queued", 0)
-    changes: tuple[Any, Any, Any] = (None, None, None)
-    if outcome in COMPARABLE:
-        changes = ledger.changes_since(previous)
-    added, removed, lastmod_changes = changes
+    comparable = outcome in COMPARABLE
+
+    def change(i: int) -> Stream | None:
+        if not comparable:
+            return None
+        return Stream(lambda: ledger.changes_since(previous)[i])
+
     started = stats.get("start_time")
-    report: dict[str, Any] = {
+    excluded = {k: v for k, v in sorted(counts.items()) if k != "listed"}
+    fields: dict[str, Any] = {
         "schema": SCHEMA,
         "start_url": ledger.get_meta("start_url"),
         "started": started.isoformat() if isinstance(started, datetime) else None,
@@ -112,15 +164,16 @@ def write_report(
         "outcome": outcome,
         "message": message,
         "published": outcome == "published",
+        "first_run": previous is None,
         "pages_fetched": stats.get("response_received_count", 0),
         "conditional_requests": stats.get("sitemap/conditional/requests", 0),
         "not_modified": stats.get("sitemap/conditional/not_modified", 0),
         "listed": counts.get("listed", 0),
-        "excluded": {k: v for k, v in sorted(counts.items()) if k != "listed"},
+        "excluded": excluded,
         "queued": queued,
-        "added": added,
-        "removed": removed,
-        "lastmod_changes": lastmod_changes,
+        "added": change(0),
+        "removed": change(1),
+        "lastmod_changes": change(2),
         "files_written": stats.get("sitemap/files_written", 0),
         "index": stats.get("sitemap/index_path"),
         "robots": {
@@ -147,23 +200,61 @@ def write_report(
                 "detected": bool(stats.get("sitemap/soft404/detected")),
             },
         },
-        "rich_problems": (
-            {"url": url, "problems": problems} for url, problems in ledger.rich_problems()
+        "rich_problems": Stream(
+            lambda: ({"url": url, "problems": p} for url, p in ledger.rich_problems())
         ),
+        # Added for the HTML report (issue #17).
+        "excluded_total": sum(excluded.values()),
+        "status_codes": {str(k): v for k, v in ledger.status_counts().items()},
+        "depths": {
+            str(depth): {"urls": n, "listed": listed}
+            for depth, (n, listed) in ledger.depth_counts().items()
+        },
+        "slowest": [
+            {"url": url, "decision": decision, "seconds": value}
+            for url, decision, value in ledger.top("elapsed", TOP_PAGES)
+        ],
+        "largest": [
+            {"url": url, "decision": decision, "bytes": value}
+            for url, decision, value in ledger.top("size", TOP_PAGES)
+        ],
+        "history": [],
     }
+    return RunModel(fields)
+
+
+def write_json(path: Path, model: RunModel) -> dict[str, int]:
+    """Write *model* as ``report.json`` to *path* (atomically) and return each
+    streamed list's length (also kept in ``model.lengths``). The lists are streamed
+    from the ledger into the file: the first run of a million-URL site adds a
+    million."""
     written: dict[str, int] = {}
     tmp = path.with_name(f".{path.name}.tmp")
     with tmp.open("w", encoding="utf-8") as f:
         f.write("{")
-        for i, (name, value) in enumerate(report.items()):
+        for i, (name, value) in enumerate(model.fields.items()):
             f.write(("\n " if i == 0 else ",\n ") + json.dumps(name) + ": ")
-            if isinstance(value, Iterator):
-                written[name] = _write_list(f, value)
+            if isinstance(value, Stream):
+                written[name] = _write_list(f, value())
             else:
                 f.write(json.dumps(value, ensure_ascii=False, default=str))
         f.write("\n}\n")
     tmp.replace(path)
+    model.lengths = written
     return written
+
+
+def write_report(
+    path: Path,
+    stats: dict[str, Any],
+    ledger: Ledger,
+    previous: Path | None,
+    outcome: str,
+    message: str,
+) -> dict[str, int]:
+    """Write ``report.json`` to *path* (atomically) and return how many URLs were
+    ``added``, ``removed`` and had ``lastmod_changes`` (and ``rich_problems``)."""
+    return write_json(path, run_model(stats, ledger, previous, outcome, message))
 
 
 def _write_list(f: TextIO, values: Iterator[Any]) -> int:
@@ -290,6 +381,8 @@ def format_summary(stats: dict[str, Any]) -> str:
         lines.append(f"not published ({outcome})")
     if stats.get("sitemap/report_path"):
         lines.append(f"report: {stats['sitemap/report_path']}")
+    if stats.get("sitemap/report_html_path"):
+        lines.append(f"html report: {stats['sitemap/report_html_path']}")
     if stats.get("sitemap/indexnow"):
         lines.append(str(stats["sitemap/indexnow"]))
     return "\n".join(lines)

@@ -319,6 +319,8 @@ RULES: dict[str, Rule] = {
     "SITEMAP_REDIS_ROLE": _optional(_choice("coordinator", "worker")),
     "SITEMAP_REDIS_URL": _optional(_text),
     "SITEMAP_REDIS_WORKER_TIMEOUT": _number(float, 1),
+    "SITEMAP_REPORT_HTML": _bool,
+    "SITEMAP_REPORT_HTML_URLS": _number(int, 1),
     "SITEMAP_RESUME": _bool,
     "SITEMAP_ROBOTS_MAX_AGE": _number(float, 0),
     "SITEMAP_ROBOTS_MAX_BYTES": _number(int, 1),

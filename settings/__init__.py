@@ -261,6 +261,11 @@ SITEMAP_REDIS_URL = None
 # ... and the seconds a process may go without a heartbeat before the requests it
 # took are queued again (the coordinator's value holds for the whole crawl).
 SITEMAP_REDIS_WORKER_TIMEOUT = 30.0
+# Write report.html beside report.json (and the audit's index.html beside audit.json):
+# one self-contained page for people, issue #17 ...
+SITEMAP_REPORT_HTML = True
+# ... listing at most this many URLs per group (the rest are in the JSON or the ledger).
+SITEMAP_REPORT_HTML_URLS = 1000
 # Seconds after which an origin's robots.txt is fetched again during a crawl (RFC 9309:
 # rules are not kept longer than 24 hours); 0: fetched once per crawl.
 SITEMAP_ROBOTS_MAX_AGE = 24 * 60 * 60

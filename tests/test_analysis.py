@@ -36,8 +36,9 @@ from crawler.parsepool import (
 )
 from tests.conftest import ROOT, CrawlResult, MockServer, run_crawl, wait_for
 
-# Per-run columns: when the row was written and first seen.
-VOLATILE_COLUMNS = {"updated", "first_seen"}
+# Per-run columns: when the row was written and first seen, and how long its fetch
+# took (elapsed, issue #17).
+VOLATILE_COLUMNS = {"updated", "first_seen", "elapsed"}
 
 
 async def crawl(

@@ -229,7 +229,9 @@ def test_report_files(audited: AuditReport, tmp_path: Path) -> None:
         rows = list(csv.DictReader(f))
     assert [r["class"] for r in rows] == ["redirect"]
     assert (tmp_path / "problems.csv").exists()
-    assert len(written) == 2 + 14 + 1  # json, problems, 14 classes, 1 flag
+    # json, index.html, problems, 14 classes, 1 flag
+    assert written[:2] == [tmp_path / "audit.json", tmp_path / "index.html"]
+    assert len(written) == 3 + 14 + 1
 
 
 def test_failure_bars(audited: AuditReport) -> None:

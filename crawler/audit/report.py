@@ -42,12 +42,19 @@ every place tried.
      "status", "kind", "entries", "compressed_layers", "size", "complete", "fetched",
      "problems", "not_audited", "hreflang_alternates", "media_alternates", "images"}],
      "urls": [{"url", "class", "reason", "target", "found_by_crawl", "sitemaps",
-     "flags"}], "problems": [{"code", "message", "sitemap", "line", "url"}]}
+     "flags"}], "problems": [{"code", "message", "sitemap", "line", "url"}],
+     "history": [{"generated", "site", "coverage", "covered", "indexable_found",
+     "listed", "problems", "counts"}]}
 
 ``no_sitemap`` (bool) and ``not_audited`` (the entries, over all files, past the
 50,000 a file may list) were added to schema 1 without a new version: readers of
 the older form find every field they knew. ``media_alternates`` counts Google's
 mobile annotation (``xhtml:link rel="alternate" media=...`` without hreflang).
+
+``history`` (issue #17, added to schema 1 the same way): the past audits of the site
+kept by the audit command, oldest first, this one last; empty when none is kept.
+``index.html`` is the same report for people (:mod:`crawler.audit.html`), written
+from the same dict.
 
 and one CSV per class and flag (``<name>.csv``: url, class, reason, target,
 found_by_crawl, sitemaps) plus ``problems.csv``.
@@ -65,8 +72,10 @@ from pathlib import Path
 from typing import Any
 
 from crawler import decisions as d
+from crawler.audit.html import render_audit
 from crawler.audit.store import AuditStore
 from crawler.items import FOUND_SITEMAP
+from crawler.htmlpage import DEFAULT_CAP, write_html
 from crawler.lastmod import http_date_to_w3c, lastmod_datetime, w3c_datetime
 from crawler.ledger import Ledger
 from crawler.limits import MAX_URLS_PER_FILE
@@ -140,6 +149,25 @@ class AuditReport:
     sitemaps: list[dict[str, Any]]
     urls: list[dict[str, Any]] = field(default_factory=list)
     problems: list[dict[str, Any]] = field(default_factory=list)
+    #: The past audits of the site, oldest first, this one last (issue #17):
+    #: filled by the audit command from the kept history (crawler.reporthistory).
+    history: list[dict[str, Any]] = field(default_factory=list)
+    generated: str = field(
+        default_factory=lambda: datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")
+    )
+
+    def history_entry(self) -> dict[str, Any]:
+        """This audit's line in the kept history."""
+        return {
+            "generated": self.generated,
+            "site": self.site,
+            "coverage": None if self.coverage is None else round(self.coverage, 2),
+            "covered": self.covered,
+            "indexable_found": self.indexable_found,
+            "listed": len(self.urls),
+            "problems": len(self.problems),
+            "counts": {k: v for k, v in self.counts.items() if v},
+        }
 
     @property
     def no_sitemap(self) -> bool:
@@ -181,7 +209,7 @@ class AuditReport:
         return {
             "schema": SCHEMA,
             "site": self.site,
-            "generated": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00"),
+            "generated": self.generated,
             "no_sitemap": self.no_sitemap,
             "not_audited": self.not_audited,
             "coverage": {
@@ -194,6 +222,7 @@ class AuditReport:
             "sitemaps": self.sitemaps,
             "urls": self.urls,
             "problems": self.problems,
+            "history": self.history,
         }
 
 
@@ -382,15 +411,21 @@ def _lastmod_problems(
     return problems
 
 
-def write_report(report: AuditReport, directory: Path) -> list[Path]:
-    """``audit.json`` plus one CSV per class and flag, and ``problems.csv``."""
+def write_report(
+    report: AuditReport, directory: Path, html: bool = True, cap: int = DEFAULT_CAP
+) -> list[Path]:
+    """``audit.json`` and (with *html*) ``index.html``, both from one dict (issue
+    #17), plus one CSV per class and flag, and ``problems.csv``."""
     directory.mkdir(parents=True, exist_ok=True)
     written = []
+    data = report.to_json()
     path = directory / "audit.json"
     tmp = directory / ".audit.json.tmp"
-    tmp.write_text(json.dumps(report.to_json(), indent=1, ensure_ascii=False) + "\n")
+    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     tmp.replace(path)
     written.append(path)
+    if html:
+        written.append(write_html(directory / "index.html", render_audit(data, cap)))
     columns = ["url", "class", "reason", "target", "found_by_crawl", "sitemaps"]
     for name in (*CLASSES, *FLAGS):
         rows = [u for u in report.urls if u["class"] == name or name in u["flags"]]

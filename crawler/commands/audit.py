@@ -3,8 +3,10 @@
 The site is crawled without publishing (or an earlier crawl's ledger is read with
 ``--state``), then the audit spider reads the site's sitemaps and judges what they
 list (:mod:`crawler.audit.report`), and the report is printed and, with ``--report DIR``,
-written as ``audit.json`` and CSV files. ``scrapy audit URL`` from the project root
-is the same command.
+written as ``audit.json``, ``index.html`` (issue #17; ``SITEMAP_REPORT_HTML``) and CSV
+files; the audit then keeps its figures in ``audit-history.json`` (in the ``--state``
+directory, else the report's) for the coverage chart of the next. ``scrapy audit URL``
+from the project root is the same command.
 
 Exit status: 0 report done and bars passed; 2 usage error; 3 the crawl failed (start
 URL or robots.txt unreachable); 5 ``--fail-under`` or ``--fail-on`` broke; 130
@@ -42,7 +44,7 @@ from crawler.commands.options import (
     scrapy_command,
     site_settings,
 )
-from crawler.paths import LEDGER
+from crawler.paths import AUDIT_HISTORY, LEDGER
 
 if TYPE_CHECKING:
     from scrapy.settings import Settings
@@ -215,8 +217,16 @@ def execute(args: argparse.Namespace, base: Settings | None = None) -> AuditOutc
         summary = audit_summary(report)
         written: list[Path] = []
         if args.report:
-            written = write_report(report, Path(args.report))
-            summary += f"\nreport: {written[0]} and {len(written) - 1} CSV files"
+            settings = process.settings
+            report.history = keep_history(report, Path(args.state or args.report))
+            html = settings.getbool("SITEMAP_REPORT_HTML")
+            written = write_report(
+                report, Path(args.report), html, settings.getint("SITEMAP_REPORT_HTML_URLS")
+            )
+            csvs = len(written) - (2 if html else 1)
+            summary += f"\nreport: {written[0]} and {csvs} CSV files"
+            if html:
+                summary += f"\nhtml report: {written[1]}"
         broken = failures(report, args.fail_under, args.fail_on)
         if broken:
             return AuditOutcome(
@@ -225,6 +235,21 @@ def execute(args: argparse.Namespace, base: Settings | None = None) -> AuditOutc
         return AuditOutcome(EXIT_OK, report, written, summary)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def keep_history(report: AuditReport, directory: Path) -> list[dict[str, Any]]:
+    """Add this audit to the site's kept history (``audit-history.json`` in
+    *directory*: the crawl's state with ``--state``, else the report's) and return
+    the site's audits, oldest first (issue #17)."""
+    from crawler.reporthistory import AUDITS_KEPT, append_history
+
+    return append_history(
+        directory / AUDIT_HISTORY,
+        report.history_entry(),
+        AUDITS_KEPT,
+        group="site",
+        key="generated",
+    )
 
 
 def run(

@@ -30,11 +30,13 @@ Settings: ``SITEMAP_PUBLISH`` (off: crawl and keep the ledger only),
 ``SITEMAP_DEDUPE_CONTENT``, ``SITEMAP_FORMAT``, ``SITEMAP_GZIP``,
 ``SITEMAP_MAX_URLS_PER_FILE``, ``SITEMAP_MAX_BYTES_PER_FILE``,
 ``SITEMAP_CHANGEFREQ``, ``SITEMAP_PRIORITY``, ``SITEMAP_MAX_VARIANTS_PER_PATH``,
-``JOBDIR``.
+``JOBDIR``, ``SITEMAP_REPORT_HTML`` and ``SITEMAP_REPORT_HTML_URLS`` (report.html,
+issue #17).
 Stats: ``sitemap/outcome`` (``published``, ``crawled``, ``refused``, ``interrupted``,
 ``failed``, ``output-error``), ``sitemap/message``, ``sitemap/decision/<decision>``
 (set from the closed books), ``sitemap/files_written``, ``sitemap/urls_written``,
 ``sitemap/index_path``, ``sitemap/index_url``, ``sitemap/report_path``,
+``sitemap/report_html_path``,
 ``sitemap/added``, ``sitemap/removed``, ``sitemap/lastmod_changes``,
 ``sitemap/budget`` (which budget stopped the crawl, in words) and
 ``sitemap/budget/unfetched`` (the URLs it left found but not fetched).
@@ -70,10 +72,13 @@ from crawler.decisions import (
 from crawler.entry import NEWS_SECTION, ChangeFreq, SitemapEntry
 from crawler.extensions.runstate import RunState
 from crawler.feed import discard, publish_feed, render_feed, write_feed
+from crawler.htmlpage import write_html
 from crawler.lastmod import lastmod_datetime, w3c_datetime
-from crawler.paths import LEDGER_JSONL, REPORT
-from crawler.report import PREFIX, format_summary, write_report
+from crawler.paths import LEDGER_JSONL, REPORT, REPORT_HTML, RUNS
+from crawler.report import PREFIX, format_summary, run_model, write_json
+from crawler.reporthistory import RUNS_KEPT, append_history
 from crawler.richentries import news_entries, settle
+from crawler.runhtml import render_run
 from crawler.urls import url_key
 from crawler.writer import WrittenFile, publish_sitemaps
 
@@ -224,6 +229,8 @@ class SitemapPublisher:
         max_drop: float,
         max_error_rate: float,
         resumable: bool,
+        report_html: bool = True,
+        report_urls: int = 1000,
     ) -> None:
         self.state = state
         self.stats = stats
@@ -237,6 +244,8 @@ class SitemapPublisher:
         self.max_drop = max_drop
         self.max_error_rate = max_error_rate
         self.resumable = resumable
+        self.report_html = report_html
+        self.report_urls = report_urls
         # The extensions the rich entries use (settled when the books are closed).
         self.extensions: frozenset[str] = frozenset()
 
@@ -257,6 +266,8 @@ class SitemapPublisher:
             max_drop=s.getfloat("SITEMAP_MAX_DROP"),
             max_error_rate=s.getfloat("SITEMAP_MAX_ERROR_RATE"),
             resumable=bool(s.get("JOBDIR")),
+            report_html=s.getbool("SITEMAP_REPORT_HTML"),
+            report_urls=s.getint("SITEMAP_REPORT_HTML_URLS"),
         )
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
         return ext
@@ -445,14 +456,24 @@ class SitemapPublisher:
         return None
 
     def _write_report(self, ledger: Ledger, outcome: str, message: str) -> None:
+        """report.json, the runs kept in runs.json, and report.html: one model
+        (crawler.report.RunModel), so the page's figures are the JSON's."""
         state = self.state
         assert state.paths is not None
         path = state.paths.state / REPORT
         previous = state.previous.path if state.previous else None
-        counts = write_report(path, self.stats.get_stats(), ledger, previous, outcome, message)
+        model = run_model(self.stats.get_stats(), ledger, previous, outcome, message)
+        model.fields["history"] = append_history(
+            state.paths.state / RUNS, model.history_entry(), RUNS_KEPT
+        )
+        counts = write_json(path, model)
         self.stats.set_value("sitemap/report_path", str(path))
         for name, count in counts.items():
             self.stats.set_value(f"sitemap/{name}", count)
+        if self.report_html:
+            page = render_run(model, ledger, self.report_urls)
+            html = write_html(path.with_name(REPORT_HTML), page)
+            self.stats.set_value("sitemap/report_html_path", str(html))
 
 
 def _start_note(ledger: Ledger, start: str) -> str:

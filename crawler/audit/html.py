@@ -1,0 +1,262 @@
+"""``index.html``: the audit report for people, beside ``audit.json`` (issue #17).
+
+Rendered from the same dict ``audit.json`` is written from
+(:meth:`crawler.audit.report.AuditReport.to_json`), so every figure on the page is
+the JSON's (:mod:`crawler.htmlpage` says how figures are marked). What it shows:
+coverage as a figure and as a chart over the past audits of the site (``history``);
+the classes as a chart; every class with its URLs, reasons and targets, filtered by a
+search box and a check box per class; the sitemap files; and the protocol problems
+with their sitemap file, line and entry URL.
+
+Each group shows its first ``cap`` URLs (``SITEMAP_REPORT_HTML_URLS``); the rest are
+in ``audit.json`` and the class's CSV file.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from crawler.htmlpage import (
+    DEFAULT_CAP,
+    bar_chart,
+    esc,
+    figure,
+    inline_figure,
+    line_chart,
+    link,
+    more_note,
+    page,
+    table,
+)
+
+#: How each class reads.
+MEANINGS = {
+    "indexable": "listed and indexable (good)",
+    "orphan": "listed and indexable, but linked from no crawled page",
+    "redirect": "listed, but redirects",
+    "4xx": "listed, but answers 4xx",
+    "5xx": "listed, but answers 5xx",
+    "noindex": "listed, but noindex",
+    "canonicalised": "listed, but names another URL as canonical",
+    "robots-blocked": "listed, but robots.txt forbids fetching it",
+    "off-host": "listed, but on another host or scheme, or outside the sitemap's directory",
+    "not-html": "listed, but not an HTML page",
+    "error": "listed, but fetching it failed",
+    "not-crawled": "listed, never fetched",
+    "invalid-loc": "the entry's loc is no absolute http(s) URL",
+    "missing": "indexable, found by the crawl, in no sitemap",
+}
+
+
+def render_audit(data: dict[str, Any], cap: int = DEFAULT_CAP) -> str:
+    """The page of the audit whose ``audit.json`` is *data*."""
+    parts = [_head(data), _coverage(data), _classes(data, cap), _problems(data, cap)]
+    parts += [_sitemaps(data), _footer()]
+    summary = {k: v for k, v in data.items() if k not in ("urls", "problems")}
+    return page(f"Sitemap audit: {data['site']}", "\n".join(parts), summary)
+
+
+def _head(data: dict[str, Any]) -> str:
+    out = [
+        f"<h1>Sitemap audit: {esc(data['site'])}</h1>",
+        f'<p class="muted">Generated {esc(data["generated"])}.</p>',
+    ]
+    if data["no_sitemap"]:
+        out.append(
+            '<div class="decision bad"><strong>no sitemap</strong> No place tried gave a '
+            "sitemap that could be read (the sitemap files below say what was there).</div>"
+        )
+    if data["not_audited"]:
+        out.append(
+            '<div class="decision warn">'
+            f"{inline_figure('not_audited', data['not_audited'])} entries were not audited: "
+            "past the first 50,000 of their file, the protocol's limit.</div>"
+        )
+    return "".join(out)
+
+
+def _coverage(data: dict[str, Any]) -> str:
+    cov = data["coverage"]
+    counts: dict[str, int] = data["counts"]
+    tiles = [
+        figure("coverage.percent", cov["percent"], "coverage, %"),
+        figure("coverage.covered", cov["covered"], "indexable pages listed"),
+        figure("coverage.indexable_found", cov["indexable_found"], "indexable pages found"),
+        figure("counts.missing", counts["missing"], "missing from the sitemaps"),
+        figure("counts.dead-orphan", counts["dead-orphan"], "dead orphans"),
+        figure("counts.duplicate-listing", counts["duplicate-listing"], "listed twice"),
+        figure("counts.protocol", counts["protocol"], "protocol problems"),
+    ]
+    history: list[dict[str, Any]] = data.get("history") or []
+    chart = line_chart(
+        [str(h.get("generated") or "") for h in history],
+        [("coverage %", [h.get("coverage") for h in history], "a", "history.{i}.coverage")],
+        title="Coverage over the audits of this site",
+        percent=True,
+    )
+    rows = [
+        [
+            esc(h.get("generated")),
+            inline_figure(f"history.{i}.coverage", h.get("coverage")),
+            inline_figure(f"history.{i}.covered", h.get("covered")),
+            inline_figure(f"history.{i}.indexable_found", h.get("indexable_found")),
+            inline_figure(f"history.{i}.listed", h.get("listed")),
+            inline_figure(f"history.{i}.problems", h.get("problems")),
+        ]
+        for i, h in reversed(list(enumerate(history)))
+    ]
+    return (
+        '<h2>Coverage</h2><p class="muted">The share of the indexable pages the crawl '
+        "found that the sitemaps list.</p>"
+        f'<div class="figures">{"".join(tiles)}</div>'
+        f"<h2>Coverage over the last {len(history)} audits</h2>"
+        + chart
+        + "<details><summary>The audits, newest first</summary>"
+        + table(
+            ["generated", "coverage %", "listed indexable", "indexable found", "URLs", "problems"],
+            rows,
+            numeric=(1, 2, 3, 4, 5),
+            url_columns=(),
+        )
+        + "</details>"
+    )
+
+
+def _classes(data: dict[str, Any], cap: int) -> str:
+    counts: dict[str, int] = data["counts"]
+    urls: list[dict[str, Any]] = data["urls"]
+    names = [name for name in MEANINGS if counts.get(name)]
+    bars = [(name, counts[name], f"counts.{name}") for name in names]
+    boxes = "".join(
+        f'<label><input type="checkbox" data-class-toggle="{esc(name)}" checked> '
+        f"{esc(name)} ({counts[name]})</label>"
+        for name in [*names, *(["protocol"] if counts.get("protocol") else [])]
+    )
+    out = [
+        "<h2>Classes</h2>",
+        bar_chart(bars, title="Listed URLs by class"),
+        '<div class="filters"><input type="search" data-filter placeholder="Filter: words in '
+        'URL, reason, target or sitemap" aria-label="filter the URLs">' + boxes + "</div>",
+    ]
+    by_class: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    for u in urls:
+        group = by_class.get(u["class"])
+        if group is not None and len(group) < cap:
+            group.append(u)
+    for name in names:
+        rows = [
+            [
+                link(u["url"]),
+                esc(u["reason"]),
+                link(u["target"]) if u["target"] else "",
+                "yes" if u["found_by_crawl"] else "no",
+                "<br>".join(link(s) for s in u["sitemaps"]),
+                esc(", ".join(u["flags"])),
+            ]
+            for u in by_class[name]
+        ]
+        out.append(
+            f'<details data-group data-class="{esc(name)}"'
+            + ("" if name == "indexable" else " open" if counts[name] <= 200 else "")
+            + f"><summary>{esc(name)}: {inline_figure(f'counts.{name}', counts[name])}"
+            f' <span class="muted">{esc(MEANINGS[name])} (<span data-shown>{len(rows)}'
+            "</span> shown)</span></summary>"
+            + table(
+                ["URL", "reason", "target", "found by crawl", "sitemaps", "flags"],
+                rows,
+                url_columns=(0, 2, 4),
+                row_class=[name] * len(rows),
+            )
+            + more_note(counts[name], len(rows), f"audit.json and {name}.csv")
+            + "</details>"
+        )
+    if not names:
+        out.append('<p class="muted">No URL to classify.</p>')
+    return "".join(out)
+
+
+def _problems(data: dict[str, Any], cap: int) -> str:
+    problems: list[dict[str, Any]] = data["problems"]
+    shown = problems[:cap]
+    rows = [
+        [
+            esc(p["code"]),
+            esc(p["message"]),
+            link(p["sitemap"]),
+            esc(p["line"] if p["line"] is not None else ""),
+            link(p["url"]) if p["url"] else "",
+        ]
+        for p in shown
+    ]
+    codes: dict[str, int] = {}
+    for p in problems:
+        codes[p["code"]] = codes.get(p["code"], 0) + 1
+    return (
+        f"<h2>Protocol problems: {inline_figure('problems', len(problems))}</h2>"
+        + (
+            bar_chart(
+                [(c, n, None) for c, n in sorted(codes.items(), key=lambda kv: -kv[1])],
+                title="Protocol problems by code",
+            )
+            if codes
+            else '<p class="muted">None.</p>'
+        )
+        + (
+            '<details data-group data-class="protocol" open><summary>Problems '
+            f"(<span data-shown>{len(rows)}</span> shown)</summary>"
+            + table(
+                ["code", "message", "sitemap", "line", "entry URL"],
+                rows,
+                numeric=(3,),
+                url_columns=(2, 4),
+                row_class=["protocol"] * len(rows),
+            )
+            + more_note(len(problems), len(rows), "audit.json and problems.csv")
+            + "</details>"
+            if rows
+            else ""
+        )
+    )
+
+
+def _sitemaps(data: dict[str, Any]) -> str:
+    sitemaps: list[dict[str, Any]] = data["sitemaps"]
+    rows = [
+        [
+            link(sm["url"]),
+            esc(sm["via"]),
+            esc(sm["kind"] or "-"),
+            esc(sm["status"] if sm["status"] is not None else "-"),
+            inline_figure(f"sitemaps.{i}.entries", sm["entries"]),
+            esc(len(sm["problems"])),
+            esc(sm.get("not_audited") or 0),
+        ]
+        for i, sm in enumerate(sitemaps)
+    ]
+    sections: dict[str, int] = data.get("sections") or {}
+    return (
+        f"<h2>Sitemap files: {inline_figure('sitemaps', len(sitemaps))}</h2>"
+        + '<div data-group data-class="sitemaps">'
+        + table(
+            ["sitemap", "found via", "kind", "status", "entries", "problems", "not audited"],
+            rows,
+            numeric=(3, 4, 5, 6),
+        )
+        + "</div>"
+        + (
+            "<h2>Sections</h2>"
+            + bar_chart(
+                [(n, c, f"sections.{n}") for n, c in sections.items()],
+                title="Entries per section",
+            )
+            if sections
+            else ""
+        )
+    )
+
+
+def _footer() -> str:
+    return (
+        '<p class="muted">Written by sitemap-crawler audit beside audit.json, from the same '
+        "figures; each class's full list is also in its CSV file.</p>"
+    )
