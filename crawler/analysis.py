@@ -31,6 +31,7 @@ from crawler.content import main_content_hash
 from crawler.hreflang import declared
 from crawler.links import LinkResolver, PageFacts, Resolved, page_facts, parse_html
 from crawler.pagemedia import NewsFacts, VideoFacts, images, news, videos
+from crawler.rendering import shell_signs
 from crawler.urls import normalize_url
 
 if TYPE_CHECKING:
@@ -87,6 +88,9 @@ class PageAnalysis:
     content_hash: str  # of the whole body
     main_hash: str | None  # of the main content (crawler.content)
     rich: RichFacts | None = None  # with Rich options on
+    # The sign that the raw page is an application shell a script fills in
+    # (crawler.rendering.shell_signs), or None.
+    shell: str | None = None
 
 
 def analyse_response(
@@ -98,6 +102,7 @@ def analyse_response(
 ) -> PageAnalysis:
     root = parse_html(response)
     facts = page_facts(response, agents, root)
+    shell = shell_signs(root)  # before the main-content hash strips <noscript>
     encoding = response.encoding
     links = _distinct(resolver.resolve_all(facts.base, facts.hrefs, encoding))
     # Resolved, the raw hrefs are spent: not sent back (half the result's size).
@@ -110,6 +115,7 @@ def analyse_response(
         # Before the main-content hash, which strips scripts (JSON-LD) from the tree.
         rich=_rich(response, root, facts.base, rich, resolver) if rich else None,
         main_hash=main_content_hash(root, volatile),
+        shell=shell,
     )
 
 

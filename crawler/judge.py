@@ -425,6 +425,8 @@ class PageJudge:
         # The rich data the page declared, as the previous run read it (a 304 has no
         # body to read it from again).
         rec.title = prev.get("title")
+        # A rendered page's record came from its rendered DOM: replayed, not rendered again.
+        rec.render = prev.get("render")
         for column in ("alternates", "images", "videos", "news", "problems"):
             if prev.get(column):
                 setattr(rec, column, json.loads(prev[column]))

@@ -71,6 +71,7 @@ CREATE TABLE IF NOT EXISTS urls (
     section TEXT,
     changefreq TEXT,
     priority TEXT,
+    render TEXT,
     updated REAL NOT NULL
 ) WITHOUT ROWID;
 -- The listed pages in publishing order (listed_entries, and the comparisons with
@@ -134,6 +135,7 @@ COLUMNS = (
     "section",
     "changefreq",
     "priority",
+    "render",
     "updated",
 )
 
@@ -245,6 +247,7 @@ class Ledger:
             rec.section,
             rec.changefreq,
             rec.priority,
+            rec.render,
             time.time(),
         )
         cur = self._db.execute(_QUEUE if rec.decision == QUEUED else _RECORD, row)

@@ -166,6 +166,22 @@ def format_summary(stats: dict[str, Any]) -> str:
                 f"{name} {n}" for name, n in sorted(counts.items(), key=lambda kv: -kv[1]) if n
             )
         )
+    if wanted := stats.get("sitemap/render/wanted", 0):
+        failed = stats.get("sitemap/render/failed", 0)
+        line = f"rendered in Chromium: {wanted - failed} pages"
+        if failed:
+            line += f", {failed} failed (judged on their raw HTML)"
+        blocked = stats.get("sitemap/render/blocked/other_host", 0) + stats.get(
+            "sitemap/render/blocked/robots", 0
+        )
+        if blocked:
+            line += f"; {blocked} requests of theirs blocked (other hosts, robots.txt)"
+        lines.append(line)
+    if unavailable := stats.get("sitemap/render/unavailable", 0):
+        lines.append(
+            f"warning: {unavailable} pages look built by JavaScript but were judged on "
+            f"their raw HTML ({stats.get('sitemap/render/problem')})"
+        )
     if "sitemap/added" in stats:
         changed = (
             f"{stats['sitemap/added']} added, {stats['sitemap/removed']} removed, "

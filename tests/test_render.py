@@ -1,0 +1,201 @@
+"""Rendering JavaScript-built pages in a real headless Chromium (issue #16).
+
+The single-page application of tests/spaserver.py, served over real HTTP, crawled
+once per mode (``never``, ``auto``, ``always``) with Debian's chromium: the exact
+listed set, why each page was rendered or not (the ledger's ``render`` column),
+what the browser was let to fetch (the servers' own logs), and a nightly run whose
+304s replay what the rendered pages gave without rendering again.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_twisted
+from twisted.internet.defer import Deferred
+
+from tests.conftest import ROOT, CrawlResult, run_crawl
+from tests.spaserver import LISTED_RAW, LISTED_RENDERED
+
+
+@dataclass
+class SpaServer:
+    log: Path
+    proc: subprocess.Popen[str]
+    port: int
+    other_port: int
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def requests(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.log.read_text().splitlines() if line]
+
+    def clear_log(self) -> None:
+        self.log.write_text("")
+
+
+@pytest.fixture(scope="module")
+def spa(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SpaServer]:
+    log = tmp_path_factory.mktemp("spa") / "requests.log"
+    log.write_text("")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.spaserver", "--log", str(log)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    ports = proc.stdout.readline().split()
+    try:
+        assert len(ports) == 2, f"the SPA server did not start: {ports!r}"
+        yield SpaServer(log, proc, int(ports[0]), int(ports[1]))
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        proc.stdout.close()
+
+
+def crawl(spa: SpaServer, tmp: Path, chromium: str, mode: str, **settings: Any) -> CrawlResult:
+    spa.clear_log()
+    coro = run_crawl(
+        spa.base + "/",
+        tmp,
+        SITEMAP_RENDER=mode,
+        SITEMAP_RENDER_BROWSER=chromium,
+        # Generous for a loaded machine; /hangs takes all of it.
+        SITEMAP_RENDER_TIMEOUT=8.0,
+        SITEMAP_RENDER_CONTEXT_PAGES=5,
+        **settings,
+    )
+    result: CrawlResult = pytest_twisted.blockon(Deferred.fromCoroutine(coro))
+    result.site_requests = spa.requests()  # type: ignore[attr-defined]
+    return result
+
+
+@pytest.fixture(scope="module")
+def runs(
+    spa: SpaServer, chromium: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Any]:
+    """``runs(mode)``: the crawl of the SPA site in *mode*, once per module."""
+    done: dict[str, CrawlResult] = {}
+
+    def get(mode: str) -> CrawlResult:
+        if mode not in done:
+            done[mode] = crawl(spa, tmp_path_factory.mktemp(mode), chromium, mode)
+        return done[mode]
+
+    yield get
+
+
+@pytest.fixture(scope="module")
+def never(runs: Any) -> CrawlResult:
+    return runs("never")  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def auto(runs: Any) -> CrawlResult:
+    return runs("auto")  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def always(runs: Any) -> CrawlResult:
+    return runs("always")  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module", params=["auto", "always"])
+def rendered(runs: Any, request: pytest.FixtureRequest) -> CrawlResult:
+    """The crawl in each mode that renders."""
+    return runs(request.param)  # type: ignore[no-any-return]
+
+
+def paths(spa: SpaServer, urls: set[str]) -> set[str]:
+    assert all(u.startswith(spa.base) for u in urls), urls
+    return {u[len(spa.base) :] for u in urls}
+
+
+def test_never_lists_what_raw_html_links(spa: SpaServer, never: CrawlResult) -> None:
+    assert never.outcome == "published", never.stats.get("sitemap/message")
+    assert paths(spa, never.listed()) == LISTED_RAW
+    assert never.decisions()[spa.base + "/about"][0] == "duplicate"
+    assert not any(k.startswith("sitemap/render/") for k in never.stats)
+    assert all(row["render"] is None for row in never.ledger_rows().values())
+
+
+def test_rendering_lists_the_true_indexable_set(spa: SpaServer, rendered: CrawlResult) -> None:
+    result = rendered
+    assert result.outcome == "published", result.stats.get("sitemap/message")
+    assert paths(spa, result.listed()) == LISTED_RENDERED
+    decisions = {
+        u[len(spa.base) :]: d for u, (d, _) in result.decisions().items() if u.startswith(spa.base)
+    }
+    # The in-app 404 (a soft 404 with a script-added noindex), the raw noindex a
+    # script removes, the script-added canonical.
+    assert decisions["/old-offer"] == "noindex"
+    assert decisions["/raw-noindex"] == "noindex"
+    assert decisions["/product-b-alias"] == "canonical"
+    # Found only behind a blocked request, or a page never rendered.
+    for hidden in ("/partner-secret", "/private-secret", "/from-raw-noindex"):
+        assert hidden not in decisions
+
+
+def test_the_browser_fetches_only_what_it_may(spa: SpaServer, rendered: CrawlResult) -> None:
+    result = rendered
+    log = result.site_requests  # type: ignore[attr-defined]
+    assert not [r for r in log if r["server"] == "other"]
+    fetched = {r["path"] for r in log}
+    assert "/app.js" in fetched and "/api/products.json" in fetched
+    assert "/private-api/links.json" not in fetched  # robots.txt disallows it
+    assert "/logo.png" not in fetched  # images are not loaded
+    stats = result.stats
+    assert stats["sitemap/render/blocked/other_host"] >= 1
+    assert stats["sitemap/render/blocked/robots"] >= 1
+    assert stats["sitemap/render/aborted/image"] >= 1
+    # Contexts were recycled (every 5 pages here).
+    assert stats["sitemap/render/contexts"] >= 1
+
+
+def test_auto_renders_shells_only(spa: SpaServer, auto: CrawlResult) -> None:
+    rows = {u[len(spa.base) :]: r for u, r in auto.ledger_rows().items()}
+    # Plain pages are not rendered, nor one whose raw HTML says noindex.
+    for path in ("/docs/", "/docs/a", "/docs/b", "/raw-noindex"):
+        assert rows[path]["render"] is None, path
+    assert rows["/"]["render"].startswith("rendered (empty mount element #root, 2 links")
+    assert rows["/about"]["render"].startswith("rendered (empty mount element #root")
+    assert auto.stats["sitemap/render/skipped/noindex"] == 1
+    assert "rendered in Chromium:" in _summary(auto)
+
+
+def test_always_renders_every_page_not_noindex(spa: SpaServer, always: CrawlResult) -> None:
+    rows = {u[len(spa.base) :]: r for u, r in always.ledger_rows().items()}
+    assert rows["/docs/a"]["render"] == "rendered (always)"
+    assert rows["/raw-noindex"]["render"] is None
+
+
+def test_script_errors_and_failed_renders(spa: SpaServer, rendered: CrawlResult) -> None:
+    result = rendered
+    rows = {u[len(spa.base) :]: r for u, r in result.ledger_rows().items()}
+    # A script that throws after building its links: the rendered DOM counts (as a
+    # browser shows it), with the error noted.
+    assert "1 script errors" in rows["/throws"]["render"]
+    assert "boom after rendering" in rows["/throws"]["warnings"]
+    # A script that never ends: judged on the raw HTML, with a warning.
+    assert rows["/hangs"]["render"].startswith("render failed (")
+    assert "render failed" in rows["/hangs"]["warnings"]
+    assert result.stats["sitemap/render/failed"] == 1
+    # pushState: the gallery's photo, linked nowhere, was found through the router.
+    assert rows["/gallery/1"]["referrer"] == spa.base + "/gallery"
+
+
+def _summary(result: CrawlResult) -> str:
+    from crawler.report import format_summary
+
+    return format_summary(result.stats)
