@@ -139,7 +139,10 @@ def unavailable(settings: BaseSettings) -> str | None:
     if settings.get("SITEMAP_RENDER") == "never":
         return None
     for module in ("scrapy_playwright", "playwright"):
-        if importlib.util.find_spec(module) is None:
+        try:
+            if importlib.util.find_spec(module) is None:
+                return INSTALL_EXTRA
+        except (ImportError, ValueError):  # a broken install, or one blocked
             return INSTALL_EXTRA
     if find_browser(settings) is None:
         named = settings.get("SITEMAP_RENDER_BROWSER")

@@ -9,7 +9,7 @@ server receives is appended to FILE as one JSON line (server, method, path).
 As single-page applications are served, every path without a dot gets the same
 application shell (``<div id="root"></div>`` and ``/app.js``), except a few raw
 pages; the client-side router in ``/app.js`` builds each route's content and links
-(:data:`ROUTES`). The cases: links built from ``fetch()`` of a JSON API (``/``), a
+(:data:`ROUTES`). HTML pages carry an ``ETag`` and answer ``If-None-Match`` with a 304. The cases: links built from ``fetch()`` of a JSON API (``/``), a
 route whose URL a script pushes with ``history.pushState`` and is linked nowhere
 (``/gallery`` -> ``/gallery/1``), an in-app 404 (an unknown route: "not found"
 and a script-added noindex), a script-added canonical (``/product-b-alias``), a
@@ -23,6 +23,7 @@ static pages (``/docs/``) that need no rendering.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import threading
@@ -185,7 +186,18 @@ def make_handler(name: str, log: str, lock: threading.Lock, other: list[str]) ->
 
         def _send(self, status: int, ctype: str, body: str, cors: bool = False) -> None:
             data = body.encode("utf-8")
+            etag = f'"{hashlib.sha1(data).hexdigest()[:16]}"'
+            if status == 200 and ctype.startswith("text/html"):
+                # Validators on HTML pages, as a nightly run asks them conditionally.
+                if self.headers.get("If-None-Match") == etag:
+                    self.send_response(304)
+                    self.send_header("ETag", etag)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
             self.send_response(status)
+            if status == 200 and ctype.startswith("text/html"):
+                self.send_header("ETag", etag)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(data)))
             if cors:

@@ -10,6 +10,8 @@ what the browser was let to fetch (the servers' own logs), and a nightly run who
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -199,3 +201,99 @@ def _summary(result: CrawlResult) -> str:
     from crawler.report import format_summary
 
     return format_summary(result.stats)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_nightly_304_replays_the_rendered_page(
+    spa: SpaServer, auto: CrawlResult, tmp_path: Path
+) -> None:
+    """The next run asks each page conditionally; a 304 replays what the rendered
+    page gave (its links, its decision, why it was rendered), rendering nothing."""
+    shutil.copytree(auto.state, tmp_path / "state")
+    shutil.copytree(auto.out, tmp_path / "public")
+    spa.clear_log()
+    again = await run_crawl(
+        spa.base + "/", tmp_path, SITEMAP_RENDER="auto", SITEMAP_RENDER_TIMEOUT=8.0
+    )
+    assert again.outcome == "published", again.stats.get("sitemap/message")
+    assert again.stats["sitemap/conditional/not_modified"] >= len(LISTED_RENDERED)
+    assert "sitemap/render/wanted" not in again.stats
+    assert "/app.js" not in {r["path"] for r in spa.requests()}  # no browser at all
+    assert paths(spa, again.listed()) == LISTED_RENDERED
+    rows = {u[len(spa.base) :]: r for u, r in again.ledger_rows().items()}
+    first = {u[len(spa.base) :]: r for u, r in auto.ledger_rows().items()}
+    for path in ("/", "/gallery", "/old-offer"):
+        assert rows[path]["render"] == first[path]["render"] and rows[path]["render"], path
+        assert rows[path]["links"] == first[path]["links"], path
+
+
+@pytest.fixture(scope="module")
+def no_browser_path(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A PATH with Python's directory and no Chromium on it."""
+    return str(Path(sys.executable).parent)
+
+
+def cli(*args: str, path: str | None = None, block: str | None = None) -> Any:
+    """``sitemap-crawler ARGS`` in a child Python; *path*: its PATH; *block*: a
+    module made unimportable, as when the render extra is not installed."""
+    env = dict(os.environ)
+    if path is not None:
+        env["PATH"] = path
+    code = "import sys\n"
+    if block:
+        code += f"sys.modules[{block!r}] = None\n"
+    code += "from crawler.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_always_without_a_browser_says_what_to_install(
+    spa: SpaServer, no_browser_path: str, tmp_path: Path
+) -> None:
+    out = str(tmp_path / "public")
+    proc = cli("crawl", spa.base + "/", "--out", out, "--render", "always", path=no_browser_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "sitemap-crawler: error: --render always: rendering needs a Chromium: "
+        "apt-get install chromium (or --browser PATH)"
+    ]
+    proc = cli("crawl", spa.base + "/", "--out", out, "--browser", str(tmp_path / "nothing"))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"sitemap-crawler: error: --browser {tmp_path / 'nothing'}: not an executable file"
+    ]
+
+
+def test_always_without_the_extra_says_what_to_install(
+    spa: SpaServer, chromium: str, tmp_path: Path
+) -> None:
+    out = str(tmp_path / "public")
+    proc = cli(
+        "crawl", spa.base + "/", "--out", out, "--render", "always", "--browser", chromium,
+        block="scrapy_playwright",
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "sitemap-crawler: error: --render always: rendering needs scrapy-playwright: "
+        'pip install -e ".[render]"'
+    ]
+
+
+def test_auto_without_a_browser_reads_raw_html_and_warns(
+    spa: SpaServer, no_browser_path: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "public"
+    proc = cli("crawl", spa.base + "/", "--out", str(out), path=no_browser_path)
+    assert proc.returncode == 0, proc.stderr
+    # The shells the raw HTML reaches: / and /about.
+    assert (
+        "warning: 2 pages look built by JavaScript but were judged on their raw HTML "
+        "(rendering needs a Chromium: apt-get install chromium (or --browser PATH))"
+    ) in proc.stderr.splitlines()
+    assert f"listed: {len(LISTED_RAW)}" in proc.stderr.splitlines()
