@@ -102,7 +102,8 @@ def analyse_response(
 ) -> PageAnalysis:
     root = parse_html(response)
     facts = page_facts(response, agents, root)
-    shell = shell_signs(root)  # before the main-content hash strips <noscript>
+    # Before the main-content hash strips <noscript>.
+    shell = shell_signs(root, len(facts.hrefs))
     encoding = response.encoding
     links = _distinct(resolver.resolve_all(facts.base, facts.hrefs, encoding))
     # Resolved, the raw hrefs are spent: not sent back (half the result's size).

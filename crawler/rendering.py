@@ -13,7 +13,7 @@ the pages to render (docs/rendering.md) and builds the request that renders one:
   ``SITEMAP_RENDER_INCLUDE`` regex, or when its raw HTML has fewer than
   ``SITEMAP_RENDER_SHELL_LINKS`` links to the crawled host *and* a sign of a shell:
   an empty mount element (``<div id="root"></div>``, ``#app``, ``#__next``,
-  ``<app-root>``...), a ``<noscript>`` asking for JavaScript, or a body with
+  ``<app-root>``...: no link in it, under 100 characters of text), a ``<noscript>`` asking for JavaScript, or a body with
   scripts and no text;
 - ``"always"``: every 200 HTML page is rendered;
 - never a page whose raw HTML (or headers) say ``noindex``: Google does not render
@@ -81,38 +81,37 @@ LAUNCH_ARGS = (
 INSTALL_EXTRA = 'rendering needs scrapy-playwright: pip install -e ".[render]"'
 INSTALL_BROWSER = "rendering needs a Chromium: apt-get install chromium (or --browser PATH)"
 
-# The ids and tags frameworks mount their application on.
+# The ids frameworks mount their application on (and Angular's <app-root>).
 _MOUNT_IDS = ("root", "app", "__next", "__nuxt", "___gatsby", "svelte", "main-app", "application")
-_MOUNT_XPATH = (
-    "//body//*["
-    + " or ".join(f"@id='{i}'" for i in _MOUNT_IDS)
-    + " or local-name()='app-root' or @ng-app or @data-reactroot or @data-v-app]"
-)
+# XPath's id() reads libxml2's table of ids: no walk over the tree (a walk with a
+# predicate per element cost twice the parse of a 95 KB page).
+_MOUNT_XPATH = f"id('{' '.join(_MOUNT_IDS)}')"
+_MOUNT_TAGS = ("app-root",)
 # A mount element with no more text than a "Loading..." is empty.
 _EMPTY_TEXT = 100
 _ASKS_FOR_JS = re.compile(r"javascript|\bjs\b", re.IGNORECASE)
 
 
-def shell_signs(root: Any) -> str | None:
-    """The sign, in words, that the raw page *root* (an lxml tree) is an application
-    shell a script fills in, or None. Links are counted by the caller (they need the
-    crawl's host); this is only what the markup says."""
+def shell_signs(root: Any, links: int) -> str | None:
+    """The sign, in words, that the raw page *root* (an lxml tree, with *links*
+    ``<a>``/``<area>`` links in all) is an application shell a script fills in, or
+    None. Links to the site are counted by the caller (they need the crawl's host);
+    this is what the markup says, read without a walk over the whole tree."""
     if root is None or not hasattr(root, "xpath"):
         return None
-    for element in root.xpath(_MOUNT_XPATH):
-        if not element.xpath(".//a[@href]") and len(_text(element)) < _EMPTY_TEXT:
+    for element in [*root.xpath(_MOUNT_XPATH), *root.iter(*_MOUNT_TAGS)]:
+        if element.find(".//a") is None and len(_text(element)) < _EMPTY_TEXT:
             name = element.get("id")
             return f"empty mount element {'#' + name if name else '<' + element.tag + '>'}"
     for noscript in root.iter("noscript"):
         if _ASKS_FOR_JS.search(_text(noscript)):
             return "<noscript> asks for JavaScript"
-    bodies = root.xpath("//body")
-    if bodies and bodies[0].xpath(".//script") and not bodies[0].xpath(".//a[@href]"):
-        words = "".join(
-            t for t in bodies[0].xpath(".//text()[not(ancestor::script or ancestor::style)]")
-        )
-        if not words.strip():
-            return "a body of scripts only"
+    if links == 0:
+        body = root.find(".//body")
+        if body is not None and body.find(".//script") is not None:
+            words = body.xpath(".//text()[not(ancestor::script or ancestor::style)]")
+            if not "".join(words).strip():
+                return "a body of scripts only"
     return None
 
 
