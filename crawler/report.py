@@ -110,6 +110,15 @@ def write_report(
             name: stats.get(f"sitemap/rich/{name}", 0)
             for name in ("alternates", "images", "videos", "news", "problems")
         },
+        # Pages rendered in the headless browser (docs/rendering.md).
+        "render": {
+            "rendered": stats.get("sitemap/render/wanted", 0)
+            - stats.get("sitemap/render/failed", 0),
+            "failed": stats.get("sitemap/render/failed", 0),
+            "unavailable": stats.get("sitemap/render/unavailable", 0),
+            "blocked": stats.get("sitemap/render/blocked/other_host", 0)
+            + stats.get("sitemap/render/blocked/robots", 0),
+        },
         "rich_problems": (
             {"url": url, "problems": problems} for url, problems in ledger.rich_problems()
         ),

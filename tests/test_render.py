@@ -173,6 +173,13 @@ def test_auto_renders_shells_only(spa: SpaServer, auto: CrawlResult) -> None:
     assert rows["/"]["render"].startswith("rendered (empty mount element #root, 2 links")
     assert rows["/about"]["render"].startswith("rendered (empty mount element #root")
     assert auto.stats["sitemap/render/skipped/noindex"] == 1
+    # Every route of the application reached (LISTED_RENDERED less the three static
+    # pages, plus the in-app 404 and the canonicalised alias); /hangs failed.
+    report = json.loads((auto.state / "report.json").read_text())
+    assert report["render"]["rendered"] == len(LISTED_RENDERED) - 3 + 2 - 1
+    assert report["render"]["failed"] == 1
+    assert report["render"]["unavailable"] == 0
+    assert report["render"]["blocked"] >= 2  # the other host's data, the robots-blocked API
     assert "rendered in Chromium:" in _summary(auto)
 
 
@@ -180,6 +187,8 @@ def test_always_renders_every_page_not_noindex(spa: SpaServer, always: CrawlResu
     rows = {u[len(spa.base) :]: r for u, r in always.ledger_rows().items()}
     assert rows["/docs/a"]["render"] == "rendered (always)"
     assert rows["/raw-noindex"]["render"] is None
+    report = json.loads((always.state / "report.json").read_text())
+    assert report["render"]["rendered"] == len(LISTED_RENDERED) + 2 - 1
 
 
 def test_script_errors_and_failed_renders(spa: SpaServer, rendered: CrawlResult) -> None:
