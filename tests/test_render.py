@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -306,3 +307,55 @@ def test_auto_without_a_browser_reads_raw_html_and_warns(
         "(rendering needs a Chromium: apt-get install chromium (or --browser PATH))"
     ) in proc.stderr.splitlines()
     assert f"listed: {len(LISTED_RAW)}" in proc.stderr.splitlines()
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_browser_that_dies_is_launched_again(
+    spa: SpaServer, chromium: str, tmp_path: Path
+) -> None:
+    """Chromium killed after the third rendered page: the next pages launch it again."""
+    from scrapy import signals
+
+    rendered: list[str] = []
+
+    def kill_after_three(response: Any, request: Any, spider: Any) -> None:
+        if "playwright" not in response.flags:
+            return
+        rendered.append(response.url)
+        if len(rendered) == 3:
+            # Playwright's driver is a child of this process; Chromium, a child of it.
+            for driver in _children(os.getpid()):
+                for browser in _children(driver):
+                    os.kill(browser, signal.SIGKILL)
+
+    def setup(crawler: Any) -> None:
+        crawler.signals.connect(kill_after_three, signal=signals.response_received)
+
+    result = await run_crawl(
+        spa.base + "/",
+        tmp_path,
+        setup=setup,
+        SITEMAP_RENDER="always",
+        SITEMAP_RENDER_BROWSER=chromium,
+        SITEMAP_RENDER_TIMEOUT=8.0,
+        SITEMAP_RENDER_CONCURRENCY=1,
+    )
+    stats = result.stats
+    assert result.outcome == "published", stats.get("sitemap/message")
+    assert stats["playwright/browser_count"] == 2
+    # /hangs fails; at most the page in flight when Chromium died fails too.
+    assert stats["sitemap/render/pages"] >= stats["sitemap/render/wanted"] - 2
+    assert len(rendered) > 10
