@@ -13,8 +13,11 @@ the pages to render (docs/rendering.md) and builds the request that renders one:
   ``SITEMAP_RENDER_INCLUDE`` regex, or when its raw HTML has fewer than
   ``SITEMAP_RENDER_SHELL_LINKS`` links to the crawled host *and* a sign of a shell:
   an empty mount element (``<div id="root"></div>``, ``#app``, ``#__next``,
-  ``<app-root>``...: no link in it, under 100 characters of text), a ``<noscript>`` asking for JavaScript, or a body with
-  scripts and no text;
+  ``<app-root>``...: no link in it, under 100 characters of text), a ``<noscript>``
+  asking for JavaScript, or a body of scripts with under 100 characters of text.
+  (A server-rendered page whose list a script fills from an API is not told from
+  its raw HTML: inline scripts that do so are common on plain sites too, Sphinx's
+  search page among them. ``SITEMAP_RENDER_INCLUDE`` names such pages.)
 - ``"always"``: every 200 HTML page is rendered;
 - never a page whose raw HTML (or headers) say ``noindex``: Google does not render
   those, and a noindex in the raw HTML stands whatever a script does; nor an
@@ -87,8 +90,11 @@ _MOUNT_IDS = ("root", "app", "__next", "__nuxt", "___gatsby", "svelte", "main-ap
 # predicate per element cost twice the parse of a 95 KB page).
 _MOUNT_XPATH = f"id('{' '.join(_MOUNT_IDS)}')"
 _MOUNT_TAGS = ("app-root",)
-# A mount element with no more text than a "Loading..." is empty.
+# A mount element (or a body) with no more text than a "Loading..." is empty.
 _EMPTY_TEXT = 100
+# Below this many links in all, a body of scripts with almost no text is a shell
+# whatever its mount element is called (the policy counts the site's links again).
+_FEW_LINKS = 10
 _ASKS_FOR_JS = re.compile(r"javascript|\bjs\b", re.IGNORECASE)
 
 
@@ -106,12 +112,14 @@ def shell_signs(root: Any, links: int) -> str | None:
     for noscript in root.iter("noscript"):
         if _ASKS_FOR_JS.search(_text(noscript)):
             return "<noscript> asks for JavaScript"
-    if links == 0:
+    if links < _FEW_LINKS:
         body = root.find(".//body")
         if body is not None and body.find(".//script") is not None:
-            words = body.xpath(".//text()[not(ancestor::script or ancestor::style)]")
-            if not "".join(words).strip():
-                return "a body of scripts only"
+            words = body.xpath(
+                ".//text()[not(ancestor::script or ancestor::style or ancestor::noscript)]"
+            )
+            if len(" ".join("".join(words).split())) < _EMPTY_TEXT:
+                return "scripts and almost no text"
     return None
 
 

@@ -16,8 +16,9 @@ and a script-added noindex), a script-added canonical (``/product-b-alias``), a
 raw-HTML noindex that script removes (``/raw-noindex``), a page whose script
 throws after building a link (``/throws``), a page whose script never ends
 (``/hangs``), data from a blocked other host (``/partners``) and from a path
-robots.txt disallows (``/private``), an image (never loaded), and plain
-static pages (``/docs/``) that need no rendering.
+robots.txt disallows (``/private``), an image (never loaded), plain static pages
+(``/docs/``) that need no rendering, and a server-rendered page whose inline script
+fills a list from a JSON API (``/news`` -> ``/news/latest``).
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ const routes = {
     history.pushState({photo: 1}, "", "/gallery/1");
   },
   "/gallery/1": () => { root.innerHTML = "<h1>Photo 1</h1>"; },
+  "/news/latest": () => { root.innerHTML = "<h1>Latest news</h1>"; },
   "/throws": () => {
     root.innerHTML = "<h1>Throws</h1>" + link("/thrown-link");
     throw new Error("boom after rendering");
@@ -107,6 +109,20 @@ document.querySelector('meta[name="robots"]').remove();
 document.getElementById("root").innerHTML = '<a href="/from-raw-noindex">more</a>';
 </script></body></html>"""
 
+# A server-rendered page (with links: no shell) whose inline script fills its list
+# from a JSON API.
+NEWS = """<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>News</title></head>
+<body><h1>News</h1><nav><a href="/">Home</a> <a href="/about">About</a>
+<a href="/docs/">Docs</a> <a href="/docs/a">A</a> <a href="/docs/b">B</a></nav>
+<ul id="list"><li>loading</li></ul>
+<script>
+fetch("/api/news.json").then(r => r.json()).then(items => {
+  document.getElementById("list").innerHTML =
+    items.map(h => `<li><a href="${h}">${h}</a></li>`).join("");
+});
+</script></body></html>"""
+
 HANGS = """<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>Hangs</title></head>
 <body><div id="root"></div><script>
@@ -114,7 +130,7 @@ setTimeout(() => { for (;;) {} }, 10);
 </script></body></html>"""
 
 DOCS = {
-    "/docs/": ("Docs", '<a href="/docs/a">A</a> <a href="/docs/b">B</a>'),
+    "/docs/": ("Docs", '<a href="/docs/a">A</a> <a href="/docs/b">B</a> <a href="/news">News</a>'),
     "/docs/a": ("Doc A", '<a href="/docs/">Docs</a> <a href="/docs/b">B</a>'),
     "/docs/b": ("Doc B", '<a href="/docs/">Docs</a> <a href="/docs/a">A</a>'),
 }
@@ -140,9 +156,11 @@ LISTED_RENDERED = {
     "/docs/",
     "/docs/a",
     "/docs/b",
+    "/news",
+    "/news/latest",
 }
 # (/about's raw HTML is the same shell as /'s: byte-identical, a duplicate.)
-LISTED_RAW = {"/", "/docs/", "/docs/a", "/docs/b"}
+LISTED_RAW = {"/", "/docs/", "/docs/a", "/docs/b", "/news"}
 
 
 def make_handler(name: str, log: str, lock: threading.Lock, other: list[str]) -> type:
@@ -164,6 +182,10 @@ def make_handler(name: str, log: str, lock: threading.Lock, other: list[str]) ->
                 self._send(200, "application/javascript", APP_JS.replace("{other}", other[0]))
             elif path == "/api/products.json":
                 self._send(200, "application/json", json.dumps(PRODUCTS))
+            elif path == "/api/news.json":
+                self._send(200, "application/json", json.dumps(["/news/latest"]))
+            elif path == "/news":
+                self._send(200, "text/html; charset=utf-8", NEWS)
             elif path == "/private-api/links.json":
                 self._send(200, "application/json", json.dumps(["/private-secret"]))
             elif path == "/logo.png":

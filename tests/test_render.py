@@ -77,6 +77,9 @@ def crawl(spa: SpaServer, tmp: Path, chromium: str, mode: str, **settings: Any) 
         # Generous for a loaded machine; /hangs takes all of it.
         SITEMAP_RENDER_TIMEOUT=8.0,
         SITEMAP_RENDER_CONTEXT_PAGES=5,
+        # A page auto cannot tell from its raw HTML (its links are there, a script
+        # adds more): named.
+        SITEMAP_RENDER_INCLUDE=[r"/news$"],
         **settings,
     )
     result: CrawlResult = pytest_twisted.blockon(Deferred.fromCoroutine(coro))
@@ -173,9 +176,13 @@ def test_auto_renders_shells_only(spa: SpaServer, auto: CrawlResult) -> None:
         assert rows[path]["render"] is None, path
     assert rows["/"]["render"].startswith("rendered (empty mount element #root, 2 links")
     assert rows["/about"]["render"].startswith("rendered (empty mount element #root")
+    # A server-rendered page whose list a script fills: named by --render-include.
+    assert rows["/news"]["render"] == "rendered (matches --render-include)"
+    assert auto.stats["sitemap/render/reason/include"] == 1
     assert auto.stats["sitemap/render/skipped/noindex"] == 1
-    # Every route of the application reached (LISTED_RENDERED less the three static
-    # pages, plus the in-app 404 and the canonicalised alias); /hangs failed.
+    # Every route of the application reached and /news (LISTED_RENDERED less the
+    # three static /docs/ pages, plus the in-app 404 and the canonicalised alias);
+    # /hangs failed.
     report = json.loads((auto.state / "report.json").read_text())
     assert report["render"]["rendered"] == len(LISTED_RENDERED) - 3 + 2 - 1
     assert report["render"]["failed"] == 1
