@@ -36,7 +36,7 @@ the ``crawl`` command refuses ``"always"`` with what to install.
 Settings: ``SITEMAP_RENDER``, ``SITEMAP_RENDER_BROWSER``, ``SITEMAP_RENDER_INCLUDE``,
 ``SITEMAP_RENDER_SHELL_LINKS`` (and those of :mod:`crawler.renderhandler`).
 Meta keys of a render request: ``playwright``, ``sitemap_render`` (why),
-``playwright_context_kwargs``.
+``playwright_context_kwargs``, ``autothrottle_dont_adjust_delay``.
 Stats: ``sitemap/render/wanted`` (pages asked through the browser),
 ``sitemap/render/reason/<always|include|shell>``, ``sitemap/render/unavailable``
 (pages that wanted rendering, judged raw for want of a browser),
@@ -241,6 +241,9 @@ class RenderPolicy:
         meta.update(
             playwright=True,
             sitemap_render=reason,
+            # A render's latency is the browser's work, not the server's answer: it
+            # must not move AutoThrottle's delay for the host's other requests.
+            autothrottle_dont_adjust_delay=True,
             # Service workers would fetch past the route handler's checks.
             playwright_context_kwargs={"service_workers": "block"},
         )
