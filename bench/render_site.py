@@ -187,8 +187,7 @@ class TreeMemory(threading.Thread):
 
 def crawl(site: str, mode: str, url: str, n: int, tmp: Path, timeout: float) -> Run:
     run = Run(site, mode)
-    work = tmp / f"{site}-{mode}"
-    work.mkdir()
+    work = Path(tempfile.mkdtemp(prefix=f"{site}-{mode}-", dir=tmp))
     out = work / "public"
     python = PYTHON if PYTHON.exists() else Path(sys.executable)
     cmd = [str(python), "-m", "crawler.cli", "crawl", url, "--out", str(out), "--render", mode]
