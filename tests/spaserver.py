@@ -9,7 +9,8 @@ server receives is appended to FILE as one JSON line (server, method, path).
 As single-page applications are served, every path without a dot gets the same
 application shell (``<div id="root"></div>`` and ``/app.js``), except a few raw
 pages; the client-side router in ``/app.js`` builds each route's content and links
-(:data:`ROUTES`). HTML pages carry an ``ETag`` and answer ``If-None-Match`` with a 304. The cases: links built from ``fetch()`` of a JSON API (``/``), a
+(``APP_JS``). HTML pages carry an ``ETag`` and answer ``If-None-Match`` with a 304.
+The cases: links built from ``fetch()`` of a JSON API (``/``), a
 route whose URL a script pushes with ``history.pushState`` and is linked nowhere
 (``/gallery`` -> ``/gallery/1``), an in-app 404 (an unknown route: "not found"
 and a script-added noindex), a script-added canonical (``/product-b-alias``), a

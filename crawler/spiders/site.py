@@ -192,7 +192,9 @@ class SiteSpider(Spider):
         error = " ".join(error.split())[:300]
         if not self._warned_render:
             self._warned_render = True
-            logger.warning("%s: render failed, judged on its raw HTML (%s; logged once)", url, error)
+            logger.warning(
+                "%s: render failed, judged on its raw HTML (%s; logged once)", url, error
+            )
         note = f"render failed ({request.meta.get('sitemap_render')}): {error}; raw HTML judged"
         yield from self._judged(raw, analysis, note, f"render failed: {error}")
 
