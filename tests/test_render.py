@@ -373,10 +373,11 @@ async def test_a_browser_that_dies_is_launched_again(
         SITEMAP_RENDER_BROWSER=chromium,
         SITEMAP_RENDER_TIMEOUT=8.0,
         SITEMAP_RENDER_CONCURRENCY=1,
+        SITEMAP_EXCLUDE=[r"/hangs$"],  # its timeout is another test's
     )
     stats = result.stats
     assert result.outcome == "published", stats.get("sitemap/message")
     assert stats["playwright/browser_count"] == 2
-    # /hangs fails; at most the page in flight when Chromium died fails too.
-    assert stats["sitemap/render/pages"] >= stats["sitemap/render/wanted"] - 2
+    # At most the page in flight when Chromium died fails.
+    assert stats["sitemap/render/pages"] >= stats["sitemap/render/wanted"] - 1
     assert len(rendered) > 10
