@@ -31,6 +31,7 @@ from crawler.content import bag_hash, main_content
 from crawler.hreflang import declared
 from crawler.links import LinkResolver, PageFacts, Resolved, page_facts, parse_html
 from crawler.pagemedia import NewsFacts, VideoFacts, images, news, videos
+from crawler.rendering import shell_signs
 from crawler.softnotfound import PagePrint, page_print
 from crawler.urls import normalize_url
 
@@ -95,6 +96,9 @@ class PageAnalysis:
     # page with a query or one that links to its own path with one (crawler.params
     # learns from it that ?sort= does not change a page).
     bag_hash: str | None = None
+    # The sign that the raw page is an application shell a script fills in
+    # (crawler.rendering.shell_signs), or None.
+    shell: str | None = None
 
 
 def analyse_response(
@@ -109,6 +113,8 @@ def analyse_response(
     its soft-404 fingerprint."""
     root = parse_html(response)
     facts = page_facts(response, agents, root)
+    # Before the main-content hash strips <noscript>.
+    shell = shell_signs(root, len(facts.hrefs))
     encoding = response.encoding
     links = _distinct(resolver.resolve_all(facts.base, facts.hrefs, encoding))
     # Resolved, the raw hrefs are spent: not sent back (half the result's size).
@@ -129,6 +135,7 @@ def analyse_response(
         main_hash=main_hash,
         soft_print=page_print(text, response.url) if prints else None,
         bag_hash=bag_hash(root) if variants else None,
+        shell=shell,
     )
 
 

@@ -69,6 +69,9 @@ class UrlRecord:
     videos: list[dict[str, Any]] = field(default_factory=list)
     news: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
+    # Whether the page was rendered in a headless Chromium and why, or why not
+    # (crawler.rendering; None: its raw HTML showed no need).
+    render: str | None = None
     # Set when a 304 replays the previous run's record: lastmod etc. are final.
     replayed: bool = False
     # Set when the URL was asked conditionally (and answered, or failed).

@@ -467,6 +467,8 @@ class PageJudge:
         # body to read it from again).
         rec.title = prev.get("title")
         rec.robots = prev.get("robots")
+        # A rendered page's record came from its rendered DOM: replayed, not rendered again.
+        rec.render = prev.get("render")
         for column in ("alternates", "images", "videos", "news", "problems"):
             if prev.get(column):
                 setattr(rec, column, json.loads(prev[column]))

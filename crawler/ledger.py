@@ -77,6 +77,7 @@ CREATE TABLE IF NOT EXISTS urls (
     robots TEXT,
     elapsed REAL,
     size INTEGER,
+    render TEXT,
     updated REAL NOT NULL
 ) WITHOUT ROWID;
 -- The listed pages in publishing order (listed_entries, and the comparisons with
@@ -153,6 +154,7 @@ COLUMNS = (
     "robots",
     "elapsed",
     "size",
+    "render",
     "updated",
 )
 #: The type of a column added to an earlier ledger (TEXT unless named here).
@@ -281,6 +283,7 @@ class Ledger:
             rec.robots,
             rec.elapsed,
             rec.size,
+            rec.render,
             time.time(),
         )
         cur = self._db.execute(_QUEUE if rec.decision == QUEUED else _RECORD, row)

@@ -185,6 +185,15 @@ def run_model(
             name: stats.get(f"sitemap/rich/{name}", 0)
             for name in ("alternates", "images", "videos", "news", "problems")
         },
+        # Pages rendered in the headless browser (docs/rendering.md).
+        "render": {
+            "rendered": stats.get("sitemap/render/wanted", 0)
+            - stats.get("sitemap/render/failed", 0),
+            "failed": stats.get("sitemap/render/failed", 0),
+            "unavailable": stats.get("sitemap/render/unavailable", 0),
+            "blocked": stats.get("sitemap/render/blocked/other_host", 0)
+            + stats.get("sitemap/render/blocked/robots", 0),
+        },
         "budget": (
             {"stopped": stats["sitemap/budget"], "unfetched": stats.get("sitemap/budget/unfetched")}
             if stats.get("sitemap/budget")
@@ -316,6 +325,22 @@ def format_summary(stats: dict[str, Any]) -> str:
         )
     if learned := learned_line(stats):
         lines.append(learned)
+    if wanted := stats.get("sitemap/render/wanted", 0):
+        failed = stats.get("sitemap/render/failed", 0)
+        line = f"rendered in Chromium: {wanted - failed} pages"
+        if failed:
+            line += f", {failed} failed (judged on their raw HTML)"
+        blocked = stats.get("sitemap/render/blocked/other_host", 0) + stats.get(
+            "sitemap/render/blocked/robots", 0
+        )
+        if blocked:
+            line += f"; {blocked} requests of theirs blocked (other hosts, robots.txt)"
+        lines.append(line)
+    if unavailable := stats.get("sitemap/render/unavailable", 0):
+        lines.append(
+            f"warning: {unavailable} pages look built by JavaScript but were judged on "
+            f"their raw HTML ({stats.get('sitemap/render/problem')})"
+        )
     if "sitemap/added" in stats:
         changed = (
             f"{stats['sitemap/added']} added, {stats['sitemap/removed']} removed, "

@@ -90,6 +90,13 @@ DOWNLOADER_MIDDLEWARES = {
     # Just before HttpCompressionMiddleware (590) in process_response order.
     "crawler.middlewares.compression.CompressedAsPlainResponseMiddleware": 595,
 }
+# Plain HTTP(S) as Scrapy's own handler; a page to be rendered (meta "playwright")
+# goes to a headless Chromium through scrapy-playwright, started at the first such
+# page only (crawler/renderhandler.py, docs/rendering.md).
+DOWNLOAD_HANDLERS = {
+    "http": "crawler.renderhandler.RenderDownloadHandler",
+    "https": "crawler.renderhandler.RenderDownloadHandler",
+}
 # Scrapy starts this many tasks for the output of every response; the pipelines are
 # synchronous, so more than a few only cost time (Scrapy's default is 100).
 CONCURRENT_ITEMS = 4
@@ -261,6 +268,24 @@ SITEMAP_REDIS_URL = None
 # ... and the seconds a process may go without a heartbeat before the requests it
 # took are queued again (the coordinator's value holds for the whole crawl).
 SITEMAP_REDIS_WORKER_TIMEOUT = 30.0
+# Rendering JavaScript-built pages in a headless Chromium (docs/rendering.md): "never",
+# "auto" (a page whose raw HTML looks like an application shell, or whose URL matches
+# SITEMAP_RENDER_INCLUDE) or "always" (every HTML page not noindex in its raw HTML) ...
+SITEMAP_RENDER = "auto"
+# ... the Chromium binary (None: chromium or chromium-browser on PATH) ...
+SITEMAP_RENDER_BROWSER = None
+# ... pages rendered at once ...
+SITEMAP_RENDER_CONCURRENCY = 2
+# ... pages a browser context renders before it is closed and a fresh one opened ...
+SITEMAP_RENDER_CONTEXT_PAGES = 100
+# ... regexes (re.search on the normalised URL) of pages "auto" always renders ...
+SITEMAP_RENDER_INCLUDE: list[str] = []
+# ... "few links": a raw page with fewer same-host links than this and an empty mount
+# element (or a <noscript> asking for JavaScript) is an application shell ...
+SITEMAP_RENDER_SHELL_LINKS = 5
+# ... and the seconds a render may take, from navigation to a settled page; past it,
+# the page is judged on its raw HTML, with a warning.
+SITEMAP_RENDER_TIMEOUT = 15.0
 # Write report.html beside report.json (and the audit's index.html beside audit.json):
 # one self-contained page for people, issue #17 ...
 SITEMAP_REPORT_HTML = True

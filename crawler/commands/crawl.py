@@ -20,7 +20,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crawler.commands import distributed
 from crawler.commands.options import (
@@ -38,6 +38,7 @@ from crawler.commands.options import (
     make_directories,
     positive_int,
     project_settings,
+    regex,
     site_settings,
 )
 from crawler.commands.process import run_spider
@@ -45,6 +46,9 @@ from crawler.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
 from crawler.paths import JOB, CrawlPaths, PathError
 from crawler.report import format_summary
 from crawler.urls import normalize_url
+
+if TYPE_CHECKING:
+    from scrapy.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -202,6 +206,40 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="write a news sitemap of the articles published within 48 hours, for the "
         "publication NAME (news:news)",
+    )
+    render = p.add_argument_group(
+        "JavaScript-built pages",
+        "render pages in a headless Chromium (the render extra and the system's chromium; "
+        "docs/rendering.md)",
+    )
+    render.add_argument(
+        "--render",
+        choices=("never", "auto", "always"),
+        help="never: read raw HTML only; auto (default): render a page whose raw HTML looks "
+        "like an application shell (few links to the site and an empty mount element or a "
+        "<noscript> asking for JavaScript) or whose URL matches --render-include; always: "
+        "render every HTML page that is not noindex in its raw HTML",
+    )
+    render.add_argument(
+        "--render-include",
+        action="append",
+        type=regex,
+        default=[],
+        metavar="REGEX",
+        help="with --render auto, always render pages whose URL matches (repeatable; "
+        "re.search on the normalised URL)",
+    )
+    render.add_argument(
+        "--browser",
+        metavar="PATH",
+        help="the Chromium binary to render with (default: chromium or chromium-browser "
+        "on PATH)",
+    )
+    render.add_argument(
+        "--render-concurrency",
+        type=positive_int,
+        metavar="N",
+        help="render at most N pages at once (default 2)",
     )
     around = p.add_argument_group(
         "around the sitemap",
@@ -361,10 +399,31 @@ def crawl_settings(args: argparse.Namespace) -> dict[str, Any]:
     ):
         if getattr(args, option) is not None:
             settings[name] = getattr(args, option)
+    for option, name in (
+        ("render", "SITEMAP_RENDER"),
+        ("browser", "SITEMAP_RENDER_BROWSER"),
+        ("render_concurrency", "SITEMAP_RENDER_CONCURRENCY"),
+    ):
+        if getattr(args, option) is not None:
+            settings[name] = getattr(args, option)
+    if args.render_include:
+        settings["SITEMAP_RENDER_INCLUDE"] = args.render_include
     settings.update(dict(args.settings))
-    checked_settings(settings)
+    _check_render(checked_settings(settings))
     make_directories(paths.out, paths.state)
     return settings
+
+
+def _check_render(settings: Settings) -> None:
+    """A browser named that is not there, or ``always`` without what rendering needs:
+    one line saying what to install (``auto`` reads raw HTML instead, and says so)."""
+    from crawler.rendering import find_browser, unavailable
+
+    named = settings.get("SITEMAP_RENDER_BROWSER")
+    if named and find_browser(settings) is None:
+        raise UsageError(f"--browser {named}: not an executable file")
+    if settings.get("SITEMAP_RENDER") == "always" and (problem := unavailable(settings)):
+        raise UsageError(f"--render always: {problem}")
 
 
 @dataclass

@@ -11,7 +11,10 @@ The spider only wires the crawl's rooms together:
 - the page judge (:class:`crawler.judge.PageJudge`), which decides about every
   fetched page and hands what it leads to to the frontier;
 - with ``--seed-sitemaps`` or ``--sitemap``, the sitemap seeds
-  (:class:`crawler.seeds.SitemapSeeds`), whose entries go to the frontier as seeds.
+  (:class:`crawler.seeds.SitemapSeeds`), whose entries go to the frontier as seeds;
+- the render policy (:class:`crawler.rendering.RenderPolicy`): a raw page that
+  must be rendered is asked again through the headless browser, and judged on its
+  rendered DOM (on its raw HTML when the render fails).
 
 Before the start URL, it asks for an address that cannot exist (the soft-404 probe,
 :mod:`crawler.softnotfound`; a second of another shape when the first answers 200,
@@ -26,14 +29,17 @@ pipelines record them in the ledger, and the publisher extension writes the
 sitemaps when the crawl is over.
 
 Spider arguments: ``url`` (the start URL, required).
-Settings: those of the frontier, the judge, the run state and the seeds, and
-``SITEMAP_PARSE_*``, ``SITEMAP_SOFT404_PROBE``.
+Settings: those of the frontier, the judge, the run state, the seeds and the render
+policy, and ``SITEMAP_PARSE_*``, ``SITEMAP_SOFT404_PROBE``.
 Stats: ``sitemap/soft404/probes``, ``sitemap/soft404/probe_status``,
-``sitemap/soft404/detected``.
+``sitemap/soft404/detected``, ``sitemap/render/failed`` (renders that failed: judged
+on the raw HTML), ``sitemap/render/unavailable`` (pages that wanted rendering,
+judged on the raw HTML for want of a browser).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Iterator
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -47,6 +53,7 @@ from crawler.frontier import Discovered, Frontier
 from crawler.items import Alias, Linked, PageRecords, UrlRecord
 from crawler.judge import PageJudge
 from crawler.parsepool import PageAnalyser, page_analyser
+from crawler.rendering import RenderPolicy
 from crawler.seeds import SitemapSeeds
 from crawler.softnotfound import probe_url
 from crawler.urls import site_of, start_url
@@ -56,6 +63,10 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
     from twisted.python.failure import Failure
+
+    from crawler.analysis import PageAnalysis
+
+logger = logging.getLogger(__name__)
 
 
 #: Seconds a soft-404 probe may take (at most DOWNLOAD_TIMEOUT).
@@ -68,6 +79,10 @@ class SiteSpider(Spider):
     def __init__(self, url: str | None = None, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.start_url = start_url(url)
+        # The raw answers of the pages being rendered, by URL: a failed render is
+        # judged on them, a rendered page with their status and headers.
+        self.raw: dict[str, tuple[Response, PageAnalysis]] = {}
+        self._warned_render = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
@@ -130,6 +145,10 @@ class SiteSpider(Spider):
             max_depth=s.getint("SITEMAP_AUDIT_MAX_DEPTH"),
             max_bytes=s.getint("SITEMAP_AUDIT_MAX_BYTES"),
         )
+
+    @cached_property
+    def render(self) -> RenderPolicy:
+        return RenderPolicy.from_crawler(self.crawler, self.start_url)
 
     def _opened(self) -> None:
         self.analyser.open(self.crawler.stats)  # the reactor and stats exist from now on
@@ -243,17 +262,93 @@ class SiteSpider(Spider):
         return self.frontier.discover(raw, depth=depth, referrer=referrer)
 
     async def parse(self, response: Response) -> AsyncIterator[PageRecords | Request]:
-        self.frontier.answered(response.meta["sitemap_url"])
+        url = response.meta["sitemap_url"]
+        self.frontier.answered(url)
         # An HTML page is parsed and read by the page-parsing pool (maybe in a worker
         # process) while this process goes on with other responses.
         analysis = None
+        note = None
         if isinstance(response, HtmlResponse) and self.judge.is_html_page(response):
             analysis = await self.analyser.analyse(response)
+            reason = self.render.why(url, analysis)
+            if reason is not None:
+                if self.render.problem is None:
+                    self.raw[url] = (response, analysis)
+                    yield self.render.request(
+                        response, reason, callback=self.parse_rendered, errback=self.render_failed
+                    )
+                    return
+                stats = self.crawler.stats
+                assert stats is not None
+                stats.inc_value("sitemap/render/unavailable")
+                stats.set_value("sitemap/render/problem", self.render.problem)
+                note = f"not rendered ({reason}): {self.render.problem}"
+        for out in self._judged(response, analysis, note):
+            yield out
+
+    async def parse_rendered(self, response: Response) -> AsyncIterator[PageRecords | Request]:
+        """A page rendered in the browser: judged on its rendered DOM, with the raw
+        answer's status and headers."""
+        meta = response.meta
+        url = meta["sitemap_url"]
+        self.frontier.answered(url)
+        raw, raw_analysis = self.raw.pop(url, (None, None))
+        if raw is None or raw_analysis is None:  # a resumed run: the raw answer is gone
+            raw = response
+        if not isinstance(response, HtmlResponse) or not isinstance(raw, HtmlResponse):
+            for out in self._judged(raw, raw_analysis, f"rendered ({meta['sitemap_render']})"):
+                yield out
+            return
+        analysis = await self.analyser.analyse(response)
+        note = f"rendered ({meta['sitemap_render']})"
+        warning = None
+        if errors := meta.get("sitemap_render_errors"):
+            note += f"; {len(errors)} script errors"
+            warning = f"script error while rendering: {errors[0]}"
+        if not meta.get("sitemap_render_settled", True):
+            note += f"; not settled after {self.crawler.settings['SITEMAP_RENDER_TIMEOUT']} s"
+        for out in self._judged(raw, analysis, note, warning):
+            yield out
+
+    def render_failed(self, failure: Failure) -> Iterator[PageRecords | UrlRecord | Request]:
+        """A render that failed (timed out, crashed): the page is judged on its raw
+        HTML, with a warning."""
+        request: Request = failure.request  # type: ignore[attr-defined]  # set by Scrapy
+        url = request.meta["sitemap_url"]
+        raw, analysis = self.raw.pop(url, (None, None))
+        if raw is None:
+            yield from self.failed(failure)
+            return
+        self.frontier.answered(url)
+        assert self.crawler.stats is not None
+        self.crawler.stats.inc_value("sitemap/render/failed")
+        error = f"{failure.type.__name__ if failure.type else 'Error'}: {failure.getErrorMessage()}"
+        error = " ".join(error.split())[:300]
+        if not self._warned_render:
+            self._warned_render = True
+            logger.warning(
+                "%s: render failed, judged on its raw HTML (%s; logged once)", url, error
+            )
+        note = f"render failed ({request.meta.get('sitemap_render')}): {error}; raw HTML judged"
+        yield from self._judged(raw, analysis, note, f"render failed: {error}")
+
+    def _judged(
+        self,
+        response: Response,
+        analysis: PageAnalysis | None,
+        note: str | None = None,
+        warning: str | None = None,
+    ) -> Iterator[PageRecords | Request]:
+        url = response.meta["sitemap_url"]
         records: list[UrlRecord | Alias | Linked] = []
         for out in self.judge.judge(response, analysis):
             if isinstance(out, Request):
                 yield out
             elif isinstance(out, (UrlRecord, Alias, Linked)):
+                if isinstance(out, UrlRecord) and out.url == url and note is not None:
+                    out.render = note
+                    if warning is not None:
+                        out.warnings.append(warning)
                 records.append(out)
                 if isinstance(out, UrlRecord) and out.decision == d.LISTED:
                     self.frontier.observe(out.url, out.main_hash, out.bag_hash)

@@ -1,0 +1,383 @@
+"""Rendering JavaScript-built pages in a real headless Chromium (issue #16).
+
+The single-page application of tests/spaserver.py, served over real HTTP, crawled
+once per mode (``never``, ``auto``, ``always``) with Debian's chromium: the exact
+listed set, why each page was rendered or not (the ledger's ``render`` column),
+what the browser was let to fetch (the servers' own logs), and a nightly run whose
+304s replay what the rendered pages gave without rendering again.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_twisted
+from twisted.internet.defer import Deferred
+
+from tests.conftest import ROOT, CrawlResult, run_crawl
+from tests.spaserver import LISTED_RAW, LISTED_RENDERED
+
+
+@dataclass
+class SpaServer:
+    log: Path
+    proc: subprocess.Popen[str]
+    port: int
+    other_port: int
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def requests(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.log.read_text().splitlines() if line]
+
+    def clear_log(self) -> None:
+        self.log.write_text("")
+
+
+def _drop_earlier_garbage() -> None:
+    """Collect what earlier test modules left (a pipe of a finished subprocess, say)
+    now, with its ResourceWarnings dropped: a crawl with a browser makes enough
+    garbage to start a collection, which would blame them on this module's tests."""
+    hook = sys.unraisablehook
+    sys.unraisablehook = lambda unraisable: None
+    try:
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
+
+
+@pytest.fixture(scope="module")
+def spa(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SpaServer]:
+    _drop_earlier_garbage()
+    log = tmp_path_factory.mktemp("spa") / "requests.log"
+    log.write_text("")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.spaserver", "--log", str(log)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    ports = proc.stdout.readline().split()
+    try:
+        assert len(ports) == 2, f"the SPA server did not start: {ports!r}"
+        yield SpaServer(log, proc, int(ports[0]), int(ports[1]))
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        proc.stdout.close()
+
+
+def crawl(spa: SpaServer, tmp: Path, chromium: str, mode: str, **settings: Any) -> CrawlResult:
+    spa.clear_log()
+    coro = run_crawl(
+        spa.base + "/",
+        tmp,
+        SITEMAP_RENDER=mode,
+        SITEMAP_RENDER_BROWSER=chromium,
+        # Generous for a loaded machine; /hangs takes all of it.
+        SITEMAP_RENDER_TIMEOUT=8.0,
+        SITEMAP_RENDER_CONTEXT_PAGES=5,
+        # A page auto cannot tell from its raw HTML (its links are there, a script
+        # adds more): named.
+        SITEMAP_RENDER_INCLUDE=[r"/news$"],
+        **settings,
+    )
+    result: CrawlResult = pytest_twisted.blockon(Deferred.fromCoroutine(coro))
+    result.site_requests = spa.requests()  # type: ignore[attr-defined]
+    return result
+
+
+@pytest.fixture(scope="module")
+def runs(
+    spa: SpaServer, chromium: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Any]:
+    """``runs(mode)``: the crawl of the SPA site in *mode*, once per module."""
+    done: dict[str, CrawlResult] = {}
+
+    def get(mode: str) -> CrawlResult:
+        if mode not in done:
+            done[mode] = crawl(spa, tmp_path_factory.mktemp(mode), chromium, mode)
+        return done[mode]
+
+    yield get
+
+
+@pytest.fixture(scope="module")
+def never(runs: Any) -> CrawlResult:
+    return runs("never")  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def auto(runs: Any) -> CrawlResult:
+    return runs("auto")  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def always(runs: Any) -> CrawlResult:
+    return runs("always")  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module", params=["auto", "always"])
+def rendered(runs: Any, request: pytest.FixtureRequest) -> CrawlResult:
+    """The crawl in each mode that renders."""
+    return runs(request.param)  # type: ignore[no-any-return]
+
+
+def paths(spa: SpaServer, urls: set[str]) -> set[str]:
+    assert all(u.startswith(spa.base) for u in urls), urls
+    return {u[len(spa.base) :] for u in urls}
+
+
+def test_never_lists_what_raw_html_links(spa: SpaServer, never: CrawlResult) -> None:
+    assert never.outcome == "published", never.stats.get("sitemap/message")
+    assert paths(spa, never.listed()) == LISTED_RAW
+    assert never.decisions()[spa.base + "/about"][0] == "duplicate"
+    assert not any(k.startswith("sitemap/render/") for k in never.stats)
+    assert all(row["render"] is None for row in never.ledger_rows().values())
+
+
+def test_rendering_lists_the_true_indexable_set(spa: SpaServer, rendered: CrawlResult) -> None:
+    result = rendered
+    assert result.outcome == "published", result.stats.get("sitemap/message")
+    assert paths(spa, result.listed()) == LISTED_RENDERED
+    decisions = {
+        u[len(spa.base) :]: d for u, (d, _) in result.decisions().items() if u.startswith(spa.base)
+    }
+    # The in-app 404 (a soft 404 with a script-added noindex), the raw noindex a
+    # script removes, the script-added canonical.
+    assert decisions["/old-offer"] == "noindex"
+    assert decisions["/raw-noindex"] == "noindex"
+    assert decisions["/product-b-alias"] == "canonical"
+    # Found only behind a blocked request, or a page never rendered.
+    for hidden in ("/partner-secret", "/private-secret", "/from-raw-noindex"):
+        assert hidden not in decisions
+
+
+def test_the_browser_fetches_only_what_it_may(spa: SpaServer, rendered: CrawlResult) -> None:
+    result = rendered
+    log = result.site_requests  # type: ignore[attr-defined]
+    assert not [r for r in log if r["server"] == "other"]
+    fetched = {r["path"] for r in log}
+    assert "/app.js" in fetched and "/api/products.json" in fetched
+    assert "/private-api/links.json" not in fetched  # robots.txt disallows it
+    assert "/logo.png" not in fetched  # images are not loaded
+    stats = result.stats
+    assert stats["sitemap/render/blocked/other_host"] >= 1
+    assert stats["sitemap/render/blocked/robots"] >= 1
+    assert stats["sitemap/render/aborted/image"] >= 1
+    # Contexts were recycled (every 5 pages here).
+    assert stats["sitemap/render/contexts"] >= 1
+
+
+def test_auto_renders_shells_only(spa: SpaServer, auto: CrawlResult) -> None:
+    rows = {u[len(spa.base) :]: r for u, r in auto.ledger_rows().items()}
+    # Plain pages are not rendered, nor one whose raw HTML says noindex.
+    for path in ("/docs/", "/docs/a", "/docs/b", "/raw-noindex"):
+        assert rows[path]["render"] is None, path
+    assert rows["/"]["render"].startswith("rendered (empty mount element #root, 2 links")
+    assert rows["/about"]["render"].startswith("rendered (empty mount element #root")
+    # A server-rendered page whose list a script fills: named by --render-include.
+    assert rows["/news"]["render"] == "rendered (matches --render-include)"
+    assert auto.stats["sitemap/render/reason/include"] == 1
+    assert auto.stats["sitemap/render/skipped/noindex"] == 1
+    # Every route of the application reached and /news (LISTED_RENDERED less the
+    # three static /docs/ pages, plus the in-app 404 and the canonicalised alias);
+    # /hangs failed.
+    report = json.loads((auto.state / "report.json").read_text())
+    assert report["render"]["rendered"] == len(LISTED_RENDERED) - 3 + 2 - 1
+    assert report["render"]["failed"] == 1
+    assert report["render"]["unavailable"] == 0
+    assert report["render"]["blocked"] >= 2  # the other host's data, the robots-blocked API
+    assert "rendered in Chromium:" in _summary(auto)
+
+
+def test_always_renders_every_page_not_noindex(spa: SpaServer, always: CrawlResult) -> None:
+    rows = {u[len(spa.base) :]: r for u, r in always.ledger_rows().items()}
+    assert rows["/docs/a"]["render"] == "rendered (always)"
+    assert rows["/raw-noindex"]["render"] is None
+    report = json.loads((always.state / "report.json").read_text())
+    assert report["render"]["rendered"] == len(LISTED_RENDERED) + 2 - 1
+
+
+def test_script_errors_and_failed_renders(spa: SpaServer, rendered: CrawlResult) -> None:
+    result = rendered
+    rows = {u[len(spa.base) :]: r for u, r in result.ledger_rows().items()}
+    # A script that throws after building its links: the rendered DOM counts (as a
+    # browser shows it), with the error noted.
+    assert "1 script errors" in rows["/throws"]["render"]
+    assert "boom after rendering" in rows["/throws"]["warnings"]
+    # A script that never ends: judged on the raw HTML, with a warning.
+    assert rows["/hangs"]["render"].startswith("render failed (")
+    assert "render failed" in rows["/hangs"]["warnings"]
+    assert result.stats["sitemap/render/failed"] == 1
+    # pushState: the gallery's photo, linked nowhere, was found through the router.
+    assert rows["/gallery/1"]["referrer"] == spa.base + "/gallery"
+
+
+def _summary(result: CrawlResult) -> str:
+    from crawler.report import format_summary
+
+    return format_summary(result.stats)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_nightly_304_replays_the_rendered_page(
+    spa: SpaServer, auto: CrawlResult, tmp_path: Path
+) -> None:
+    """The next run asks each page conditionally; a 304 replays what the rendered
+    page gave (its links, its decision, why it was rendered), rendering nothing."""
+    shutil.copytree(auto.state, tmp_path / "state")
+    shutil.copytree(auto.out, tmp_path / "public")
+    spa.clear_log()
+    again = await run_crawl(
+        spa.base + "/", tmp_path, SITEMAP_RENDER="auto", SITEMAP_RENDER_TIMEOUT=8.0
+    )
+    assert again.outcome == "published", again.stats.get("sitemap/message")
+    assert again.stats["sitemap/conditional/not_modified"] >= len(LISTED_RENDERED)
+    assert "sitemap/render/wanted" not in again.stats
+    assert "/app.js" not in {r["path"] for r in spa.requests()}  # no browser at all
+    assert paths(spa, again.listed()) == LISTED_RENDERED
+    rows = {u[len(spa.base) :]: r for u, r in again.ledger_rows().items()}
+    first = {u[len(spa.base) :]: r for u, r in auto.ledger_rows().items()}
+    for path in ("/", "/gallery", "/old-offer"):
+        assert rows[path]["render"] == first[path]["render"] and rows[path]["render"], path
+        assert rows[path]["links"] == first[path]["links"], path
+
+
+@pytest.fixture(scope="module")
+def no_browser_path(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A PATH with Python's directory and no Chromium on it."""
+    return str(Path(sys.executable).parent)
+
+
+def cli(*args: str, path: str | None = None, block: str | None = None) -> Any:
+    """``sitemap-crawler ARGS`` in a child Python; *path*: its PATH; *block*: a
+    module made unimportable, as when the render extra is not installed."""
+    env = dict(os.environ)
+    if path is not None:
+        env["PATH"] = path
+    code = "import sys\n"
+    if block:
+        code += f"sys.modules[{block!r}] = None\n"
+    code += "from crawler.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_always_without_a_browser_says_what_to_install(
+    spa: SpaServer, no_browser_path: str, tmp_path: Path
+) -> None:
+    out = str(tmp_path / "public")
+    proc = cli("crawl", spa.base + "/", "--out", out, "--render", "always", path=no_browser_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "sitemap-crawler: error: --render always: rendering needs a Chromium: "
+        "apt-get install chromium (or --browser PATH)"
+    ]
+    proc = cli("crawl", spa.base + "/", "--out", out, "--browser", str(tmp_path / "nothing"))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"sitemap-crawler: error: --browser {tmp_path / 'nothing'}: not an executable file"
+    ]
+
+
+def test_always_without_the_extra_says_what_to_install(
+    spa: SpaServer, chromium: str, tmp_path: Path
+) -> None:
+    out = str(tmp_path / "public")
+    proc = cli(
+        "crawl", spa.base + "/", "--out", out, "--render", "always", "--browser", chromium,
+        block="scrapy_playwright",
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "sitemap-crawler: error: --render always: rendering needs scrapy-playwright: "
+        'pip install -e ".[render]"'
+    ]
+
+
+def test_auto_without_a_browser_reads_raw_html_and_warns(
+    spa: SpaServer, no_browser_path: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "public"
+    proc = cli("crawl", spa.base + "/", "--out", str(out), path=no_browser_path)
+    assert proc.returncode == 0, proc.stderr
+    # The shells the raw HTML reaches: / and /about.
+    assert (
+        "warning: 2 pages look built by JavaScript but were judged on their raw HTML "
+        "(rendering needs a Chromium: apt-get install chromium (or --browser PATH))"
+    ) in proc.stderr.splitlines()
+    assert f"listed: {len(LISTED_RAW)}" in proc.stderr.splitlines()
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_browser_that_dies_is_launched_again(
+    spa: SpaServer, chromium: str, tmp_path: Path
+) -> None:
+    """Chromium killed after the third rendered page: the next pages launch it again."""
+    from scrapy import signals
+
+    rendered: list[str] = []
+
+    def kill_after_three(response: Any, request: Any, spider: Any) -> None:
+        if "playwright" not in response.flags:
+            return
+        rendered.append(response.url)
+        if len(rendered) == 3:
+            # Playwright's driver is a child of this process; Chromium, a child of it.
+            for driver in _children(os.getpid()):
+                for browser in _children(driver):
+                    os.kill(browser, signal.SIGKILL)
+
+    def setup(crawler: Any) -> None:
+        crawler.signals.connect(kill_after_three, signal=signals.response_received)
+
+    result = await run_crawl(
+        spa.base + "/",
+        tmp_path,
+        setup=setup,
+        SITEMAP_RENDER="always",
+        SITEMAP_RENDER_BROWSER=chromium,
+        SITEMAP_RENDER_TIMEOUT=8.0,
+        SITEMAP_RENDER_CONCURRENCY=1,
+        SITEMAP_EXCLUDE=[r"/hangs$"],  # its timeout is another test's
+    )
+    stats = result.stats
+    assert result.outcome == "published", stats.get("sitemap/message")
+    assert stats["playwright/browser_count"] == 2
+    # At most the page in flight when Chromium died fails.
+    assert stats["sitemap/render/pages"] >= stats["sitemap/render/wanted"] - 1
+    assert len(rendered) > 10
