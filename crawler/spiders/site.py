@@ -32,7 +32,7 @@ Spider arguments: ``url`` (the start URL, required).
 Settings: those of the frontier, the judge, the run state, the seeds and the render
 policy, and ``SITEMAP_PARSE_*``, ``SITEMAP_SOFT404_PROBE``.
 Stats: ``sitemap/soft404/probes``, ``sitemap/soft404/probe_status``,
-``sitemap/soft404/detected``, ``sitemap/render/failed`` (renders that failed: judged
+``sitemap/soft404/detected``, ``sitemap/soft404/shell``, ``sitemap/render/failed`` (renders that failed: judged
 on the raw HTML), ``sitemap/render/unavailable`` (pages that wanted rendering,
 judged on the raw HTML for want of a browser).
 """
@@ -237,7 +237,12 @@ class SiteSpider(Spider):
         found = False
         if isinstance(response, HtmlResponse) and self.judge.is_html_page(response):
             analysis = await self.analyser.analyse(response)
-            if analysis.soft_print is not None:
+            if analysis.shell is not None:
+                # A single-page application answers every address with its shell: the
+                # raw shell is no "not found" page, or every route would be one
+                # (the rendered routes carry their own noindex, docs/rendering.md).
+                stats.set_value("sitemap/soft404/shell", True)
+            elif analysis.soft_print is not None:
                 self.judge.soft_not_found.add(response.url, analysis.soft_print)
                 found = True
         if found and number == 1:
