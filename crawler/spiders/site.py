@@ -32,9 +32,10 @@ Spider arguments: ``url`` (the start URL, required).
 Settings: those of the frontier, the judge, the run state, the seeds and the render
 policy, and ``SITEMAP_PARSE_*``, ``SITEMAP_SOFT404_PROBE``.
 Stats: ``sitemap/soft404/probes``, ``sitemap/soft404/probe_status``,
-``sitemap/soft404/detected``, ``sitemap/soft404/shell``, ``sitemap/render/failed`` (renders that failed: judged
-on the raw HTML), ``sitemap/render/unavailable`` (pages that wanted rendering,
-judged on the raw HTML for want of a browser).
+``sitemap/soft404/detected``, ``sitemap/soft404/shell`` (the probe got an application
+shell), ``sitemap/render/failed`` (renders that failed: judged on the raw HTML),
+``sitemap/render/unavailable`` (pages that wanted rendering, judged on the raw HTML
+for want of a browser).
 """
 
 from __future__ import annotations
