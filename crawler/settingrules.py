@@ -279,6 +279,7 @@ RULES: dict[str, Rule] = {
     "SITEMAP_PROGRESS_INTERVAL": _number(float, 0),
     "SITEMAP_PUBLISH": _bool,
     "SITEMAP_REDIS_CRAWL": _optional(_text),
+    "SITEMAP_REDIS_NO_FETCH": _bool,
     "SITEMAP_REDIS_POLL_INTERVAL": _positive,
     "SITEMAP_REDIS_REPORT_BATCH": _number(int, 1),
     "SITEMAP_REDIS_ROLE": _optional(_choice("coordinator", "worker")),
