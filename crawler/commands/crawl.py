@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -229,8 +231,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="distribute the crawl: its queue and seen-set live in the Redis database at "
         "URL (redis://host:6379/0) and 'sitemap-crawler worker --redis URL' processes "
-        "join it; this one decides, keeps the ledger and publishes (not with --resume)",
+        "join it; this one keeps the ledger and publishes (not with --resume)",
     )
+    p.add_argument(
+        "--no-fetch",
+        action="store_true",
+        help="with --redis or --processes: this process only coordinates (drains the "
+        "workers' reports into the ledger and publishes), fetching nothing itself",
+    )
+    p.add_argument(
+        "--processes",
+        type=processes_count,
+        default=1,
+        metavar="N|auto",
+        help="crawl with N processes on this machine ('auto': one per core; default: "
+        "%(default)s); without --redis, through a private Redis server on a Unix socket "
+        "in the state directory (a redis-server on PATH, or the processes extra's)",
+    )
+
+
+def processes_count(text: str) -> int:
+    """``--processes``: a positive number, or ``auto`` for the machine's cores."""
+    if text == "auto":
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+            os.cpu_count() or 1
+        )
+    return positive_int(text)
 
 
 def crawl_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -249,8 +275,10 @@ def crawl_settings(args: argparse.Namespace) -> dict[str, Any]:
     for directory in (paths.out, paths.state):
         check_writable(directory)
     job = paths.state / JOB
-    if args.redis and args.resume:
-        raise UsageError("--resume cannot continue a distributed crawl (--redis)")
+    if (args.redis or args.processes > 1) and args.resume:
+        raise UsageError("--resume cannot continue a distributed crawl (--redis, --processes)")
+    if args.no_fetch and not (args.redis or args.processes > 1):
+        raise UsageError("--no-fetch needs --redis URL or --processes N (someone must fetch)")
     if args.resume and not (job.is_dir() and paths.running_ledger.is_file()):
         raise UsageError(f"nothing to resume in {paths.state}: no interrupted run")
     settings.update(
@@ -312,19 +340,33 @@ def execute(args: argparse.Namespace) -> CrawlOutcome:
     overrides = crawl_settings(args)
     if busy := holder(Path(overrides["SITEMAP_STATE_DIR"])):
         return CrawlOutcome(EXIT_CRAWL_FAILED, error=f"{busy}; this run did nothing")
-    redis_crawl = spider = None
-    if args.redis:
-        spider = DISTRIBUTED_SPIDER
-        try:
-            redis_crawl, overrides = distributed.begin(args.redis, args.url, overrides)
-        except CrawlFailure as e:
-            return CrawlOutcome(EXIT_CRAWL_FAILED, error=f"{e}; this run did nothing")
+    redis_crawl = spider = private = None
+    redis_url = args.redis
+    workers: list[subprocess.Popen[bytes]] = []
     try:
+        if args.processes > 1 and not redis_url:
+            private, redis_url = distributed.private_server(
+                Path(overrides["SITEMAP_STATE_DIR"])
+            )
+        if redis_url:
+            spider = DISTRIBUTED_SPIDER
+            if args.no_fetch:
+                overrides["SITEMAP_REDIS_NO_FETCH"] = True
+                overrides["SITEMAP_PARSE_PROCESSES"] = 0  # it parses no page
+            redis_crawl, overrides = distributed.begin(redis_url, args.url, overrides)
+            # N processes fetch: this one and N - 1 workers, or N workers if it does not.
+            count = args.processes if args.no_fetch else args.processes - 1
+            workers = distributed.start_workers(redis_url, count, args.log_level)
         code, stats = run_spider(args.url, overrides, spider=spider)
+    except CrawlFailure as e:
+        return CrawlOutcome(EXIT_CRAWL_FAILED, error=f"{e}; this run did nothing")
     finally:
         if redis_crawl is not None:
             # Normally done already by the scheduler; not when Scrapy never got going.
             redis_crawl.finish("failed")
+        distributed.stop_workers(workers)
+        if private is not None:
+            private.stop()
     failure = None if code == EXIT_OK else stats.get("sitemap/message", "the crawl failed")
     if code == EXIT_OK:
         from crawler.commands.notify import notify

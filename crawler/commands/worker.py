@@ -115,7 +115,8 @@ def run(
         logger.debug("worker failed", exc_info=True)
         error(f"error: {type(e).__name__}: {e}")
         return EXIT_USAGE
-    fetched = stats.get("sitemap/distributed/reported", 0)
+    fetched = stats.get("sitemap/distributed/pages", 0)
+    name = stats.get("sitemap/distributed/process", "?")
     where = f"crawl {crawl_id} of {start_url}"
     if stats.get("finish_reason") in ("shutdown", "cancelled"):
         error(
@@ -127,7 +128,7 @@ def run(
         error(f"{stats['sitemap/fatal']} ({where})")
         return EXIT_CRAWL_FAILED
     end = stats.get("sitemap/distributed/end") or "over"
-    error(f"worker done: {fetched} pages for {where}; the crawl ended ({end})")
+    error(f"worker {name} done: {fetched} pages for {where}; the crawl ended ({end})")
     return EXIT_OK
 
 

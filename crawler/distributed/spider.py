@@ -111,6 +111,10 @@ class DistributedSiteSpider(Spider):
         crawler.signals.connect(spider._opened, signal=signals.spider_opened)
         return spider
 
+    def _named(self) -> None:
+        assert self.crawler.stats is not None
+        self.crawler.stats.set_value("sitemap/distributed/process", self.redis.process)
+
     # Set by from_crawler.
     redis: RedisCrawl
     coordinator: bool
@@ -196,6 +200,7 @@ class DistributedSiteSpider(Spider):
             logger.error("%s (told the coordinator)", message)
 
     def _opened(self) -> None:
+        self._named()
         if self.fetching:
             self.analyser.open(self.crawler.stats)
 
@@ -225,8 +230,9 @@ class DistributedSiteSpider(Spider):
         )
         if not self.coordinator:
             report.counts = self._counts()
-            if self.fatal is not None and not self.fatal_sent:
-                report.fatal, self.fatal_sent = self.fatal, True
+            fatal = self.fatal or self.run_state.fatal  # robots.txt unreachable, say
+            if fatal is not None and not self.fatal_sent:
+                report.fatal, self.fatal_sent = fatal, True
         return report
 
     def _counts(self) -> dict[str, int]:
