@@ -168,7 +168,7 @@ def one_count(err: str, worker_errs: list[str]) -> dict[str, int]:
     """The coordinator's pages per process, checked against each worker's summary."""
     line = next(l for l in err.splitlines() if l.startswith("workers: "))
     counts = {
-        name: int(n) for name, n in re.findall(r"([^\s(,]+) (\d+)(?=[,)])", line.partition("(")[2])
+        name: int(n) for name, n in re.findall(r"([^\s(,]+) (\d+)(?=,|$)", line.partition("(")[2].partition(")")[0])
     }
     said = {}
     for werr in worker_errs:
@@ -241,6 +241,7 @@ def test_a_killed_worker_loses_nothing(
         url,
         "--delay",
         "0.1",
+        "--no-fetch",  # the workers fetch every page: the victim surely holds some
         "-s",
         "SITEMAP_REDIS_WORKER_TIMEOUT=2",
     )
@@ -254,7 +255,7 @@ def test_a_killed_worker_loses_nothing(
                 return client.hlen(f"sitemap-crawler:{crawl}:inflight:{process}") > 0
         return False
 
-    wait_for(victim_holds_pages)
+    wait_for(victim_holds_pages, timeout=60)
     time.sleep(0.5)  # mid-page: some fetched and reported, some taken and not
     victim.kill()
     victim.communicate(timeout=10)

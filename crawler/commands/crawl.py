@@ -242,11 +242,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--processes",
         type=processes_count,
-        default=1,
         metavar="N|auto",
-        help="crawl with N processes on this machine ('auto': one per core; default: "
-        "%(default)s); without --redis, through a private Redis server on a Unix socket "
-        "in the state directory (a redis-server on PATH, or the processes extra's)",
+        help="crawl with N fetching processes on this machine, this one included unless "
+        "--no-fetch ('auto': one per core; default: 1, this one); without --redis, through "
+        "a private Redis server on a Unix socket in the state directory (a redis-server "
+        "on PATH, or the processes extra's)",
     )
 
 
@@ -257,6 +257,11 @@ def processes_count(text: str) -> int:
             os.cpu_count() or 1
         )
     return positive_int(text)
+
+
+def distributed_here(args: argparse.Namespace) -> bool:
+    """The crawl goes through Redis: ``--redis``, or more than this process fetching."""
+    return bool(args.redis) or (args.processes or 1) > 1 or bool(args.no_fetch and args.processes)
 
 
 def crawl_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -275,9 +280,9 @@ def crawl_settings(args: argparse.Namespace) -> dict[str, Any]:
     for directory in (paths.out, paths.state):
         check_writable(directory)
     job = paths.state / JOB
-    if (args.redis or args.processes > 1) and args.resume:
+    if distributed_here(args) and args.resume:
         raise UsageError("--resume cannot continue a distributed crawl (--redis, --processes)")
-    if args.no_fetch and not (args.redis or args.processes > 1):
+    if args.no_fetch and not (args.redis or args.processes):
         raise UsageError("--no-fetch needs --redis URL or --processes N (someone must fetch)")
     if args.resume and not (job.is_dir() and paths.running_ledger.is_file()):
         raise UsageError(f"nothing to resume in {paths.state}: no interrupted run")
@@ -344,7 +349,7 @@ def execute(args: argparse.Namespace) -> CrawlOutcome:
     redis_url = args.redis
     workers: list[subprocess.Popen[bytes]] = []
     try:
-        if args.processes > 1 and not redis_url:
+        if distributed_here(args) and not redis_url:
             private, redis_url = distributed.private_server(
                 Path(overrides["SITEMAP_STATE_DIR"])
             )
@@ -354,8 +359,9 @@ def execute(args: argparse.Namespace) -> CrawlOutcome:
                 overrides["SITEMAP_REDIS_NO_FETCH"] = True
                 overrides["SITEMAP_PARSE_PROCESSES"] = 0  # it parses no page
             redis_crawl, overrides = distributed.begin(redis_url, args.url, overrides)
-            # N processes fetch: this one and N - 1 workers, or N workers if it does not.
-            count = args.processes if args.no_fetch else args.processes - 1
+            # N processes fetch: this one and N - 1 workers, or N workers if it does not
+            # (none without --processes: the workers are started elsewhere).
+            count = (args.processes or 0) if args.no_fetch else (args.processes or 1) - 1
             workers = distributed.start_workers(redis_url, count, args.log_level)
         code, stats = run_spider(args.url, overrides, spider=spider)
     except CrawlFailure as e:

@@ -133,6 +133,10 @@ def summary_line(stats: Mapping[str, Any]) -> str | None:
     if counts:
         # The one count: each worker's own summary says the same number.
         line += " (" + ", ".join(f"{name} {n}" for name, n in counts) + ")"
+    pages = stats.get("response_received_count") or 0
+    if stats.get("sitemap/distributed/cpu_seconds") is not None and pages:
+        ms = stats["sitemap/distributed/cpu_seconds"] * 1000 / pages
+        line += f"; the coordinator's CPU while crawling: {ms:.3f} ms a page"
     if stats.get("sitemap/distributed/lost"):
         line += (
             f"; {stats['sitemap/distributed/lost']} lost, "

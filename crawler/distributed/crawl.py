@@ -432,13 +432,6 @@ class RedisCrawl:
         # connections to a crawl do not decode replies (scrapy-redis's REDIS_PARAMS).
         return cast("list[bytes] | None", self.server.lpop(self.reports, count)) or []
 
-    def wait_report(self, timeout: float) -> bytes | None:
-        """The next report, waiting up to *timeout* seconds for one (blocks: call it
-        in a thread)."""
-        popped = self.server.blpop([self.reports], timeout=timeout)
-        # (key, value), or nil on timeout; bytes, as replies are not decoded (above).
-        return cast(bytes, popped[1]) if popped else None
-
     def requeue_lost(self) -> tuple[int, int]:
         """Queue again what the processes that stopped sending heartbeats held:
         (processes lost, requests queued again)."""

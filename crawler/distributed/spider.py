@@ -40,6 +40,8 @@ Settings: those of the site spider, plus ``SITEMAP_REDIS_*``.
 Stats: ``sitemap/distributed/pages_from_workers``, ``sitemap/distributed/workers``,
 ``sitemap/distributed/pages/<process>``, ``sitemap/distributed/lost``,
 ``sitemap/distributed/requeued``, ``sitemap/distributed/end``,
+``sitemap/distributed/cpu_seconds`` (the coordinator's CPU from the start URL to the
+end of the crawl: the pages' records written, start-up and publishing aside),
 ``sitemap/distributed/callback_errors``; the coordinator adds the pages the workers
 fetched to ``response_received_count``.
 """
@@ -56,12 +58,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 from scrapy import Request, Spider, signals
 from scrapy.http import HtmlResponse, Response
-from scrapy.utils.asyncio import run_in_thread, sleep
+from scrapy.utils.asyncio import sleep
 
 from crawler.distributed.crawl import COORDINATOR, RedisCrawl
 from crawler.distributed.frontier import Settler, SharedFrontier
 from crawler.distributed.messages import PageReport
 from crawler.distributed.previous import RedisPrevious, load
+from crawler.decisions import QUEUED
 from crawler.extensions.runstate import RunState
 from crawler.items import Alias, PageRecords, UrlRecord
 from crawler.judge import PageJudge
@@ -81,6 +84,8 @@ logger = logging.getLogger(__name__)
 # Seconds between two looks for lost processes (coordinator) or for the end of the
 # crawl (workers).
 SWEEP_INTERVAL = 1.0
+# Seconds between two reads of the reports by the coordinator, when it has read them all.
+DRAIN_INTERVAL = 0.1
 # Statistics counted where a page is handled that the coordinator's summary shows for
 # the whole crawl: each report carries what its process counted since the last one.
 SHARED_STATS = ("sitemap/ignored/scheme", "sitemap/conditional/not_modified")
@@ -106,6 +111,7 @@ class DistributedSiteSpider(Spider):
         # The coordinator's reports on its own pages (see the report pipeline).
         spider.own_reports = deque()
         spider.counted = {}
+        spider.waiting = {}
         spider.fatal = None
         spider.fatal_sent = False
         crawler.signals.connect(spider._opened, signal=signals.spider_opened)
@@ -124,6 +130,8 @@ class DistributedSiteSpider(Spider):
     workers_seen: set[str]
     own_reports: deque[PageReport]
     counted: dict[str, int]
+    # The coordinator's "queued" records, by key, until the URL's final record comes.
+    waiting: dict[str, UrlRecord]
     fatal: str | None
     fatal_sent: bool
 
@@ -274,12 +282,26 @@ class DistributedSiteSpider(Spider):
         self.redis.report(None, b"", [c.args() for c in report.candidates], self.limits)
 
     async def _coordinate(self, scheduler: RedisScheduler) -> AsyncIterator[Any]:
+        stats = self.crawler.stats
+        assert stats is not None
+        # The CPU this process spends on the crawl itself (start-up and publishing
+        # aside): what sets the coordinator's ceiling in pages per second.
+        cpu = time.process_time()
+        try:
+            async for out in self._drain(scheduler):
+                yield out
+        finally:
+            stats.set_value("sitemap/distributed/cpu_seconds", time.process_time() - cpu)
+
+    async def _drain(self, scheduler: RedisScheduler) -> AsyncIterator[Any]:
         redis, engine, stats = self.redis, self.crawler.engine, self.crawler.stats
         assert engine is not None
         next_sweep = 0.0
-        payloads: list[bytes] = []
         while True:
+            payloads = redis.pop_reports(self.report_batch)
             if payloads:
+                # One item for the whole batch: Scrapy's per-item machinery (a task,
+                # three pipeline calls, a signal) would cost more than the writing.
                 records: list[UrlRecord | Alias] = []
                 for payload in payloads:
                     self._apply(payload, records)
@@ -299,20 +321,23 @@ class DistributedSiteSpider(Spider):
                         redis.timeout,
                         moved,
                     )
-            payloads = redis.pop_reports(self.report_batch)
-            if payloads:
-                continue
-            if redis.finished():
+            if len(payloads) == self.report_batch:
+                continue  # more are waiting
+            if not payloads and redis.finished():
+                if self.waiting:
+                    # URLs queued and never answered (a page whose callback failed):
+                    # "queued" in the ledger, finished as unfetched, as in one process.
+                    yield PageRecords(list(self.waiting.values()))
+                    self.waiting.clear()
                 return
             if self.fetching:
                 request = scheduler.take(engine)
                 if request is not None:
                     yield request
-            # Wait for the next report in a thread (BLPOP): the reactor goes on, and
-            # a report is read the moment it arrives; a chain of pages one link apart
-            # is crawled at the speed of the site, not of a polling interval.
-            waited = await run_in_thread(redis.wait_report, self.poll_interval * 5)
-            payloads = [waited] if waited is not None else []
+            # Nobody waits for the coordinator: the processes queue what their pages
+            # found themselves. Reading the reports a batch at a time, every
+            # DRAIN_INTERVAL, costs one round trip for many pages.
+            await sleep(DRAIN_INTERVAL)
 
     def _apply(self, payload: bytes, records: list[UrlRecord | Alias]) -> None:
         """Add the records of one report (*payload*: the claim codes of its candidates,
@@ -338,9 +363,21 @@ class DistributedSiteSpider(Spider):
                 stats.inc_value(name, value)
             if report.fatal is not None:
                 self.run_state.fail(report.fatal)
-        records.extend(report.events)
-        if report.candidates:
-            records.extend(self.settler.settle(report.candidates, codes))
+        waiting = self.waiting
+        for rec in report.events if not report.candidates else (
+            *report.events,
+            *self.settler.settle(report.candidates, codes),
+        ):
+            if type(rec) is UrlRecord and rec.key is not None:
+                if rec.decision == QUEUED:
+                    # Held until the URL's final record comes, which replaces it
+                    # (written now, it would be written twice; bench/README.md).
+                    waiting[rec.key] = rec
+                    continue
+                queued = waiting.pop(rec.key, None)
+                if queued is not None and queued.raw_url:
+                    records.append(Alias(alias=queued.raw_url, url=queued.url))
+            records.append(rec)
     async def _watch(self, scheduler: RedisScheduler) -> AsyncIterator[Request]:
         redis, engine, stats = self.redis, self.crawler.engine, self.crawler.stats
         assert engine is not None
