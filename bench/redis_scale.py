@@ -185,7 +185,9 @@ class Children:
                     continue
                 # utime, stime, cutime, cstime: fields 14 to 17 (from 3 after the name).
                 cpu = sum(int(f) for f in fields[11:15]) / TICK
-                role = "redis" if b"redis-server" in cmd else "workers" if b" worker " in cmd else ""
+                role = (
+                    "redis" if b"redis-server" in cmd else "workers" if b" worker " in cmd else ""
+                )
                 if role:
                     self.last[pid] = (role, cpu)
 
@@ -211,9 +213,7 @@ def redis_cpu(client: redis.Redis) -> float:
     return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
-def crawl(
-    url: str, tmp: Path, name: str, mode: str, workers: int, redis_port: int, db: int
-) -> Run:
+def crawl(url: str, tmp: Path, name: str, mode: str, workers: int, redis_port: int, db: int) -> Run:
     """One run: *mode* ``single``, ``processes`` (--processes *workers*) or
     ``coordinator`` (--no-fetch, plus *workers* workers)."""
     work = tmp / name.replace(" ", "-").replace("+", "")
@@ -256,7 +256,9 @@ def crawl(
     if mode == "coordinator":
         run.cpu["redis"] = redis_cpu(client) - cpu_before
         stats = client.info("commandstats")
-        counted = {k: v["calls"] for k, v in stats.items() if k not in ("cmdstat_info", "cmdstat_config")}
+        counted = {
+            k: v["calls"] for k, v in stats.items() if k not in ("cmdstat_info", "cmdstat_config")
+        }
         run.commands = sum(counted.values())
         run.scripts = counted.get("cmdstat_evalsha", 0) + counted.get("cmdstat_eval", 0)
     parse_summary(run, coordinator.stderr)
@@ -315,9 +317,7 @@ def prediction(runs: list[Run]) -> str:
     if not worker or not coord or not server:
         return ""
     limits = f"coordinator {1 / coord:.0f} pages/s, Redis {1 / server:.0f} pages/s"
-    cells = [
-        f"{m}: {min(m / worker, 1 / coord, 1 / server):.0f}" for m in MACHINES
-    ]
+    cells = [f"{m}: {min(m / worker, 1 / coord, 1 / server):.0f}" for m in MACHINES]
     return (
         f"  predicted pages/s for worker machines (from '{r.name}': a worker "
         f"{worker * 1000:.2f} ms CPU a page, so {1 / worker:.0f} pages/s each; limits: "

@@ -161,15 +161,14 @@ def test_two_workers_publish_what_one_process_does(
     assert fetches(site) == single.fetches
     assert {path for path, n in single.fetches.items() if n > 1} == {"/err-500"}
     assert client.keys("*") == [k for k in client.keys("*") if k.endswith(":done")]
-    one_count(err, [finish_err for finish_err in worker_errs])
+    one_count(err, worker_errs)
 
 
 def one_count(err: str, worker_errs: list[str]) -> dict[str, int]:
     """The coordinator's pages per process, checked against each worker's summary."""
-    line = next(l for l in err.splitlines() if l.startswith("workers: "))
-    counts = {
-        name: int(n) for name, n in re.findall(r"([^\s(,]+) (\d+)(?=,|$)", line.partition("(")[2].partition(")")[0])
-    }
+    line = next(ln for ln in err.splitlines() if ln.startswith("workers: "))
+    listed = line.partition("(")[2].partition(")")[0]  # "name n, name n"
+    counts = {name: int(n) for name, n in re.findall(r"([^\s(,]+) (\d+)(?=,|$)", listed)}
     said = {}
     for werr in worker_errs:
         match = re.search(r"worker (\S+) done: (\d+) pages", werr)

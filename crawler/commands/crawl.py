@@ -253,8 +253,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def processes_count(text: str) -> int:
     """``--processes``: a positive number, or ``auto`` for the machine's cores."""
     if text == "auto":
-        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-            os.cpu_count() or 1
+        return (
+            len(os.sched_getaffinity(0))
+            if hasattr(os, "sched_getaffinity")
+            else (os.cpu_count() or 1)
         )
     return positive_int(text)
 
@@ -350,9 +352,7 @@ def execute(args: argparse.Namespace) -> CrawlOutcome:
     workers: list[subprocess.Popen[bytes]] = []
     try:
         if distributed_here(args) and not redis_url:
-            private, redis_url = distributed.private_server(
-                Path(overrides["SITEMAP_STATE_DIR"])
-            )
+            private, redis_url = distributed.private_server(Path(overrides["SITEMAP_STATE_DIR"]))
         if redis_url:
             spider = DISTRIBUTED_SPIDER
             if args.no_fetch:

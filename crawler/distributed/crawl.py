@@ -402,8 +402,8 @@ class RedisCrawl:
         return count
 
     def previous_row(self, key: str) -> bytes | None:
-        value: bytes | None = self.server.hget(self.previous, key)
-        return value
+        # bytes: connections to a crawl do not decode replies (scrapy-redis's REDIS_PARAMS).
+        return cast("bytes | None", self.server.hget(self.previous, key))
 
     def has_previous(self) -> bool:
         return bool(self.server.exists(self.previous))

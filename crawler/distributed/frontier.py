@@ -112,9 +112,7 @@ class SharedFrontier(Frontier):
         if fp is None:
             fp = fingerprint(key)
         sent = self.known.get(fp)
-        if sent is not None and not (
-            self.max_depth and depth < sent and depth <= self.max_depth
-        ):
+        if sent is not None and not (self.max_depth and depth < sent and depth <= self.max_depth):
             form = raw.partition("#")[0]
             if form != url and form not in self.alias_forms:
                 self.alias_forms.add(form)
@@ -181,9 +179,7 @@ class Settler:
         self.max_variants, self.max_depth, self.max_pages = max_variants, max_depth, max_pages
         self.alias_forms = SeenKeys()
 
-    def settle(
-        self, candidates: list[Candidate], codes: str
-    ) -> Iterator[UrlRecord | Alias]:
+    def settle(self, candidates: list[Candidate], codes: str) -> Iterator[UrlRecord | Alias]:
         stats = self.stats
         for c, code in zip(candidates, codes, strict=True):
             rec = c.record
@@ -197,8 +193,9 @@ class Settler:
             else:
                 stats.inc_value("sitemap/discovered")
             if code == "t":
-                rec.decision, rec.reason = d.TRAP, (
-                    f"more than {self.max_variants} query variants of {c.path}"
+                rec.decision, rec.reason = (
+                    d.TRAP,
+                    (f"more than {self.max_variants} query variants of {c.path}"),
                 )
             elif code == "d":
                 rec.decision, rec.reason = d.CAP, f"{d.DEPTH_CAP} {self.max_depth}"

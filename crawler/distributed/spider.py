@@ -60,11 +60,11 @@ from scrapy import Request, Spider, signals
 from scrapy.http import HtmlResponse, Response
 from scrapy.utils.asyncio import sleep
 
+from crawler.decisions import QUEUED
 from crawler.distributed.crawl import COORDINATOR, RedisCrawl
 from crawler.distributed.frontier import Settler, SharedFrontier
 from crawler.distributed.messages import PageReport
 from crawler.distributed.previous import RedisPrevious, load
-from crawler.decisions import QUEUED
 from crawler.extensions.runstate import RunState
 from crawler.items import Alias, PageRecords, UrlRecord
 from crawler.judge import PageJudge
@@ -364,9 +364,13 @@ class DistributedSiteSpider(Spider):
             if report.fatal is not None:
                 self.run_state.fail(report.fatal)
         waiting = self.waiting
-        for rec in report.events if not report.candidates else (
-            *report.events,
-            *self.settler.settle(report.candidates, codes),
+        for rec in (
+            report.events
+            if not report.candidates
+            else (
+                *report.events,
+                *self.settler.settle(report.candidates, codes),
+            )
         ):
             if type(rec) is UrlRecord and rec.key is not None:
                 if rec.decision == QUEUED:
@@ -378,6 +382,7 @@ class DistributedSiteSpider(Spider):
                 if queued is not None and queued.raw_url:
                     records.append(Alias(alias=queued.raw_url, url=queued.url))
             records.append(rec)
+
     async def _watch(self, scheduler: RedisScheduler) -> AsyncIterator[Request]:
         redis, engine, stats = self.redis, self.crawler.engine, self.crawler.stats
         assert engine is not None
