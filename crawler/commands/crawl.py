@@ -355,10 +355,11 @@ def execute(args: argparse.Namespace) -> CrawlOutcome:
             private, redis_url = distributed.private_server(Path(overrides["SITEMAP_STATE_DIR"]))
         if redis_url:
             spider = DISTRIBUTED_SPIDER
-            if args.no_fetch:
-                overrides["SITEMAP_REDIS_NO_FETCH"] = True
-                overrides["SITEMAP_PARSE_PROCESSES"] = 0  # it parses no page
             redis_crawl, overrides = distributed.begin(redis_url, args.url, overrides)
+            if args.no_fetch:
+                # This process's own (not sent to the workers): it parses no page.
+                overrides["SITEMAP_REDIS_NO_FETCH"] = True
+                overrides["SITEMAP_PARSE_PROCESSES"] = 0
             # N processes fetch: this one and N - 1 workers, or N workers if it does not
             # (none without --processes: the workers are started elsewhere).
             count = (args.processes or 0) if args.no_fetch else (args.processes or 1) - 1

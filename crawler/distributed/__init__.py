@@ -49,6 +49,7 @@ LOCAL_ONLY = frozenset(
         "SITEMAP_MAX_URLS_PER_FILE",
         "SITEMAP_OUT_DIR",
         "SITEMAP_PUBLISH",
+        "SITEMAP_REDIS_NO_FETCH",
         "SITEMAP_RESUME",
         "SITEMAP_STATE_DIR",
     }
