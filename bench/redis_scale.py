@@ -308,20 +308,31 @@ def table(site: str, runs: list[Run]) -> str:
 
 
 def prediction(runs: list[Run]) -> str:
-    """Pages/s for M worker machines (one worker process each), from the run of a
-    coordinator with the most workers."""
+    """Pages/s for M worker machines (one worker process each): M / (a worker's CPU
+    per page), capped by the coordinator's and Redis's single threads. Their CPU per
+    page grows with the workers (each process claims every URL it meets once), so it
+    is extrapolated linearly from the runs with 1 and 2 workers."""
+    runs = sorted((r for r in runs if r.pages), key=lambda r: r.processes)
     if not runs:
         return ""
-    r = max(runs, key=lambda r: (r.processes, r.wall))
-    worker, coord, server = r.per_page("workers"), r.per_page("coordinator"), r.per_page("redis")
-    if not worker or not coord or not server:
+    last = runs[-1]
+    worker = last.per_page("workers")
+    if not worker:
         return ""
-    limits = f"coordinator {1 / coord:.0f} pages/s, Redis {1 / server:.0f} pages/s"
-    cells = [f"{m}: {min(m / worker, 1 / coord, 1 / server):.0f}" for m in MACHINES]
+    cells, limits = [], ""
+    for m in MACHINES:
+        cpu = {}
+        for role in ("coordinator", "redis"):
+            at = [(r.processes - 1, r.per_page(role) or 0.0) for r in runs]
+            (k1, c1), (k2, c2) = at[0], at[-1]
+            slope = max((c2 - c1) / (k2 - k1), 0.0) if k2 != k1 else 0.0
+            cpu[role] = c2 + slope * (m - k2)
+        rate = min(m / worker, 1 / cpu["coordinator"], 1 / cpu["redis"])
+        limits = f"at {m}: coordinator {1 / cpu['coordinator']:.0f}, Redis {1 / cpu['redis']:.0f}"
+        cells.append(f"{m}: {rate:.0f} ({limits})")
     return (
-        f"  predicted pages/s for worker machines (from '{r.name}': a worker "
-        f"{worker * 1000:.2f} ms CPU a page, so {1 / worker:.0f} pages/s each; limits: "
-        f"{limits}): " + ", ".join(cells)
+        f"  predicted pages/s for worker machines (a worker {worker * 1000:.2f} ms "
+        f"CPU a page, so {1 / worker:.0f} pages/s each; the limits in pages/s): " + "; ".join(cells)
     )
 
 

@@ -45,7 +45,8 @@ HELP = "join a distributed crawl (crawl --redis) and fetch pages for it"
 DESCRIPTION = (
     "Join the crawl running on the Redis database at --redis (started by "
     "'sitemap-crawler crawl URL --redis URL'): take pages from its queue, fetch and "
-    "judge them, and report what they hold to the coordinator, until the crawl ends. "
+    "judge them, decide about their links (queueing the new ones), and report to the "
+    "coordinator, until the crawl ends. "
     "The start URL and the crawl's options come from Redis."
 )
 EPILOG = (

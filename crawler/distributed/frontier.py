@@ -76,6 +76,10 @@ class SharedFrontier(Frontier):
         self.known: dict[int, int] = {}
         self.pending: list[Candidate] = []
 
+    def reached_downloader(self, request: Request) -> None:
+        """Nothing to keep: a distributed crawl is not resumed (the requests in
+        flight are in Redis, each process's in-flight hash)."""
+
     def take(self) -> list[Candidate]:
         """The candidates found since the last call (those of one page)."""
         pending, self.pending = self.pending, []
