@@ -18,7 +18,8 @@ start to its exit, workers' start-up included), pages per second and the ratio t
 the single process, the CPU seconds of each role (the coordinator, the workers, the
 Redis server), the coordinator's CPU per page, the Redis commands per page (``INFO
 commandstats``: the commands the scripts run included; ``evalsha`` alone in
-brackets), the URLs listed, and whether the published set equals the single
+brackets), the coordinator's own figure of its CPU a page while crawling (start-up
+and publishing aside), the URLs listed, and whether the published set equals the single
 process's. Then, from the run of a coordinator with the most workers, the pages/s
 predicted for 4, 8 and 32 worker machines: each worker machine adds 1 / (a worker's
 CPU per page) pages/s, until the coordinator's thread (1 / its CPU per page) or
@@ -281,7 +282,7 @@ def table(site: str, runs: list[Run]) -> str:
         site,
         f"{'run':<24} {'procs':>5} {'pages':>6} {'wall s':>7} {'pages/s':>8} {'ratio':>6} "
         f"{'coord cpu s':>11} {'workers cpu s':>13} {'redis cpu s':>11} {'coord ms/page':>13} "
-        f"{'redis cmds/page':>15} {'listed':>6}  same set",
+        f"{'crawling ms/page':>16} {'redis cmds/page':>15} {'listed':>6}  same set",
     ]
     for r in runs:
         ratio = r.rate / base.rate if r.rate and base.rate else None
@@ -298,7 +299,8 @@ def table(site: str, runs: list[Run]) -> str:
             f"{_f(r.cpu.get('coordinator'), '.2f'):>11} {_f(r.cpu.get('workers'), '.2f'):>13} "
             f"{_f(r.cpu.get('redis'), '.2f'):>11} "
             f"{_f(coord_ms * 1000 if coord_ms is not None else None, '.3f'):>13} "
-            f"{cmds:>15} {r.listed or '-':>6}  {same}{'  ' + r.note.strip() if r.note else ''}"
+            f"{_f(r.crawling_ms, '.3f'):>16} {cmds:>15} {r.listed or '-':>6}  {same}"
+            f"{'  ' + r.note.strip() if r.note else ''}"
         )
     for r in runs:
         if r.by_process:
