@@ -309,6 +309,14 @@ def table(site: str, runs: list[Run]) -> str:
     return "\n".join(lines)
 
 
+def _cpu_a_page(run: Run, role: str) -> float:
+    """CPU seconds a page of *role*; the coordinator's own figure while crawling when
+    it gave one (its start-up and publishing do not limit the rate)."""
+    if role == "coordinator" and run.crawling_ms is not None:
+        return run.crawling_ms / 1000
+    return run.per_page(role) or 0.0
+
+
 def prediction(runs: list[Run]) -> str:
     """Pages/s for M worker machines (one worker process each): M / (a worker's CPU
     per page), capped by the coordinator's and Redis's single threads. Their CPU per
@@ -325,7 +333,7 @@ def prediction(runs: list[Run]) -> str:
     for m in MACHINES:
         cpu = {}
         for role in ("coordinator", "redis"):
-            at = [(r.processes - 1, r.per_page(role) or 0.0) for r in runs]
+            at = [(r.processes - 1, _cpu_a_page(r, role)) for r in runs]
             (k1, c1), (k2, c2) = at[0], at[-1]
             slope = max((c2 - c1) / (k2 - k1), 0.0) if k2 != k1 else 0.0
             cpu[role] = c2 + slope * (m - k2)
