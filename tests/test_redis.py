@@ -90,11 +90,10 @@ def _pings(server: RedisServer) -> bool:
         return False
 
 
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+def cli(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "crawler.cli", *args],
         cwd=ROOT,
-        env={**os.environ, **env} if env else None,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -237,7 +236,7 @@ def test_processes_without_a_redis_server_is_one_line(
     state = tmp_path / "state"
     proc = cli(
         "crawl", "http://127.0.0.1:9/", "--out", str(tmp_path / "p"), "--state", str(state),
-        "--processes", "2", env={"SITEMAP_REDIS_SERVER": binary},
+        "--processes", "2", "-s", f"SITEMAP_REDIS_SERVER={binary}",
     )  # fmt: skip
     assert_one_line_error(finished(proc), 3, says)
     assert not (state / "redis.sock").exists()

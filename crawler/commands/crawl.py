@@ -57,8 +57,9 @@ DESCRIPTION = (
 EPILOG = (
     "Exit status: 0 published; 2 usage error; 3 crawl failed (start URL or robots.txt "
     "unreachable, nothing listed, state directory in use; with --redis: Redis unreachable, "
-    "or another crawl on that database); 4 refused to publish (too many errors, or too "
-    "many previously published URLs gone; --force); 6 output could not be written; 7 "
+    "or another crawl on that database; with --processes: no redis-server to start); 4 "
+    "refused to publish (too many errors, or too many previously published URLs gone; "
+    "--force); 6 output could not be written; 7 "
     "published, but the IndexNow notification failed (--indexnow-key); 130 "
     "interrupted (--resume continues). Nothing is published unless the crawl finished. A "
     "summary goes to stderr and report.json to the state directory."
@@ -352,7 +353,9 @@ def execute(args: argparse.Namespace) -> CrawlOutcome:
     workers: list[subprocess.Popen[bytes]] = []
     try:
         if distributed_here(args) and not redis_url:
-            private, redis_url = distributed.private_server(Path(overrides["SITEMAP_STATE_DIR"]))
+            private, redis_url = distributed.private_server(
+                Path(overrides["SITEMAP_STATE_DIR"]), overrides.get("SITEMAP_REDIS_SERVER")
+            )
         if redis_url:
             spider = DISTRIBUTED_SPIDER
             redis_crawl, overrides = distributed.begin(redis_url, args.url, overrides)

@@ -74,13 +74,14 @@ def begin(
     return crawl, coordinator_settings(overrides, redis_url, crawl.id, project)
 
 
-def private_server(state: Path) -> tuple[PrivateRedis, str]:
-    """Start the crawl's own Redis server (``--processes N`` without ``--redis``) on a
-    Unix socket in the state directory *state*; return it and its URL."""
+def private_server(state: Path, binary: str | None) -> tuple[PrivateRedis, str]:
+    """Start the crawl's own Redis server (``--processes N`` without ``--redis``;
+    *binary*: ``SITEMAP_REDIS_SERVER``) on a Unix socket in the state directory
+    *state*; return it and its URL."""
     redis_module()
     from crawler.distributed.server import NoRedisServer, PrivateRedis
 
-    server = PrivateRedis(state)
+    server = PrivateRedis(state, binary)
     try:
         url = server.start()
     except NoRedisServer as e:

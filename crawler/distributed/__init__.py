@@ -51,6 +51,7 @@ LOCAL_ONLY = frozenset(
         "SITEMAP_OUT_DIR",
         "SITEMAP_PUBLISH",
         "SITEMAP_REDIS_NO_FETCH",
+        "SITEMAP_REDIS_SERVER",
         "SITEMAP_RESUME",
         "SITEMAP_STATE_DIR",
     }

