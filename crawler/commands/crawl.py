@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import re
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,8 +63,9 @@ DESCRIPTION = (
 EPILOG = (
     "Exit status: 0 published; 2 usage error; 3 crawl failed (start URL or robots.txt "
     "unreachable, nothing listed, state directory in use; with --redis: Redis unreachable, "
-    "or another crawl on that database); 4 refused to publish (too many errors, or too "
-    "many previously published URLs gone; --force); 6 output could not be written; 7 "
+    "or another crawl on that database; with --processes: no redis-server to start); 4 "
+    "refused to publish (too many errors, or too many previously published URLs gone; "
+    "--force); 6 output could not be written; 7 "
     "published, but the IndexNow notification failed (--indexnow-key); 130 "
     "interrupted (--resume continues). Nothing is published unless the crawl finished. A "
     "summary goes to stderr and report.json to the state directory."
@@ -325,8 +328,39 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="distribute the crawl: its queue and seen-set live in the Redis database at "
         "URL (redis://host:6379/0) and 'sitemap-crawler worker --redis URL' processes "
-        "join it; this one decides, keeps the ledger and publishes (not with --resume)",
+        "join it; this one keeps the ledger and publishes (not with --resume)",
     )
+    p.add_argument(
+        "--no-fetch",
+        action="store_true",
+        help="with --redis or --processes: this process only coordinates (drains the "
+        "workers' reports into the ledger and publishes), fetching nothing itself",
+    )
+    p.add_argument(
+        "--processes",
+        type=processes_count,
+        metavar="N|auto",
+        help="crawl with N fetching processes on this machine, this one included unless "
+        "--no-fetch ('auto': one per core; default: 1, this one); without --redis, through "
+        "a private Redis server on a Unix socket in the state directory (a redis-server "
+        "on PATH, or the processes extra's)",
+    )
+
+
+def processes_count(text: str) -> int:
+    """``--processes``: a positive number, or ``auto`` for the machine's cores."""
+    if text == "auto":
+        return (
+            len(os.sched_getaffinity(0))
+            if hasattr(os, "sched_getaffinity")
+            else (os.cpu_count() or 1)
+        )
+    return positive_int(text)
+
+
+def distributed_here(args: argparse.Namespace) -> bool:
+    """The crawl goes through Redis: ``--redis``, or more than this process fetching."""
+    return bool(args.redis) or (args.processes or 1) > 1 or bool(args.no_fetch and args.processes)
 
 
 def crawl_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -345,9 +379,11 @@ def crawl_settings(args: argparse.Namespace) -> dict[str, Any]:
     for directory in (paths.out, paths.state):
         check_writable(directory)
     job = paths.state / JOB
-    if args.redis and args.resume:
-        raise UsageError("--resume cannot continue a distributed crawl (--redis)")
-    if args.redis and (args.seed_sitemaps or args.sitemap):
+    if distributed_here(args) and args.resume:
+        raise UsageError("--resume cannot continue a distributed crawl (--redis, --processes)")
+    if args.no_fetch and not (args.redis or args.processes):
+        raise UsageError("--no-fetch needs --redis URL or --processes N (someone must fetch)")
+    if distributed_here(args) and (args.seed_sitemaps or args.sitemap):
         raise UsageError("--seed-sitemaps and --sitemap do not work with --redis yet")
     if args.urls is not None:
         from crawler.seeds import SeedError, read_url_file
@@ -445,19 +481,35 @@ def execute(args: argparse.Namespace) -> CrawlOutcome:
     overrides = crawl_settings(args)
     if busy := holder(Path(overrides["SITEMAP_STATE_DIR"])):
         return CrawlOutcome(EXIT_CRAWL_FAILED, error=f"{busy}; this run did nothing")
-    redis_crawl = spider = None
-    if args.redis:
-        spider = DISTRIBUTED_SPIDER
-        try:
-            redis_crawl, overrides = distributed.begin(args.redis, args.url, overrides)
-        except CrawlFailure as e:
-            return CrawlOutcome(EXIT_CRAWL_FAILED, error=f"{e}; this run did nothing")
+    redis_crawl = spider = private = None
+    redis_url = args.redis
+    workers: list[subprocess.Popen[bytes]] = []
     try:
+        if distributed_here(args) and not redis_url:
+            private, redis_url = distributed.private_server(
+                Path(overrides["SITEMAP_STATE_DIR"]), overrides.get("SITEMAP_REDIS_SERVER")
+            )
+        if redis_url:
+            spider = DISTRIBUTED_SPIDER
+            redis_crawl, overrides = distributed.begin(redis_url, args.url, overrides)
+            if args.no_fetch:
+                # This process's own (not sent to the workers): it parses no page.
+                overrides["SITEMAP_REDIS_NO_FETCH"] = True
+                overrides["SITEMAP_PARSE_PROCESSES"] = 0
+            # N processes fetch: this one and N - 1 workers, or N workers if it does not
+            # (none without --processes: the workers are started elsewhere).
+            count = (args.processes or 0) if args.no_fetch else (args.processes or 1) - 1
+            workers = distributed.start_workers(redis_url, count, args.log_level)
         code, stats = run_spider(args.url, overrides, spider=spider)
+    except CrawlFailure as e:
+        return CrawlOutcome(EXIT_CRAWL_FAILED, error=f"{e}; this run did nothing")
     finally:
         if redis_crawl is not None:
             # Normally done already by the scheduler; not when Scrapy never got going.
             redis_crawl.finish("failed")
+        distributed.stop_workers(workers)
+        if private is not None:
+            private.stop()
     failure = None if code == EXIT_OK else stats.get("sitemap/message", "the crawl failed")
     if code == EXIT_OK:
         from crawler.commands.notify import notify

@@ -9,7 +9,10 @@ unreachable server or a busy database a crawl failure (3).
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +22,7 @@ if TYPE_CHECKING:
     from redis import Redis
 
     from crawler.distributed.crawl import RedisCrawl
+    from crawler.distributed.server import PrivateRedis
 
 
 def redis_module() -> ModuleType:
@@ -70,6 +74,42 @@ def begin(
     return crawl, coordinator_settings(overrides, redis_url, crawl.id, project)
 
 
+def private_server(state: Path, binary: str | None) -> tuple[PrivateRedis, str]:
+    """Start the crawl's own Redis server (``--processes N`` without ``--redis``;
+    *binary*: ``SITEMAP_REDIS_SERVER``) on a Unix socket in the state directory
+    *state*; return it and its URL."""
+    redis_module()
+    from crawler.distributed.server import NoRedisServer, PrivateRedis
+
+    server = PrivateRedis(state, binary)
+    try:
+        url = server.start()
+    except NoRedisServer as e:
+        raise CrawlFailure(str(e)) from None
+    return server, url
+
+
+def start_workers(redis_url: str, count: int, log_level: str) -> list[subprocess.Popen[bytes]]:
+    """*count* ``worker --redis`` processes on this machine for the crawl just begun;
+    their summaries go to this process's stderr."""
+    command = [sys.executable, "-m", "crawler.cli", "worker", "--redis", redis_url]
+    return [
+        subprocess.Popen([*command, "--log-level", log_level], stdin=subprocess.DEVNULL)
+        for _ in range(count)
+    ]
+
+
+def stop_workers(workers: list[subprocess.Popen[bytes]], timeout: float = 60) -> None:
+    """Wait for the workers to see the end of the crawl and exit (they do within a
+    second); stop any that does not."""
+    for worker in workers:
+        try:
+            worker.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            worker.terminate()
+            worker.wait(timeout=10)
+
+
 def join(redis_url: str) -> tuple[str, dict[str, Any]]:
     """The id and configuration of the crawl running on *redis_url*."""
     server = connect(redis_url)
@@ -89,6 +129,15 @@ def summary_line(stats: Mapping[str, Any]) -> str | None:
         f"workers: {stats.get('sitemap/distributed/workers', 0)}, which fetched "
         f"{stats.get('sitemap/distributed/pages_from_workers', 0)} of the pages"
     )
+    prefix = "sitemap/distributed/pages/"
+    counts = sorted((k[len(prefix) :], v) for k, v in stats.items() if k.startswith(prefix))
+    if counts:
+        # The one count: each worker's own summary says the same number.
+        line += " (" + ", ".join(f"{name} {n}" for name, n in counts) + ")"
+    pages = stats.get("response_received_count") or 0
+    if stats.get("sitemap/distributed/cpu_seconds") is not None and pages:
+        ms = stats["sitemap/distributed/cpu_seconds"] * 1000 / pages
+        line += f"; the coordinator's CPU while crawling: {ms:.3f} ms a page"
     if stats.get("sitemap/distributed/lost"):
         line += (
             f"; {stats['sitemap/distributed/lost']} lost, "

@@ -45,7 +45,8 @@ HELP = "join a distributed crawl (crawl --redis) and fetch pages for it"
 DESCRIPTION = (
     "Join the crawl running on the Redis database at --redis (started by "
     "'sitemap-crawler crawl URL --redis URL'): take pages from its queue, fetch and "
-    "judge them, and report what they hold to the coordinator, until the crawl ends. "
+    "judge them, decide about their links (queueing the new ones), and report to the "
+    "coordinator, until the crawl ends. "
     "The start URL and the crawl's options come from Redis."
 )
 EPILOG = (
@@ -115,7 +116,8 @@ def run(
         logger.debug("worker failed", exc_info=True)
         error(f"error: {type(e).__name__}: {e}")
         return EXIT_USAGE
-    fetched = stats.get("sitemap/distributed/reported", 0)
+    fetched = stats.get("sitemap/distributed/pages", 0)
+    name = stats.get("sitemap/distributed/process", "?")
     where = f"crawl {crawl_id} of {start_url}"
     if stats.get("finish_reason") in ("shutdown", "cancelled"):
         error(
@@ -127,7 +129,7 @@ def run(
         error(f"{stats['sitemap/fatal']} ({where})")
         return EXIT_CRAWL_FAILED
     end = stats.get("sitemap/distributed/end") or "over"
-    error(f"worker done: {fetched} pages for {where}; the crawl ended ({end})")
+    error(f"worker {name} done: {fetched} pages for {where}; the crawl ended ({end})")
     return EXIT_OK
 
 

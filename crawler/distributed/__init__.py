@@ -2,24 +2,25 @@
 
 ``sitemap-crawler crawl URL --redis redis://host:6379/0`` starts the *coordinator*;
 ``sitemap-crawler worker --redis redis://host:6379/0``, on any number of machines,
-joins it. What flows where:
+joins it; ``sitemap-crawler crawl URL --processes N`` runs both on this machine
+through a private Redis server (:mod:`.server`). What flows where (issue 18):
 
 1. The coordinator registers the crawl in Redis (:mod:`.crawl`: start URL, the
-   settings every worker needs, a crawl id that namespaces every key), discovers
-   the start URL and fetches it itself.
-2. Every process, coordinator included, runs the site spider with scrapy-redis's
-   scheduler (:mod:`.scheduler`): requests come from one shared queue in Redis,
-   shallowest first, and each one taken is recorded as in flight in that process's
-   hash. Fetching, parsing and judging a page happen where it was fetched.
-3. What a page leads to is not decided there: the spider (:mod:`.spider`) puts it,
-   with the page's own decision, into one report (:mod:`.messages`), which the report
-   pipeline (:mod:`.pipeline`) pushes onto a Redis list while ending the request's
-   claim, atomically.
-4. The coordinator alone decides: it pops the reports, runs the site spider's
-   ``discover`` on what they found (its seen-set, scope, traps, depth and page caps,
-   conditional-request validators from the previous run, 304 replays), sends the
-   decisions through its item pipelines into the one ledger, and queues the new
-   requests in Redis (scrapy-redis's seen-set there keeps each URL queued once).
+   settings every worker needs, a crawl id that namespaces every key), puts the
+   previous run's records there (:mod:`.previous`), and queues the start URL.
+2. Every fetching process (the coordinator too, unless ``--no-fetch``) runs the site
+   spider with scrapy-redis's scheduler (:mod:`.scheduler`): requests come from one
+   shared queue in Redis, shallowest first, and each one taken is recorded as in
+   flight in that process's hash. Fetching, parsing, judging a page and deciding
+   about its links happen where it was fetched (:mod:`.frontier`).
+3. The page's decision and the URLs new to this process go into one report
+   (:mod:`.messages`); the report pipeline (:mod:`.pipeline`) pushes it onto a Redis
+   list, claims the new URLs in the crawl's seen-set, checks the crawl-wide counters
+   (query variants, depth caps, page cap), queues what is in scope and ends the
+   request's claim, in one Lua script.
+4. The coordinator keeps the single writer's job: it pops the reports in batches,
+   completes the new URLs' records from the script's answers and sends them through
+   its item pipelines into the one ledger.
 5. Requests held by a process whose heartbeat stops are queued again. When nothing
    is queued, in flight or reported, the coordinator ends the crawl (workers see
    the ``done`` key and stop), closes the ledger and publishes, as one process would.
@@ -49,6 +50,8 @@ LOCAL_ONLY = frozenset(
         "SITEMAP_MAX_URLS_PER_FILE",
         "SITEMAP_OUT_DIR",
         "SITEMAP_PUBLISH",
+        "SITEMAP_REDIS_NO_FETCH",
+        "SITEMAP_REDIS_SERVER",
         "SITEMAP_RESUME",
         "SITEMAP_STATE_DIR",
         # Seeds: the coordinator's frontier starts from them (a --urls file is a

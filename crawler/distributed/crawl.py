@@ -16,7 +16,14 @@ key                         type    holds
                                     reported yet: SHA-1 of the request -> the request
 ``…:alive:<process>``       string  the process's heartbeat; expires after the timeout
 ``…:workers``               set     the processes that took requests
-``…:reports``               list    pickled page reports, for the coordinator
+``…:reports``               list    pickled page reports, for the coordinator, each
+                                    with the claim codes of the URLs it led to
+``…:capped``                set     fingerprints left out for depth (a shorter path
+                                    lets them in)
+``…:variants``              hash    path -> query variants queued (a trap counter)
+``…:scheduled``             string  URLs queued, for the page cap
+``…:previous``              hash    key -> the previous run's record (zlib'd JSON) of
+                                    each URL that can be asked conditionally
 ``…:done``                  string  why the crawl ended; workers stop when it appears
 ==========================  ======  =======================================================
 
@@ -27,7 +34,9 @@ records the request in flight; a report removes it from flight and appends the
 report; the coordinator moves the in-flight requests of a process whose heartbeat
 expired back to the queue. Killing a process at any instant therefore loses nothing,
 and the crawl is over exactly when the three places are empty at once (one script
-reads all three).
+reads all three). The URLs a page leads to are claimed in the seen-set and queued by
+the same script that reports the page, so a page is either reported with all it
+found, or still held (and then fetched again, and what it found claimed then).
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ import os
 import secrets
 import socket
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from crawler import __version__
@@ -67,11 +77,53 @@ if ARGV[1] ~= '' and redis.call('SADD', KEYS[1], ARGV[1]) == 0 then return 0 end
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
 return 1
 """
-# KEYS: inflight, reports, done. ARGV: claim ('' for none), report.
+# The report of one page, with the URLs it led to, in one move (see
+# crawler/distributed/frontier.py). KEYS: inflight, reports, done, seen, capped,
+# variants, scheduled, queue. ARGV: claim ('' for none), report, most query variants,
+# most pages (0: no cap), n, then n times: fingerprint, variant path ('' for none),
+# kind ('o' decided out of scope here, 'i' to queue, 'd' deeper than the depth cap),
+# serialized request ('' unless 'i'), score. Pushes an 8-digit n, one code a URL
+# (k known, n new and decided here, q queued, R queued again after a depth cap,
+# t query-variant trap, d depth cap, c page cap), then the report.
 _REPORT = """
 if redis.call('EXISTS', KEYS[3]) == 1 then return -1 end
 if ARGV[1] ~= '' and redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 0 end
-redis.call('RPUSH', KEYS[2], ARGV[2])
+local maxv, maxp, n = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local codes = {}
+for i = 0, n - 1 do
+  local b = 6 + i * 5
+  local fp, path, kind = ARGV[b], ARGV[b + 1], ARGV[b + 2]
+  local code = 'k'
+  if redis.call('SADD', KEYS[4], fp) == 1 then
+    code = 'n'
+  elseif kind == 'i' and redis.call('SREM', KEYS[5], fp) == 1 then
+    code = 'R'
+  end
+  if code ~= 'k' and kind ~= 'o' then
+    local trapped = false
+    if path ~= '' then
+      if tonumber(redis.call('HGET', KEYS[6], path) or '0') >= maxv then
+        trapped = true
+      else
+        redis.call('HINCRBY', KEYS[6], path, 1)
+      end
+    end
+    if trapped then
+      code = 't'
+    elseif kind == 'd' then
+      redis.call('SADD', KEYS[5], fp)
+      code = 'd'
+    elseif maxp > 0 and tonumber(redis.call('GET', KEYS[7]) or '0') >= maxp then
+      code = 'c'
+    else
+      if maxp > 0 then redis.call('INCR', KEYS[7]) end
+      redis.call('ZADD', KEYS[8], ARGV[b + 4], ARGV[b + 3])
+      if code == 'n' then code = 'q' end
+    end
+  end
+  codes[#codes + 1] = code
+end
+redis.call('RPUSH', KEYS[2], string.format('%08d', n) .. table.concat(codes) .. ARGV[2])
 return 1
 """
 # KEYS: workers, queue. ARGV: inflight prefix, alive prefix, the coordinator's name.
@@ -183,6 +235,10 @@ class RedisCrawl:
         self.reports = prefix + "reports"
         self.workers = prefix + "workers"
         self.done_key = prefix + "done"
+        self.capped = prefix + "capped"
+        self.variants = prefix + "variants"
+        self.scheduled = prefix + "scheduled"
+        self.previous = prefix + "previous"
         self.inflight_prefix = prefix + "inflight:"
         self.alive_prefix = prefix + "alive:"
         self.inflight = self.inflight_prefix + process
@@ -302,24 +358,55 @@ class RedisCrawl:
         )
         return member
 
-    def keep(self, member: bytes) -> str:
-        """Put a request that never was in the queue in flight here (the start URL,
-        which the coordinator fetches itself); return its claim."""
-        claim = claim_id(member)
-        pipe = self.server.pipeline()
-        pipe.hset(self.inflight, claim, member)
-        pipe.sadd(self.workers, self.process)
-        pipe.execute()
-        return claim
-
-    def report(self, claim: str | None, payload: bytes) -> int:
-        """Hand a page's report to the coordinator and end its claim, atomically.
-        1: sent; 0: dropped, the claim was taken back (this process was thought
-        lost, and the request is queued again); -1: the crawl is over."""
+    def report(
+        self,
+        claim: str | None,
+        payload: bytes,
+        found: Sequence[tuple[Any, ...]] = (),
+        limits: tuple[int, int] = (0, 0),
+    ) -> int:
+        """Hand a page's report to the coordinator, claim the URLs it led to (*found*:
+        fingerprint, variant path, kind, request, score for each; *limits*: most query
+        variants, most pages) and end the page's claim, atomically. 1: sent; 0:
+        dropped, the claim was taken back (this process was thought lost, and the
+        request is queued again); -1: the crawl is over."""
+        args: list[Any] = [claim or "", payload, limits[0], limits[1], len(found)]
+        for one in found:
+            args.extend(one)
         result: int = self._report(
-            keys=[self.inflight, self.reports, self.done_key], args=[claim or "", payload]
+            keys=[
+                self.inflight,
+                self.reports,
+                self.done_key,
+                self.seen,
+                self.capped,
+                self.variants,
+                self.scheduled,
+                self.queue,
+            ],
+            args=args,
         )
         return result
+
+    def load_previous(self, rows: Any, batch: int = 1000) -> int:
+        """Put the previous run's records that a conditional request or a 304 replay
+        needs (*rows*: (key, bytes) pairs) into the crawl's ``previous`` hash."""
+        count = 0
+        pipe = self.server.pipeline(transaction=False)
+        for key, value in rows:
+            pipe.hset(self.previous, key, value)
+            count += 1
+            if count % batch == 0:
+                pipe.execute()
+        pipe.execute()
+        return count
+
+    def previous_row(self, key: str) -> bytes | None:
+        # bytes: connections to a crawl do not decode replies (scrapy-redis's REDIS_PARAMS).
+        return cast("bytes | None", self.server.hget(self.previous, key))
+
+    def has_previous(self) -> bool:
+        return bool(self.server.exists(self.previous))
 
     def release(self) -> int:
         """Leave the crawl: what this process holds goes back to the queue."""
@@ -344,13 +431,6 @@ class RedisCrawl:
         # LPOP with a count replies with a list (nil when the list is empty), of bytes:
         # connections to a crawl do not decode replies (scrapy-redis's REDIS_PARAMS).
         return cast("list[bytes] | None", self.server.lpop(self.reports, count)) or []
-
-    def wait_report(self, timeout: float) -> bytes | None:
-        """The next report, waiting up to *timeout* seconds for one (blocks: call it
-        in a thread)."""
-        popped = self.server.blpop([self.reports], timeout=timeout)
-        # (key, value), or nil on timeout; bytes, as replies are not decoded (above).
-        return cast(bytes, popped[1]) if popped else None
 
     def requeue_lost(self) -> tuple[int, int]:
         """Queue again what the processes that stopped sending heartbeats held:

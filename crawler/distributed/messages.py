@@ -1,20 +1,22 @@
 """What a process that fetched a page tells the coordinator about it.
 
 One :class:`PageReport` per fetched (or failed) request, pickled onto the crawl's
-report list in Redis by :class:`crawler.distributed.pipeline.ReportPipeline`. Its
-``events`` are what the site spider's callback produced, in order, except that
-nothing is decided that needs the crawl-wide state the coordinator alone holds:
+report list in Redis by :class:`crawler.distributed.pipeline.ReportPipeline`:
 
-* :class:`crawler.items.UrlRecord` and :class:`crawler.items.Alias`: the page's own
-  decision (and aliases), recorded as they are;
-* :class:`Found`: a URL the page led to (a link, a redirect, canonical or refresh
-  target), with the arguments of :meth:`crawler.frontier.Frontier.discover`, which
-  the coordinator calls with them;
-* :class:`Replay`: a 304, which the coordinator replays from the previous run's
-  ledger (:meth:`crawler.judge.PageJudge.replay`).
+* ``events``: the page's own decision and aliases (:class:`crawler.items.UrlRecord`,
+  :class:`crawler.items.Alias`), and the aliases of URLs this process knew already,
+  recorded as they are;
+* ``candidates``: the URLs the page led to that were new to this process
+  (:class:`crawler.distributed.frontier.Candidate`), each with its record as decided
+  here; the report script claims them in Redis and pushes one code each with the
+  report, from which the coordinator completes the records
+  (:class:`crawler.distributed.frontier.Settler`);
+* ``counts``: what this process counted since its last report of the crawl-wide
+  statistics the coordinator's summary shows (URLs ignored, 304s replayed);
+* ``fatal``: the first reason this process found the run cannot do its job (the
+  start URL or robots.txt unreachable), sent once.
 
-The coordinator's reports on its own pages never leave its memory; they hold its
-frontier's records and requests directly.
+The coordinator's reports on its own pages never leave its memory.
 
 Pickled, as scrapy-redis pickles the requests in its queue: the Redis server must be
 trusted by every process (see docs/distributed.md).
@@ -23,24 +25,7 @@ trusted by every process (see docs/distributed.md).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
-
-from crawler.items import UrlRecord
-
-
-class Found(NamedTuple):
-    raw: str
-    depth: int
-    referrer: str | None
-    hops: int
-    encoding: str
-    normal: str | None
-    found_by: str = "link"  # crawler.items.FOUND_*
-
-
-class Replay(NamedTuple):
-    record: UrlRecord
-    etag: str | None
+from typing import Any
 
 
 @dataclass(slots=True)
@@ -52,3 +37,6 @@ class PageReport:
     claim: str | None
     fetched: bool
     events: list[Any] = field(default_factory=list)
+    candidates: list[Any] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    fatal: str | None = None

@@ -3,14 +3,17 @@
 The distributed site spider's callbacks yield one
 :class:`crawler.distributed.messages.PageReport` per request instead of deciding
 about what they found. This pipeline pickles it onto the crawl's report list and
-ends the request's claim in the same Lua script, so a process killed at any moment
-has either reported a page or still holds it (and the coordinator queues it again).
+ends the request's claim in the same Lua script, which also claims and queues the URLs
+the page led to (its candidates), so a process killed at any moment has either
+reported a page with all it found or still holds it (and the coordinator queues it
+again).
 On the coordinator the report stays in memory and an empty marker takes its place
 in the list, so that the list still orders every report and the end of the crawl
 is still read from Redis alone. Every other item passes through untouched.
 
 Settings: ``SITEMAP_REDIS_URL`` (off without it).
-Stats: ``sitemap/distributed/reported``, ``sitemap/distributed/dropped_reports``
+Stats: ``sitemap/distributed/reported``, ``sitemap/distributed/pages`` (reports of
+fetched pages sent), ``sitemap/distributed/dropped_reports``
 (a report for a claim the coordinator had already taken back).
 """
 
@@ -58,11 +61,16 @@ class ReportPipeline:
             payload = b""
         else:
             payload = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
-        sent = redis.report(item.claim, payload)
+        found = [c.args() for c in item.candidates]
+        sent = redis.report(item.claim, payload, found, spider.limits)
         stats = self.crawler.stats
         assert stats is not None
         if sent == 1:
             stats.inc_value("sitemap/distributed/reported")
+            if item.fetched:
+                # The one count of pages: what this process says it fetched is what
+                # the coordinator counts for it (reports of fetched pages it received).
+                stats.inc_value("sitemap/distributed/pages")
         elif sent == 0:
             stats.inc_value("sitemap/distributed/dropped_reports")
             if not self._warned:

@@ -7,8 +7,9 @@ under the crawl's keys (:mod:`crawler.distributed.crawl`), and three changes:
   scrapy-redis ``PriorityQueue``) also records it in this process's in-flight hash,
   in one Lua script; the page's report ends the claim
   (:mod:`crawler.distributed.pipeline`). A request that already has a claim (a
-  retry, the start URL the coordinator keeps for itself, a request the spider's poll
-  took) stays in a local queue and is fetched here.
+  retry, a request the spider's poll took) stays in a local queue and is fetched
+  here. The site's page requests are queued by the report script itself
+  (:mod:`crawler.distributed.frontier`), not through this scheduler.
 * **Breadth-first everywhere.** The queue's score is the request's link depth
   (``sitemap_depth``), so every process takes the shallowest pages first, as the
   single-process crawl does (``DEPTH_PRIORITY``); requests queued again after a
@@ -92,10 +93,6 @@ class ClaimQueue(PriorityQueue):
         request: Request = self._decode_request(member)
         request.meta[CLAIM] = claim_id(member)
         return request
-
-    def keep(self, request: Request) -> None:
-        """Claim *request* without queueing it: it is fetched by this process."""
-        request.meta[CLAIM] = self.crawl.keep(self._encode_request(request))
 
 
 class KeyDupeFilter(RFPDupeFilter):
@@ -187,13 +184,10 @@ class RedisScheduler(Scheduler):
                 logger.info("gave %s unfinished requests back to the queue", moved)
         super().close(reason)
 
-    def keep(self, request: Request) -> None:
-        self.queue.keep(request)
-
     def enqueue_request(self, request: Request) -> bool:
         if CLAIM in request.meta:
-            # Claimed by this process already (a retry, the start URL, a request the
-            # spider's poll took): fetched here, never queued twice.
+            # Claimed by this process already (a retry, a request the spider's poll
+            # took): fetched here, never queued twice.
             self.local.append(request)
             self.crawl_stats.inc_value("scheduler/enqueued/local")
             return True

@@ -1,30 +1,29 @@
-"""The site spider, distributed: every process fetches and judges, one decides.
+"""The site spider, distributed: every process fetches, judges and discovers; one writes.
 
 :class:`DistributedSiteSpider` is the ``site`` spider's rooms put together for two
 roles (``SITEMAP_REDIS_ROLE``):
 
-* In **every process** (the coordinator included) the callbacks fetch, parse and
-  judge a page with the same page judge (:class:`crawler.judge.PageJudge`) as the
-  site spider, and yield one :class:`~crawler.distributed.messages.PageReport`,
-  which the report pipeline sends through Redis. In a worker the judge's leads are
-  a :class:`Reporter`: what the page leads to goes into the report as
-  :class:`~crawler.distributed.messages.Found` events instead of into a frontier
-  (which needs the crawl-wide seen-set, scope counters and caps), and a 304 becomes
-  a :class:`~crawler.distributed.messages.Replay` (the previous run's ledger is the
-  coordinator's). On the coordinator the leads are its frontier itself, so the
-  report of its own page holds the decisions and requests already.
-* The **coordinator** (``sitemap-crawler crawl URL --redis ...``) alone decides. Its
-  ``start()`` keeps running for the whole crawl (Scrapy 2.13's long-running start,
-  the way to feed a spider from an outside source): it discovers the start URL and
-  keeps that request for itself (so robots.txt and an unreachable start URL are
-  found here, as in one process), then pops reports from Redis in batches, calls
-  the frontier's ``discover`` for every ``Found`` and the judge's ``replay`` (with
-  the frontier as its leads) for every ``Replay``, and yields
-  what they return. Scrapy sends the records and aliases through the item pipelines
-  (ledger) and the requests through the scheduler into the shared queue. Every
-  second it queues again what lost processes held. When nothing is queued, in
-  flight or reported, ``start()`` returns; the engine goes idle and closes the
-  spider ("finished"), and the publisher publishes as in one process.
+* In **every fetching process** (the coordinator too, unless ``--no-fetch``) the
+  callbacks fetch, parse and judge a page with the same page judge
+  (:class:`crawler.judge.PageJudge`) as the site spider, and its leads are a
+  :class:`~crawler.distributed.frontier.SharedFrontier`: the page's links are
+  resolved, normalised, scoped and trap-checked here, and the URLs new to this
+  process go, as candidates, into the page's one
+  :class:`~crawler.distributed.messages.PageReport`. The report pipeline sends it
+  with a Lua script that claims the candidates in the crawl's seen-set and queues
+  the new ones (issue 18). A 304 is replayed here, from the previous run's records
+  the coordinator put in Redis (:mod:`crawler.distributed.previous`).
+* The **coordinator** (``sitemap-crawler crawl URL --redis ...``) keeps the single
+  writer's job. Its ``start()`` keeps running for the whole crawl (Scrapy 2.13's
+  long-running start): it puts the previous run's records into Redis, discovers
+  the start URL and queues it, then pops reports from Redis in batches, completes
+  the candidates' records from their claim codes
+  (:class:`~crawler.distributed.frontier.Settler`) and yields each batch's records
+  as one :class:`~crawler.items.PageRecords` item, which its item pipelines write
+  into the one ledger. Every second it queues again what lost processes held. When
+  nothing is queued, in flight or reported, ``start()`` returns; the engine goes
+  idle and closes the spider ("finished"), and the publisher publishes as in one
+  process. Fetching too, it takes from the queue like any worker.
 * A **worker**'s ``start()`` only watches: for the end of the crawl (or the
   coordinator's heartbeat going away), and for work when its engine is idle. An idle
   Scrapy engine asks its scheduler for requests only every 5 s (its heartbeat), so
@@ -32,11 +31,19 @@ roles (``SITEMAP_REDIS_ROLE``):
   yields it: Scrapy schedules it (it is claimed already, so it stays local) and then
   fills its free slots from the queue itself.
 
+One count of pages: a process counts a page when the report of a fetched page was
+sent (``sitemap/distributed/pages``), and the coordinator counts, for each process,
+the reports of fetched pages it receives (``sitemap/distributed/pages/<process>``):
+the same reports, so the same numbers.
+
 Settings: those of the site spider, plus ``SITEMAP_REDIS_*``.
 Stats: ``sitemap/distributed/pages_from_workers``, ``sitemap/distributed/workers``,
-``sitemap/distributed/lost``, ``sitemap/distributed/requeued``,
-``sitemap/distributed/end``, ``sitemap/distributed/callback_errors``; the
-coordinator adds the pages the workers fetched to ``response_received_count``.
+``sitemap/distributed/pages/<process>``, ``sitemap/distributed/lost``,
+``sitemap/distributed/requeued``, ``sitemap/distributed/end``,
+``sitemap/distributed/cpu_seconds`` (the coordinator's CPU from the start URL to the
+end of the crawl: the pages' records written, start-up and publishing aside),
+``sitemap/distributed/callback_errors``; the coordinator adds the pages the workers
+fetched to ``response_received_count``.
 """
 
 from __future__ import annotations
@@ -51,15 +58,16 @@ from typing import TYPE_CHECKING, Any, cast
 
 from scrapy import Request, Spider, signals
 from scrapy.http import HtmlResponse, Response
-from scrapy.utils.asyncio import run_in_thread, sleep
+from scrapy.utils.asyncio import sleep
 
-from crawler import decisions as d
+from crawler.decisions import LISTED, QUEUED
 from crawler.distributed.crawl import COORDINATOR, RedisCrawl
-from crawler.distributed.messages import Found, PageReport, Replay
+from crawler.distributed.frontier import Settler, SharedFrontier
+from crawler.distributed.messages import PageReport
+from crawler.distributed.previous import RedisPrevious, load
 from crawler.extensions.runstate import RunState
-from crawler.frontier import Frontier
-from crawler.items import FOUND_LINK, UrlRecord
-from crawler.judge import Leads, PageJudge
+from crawler.items import Alias, PageRecords, UrlRecord
+from crawler.judge import PageJudge
 from crawler.parsepool import PageAnalyser, page_analyser
 from crawler.urls import start_url
 
@@ -70,57 +78,17 @@ if TYPE_CHECKING:
     from twisted.python.failure import Failure
 
     from crawler.distributed.scheduler import RedisScheduler
-    from crawler.links import Resolved
 
 logger = logging.getLogger(__name__)
 
 # Seconds between two looks for lost processes (coordinator) or for the end of the
 # crawl (workers).
 SWEEP_INTERVAL = 1.0
-# Links a process remembers having reported (about 100 bytes each).
-REPORTED_MAX = 200_000
-
-
-class Reporter:
-    """The page judge's leads in a distributed crawl: each becomes a
-    :class:`~crawler.distributed.messages.Found` in the page's report, for the
-    coordinator's frontier to decide about."""
-
-    def __init__(self) -> None:
-        # Plain links this process has reported, with the shallowest depth.
-        self.reported: dict[str, int] = {}
-
-    def link(self, found: Resolved, depth: int, referrer: str) -> Iterable[Found]:
-        return self.target(found.raw, depth=depth, referrer=referrer, normal=found.url)
-
-    def target(
-        self,
-        raw: str,
-        *,
-        depth: int,
-        referrer: str | None,
-        hops: int = 0,
-        encoding: str = "utf-8",
-        normal: str | None = None,
-        found_by: str = FOUND_LINK,
-    ) -> Iterable[Found]:
-        if normal is not None and raw == normal and not hops:
-            # A plain link (most are): once this process has reported it from a page
-            # as shallow, the coordinator knows it, and reporting it again would only
-            # cost both sides time (navigation links repeat on every page). Without
-            # this memory the outcome is the same, so it is bounded, not exact.
-            known = self.reported.get(normal)
-            if known is not None and known <= depth:
-                return ()
-            if len(self.reported) >= REPORTED_MAX:
-                self.reported.clear()
-            self.reported[normal] = depth
-        return (Found(raw, depth, referrer, hops, encoding, normal, found_by),)
-
-
-def _replay_there(rec: UrlRecord, etag: str | None) -> Iterable[Replay]:
-    """A 304 is replayed by the coordinator, which has the previous run's ledger."""
-    return (Replay(rec, etag),)
+# Seconds between two reads of the reports by the coordinator, when it has read them all.
+DRAIN_INTERVAL = 0.1
+# Statistics counted where a page is handled that the coordinator's summary shows for
+# the whole crawl: each report carries what its process counted since the last one.
+SHARED_STATS = ("sitemap/ignored/scheme", "sitemap/conditional/not_modified")
 
 
 class DistributedSiteSpider(Spider):
@@ -136,21 +104,36 @@ class DistributedSiteSpider(Spider):
         s = crawler.settings
         spider.redis = RedisCrawl.from_settings(s)
         spider.coordinator = spider.redis.process == COORDINATOR
+        spider.fetching = not (spider.coordinator and s.getbool("SITEMAP_REDIS_NO_FETCH"))
         spider.poll_interval = s.getfloat("SITEMAP_REDIS_POLL_INTERVAL")
         spider.report_batch = s.getint("SITEMAP_REDIS_REPORT_BATCH")
         spider.workers_seen = set()
         # The coordinator's reports on its own pages (see the report pipeline).
         spider.own_reports = deque()
+        spider.counted = {}
+        spider.waiting = {}
+        spider.fatal = None
+        spider.fatal_sent = False
         crawler.signals.connect(spider._opened, signal=signals.spider_opened)
         return spider
+
+    def _named(self) -> None:
+        assert self.crawler.stats is not None
+        self.crawler.stats.set_value("sitemap/distributed/process", self.redis.process)
 
     # Set by from_crawler.
     redis: RedisCrawl
     coordinator: bool
+    fetching: bool
     poll_interval: float
     report_batch: int
     workers_seen: set[str]
     own_reports: deque[PageReport]
+    counted: dict[str, int]
+    # The coordinator's "queued" records, by key, until the URL's final record comes.
+    waiting: dict[str, UrlRecord]
+    fatal: str | None
+    fatal_sent: bool
 
     # The rooms are built when first needed: Scrapy makes the spider before the
     # crawler's stats and extensions (the run state among them) exist.
@@ -160,18 +143,41 @@ class DistributedSiteSpider(Spider):
         return RunState.of(self.crawler, self.start_url)
 
     @cached_property
-    def frontier(self) -> Frontier | None:
-        """Only the coordinator decides where the crawl goes."""
-        if not self.coordinator:
-            return None
-        state = self.run_state
-        return Frontier.from_crawler(
+    def previous(self) -> Any:
+        """The coordinator reads the previous run's ledger; a worker, the records the
+        coordinator put into Redis."""
+        if self.coordinator:
+            return self.run_state.previous
+        return RedisPrevious(self.redis)
+
+    @cached_property
+    def frontier(self) -> SharedFrontier:
+        """Every process decides about the links of the pages it fetched."""
+        frontier = SharedFrontier.from_crawler(
             self.crawler,
             self.start_url,
-            public=state.public,
-            previous=state.previous,
+            public=self.run_state.public,
+            previous=self.previous,
             callback=self.parse,
             errback=self.failed,
+        )
+        frontier.encode = self._scheduler().queue._encode_request
+        return frontier
+
+    @cached_property
+    def limits(self) -> tuple[int, int]:
+        """Most query variants of a path, most pages: for the report script."""
+        return self.frontier.limits()
+
+    @cached_property
+    def settler(self) -> Settler:
+        s = self.crawler.settings
+        assert self.crawler.stats is not None
+        return Settler(
+            self.crawler.stats,
+            s.getint("SITEMAP_TRAP_MAX_QUERY_VARIANTS"),
+            s.getint("SITEMAP_MAX_DEPTH"),
+            s.getint("SITEMAP_MAX_PAGES"),
         )
 
     @cached_property
@@ -180,25 +186,33 @@ class DistributedSiteSpider(Spider):
 
     @cached_property
     def judge(self) -> PageJudge:
-        """The coordinator's own pages lead straight into its frontier; a worker's
-        lead into their reports, and its 304s go to the coordinator to replay."""
-        state = self.run_state
-        leads: Leads = self.frontier or Reporter()
         return PageJudge.from_crawler(
             self.crawler,
             self.start_url,
-            public=state.public,
+            public=self.run_state.public,
             analyser=self.analyser,
-            previous=state.previous,
-            leads=leads,
-            fail=state.fail,
-            not_modified=None if self.frontier else _replay_there,
+            previous=self.previous,
+            leads=self.frontier,
+            fail=self.run_state.fail if self.coordinator else self._worker_fail,
         )
 
-    def _opened(self) -> None:
-        self.analyser.open(self.crawler.stats)
+    def _scheduler(self) -> RedisScheduler:
+        assert self.crawler.engine is not None
+        return cast("RedisScheduler", self.crawler.engine.scheduler)  # SCHEDULER is ours
 
-    # -- every process: judge, and report instead of deciding ---------------------------
+    def _worker_fail(self, message: str) -> None:
+        """A worker found the run cannot do its job (the start URL unreachable, say):
+        the coordinator, which decides about the run, hears it with the report."""
+        if self.fatal is None:
+            self.fatal = message
+            logger.error("%s (told the coordinator)", message)
+
+    def _opened(self) -> None:
+        self._named()
+        if self.fetching:
+            self.analyser.open(self.crawler.stats)
+
+    # -- every process: judge and discover, then report -----------------------------------
 
     async def parse(self, response: Response) -> AsyncIterator[PageReport]:
         analysis = None
@@ -212,45 +226,91 @@ class DistributedSiteSpider(Spider):
 
     def _report(self, meta: dict[str, Any], outputs: Iterable[object], fetched: bool) -> PageReport:
         try:
-            events = list(outputs)
+            events = [e for e in outputs if isinstance(e, (UrlRecord, Alias))]
         except Exception:
             # The request must still leave flight, or the crawl would never end; its
             # URL stays "queued" and is finished as unfetched, as in one process.
             logger.exception("Spider error processing %s", meta.get("sitemap_url"))
             self.crawler.stats.inc_value("sitemap/distributed/callback_errors")
             events = []
-        return PageReport(self.redis.process, meta.get("sitemap_claim"), fetched, events)
+        for event in events:
+            if type(event) is UrlRecord and event.decision == LISTED:
+                # What this process learns from its pages (crawler.params).
+                self.frontier.observe(event.url, event.main_hash, event.bag_hash)
+        report = PageReport(
+            self.redis.process, meta.get("sitemap_claim"), fetched, events, self.frontier.take()
+        )
+        if not self.coordinator:
+            report.counts = self._counts()
+            fatal = self.fatal or self.run_state.fatal  # robots.txt unreachable, say
+            if fatal is not None and not self.fatal_sent:
+                report.fatal, self.fatal_sent = fatal, True
+        return report
 
-    # -- start: the coordinator's decisions, a worker's watch -----------------------------
+    def _counts(self) -> dict[str, int]:
+        """What this process counted of SHARED_STATS since its last report."""
+        stats, counted, counts = self.crawler.stats, self.counted, {}
+        assert stats is not None
+        for name in SHARED_STATS:
+            value = stats.get_value(name, 0)
+            if value != counted.get(name, 0):
+                counts[name] = value - counted.get(name, 0)
+                counted[name] = value
+        return counts
+
+    # -- start: the coordinator's writing, a worker's watch -------------------------------
 
     async def start(self) -> AsyncIterator[Any]:
         if self.run_state.locked_out:
             return  # another run owns the state directory
-        assert self.crawler.engine is not None
-        scheduler = cast("RedisScheduler", self.crawler.engine.scheduler)  # SCHEDULER is ours
-        if self.frontier is not None:
-            for out in self.frontier.start():
-                if isinstance(out, Request):
-                    scheduler.keep(out)
-                yield out
+        scheduler = self._scheduler()
+        if self.coordinator:
+            if not self.fetching:
+                scheduler.stop()  # --no-fetch: take nothing from the queue
+            self._begin()
             async for out in self._coordinate(scheduler):
                 yield out
         else:
             async for out in self._watch(scheduler):
                 yield out
 
+    def _begin(self) -> None:
+        """Put the previous run where every process reads it, then discover the start
+        URL and queue it (its record comes back as a report of the coordinator's)."""
+        if self.run_state.previous is not None:
+            count = load(self.redis, self.run_state.previous)
+            logger.info("%s records of the previous run put into Redis", count)
+        records = list(self.frontier.start())
+        report = PageReport(self.redis.process, None, False, records, self.frontier.take())
+        self.own_reports.append(report)
+        self.redis.report(None, b"", [c.args() for c in report.candidates], self.limits)
+
     async def _coordinate(self, scheduler: RedisScheduler) -> AsyncIterator[Any]:
+        stats = self.crawler.stats
+        assert stats is not None
+        # The CPU this process spends on the crawl itself (start-up and publishing
+        # aside): what sets the coordinator's ceiling in pages per second.
+        cpu = time.process_time()
+        try:
+            async for out in self._drain(scheduler):
+                yield out
+        finally:
+            stats.set_value("sitemap/distributed/cpu_seconds", time.process_time() - cpu)
+
+    async def _drain(self, scheduler: RedisScheduler) -> AsyncIterator[Any]:
         redis, engine, stats = self.redis, self.crawler.engine, self.crawler.stats
         assert engine is not None
         next_sweep = 0.0
-        payloads: list[bytes] = []
         while True:
-            for payload in payloads:
-                report: PageReport = (
-                    self.own_reports.popleft() if not payload else pickle.loads(payload)
-                )
-                for out in self._apply(report):
-                    yield out
+            payloads = redis.pop_reports(self.report_batch)
+            if payloads:
+                # One item for the whole batch: Scrapy's per-item machinery (a task,
+                # three pipeline calls, a signal) would cost more than the writing.
+                records: list[UrlRecord | Alias] = []
+                for payload in payloads:
+                    self._apply(payload, records)
+                if records:
+                    yield PageRecords(records)
             now = time.monotonic()
             if now >= next_sweep:
                 next_sweep = now + SWEEP_INTERVAL
@@ -265,25 +325,36 @@ class DistributedSiteSpider(Spider):
                         redis.timeout,
                         moved,
                     )
-            payloads = redis.pop_reports(self.report_batch)
-            if payloads:
-                continue
-            if redis.finished():
+            if len(payloads) == self.report_batch:
+                continue  # more are waiting
+            if not payloads and redis.finished():
+                if self.waiting:
+                    # URLs queued and never answered (a page whose callback failed):
+                    # "queued" in the ledger, finished as unfetched, as in one process.
+                    yield PageRecords(list(self.waiting.values()))
+                    self.waiting.clear()
                 return
-            request = scheduler.take(engine)
-            if request is not None:
-                yield request
-            # Wait for the next report in a thread (BLPOP): the reactor goes on, and
-            # a report is read the moment it arrives; a chain of pages one link apart
-            # is crawled at the speed of the site, not of a polling interval.
-            waited = await run_in_thread(redis.wait_report, self.poll_interval * 5)
-            payloads = [waited] if waited is not None else []
+            if self.fetching:
+                request = scheduler.take(engine)
+                if request is not None:
+                    yield request
+            # Nobody waits for the coordinator: the processes queue what their pages
+            # found themselves. Reading the reports a batch at a time, every
+            # DRAIN_INTERVAL, costs one round trip for many pages.
+            await sleep(DRAIN_INTERVAL)
 
-    def _apply(self, report: PageReport) -> Iterator[object]:
-        """Decide about what one page's report found, as the site spider would have
-        in the callback."""
-        stats, frontier = self.crawler.stats, self.frontier
-        assert frontier is not None
+    def _apply(self, payload: bytes, records: list[UrlRecord | Alias]) -> None:
+        """Add the records of one report (*payload*: the claim codes of its candidates,
+        then the pickled report, or nothing for one of this process's own) to
+        *records*."""
+        n = int(payload[:8])
+        codes = payload[8 : 8 + n].decode("ascii")
+        body = payload[8 + n :]
+        report: PageReport = self.own_reports.popleft() if not body else pickle.loads(body)
+        stats = self.crawler.stats
+        assert stats is not None
+        if report.fetched:
+            stats.inc_value(f"sitemap/distributed/pages/{report.process}")
         if report.process != self.redis.process:
             if report.fetched:
                 # Pages fetched by the workers count as pages fetched by the crawl.
@@ -292,23 +363,29 @@ class DistributedSiteSpider(Spider):
             if report.process not in self.workers_seen:
                 self.workers_seen.add(report.process)
                 stats.set_value("sitemap/distributed/workers", len(self.workers_seen))
-        for event in report.events:
-            if type(event) is Found:
-                yield from frontier.discover(
-                    event.raw,
-                    depth=event.depth,
-                    referrer=event.referrer,
-                    hops=event.hops,
-                    encoding=event.encoding,
-                    normal=event.normal,
-                    found_by=event.found_by,
-                )
-            elif type(event) is Replay:
-                yield from self.judge.replay(event.record, event.etag, leads=frontier)
-            else:
-                if isinstance(event, UrlRecord) and event.decision == d.LISTED:
-                    frontier.observe(event.url, event.main_hash, event.bag_hash)  # crawler.params
-                yield event
+            for name, value in report.counts.items():
+                stats.inc_value(name, value)
+            if report.fatal is not None:
+                self.run_state.fail(report.fatal)
+        waiting = self.waiting
+        for rec in (
+            report.events
+            if not report.candidates
+            else (
+                *report.events,
+                *self.settler.settle(report.candidates, codes),
+            )
+        ):
+            if type(rec) is UrlRecord and rec.key is not None:
+                if rec.decision == QUEUED:
+                    # Held until the URL's final record comes, which replaces it
+                    # (written now, it would be written twice; bench/README.md).
+                    waiting[rec.key] = rec
+                    continue
+                queued = waiting.pop(rec.key, None)
+                if queued is not None and queued.raw_url:
+                    records.append(Alias(alias=queued.raw_url, url=queued.url))
+            records.append(rec)
 
     async def _watch(self, scheduler: RedisScheduler) -> AsyncIterator[Request]:
         redis, engine, stats = self.redis, self.crawler.engine, self.crawler.stats

@@ -1,0 +1,62 @@
+"""The previous run, for every process of a distributed crawl (issue 18).
+
+A conditional request is made where a URL is discovered, and a 304 is replayed
+where it was answered: in any process, on any machine. The previous run's ledger is
+a file on the coordinator's machine, so the coordinator puts what those two need
+into a Redis hash when the crawl starts (:func:`load`): for each URL that can be
+asked conditionally (fetched with a 200, a replayable decision, an ``ETag`` or a
+``Last-Modified``), its record as zlib-compressed JSON, a few hundred bytes (the
+page's links included, which a replay follows). :class:`RedisPrevious` reads one
+record at a time, as :class:`crawler.previous.PreviousRun` does from the file.
+
+Why a hash in Redis and not a copy per process: workers on other machines cannot
+read the coordinator's file; loading the whole of it into every process would cost
+each one the start-up time and the memory of the previous run; Redis holds it once,
+and a process asks only for the URLs it discovers or replays (one ``HGET`` each, on
+a night that has a previous run).
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from crawler.distributed.crawl import RedisCrawl
+    from crawler.previous import PreviousRun
+
+
+def _rows(previous: PreviousRun) -> Iterator[tuple[str, bytes]]:
+    for row in previous.conditional_rows():
+        yield row["key"], zlib.compress(json.dumps(row, separators=(",", ":")).encode())
+
+
+def load(crawl: RedisCrawl, previous: PreviousRun) -> int:
+    """Put the previous run's conditional records into the crawl's hash; how many."""
+    return crawl.load_previous(_rows(previous))
+
+
+class RedisPrevious:
+    """The previous run as the processes of a distributed crawl see it: ``get`` as
+    :meth:`crawler.previous.PreviousRun.get`, for the URLs that can be asked
+    conditionally (the only ones the frontier and a 304 ask about)."""
+
+    def __init__(self, crawl: RedisCrawl) -> None:
+        self.crawl = crawl
+        self._active: bool | None = None
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        if self._active is None:
+            # Asked first when a page was fetched: the coordinator loaded the hash
+            # before it queued the start URL. An empty hash (no previous run) is no
+            # key at all: then no round trip is ever made again.
+            self._active = self.crawl.has_previous()
+        if not self._active:
+            return None
+        raw = self.crawl.previous_row(key)
+        if raw is None:
+            return None
+        row: dict[str, Any] = json.loads(zlib.decompress(raw))
+        return row
