@@ -6,8 +6,11 @@ a file on the coordinator's machine, so the coordinator puts what those two need
 into a Redis hash when the crawl starts (:func:`load`): for each URL that can be
 asked conditionally (fetched with a 200, a replayable decision, an ``ETag`` or a
 ``Last-Modified``), its record as zlib-compressed JSON, a few hundred bytes (the
-page's links included, which a replay follows). :class:`RedisPrevious` reads one
-record at a time, as :class:`crawler.previous.PreviousRun` does from the file.
+page's links included, which a replay follows), and under :data:`LEARNED` (no URL
+key: those start with a scheme) the query parameters it learned do not change its
+pages (crawler.params), which every process's frontier starts from.
+:class:`RedisPrevious` reads one record at a time, as
+:class:`crawler.previous.PreviousRun` does from the file.
 
 Why a hash in Redis and not a copy per process: workers on other machines cannot
 read the coordinator's file; loading the whole of it into every process would cost
@@ -28,9 +31,20 @@ if TYPE_CHECKING:
     from crawler.previous import PreviousRun
 
 
+#: The hash field of the previous run's learned parameters (path -> names).
+LEARNED = "learned-params"
+
+
+def _pack(value: Any) -> bytes:
+    return zlib.compress(json.dumps(value, separators=(",", ":")).encode())
+
+
 def _rows(previous: PreviousRun) -> Iterator[tuple[str, bytes]]:
+    learned = previous.learned_params()
+    if learned:
+        yield LEARNED, _pack(learned)
     for row in previous.conditional_rows():
-        yield row["key"], zlib.compress(json.dumps(row, separators=(",", ":")).encode())
+        yield row["key"], _pack(row)
 
 
 def load(crawl: RedisCrawl, previous: PreviousRun) -> int:
@@ -60,3 +74,12 @@ class RedisPrevious:
             return None
         row: dict[str, Any] = json.loads(zlib.decompress(raw))
         return row
+
+    def learned_params(self) -> dict[str, list[str]]:
+        """What the previous run learned about query parameters (crawler.params), as
+        :meth:`crawler.previous.PreviousRun.learned_params`."""
+        raw = self.crawl.previous_row(LEARNED)
+        if raw is None:
+            return {}
+        learned: dict[str, list[str]] = json.loads(zlib.decompress(raw))
+        return learned

@@ -66,7 +66,7 @@ from crawler.distributed.frontier import Settler, SharedFrontier
 from crawler.distributed.messages import PageReport
 from crawler.distributed.previous import RedisPrevious, load
 from crawler.extensions.runstate import RunState
-from crawler.items import Alias, PageRecords, UrlRecord
+from crawler.items import Alias, Linked, PageRecords, UrlRecord
 from crawler.judge import PageJudge
 from crawler.parsepool import PageAnalyser, page_analyser
 from crawler.urls import start_url
@@ -306,7 +306,7 @@ class DistributedSiteSpider(Spider):
             if payloads:
                 # One item for the whole batch: Scrapy's per-item machinery (a task,
                 # three pipeline calls, a signal) would cost more than the writing.
-                records: list[UrlRecord | Alias] = []
+                records: list[UrlRecord | Alias | Linked] = []
                 for payload in payloads:
                     self._apply(payload, records)
                 if records:
@@ -343,7 +343,7 @@ class DistributedSiteSpider(Spider):
             # DRAIN_INTERVAL, costs one round trip for many pages.
             await sleep(DRAIN_INTERVAL)
 
-    def _apply(self, payload: bytes, records: list[UrlRecord | Alias]) -> None:
+    def _apply(self, payload: bytes, records: list[UrlRecord | Alias | Linked]) -> None:
         """Add the records of one report (*payload*: the claim codes of its candidates,
         then the pickled report, or nothing for one of this process's own) to
         *records*."""
