@@ -215,30 +215,49 @@ class DistributedSiteSpider(Spider):
     # -- every process: judge and discover, then report -----------------------------------
 
     async def parse(self, response: Response) -> AsyncIterator[PageReport]:
-        analysis = None
-        if isinstance(response, HtmlResponse) and self.judge.is_html_page(response):
-            analysis = await self.analyser.analyse(response)
-        yield self._report(response.meta, self.judge.judge(response, analysis), fetched=True)
+        outputs: Iterable[object] = ()
+        try:
+            analysis = None
+            if isinstance(response, HtmlResponse) and self.judge.is_html_page(response):
+                analysis = await self.analyser.analyse(response)
+            outputs = self.judge.judge(response, analysis)
+        except Exception:
+            self._callback_error(response.meta)
+        yield self._report(response.meta, outputs, fetched=True)
 
     def failed(self, failure: Failure) -> Iterator[PageReport]:
         request: Request = failure.request  # type: ignore[attr-defined]  # set by Scrapy
-        yield self._report(request.meta, [self.judge.failed(failure)], fetched=False)
+        outputs: Iterable[object] = ()
+        try:
+            outputs = [self.judge.failed(failure)]
+        except Exception:
+            self._callback_error(request.meta)
+        yield self._report(request.meta, outputs, fetched=False)
+
+    def _callback_error(self, meta: dict[str, Any]) -> None:
+        """A page whose handling failed here (the judge and the frontier are built at
+        the first page, and can fail there too): logged and counted. Its report still
+        goes, or its request would stay in flight and the crawl would never end; its
+        URL stays "queued" and is finished as unfetched, as in one process."""
+        logger.exception("Spider error processing %s", meta.get("sitemap_url"))
+        assert self.crawler.stats is not None
+        self.crawler.stats.inc_value("sitemap/distributed/callback_errors")
 
     def _report(self, meta: dict[str, Any], outputs: Iterable[object], fetched: bool) -> PageReport:
+        events: list[UrlRecord | Alias] = []
+        candidates: list[Any] = []
         try:
             events = [e for e in outputs if isinstance(e, (UrlRecord, Alias))]
+            for event in events:
+                if type(event) is UrlRecord and event.decision == LISTED:
+                    # What this process learns from its pages (crawler.params).
+                    self.frontier.observe(event.url, event.main_hash, event.bag_hash)
+            candidates = self.frontier.take()
         except Exception:
-            # The request must still leave flight, or the crawl would never end; its
-            # URL stays "queued" and is finished as unfetched, as in one process.
-            logger.exception("Spider error processing %s", meta.get("sitemap_url"))
-            self.crawler.stats.inc_value("sitemap/distributed/callback_errors")
+            self._callback_error(meta)
             events = []
-        for event in events:
-            if type(event) is UrlRecord and event.decision == LISTED:
-                # What this process learns from its pages (crawler.params).
-                self.frontier.observe(event.url, event.main_hash, event.bag_hash)
         report = PageReport(
-            self.redis.process, meta.get("sitemap_claim"), fetched, events, self.frontier.take()
+            self.redis.process, meta.get("sitemap_claim"), fetched, events, candidates
         )
         if not self.coordinator:
             report.counts = self._counts()
