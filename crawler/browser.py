@@ -230,7 +230,7 @@ class Browser(ScrapyPlaywrightDownloadHandler):
                 since_dom, pushed = await asyncio.wait_for(page.evaluate(_LOOK), left)
             except PlaywrightError:  # navigating (a script's redirect): look again
                 since_dom = 0
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 raise RenderTimeout(f"the page did not answer in {self.timeout:g} s") from None
             now = time.monotonic()
             network_quiet = tracker is None or (

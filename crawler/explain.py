@@ -721,8 +721,6 @@ def _rules_text(include: list[str], exclude: list[str]) -> str:
     return ", ".join(parts)
 
 
-
-
 def _iso(timestamp: float | None) -> str | None:
     if timestamp is None:
         return None

@@ -51,6 +51,7 @@ from scrapy import Request, Spider, signals
 
 from crawler import decisions as d
 from crawler.calendars import CalendarRule, parse_window
+from crawler.extensions.runstate import RunState
 from crawler.items import (
     FOUND_LINK,
     FOUND_SITEMAP,
@@ -67,7 +68,6 @@ from crawler.seeds import read_url_file
 from crawler.seen import SeenKeys, fingerprint
 from crawler.traps import TrapDetector
 from crawler.urls import is_public_host, normalize_url, site_of, url_key
-from crawler.extensions.runstate import RunState
 
 if TYPE_CHECKING:
     from typing import Self
@@ -424,6 +424,25 @@ class Frontier:
     def _out_of_scope(
         self, url: str, depth: int, hops: int, referrer: str | None
     ) -> tuple[str, str, str | None] | None:
+        reason = self._outside(url, hops, referrer)
+        if reason is not None:
+            return reason
+        trap = self.traps.check(url)
+        if trap is not None:
+            return d.TRAP, trap, None
+        if self.max_depth and depth > self.max_depth:
+            return d.CAP, f"{d.DEPTH_CAP} {self.max_depth}", None
+        if self.max_pages and self.scheduled >= self.max_pages:
+            return d.CAP, f"max pages {self.max_pages}", None
+        return None
+
+    def _outside(
+        self, url: str, hops: int, referrer: str | None
+    ) -> tuple[str, str, str | None] | None:
+        """The rules that need nothing the crawl counted: host, length, include and
+        exclude, redirect hops, calendars and learned parameters (a distributed
+        crawl's processes apply them where a page is fetched, and count the rest in
+        Redis: crawler.distributed.frontier)."""
         target = site_of(url)
         if target != self.site:
             host = target[0] if target else ""
@@ -448,13 +467,6 @@ class Frontier:
             learned = self.params.check(url)
             if learned is not None:
                 return learned
-        trap = self.traps.check(url)
-        if trap is not None:
-            return d.TRAP, trap, None
-        if self.max_depth and depth > self.max_depth:
-            return d.CAP, f"{d.DEPTH_CAP} {self.max_depth}", None
-        if self.max_pages and self.scheduled >= self.max_pages:
-            return d.CAP, f"max pages {self.max_pages}", None
         return None
 
     def _known(self, url: str) -> bool:

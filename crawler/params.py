@@ -1,8 +1,9 @@
 """Query parameters learned from the pages, and facets (issue #19, "Traps and duplicates").
 
-A site can link one page under many query strings: a sort order, a referral tag (``?ref=nav``), a view switch. Counting query strings per
-path (:mod:`crawler.traps`) stops them late, after many duplicates are listed. The
-crawl learns instead, per path, from the main-content hash of the pages it fetched
+A site can link one page under many query strings: a sort order, a referral tag
+(``?ref=nav``), a view switch. Counting query strings per path
+(:mod:`crawler.traps`) stops them late, after many duplicates are listed. The crawl
+learns instead, per path, from the main-content hash of the pages it fetched
 (:mod:`crawler.content`, the one behind honest lastmod):
 
 * A parameter is **learned** on a path when pages of that path that differ only in

@@ -44,6 +44,7 @@ class PreviousRun:
     def learned_params(self) -> dict[str, list[str]]:
         """What the previous run learned about query parameters (crawler.params)."""
         return read_params(self._db)
+
     def conditional_rows(self) -> Iterator[dict[str, Any]]:
         """The records a conditional request can be made from (and a 304 replays):
         fetched with a 200, a replayable decision, and an ETag or a Last-Modified."""

@@ -74,8 +74,8 @@ from typing import Any
 from crawler import decisions as d
 from crawler.audit.html import render_audit
 from crawler.audit.store import AuditStore
-from crawler.items import FOUND_SITEMAP
 from crawler.htmlpage import DEFAULT_CAP, write_html
+from crawler.items import FOUND_SITEMAP
 from crawler.lastmod import http_date_to_w3c, lastmod_datetime, w3c_datetime
 from crawler.ledger import Ledger
 from crawler.limits import MAX_URLS_PER_FILE

@@ -235,8 +235,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     render.add_argument(
         "--browser",
         metavar="PATH",
-        help="the Chromium binary to render with (default: chromium or chromium-browser "
-        "on PATH)",
+        help="the Chromium binary to render with (default: chromium or chromium-browser on PATH)",
     )
     render.add_argument(
         "--render-concurrency",

@@ -56,12 +56,9 @@ def add_arguments(p: argparse.ArgumentParser, *, scrapy: bool = False) -> None:
     p.add_argument(
         "--state",
         metavar="DIR",
-        help=f"the crawl's state directory (default: {DEFAULT_STATE}, that of "
-        "crawl --out public)",
+        help=f"the crawl's state directory (default: {DEFAULT_STATE}, that of crawl --out public)",
     )
-    p.add_argument(
-        "--json", action="store_true", help="print the answer as one JSON object"
-    )
+    p.add_argument("--json", action="store_true", help="print the answer as one JSON object")
 
 
 def execute(args: argparse.Namespace) -> dict[str, Any]:

@@ -38,9 +38,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from crawler import decisions as d
 from crawler.frontier import Discovered, Frontier
 from crawler.items import FOUND_LINK, Alias, UrlRecord
-from crawler.limits import MAX_LOC_LENGTH
 from crawler.seen import SeenKeys, fingerprint
-from crawler.urls import is_public_host, normalize_url, site_of, url_key
+from crawler.urls import normalize_url, url_key
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -158,30 +157,9 @@ class SharedFrontier(Frontier):
         variants and the page cap (the report script's), and the depth (its kind).
         Calendars and the parameters this process learned (crawler.params) apply as
         in one process; what one process learned is not shared with the others."""
-        target = site_of(url)
-        if target != self.site:
-            host = target[0] if target else ""
-            if self.start_is_public and not is_public_host(host):
-                return d.NON_PUBLIC, "non-public address", None
-            return d.OFF_HOST, "another host", None
-        if len(url) > MAX_LOC_LENGTH or len(self.public.loc(url) or "") > MAX_LOC_LENGTH:
-            return d.TOO_LONG, f"longer than {MAX_LOC_LENGTH} characters", None
-        if url not in self.starts:
-            if self.include and not any(p.search(url) for p in self.include):
-                return d.EXCLUDED, "matches no --include rule", None
-            for p in self.exclude:
-                if p.search(url):
-                    return d.EXCLUDED, f"matches --exclude {p.pattern!r}", None
-        if hops > self.max_redirects:
-            return d.CAP, f"more than {self.max_redirects} redirect hops", None
-        if url not in self.starts:
-            if self.calendars is not None:
-                cut = self.calendars.check(url, referrer)
-                if cut is not None:
-                    return d.CALENDAR, cut, None
-            learned = self.params.check(url)
-            if learned is not None:
-                return learned
+        reason = self._outside(url, hops, referrer)
+        if reason is not None:
+            return reason
         trap = self.traps.static(url)
         if trap is not None:
             return d.TRAP, trap, None

@@ -9,10 +9,11 @@ decides whether to publish, streams the listed pages from the ledger in order in
 run report (``report.json`` in the state directory, :func:`crawler.report.write_report`).
 
 A crawl stopped by its time budget (``--max-time``: Scrapy's
-``CLOSESPIDER_TIMEOUT``) finished its job as far as it could: Scrapy let the requests in flight finish and sent no other, so what was
-judged is published, under the same refusals as any run; the URLs found but never
-fetched are ``cap-reached`` (issue #19: the close reason used to count as a
-failure, and a run with a time budget published nothing).
+``CLOSESPIDER_TIMEOUT``) finished its job as far as it could: Scrapy let the
+requests in flight finish and sent no other, so what was judged is published, under
+the same refusals as any run; the URLs found but never fetched are ``cap-reached``
+(issue #19: the close reason used to count as a failure, and a run with a time
+budget published nothing).
 
 It publishes nothing, and leaves the previous set untouched, when the crawl did not
 finish normally (interrupted; robots.txt or the start URL unreachable, the state
@@ -401,9 +402,7 @@ class SitemapPublisher:
             {
                 "index": str(index),
                 "index_url": public.sitemap_loc(index.name),
-                "files": [
-                    {"name": f.name, "section": f.section, "urls": f.urls} for f in files
-                ],
+                "files": [{"name": f.name, "section": f.section, "urls": f.urls} for f in files],
             },
         )
         done = f"{len(files)} files and {index}"

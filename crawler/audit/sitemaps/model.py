@@ -132,9 +132,7 @@ class Problems:
         if count <= MAX_PROBLEMS_PER_CODE:
             self.items.append(problem)
 
-    def new(
-        self, code: str, message: str, line: int | None = None, url: str | None = None
-    ) -> None:
+    def new(self, code: str, message: str, line: int | None = None, url: str | None = None) -> None:
         self.add(Problem(code, message, line, url))
 
     def hold(self) -> None:
