@@ -10,6 +10,7 @@ conditional headers received). FILE holds::
                      "etag": "\\"v1\\"" | null,
                      "last_modified": "Tue, 15 Nov 2022 12:45:26 GMT" | null,
                      "volatile_last_modified": false,   # Last-Modified = now, always
+                                                        # (a number: that many seconds ago)
                      "ignore_conditional": false,       # never answers 304
                      "headers": {"Link": "<...>; rel=alternate; hreflang=de"}}}
 
@@ -73,9 +74,10 @@ class Site(resource.Resource):
         if status != 200:
             return status, b"<html><body>error</body></html>"
         etag = page.get("etag")
+        volatile = page.get("volatile_last_modified")
         last_modified = (
-            formatdate(usegmt=True)
-            if page.get("volatile_last_modified")
+            formatdate(time.time() - (0.0 if volatile is True else float(volatile)), usegmt=True)
+            if volatile is not None and volatile is not False
             else page.get("last_modified")
         )
         for name, value in page.get("headers", {}).items():

@@ -245,6 +245,27 @@ async def test_runs_over_a_changing_site(nightly: NightlySite, tmp_path: Path) -
 
 
 @pytest_twisted.ensureDeferred
+async def test_a_last_modified_stamped_a_moment_before_date_is_volatile(
+    nightly: NightlySite, tmp_path: Path
+) -> None:
+    """A server that stamps Last-Modified from the clock, then Date, can cross a
+    second boundary between the two: within 2 seconds it is still "now"; three
+    seconds before Date it is a real date."""
+    site = nightly
+    site.home("/now.html", "/second.html", "/two.html", "/older.html")
+    site.page("/now.html", "now", volatile_last_modified=0, ignore_conditional=True)
+    site.page("/second.html", "one", volatile_last_modified=1, ignore_conditional=True)
+    site.page("/two.html", "two", volatile_last_modified=2, ignore_conditional=True)
+    site.page("/older.html", "older", volatile_last_modified=4, ignore_conditional=True)
+    run = await night(site, tmp_path)
+    lastmod = published(run.out)
+    for path in ("/now.html", "/second.html", "/two.html"):
+        assert lastmod[site.url(path)] is None, path
+    assert lastmod[site.url("/older.html")] is not None
+    assert run.stats["sitemap/lastmod/volatile"] == 3
+
+
+@pytest_twisted.ensureDeferred
 async def test_half_down_site_keeps_yesterdays_set(nightly: NightlySite, tmp_path: Path) -> None:
     site = nightly
     pages = [f"/p{i}.html" for i in range(10)]
