@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING
 
 from scrapy.http import HtmlResponse
 
+from crawler.appshell import shell_signs
 from crawler.content import bag_hash, main_content
 from crawler.hreflang import declared
 from crawler.links import LinkResolver, PageFacts, Resolved, page_facts, parse_html
 from crawler.pagemedia import NewsFacts, VideoFacts, images, news, videos
-from crawler.rendering import shell_signs
 from crawler.softnotfound import PagePrint, page_print
 from crawler.urls import normalize_url
 
@@ -97,7 +97,7 @@ class PageAnalysis:
     # learns from it that ?sort= does not change a page).
     bag_hash: str | None = None
     # The sign that the raw page is an application shell a script fills in
-    # (crawler.rendering.shell_signs), or None.
+    # (crawler.appshell.shell_signs), or None.
     shell: str | None = None
 
 

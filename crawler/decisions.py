@@ -12,7 +12,7 @@ decision with its typical reasons.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Protocol
 
 from crawler.urls import url_key
@@ -142,29 +142,23 @@ class Books(Protocol):
 
 
 def close_books(
-    ledger: Books, *, dedupe_content: bool, unfetched: str = UNFETCHED, max_variants: int = 0
+    ledger: Books,
+    *,
+    dedupe_content: bool,
+    unfetched: str = UNFETCHED,
+    variants: Callable[[Books], Iterable[tuple[str, str, str, str | None]]] | None = None,
 ) -> int:
     """Decide what only the whole crawl can tell, in the running ledger: every URL
     still queued is ``cap-reached`` (reason *unfetched*: :data:`UNFETCHED`, or
-    :data:`UNFETCHED_TIME`); query variants that differ only in learned parameters
-    are one page, facet combinations and the variants over *max_variants* a path
-    are not listed (:func:`crawler.params.settle`); listed pages with byte-identical
-    bodies are one page (:func:`duplicates`); redirect and canonical hops that lead
-    to another hop are marked a chain or a loop (:func:`chains`). Returns how many
-    URLs were left unfetched."""
-    from crawler.params import settle
-
+    :data:`UNFETCHED_TIME`); *variants* decides about the query variants (those that
+    differ only in learned parameters are one page, facet combinations and the
+    variants over a path's budget are not listed: :func:`crawler.params.settler`);
+    listed pages with byte-identical bodies are one page (:func:`duplicates`);
+    redirect and canonical hops that lead to another hop are marked a chain or a
+    loop (:func:`chains`). Returns how many URLs were left unfetched."""
     left = ledger.redecide_queued(CAP, unfetched)
-    ledger.redecide(
-        list(
-            settle(
-                ledger.query_rows(),
-                ledger.learned_params(),
-                ledger.decision_by_url,
-                max_variants,
-            )
-        )
-    )
+    if variants is not None:
+        ledger.redecide(list(variants(ledger)))
     if dedupe_content:
         ledger.redecide(duplicates(ledger.listed_by_content()))
     ledger.append_reasons(chains(ledger.hops()))

@@ -236,6 +236,16 @@ class ParamLearner:
 Change = tuple[str, str, str, str | None]
 
 
+def settler(budget: int) -> Callable[[d.Books], Iterator[Change]]:
+    """What :func:`crawler.decisions.close_books` runs on the closed books: the query
+    variants settled (:func:`settle`) with *budget* variants listed a path."""
+
+    def run(books: d.Books) -> Iterator[Change]:
+        return settle(books.query_rows(), books.learned_params(), books.decision_by_url, budget)
+
+    return run
+
+
 def settle(
     rows: Iterable[tuple[str, str, str | None]],
     learned: Mapping[str, Iterable[str]],

@@ -75,6 +75,7 @@ from crawler.extensions.runstate import RunState
 from crawler.feed import discard, publish_feed, render_feed, write_feed
 from crawler.htmlpage import write_html
 from crawler.lastmod import lastmod_datetime, w3c_datetime
+from crawler.params import settler
 from crawler.paths import LEDGER_JSONL, REPORT, REPORT_HTML, RUNS
 from crawler.report import PREFIX, format_summary, run_model, write_json
 from crawler.reporthistory import RUNS_KEPT, append_history
@@ -294,7 +295,7 @@ class SitemapPublisher:
                     ledger,
                     dedupe_content=self.dedupe_content,
                     unfetched=unfetched,
-                    max_variants=self.max_variants,
+                    variants=settler(self.max_variants),
                 )
                 if stats.get_value("sitemap/seeds/sitemap"):
                     stats.set_value("sitemap/seeds/listed_unlinked", ledger.listed_unlinked())
