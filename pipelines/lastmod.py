@@ -114,10 +114,16 @@ class LastmodPipeline(RecordPipeline):
             self.stats.inc_value("sitemap/lastmod/malformed")
             item.warnings.append(f"ignored Last-Modified in the future {item.last_modified!r}")
             return None
+        # Compared before clamping: a Last-Modified far in the future is clamped to
+        # Date, and is then the Date, not a volatile stamp.
         date = http_date_to_w3c(item.date) if item.date else None
-        if date is not None and abs(
-            (lastmod_datetime(date) - lastmod_datetime(lastmod)).total_seconds()
-        ) <= VOLATILE_SECONDS:
+        stamped = http_date_to_w3c(item.last_modified)
+        if (
+            date is not None
+            and stamped is not None
+            and abs((lastmod_datetime(date) - lastmod_datetime(stamped)).total_seconds())
+            <= VOLATILE_SECONDS
+        ):
             volatile = "equal to the response's Date"
         elif (
             prev is not None

@@ -236,7 +236,11 @@ class SiteSpider(Spider):
                 yield self._probe(target, number, hops + 1)
                 return
         found = False
-        if isinstance(response, HtmlResponse) and self.judge.is_html_page(response):
+        if (
+            response.status == 200  # a "not found" page served as such is no soft 404
+            and isinstance(response, HtmlResponse)
+            and self.judge.is_html_page(response)
+        ):
             analysis = await self.analyser.analyse(response)
             if analysis.shell is not None:
                 # A single-page application answers every address with its shell: the
