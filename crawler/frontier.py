@@ -354,17 +354,11 @@ class Frontier:
         normalised form when the caller has it already, and *key* and *fp* (given
         only with *normal*) that form's key and fingerprint (a resolved link has all
         three: keying a URL again is a w3lib canonicalisation)."""
-        url = normal or normalize_url(
-            raw, strip_params=self.strip_params, extra_strip=self.extra_strip, encoding=encoding
-        )
-        stats = self.stats
-        if url is None:
-            stats.inc_value("sitemap/ignored/scheme")
+        keyed = self._keyed(raw, encoding, normal, key, fp)
+        if keyed is None:
             return
-        if key is None:
-            key = url_key(url)
-        if fp is None:
-            fp = fingerprint(key)
+        url, key, fp = keyed
+        stats = self.stats
         reconsidered = False
         if self.seen.has_fp(fp):
             if self.depth_capped.has_fp(fp) and not (self.max_depth and depth > self.max_depth):
@@ -420,6 +414,21 @@ class Frontier:
         if reconsidered:
             request.meta["sitemap_reconsidered"] = True
         yield request
+
+    def _keyed(
+        self, raw: str, encoding: str, normal: str | None, key: str | None, fp: int | None
+    ) -> tuple[str, str, int] | None:
+        """*raw*'s normalised form, key and fingerprint (those given are kept); None,
+        counted, for a URL of another scheme."""
+        url = normal or normalize_url(
+            raw, strip_params=self.strip_params, extra_strip=self.extra_strip, encoding=encoding
+        )
+        if url is None:
+            self.stats.inc_value("sitemap/ignored/scheme")
+            return None
+        if key is None:
+            key = url_key(url)
+        return url, key, fingerprint(key) if fp is None else fp
 
     def _out_of_scope(
         self, url: str, depth: int, hops: int, referrer: str | None

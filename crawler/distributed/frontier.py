@@ -38,8 +38,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from crawler import decisions as d
 from crawler.frontier import Discovered, Frontier
 from crawler.items import FOUND_LINK, Alias, UrlRecord
-from crawler.seen import SeenKeys, fingerprint
-from crawler.urls import normalize_url, url_key
+from crawler.seen import SeenKeys
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -106,16 +105,10 @@ class SharedFrontier(Frontier):
         found_by: str = FOUND_LINK,
         found_from: str | None = None,
     ) -> Iterator[Discovered]:
-        url = normal or normalize_url(
-            raw, strip_params=self.strip_params, extra_strip=self.extra_strip, encoding=encoding
-        )
-        if url is None:
-            self.stats.inc_value("sitemap/ignored/scheme")
+        keyed = self._keyed(raw, encoding, normal, key, fp)
+        if keyed is None:
             return
-        if key is None:
-            key = url_key(url)
-        if fp is None:
-            fp = fingerprint(key)
+        url, key, fp = keyed
         sent = self.known.get(fp)
         if sent is not None and not (self.max_depth and depth < sent and depth <= self.max_depth):
             form = raw.partition("#")[0]
