@@ -38,6 +38,9 @@ from crawler.urls import normalize_url
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
+#: The media types read as HTML pages.
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+
 
 @dataclass(frozen=True, slots=True)
 class Rich:

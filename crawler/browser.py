@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING
 from playwright.async_api import Error as PlaywrightError
 from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 
-from crawler.judge import _robots_allows
+from crawler.middlewares.robots import robots_allows
 from crawler.rendering import LAUNCH_ARGS, find_browser
 from crawler.urls import site_of
 
@@ -153,7 +153,7 @@ class Browser(ScrapyPlaywrightDownloadHandler):
         self.config.max_pages_per_context = concurrency
         self.config.navigation_timeout_ms = self.timeout * 1000
         self.abort_request = self._abort
-        self.allows: Callable[[str], bool] = _robots_allows(crawler)
+        self.allows: Callable[[str], bool] = robots_allows(crawler)
         self.site: tuple[str, int | None] | None = None
         # Context recycling: the context new pages open in, and its pages so far.
         self.generation = 0

@@ -47,7 +47,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from scrapy import Request, Spider, signals
+from scrapy import Request, signals
 
 from crawler import decisions as d
 from crawler.calendars import CalendarRule, parse_window
@@ -60,6 +60,7 @@ from crawler.items import (
     SEEDS,
     Alias,
     Linked,
+    PageRequest,
     UrlRecord,
 )
 from crawler.limits import MAX_LOC_LENGTH
@@ -82,36 +83,6 @@ if TYPE_CHECKING:
 #: What discovering a URL yields: its record, an alias, its request, or that a
 #: sitemap's seed is linked after all.
 Discovered = UrlRecord | Alias | Request | Linked
-
-
-class PageRequest(Request):
-    """A request of the crawl: Scrapy's own, but written to the JOBDIR queue (or
-    scrapy-redis's) without a search for its callbacks' names. Scrapy's
-    :meth:`Request.to_dict` finds them with ``inspect.getmembers(spider)`` for every
-    request queued, a measurable share of a large crawl (bench/README.md). The
-    callbacks are the spider's own methods, so their names are their ``__name__``;
-    :func:`scrapy.utils.request.request_from_dict` reads them back as usual."""
-
-    def to_dict(self, *, spider: Spider | None = None) -> dict[str, Any]:
-        d = {
-            "url": self.url,
-            "callback": _method_name(spider, self.callback),
-            "errback": _method_name(spider, self.errback),
-            "headers": dict(self.headers),
-        }
-        for attr in self.attributes:
-            d.setdefault(attr, getattr(self, attr))
-        d["_class"] = f"{type(self).__module__}.{type(self).__qualname__}"
-        return d
-
-
-def _method_name(spider: Spider | None, method: Any) -> Any:
-    if method is None or not callable(method):
-        return method
-    name = getattr(method, "__name__", None)
-    if spider is None or name is None or getattr(spider, name, None) != method:
-        raise ValueError(f"{method!r} is not a method of {spider!r}")
-    return name
 
 
 class Frontier:

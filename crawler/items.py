@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from scrapy import Request, Spider
+
 # How a URL was first found (the ledger's ``found_by``, issue #19): one of the start
 # URLs, a line of the --urls file, an entry of one of the site's sitemaps
 # (--seed-sitemaps), or, for all the rest, a page: its link, its redirect, canonical
@@ -135,3 +137,33 @@ class PageRecords:
     pipelines treat each entry as they treat a lone item."""
 
     records: list[UrlRecord | Alias | Linked]
+
+
+class PageRequest(Request):
+    """A request of the crawl: Scrapy's own, but written to the JOBDIR queue (or
+    scrapy-redis's) without a search for its callbacks' names. Scrapy's
+    :meth:`Request.to_dict` finds them with ``inspect.getmembers(spider)`` for every
+    request queued, a measurable share of a large crawl (bench/README.md). The
+    callbacks are the spider's own methods, so their names are their ``__name__``;
+    :func:`scrapy.utils.request.request_from_dict` reads them back as usual."""
+
+    def to_dict(self, *, spider: Spider | None = None) -> dict[str, Any]:
+        d = {
+            "url": self.url,
+            "callback": _method_name(spider, self.callback),
+            "errback": _method_name(spider, self.errback),
+            "headers": dict(self.headers),
+        }
+        for attr in self.attributes:
+            d.setdefault(attr, getattr(self, attr))
+        d["_class"] = f"{type(self).__module__}.{type(self).__qualname__}"
+        return d
+
+
+def _method_name(spider: Spider | None, method: Any) -> Any:
+    if method is None or not callable(method):
+        return method
+    name = getattr(method, "__name__", None)
+    if spider is None or name is None or getattr(spider, name, None) != method:
+        raise ValueError(f"{method!r} is not a method of {spider!r}")
+    return name

@@ -51,6 +51,7 @@ from scrapy.http import HtmlResponse, Response
 
 from crawler import decisions as d
 from crawler.agent import robots_agents
+from crawler.analysis import HTML_TYPES
 from crawler.entry import check_loc
 from crawler.items import (
     FOUND_CANONICAL,
@@ -61,7 +62,7 @@ from crawler.items import (
 )
 from crawler.links import RobotsDirectives, header_directives, link_header_canonicals
 from crawler.middlewares.hostguard import OffHostRequest
-from crawler.middlewares.robots import RobotsDisallowed
+from crawler.middlewares.robots import RobotsDisallowed, robots_allows
 from crawler.softnotfound import SoftNotFound
 from crawler.urls import host_port, normalize_url, site_of, url_key
 
@@ -79,7 +80,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
 
 class Leads(Protocol):
@@ -211,7 +211,7 @@ class PageJudge:
             fail=fail,
             not_modified=not_modified,
             image_hosts=s.getlist("SITEMAP_IMAGE_HOSTS"),
-            allows=_robots_allows(crawler),
+            allows=robots_allows(crawler),
             maxsize=s.getint("DOWNLOAD_MAXSIZE"),
         )
 
@@ -547,20 +547,6 @@ def _directives(robots: RobotsDirectives) -> str | None:
         if source
     ]
     return ", ".join(found) or None
-
-
-def _robots_allows(crawler: Crawler) -> Callable[[str], bool]:
-    """robots.txt's answer for a URL of ours, from the rules the crawl fetched."""
-    from crawler.middlewares.robots import StrictRobotsTxtMiddleware
-
-    def allows(url: str) -> bool:
-        try:
-            robots = crawler.get_downloader_middleware(StrictRobotsTxtMiddleware)
-        except RuntimeError:  # no engine yet
-            return True
-        return robots is None or robots.allows(url)
-
-    return allows
 
 
 def _latency(meta: dict[str, Any]) -> float | None:

@@ -51,7 +51,7 @@ import re
 import shutil
 from typing import TYPE_CHECKING, Any
 
-from crawler.frontier import PageRequest
+from crawler.items import PageRequest
 from crawler.urls import site_of
 
 if TYPE_CHECKING:

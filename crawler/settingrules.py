@@ -22,8 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 from crawler.calendars import parse_window
 from crawler.entry import ChangeFreq
+from crawler.lastmod import w3c_datetime
 from crawler.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
 from crawler.middlewares.access import parse_auth, parse_cookie, parse_header
+from pipelines.rules import SECTION_NAME, split_rule
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -168,15 +170,11 @@ def _priority(settings: BaseSettings, name: str) -> None:
 
 
 def _w3c(settings: BaseSettings, name: str) -> None:
-    from crawler.lastmod import w3c_datetime
-
     if w3c_datetime(str(settings.get(name))) is None:
         raise ValueError("must be a W3C datetime such as 2026-11-23T08:00:00+00:00")
 
 
 def _split(settings: BaseSettings, name: str, value_last: bool) -> list[tuple[str, str]]:
-    from pipelines.rules import split_rule
-
     _texts(settings, name)
     pairs = []
     for text in settings.getlist(name):
@@ -195,8 +193,6 @@ def _split(settings: BaseSettings, name: str, value_last: bool) -> list[tuple[st
 
 
 def _sections(settings: BaseSettings, name: str) -> None:
-    from pipelines.rules import SECTION_NAME
-
     names = [n for n, _ in _split(settings, name, value_last=False)]
     for section in names:
         if not SECTION_NAME.fullmatch(section) or section == "news":

@@ -298,7 +298,7 @@ def test_page_request_serialises_as_scrapy_does() -> None:
     from scrapy import Request
     from scrapy.utils.request import request_from_dict
 
-    from crawler.frontier import PageRequest
+    from crawler.items import PageRequest
     from crawler.spiders.site import SiteSpider
 
     spider = SiteSpider(url="http://h.test/")
@@ -311,9 +311,9 @@ def test_page_request_serialises_as_scrapy_does() -> None:
     }
     ours = PageRequest("http://h.test/a", **kwargs).to_dict(spider=spider)
     scrapys = Request("http://h.test/a", **kwargs).to_dict(spider=spider)
-    assert ours.pop("_class") == "crawler.frontier.PageRequest"
+    assert ours.pop("_class") == "crawler.items.PageRequest"
     assert ours == scrapys
-    back = request_from_dict({**ours, "_class": "crawler.frontier.PageRequest"}, spider=spider)
+    back = request_from_dict({**ours, "_class": "crawler.items.PageRequest"}, spider=spider)
     assert type(back) is PageRequest
     assert back.callback == spider.parse and back.errback == spider.failed
     assert back.meta == kwargs["meta"] and back.priority == -2

@@ -28,7 +28,7 @@ from scrapy import signals
 from scrapy.exceptions import StopDownload
 from twisted.web.iweb import UNKNOWN_LENGTH
 
-from crawler.judge import HTML_TYPES
+from crawler.analysis import HTML_TYPES
 
 if TYPE_CHECKING:
     from typing import Self

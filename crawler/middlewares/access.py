@@ -41,6 +41,9 @@ import logging
 import re
 from typing import TYPE_CHECKING
 
+from scrapy.exceptions import NotConfigured
+
+from crawler.extensions.runstate import RunState
 from crawler.urls import site_of
 
 if TYPE_CHECKING:
@@ -126,10 +129,6 @@ class SiteAccessMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        from scrapy.exceptions import NotConfigured
-
-        from crawler.extensions.runstate import RunState
-
         s = crawler.settings
         auth = s.get("SITEMAP_AUTH") or None
         headers = [parse_header(h) for h in s.getlist("SITEMAP_HEADERS")]

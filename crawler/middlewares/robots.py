@@ -66,6 +66,7 @@ import logging
 import math
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import quote, urlsplit
@@ -559,3 +560,16 @@ def _why(error: Exception) -> str:
         return "the connection failed before an answer"
     text = str(error).strip().rstrip(".")
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def robots_allows(crawler: Crawler) -> Callable[[str], bool]:
+    """robots.txt's answer for a URL of ours, from the rules the crawl fetched."""
+
+    def allows(url: str) -> bool:
+        try:
+            robots = crawler.get_downloader_middleware(StrictRobotsTxtMiddleware)
+        except RuntimeError:  # no engine yet
+            return True
+        return robots is None or robots.allows(url)
+
+    return allows
