@@ -135,7 +135,7 @@ class AuditSpider(Spider):
 
     @cached_property
     def run_state(self) -> RunState:
-        return RunState.of(self.crawler, self.start_url)
+        return RunState.of(self.crawler)
 
     @property
     def public(self) -> PublicUrls:

@@ -140,7 +140,7 @@ class DistributedSiteSpider(Spider):
 
     @cached_property
     def run_state(self) -> RunState:
-        return RunState.of(self.crawler, self.start_url)
+        return RunState.of(self.crawler)
 
     @cached_property
     def previous(self) -> Any:

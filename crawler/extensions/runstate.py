@@ -25,11 +25,13 @@ than to one component:
 - why the run cannot do its job, once anything finds out (:meth:`RunState.fail`:
   robots.txt or the start URL unreachable, the state locked).
 
-It is the first extension in ``EXTENSIONS``, built before the engine, its pipelines
-and the spider's rooms; every component gets the same instance from the crawler
-with :meth:`RunState.of` (Scrapy's ``crawler.get_extension(RunState)`` finds it
-too). It takes the start URL from the spider. A process with no ``SITEMAP_OUT_DIR`` (a
-distributed worker) has no state: no lock, no ledger, no previous run.
+It is the first extension in ``EXTENSIONS``: Scrapy builds it after the spider and
+before every other extension, the engine, its middlewares and pipelines, and the
+spider's rooms; it takes the start URL from the spider. Every component gets that
+one instance with :meth:`RunState.of` (Scrapy's ``crawler.get_extension(RunState)``
+finds it too, once the extensions are built); nothing else builds one. A process
+with no ``SITEMAP_OUT_DIR`` (a distributed worker) has no state: no lock, no ledger,
+no previous run.
 
 Settings: ``SITEMAP_OUT_DIR``, ``SITEMAP_STATE_DIR``, ``SITEMAP_INCREMENTAL``,
 ``SITEMAP_RESUME``, ``SITEMAP_BASE_URL``, ``JOBDIR``.
@@ -140,7 +142,7 @@ class RunState:
         self.fatal: str | None = None
         self.resumable = False
         self._lock: int | None = None
-        self._crawler: Crawler | None = None  # set by of()
+        self._crawler: Crawler | None = None  # set by from_crawler()
 
     @property
     def run_time(self) -> str:
@@ -148,40 +150,45 @@ class RunState:
         return self.started.strftime("%Y-%m-%dT%H:%M:%S+00:00")
 
     @classmethod
-    def of(cls, crawler: Crawler, start_url: str | None = None) -> RunState:
-        """The crawler's run state, built (and opened) by the first component that
-        asks: the spider, which gives the *start_url*."""
+    def of(cls, crawler: Crawler) -> RunState:
+        """The crawler's run state: the one Scrapy built as the first extension.
+
+        Raises ``NotConfigured`` where there is none (the extension is off, or the
+        spider has no start URL): a component that needs it is then not ours to run.
+        """
         state = _states.get(crawler)
         if state is None:
-            start_url = start_url or _start_url(crawler)
-            if start_url is None:
-                raise NotConfigured("the run state needs a spider with a start URL")
-            assert crawler.stats is not None
-            s = crawler.settings
-            state = cls(
-                start_url,
-                PublicUrls.from_settings(start_url, s),
-                CrawlPaths.from_settings(s) if s.get("SITEMAP_OUT_DIR") else None,
-                crawler.stats,
-                incremental=s.getbool("SITEMAP_INCREMENTAL"),
-                resume=s.getbool("SITEMAP_RESUME"),
-                job=Path(s["JOBDIR"]) if s.get("JOBDIR") else None,
-            )
-            state.open()
-            if state.ledger is not None:
-                # What the crawl's rules were, for `explain` about a URL it never saw.
-                state.ledger.set_meta("scope", scope_options(s))
-            _states[crawler] = state
-            crawler.signals.connect(state._spider_opened, signal=signals.spider_opened)
-            crawler.signals.connect(state._engine_stopped, signal=signals.engine_stopped)
-            state._crawler = crawler
+            raise NotConfigured("no run state (a spider with a start URL, the RunState extension)")
         return state
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RunState:
         """As an extension (the first, so that the lock is taken before any other
-        component opens a file): the one instance of the crawler."""
-        return cls.of(crawler)
+        component opens a file), with the start URL of the spider Scrapy built before
+        its extensions: the one instance of the crawler, which :meth:`of` finds."""
+        start_url = _start_url(crawler)
+        if start_url is None:
+            raise NotConfigured("the run state needs a spider with a start URL")
+        assert crawler.stats is not None
+        s = crawler.settings
+        state = cls(
+            start_url,
+            PublicUrls.from_settings(start_url, s),
+            CrawlPaths.from_settings(s) if s.get("SITEMAP_OUT_DIR") else None,
+            crawler.stats,
+            incremental=s.getbool("SITEMAP_INCREMENTAL"),
+            resume=s.getbool("SITEMAP_RESUME"),
+            job=Path(s["JOBDIR"]) if s.get("JOBDIR") else None,
+        )
+        state.open()
+        if state.ledger is not None:
+            # What the crawl's rules were, for `explain` about a URL it never saw.
+            state.ledger.set_meta("scope", scope_options(s))
+        _states[crawler] = state
+        crawler.signals.connect(state._spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(state._engine_stopped, signal=signals.engine_stopped)
+        state._crawler = crawler
+        return state
 
     # -- the run starts ------------------------------------------------------------------
 
@@ -312,5 +319,5 @@ class RunState:
 
     @classmethod
     def existing(cls, crawler: Crawler) -> RunState | None:
-        """The crawler's run state if one was built, without building it."""
+        """The crawler's run state if one was built (None where :meth:`of` raises)."""
         return _states.get(crawler)

@@ -97,7 +97,7 @@ class SiteSpider(Spider):
 
     @cached_property
     def run_state(self) -> RunState:
-        return RunState.of(self.crawler, self.start_url)
+        return RunState.of(self.crawler)
 
     @cached_property
     def frontier(self) -> Frontier:
