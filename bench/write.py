@@ -20,7 +20,7 @@ peak RSS of the process (``getrusage``, so it includes the untimed set-up) and t
 gzip level.
 
 ``--row-columns 6`` reads the rows in their full shape instead, ``(loc, lastmod,
-extras, section, changefreq, priority)`` (crawler.entry.ROW_COLUMNS), the three new
+extras, section, changefreq, priority)`` (crawler.entryrows.ROW_COLUMNS), the three new
 columns NULL as for a set without sections or rules, from the same covering index:
 the shape the ledger gives once sections exist, which must keep the speed of plain
 rows. ``--own-values`` gives about a third of the rows a changefreq and a priority of
@@ -214,7 +214,7 @@ def output(args: argparse.Namespace) -> SitemapOutput:
     return SitemapOutput.from_settings(settings)
 
 
-# The full row (crawler.entry.ROW_COLUMNS), by the query listed_entries() makes.
+# The full row (crawler.entryrows.ROW_COLUMNS), by the query listed_entries() makes.
 _FULL_ROWS = (
     "SELECT loc, lastmod, extras, NULL, NULL, NULL FROM urls"
     f" WHERE decision = '{LISTED}' ORDER BY loc"

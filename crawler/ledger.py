@@ -32,7 +32,8 @@ from crawler.decisions import (
     STATUS,
     target_key,
 )
-from crawler.entry import ChangeFreq, EntryRows
+from crawler.entry import ChangeFreq
+from crawler.entryrows import EntryRows
 from crawler.items import FOUND_SITEMAP, UrlRecord
 from crawler.urls import url_key
 
@@ -89,7 +90,7 @@ CREATE INDEX IF NOT EXISTS urls_listed_sorted ON urls (loc, lastmod, decision)
     WHERE decision = 'listed';
 DROP INDEX IF EXISTS urls_listed;
 -- The rows the writer reads (LISTED_ROWS), covered the same way: every column of
--- crawler.entry.ROW_COLUMNS (a rich entry's extensions, its section, changefreq and
+-- crawler.entryrows.ROW_COLUMNS (a rich entry's extensions, its section, changefreq and
 -- priority, all NULL for a plain one), in the writer's order: by section (the
 -- default, NULL, first), then address.
 CREATE INDEX IF NOT EXISTS urls_listed_rows
@@ -197,7 +198,7 @@ _LASTMOD_CHANGES = (
     " ORDER BY m.loc"
 )
 
-#: The writer's rows (crawler.entry.ROW_COLUMNS), answered from urls_listed_rows.
+#: The writer's rows (crawler.entryrows.ROW_COLUMNS), answered from urls_listed_rows.
 LISTED_ROWS = (
     "SELECT loc, lastmod, extras, section, changefreq, priority FROM urls"
     f" WHERE decision = '{LISTED}' ORDER BY section, loc"
@@ -435,10 +436,10 @@ class Ledger:
 
         Iterating gives checked :class:`~crawler.entry.SitemapEntry` objects (a bad
         ``loc`` raises ``ValueError``); :class:`~crawler.writer.SitemapSetWriter`
-        reads them in checked batches instead (:class:`~crawler.entry.EntryRows`).
+        reads them in checked batches instead (:class:`~crawler.entryrows.EntryRows`).
         A row carries its entry's extensions (``extras``, settled when the books are
         closed: :mod:`crawler.richentries`), its section and its own changefreq and
-        priority (:mod:`pipelines.rules`), in :data:`crawler.entry.ROW_COLUMNS`'
+        priority (:mod:`pipelines.rules`), in :data:`crawler.entryrows.ROW_COLUMNS`'
         order, sorted by section (the default first) and address. The query is
         answered from the covering index ``urls_listed_rows``, in its order: no sort,
         and no visit to the table's wide rows. The decision is a literal so that

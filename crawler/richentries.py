@@ -10,7 +10,7 @@ the whole ledger:
 
 - :func:`settle` runs the hreflang cluster check (:func:`crawler.hreflang.verify`)
   over every listed page's declarations, and stores each rich page's extensions as
-  the writer reads them (the ledger's ``extras``: :func:`crawler.entry.extras_json`)
+  the writer reads them (the ledger's ``extras``: :func:`crawler.extras.extras_json`)
   and its problems in words (``problems``: "hreflang: no return link from X",
   "video X not written: no thumbnail_loc"). Addresses are published ones
   (``--base-url``); alternates on an ``--alternate-host`` are written as declared.
@@ -33,7 +33,8 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from crawler import decisions as d
-from crawler.entry import Alternate, News, SitemapEntry, Video, extras_json
+from crawler.entry import Alternate, News, SitemapEntry, Video
+from crawler.extras import extras_json
 from crawler.hreflang import verify
 from crawler.lastmod import lastmod_datetime
 from crawler.urls import site_of, url_key

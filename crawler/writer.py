@@ -1,7 +1,7 @@
 """Write a sitemap set (rotated child files plus an index) and publish it atomically.
 
 :class:`SitemapSetWriter` streams :class:`~crawler.entry.SitemapEntry` objects,
-or the checked batches of an :class:`~crawler.entry.EntryRows` (what the ledger
+or the checked batches of an :class:`~crawler.entryrows.EntryRows` (what the ledger
 gives, so that publishing a million URLs makes no object per URL), into child
 files, one open (gzip) stream at a time, with plain string writes: no lxml tree
 and no list of all the entries, so a million URLs cost the memory of a few
@@ -31,13 +31,13 @@ the order written. Entries without a section (the default section) keep the
 names ``sitemap-NNNNN-<h>.xml.gz``: a set without sections is byte for byte what
 it was before sections existed. A section's name is 1 to 40 characters of
 ``a-z``, ``0-9`` and ``-``, the first a letter (so that no name looks like a
-file number), and not ``news``, the news sitemaps' (:func:`crawler.entry.check_section`).
-Sections come with the rows of an :class:`~crawler.entry.EntryRows`, one column
+file number), and not ``news``, the news sitemaps' (:func:`crawler.entryrows.check_section`).
+Sections come with the rows of an :class:`~crawler.entryrows.EntryRows`, one column
 of each row, the rows ordered by section, the default section first: the writer
 closes the current file and starts the next section's numbering where the
 section changes, and refuses a section that comes back (its rows were not
 together). Rows may also carry their own ``changefreq`` and ``priority``
-(:data:`crawler.entry.ROW_COLUMNS`); a batch of rows without any is rendered as
+(:data:`crawler.entryrows.ROW_COLUMNS`); a batch of rows without any is rendered as
 plain rows always were.
 
 Google News wants its own sitemaps, of recent articles only and at most 1,000
@@ -85,18 +85,8 @@ from itertools import accumulate, islice
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
-from crawler.entry import (
-    MAX_SECTION_LENGTH,
-    NEWS_SECTION,
-    ChangeFreq,
-    EntryBatch,
-    EntryRows,
-    News,
-    SitemapEntry,
-    Video,
-    check_loc,
-    check_section,
-)
+from crawler.entry import ChangeFreq, News, SitemapEntry, Video, check_loc
+from crawler.entryrows import MAX_SECTION_LENGTH, NEWS_SECTION, EntryBatch, EntryRows, check_section
 from crawler.lastmod import lastmod_datetime
 from crawler.limits import (
     IMAGE_NS,
@@ -658,7 +648,7 @@ class SitemapSetWriter:
     entry with another raises ``ValueError``; a text sitemap takes none. News
     sitemaps are XML whatever ``fmt`` is, gzipped as the others are, and hold at
     most 1,000 URLs (or ``max_urls``, if lower). Each section's files (rows with
-    a section, :class:`~crawler.entry.EntryRows`) are in ``fmt``, rotated at
+    a section, :class:`~crawler.entryrows.EntryRows`) are in ``fmt``, rotated at
     ``max_urls`` and ``max_bytes`` and numbered from 00001 in each section.
     Invalid arguments, an entry that does not fit in an empty file, an empty set,
     more than 50,000 files, a bad section name and a section whose rows are not
@@ -766,8 +756,8 @@ class SitemapSetWriter:
 
         Streams ``entries`` once, then ``news``; may be called once per writer.
         Nothing visible changes in ``out_dir`` until :meth:`publish`. Given an
-        :class:`~crawler.entry.EntryRows` (what ``Ledger.listed_entries()``
-        returns), it reads :class:`~crawler.entry.EntryBatch` objects from it
+        :class:`~crawler.entryrows.EntryRows` (what ``Ledger.listed_entries()``
+        returns), it reads :class:`~crawler.entryrows.EntryBatch` objects from it
         rather than one object per URL; rows with a section are written in that
         section's files (which the files returned say), each section's rows
         together, the default section's first (``ValueError`` otherwise).

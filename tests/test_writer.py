@@ -25,15 +25,8 @@ from scrapy.utils.sitemap import Sitemap
 
 import crawler.writer
 from crawler.decisions import LISTED, REDIRECT
-from crawler.entry import (
-    _COMMON_LOC,
-    ChangeFreq,
-    EntryBatch,
-    EntryRows,
-    SitemapEntry,
-    _check_loc_fully,
-    check_loc,
-)
+from crawler.entry import _COMMON_LOC, ChangeFreq, SitemapEntry, _check_loc_fully, check_loc
+from crawler.entryrows import EntryBatch, EntryRows
 from crawler.items import UrlRecord
 from crawler.lastmod import lastmod_datetime
 from crawler.ledger import LISTED_ROWS, LISTED_ROWS_PLAIN, Ledger

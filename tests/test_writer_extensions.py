@@ -28,17 +28,10 @@ from lxml import etree
 from usp.objects.sitemap import InvalidSitemap
 
 import crawler.entry
-from crawler.entry import (
-    Alternate,
-    ChangeFreq,
-    EntryBatch,
-    EntryRows,
-    News,
-    SitemapEntry,
-    Video,
-    entry_extras,
-    extras_json,
-)
+import crawler.entryrows
+from crawler.entry import Alternate, ChangeFreq, News, SitemapEntry, Video
+from crawler.entryrows import EntryBatch, EntryRows
+from crawler.extras import entry_extras, extras_json
 from crawler.limits import (
     IMAGE_NS,
     MAX_IMAGES_PER_URL,
@@ -738,7 +731,7 @@ def test_plain_rows_keep_the_batch_path(monkeypatch: pytest.MonkeyPatch) -> None
     def refuse(*args: object) -> None:
         raise AssertionError("a plain row was checked one by one")
 
-    monkeypatch.setattr(crawler.entry, "_row_entry", refuse)
+    monkeypatch.setattr(crawler.entryrows, "_row_entry", refuse)
     rows = [(f"https://example.com/{i}", "2024-01-02", None) for i in range(5000)]
     batches = list(EntryRows(rows).batches(1024))
     assert [len(b) for b in batches] == [1024] * 4 + [904]

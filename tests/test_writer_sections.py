@@ -26,18 +26,17 @@ from hypothesis import strategies as st
 from lxml import etree
 
 import crawler.entry
-from crawler.entry import (
+import crawler.entryrows
+from crawler.entry import ChangeFreq, News, SitemapEntry
+from crawler.entryrows import (
     MAX_SECTION_LENGTH,
     ROW_COLUMNS,
-    ChangeFreq,
     EntryBatch,
     EntryRow,
     EntryRows,
-    News,
-    SitemapEntry,
     check_section,
-    extras_json,
 )
+from crawler.extras import extras_json
 from crawler.limits import SITEMAP_NS
 from crawler.writer import CHILD_NAME_RE, WrittenFile, publish_sitemaps
 from tests.xsd import validate_index, validate_urlset
@@ -566,7 +565,7 @@ def _entries_of(rows: list[Row], **defaults: Any) -> list[SitemapEntry]:
     values: tuple[Any, ...]
     for values in rows:
         loc, lastmod, extras, _, changefreq, priority = values
-        extensions = crawler.entry.entry_extras(extras)
+        extensions = crawler.extras.entry_extras(extras)
         entries.append(
             SitemapEntry(
                 loc,
@@ -782,9 +781,9 @@ def test_plain_wide_rows_keep_the_batch_path(monkeypatch: pytest.MonkeyPatch) ->
     def refuse(*args: object) -> None:
         raise AssertionError("a plain row was checked one by one")
 
-    monkeypatch.setattr(crawler.entry, "_row_entry", refuse)
-    monkeypatch.setattr(crawler.entry, "_row_changefreq", refuse)
-    monkeypatch.setattr(crawler.entry, "_row_priority", refuse)
+    monkeypatch.setattr(crawler.entryrows, "_row_entry", refuse)
+    monkeypatch.setattr(crawler.entryrows, "_row_changefreq", refuse)
+    monkeypatch.setattr(crawler.entryrows, "_row_priority", refuse)
     monkeypatch.setattr(EntryBatch, "_check_rows", refuse)
     rows = [(f"https://example.com/{i}", "2024-01-02", None, None, None, None) for i in range(5000)]
     batches = list(EntryRows(rows).batches(1024))

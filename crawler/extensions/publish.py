@@ -70,7 +70,8 @@ from crawler.decisions import (
     UNFETCHED_TIME,
     close_books,
 )
-from crawler.entry import NEWS_SECTION, ChangeFreq, SitemapEntry
+from crawler.entry import ChangeFreq, SitemapEntry
+from crawler.entryrows import NEWS_SECTION
 from crawler.extensions.runstate import RunState
 from crawler.feed import discard, publish_feed, render_feed, write_feed
 from crawler.htmlpage import write_html
