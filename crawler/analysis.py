@@ -102,6 +102,9 @@ class PageAnalysis:
     # The sign that the raw page is an application shell a script fills in
     # (crawler.appshell.shell_signs), or None.
     shell: str | None = None
+    # facts.unfollowed resolved: (kind, normalised URL), each pair once, in page
+    # order (the http(s) ones); facts.unfollowed left empty. For explain (issue 24).
+    unfollowed: tuple[tuple[str, str], ...] = ()
 
 
 def analyse_response(
@@ -122,6 +125,12 @@ def analyse_response(
     links = _distinct(resolver.resolve_all(facts.base, facts.hrefs, encoding))
     # Resolved, the raw hrefs are spent: not sent back (half the result's size).
     facts.hrefs = []
+    kinds = [kind for kind, _ in facts.unfollowed]
+    refs = resolver.resolve_all(facts.base, [href for _, href in facts.unfollowed], encoding)
+    unfollowed = tuple(
+        dict.fromkeys((kind, ref.url) for kind, ref in zip(kinds, refs, strict=True) if ref)
+    )
+    facts.unfollowed = []
     # Before the main-content hash, which strips scripts (JSON-LD) from the tree.
     rich_facts = _rich(response, root, facts.base, rich, resolver) if rich else None
     main_hash, text = main_content(root, volatile)
@@ -139,6 +148,7 @@ def analyse_response(
         soft_print=page_print(text, response.url) if prints else None,
         bag_hash=bag_hash(root) if variants else None,
         shell=shell,
+        unfollowed=unfollowed,
     )
 
 

@@ -97,6 +97,12 @@ JUDGED = frozenset(
     }
 )
 
+#: Decisions by the crawl's rules about a URL it met and did not judge: its scope
+#: (--include/--exclude, the length of a loc), its caps, traps and learned query
+#: parameters. The audit reports a listed URL so decided as ``excluded``, never as an
+#: orphan, and does not fetch it (the user's rules said not to).
+RULED_OUT = frozenset({TOO_LONG, EXCLUDED, TRAP, CAP, IGNORED_PARAM, FACET, CALENDAR})
+
 #: Decisions about a 200 page that a 304 can stand for: the next run asks such a
 #: page conditionally, and replays the decision when it is not modified.
 REPLAYABLE = frozenset(

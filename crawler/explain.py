@@ -25,7 +25,11 @@ holds the answer; :func:`explain` gathers it into one JSON-able dict that the
   the page it was first found on; a shortest path over the stored links and targets
   when that trail is broken).
 
-A URL the crawl never saw gets the crawl's rules applied to it, in the frontier's
+A URL the crawl never saw is looked for in what the crawled pages refer to without
+following it (the ledger's ``unfollowed``, issue 24): an image, stylesheet or script
+a page embeds is not a page, never listed; a link with ``rel=nofollow`` (or on a
+page whose robots directives say nofollow) is not followed. Either is said first,
+with the page, before the crawl's rules, which it also gets applied, in the frontier's
 order (:meth:`crawler.frontier.Frontier._out_of_scope`): host, length, include and
 exclude, traps (:class:`crawler.traps.TrapDetector`), robots.txt (the rules the run
 read, kept in ``meta``), and what depth and page caps could do.
@@ -58,6 +62,8 @@ SCHEMA_ID: Final = "sitemap-crawler/explain/1"
 
 #: Decisions whose target is where the URL "ends".
 _HOPS: Final = frozenset({d.REDIRECT, d.CANONICAL, d.DUPLICATE})
+#: What a page embeds (the ledger's ``unfollowed`` kinds besides nofollow), in words.
+_EMBEDDED: Final = {"image": "an image", "stylesheet": "a stylesheet", "script": "a script"}
 #: The longest chain or referrer trail followed (a ledger holds no longer one).
 _MAX_STEPS: Final = 10_000
 
@@ -197,6 +203,37 @@ class _Ledger:
             (d.CAP, start + "%"),
         ).fetchone()
         return int(row[0])
+
+    def referring(self, url: str) -> dict[str, dict[str, Any]]:
+        """How the crawled pages refer to *url* without the crawl following it (the
+        ``unfollowed`` column): by kind, the number of pages and the first of them (a
+        listed one first, then the shallowest), with its robots directives. A scan of
+        the ledger, as the shortest path is: one question, asked once."""
+        try:
+            rows = self.db.execute(
+                "SELECT url, decision, depth, robots, unfollowed FROM urls"
+                " WHERE instr(unfollowed || char(10), ?) > 0",
+                (f" {url}\n",),
+            )
+        except sqlite3.Error:  # a ledger older than the column
+            return {}
+        found: dict[str, dict[str, Any]] = {}
+        for row in rows:
+            rank = (row["decision"] != d.LISTED, row["depth"] or 0, row["url"])
+            for line in str(row["unfollowed"]).split("\n"):
+                kind, _, target = line.partition(" ")
+                if target != url:
+                    continue
+                seen = found.get(kind)
+                if seen is None:
+                    found[kind] = seen = {"pages": 0, "rank": rank}
+                    seen.update(page=row["url"], robots=row["robots"])
+                seen["pages"] += 1
+                if rank < seen["rank"]:
+                    seen.update(rank=rank, page=row["url"], robots=row["robots"])
+        for seen in found.values():
+            del seen["rank"]
+        return found
 
     def keys_by_url(self) -> dict[str, str]:
         """Every row's key by its (normalised) URL: the nodes of a shortest path."""
@@ -597,14 +634,50 @@ class _Explainer:
                 "(link it from a crawled page, or check the link's spelling)"
             )
         refused = next((c for c in checks if c["ok"] is False), None)
+        referred = self._referred(url)
+        if referred and (referred[0]["as"] != "nofollow" or would is not False):
+            summary = referred[0]["summary"]
         return {
             "decision": None,
             "would_fetch": would,
             # The decision the crawl would have recorded, had a page linked to it.
             "would_decide": refused["decision"] if refused else None,
             "summary": summary,
+            # How crawled pages refer to it without the crawl following it.
+            "referred": referred,
             "checks": checks,
         }
+
+    def _referred(self, url: str) -> list[dict[str, Any]]:
+        """How the crawled pages refer to *url* without following it: what embeds it
+        first, then the nofollow links; each with a page, how many pages, and what
+        that means in words."""
+        found = self.ledger.referring(url)
+        out = []
+        for kind in (*_EMBEDDED, "nofollow"):
+            if kind not in found:
+                continue
+            seen = found[kind]
+            page, pages = seen["page"], seen["pages"]
+            others = f" (and {pages - 1} other page{'s' if pages > 2 else ''})" if pages > 1 else ""
+            if kind == "nofollow":
+                robots = str(seen["robots"] or "")
+                how = (
+                    f"a page whose robots directives say nofollow ({robots})"
+                    if "nofollow" in robots
+                    else "rel=nofollow"
+                )
+                summary = (
+                    f"linked from {page}{others} only with nofollow ({how}), which the "
+                    "crawl does not follow: no followed link leads to it"
+                )
+            else:
+                summary = (
+                    f"{_EMBEDDED[kind]} embedded on {page}{others}: not a page, so the crawl "
+                    "does not follow it and never lists it"
+                )
+            out.append({"as": kind, "page": page, "pages": pages, "summary": summary})
+        return out
 
     def _rules(self, url: str) -> list[dict[str, Any]]:
         """The frontier's scope rules, in its order, then robots.txt and the caps."""

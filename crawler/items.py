@@ -63,6 +63,10 @@ class UrlRecord:
     # crawler.params learns from besides main_hash; not kept in the ledger.
     bag_hash: str | None = None
     links: list[str] = field(default_factory=list)
+    # What the page refers to on its site without the crawl following it, as
+    # "KIND URL" (KIND: nofollow, image, stylesheet, script; URL normalised): kept
+    # for explain (issue 24).
+    unfollowed: list[str] = field(default_factory=list)
     # A listed page's rich data (issue #14), JSON-able: the hreflang alternates it
     # declares ([code, URL]), its images, its complete videos (VideoFacts.to_json),
     # its news publication (NewsFacts.to_json), and what was left out, in words.

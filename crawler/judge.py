@@ -302,6 +302,10 @@ class PageJudge:
                 targets.add(found.url)
                 links.append(found.url)
             yield from leads.link(found, depth, rec.url)
+        # What it refers to on this site and the crawl does not follow (explain).
+        rec.unfollowed = [
+            f"{kind} {url}" for kind, url in analysis.unfollowed if site_of(url) == self.site
+        ]
         if facts.refresh is not None:  # a delayed refresh is a link like any other
             target = facts.refresh[1]
             normal = self._normalize(target, analysis.encoding)
@@ -463,6 +467,7 @@ class PageJudge:
         rec.changed_at = prev["changed_at"]
         rec.size = prev.get("size")  # the body it stands for, not the empty 304
         rec.links = prev["links"].split("\n") if prev["links"] else []
+        rec.unfollowed = prev["unfollowed"].split("\n") if prev.get("unfollowed") else []
         # The rich data the page declared, as the previous run read it (a 304 has no
         # body to read it from again).
         rec.title = prev.get("title")

@@ -7,6 +7,9 @@ the spider needs to decide about the page and where to go next (issue #2,
 * links to follow: ``<a href>``, ``<area href>``, ``<link rel=alternate hreflang>``,
   resolved against ``<base href>``; ``rel=nofollow`` links are skipped, and a page
   with ``nofollow`` in its robots meta tag or X-Robots-Tag gives none;
+* what the page refers to that the crawl does not follow, for ``explain`` (issue
+  24): its ``rel=nofollow`` links (all its links, on a nofollow page) and what it
+  embeds: ``<img src>``, ``<link rel=stylesheet href>``, ``<script src>``;
 * canonicals: ``<link rel=canonical>`` in the head and HTTP ``Link`` headers with
   ``rel=canonical`` (a canonical in the body is ignored, as search engines do);
 * ``noindex`` from ``<meta name=robots|googlebot|OUR-TOKEN>`` and ``X-Robots-Tag``
@@ -78,6 +81,9 @@ class PageFacts:
     robots: RobotsDirectives = field(default_factory=RobotsDirectives)
     page_lastmod: str | None = None
     title: str | None = None  # <title>, whitespace collapsed (the delta feed's entry title)
+    # What the page refers to without the crawl following it, as (kind, href as
+    # written): "nofollow" links, and the "image", "stylesheet" and "script" it embeds.
+    unfollowed: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def links(self) -> list[str]:
@@ -203,18 +209,27 @@ def page_facts(response: HtmlResponse, agents: Iterable[str], root: Any = None) 
     facts.page_lastmod = lastmod_from_page(root)
     facts.title = _title(root)
 
-    if facts.robots.nofollow:
-        return facts
-    hrefs = facts.hrefs
-    for el in root.iter("a", "area", "link"):
+    hrefs, unfollowed = facts.hrefs, facts.unfollowed
+    page_nofollow = bool(facts.robots.nofollow)
+    for el in root.iter("a", "area", "link", "img", "script"):
+        tag = el.tag
+        if tag == "img" or tag == "script":
+            src = el.get("src")
+            if src:
+                unfollowed.append(("image" if tag == "img" else "script", src))
+            continue
         href = el.get("href")
         if not href:
             continue
         rel = el.get("rel")
-        if el.tag == "link":
-            if rel is None or "alternate" not in rel.lower().split() or el.get("hreflang") is None:
+        if tag == "link":
+            rels = rel.lower().split() if rel is not None else ()
+            if "stylesheet" in rels:
+                unfollowed.append(("stylesheet", href))
+            if page_nofollow or "alternate" not in rels or el.get("hreflang") is None:
                 continue
-        elif rel is not None and "nofollow" in rel.lower().split():
+        elif page_nofollow or (rel is not None and "nofollow" in rel.lower().split()):
+            unfollowed.append(("nofollow", href))
             continue
         hrefs.append(href)
     return facts

@@ -140,7 +140,16 @@ add(
     Last_Modified="Sun, 06 Nov 1994 08:49:37 GMT",
 )
 add("/dates/rfc1123.html", page("x"), Last_Modified="Tue, 15 Nov 2022 12:45:26 GMT")
-add("/dates/rfc850.html", page("x"), Last_Modified="Tuesday, 15-Nov-22 12:45:26 GMT")
+# A page that embeds an image, a stylesheet and a script (explain: not pages).
+add(
+    "/dates/rfc850.html",
+    page(
+        '<img src="/media/photo.png" alt="photo"> x',
+        head='<link rel="stylesheet" href="/static/site.css"><script src="/static/site.js">'
+        "</script>",
+    ),
+    Last_Modified="Tuesday, 15-Nov-22 12:45:26 GMT",
+)
 add("/dates/asctime.html", page("x"), Last_Modified="Tue Nov 15 12:45:26 2022")
 add("/dates/malformed.html", page("x"), Last_Modified="yesterday at noon")
 add(

@@ -17,7 +17,13 @@ import pytest
 import pytest_twisted
 from twisted.internet.defer import Deferred
 
-from crawler.audit.report import AuditReport, build_report, failures, write_report
+from crawler.audit.report import (
+    AuditReport,
+    build_report,
+    failures,
+    format_summary,
+    write_report,
+)
 from tests.conftest import ROOT, MockServer, NetworkWatch, crawl_settings, run_crawl
 
 # path -> (class, reason fragment, found by the crawl)
@@ -229,9 +235,43 @@ def test_report_files(audited: AuditReport, tmp_path: Path) -> None:
         rows = list(csv.DictReader(f))
     assert [r["class"] for r in rows] == ["redirect"]
     assert (tmp_path / "problems.csv").exists()
-    # json, index.html, problems, 14 classes, 1 flag
+    # json, index.html, problems, 16 classes, 2 flags
     assert written[:2] == [tmp_path / "audit.json", tmp_path / "index.html"]
-    assert len(written) == 3 + 14 + 1
+    assert len(written) == 3 + 16 + 2
+
+
+def test_dead_orphans_carry_their_flag(
+    audited: AuditReport, site: MockServer, tmp_path: Path
+) -> None:
+    """Issue 24: the dead orphans counted are the URLs that carry the flag, in
+    audit.json, in dead-orphan.csv, in the summary and for --fail-on."""
+    flagged = [u["url"] for u in audited.urls if "dead-orphan" in u["flags"]]
+    assert flagged == [site.url("/orphan-dead.html")]
+    assert audited.counts["dead-orphan"] == len(flagged)
+    write_report(audited, tmp_path)
+    data = json.loads((tmp_path / "audit.json").read_text())
+    assert [u["url"] for u in data["urls"] if "dead-orphan" in u["flags"]] == flagged
+    assert data["counts"]["dead-orphan"] == len(flagged)
+    with (tmp_path / "dead-orphan.csv").open() as f:
+        assert [r["url"] for r in csv.DictReader(f)] == flagged
+    summary = format_summary(audited)
+    assert "dead-orphan             1  (listed, not found by the crawl" in summary
+    assert f"    {flagged[0]} (HTTP 404" in summary
+    assert failures(audited, None, ["dead-orphan"]) == ["1 dead-orphan"]
+
+
+def test_counts_agree(audited: AuditReport, tmp_path: Path) -> None:
+    """Issue 24: the card of listed indexable pages is the indexable class's count,
+    and the sitemap files the page counts are the files the command line counts (the
+    usual places that answered 404 are no files)."""
+    assert audited.counts["indexable"] == audited.covered
+    read = [s for s in audited.sitemaps if s["status"] in (200, None) and s["fetched"]]
+    probes = [s for s in audited.sitemaps if s["status"] == 404]
+    assert probes and audited.sitemaps_read == len(read) < len(audited.sitemaps)
+    assert f"sitemaps read: {len(read)} " in format_summary(audited)
+    write_report(audited, tmp_path)
+    page = (tmp_path / "index.html").read_text()
+    assert f'Sitemap files: <span data-figure="sitemaps_read" data-value="{len(read)}">' in page
 
 
 def test_failure_bars(audited: AuditReport) -> None:

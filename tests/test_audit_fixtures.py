@@ -10,6 +10,7 @@ the site without sitemaps is a directory served on 127.0.0.1 by a thread.
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 import threading
@@ -243,3 +244,93 @@ async def test_a_site_with_sitemaps_has_no_such_headline(
     report, _ = await audit(site, tmp_path, state=state_copy(crawled, tmp_path))
     assert not report.no_sitemap
     assert format_summary(report).startswith("sitemaps read: ")
+
+
+# -- 24: what the crawl's rules excluded is no orphan; counts that agree -------------------
+
+
+def local_sitemap(tmp_path: Path, site: MockServer, *paths: str) -> Path:
+    blocks = [f"<url><loc>{site.url(path)}</loc></url>" for path in paths]
+    local = tmp_path / "listed.xml"
+    local.write_text(f'<urlset xmlns="{SITEMAP_NS}">\n' + "\n".join(blocks) + "\n</urlset>\n")
+    return local
+
+
+def classes_of(urls: list[dict[str, Any]], site: MockServer, *paths: str) -> dict[str, Any]:
+    by_url = {u["url"]: u for u in urls}
+    return {path: by_url[site.url(path)] for path in paths}
+
+
+EXCLUDED = ("/relative/one.html", "/relative/two.html")
+
+
+def assert_excluded(urls: list[dict[str, Any]], site: MockServer) -> None:
+    got = classes_of(urls, site, *EXCLUDED)
+    # Met by the crawl (linked from the home page) and left out by --exclude.
+    one = got["/relative/one.html"]
+    assert one["class"] == "excluded", one
+    assert one["reason"] == "excluded: matches --exclude '/relative/'"
+    # Linked only from /relative/one.html, which the crawl did not fetch: never met,
+    # and the crawl's rules would leave it out too.
+    two = got["/relative/two.html"]
+    assert two["class"] == "excluded", two
+    assert "never met by the crawl" in two["reason"]
+    assert "matches --exclude '/relative/'" in two["reason"]
+    for u in got.values():
+        # Also in the site's own sitemaps: a duplicate listing, never a dead orphan.
+        assert u["found_by_crawl"] is False and u["flags"] == ["duplicate-listing"], u
+    assert not [u for u in urls if u["class"] == "orphan" and "/relative/" in u["url"]]
+
+
+@pytest_twisted.ensureDeferred
+async def test_what_the_rules_exclude_is_excluded_not_orphan(
+    site: MockServer, tmp_path: Path
+) -> None:
+    """`audit URL --exclude /relative/`: the listed /relative/ pages are excluded,
+    never orphans nor dead orphans, and the audit does not fetch them."""
+    local = local_sitemap(tmp_path, site, *EXCLUDED, "/about.html")
+    site.clear_log()
+    report, _ = await audit(site, tmp_path, str(local), SITEMAP_EXCLUDE=["/relative/"])
+    assert_excluded(report.urls, site)
+    assert classes_of(report.urls, site, "/about.html")["/about.html"]["class"] == "indexable"
+    assert not [r for r in site.requests() if r["path"].startswith("/relative/")]
+    assert report.counts["excluded"] >= 2
+    assert "excluded " in format_summary(report)
+    write_report(report, tmp_path / "r")
+    with (tmp_path / "r" / "excluded.csv").open() as f:
+        assert {site.url(p) for p in EXCLUDED} <= {row["url"] for row in csv.DictReader(f)}
+
+
+def test_api_audit_of_a_state_with_excludes(site: MockServer, tmp_path: Path) -> None:
+    from crawler import api
+
+    fast = {"AUTOTHROTTLE_START_DELAY": 0, "RETRY_TIMES": 1}
+    crawled = api.crawl(
+        site.url("/"), out=str(tmp_path / "public"), exclude=["/relative/"], settings=fast
+    )
+    assert crawled.published, crawled.message
+    local = local_sitemap(tmp_path, site, *EXCLUDED)
+    result = api.audit(site.url("/"), state=str(crawled.state), sitemap=[str(local)], settings=fast)
+    assert result.exit_code == 0, result.error
+    assert result.audit is not None
+    assert_excluded(result.audit.urls, site)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_listed_copy_of_a_listed_page_is_no_second_indexable_page(
+    site: MockServer, crawled: Path, tmp_path: Path
+) -> None:
+    """/dup/ and /dup/index.html are one page: listed both, one is indexable and the
+    other a duplicate of it, so that the class's count is the card's."""
+    local = local_sitemap(tmp_path, site, "/dup/", "/dup/index.html")
+    report, _ = await audit(site, tmp_path, str(local), state=state_copy(crawled, tmp_path))
+    got = classes_of(report.urls, site, "/dup/", "/dup/index.html")
+    assert sorted(u["class"] for u in got.values()) == ["duplicate", "indexable"]
+    kept = next(u for u in got.values() if u["class"] == "indexable")
+    copy = next(u for u in got.values() if u["class"] == "duplicate")
+    assert copy["target"] == kept["url"]
+    assert "byte-identical copy of" in copy["reason"] and copy["flags"] == []
+    assert report.counts["indexable"] == report.covered
+    write_report(report, tmp_path / "r")
+    data = json.loads((tmp_path / "r" / "audit.json").read_text())
+    assert data["counts"]["indexable"] == data["coverage"]["covered"]

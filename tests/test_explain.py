@@ -8,6 +8,7 @@ import gzip
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
@@ -19,6 +20,7 @@ from twisted.internet.defer import Deferred
 from crawler.cli import main
 from crawler.ledger import Ledger
 from tests.conftest import ROOT, CrawlResult, MockServer, run_crawl
+from tests.test_nightly import NightlySite, night
 
 PUBLIC = "https://www.example.com/docs/"
 EXCLUDE = r"/files/data\.json"
@@ -254,6 +256,79 @@ def test_never_seen(
     else:
         assert (failed[0]["rule"], failed[0]["decision"]) == (rule, decision)
         assert found["summary"].endswith(failed[0]["detail"])
+
+
+@pytest.mark.parametrize(
+    ("path", "kind", "page", "words"),
+    [
+        ("/media/photo.png", "image", "/dates/rfc850.html", "an image embedded on"),
+        ("/static/site.css", "stylesheet", "/dates/rfc850.html", "a stylesheet embedded on"),
+        ("/static/site.js", "script", "/dates/rfc850.html", "a script embedded on"),
+        ("/nofollow/hidden3.html", "nofollow", "/", "only with nofollow (rel=nofollow)"),
+        (
+            "/nofollow/hidden1.html",
+            "nofollow",
+            "/nofollow/meta.html",
+            "robots directives say nofollow (nofollow (meta robots))",
+        ),
+    ],
+)
+def test_what_a_crawled_page_refers_to_without_following_it(
+    capsys: pytest.CaptureFixture[str],
+    crawled: CrawlResult,
+    site: MockServer,
+    path: str,
+    kind: str,
+    page: str,
+    words: str,
+) -> None:
+    """Issue 24: an embedded image, stylesheet or script is said to be one, on its
+    page, never listed; a URL linked only with nofollow is said to be, from its page;
+    neither is "no crawled page links to it"."""
+    found = answer(capsys, crawled, site.url(path))
+    assert not found["known"]
+    assert found["referred"][0] == {
+        "as": kind,
+        "page": site.url(page),
+        "pages": 1,
+        "summary": found["summary"],
+    }
+    assert words in found["summary"] and site.url(page) in found["summary"]
+    assert "no crawled page links to it" not in found["summary"]
+    if kind != "nofollow":
+        assert "not a page" in found["summary"] and "never lists it" in found["summary"]
+    else:
+        assert "which the crawl does not follow" in found["summary"]
+    code, text = explain(capsys, crawled, site.url(path))
+    assert code == 1
+    assert f"verdict    {found['summary']}" in text
+    assert f"referred   {kind} on {site.url(page)} (1 page)" in text
+
+
+@pytest.fixture
+def nightly(tmp_path: Path) -> Iterator[NightlySite]:
+    site = NightlySite(tmp_path)
+    yield site
+    site.stop()
+
+
+@pytest_twisted.ensureDeferred
+async def test_what_a_page_embeds_is_kept_when_it_answers_304(
+    nightly: NightlySite, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A page that answers 304 the next night keeps what it embeds in the ledger."""
+    nightly.home("/p.html")
+    nightly.page(
+        "/p.html", '<img src="/i.png" alt="i"> p', last_modified="Tue, 15 Nov 2022 12:45:26 GMT"
+    )
+    for _ in range(2):
+        done = await night(nightly, tmp_path)
+        assert done.outcome == "published"
+    assert {r["path"]: r["status"] for r in nightly.requests()}["/p.html"] == 304
+    assert main(["explain", nightly.url("/i.png"), "--state", str(done.state), "--json"]) == 1
+    found = json.loads(capsys.readouterr().out)
+    assert found["referred"][0]["page"] == nightly.url("/p.html")
+    assert found["summary"].startswith(f"an image embedded on {nightly.url('/p.html')}")
 
 
 def test_a_session_id_is_stripped_before_the_rules(

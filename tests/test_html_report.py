@@ -339,6 +339,10 @@ def test_audit_report_in_a_browser(site: MockServer, tmp_path: Path, chromium: s
     assert kept == data["history"] and len(kept) == 2
     assert kept[-1]["coverage"] == data["coverage"]["percent"]
     assert any(p["url"] for p in data["problems"])
+    # Issue 24: the page's count of sitemap files is the command line's (the usual
+    # places that answered 404 are tried, not read).
+    assert f"sitemaps read: {data['sitemaps_read']} " in proc.stdout
+    assert data["sitemaps_read"] < len(data["sitemaps"])
     in_thread(check_audit_page, chromium, out, data, tmp_path)
 
 
@@ -348,7 +352,7 @@ def check_audit_page(chromium: str, out: Path, data: dict[str, Any], tmp_path: P
             assert_clean(seen)
             paths = check_figures(seen, data)
             must = {"coverage.percent", "coverage.covered", "history.0.coverage"}
-            must |= {"history.1.coverage", "problems", "counts.protocol"}
+            must |= {"history.1.coverage", "problems", "counts.protocol", "sitemaps_read"}
             must |= {f"counts.{name}" for name, n in data["counts"].items() if n}
             assert must <= paths, must - paths
             # Every class with its URLs, reasons and targets.
@@ -379,6 +383,16 @@ def check_audit_page(chromium: str, out: Path, data: dict[str, Any], tmp_path: P
             )
             assert rows and all("orphan-live" in row for row in rows)
             assert not shown(page, '[data-group][data-class="redirect"]')
+            # The dead orphans the card counts are the rows flagged so (issue 24).
+            dead = [u["url"] for u in data["urls"] if "dead-orphan" in u["flags"]]
+            assert dead and len(dead) == data["counts"]["dead-orphan"]
+            page.fill("input[data-filter]", "dead-orphan")
+            rows = page.eval_on_selector_all(
+                "[data-group] tr[data-row]",
+                "rows => rows.filter(r => !r.hidden).map(r => r.textContent)",
+            )
+            assert len(rows) == len(dead)
+            assert all(any(url in row for url in dead) for row in rows)
             page.fill("input[data-filter]", "")
             screenshot(page, tmp_path / "audit.png")
             assert seen.requested == [] and seen.errors == []

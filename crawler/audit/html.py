@@ -25,6 +25,7 @@ from crawler.htmlpage import (
     line_chart,
     link,
     more_note,
+    number,
     page,
     table,
 )
@@ -38,11 +39,13 @@ MEANINGS = {
     "5xx": "listed, but answers 5xx",
     "noindex": "listed, but noindex",
     "canonicalised": "listed, but names another URL as canonical",
+    "duplicate": "listed, but a byte-identical copy of another listed URL (the target)",
     "robots-blocked": "listed, but robots.txt forbids fetching it",
     "off-host": "listed, but on another host or scheme, or outside the sitemap's directory",
     "not-html": "listed, but not an HTML page",
     "error": "listed, but fetching it failed",
     "not-crawled": "listed, never fetched",
+    "excluded": "listed, but the crawl met it and left it out by its rules (the reason)",
     "invalid-loc": "the entry's loc is no absolute http(s) URL",
     "missing": "indexable, found by the crawl, in no sitemap",
 }
@@ -83,7 +86,11 @@ def _coverage(data: dict[str, Any]) -> str:
         figure("coverage.covered", cov["covered"], "indexable pages listed"),
         figure("coverage.indexable_found", cov["indexable_found"], "indexable pages found"),
         figure("counts.missing", counts["missing"], "missing from the sitemaps"),
-        figure("counts.dead-orphan", counts["dead-orphan"], "dead orphans"),
+        figure(
+            "counts.dead-orphan",
+            counts["dead-orphan"],
+            "dead orphans (flag dead-orphan, dead-orphan.csv)",
+        ),
         figure("counts.duplicate-listing", counts["duplicate-listing"], "listed twice"),
         figure("counts.protocol", counts["protocol"], "protocol problems"),
     ]
@@ -234,8 +241,19 @@ def _sitemaps(data: dict[str, Any]) -> str:
         for i, sm in enumerate(sitemaps)
     ]
     sections: dict[str, int] = data.get("sections") or {}
+    # The files read, as the command line counts them; the places tried with
+    # nothing there (a 404 at /sitemap.xml) are rows of the table, not files.
+    read = data.get("sitemaps_read", len(sitemaps))
+    tried = len(sitemaps) - read
     return (
-        f"<h2>Sitemap files: {inline_figure('sitemaps', len(sitemaps))}</h2>"
+        f"<h2>Sitemap files: {inline_figure('sitemaps_read', read)}</h2>"
+        + (
+            f'<p class="muted">Read {number(read)}; {number(tried)} other '
+            f"{'place' if tried == 1 else 'places'} tried gave none (the status or the "
+            "problems say why).</p>"
+            if tried
+            else ""
+        )
         + '<div data-group data-class="sitemaps">'
         + table(
             ["sitemap", "found via", "kind", "status", "entries", "problems", "not audited"],

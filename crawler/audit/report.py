@@ -3,23 +3,34 @@
 Every listed URL lands in one class (issue #3):
 
 ``indexable``
-    listed and indexable (good); a byte-identical copy of a listed page counts too.
+    listed and indexable (good); a byte-identical copy of a page counts too, when
+    the sitemaps do not list that page as well.
 ``orphan``
     listed and indexable when fetched, but not found by following links.
+``excluded``
+    listed, and met by the crawl, which left it out by its rules (``--exclude`` or
+    ``--include``, the length of a loc, a cap, a trap, a learned query parameter:
+    :data:`crawler.decisions.RULED_OUT`); the reason is the ledger's. Never fetched
+    by the audit, never an orphan.
+``duplicate``
+    listed, and a byte-identical copy of another URL the sitemaps list too (the
+    target): two entries for one page.
 ``redirect``, ``4xx``, ``5xx``, ``noindex``, ``canonicalised``, ``robots-blocked``,
 ``off-host``, ``not-html``, ``error``, ``not-crawled``
     listed but not indexable, by reason (with the redirect or canonical target).
     ``off-host`` includes other schemes and URLs outside the sitemap file's
-    directory, which are never fetched. Such a URL that the crawl never found is a
-    dead orphan: ``found_by_crawl`` is false.
+    directory, which are never fetched.
 ``invalid-loc``
     an entry whose ``loc`` is not an absolute http(s) URL.
 ``missing``
     indexable, found by the crawl, listed in no sitemap.
 
 Flags on top of the class: ``duplicate-listing`` (listed in more than one sitemap
-file). Protocol problems (file and entry faults reported by the parser, an index
-of indexes, cycles, lastmod drift) are listed separately, each with its sitemap and
+file) and ``dead-orphan`` (listed, not indexable, and not found by the crawl:
+``found_by_crawl`` is false; not for ``off-host``, ``invalid-loc`` and ``excluded``).
+Each flag's count is the number of URLs that carry it, and each has its CSV.
+Protocol problems (file and entry faults reported by the parser, an index of
+indexes, cycles, lastmod drift) are listed separately, each with its sitemap and
 line. Coverage is the share of the indexable pages found by the crawl that the
 sitemaps list.
 
@@ -36,7 +47,7 @@ every place tried.
 
 ``audit.json`` (schema ``sitemap-crawler/audit/1``)::
 
-    {"schema", "site", "generated", "no_sitemap", "not_audited",
+    {"schema", "site", "generated", "no_sitemap", "not_audited", "sitemaps_read",
      "coverage": {"percent", "covered", "indexable_found"},
      "counts": {class or flag: n}, "sitemaps": [{"url", "via", "parent", "depth",
      "status", "kind", "entries", "compressed_layers", "size", "complete", "fetched",
@@ -46,9 +57,12 @@ every place tried.
      "history": [{"generated", "site", "coverage", "covered", "indexable_found",
      "listed", "problems", "counts"}]}
 
-``no_sitemap`` (bool) and ``not_audited`` (the entries, over all files, past the
-50,000 a file may list) were added to schema 1 without a new version: readers of
-the older form find every field they knew. ``media_alternates`` counts Google's
+``no_sitemap`` (bool), ``not_audited`` (the entries, over all files, past the
+50,000 a file may list) and ``sitemaps_read`` (the files read; ``sitemaps`` also
+holds the places tried with nothing there) were added to schema 1 without a new
+version, and so were the classes ``excluded`` and ``duplicate`` and the flag
+``dead-orphan`` on its URLs (its count was there before): readers of the older form
+find every field they knew. ``media_alternates`` counts Google's
 mobile annotation (``xhtml:link rel="alternate" media=...`` without hreflang).
 
 ``history`` (issue #17, added to schema 1 the same way): the past audits of the site
@@ -73,6 +87,7 @@ from typing import Any
 
 from crawler import decisions as d
 from crawler.audit.html import render_audit
+from crawler.audit.rules import CrawlRules
 from crawler.audit.store import AuditStore
 from crawler.htmlpage import DEFAULT_CAP, write_html
 from crawler.items import FOUND_SITEMAP
@@ -93,17 +108,22 @@ CLASSES = (
     "5xx",
     "noindex",
     "canonicalised",
+    "duplicate",
     "robots-blocked",
     "off-host",
     "not-html",
     "error",
     "not-crawled",
+    "excluded",
     "invalid-loc",
     "missing",
 )
-FLAGS = ("duplicate-listing",)
+FLAGS = ("duplicate-listing", "dead-orphan")
+#: Classes whose URLs are never dead orphans: never fetched (off-host, invalid-loc),
+#: indexable (orphan), or met by the crawl and left out by its rules (excluded).
+_NOT_DEAD = frozenset({"orphan", "invalid-loc", "off-host", "excluded"})
 #: Names --fail-on accepts: classes, flags, and "protocol" (any protocol problem).
-FAILABLE = frozenset(CLASSES) | frozenset(FLAGS) | {"protocol", "dead-orphan"}
+FAILABLE = frozenset(CLASSES) | frozenset(FLAGS) | {"protocol"}
 
 _BY_DECISION = {
     d.LISTED: "indexable",
@@ -186,10 +206,14 @@ class AuditReport:
         counts: Counter[str] = Counter(u["class"] for u in self.urls)
         for u in self.urls:
             counts.update(u["flags"])
-            if not u["found_by_crawl"] and u["class"] not in ("orphan", "invalid-loc", "off-host"):
-                counts["dead-orphan"] += 1
         counts["protocol"] = len(self.problems)
-        return {name: counts.get(name, 0) for name in (*CLASSES, *FLAGS, "dead-orphan", "protocol")}
+        return {name: counts.get(name, 0) for name in (*CLASSES, *FLAGS, "protocol")}
+
+    @property
+    def sitemaps_read(self) -> int:
+        """The sitemap files read (fetched, or read from disk, and sitemaps): the
+        places tried with nothing there (a 404 at /sitemap.xml) are not files."""
+        return sum(1 for sm in self.sitemaps if _is_read(sm))
 
     @property
     def sections(self) -> dict[str, int]:
@@ -212,6 +236,7 @@ class AuditReport:
             "generated": self.generated,
             "no_sitemap": self.no_sitemap,
             "not_audited": self.not_audited,
+            "sitemaps_read": self.sitemaps_read,
             "coverage": {
                 "percent": None if self.coverage is None else round(self.coverage, 2),
                 "covered": self.covered,
@@ -234,6 +259,10 @@ def build_report(
     store = AuditStore(store_path)
     try:
         crawl = {row["key"]: row for row in ledger.rows()}
+        start = ledger.get_meta("start_url")
+        rules = CrawlRules(
+            ledger.get_meta("scope", {}) or {}, start if isinstance(start, str) else None
+        )
         sitemaps = store.sitemaps()
         listings = list(store.query("SELECT * FROM listings ORDER BY sitemap, line, id"))
         extensions = {
@@ -265,6 +294,12 @@ def build_report(
             by_key[row["key"]].append(row)
 
     covered_keys: set[str] = set()
+    # Keys the audit judges: listed in scope in an audited entry.
+    listed_keys = {
+        key
+        for key, rows in by_key.items()
+        if any(r["audited"] and r["scope"] is None for r in rows)
+    }
     # Keys listed in scope only past the 50,000th entry of a file: key -> files.
     unaudited: dict[str, list[str]] = {}
     for key, rows in sorted(by_key.items(), key=lambda kv: kv[1][0]["url"]):
@@ -292,21 +327,45 @@ def build_report(
         # no link led to is still an orphan (issue #19).
         found_by_crawl = judged_by_crawl and not _seeded(found)
         judged = found if judged_by_crawl else fetched.get(key)
-        if judged is None:
+        if found is not None and found["decision"] in d.RULED_OUT:
+            # Met by the crawl, left out by its rules: neither fetched nor an orphan.
+            cls, target = "excluded", None
+            reason = (
+                f"{found['decision']}: {found['reason']}" if found["reason"] else found["decision"]
+            )
+        elif found is None and (rule := rules.excludes(in_scope[0]["url"])) is not None:
+            # Never met (linked only from pages the rules left out): the rules
+            # would leave it out too.
+            cls, target = "excluded", None
+            reason = f"never met by the crawl, whose rules exclude it: it {rule}"
+        elif judged is None:
             cls, reason, target = "not-crawled", (found or {}).get("reason") or "not fetched", None
         else:
             cls = classify(judged["decision"], judged["status"])
             reason, target = judged["reason"], judged["target"]
-            if cls == "indexable":
+            copy_of = found["target_key"] if found is not None else None
+            if (
+                cls == "indexable"
+                and found_by_crawl
+                and judged["decision"] == d.DUPLICATE
+                and copy_of in listed_keys
+            ):
+                # Both URLs of one page listed: the copy is a second entry, not a
+                # second indexable page (the covered count counts the page once).
+                cls = "duplicate"
+                reason = f"a byte-identical copy of {target}, which the sitemaps list too"
+            elif cls == "indexable":
                 covered_keys.add(key)
-                if judged["decision"] == d.DUPLICATE and found is not None:
-                    covered_keys.add(found["target_key"])
+                if judged["decision"] == d.DUPLICATE and copy_of is not None:
+                    covered_keys.add(copy_of)
                 if not found_by_crawl:
                     cls = "orphan"
                     reason = "not linked from the crawled pages"
         url = _url(in_scope[0]["url"], cls, reason, target, found_by_crawl, files)
         if len({r["sitemap"] for r in in_scope}) > 1:
             url["flags"].append("duplicate-listing")
+        if not found_by_crawl and cls not in _NOT_DEAD:
+            url["flags"].append("dead-orphan")
         urls.append(url)
 
     indexable_found = [
@@ -487,15 +546,13 @@ def _tried(sitemaps: list[dict[str, Any]]) -> str:
 
 def format_summary(report: AuditReport, examples: int = 3) -> str:
     counts = report.counts
-    fetched = [
-        s for s in report.sitemaps if s["fetched"] and s["status"] in (200, None) and s["kind"]
-    ]
+    fetched = [s for s in report.sitemaps if _is_read(s)]
     lines = []
     if report.no_sitemap:
         lines.append(f"no sitemap found; tried: {_tried(report.sitemaps)}")
     not_audited = report.not_audited
     lines.append(
-        f"sitemaps read: {len(fetched)} "
+        f"sitemaps read: {report.sitemaps_read} "
         f"({sum(1 for s in report.sitemaps if s['problems'])} with problems), "
         f"entries: {sum(s['entries'] for s in fetched)}"
         + (
@@ -527,15 +584,13 @@ def format_summary(report: AuditReport, examples: int = 3) -> str:
         if not counts[name]:
             continue
         sample = [u for u in report.urls if u["class"] == name or name in u["flags"]][:examples]
-        lines.append(f"{name:<18} {counts[name]:>6}")
+        lines.append(
+            f"{name:<18} {counts[name]:>6}"
+            + ("  (listed, not found by the crawl, not indexable)" if name == "dead-orphan" else "")
+        )
         for u in sample:
             detail = f" ({u['reason']})" if u["reason"] and name not in ("indexable",) else ""
             lines.append(f"    {u['url']}{detail}")
-    if counts["dead-orphan"]:
-        lines.append(
-            f"{'dead orphans':<18} {counts['dead-orphan']:>6}  "
-            "(listed, not found by the crawl, not indexable)"
-        )
     if report.problems:
         by_code = Counter(p["code"] for p in report.problems)
         lines.append(

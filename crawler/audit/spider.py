@@ -23,9 +23,12 @@ is judged, its links are not followed), middlewares and politeness (issue #3):
    so a file's entries are never all in memory; only the first 50,000 of a file
    (the protocol's limit) are audited, and an index's first 50,000 sitemaps read:
    the rest are counted and reported (``not-audited``).
-5. Listed URLs that the crawl did not judge (orphans, and URLs it left unfetched)
-   are fetched once, politely and obeying robots.txt, and judged exactly as the
-   crawl judges a page, without following their links.
+5. Listed URLs that the crawl never met are fetched once, politely and obeying
+   robots.txt, and judged exactly as the crawl judges a page, without following
+   their links. One the crawl met and left out by its rules (``--exclude``, a cap:
+   :data:`crawler.decisions.RULED_OUT`), or one it never met that its ``--include``
+   and ``--exclude`` rules leave out (:mod:`crawler.audit.rules`), is not fetched:
+   it is reported as excluded.
 
 Everything goes into an :class:`crawler.audit.store.AuditStore`; the report is built
 from it and the crawl's ledger by :mod:`crawler.audit.report`.
@@ -49,6 +52,7 @@ from scrapy import Request, Spider, signals
 from scrapy.exceptions import DontCloseSpider
 
 from crawler import decisions as d
+from crawler.audit.rules import CrawlRules
 from crawler.audit.sitemaps.model import Entry, Kind
 from crawler.audit.sitemaps.parse import parse_sitemap
 from crawler.audit.store import AuditStore, Listing
@@ -503,6 +507,7 @@ class AuditSpider(Spider):
 
     def _unjudged(self) -> Iterator[str]:
         """In-scope listed URLs that the crawl never judged."""
+        rules = CrawlRules.of_ledger(self.ledger_path)
         db = sqlite3.connect(f"file:{self.ledger_path}?mode=ro", uri=True)
         try:
             for row in self.store.query(
@@ -511,7 +516,12 @@ class AuditSpider(Spider):
             ):
                 found = db.execute("SELECT decision FROM urls WHERE key = ?", (row["key"],))
                 decision = found.fetchone()
-                if decision is None or decision[0] not in d.JUDGED:
+                # One the crawl's rules left out (--exclude, a cap), or would have,
+                # is not fetched: the report says it is excluded, and why.
+                if decision is None:
+                    if rules.excludes(row["url"]) is None:
+                        yield row["url"]
+                elif decision[0] not in d.JUDGED | d.RULED_OUT:
                     yield row["url"]
         finally:
             db.close()

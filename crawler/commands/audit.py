@@ -67,7 +67,7 @@ EPILOG = (
     + ", ".join(CLASSES)
     + "; flags: "
     + ", ".join(FLAGS)
-    + ", dead-orphan; and protocol (any protocol problem)."
+    + "; and protocol (any protocol problem)."
 )
 
 

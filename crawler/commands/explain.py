@@ -106,6 +106,9 @@ def format_answer(answer: dict[str, Any]) -> str:
     if not answer["known"]:
         lines += _field("decision", "never seen by the crawl")
         lines += _field("verdict", answer["summary"])
+        for ref in answer.get("referred") or ():
+            pages = f"{ref['pages']} page{'s' if ref['pages'] != 1 else ''}"
+            lines += _field("referred", f"{ref['as']} on {ref['page']} ({pages})")
         for check in answer["checks"]:
             mark = {True: "ok", False: "no", None: "?"}[check["ok"]]
             decision = f" -> {check['decision']}" if check["decision"] else ""
