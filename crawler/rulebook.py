@@ -29,7 +29,7 @@ these: ``explain`` applies it as the eleventh rule.
 The local frontier (:class:`crawler.frontier.Frontier`) applies the whole book; a
 distributed crawl's processes apply the rules before ``query-variants``
 (:meth:`RuleBook.judge` with *until*) and the report script counts the rest in
-Redis, whose answers become the same refusals (:func:`counted`); ``explain``
+Redis, whose answers become the same refusals (:func:`counted_refusal`); ``explain``
 builds the book from what the run recorded (:class:`RuleParams`, the ledger's
 ``meta`` ``scope``), so that a URL the crawl never saw is judged with that run's
 rules, not the current settings.
@@ -376,9 +376,11 @@ class RuleBook:
         traps: TrapDetector | None,
         calendars: CalendarRule | None,
         pages: Callable[[], int],
+        counted: bool = True,
     ) -> RuleBook:
         """The book of *params*; the rules whose values (or state) are missing are left
-        out (``explain`` on an older ledger)."""
+        out (``explain`` on an older ledger), and the counted ones (query variants,
+        pages) unless *counted*."""
         rules: list[Rule] = [Host(params.start_url)]
         if params.max_loc_length is not None:
             rules.append(Length(public, params.max_loc_length))
@@ -396,10 +398,12 @@ class RuleBook:
         if learner is not None:
             rules.append(Parameters(learner))
         if traps is not None:
-            rules += [Traps(traps), QueryVariants(traps)]
+            rules.append(Traps(traps))
+            if counted:
+                rules.append(QueryVariants(traps))
         if params.max_depth is not None:
             rules.append(Depth(params.max_depth))
-        if params.max_pages is not None:
+        if params.max_pages is not None and counted:
             rules.append(Pages(params.max_pages, pages))
         return cls(rules, params.starts or (params.start_url,))
 
@@ -426,7 +430,9 @@ class RuleBook:
                 return
 
 
-def counted(code: str, path: str, *, max_variants: int, max_depth: int, max_pages: int) -> Refusal:
+def counted_refusal(
+    code: str, path: str, *, max_variants: int, max_depth: int, max_pages: int
+) -> Refusal:
     """The refusal of a rule the report script of a distributed crawl counts in
     Redis: ``t`` a query variant too many of *path*, ``d`` the depth cap, ``c`` the
     page cap (the same refusals as :class:`QueryVariants`, :class:`Depth` and

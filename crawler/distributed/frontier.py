@@ -19,7 +19,7 @@ settled in Redis, atomically, by the script that reports the page (``_REPORT`` i
 * **the page cap**: the URLs queued are counted in one key.
 
 The codes of those counted rules become the same refusals as in one process
-(:func:`crawler.rulebook.counted`).
+(:func:`crawler.rulebook.counted_refusal`).
 
 The script answers with one code a URL (``k`` known already, ``q`` queued, ...),
 pushed with the report, and queues the new requests itself; the coordinator turns
@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from crawler import decisions as d
 from crawler.frontier import Discovered, Frontier
 from crawler.items import FOUND_LINK, Alias, UrlRecord
-from crawler.rulebook import counted
+from crawler.rulebook import counted_refusal
 from crawler.seen import SeenKeys
 
 if TYPE_CHECKING:
@@ -182,7 +182,7 @@ class Settler:
             else:
                 stats.inc_value("sitemap/discovered")
             if code in ("t", "d", "c"):
-                refusal = counted(
+                refusal = counted_refusal(
                     code,
                     c.path,
                     max_variants=self.max_variants,
