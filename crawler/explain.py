@@ -45,6 +45,7 @@ from xml.sax.saxutils import escape
 
 from crawler import decisions as d
 from crawler.explainrules import RunRules
+from crawler.items import FOUND_REFRESH
 from crawler.ledger import read_params
 from crawler.paths import LEDGER, LEDGER_FAILED
 from crawler.publicurl import BaseUrlError, PublicUrls
@@ -532,11 +533,14 @@ class _Explainer:
         """How *found* was found on *page*: a link, or *page*'s redirect, refresh or
         canonical (a canonical is kept as its public address: mapped back)."""
         target = page["target"]
-        if page["decision"] in _HOPS and target:
-            if found["key"] in (page["target_key"], url_key(self.public.to_crawl(target))):
-                if page["reason"].startswith("meta refresh"):
-                    return "meta refresh"
-                return str(page["decision"])
+        if (
+            page["decision"] in _HOPS
+            and target
+            and found["key"] in (page["target_key"], url_key(self.public.to_crawl(target)))
+        ):
+            # How the target was first found, not the page's reason read back.
+            refresh = found.get("found_by") == FOUND_REFRESH
+            return "meta refresh" if refresh else str(page["decision"])
         return "link"
 
     def _shortest_path(self, goal: str) -> list[dict[str, Any]] | None:
