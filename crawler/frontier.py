@@ -6,14 +6,12 @@ canonical or refresh target) comes here once, with how it was found (``found_by`
 :data:`crawler.items.SEEDS`; issue #19). Seeds are judged like any URL: never
 trusted, only queued. It is normalised once (:mod:`crawler.urls`),
 keyed, and checked against the seen-set (:mod:`crawler.seen`): a URL already known
-under another form is recorded as an alias. A new URL is checked against the
-crawl's scope, in this order: same host and port (``off-host``, or ``non-public``
-for a private address found from a public site), the ``<loc>`` length
-(``too-long``), ``--include`` and ``--exclude`` (``excluded``; the start URLs are
-exempt), redirect hops,
-traps (:mod:`crawler.traps`), depth and the page cap (``cap-reached``). Out of
-scope, it gets its final decision here; in scope, a ``queued`` record and a request
-(breadth-first: Scrapy's scheduler is FIFO with ``DEPTH_PRIORITY``), asked
+under another form is recorded as an alias. A new URL is put to the crawl's rule
+book (:mod:`crawler.rulebook`: host and port, the ``<loc>`` length, ``--include``
+and ``--exclude``, redirect hops, calendars, learned parameters and facets, traps,
+query variants, depth, the page cap, in this order); refused, it gets its final
+decision here, with the rule that refused it; let through, a ``queued`` record and
+a request (breadth-first: Scrapy's scheduler is FIFO with ``DEPTH_PRIORITY``), asked
 conditionally when the previous run knew the page (its ``ETag`` and
 ``Last-Modified``).
 
@@ -36,9 +34,9 @@ Meta keys of its requests: ``sitemap_url``, ``sitemap_depth``, ``sitemap_hops``,
 ``sitemap_referrer``, ``sitemap_conditional``, ``sitemap_reconsidered``.
 Stats: ``sitemap/discovered``, ``sitemap/ignored/scheme``,
 ``sitemap/depth_reconsidered``, ``sitemap/seeds/<found_by>`` (seeds new to the
-crawl, by how they were found).
-``sitemap/depth_reconsidered``, ``sitemap/learned/params`` (parameters learned
-this run).
+crawl, by how they were found), ``sitemap/learned/params`` (parameters learned
+this run). The values the rule book is built with go into the ledger's ``meta``
+(``scope``), for ``explain``.
 """
 
 from __future__ import annotations

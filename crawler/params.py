@@ -223,9 +223,8 @@ class ParamLearner:
         """*url* is fetched: remember it as a member of its path's group."""
         base, pieces = split(url)
         known = self._path(base) if pieces else None
-        if known is not None:
-            if len(known.members) < MAX_MEMBERS:
-                known.members.append((url, params_of(pieces)))
+        if known is not None and len(known.members) < MAX_MEMBERS:
+            known.members.append((url, params_of(pieces)))
 
     def _best(self, known: _Path, ignored: set[str], params: Params) -> str | None:
         best: str | None = None
