@@ -30,6 +30,7 @@ from tests.test_traps_learning import TrapServer
 REPEATS = 3
 VARIANTS = 15
 DEPTH = 4
+REDIRECTS = 2
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +56,7 @@ def crawled(site: TrapServer, tmp_path_factory: pytest.TempPathFactory) -> Crawl
         SITEMAP_TRAP_MAX_REPEATS=REPEATS,
         SITEMAP_TRAP_MAX_QUERY_VARIANTS=VARIANTS,
         SITEMAP_MAX_DEPTH=DEPTH,
+        SITEMAP_MAX_REDIRECTS=REDIRECTS,
         SITEMAP_EXCLUDE=[r"/skip/"],
     )
 
@@ -142,6 +144,7 @@ def test_explain_equals_the_crawl(
         "host",
         "length",
         "include/exclude",
+        "hops",
         "calendar",
         "parameters",
         "traps",
@@ -234,9 +237,10 @@ def test_explain_equals_a_crawl_with_two_processes(
             "--exclude", "/skip/", "--max-depth", str(DEPTH),
             "-s", f"SITEMAP_TRAP_MAX_REPEATS={REPEATS}",
             "-s", f"SITEMAP_TRAP_MAX_QUERY_VARIANTS={VARIANTS}",
+            "-s", f"SITEMAP_MAX_REDIRECTS={REDIRECTS}",
         ],
         cwd=ROOT, capture_output=True, text=True, timeout=240,
     )  # fmt: skip
     assert crawl.returncode == 0, crawl.stderr
     by_rule = assert_explain_equals_the_crawl(capsys, state)
-    assert {"query-variants", "depth", "traps", "calendar"} <= set(by_rule), by_rule
+    assert {"query-variants", "depth", "traps", "calendar", "hops"} <= set(by_rule), by_rule

@@ -14,7 +14,8 @@ linked from the home page. Unknown paths are 404.
 
 Mode ``rules``: the same, and the home page also links a URL of every other rule of
 the frontier (robots.txt, another host, path traps, an excluded path, a URL too long,
-a list of 20 pages by query string, a chain of pages one link deeper each).
+a list of 20 pages by query string, a chain of pages one link deeper each, a chain of
+redirects ``/hop/1`` -> ``/hop/2`` ... ``/hop/6``).
 Mode ``soft404``: every unknown path is answered with 200 and a "not found" page
 that echoes the path; the home page links two real pages and two that do not exist.
 Mode ``soft404-robots``: the same, with a robots.txt that disallows the probe.
@@ -151,6 +152,7 @@ RULES_LINKS = (
     "/" + "y" * 2100,
     "/list?page=1",
     "/deep/1",
+    "/hop/1",
 )
 
 
@@ -163,6 +165,9 @@ def rules(path: str, query: dict[str, list[str]]) -> tuple[int, str]:
         return 200, page(f"list page {n}", links(*(f"/list?page={i}" for i in range(1, 21))))
     if path.startswith("/deep/") and path[6:].isdigit():
         return 200, page(f"deep {path[6:]}", links(f"/deep/{int(path[6:]) + 1}"))
+    if path.startswith("/hop/") and path[5:].isdigit():
+        n = int(path[5:])
+        return (302, f"/hop/{n + 1}") if n < 6 else (200, page("hopped", links("/")))
     if path in ("/a/b/a/b/a/b/", "/skip/this.html"):
         return 200, page(path, links("/"))
     return traps(path, query)
@@ -214,7 +219,9 @@ class Site(resource.Resource):
         status, body = serve(parts.path, parse_qs(parts.query))
         request.setResponseCode(status)
         if status == 302:
-            request.setHeader("Location", "/not-found.html")
+            # A redirect's body is where it goes (none: the not-found page).
+            request.setHeader("Location", body or "/not-found.html")
+            body = ""
         request.setHeader("Content-Type", HTML)
         return body.encode("utf-8")
 
