@@ -162,7 +162,7 @@ def test_explain_equals_the_crawl_with_a_page_cap(
 
 
 def _unseen(
-    capsys: pytest.CaptureFixture[str], result: CrawlResult, url: str
+    capsys: pytest.CaptureFixture[str], result: CrawlResult | Path, url: str
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     found = ask(capsys, result, url)
     assert not found["known"], url
@@ -244,3 +244,26 @@ def test_explain_equals_a_crawl_with_two_processes(
     assert crawl.returncode == 0, crawl.stderr
     by_rule = assert_explain_equals_the_crawl(capsys, state)
     assert {"query-variants", "depth", "traps", "calendar", "hops"} <= set(by_rule), by_rule
+
+
+def test_a_ledger_without_the_rule_column_cannot_count(
+    capsys: pytest.CaptureFixture[str], crawled: CrawlResult, site: TrapServer, tmp_path: Path
+) -> None:
+    """A ledger of an earlier version does not say which rule refused a URL: the
+    counted rules answer "?" instead of counting every URL as let through."""
+    import shutil
+
+    state = tmp_path / "state"
+    shutil.copytree(crawled.state, state)
+    with sqlite3.connect(state / "ledger.sqlite") as db:
+        db.execute("ALTER TABLE urls DROP COLUMN rule")
+    db.close()
+    found, check = _unseen(capsys, state, site.url("/list?page=99"))
+    assert check is None and found["would_fetch"] is None
+    unknown = [c["rule"] for c in found["checks"] if c["ok"] is None]
+    assert unknown == ["query-variants", "pages"]
+    # The rules that need no count still answer.
+    found, check = _unseen(capsys, state, site.url("/q/q/q/q/"))
+    assert check is not None and check["rule"] == "traps"
+    known = ask(capsys, state, site.url("/about.html"))
+    assert known["known"] and known["rules"]["would_fetch"] is None
