@@ -40,19 +40,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 from crawler import decisions as d
-from crawler.calendars import STEPS, CalendarRule, parse_window
+from crawler.calendars import STEPS, CalendarRule
 from crawler.decisions import Refusal
-from crawler.limits import MAX_LOC_LENGTH
 from crawler.params import ParamLearner
 from crawler.traps import TrapDetector
 from crawler.urls import is_public_host, normalize_url, site_of
 
 if TYPE_CHECKING:
-    from scrapy.settings import BaseSettings
 
     from crawler.publicurl import PublicUrls
 
@@ -104,32 +102,6 @@ class RuleParams:
     strip_params: bool = True
     strip_extra: tuple[str, ...] = ()
     robots_obey: bool = True
-
-    @classmethod
-    def from_settings(
-        cls, settings: BaseSettings, start_url: str, today: date | None = None
-    ) -> RuleParams:
-        strip = settings.getbool("SITEMAP_STRIP_PARAMS")
-        extra = tuple(settings.getlist("SITEMAP_STRIP_EXTRA"))
-        return cls(
-            start_url=start_url,
-            starts=starts_of(start_url, settings.getlist("SITEMAP_START_URLS"), strip, extra),
-            include=tuple(settings.getlist("SITEMAP_INCLUDE")),
-            exclude=tuple(settings.getlist("SITEMAP_EXCLUDE")),
-            max_loc_length=MAX_LOC_LENGTH,
-            max_redirects=settings.getint("SITEMAP_MAX_REDIRECTS"),
-            calendar_window_days=parse_window(settings.get("SITEMAP_CALENDAR_WINDOW")).days,
-            calendar_steps=STEPS,
-            calendar_today=(today or datetime.now(UTC).date()).isoformat(),
-            trap_max_repeats=settings.getint("SITEMAP_TRAP_MAX_REPEATS"),
-            trap_max_segments=settings.getint("SITEMAP_TRAP_MAX_SEGMENTS"),
-            trap_max_query_variants=settings.getint("SITEMAP_TRAP_MAX_QUERY_VARIANTS"),
-            max_depth=settings.getint("SITEMAP_MAX_DEPTH"),
-            max_pages=settings.getint("SITEMAP_MAX_PAGES"),
-            strip_params=strip,
-            strip_extra=extra,
-            robots_obey=settings.getbool("ROBOTSTXT_OBEY"),
-        )
 
     def record(self) -> dict[str, Any]:
         """What the ledger keeps (JSON)."""
