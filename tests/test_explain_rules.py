@@ -63,8 +63,15 @@ def crawled(site: TrapServer, tmp_path_factory: pytest.TempPathFactory) -> Crawl
 
 @pytest.fixture(scope="module")
 def capped(site: TrapServer, tmp_path_factory: pytest.TempPathFactory) -> CrawlResult:
-    """The page cap: four URLs queued, every later one left out."""
-    return _crawl(tmp_path_factory.mktemp("capped"), site.url("/"), SITEMAP_MAX_PAGES=4)
+    """The page cap: four URLs queued, every later one left out; a second start URL
+    that --exclude matches (start URLs are exempt)."""
+    return _crawl(
+        tmp_path_factory.mktemp("capped"),
+        site.url("/"),
+        SITEMAP_MAX_PAGES=4,
+        SITEMAP_START_URLS=[site.url("/skip/this.html")],
+        SITEMAP_EXCLUDE=[r"/skip/"],
+    )
 
 
 def ask(capsys: pytest.CaptureFixture[str], result: CrawlResult | Path, url: str) -> dict[str, Any]:
@@ -155,10 +162,15 @@ def test_explain_equals_the_crawl(
 
 
 def test_explain_equals_the_crawl_with_a_page_cap(
-    capsys: pytest.CaptureFixture[str], capped: CrawlResult
+    capsys: pytest.CaptureFixture[str], capped: CrawlResult, site: TrapServer
 ) -> None:
     by_rule = assert_explain_equals_the_crawl(capsys, capped)
     assert by_rule.get("pages", 0) > 5, by_rule
+    # Every start URL is exempt from --exclude, not only the first.
+    second = ask(capsys, capped, site.url("/skip/this.html"))
+    assert second["decision"] == "listed"
+    exempt = next(c for c in second["rules"]["checks"] if c["rule"] == "include/exclude")
+    assert (exempt["ok"], exempt["detail"]) == (True, "a start URL (exempt)")
 
 
 def _unseen(
