@@ -33,6 +33,9 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from urllib.parse import parse_qsl, urlsplit
 
+from crawler import decisions as d
+from crawler.decisions import Refusal
+
 _SEGMENT = r"(?:19|20|21)\d\d"
 # A date in the path: whole segments, year[/-]month[/-]day, month and day optional.
 _PATH_DATE = re.compile(
@@ -149,8 +152,8 @@ class CalendarRule:
         #: Templates cut at least once.
         self.cut: set[str] = set()
 
-    def check(self, url: str, referrer: str | None) -> str | None:
-        """The reason *url*, found on *referrer*, is not followed, or None."""
+    def check(self, url: str, referrer: str | None) -> Refusal | None:
+        """Why *url*, found on *referrer*, is not followed, or None."""
         if not self.window or referrer is None:
             return None
         dated = date_of(url)
@@ -170,10 +173,12 @@ class CalendarRule:
         days = self.window.days
         if dated.last < self.today - self.window or dated.first > self.today + self.window:
             self.cut.add(dated.template)
-            return f"calendar beyond window: {dated.label} is more than {days} days from today"
+            return Refusal(
+                d.CALENDAR, d.RULE_CALENDAR, "calendar-window", {"label": dated.label, "days": days}
+            )
         if self.steps and min(_distance(dated, e) for e in entries) > self.steps:
             self.cut.add(dated.template)
-            return f"calendar: more than {self.steps} steps from where the sequence was entered"
+            return Refusal(d.CALENDAR, d.RULE_CALENDAR, "calendar-steps", {"limit": self.steps})
         return None
 
 

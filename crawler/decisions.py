@@ -13,7 +13,8 @@ decision with its typical reasons.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from crawler.urls import url_key
 
@@ -127,9 +128,91 @@ REPLAYABLE = frozenset(
 UNFETCHED = "not fetched: the crawl stopped first"
 #: The same, when the time budget (--max-time) ran out.
 UNFETCHED_TIME = "not fetched: the time budget (--max-time) ran out"
-#: The start of the reason of a URL left out for depth; a shorter path found later
-#: lets such a URL in (the only final decision that a later one replaces).
-DEPTH_CAP = "max depth"
+
+# -- the frontier's refusals, typed ----------------------------------------------------
+
+# The rules of the rule book (crawler.rulebook), in the order they are applied: the
+# ledger's ``rule`` column names the one that refused a URL before it was fetched.
+RULE_HOST = "host"
+RULE_LENGTH = "length"
+RULE_INCLUDE = "include/exclude"
+RULE_HOPS = "hops"
+RULE_CALENDAR = "calendar"
+RULE_PARAMS = "parameters"
+RULE_TRAPS = "traps"
+RULE_VARIANTS = "query-variants"
+#: A URL left out for depth: a shorter path found later lets it in (the only final
+#: decision that a later one replaces).
+RULE_DEPTH = "depth"
+RULE_PAGES = "pages"
+#: Not the frontier's: robots.txt is read where a URL is fetched (only ``explain``
+#: applies it with the other rules).
+RULE_ROBOTS = "robots.txt"
+RULES = (
+    RULE_HOST,
+    RULE_LENGTH,
+    RULE_INCLUDE,
+    RULE_HOPS,
+    RULE_CALENDAR,
+    RULE_PARAMS,
+    RULE_TRAPS,
+    RULE_VARIANTS,
+    RULE_DEPTH,
+    RULE_PAGES,
+    RULE_ROBOTS,
+)
+
+#: The reason of each kind of refusal, from its values: the one place a refusal's
+#: reason is written (nothing reads a reason back).
+_REASONS: dict[str, str] = {
+    "non-public": "non-public address",
+    "off-host": "another host",
+    "too-long": "longer than {limit} characters",
+    "no-include": "matches no --include rule",
+    "exclude": "matches --exclude {pattern!r}",
+    "hops": "more than {limit} redirect hops",
+    "calendar-window": "calendar beyond window: {label} is more than {days} days from today",
+    "calendar-steps": "calendar: more than {limit} steps from where the sequence was entered",
+    "segments": "more than {limit} path segments",
+    "repeats": "path segment {segment!r} repeated {count} times",
+    "session-path": "session identifier in path",
+    "session-query": "session identifier in query ({name})",
+    "query-variants": "more than {limit} query variants of {path}",
+    "listed-variants": "more than {limit} query variants of {path} listed",
+    "depth": "max depth {limit}",
+    "pages": "max pages {limit}",
+    "robots": "disallowed by robots.txt (group {group!r})",
+}
+
+
+def render(kind: str, values: Mapping[str, Any]) -> str:
+    """The reason of a refusal of *kind* with *values* (see :class:`Refusal`)."""
+    if kind == "ignored-parameter":
+        names = list(values["names"])
+        if len(names) == 1:
+            return f"parameter {names[0]!r} does not change the page"
+        return "parameters " + ", ".join(repr(n) for n in names) + " do not change the page"
+    if kind == "facet":
+        return "facet combination (" + ", ".join(sorted(set(values["names"]))) + ")"
+    return _REASONS[kind].format(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a URL is not fetched, as facts: the *decision* recorded, the *rule* of the
+    rule book that made it (:data:`RULES`), the *kind* of refusal and its *values*
+    (which limit, which pattern, which path), and a *target* (the page it stands
+    for). Its :attr:`reason` is rendered from them; nothing parses it back."""
+
+    decision: str
+    rule: str
+    kind: str
+    values: Mapping[str, Any] = field(default_factory=dict)
+    target: str | None = None
+
+    @property
+    def reason(self) -> str:
+        return render(self.kind, self.values)
 
 
 class Books(Protocol):

@@ -25,14 +25,13 @@ holds the answer; :func:`explain` gathers it into one JSON-able dict that the
   the page it was first found on; a shortest path over the stored links and targets
   when that trail is broken).
 
-A URL the crawl never saw is looked for in what the crawled pages refer to without
-following it (the ledger's ``unfollowed``, issue 24): an image, stylesheet or script
-a page embeds is not a page, never listed; a link with ``rel=nofollow`` (or on a
-page whose robots directives say nofollow) is not followed. Either is said first,
-with the page, before the crawl's rules, which it also gets applied, in the frontier's
-order (:meth:`crawler.frontier.Frontier._out_of_scope`): host, length, include and
-exclude, traps (:class:`crawler.traps.TrapDetector`), robots.txt (the rules the run
-read, kept in ``meta``), and what depth and page caps could do.
+A URL the crawl never saw is looked for first in what the crawled pages refer to
+without following it (the ledger's ``unfollowed``, issue 24): an image, stylesheet
+or script a page embeds is not a page, never listed; a link with ``rel=nofollow`` (or
+on a page whose robots directives say nofollow) is not followed. Then it gets the
+run's rule book applied to it (the frontier's, built from what the run recorded:
+:mod:`crawler.explainrules`), then robots.txt as the run read it; a URL it saw gets
+the same judgement as ``rules``.
 """
 
 from __future__ import annotations
@@ -49,11 +48,12 @@ from urllib.parse import urljoin, urlsplit
 from xml.sax.saxutils import escape
 
 from crawler import decisions as d
-from crawler.limits import MAX_LOC_LENGTH
+from crawler.explainrules import RunRules
+from crawler.items import FOUND_REFRESH
+from crawler.ledger import read_params
 from crawler.paths import LEDGER, LEDGER_FAILED
 from crawler.publicurl import BaseUrlError, PublicUrls
-from crawler.traps import TrapDetector
-from crawler.urls import host_port, is_public_host, normalize_url, site_of, url_key
+from crawler.urls import host_port, normalize_url, url_key
 
 __all__ = ["SCHEMA_ID", "ExplainError", "explain"]
 
@@ -190,19 +190,27 @@ class _Ledger:
         ).fetchone()
         return int(row[0])
 
-    def query_variants(self, prefix: str) -> int:
-        """How many URLs with a query the ledger has for the path *prefix* (``...?``)."""
-        row = self.db.execute(
-            "SELECT count(*) FROM urls WHERE url >= ? AND url < ?", (prefix, prefix[:-1] + "@")
-        ).fetchone()
+    def rows_from(self, prefix: str) -> list[dict[str, Any]]:
+        """``key``, ``url``, ``rule`` and ``referrer`` of the rows whose URL starts
+        with *prefix* (``rule`` NULL in a ledger without that column)."""
+        rule = "rule" if self.queued() is not None else "NULL AS rule"
+        rows = self.db.execute(
+            f"SELECT key, url, {rule}, referrer FROM urls WHERE url >= ? AND url < ?",
+            (prefix, prefix + "\U0010ffff"),
+        )
+        return [dict(r) for r in rows]
+
+    def queued(self) -> int | None:
+        """How many URLs the frontier queued (no rule refused them); None for a
+        ledger without the ``rule`` column."""
+        try:
+            row = self.db.execute("SELECT count(*) FROM urls WHERE rule IS NULL").fetchone()
+        except sqlite3.Error:
+            return None
         return int(row[0])
 
-    def cap_reached(self, start: str) -> int:
-        row = self.db.execute(
-            "SELECT count(*) FROM urls WHERE decision = ? AND reason LIKE ?",
-            (d.CAP, start + "%"),
-        ).fetchone()
-        return int(row[0])
+    def learned_params(self) -> dict[str, list[str]]:
+        return read_params(self.db)
 
     def referring(self, url: str) -> dict[str, dict[str, Any]]:
         """How the crawled pages refer to *url* without the crawl following it (the
@@ -258,6 +266,7 @@ class _Explainer:
         self.scope: dict[str, Any] = ledger.meta("scope") or {}
         self.outcome: dict[str, Any] = ledger.meta("outcome") or {}
         self.run_started: str | None = ledger.meta("run_started")
+        self.rules = RunRules(ledger, start, self.public)
 
     # -- which URL
 
@@ -342,6 +351,8 @@ class _Explainer:
                 "referrers": [step["url"] for step in found["steps"][:-1]],
                 "aliases": self.ledger.aliases_of(row["key"]),
                 "warnings": json.loads(row["warnings"]) if row["warnings"] else [],
+                # The run's rules put to it again (crawler.explainrules).
+                "rules": self.rules.judge(str(row["url"]), row),
             }
         )
         return answer
@@ -559,11 +570,14 @@ class _Explainer:
         """How *found* was found on *page*: a link, or *page*'s redirect, refresh or
         canonical (a canonical is kept as its public address: mapped back)."""
         target = page["target"]
-        if page["decision"] in _HOPS and target:
-            if found["key"] in (page["target_key"], url_key(self.public.to_crawl(target))):
-                if page["reason"].startswith("meta refresh"):
-                    return "meta refresh"
-                return str(page["decision"])
+        if (
+            page["decision"] in _HOPS
+            and target
+            and found["key"] in (page["target_key"], url_key(self.public.to_crawl(target)))
+        ):
+            # How the target was first found, not the page's reason read back.
+            refresh = found.get("found_by") == FOUND_REFRESH
+            return "meta refresh" if refresh else str(page["decision"])
         return "link"
 
     def _shortest_path(self, goal: str) -> list[dict[str, Any]] | None:
@@ -617,36 +631,12 @@ class _Explainer:
     # -- a URL the crawl never saw
 
     def _unseen(self, url: str) -> dict[str, Any]:
-        checks = self._rules(url)
-        verdicts = [c["ok"] for c in checks]
-        if False in verdicts:
-            would: bool | None = False
-            first = next(c for c in checks if c["ok"] is False)
-            summary = f"the crawl's rules would not fetch it: {first['detail']}"
-        elif None in verdicts:
-            would = None
-            unknown = next(c for c in checks if c["ok"] is None)
-            summary = f"the crawl's rules may fetch it: {unknown['detail']}"
-        else:
-            would = True
-            summary = (
-                "the crawl's rules would fetch it: no crawled page links to it "
-                "(link it from a crawled page, or check the link's spelling)"
-            )
-        refused = next((c for c in checks if c["ok"] is False), None)
+        judged = self.rules.judge(url, None)
         referred = self._referred(url)
-        if referred and (referred[0]["as"] != "nofollow" or would is not False):
-            summary = referred[0]["summary"]
-        return {
-            "decision": None,
-            "would_fetch": would,
-            # The decision the crawl would have recorded, had a page linked to it.
-            "would_decide": refused["decision"] if refused else None,
-            "summary": summary,
-            # How crawled pages refer to it without the crawl following it.
-            "referred": referred,
-            "checks": checks,
-        }
+        if referred and (referred[0]["as"] != "nofollow" or judged["would_fetch"] is not False):
+            judged["summary"] = referred[0]["summary"]
+        # How crawled pages refer to it without the crawl following it.
+        return {"decision": None, **judged, "referred": referred}
 
     def _referred(self, url: str) -> list[dict[str, Any]]:
         """How the crawled pages refer to *url* without following it: what embeds it
@@ -678,120 +668,6 @@ class _Explainer:
                 )
             out.append({"as": kind, "page": page, "pages": pages, "summary": summary})
         return out
-
-    def _rules(self, url: str) -> list[dict[str, Any]]:
-        """The frontier's scope rules, in its order, then robots.txt and the caps."""
-        checks: list[dict[str, Any]] = []
-
-        def check(rule: str, ok: bool | None, detail: str, decision: str | None = None) -> None:
-            checks.append({"rule": rule, "ok": ok, "detail": detail, "decision": decision})
-
-        site, target = site_of(self.start), site_of(url)
-        if target != site:
-            host = target[0] if target else ""
-            public_start = is_public_host(site[0] if site else "")
-            if public_start and not is_public_host(host):
-                check("host", False, f"{host} is a private address", d.NON_PUBLIC)
-            else:
-                check("host", False, f"another host than {site[0] if site else ''}", d.OFF_HOST)
-            return checks
-        check("host", True, "the start URL's host")
-        loc = self.public.loc(url)
-        if len(url) > MAX_LOC_LENGTH or len(loc or "") > MAX_LOC_LENGTH:
-            check("length", False, f"longer than {MAX_LOC_LENGTH} characters", d.TOO_LONG)
-        else:
-            check("length", True, f"{len(url)} characters")
-        include = list(self.scope.get("include") or [])
-        exclude = list(self.scope.get("exclude") or [])
-        if not self.scope:
-            check("include/exclude", None, "the crawl's rules are not in this ledger")
-        elif url_key(url) == url_key(self.start):
-            check("include/exclude", True, "the start URL")
-        elif include and not any(re.search(p, url) for p in include):
-            check("include/exclude", False, "matches no --include rule", d.EXCLUDED)
-        elif hits := [p for p in exclude if re.search(p, url)]:
-            check("include/exclude", False, f"matches --exclude {hits[0]!r}", d.EXCLUDED)
-        else:
-            check("include/exclude", True, _rules_text(include, exclude))
-        if self.scope:
-            traps = TrapDetector(
-                max_repeats=int(self.scope.get("trap_max_repeats", 3)),
-                max_segments=int(self.scope.get("trap_max_segments", 20)),
-                max_query_variants=int(self.scope.get("trap_max_query_variants", 100)),
-            )
-            parts = urlsplit(url)
-            if parts.query:
-                path = parts.path
-                prefix = url[: len(url) - len(parts.query)]
-                traps.variants[path] = self.ledger.query_variants(prefix)
-            trap = traps.check(url)
-            if trap is None:
-                check("traps", True, "no trap rule matches")
-            else:
-                check("traps", False, trap, d.TRAP)
-        else:
-            check("traps", None, "the crawl's trap rules are not in this ledger")
-        checks.append(self._robots(url))
-        scheme = urlsplit(url).scheme
-        if scheme != urlsplit(self.start).scheme:
-            check(
-                "scheme",
-                True,
-                f"fetched for discovery, but never listed: the set lists "
-                f"{urlsplit(self.start).scheme} URLs only",
-                d.OTHER_SCHEME,
-            )
-        if loc is None:
-            check("base-url", True, "fetched, but never listed: outside the --base-url prefix")
-        if self.scope:
-            depth, pages = self.scope.get("max_depth", 0), self.scope.get("max_pages", 0)
-            capped = self.ledger.cap_reached(f"max pages {pages}") if pages else 0
-            detail = f"max depth {depth or 'none'}, max pages {pages or 'none'}"
-            if capped:
-                check(
-                    "caps",
-                    None,
-                    f"{detail}: the page cap stopped {capped} URLs in this run; a new page "
-                    "may be one of them",
-                    d.CAP,
-                )
-            else:
-                check("caps", True, f"{detail}: the page cap was not reached")
-        return checks
-
-    def _robots(self, url: str) -> dict[str, Any]:
-        robots = self.ledger.meta("robots")
-        result: dict[str, Any] = {"rule": "robots.txt", "decision": None}
-        if self.scope and not self.scope.get("robots_obey", True):
-            return {**result, "ok": True, "detail": "not obeyed (ROBOTSTXT_OBEY is off)"}
-        if not isinstance(robots, dict):
-            return {**result, "ok": None, "detail": "unknown: this ledger keeps no robots.txt"}
-        if robots.get("state") == "unavailable" or robots.get("text") is None:
-            return {**result, "ok": True, "detail": "robots.txt was unavailable: all allowed"}
-        from crawler.middlewares.robots import RobotsRules
-
-        rules = RobotsRules(str(robots["text"]))
-        token = str(robots.get("token") or "")
-        group = rules.group_name(token)
-        if rules.allowed(url, token):
-            return {**result, "ok": True, "detail": f"allowed (group {group!r})"}
-        return {
-            **result,
-            "ok": False,
-            "detail": f"disallowed by robots.txt (group {group!r})",
-            "decision": d.ROBOTS,
-        }
-
-
-def _rules_text(include: list[str], exclude: list[str]) -> str:
-    if not include and not exclude:
-        return "no --include or --exclude rules"
-    parts = []
-    if include:
-        parts.append("matches an --include rule")
-    if exclude:
-        parts.append("matches no --exclude rule")
-    return ", ".join(parts)
 
 
 def _iso(timestamp: float | None) -> str | None:

@@ -6,14 +6,12 @@ canonical or refresh target) comes here once, with how it was found (``found_by`
 :data:`crawler.items.SEEDS`; issue #19). Seeds are judged like any URL: never
 trusted, only queued. It is normalised once (:mod:`crawler.urls`),
 keyed, and checked against the seen-set (:mod:`crawler.seen`): a URL already known
-under another form is recorded as an alias. A new URL is checked against the
-crawl's scope, in this order: same host and port (``off-host``, or ``non-public``
-for a private address found from a public site), the ``<loc>`` length
-(``too-long``), ``--include`` and ``--exclude`` (``excluded``; the start URLs are
-exempt), redirect hops,
-traps (:mod:`crawler.traps`), depth and the page cap (``cap-reached``). Out of
-scope, it gets its final decision here; in scope, a ``queued`` record and a request
-(breadth-first: Scrapy's scheduler is FIFO with ``DEPTH_PRIORITY``), asked
+under another form is recorded as an alias. A new URL is put to the crawl's rule
+book (:mod:`crawler.rulebook`: host and port, the ``<loc>`` length, ``--include``
+and ``--exclude``, redirect hops, calendars, learned parameters and facets, traps,
+query variants, depth, the page cap, in this order); refused, it gets its final
+decision here, with the rule that refused it; let through, a ``queued`` record and
+a request (breadth-first: Scrapy's scheduler is FIFO with ``DEPTH_PRIORITY``), asked
 conditionally when the previous run knew the page (its ``ETag`` and
 ``Last-Modified``).
 
@@ -36,15 +34,16 @@ Meta keys of its requests: ``sitemap_url``, ``sitemap_depth``, ``sitemap_hops``,
 ``sitemap_referrer``, ``sitemap_conditional``, ``sitemap_reconsidered``.
 Stats: ``sitemap/discovered``, ``sitemap/ignored/scheme``,
 ``sitemap/depth_reconsidered``, ``sitemap/seeds/<found_by>`` (seeds new to the
-crawl, by how they were found).
-``sitemap/depth_reconsidered``, ``sitemap/learned/params`` (parameters learned
-this run).
+crawl, by how they were found), ``sitemap/learned/params`` (parameters learned
+this run). The values the rule book is built with go into the ledger's ``meta``
+(``scope``), for ``explain``.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
+from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
@@ -65,10 +64,11 @@ from crawler.items import (
 )
 from crawler.limits import MAX_LOC_LENGTH
 from crawler.params import ParamLearner
+from crawler.rulebook import RuleBook, RuleParams, starts_of
 from crawler.seeds import read_url_file
 from crawler.seen import SeenKeys, fingerprint
 from crawler.traps import TrapDetector
-from crawler.urls import is_public_host, normalize_url, site_of, url_key
+from crawler.urls import normalize_url, url_key
 
 if TYPE_CHECKING:
     from typing import Self
@@ -122,9 +122,6 @@ class Frontier:
         self.start_url = start_url
         self.more_starts = list(more_starts)
         self.url_file = url_file
-        self.site = site_of(start_url)
-        host = self.site[0] if self.site else ""
-        self.start_is_public = is_public_host(host)
         self.callback, self.errback = callback, errback
         self.stats = stats
         self.public = public
@@ -135,18 +132,38 @@ class Frontier:
         self.max_pages, self.max_depth = max_pages, max_depth
         self.max_redirects = max_redirects
         self.strip_params, self.extra_strip = strip_params, extra_strip
-        # The start URLs, normalised: exempt from --include and --exclude.
-        self.starts = {start_url} | {
-            u
-            for u in (
-                normalize_url(raw, strip_params=strip_params, extra_strip=extra_strip)
-                for raw in self.more_starts
-            )
-            if u is not None
-        }
         self.params = params or ParamLearner()
         self.params.known = self._known
         self.calendars = calendars
+        # What the rule book is built with: the ledger keeps it for `explain`.
+        self.rule_params = RuleParams(
+            start_url=start_url,
+            starts=starts_of(start_url, self.more_starts, strip_params, extra_strip),
+            include=tuple(p.pattern for p in self.include),
+            exclude=tuple(p.pattern for p in self.exclude),
+            max_loc_length=MAX_LOC_LENGTH,
+            max_redirects=max_redirects,
+            calendar_window_days=calendars.window.days if calendars is not None else 0,
+            calendar_steps=calendars.steps if calendars is not None else 0,
+            calendar_today=calendars.today.isoformat() if calendars is not None else None,
+            trap_max_repeats=traps.max_repeats,
+            trap_max_segments=traps.max_segments,
+            trap_max_query_variants=traps.max_query_variants,
+            max_depth=max_depth,
+            max_pages=max_pages,
+            strip_params=strip_params,
+            strip_extra=extra_strip,
+        )
+        # The start URLs, normalised: exempt from --include and --exclude.
+        self.starts = set(self.rule_params.starts or ())
+        self.rules = RuleBook.of(
+            self.rule_params,
+            public=public,
+            learner=self.params,
+            traps=traps,
+            calendars=calendars,
+            pages=lambda: self.scheduled,
+        )
         # Keys of every URL discovered so far: each URL gets one decision.
         self.seen = SeenKeys()
         # Other forms of known URLs, kept once each (fingerprints of the forms).
@@ -176,6 +193,11 @@ class Frontier:
         state = RunState.existing(crawler)
         ledger = state.ledger if state is not None else None
         learned = previous.learned_params() if previous is not None else {}
+        # A resumed run keeps the day its calendars are cut from.
+        resumed = ledger is not None and state is not None and state.resume
+        recorded = ledger.get_meta("scope") if ledger is not None and resumed else None
+        day = recorded.get("calendar_today") if isinstance(recorded, dict) else None
+        today = date.fromisoformat(day) if isinstance(day, str) else None
         if ledger is not None:
             learned = {**learned, **ledger.learned_params()}  # a resumed run's own
             for learned_path, names in learned.items():
@@ -199,8 +221,12 @@ class Frontier:
             more_starts=s.getlist("SITEMAP_START_URLS"),
             url_file=(str(path), read_url_file(path, start_url)) if path else None,
             params=ParamLearner(learned, ledger.learn_param if ledger is not None else None),
-            calendars=CalendarRule(parse_window(s.get("SITEMAP_CALENDAR_WINDOW"))),
+            calendars=CalendarRule(parse_window(s.get("SITEMAP_CALENDAR_WINDOW")), today=today),
         )
+        if ledger is not None:
+            # The rules' values, for `explain` about a URL the crawl never saw.
+            obey = s.getbool("ROBOTSTXT_OBEY")
+            ledger.set_meta("scope", {**frontier.rule_params.record(), "robots_obey": obey})
         crawler.signals.connect(
             frontier.reached_downloader, signal=signals.request_reached_downloader
         )
@@ -371,10 +397,15 @@ class Frontier:
             found_by=found_by,
             found_from=found_from,
         )
-        reason = self._out_of_scope(url, depth, hops, referrer)
-        if reason is not None:
-            record.decision, record.reason, record.target = reason
-            if reason[1].startswith(d.DEPTH_CAP):
+        refusal = self.rules.judge(url, self.rules.found(url, depth, hops, referrer))
+        if refusal is not None:
+            record.decision, record.reason, record.target = (
+                refusal.decision,
+                refusal.reason,
+                refusal.target,
+            )
+            record.rule = refusal.rule
+            if refusal.rule == d.RULE_DEPTH:
                 self.depth_capped.add_fp(fp)
             yield record
             return
@@ -400,54 +431,6 @@ class Frontier:
         if key is None:
             key = url_key(url)
         return url, key, fingerprint(key) if fp is None else fp
-
-    def _out_of_scope(
-        self, url: str, depth: int, hops: int, referrer: str | None
-    ) -> tuple[str, str, str | None] | None:
-        reason = self._outside(url, hops, referrer)
-        if reason is not None:
-            return reason
-        trap = self.traps.check(url)
-        if trap is not None:
-            return d.TRAP, trap, None
-        if self.max_depth and depth > self.max_depth:
-            return d.CAP, f"{d.DEPTH_CAP} {self.max_depth}", None
-        if self.max_pages and self.scheduled >= self.max_pages:
-            return d.CAP, f"max pages {self.max_pages}", None
-        return None
-
-    def _outside(
-        self, url: str, hops: int, referrer: str | None
-    ) -> tuple[str, str, str | None] | None:
-        """The rules that need nothing the crawl counted: host, length, include and
-        exclude, redirect hops, calendars and learned parameters (a distributed
-        crawl's processes apply them where a page is fetched, and count the rest in
-        Redis: crawler.distributed.frontier)."""
-        target = site_of(url)
-        if target != self.site:
-            host = target[0] if target else ""
-            if self.start_is_public and not is_public_host(host):
-                return d.NON_PUBLIC, "non-public address", None
-            return d.OFF_HOST, "another host", None
-        if len(url) > MAX_LOC_LENGTH or len(self.public.loc(url) or "") > MAX_LOC_LENGTH:
-            return d.TOO_LONG, f"longer than {MAX_LOC_LENGTH} characters", None
-        if url not in self.starts:
-            if self.include and not any(p.search(url) for p in self.include):
-                return d.EXCLUDED, "matches no --include rule", None
-            for p in self.exclude:
-                if p.search(url):
-                    return d.EXCLUDED, f"matches --exclude {p.pattern!r}", None
-        if hops > self.max_redirects:
-            return d.CAP, f"more than {self.max_redirects} redirect hops", None
-        if url not in self.starts:
-            if self.calendars is not None:
-                cut = self.calendars.check(url, referrer)
-                if cut is not None:
-                    return d.CALENDAR, cut, None
-            learned = self.params.check(url)
-            if learned is not None:
-                return learned
-        return None
 
     def _known(self, url: str) -> bool:
         return self.seen.has_fp(fingerprint(url_key(url)))

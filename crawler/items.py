@@ -51,6 +51,9 @@ class UrlRecord:
     # the ``queued`` record; the ledger keeps them when the final decision comes).
     found_by: str | None = None
     found_from: str | None = None
+    # The rule of the frontier's rule book that refused it (crawler.decisions.RULES;
+    # None for a URL the frontier queued).
+    rule: str | None = None
     content_type: str | None = None
     last_modified: str | None = None
     date: str | None = None

@@ -23,12 +23,11 @@ from typing import Any
 
 from crawler.decisions import (
     CANONICAL,
-    CAP,
-    DEPTH_CAP,
     ERROR,
     LISTED,
     QUEUED,
     REDIRECT,
+    RULE_DEPTH,
     STATUS,
     target_key,
 )
@@ -80,6 +79,7 @@ CREATE TABLE IF NOT EXISTS urls (
     elapsed REAL,
     size INTEGER,
     render TEXT,
+    rule TEXT,
     updated REAL NOT NULL
 ) WITHOUT ROWID;
 -- The listed pages in publishing order (listed_entries, and the comparisons with
@@ -158,6 +158,7 @@ COLUMNS = (
     "elapsed",
     "size",
     "render",
+    "rule",
     "updated",
 )
 #: The type of a column added to an earlier ledger (TEXT unless named here).
@@ -181,7 +182,7 @@ _RECORD = (
         if c != "key"
     )
     + f" WHERE urls.decision = '{QUEUED}'"
-    + f" OR (urls.decision = '{CAP}' AND urls.reason LIKE '{DEPTH_CAP}%')"
+    + f" OR urls.rule = '{RULE_DEPTH}'"
 )
 _QUEUE = _INSERT + " ON CONFLICT (key) DO NOTHING"
 
@@ -288,6 +289,7 @@ class Ledger:
             rec.elapsed,
             rec.size,
             rec.render,
+            rec.rule,
             time.time(),
         )
         cur = self._db.execute(_QUEUE if rec.decision == QUEUED else _RECORD, row)

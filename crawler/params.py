@@ -82,14 +82,23 @@ def reduce(url: str, ignored: frozenset[str] | set[str]) -> tuple[str, Params, l
     return (base + "?" + "&".join(kept) if kept else base), params_of(kept), removed
 
 
+def ignored_refusal(removed: list[str], target: str | None) -> d.Refusal:
+    """*removed*: the learned parameters that make a URL another form of *target*."""
+    values = {"names": removed}
+    return d.Refusal(d.IGNORED_PARAM, d.RULE_PARAMS, "ignored-parameter", values, target)
+
+
+def facet_refusal(names: Iterable[str]) -> d.Refusal:
+    """A combination of facets (*names*: its parameters)."""
+    return d.Refusal(d.FACET, d.RULE_PARAMS, "facet", {"names": sorted(set(names))})
+
+
 def param_reason(removed: list[str]) -> str:
-    if len(removed) == 1:
-        return f"parameter {removed[0]!r} does not change the page"
-    return "parameters " + ", ".join(repr(n) for n in removed) + " do not change the page"
+    return ignored_refusal(removed, None).reason
 
 
 def facet_reason(names: Iterable[str]) -> str:
-    return "facet combination (" + ", ".join(sorted(set(names))) + ")"
+    return facet_refusal(names).reason
 
 
 def _differs_in(a: Params, b: Params) -> str | None:
@@ -189,10 +198,11 @@ class ParamLearner:
 
     # -- what the frontier asks ---------------------------------------------------------
 
-    def check(self, url: str) -> tuple[str, str, str | None] | None:
-        """``(decision, reason, target)`` when *url* need not be fetched: it differs
-        from a URL to be fetched only in learned parameters, or it is a facet
-        combination; None otherwise (then call :meth:`admit` if it is fetched)."""
+    def check(self, url: str) -> d.Refusal | None:
+        """Why *url* need not be fetched (:func:`ignored_refusal`,
+        :func:`facet_refusal`): it differs from a URL to be fetched only in learned
+        parameters, or it is a facet combination; None otherwise (then call
+        :meth:`admit` if it is fetched)."""
         base, pieces = split(url)
         known = self._path(base) if pieces else None
         if known is None:
@@ -204,18 +214,17 @@ class ParamLearner:
         if removed:
             best = reduced if self.known(reduced) else self._best(known, ignored, params)
             if best is not None and (len(best), best) <= (len(url), url):
-                return d.IGNORED_PARAM, param_reason(removed), best
+                return ignored_refusal(removed, best)
         if len(params) >= 2 and len(known.singles) >= 2:
-            return d.FACET, facet_reason(n for n, _ in params), None
+            return facet_refusal(n for n, _ in params)
         return None
 
     def admit(self, url: str) -> None:
         """*url* is fetched: remember it as a member of its path's group."""
         base, pieces = split(url)
         known = self._path(base) if pieces else None
-        if known is not None:
-            if len(known.members) < MAX_MEMBERS:
-                known.members.append((url, params_of(pieces)))
+        if known is not None and len(known.members) < MAX_MEMBERS:
+            known.members.append((url, params_of(pieces)))
 
     def _best(self, known: _Path, ignored: set[str], params: Params) -> str | None:
         best: str | None = None
@@ -326,7 +335,8 @@ def _settle_path(
     if budget and len(kept) > budget:
         path = "/" + base.split("/", 3)[3] if base.count("/") >= 3 else base
         for url in kept[budget:]:
-            yield url, d.TRAP, f"more than {budget} query variants of {path} listed", None
+            reason = d.render("listed-variants", {"limit": budget, "path": path})
+            yield url, d.TRAP, reason, None
 
 
 #: Decisions of query URLs the frontier made without fetching them, which the

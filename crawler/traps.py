@@ -28,6 +28,8 @@ from collections import Counter
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlsplit
 
+from crawler import decisions as d
+from crawler.decisions import Refusal
 from crawler.urls import is_session_param
 
 if TYPE_CHECKING:
@@ -52,35 +54,42 @@ class TrapDetector:
         )
 
     def check(self, url: str) -> str | None:
-        """The reason *url* is a trap, or None. Counts query variants as it goes,
-        so call it once per distinct URL."""
-        reason = self.static(url)
-        if reason is not None:
-            return reason
-        path = self.variant_path(url)
-        if path is not None:
-            if self.variants[path] >= self.max_query_variants:
-                return self.variants_reason(path)
-            self.variants[path] += 1
-        return None
+        """The reason *url* is a trap, or None (:meth:`refusal`, in words)."""
+        refusal = self.refusal(url)
+        return None if refusal is None else refusal.reason
 
-    def static(self, url: str) -> str | None:
-        """The reason *url* is a trap by its own shape (every check but the query
-        variants, which count what the crawl met before), or None."""
+    def refusal(self, url: str) -> Refusal | None:
+        """Why *url* is a trap, or None. Counts query variants as it goes, so call it
+        once per distinct URL."""
+        return self.shape(url) or self.variant(url)
+
+    def shape(self, url: str) -> Refusal | None:
+        """Why *url* is a trap by its own shape (every check but the query variants,
+        which count what the crawl met before), or None."""
         parts = urlsplit(url)
         segments = [s for s in parts.path.split("/") if s]
         if len(segments) > self.max_segments:
-            return f"more than {self.max_segments} path segments"
+            return _trap("segments", limit=self.max_segments)
         if segments:
             segment, count = Counter(segments).most_common(1)[0]
             if count > self.max_repeats:
-                return f"path segment {segment!r} repeated {count} times"
+                return _trap("repeats", segment=segment, count=count, limit=self.max_repeats)
         if _SESSION_PATH.search(parts.path):
-            return "session identifier in path"
+            return _trap("session-path")
         if parts.query:
             for name, _ in parse_qsl(parts.query, keep_blank_values=True):
                 if is_session_param(name):
-                    return f"session identifier in query ({name})"
+                    return _trap("session-query", name=name)
+        return None
+
+    def variant(self, url: str) -> Refusal | None:
+        """Why *url* is one query variant too many of its path, or None (then it
+        is counted as one)."""
+        path = self.variant_path(url)
+        if path is not None:
+            if self.variants[path] >= self.max_query_variants:
+                return self.variants_refusal(path)
+            self.variants[path] += 1
         return None
 
     @staticmethod
@@ -89,5 +98,14 @@ class TrapDetector:
         parts = urlsplit(url)
         return parts.path if parts.query else None
 
-    def variants_reason(self, path: str) -> str:
-        return f"more than {self.max_query_variants} query variants of {path}"
+    def variants_refusal(self, path: str) -> Refusal:
+        return Refusal(
+            d.TRAP,
+            d.RULE_VARIANTS,
+            "query-variants",
+            {"limit": self.max_query_variants, "path": path},
+        )
+
+
+def _trap(kind: str, **values: object) -> Refusal:
+    return Refusal(d.TRAP, d.RULE_TRAPS, kind, values)

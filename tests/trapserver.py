@@ -6,12 +6,16 @@ as one JSON line (its path), so tests can count what was fetched.
 
 Mode ``traps``: a shop whose listing ``/shop/`` takes ``color`` and ``size`` (which
 change the page), ``sort`` (which only reorders it: ``sort=name``) and ``ref``
-(which changes nothing), linked in every combination and order; referral and ``utm_`` tags in links; an endless day
-calendar ``/cal/YYYY-MM-DD/`` starting today; an old month calendar
+(which changes nothing), linked in every combination and order; referral and ``utm_``
+tags in links; an endless day calendar ``/cal/YYYY-MM-DD/`` starting today; an old month calendar
 ``/events?month=2015-01`` and an old date archive ``/archive/2019/05/``, both linked
 from the home page, with prev/next links; an old blog post ``/blog/2019/05/17/old-post/``
 linked from the home page. Unknown paths are 404.
 
+Mode ``rules``: the same, and the home page also links a URL of every other rule of
+the frontier (robots.txt, another host, path traps, an excluded path, a URL too long,
+a list of 20 pages by query string, a chain of pages one link deeper each, a chain of
+redirects ``/hop/1`` -> ``/hop/2`` ... ``/hop/6``).
 Mode ``soft404``: every unknown path is answered with 200 and a "not found" page
 that echoes the path; the home page links two real pages and two that do not exist.
 Mode ``soft404-robots``: the same, with a robots.txt that disallows the probe.
@@ -137,6 +141,38 @@ def traps(path: str, query: dict[str, list[str]]) -> tuple[int, str]:
     return 404, page("not found", f"No page at {path}.")
 
 
+#: Mode ``rules``: what the home page links besides the trap shop's links.
+RULES_LINKS = (
+    "/private/secret.html",
+    "http://other.test/page.html",
+    "/a/b/a/b/a/b/",
+    "/r/r/r/r/",
+    "/s/(S(abc123))/page.html",
+    "/skip/this.html",
+    "/" + "y" * 2100,
+    "/list?page=1",
+    "/deep/1",
+    "/hop/1",
+)
+
+
+def rules(path: str, query: dict[str, list[str]]) -> tuple[int, str]:
+    if path == "/":
+        status, body = traps(path, query)
+        return status, body.replace("</body>", links(*RULES_LINKS) + "</body>")
+    if path == "/list":
+        n = query.get("page", ["1"])[0]
+        return 200, page(f"list page {n}", links(*(f"/list?page={i}" for i in range(1, 21))))
+    if path.startswith("/deep/") and path[6:].isdigit():
+        return 200, page(f"deep {path[6:]}", links(f"/deep/{int(path[6:]) + 1}"))
+    if path.startswith("/hop/") and path[5:].isdigit():
+        n = int(path[5:])
+        return (302, f"/hop/{n + 1}") if n < 6 else (200, page("hopped", links("/")))
+    if path in ("/a/b/a/b/a/b/", "/skip/this.html"):
+        return 200, page(path, links("/"))
+    return traps(path, query)
+
+
 def soft404(path: str, query: dict[str, list[str]]) -> tuple[int, str]:
     if path == "/":
         return 200, page(
@@ -177,11 +213,15 @@ class Site(resource.Resource):
             if self.mode == "soft404-robots":
                 return b"User-agent: *\nDisallow: /sitemap-crawler-probe-\n"
             return b"User-agent: *\nDisallow: /private/\n"
-        serve = {"traps": traps, "redirect404": redirect404}.get(self.mode, soft404)
+        serve = {"traps": traps, "rules": rules, "redirect404": redirect404}.get(
+            self.mode, soft404
+        )
         status, body = serve(parts.path, parse_qs(parts.query))
         request.setResponseCode(status)
         if status == 302:
-            request.setHeader("Location", "/not-found.html")
+            # A redirect's body is where it goes (none: the not-found page).
+            request.setHeader("Location", body or "/not-found.html")
+            body = ""
         request.setHeader("Content-Type", HTML)
         return body.encode("utf-8")
 
@@ -189,7 +229,9 @@ class Site(resource.Resource):
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument(
-        "--mode", choices=("traps", "soft404", "soft404-robots", "redirect404"), default="traps"
+        "--mode",
+        choices=("traps", "rules", "soft404", "soft404-robots", "redirect404"),
+        default="traps",
     )
     parser.add_argument("--log", required=True)
     args = parser.parse_args()

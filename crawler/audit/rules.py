@@ -2,10 +2,11 @@
 
 A listed URL that the crawl met and left out by its rules has that decision in the
 ledger (:data:`crawler.decisions.RULED_OUT`). One it never met (linked only from
-pages its rules excluded) is judged here by the user's rules that the ledger keeps
-in its ``scope`` meta (``--include`` and ``--exclude``, in the frontier's order and
-wording): such a URL is ``excluded`` in the report, never an orphan, and the audit
-does not fetch it (issue 24).
+pages its rules excluded) is judged here by the rule book's own ``--include`` and
+``--exclude`` rule (:class:`crawler.rulebook.IncludeExclude`), built from the values
+the run recorded in its ledger's ``scope`` meta, with its start URLs exempt: such a
+URL is ``excluded`` in the report, never an orphan, and the audit does not fetch it
+(issue 24).
 """
 
 from __future__ import annotations
@@ -15,17 +16,21 @@ from pathlib import Path
 from typing import Any
 
 from crawler.ledger import Ledger
+from crawler.rulebook import Found, IncludeExclude, RuleParams
 from crawler.urls import url_key
 
 
 class CrawlRules:
-    """The ``--include`` and ``--exclude`` rules of a crawl (its ledger's ``scope``
-    meta), and its start URL, which they never exclude."""
+    """The ``--include`` and ``--exclude`` rule of a crawl (its ledger's ``scope``
+    meta), and its start URLs, which it never excludes."""
 
     def __init__(self, scope: dict[str, Any], start: str | None) -> None:
-        self.include = [re.compile(p) for p in scope.get("include") or ()]
-        self.exclude = [re.compile(p) for p in scope.get("exclude") or ()]
-        self.start_key = url_key(start) if start else None
+        params = RuleParams.from_record(start or "", scope)
+        self.rule = IncludeExclude(
+            (re.compile(p) for p in params.include or ()),
+            (re.compile(p) for p in params.exclude or ()),
+        )
+        self.starts = {url_key(u) for u in (params.starts or (start,)) if u}
 
     @classmethod
     def of_ledger(cls, path: Path) -> CrawlRules:
@@ -42,11 +47,6 @@ class CrawlRules:
 
     def excludes(self, url: str) -> str | None:
         """Why the crawl's rules leave *url* (crawl space, normalised) out, or None."""
-        if self.start_key is not None and url_key(url) == self.start_key:
-            return None
-        if self.include and not any(p.search(url) for p in self.include):
-            return "matches no --include rule"
-        for p in self.exclude:
-            if p.search(url):
-                return f"matches --exclude {p.pattern!r}"
-        return None
+        found = Found(depth=0, start=url_key(url) in self.starts)
+        refusal = self.rule.check(url, found)
+        return None if refusal is None else refusal.reason

@@ -2,9 +2,11 @@
 
 Every process, coordinator or worker, decides about the links of the pages it
 fetched with the same code as one process (:class:`crawler.frontier.Frontier`):
-normalisation, keys, scope, redirect hops, the traps a URL shows by its own shape,
-the depth cap. What needs the whole crawl's view is settled in Redis, atomically,
-by the script that reports the page (``_REPORT`` in :mod:`crawler.distributed.crawl`):
+normalisation, keys, and the rule book (:mod:`crawler.rulebook`) up to the rules
+that count (scope, redirect hops, calendars, learned parameters, the traps a URL
+shows by its own shape), then the depth cap. What needs the whole crawl's view is
+settled in Redis, atomically, by the script that reports the page (``_REPORT`` in
+:mod:`crawler.distributed.crawl`):
 
 * **the seen-set**: a URL new to this process is sent as a :class:`Candidate`; the
   script adds its 64-bit fingerprint to the crawl's seen-set (scrapy-redis's set of
@@ -15,6 +17,9 @@ by the script that reports the page (``_REPORT`` in :mod:`crawler.distributed.cr
   shorter path found later (by any process) takes it out and queues it;
 * **query-variant traps**: the variants of a path are counted in one hash;
 * **the page cap**: the URLs queued are counted in one key.
+
+The codes of those counted rules become the same refusals as in one process
+(:func:`crawler.rulebook.counted_refusal`).
 
 The script answers with one code a URL (``k`` known already, ``q`` queued, ...),
 pushed with the report, and queues the new requests itself; the coordinator turns
@@ -38,6 +43,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from crawler import decisions as d
 from crawler.frontier import Discovered, Frontier
 from crawler.items import FOUND_LINK, Alias, UrlRecord
+from crawler.rulebook import counted_refusal
 from crawler.seen import SeenKeys
 
 if TYPE_CHECKING:
@@ -128,9 +134,16 @@ class SharedFrontier(Frontier):
             found_from=found_from,
         )
         path, member = "", b""
-        reason = self._local_scope(url, hops, referrer)
-        if reason is not None:
-            record.decision, record.reason, record.target = reason
+        refusal = self.rules.judge(
+            url, self.rules.found(url, depth, hops, referrer), until=d.RULE_VARIANTS
+        )
+        if refusal is not None:
+            record.decision, record.reason, record.target = (
+                refusal.decision,
+                refusal.reason,
+                refusal.target,
+            )
+            record.rule = refusal.rule
             kind = "o"
         else:
             path = self.traps.variant_path(url) or ""
@@ -142,21 +155,6 @@ class SharedFrontier(Frontier):
         self.pending.append(
             Candidate(record, format(fp, "016x"), path, kind, member, raw.partition("#")[0])
         )
-
-    def _local_scope(
-        self, url: str, hops: int, referrer: str | None
-    ) -> tuple[str, str, str | None] | None:
-        """:meth:`Frontier._out_of_scope` but for what the crawl counts: the query
-        variants and the page cap (the report script's), and the depth (its kind).
-        Calendars and the parameters this process learned (crawler.params) apply as
-        in one process; what one process learned is not shared with the others."""
-        reason = self._outside(url, hops, referrer)
-        if reason is not None:
-            return reason
-        trap = self.traps.static(url)
-        if trap is not None:
-            return d.TRAP, trap, None
-        return None
 
 
 class Settler:
@@ -183,13 +181,13 @@ class Settler:
                 stats.inc_value("sitemap/depth_reconsidered")
             else:
                 stats.inc_value("sitemap/discovered")
-            if code == "t":
-                rec.decision, rec.reason = (
-                    d.TRAP,
-                    (f"more than {self.max_variants} query variants of {c.path}"),
+            if code in ("t", "d", "c"):
+                refusal = counted_refusal(
+                    code,
+                    c.path,
+                    max_variants=self.max_variants,
+                    max_depth=self.max_depth,
+                    max_pages=self.max_pages,
                 )
-            elif code == "d":
-                rec.decision, rec.reason = d.CAP, f"{d.DEPTH_CAP} {self.max_depth}"
-            elif code == "c":
-                rec.decision, rec.reason = d.CAP, f"max pages {self.max_pages}"
+                rec.decision, rec.reason, rec.rule = refusal.decision, refusal.reason, refusal.rule
             yield rec

@@ -47,7 +47,7 @@ import shutil
 import weakref
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
@@ -60,7 +60,6 @@ from crawler.publicurl import PublicUrls
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
-    from scrapy.settings import BaseSettings
     from scrapy.statscollectors import StatsCollector
 
 logger = logging.getLogger(__name__)
@@ -92,24 +91,6 @@ def _start_url(crawler: Crawler) -> str | None:
         return None
     url = getattr(spider, "start_url", None)
     return url if isinstance(url, str) else None
-
-
-def scope_options(settings: BaseSettings) -> dict[str, Any]:
-    """The settings that decide which URLs a crawl fetches (the frontier's scope, the
-    trap rules, robots.txt), kept in the ledger's ``meta`` as ``scope``."""
-    return {
-        "include": settings.getlist("SITEMAP_INCLUDE"),
-        "exclude": settings.getlist("SITEMAP_EXCLUDE"),
-        "max_pages": settings.getint("SITEMAP_MAX_PAGES"),
-        "max_depth": settings.getint("SITEMAP_MAX_DEPTH"),
-        "max_redirects": settings.getint("SITEMAP_MAX_REDIRECTS"),
-        "strip_params": settings.getbool("SITEMAP_STRIP_PARAMS"),
-        "strip_extra": settings.getlist("SITEMAP_STRIP_EXTRA"),
-        "trap_max_repeats": settings.getint("SITEMAP_TRAP_MAX_REPEATS"),
-        "trap_max_segments": settings.getint("SITEMAP_TRAP_MAX_SEGMENTS"),
-        "trap_max_query_variants": settings.getint("SITEMAP_TRAP_MAX_QUERY_VARIANTS"),
-        "robots_obey": settings.getbool("ROBOTSTXT_OBEY"),
-    }
 
 
 class RunState:
@@ -181,9 +162,6 @@ class RunState:
             job=Path(s["JOBDIR"]) if s.get("JOBDIR") else None,
         )
         state.open()
-        if state.ledger is not None:
-            # What the crawl's rules were, for `explain` about a URL it never saw.
-            state.ledger.set_meta("scope", scope_options(s))
         _states[crawler] = state
         crawler.signals.connect(state._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(state._engine_stopped, signal=signals.engine_stopped)
