@@ -322,6 +322,31 @@ def test_atom_takes_the_alternate_link_and_updated() -> None:
     assert result.entries[0].lastmod == "2024-01-02T10:00:00Z"
 
 
+def atom03(*entries: str) -> bytes:
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<feed version="0.3" xmlns="http://purl.org/atom/ns#">\n'
+        + "\n".join(f"<entry>{e}</entry>" for e in entries)
+        + "\n</feed>"
+    ).encode()
+
+
+def test_atom_03_lastmod_is_modified_or_else_issued() -> None:
+    link = '<link rel="alternate" type="text/html" href="https://example.com/{}"/>'
+    data = atom03(
+        link.format("issued-only") + "<issued>2024-01-02T10:00:00Z</issued>",
+        link.format("both")
+        + "<issued>2024-01-01T10:00:00Z</issued><modified>2024-03-04T10:00:00Z</modified>",
+        link.format("neither"),
+    )
+    result = parse(data)
+    assert [(e.loc, e.lastmod) for e in result.entries] == [
+        ("https://example.com/issued-only", "2024-01-02T10:00:00Z"),
+        ("https://example.com/both", "2024-03-04T10:00:00Z"),
+        ("https://example.com/neither", None),
+    ]
+    assert codes(result) == set()
+
+
 def test_hreflang_alternates_and_images() -> None:
     data = urlset(
         "<url><loc>https://example.com/en/</loc>"
