@@ -273,11 +273,19 @@ def test_the_host_guard_lets_robots_txt_through_and_nothing_else() -> None:
     guard.process_request(Request("http://www.example.test/robots.txt", meta=robots))
     guard.process_request(Request("https://www.example.test/robots.txt?x=1", meta=robots))
     guard.process_request(Request("http://127.0.0.1:8000/page.html"))
+    # A hop of a robots.txt fetch goes anywhere (RFC 9309 2.3.1.2): another path too.
+    hop = {**robots, "redirect_urls": ["http://127.0.0.1:8000/robots.txt"]}
+    guard.process_request(Request("http://cdn.example.test/static/robots-main.txt", meta=hop))
     for request in (
         Request("http://www.example.test/robots.txt"),  # not a robots.txt fetch
         Request("http://www.example.test/other.txt", meta=robots),
         Request("http://www.example.test/robots.txt/x", meta=robots),
         Request("http://www.example.test/page.html"),
+        # Redirected from something else than a robots.txt.
+        Request(
+            "http://www.example.test/other.txt",
+            meta={**robots, "redirect_urls": ["http://127.0.0.1:8000/page.html"]},
+        ),
     ):
         with pytest.raises(OffHostRequest):
             guard.process_request(request)

@@ -10,11 +10,12 @@ all". RFC 9309 (section 2.3.1) says otherwise, and so does issue #2:
   ``StopDownload(fail=False)``), so a file larger than any download cap is read,
   not refused;
 * 3xx: followed up to 5 hops (``REDIRECT_MAX_TIMES`` of Scrapy's redirect middleware,
-  which robots.txt requests go through), to another host too (RFC 9309 2.3.1.2:
-  ``example.com/robots.txt`` -> ``www.example.com/robots.txt``): the rules found
-  apply to the original host. Only ``/robots.txt`` may be fetched elsewhere
-  (:data:`crawler.middlewares.hostguard.ROBOTS_TXT` marks the request); more hops, or
-  a redirect to another path on another host, make it "unavailable";
+  which robots.txt requests go through), to another host and another path too (RFC
+  9309 2.3.1.2: ``example.com/robots.txt`` -> ``www.example.com/robots.txt``, or ->
+  ``cdn.example.net/static/robots-main.txt``): the rules reached apply to the
+  original host. The hops of a robots.txt fetch are the only requests that may leave
+  the host (:data:`crawler.middlewares.hostguard.ROBOTS_TXT` marks them); a sixth
+  redirect makes it "unavailable" (the RFC allows that past five);
 * 4xx other than 429: "unavailable", so everything is allowed;
 * 5xx, 429, timeouts and connection errors: "unreachable", so everything is
   disallowed. For the start URL's origin the crawl stops: the spider is closed with
