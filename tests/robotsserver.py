@@ -22,9 +22,9 @@ Robots modes (the robots.txt served):
   ``http://127.0.0.1:PORT/hop/K-1/<its own port>`` (K > 1) or to
   ``http://127.0.0.1:PORT/static/robots-main.txt`` (K = 1), and serves
   ``/static/robots-main.txt``: ``Disallow: /acme-only/`` for every agent;
-- ``busy``: the first two robots.txt requests are answered 429, and the first two
-  requests for ``/about.html`` 503, each with ``Retry-After: --retry-after``; then
-  robots.txt is ``target``'s;
+- ``busy``: the first robots.txt request is answered 429, and the first request
+  for ``/about.html`` 503, each with ``Retry-After: --retry-after``; then robots.txt
+  is ``target``'s;
 - ``line-cut``: ``Disallow: /private/``, then comment lines up to a rule line,
   ``Disallow: /archive/``, that byte 512000 (500 KiB) cuts right after
   ``Disallow: /``;
@@ -154,7 +154,7 @@ class Site(resource.Resource):
         if path == "/static/robots-main.txt":
             request.setHeader("Content-Type", TEXT)
             return b"User-agent: *\nDisallow: /acme-only/\n"
-        if self.mode == "busy" and path == "/about.html" and self.served[path] <= 2:
+        if self.mode == "busy" and path == "/about.html" and self.served[path] == 1:
             request.setResponseCode(503)
             request.setHeader("Retry-After", self.retry_after)
             return b"busy"
@@ -189,7 +189,7 @@ class Site(resource.Resource):
             request.setHeader("Location", location)
             return b""
         if mode == "busy":
-            if self.robots_served <= 2:
+            if self.robots_served == 1:
                 request.setResponseCode(429)
                 request.setHeader("Retry-After", self.retry_after)
                 return b"slow down"

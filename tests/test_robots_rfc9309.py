@@ -267,3 +267,25 @@ async def test_robots_txt_is_kept_for_the_max_age(robots_servers: Any, tmp_path:
     assert result.decisions()[server.url("/late/page.html")][0] == "listed"
     assert paths(server).count("/robots.txt") == 1
     assert result.stats.get("sitemap/robots/refetched") is None
+
+
+@pytest_twisted.ensureDeferred
+async def test_retry_after_is_a_floor_of_the_randomised_delay(
+    robots_servers: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # robots.txt answered 429 once, /about.html 503 once, each with Retry-After: 1.
+    # Scrapy randomises a slot's delay (RANDOMIZE_DOWNLOAD_DELAY: 0.5 to 1.5 times
+    # it); here always at its lowest, so that a delay under the server's floor shows
+    # in every run, not in one of two.
+    import scrapy.core.downloader as downloader
+
+    monkeypatch.setattr(downloader.random, "uniform", lambda low, high: low)
+    server = robots_servers("busy", retry_after="1")
+    result = await run_crawl(server.url("/"), tmp_path, **SMALL)
+    assert result.outcome == "published", result.stats.get("sitemap/fatal")
+    assert result.decisions()[server.url("/about.html")][0] == "listed"
+    assert result.decisions()[server.url("/private/secret.html")][0] == "robots-disallowed"
+    for path in ("/robots.txt", "/about.html"):
+        times = [r["time"] for r in server.requests() if r["path"] == path]
+        assert len(times) == 2, path
+        assert times[1] - times[0] >= 1.0, (path, times[1] - times[0])

@@ -8,7 +8,11 @@ says it is overloaded. This subclass adds two floors (issue #2, "Safe defaults")
   capped at ``SITEMAP_MAX_CRAWL_DELAY`` seconds; the slot then sends one request at a
   time with no jitter, so the delay is a true minimum between requests;
 * on 429 or 503 the slot's delay doubles (at least ``Retry-After`` seconds when the
-  server sends one), up to ``AUTOTHROTTLE_MAX_DELAY``.
+  server sends one), up to ``AUTOTHROTTLE_MAX_DELAY``. That wait is a floor, counted
+  from the answer: the slot's next request leaves no sooner, whatever Scrapy's
+  randomised delay (``RANDOMIZE_DOWNLOAD_DELAY``, 0.5 to 1.5 times the delay) or
+  AutoThrottle's adaptation in the meantime would say; the slot's jitter is off until
+  that request has left, and back after. This holds for robots.txt and pages alike.
 
 With ``AUTOTHROTTLE_ENABLED = False`` the floors still apply; only the adaptive part
 is off.
@@ -20,6 +24,8 @@ Stats: ``sitemap/throttle/crawl_delay``, ``sitemap/throttle/backoff``.
 from __future__ import annotations
 
 import logging
+import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
@@ -40,6 +46,15 @@ logger = logging.getLogger(__name__)
 BACKOFF_STATUSES = frozenset({429, 503})
 
 
+@dataclass(slots=True)
+class _Wait:
+    """A server's wait on a slot: no request before *until* (``time.monotonic``, the
+    clock of Scrapy's slots); *jitter* is the slot's own, put back after."""
+
+    until: float
+    jitter: float
+
+
 class PoliteThrottle(AutoThrottle):
     def __init__(self, crawler: Crawler) -> None:
         settings = crawler.settings
@@ -54,6 +69,7 @@ class PoliteThrottle(AutoThrottle):
         self.max_crawl_delay = settings.getfloat("SITEMAP_MAX_CRAWL_DELAY")
         self.token = token_of(settings.get("USER_AGENT", ""), settings.get("ROBOTSTXT_USER_AGENT"))
         self.floors: dict[str, float] = {}
+        self.waits: dict[str, _Wait] = {}
         crawler.signals.connect(self._robots_parsed, signal=signals.robots_parsed)
 
     @classmethod
@@ -88,6 +104,17 @@ class PoliteThrottle(AutoThrottle):
             slot.delay = max(slot.delay, floor)
             slot.concurrency = 1
             slot.jitter = 0
+        wait = self.waits.get(key)
+        if wait is not None:
+            if slot.lastseen < wait.until and time.monotonic() < wait.until:
+                # No request has left since the server's answer, and its wait is
+                # not over: it holds.
+                slot.delay = max(slot.delay, wait.until - slot.lastseen)
+                slot.jitter = 0
+            else:
+                del self.waits[key]
+                if floor is None:
+                    slot.jitter = wait.jitter
 
     def _adjust_delay(self, slot: Slot, latency: float, response: Response) -> None:
         # Scrapy's AutoThrottle never lowers the delay on a non-200 response (error
@@ -107,6 +134,13 @@ class PoliteThrottle(AutoThrottle):
         if response.status in BACKOFF_STATUSES:
             retry_after = _retry_after(response)
             slot.delay = min(self.maxdelay, max(slot.delay * 2, retry_after or 0.0, 1.0))
+            # Counted from this answer, not from when the request left; and no
+            # random part below it.
+            now = time.monotonic()
+            previous = self.waits.get(key)
+            jitter = previous.jitter if previous is not None else slot.jitter
+            self.waits[key] = _Wait(now + slot.delay, jitter)
+            slot.lastseen = max(slot.lastseen, now)
             self.crawler.stats.inc_value("sitemap/throttle/backoff")
             logger.info("HTTP %s from %s: delay raised to %.1f s", response.status, key, slot.delay)
         self._apply_floor(key, slot)
