@@ -9,6 +9,7 @@ Large and hostile inputs are built here, in memory, not kept as files.
 from __future__ import annotations
 
 import gzip
+import itertools
 import tracemalloc
 import zlib
 from collections import Counter
@@ -24,7 +25,7 @@ from lxml import etree
 from crawler.audit.sitemaps.checks import check_entry
 from crawler.audit.sitemaps.decompress import decompress
 from crawler.audit.sitemaps.model import MAX_PROBLEMS_PER_CODE, Entry, Kind, ParsedSitemap
-from crawler.audit.sitemaps.parse import parse_sitemap
+from crawler.audit.sitemaps.parse import KEPT_ENTRIES, parse_sitemap
 from crawler.limits import (
     MAX_BYTES_PER_FILE,
     MAX_LOC_LENGTH,
@@ -908,13 +909,48 @@ def test_60000_urls_are_all_read_with_too_many_urls() -> None:
     try:
         result = parse(data)
         _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        # Read through, one entry at a time, as a caller of the plain call does.
+        read = 0
+        for entry in result.entries:
+            read += entry.loc.startswith("https://")
+        _, reading_peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
+    assert read == len(result.entries) == result.entry_count == 60_000
     assert locs(result) == expected
+    assert result.entries[0].loc == expected[0]
+    assert result.entries[-1].loc == expected[-1]
+    assert result.entries[59_998:] == expected_entries(expected[59_998:], start=59_998)
     assert [(p.code, p.line) for p in result.problems] == [("too-many-urls", MAX_URLS_PER_FILE + 3)]
     assert result.complete
-    # The entries themselves are most of it; no tree of the whole file is kept.
-    assert peak < 60 * MiB
+    # The plain call streams too: past KEPT_ENTRIES its entries are not held (60,000
+    # of them took 40 MB) but read again from the data when they are iterated.
+    assert peak < 6 * MiB
+    assert reading_peak < 6 * MiB
+
+
+def expected_entries(locs: list[str], start: int) -> list[Entry]:
+    return [Entry(loc, "2024-01-01", "daily", "0.8", start + i + 3) for i, loc in enumerate(locs)]
+
+
+def test_plain_call_keeps_a_small_file_entries_and_rereads_a_large_one() -> None:
+    small = urlset(*[url(f"https://example.com/{i}") for i in range(KEPT_ENTRIES)])
+    assert isinstance(parse(small).entries, list)
+    large = urlset(*[url(f"https://example.com/{i}") for i in range(KEPT_ENTRIES + 1)])
+    result = parse(large)
+    assert not isinstance(result.entries, list)
+    assert len(result.entries) == KEPT_ENTRIES + 1
+    _, batches = streamed(large)
+    assert result.entries == [entry for batch in batches for entry in batch]  # as a list
+    assert_streams_like_a_list(large)
+    # A reading left half-way stops its parse; a second one starts again.
+    first = iter(result.entries)
+    assert next(first).loc == "https://example.com/0"
+    del first
+    assert [e.loc for e in itertools.islice(result.entries, 3)] == [
+        f"https://example.com/{i}" for i in range(3)
+    ]
 
 
 def test_index_over_50000_sitemaps() -> None:

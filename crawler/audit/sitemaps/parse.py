@@ -29,7 +29,7 @@ from crawler.audit.sitemaps.checks import Scope, aware
 from crawler.audit.sitemaps.decompress import decompress
 from crawler.audit.sitemaps.dtd import read_doctype
 from crawler.audit.sitemaps.feeds import AtomSink, RssSink
-from crawler.audit.sitemaps.model import Entry, Kind, ParsedSitemap
+from crawler.audit.sitemaps.model import Entry, Kind, ParsedSitemap, Rereading
 from crawler.audit.sitemaps.reading import ConsumerFailed, Reading, Sink
 from crawler.audit.sitemaps.strict import Failed, read_strict
 from crawler.audit.sitemaps.text import read_text
@@ -37,13 +37,17 @@ from crawler.audit.sitemaps.tolerant import Tolerant
 from crawler.audit.sitemaps.urlset import SitemapSink
 from crawler.limits import MAX_BYTES_PER_FILE
 
-__all__ = ["DEFAULT_MAX_BYTES", "parse_sitemap"]
+__all__ = ["DEFAULT_MAX_BYTES", "KEPT_ENTRIES", "parse_sitemap"]
 
 logger = logging.getLogger(__name__)
 
 # The default cap: one byte over the protocol's 50 MiB, so that a file that is
 # over the limit can be told from one that is exactly at it.
 DEFAULT_MAX_BYTES: Final = MAX_BYTES_PER_FILE + 1
+
+#: Entries that a call without ``on_entries`` keeps in a list (about 8 MB); a file of
+#: more gets a :class:`~.model.Rereading` instead, which holds none.
+KEPT_ENTRIES: Final = 10_000
 
 _ROOTS: Final[dict[str, tuple[Kind, str, type[Sink]]]] = {
     "urlset": (Kind.URLSET, "url", SitemapSink),
@@ -97,7 +101,15 @@ def parse_sitemap(
     memory follows a batch, not the file (but for 12 bytes a loc, to find duplicate
     locs); the audit stores each batch. An exception raised by ``on_entries`` is
     raised again here.
+
+    Without ``on_entries`` the call streams too: ``entries`` is a list of them all
+    when there are at most :data:`KEPT_ENTRIES`, and otherwise a
+    :class:`~.model.Rereading`, a sequence that reads them again from ``data`` each
+    time it is iterated (and holds on to ``data``), so that a dense 50 MiB file does
+    not cost a few hundred MB of entries (``bench/parse_memory.py``).
     """
+    if on_entries is None:
+        return _plain(data, url, base_url, max_bytes, aware(now))
     reading = Reading(
         now=aware(now), scope=Scope.of(url), base=base_url or url, consumer=on_entries
     )
@@ -127,6 +139,35 @@ def parse_sitemap(
         reading.problems.new("parser-error", f"the parser failed: {type(exc).__name__}: {exc}")
         reading.complete = False
     return reading.result(layers, len(body))
+
+
+def _plain(
+    data: bytes, url: str | None, base_url: str | None, max_bytes: int, now: datetime
+) -> ParsedSitemap:
+    """A call without a consumer: the entries kept while they are few, read again
+    when they are many."""
+    kept: list[Entry] = []
+    many = False
+
+    def keep(batch: list[Entry]) -> None:
+        nonlocal many
+        if many:
+            return
+        kept.extend(batch)
+        if len(kept) > KEPT_ENTRIES:
+            many = True
+            kept.clear()
+
+    def reread(consumer: Callable[[list[Entry]], None]) -> object:
+        return parse_sitemap(
+            data, url=url, base_url=base_url, max_bytes=max_bytes, now=now, on_entries=consumer
+        )
+
+    result = parse_sitemap(
+        data, url=url, base_url=base_url, max_bytes=max_bytes, now=now, on_entries=keep
+    )
+    result.entries = Rereading(result.entry_count, reread) if many else kept
+    return result
 
 
 def _read(reading: Reading, body: bytes, stopped: bool) -> None:
