@@ -834,6 +834,76 @@ def test_check_entry_takes_a_naive_now_as_utc() -> None:
     ]
 
 
+# -- declared encodings ---------------------------------------------------------------
+
+
+def declared(encoding: str, doctype: str, loc: str) -> str:
+    return (
+        f'<?xml version="1.0" encoding="{encoding}"?>{doctype}\n'
+        f'<urlset xmlns="{SITEMAP_NS}"><url><loc>{loc}</loc></url></urlset>'
+    )
+
+
+@pytest.mark.parametrize("doctype", ["", "<!DOCTYPE urlset>"], ids=["plain", "doctype"])
+@pytest.mark.parametrize(
+    ("encoding", "word"),
+    # Python's names that libxml2 spells otherwise (or not at all), and two it knows.
+    [
+        ("euc-kr", "\ud55c\uad6d"),
+        ("iso2022_jp", "\u65e5\u672c"),
+        ("shift_jis_2004", "\u65e5\u672c"),
+        ("latin-1", "caf\u00e9"),
+        ("ISO-8859-1", "caf\u00e9"),
+        ("windows-1252", "\u20ac"),
+    ],
+)
+def test_a_declared_encoding_python_knows_is_read(encoding: str, word: str, doctype: str) -> None:
+    loc = f"https://example.com/{word}"
+    result = parse(declared(encoding, doctype, loc).encode(encoding))
+    assert locs(result) == [loc]
+    problems = {(p.code, p.message) for p in result.problems if p.code != "dtd"}
+    assert problems == {
+        ("not-utf8", f"declared encoding {encoding!r}; the protocol requires UTF-8")
+    }
+
+
+@pytest.mark.parametrize("doctype", ["", "<!DOCTYPE urlset>"], ids=["plain", "doctype"])
+@pytest.mark.parametrize("encoding", ["cp037", "cp1140"])
+def test_an_encoding_that_cannot_have_written_the_declaration_is_a_wrong_label(
+    encoding: str, doctype: str
+) -> None:
+    # EBCDIC: an XML declaration readable as ASCII was not written in it.
+    result = parse(declared(encoding, doctype, GOOD[0]).encode())
+    assert locs(result) == GOOD[:1]
+    problems = {(p.code, p.message) for p in result.problems if p.code != "dtd"}
+    assert problems == {("not-utf8", f"declared encoding {encoding!r} is wrong; read as UTF-8")}
+
+
+@pytest.mark.parametrize("doctype", ["", "<!DOCTYPE urlset>"], ids=["plain", "doctype"])
+@pytest.mark.parametrize("encoding", ["hex", "base64", "rot13", "zlib", "bz2", "uu", "quopri"])
+def test_a_codec_that_is_no_text_encoding_is_a_bad_encoding(encoding: str, doctype: str) -> None:
+    result = parse(declared(encoding, doctype, GOOD[0]).encode())
+    assert locs(result) == GOOD[:1]
+    problems = {(p.code, p.message) for p in result.problems if p.code != "dtd"}
+    assert problems == {
+        ("not-utf8", f"declared encoding {encoding!r} is not a text encoding; read as UTF-8")
+    }
+
+
+@pytest.mark.parametrize("encoding", ["idna", "punycode", "undefined", "mbcs", "utf-8-sig"])
+def test_other_odd_labels_are_read_as_utf8(encoding: str) -> None:
+    result = parse(declared(encoding, "<!DOCTYPE urlset>", GOOD[0]).encode())
+    assert locs(result) == GOOD[:1]
+    assert codes(result) <= {"not-utf8", "dtd"}
+
+
+def test_bytes_not_in_the_declared_encoding_are_an_encoding_error() -> None:
+    data = declared("euc-kr", "", GOOD[0]).encode().replace(b"</loc>", b"\xff</loc>")
+    result = parse(data)
+    assert locs(result) == [GOOD[0] + "\ufffd"]
+    assert codes(result) == {"not-utf8", "encoding-error"}
+
+
 # -- truncation and caps -------------------------------------------------------------
 
 
