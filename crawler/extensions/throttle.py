@@ -7,8 +7,8 @@ says it is overloaded. This subclass adds two floors (issue #2, "Safe defaults")
 * ``Crawl-delay`` from robots.txt, read through Scrapy's ``robots_parsed`` signal and
   capped at ``SITEMAP_MAX_CRAWL_DELAY`` seconds; the slot then sends one request at a
   time with no jitter, so the delay is a true minimum between requests;
-* on 429 or 503 the slot's delay doubles (at least ``Retry-After`` seconds when the
-  server sends one), up to ``AUTOTHROTTLE_MAX_DELAY``. That wait is a floor, counted
+* on 429 or 503 the slot's delay doubles (at least ``Retry-After`` when the server
+  sends one, in seconds or as an HTTP date), up to ``AUTOTHROTTLE_MAX_DELAY``. That wait is a floor, counted
   from the answer: the slot's next request leaves no sooner, whatever Scrapy's
   randomised delay (``RANDOMIZE_DOWNLOAD_DELAY``, 0.5 to 1.5 times the delay) or
   AutoThrottle's adaptation in the meantime would say; the slot's jitter is off until
@@ -24,8 +24,10 @@ Stats: ``sitemap/throttle/crawl_delay``, ``sitemap/throttle/backoff``.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
@@ -147,10 +149,26 @@ class PoliteThrottle(AutoThrottle):
 
 
 def _retry_after(response: Response) -> float | None:
+    """Seconds to wait that ``Retry-After`` asks for: a number of seconds, or an HTTP
+    date (counted from the response's ``Date``, or from now without one)."""
     value = response.headers.get(b"Retry-After")
     if not value:
         return None
+    text = value.decode("latin-1").strip()
     try:
-        return float(value.decode("latin-1").strip())
+        seconds = float(text)
     except ValueError:
-        return None  # an HTTP date: the doubling alone applies
+        until = _http_date(text)
+        if until is None:
+            return None  # unreadable: the doubling alone applies
+        date = response.headers.get(b"Date")
+        sent = _http_date(date.decode("latin-1")) if date else None
+        seconds = until - (sent if sent is not None else time.time())
+    return seconds if math.isfinite(seconds) and seconds > 0 else None
+
+
+def _http_date(text: str) -> float | None:
+    try:
+        return parsedate_to_datetime(text).timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
