@@ -378,3 +378,18 @@ def test_the_host_guard_lets_robots_txt_through_and_nothing_else() -> None:
     ):
         with pytest.raises(OffHostRequest):
             guard.process_request(request)
+
+
+def test_the_middleware_answers_a_malformed_url_from_the_rules_it_has() -> None:
+    # What the crawl lists without fetching (a page's images) is asked through
+    # StrictRobotsTxtMiddleware.allows: a "[" host never closed raised in urlsplit.
+    from crawler.middlewares.robots import StrictRobotsTxtMiddleware
+
+    middleware = object.__new__(StrictRobotsTxtMiddleware)
+    middleware._parsers = {"http://[::1": RobotsTxtParser(b"User-agent: *\nDisallow: /private/\n")}
+    middleware._robotstxt_useragent = TOKEN
+    assert middleware.allows("http://[::1/a?b")
+    assert not middleware.allows("http://[::1/private/x")
+    assert middleware.allows("HTTP://[::1/x/\udcff")
+    assert middleware.allows("http://[zz]/private/x")  # no rules fetched for it
+    assert middleware.allows("no scheme at all")
