@@ -1,6 +1,7 @@
 """A small real site on 127.0.0.1 whose robots.txt follows RFC 9309's hard cases.
 
-Run ``python -m tests.robotsserver --mode MODE --log FILE [--other URL]``: it binds
+Run ``python -m tests.robotsserver --mode MODE --log FILE [--other URL] [--hops N]
+[--retry-after S]``: it binds
 a free port, prints ``PORT`` on stdout and serves until killed; every request is
 appended to FILE as one JSON line (method, path, Host header, User-Agent, time), as
 ``tests/mockserver.py`` does. :class:`RobotsServer` starts one from a test.
@@ -15,6 +16,15 @@ Robots modes (the robots.txt served):
 
 - ``target``: ``Disallow: /private/`` for every agent (the far end of a redirect);
 - ``redirect-elsewhere``: a 301 to ``{other}/robots.txt``, another host's;
+- ``chain``: a chain of ``--hops`` 301s that goes back and forth between this host
+  and ``{other}`` and ends at ``/static/robots-main.txt`` of one of them: every
+  server, whatever its mode, answers ``/hop/K/PORT`` with a 301 to
+  ``http://127.0.0.1:PORT/hop/K-1/<its own port>`` (K > 1) or to
+  ``http://127.0.0.1:PORT/static/robots-main.txt`` (K = 1), and serves
+  ``/static/robots-main.txt``: ``Disallow: /acme-only/`` for every agent;
+- ``busy``: the first robots.txt request is answered 429, and the first request
+  for ``/about.html`` 503, each with ``Retry-After: --retry-after``; then robots.txt
+  is ``target``'s;
 - ``line-cut``: ``Disallow: /private/``, then comment lines up to a rule line,
   ``Disallow: /archive/``, that byte 512000 (500 KiB) cuts right after
   ``Disallow: /``;
@@ -113,6 +123,9 @@ class Site(resource.Resource):
         self.delay = delay
         self.port = 0
         self.robots_served = 0
+        self.hops = 1
+        self.retry_after = "1"
+        self.served: dict[str, int] = {}
 
     @property
     def base(self) -> str:
@@ -133,9 +146,31 @@ class Site(resource.Resource):
             + "\n"
         )
         self.log.flush()
+        self.served[path] = self.served.get(path, 0) + 1
         if path.split("?")[0] == "/robots.txt":
             return self.robots(request)
+        if path.startswith("/hop/"):
+            return self.hop(request, path)
+        if path == "/static/robots-main.txt":
+            request.setHeader("Content-Type", TEXT)
+            return b"User-agent: *\nDisallow: /acme-only/\n"
+        if self.mode == "busy" and path == "/about.html" and self.served[path] == 1:
+            request.setResponseCode(503)
+            request.setHeader("Retry-After", self.retry_after)
+            return b"busy"
         return self.page(request, path)
+
+    def hop(self, request: Any, path: str) -> bytes:
+        """``/hop/K/PORT``: one hop of a ``chain``, to the server at PORT."""
+        _, _, left, port = path.split("/")
+        hops = int(left)
+        target = f"http://127.0.0.1:{int(port)}"
+        request.setResponseCode(301)
+        if hops > 1:
+            request.setHeader("Location", f"{target}/hop/{hops - 1}/{self.port}")
+        else:
+            request.setHeader("Location", f"{target}/static/robots-main.txt")
+        return b""
 
     def robots(self, request: Any) -> bytes | int:
         request.setHeader("Content-Type", TEXT)
@@ -145,6 +180,20 @@ class Site(resource.Resource):
             request.setResponseCode(301)
             request.setHeader("Location", f"{self.other}/robots.txt")
             return b""
+        if mode == "chain":
+            request.setResponseCode(301)
+            if self.hops > 1:
+                location = f"{self.other}/hop/{self.hops - 1}/{self.port}"
+            else:
+                location = f"{self.other}/static/robots-main.txt"
+            request.setHeader("Location", location)
+            return b""
+        if mode == "busy":
+            if self.robots_served == 1:
+                request.setResponseCode(429)
+                request.setHeader("Retry-After", self.retry_after)
+                return b"slow down"
+            return ROBOTS["target"].encode()
         if mode == "line-cut":
             return line_cut()
         if mode in ("eleven-mib", "eleven-mib-chunked", "eleven-mib-gzip"):
@@ -212,6 +261,8 @@ class RobotsServer:
     log_path: Path
     other: str = "http://localhost:1"
     delay: float = 2.0
+    hops: int = 1
+    retry_after: str = "1"
     proc: subprocess.Popen[str] | None = None
     port: int = 0
 
@@ -229,6 +280,10 @@ class RobotsServer:
                 self.other,
                 "--delay",
                 str(self.delay),
+                "--hops",
+                str(self.hops),
+                "--retry-after",
+                self.retry_after,
             ],
             cwd=ROOT,
             stdout=subprocess.PIPE,
@@ -269,9 +324,13 @@ def main() -> None:
     parser.add_argument("--log", required=True)
     parser.add_argument("--other", default="http://localhost:1")
     parser.add_argument("--delay", type=float, default=2.0)
+    parser.add_argument("--hops", type=int, default=1)
+    parser.add_argument("--retry-after", default="1")
     args = parser.parse_args()
     log = open(args.log, "a", encoding="utf-8")  # noqa: SIM115 - open for the process
     root = Site(args.mode, log, args.other.rstrip("/"), args.delay)
+    root.hops = args.hops
+    root.retry_after = args.retry_after
     site = server.Site(root)
     site.displayTracebacks = False
     port = reactor.listenTCP(0, site, interface="127.0.0.1")  # type: ignore[attr-defined]

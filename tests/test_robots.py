@@ -153,3 +153,31 @@ async def test_user_agent_token_selects_the_group(servers: Any, tmp_path: Path) 
     assert decisions[server.url("/blocked-for-us/page.html")][0] == "listed"
     assert decisions[server.url("/private/open.html")][0] == "robots-disallowed"
     assert {r["user_agent"] for r in server.requests()} == {"OtherBot/2.0"}
+
+
+@pytest.mark.parametrize(
+    ("headers", "seconds"),
+    [
+        ({"Retry-After": "1"}, 1.0),
+        ({"Retry-After": " 2.5 "}, 2.5),
+        # An HTTP date, counted from the response's Date.
+        (
+            {
+                "Retry-After": "Wed, 21 Oct 2015 07:28:05 GMT",
+                "Date": "Wed, 21 Oct 2015 07:28:00 GMT",
+            },
+            5.0,
+        ),
+        ({"Retry-After": "Wed, 21 Oct 2015 07:28:05 GMT"}, None),  # long past
+        ({"Retry-After": "soon"}, None),
+        ({"Retry-After": "-3"}, None),
+        ({"Retry-After": "nan"}, None),
+        ({}, None),
+    ],
+)
+def test_retry_after_values(headers: dict[str, str], seconds: float | None) -> None:
+    from scrapy.http import Response
+
+    from crawler.extensions.throttle import _retry_after
+
+    assert _retry_after(Response("http://h.test/", headers=headers)) == seconds

@@ -7,14 +7,22 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from protego import Protego
 from scrapy.http import Request
 
 from crawler.agent import is_product_token, product_token, robots_agents, token_of
 from crawler.middlewares.hostguard import ROBOTS_TXT, HostGuardMiddleware, OffHostRequest
-from crawler.middlewares.robots import RobotsRules, RobotsTxtParser, whole_lines
+from crawler.middlewares.robots import (
+    MAX_WILDCARD_RULES,
+    RobotsRules,
+    RobotsTxtParser,
+    whole_lines,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "sitemap-crawler"
@@ -163,6 +171,87 @@ def test_protego_matching_is_kept(robots: str, path: str, expected: bool) -> Non
     assert allowed("User-agent: sitemap-crawler\n" + robots + "\n", path) is expected
 
 
+# -- hostile input: a bounded answer to every question ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://[::1/a?b",  # a bracketed host never closed
+        "http://[zz]/a",  # not an IP address in the brackets
+        "http://h.test/caf\udce9",  # a lone surrogate (undecodable bytes, surrogateescape'd)
+        "http://h.test/\ud800x",
+        "http://[::1/private/x",
+    ],
+)
+def test_allowed_answers_malformed_urls(url: str) -> None:
+    rules = RobotsRules("User-agent: *\nDisallow: /private/\nDisallow: /caf%E9\n")
+    assert rules.allowed(url, TOKEN) is ("private" not in url and "caf" not in url)
+
+
+def test_allowed_answers_non_utf8_bytes() -> None:
+    rp = RobotsTxtParser(b"User-agent: *\nDisallow: /caf%E9\nDisallow: /private/\n")
+    # The byte is requested as %E9 (Scrapy percent-encodes it): the rule for it applies.
+    assert rp.allowed(b"http://h.test/caf\xe9", TOKEN) is False
+    assert rp.allowed(b"http://h.test/\xff\xfe/x", TOKEN) is True
+    assert rp.allowed(b"http://[::1/private/\xff", b"sitemap-crawler/\xff") is False
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.text(),
+        st.builds(lambda s: "http://" + s, st.text()),
+        st.builds(lambda s: "http://[" + s, st.text()),
+    ),
+    st.binary(max_size=40),
+)
+def test_allowed_never_raises(url: str, raw: bytes) -> None:
+    rules = RobotsRules("User-agent: *\nDisallow: /private/\nAllow: /*.pdf$\nDisallow: /*?\n")
+    assert rules.allowed(url, TOKEN) in (True, False)
+    rp = RobotsTxtParser(b"User-agent: *\nDisallow: /private/\n")
+    assert rp.allowed(b"http://h.test/" + raw, raw) in (True, False)
+    assert rp.allowed(url.encode("utf-8", "surrogatepass"), TOKEN) in (True, False)
+
+
+def test_wildcard_rules_past_the_cap_are_dropped_and_counted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 20,000 wildcard rules (a hostile file under 500 KiB) cost 0.07 s a question on a
+    # 2 KB URL: past MAX_WILDCARD_RULES of a group the rest are dropped (file order),
+    # so a question tries at most that many wildcard patterns. Plain prefixes are all
+    # kept (one startswith over all of them rules them out at once).
+    from protego import _urlpattern
+
+    extra = 50
+    lines = ["User-agent: *", "Disallow: /plain-last/"]
+    lines += [f"Disallow: /*{i:05d}x*q*z" for i in range(MAX_WILDCARD_RULES + extra)]
+    lines += ["Disallow: /plain-after/"]
+    rules = RobotsRules("\n".join(lines) + "\n")
+    assert not allowed_by(rules, "/a/00000x/q/z")
+    assert not allowed_by(rules, f"/a/{MAX_WILDCARD_RULES - 1:05d}x/q/z")
+    assert allowed_by(rules, f"/a/{MAX_WILDCARD_RULES:05d}x/q/z")
+    assert not allowed_by(rules, "/plain-after/x")
+    assert not allowed_by(rules, "/plain-last/x")
+    assert rules.dropped(TOKEN) == extra
+    assert RobotsRules("User-agent: *\nDisallow: /*a\n").dropped(TOKEN) == 0
+    # The work of one question: at most the kept wildcard patterns are tried.
+    tried = [0]
+    match = _urlpattern._URLPattern.match
+
+    def counted(self: Any, url: str) -> bool:
+        tried[0] += 1
+        return match(self, url)
+
+    monkeypatch.setattr(_urlpattern._URLPattern, "match", counted)
+    assert allowed_by(rules, "/" + "y" * 2000)
+    assert 0 < tried[0] <= MAX_WILDCARD_RULES
+
+
+def allowed_by(rules: RobotsRules, path: str) -> bool:
+    return rules.allowed(f"http://h.test{path}", TOKEN)
+
+
 def test_scrapy_parser_interface() -> None:
     body = (
         b"\xef\xbb\xbfUser-agent: sitemap-crawler\nDisallow: /x\nCrawl-delay: 1\nSitemap: /s.xml\n"
@@ -273,11 +362,34 @@ def test_the_host_guard_lets_robots_txt_through_and_nothing_else() -> None:
     guard.process_request(Request("http://www.example.test/robots.txt", meta=robots))
     guard.process_request(Request("https://www.example.test/robots.txt?x=1", meta=robots))
     guard.process_request(Request("http://127.0.0.1:8000/page.html"))
+    # A hop of a robots.txt fetch goes anywhere (RFC 9309 2.3.1.2): another path too.
+    hop = {**robots, "redirect_urls": ["http://127.0.0.1:8000/robots.txt"]}
+    guard.process_request(Request("http://cdn.example.test/static/robots-main.txt", meta=hop))
     for request in (
         Request("http://www.example.test/robots.txt"),  # not a robots.txt fetch
         Request("http://www.example.test/other.txt", meta=robots),
         Request("http://www.example.test/robots.txt/x", meta=robots),
         Request("http://www.example.test/page.html"),
+        # Redirected from something else than a robots.txt.
+        Request(
+            "http://www.example.test/other.txt",
+            meta={**robots, "redirect_urls": ["http://127.0.0.1:8000/page.html"]},
+        ),
     ):
         with pytest.raises(OffHostRequest):
             guard.process_request(request)
+
+
+def test_the_middleware_answers_a_malformed_url_from_the_rules_it_has() -> None:
+    # What the crawl lists without fetching (a page's images) is asked through
+    # StrictRobotsTxtMiddleware.allows: a "[" host never closed raised in urlsplit.
+    from crawler.middlewares.robots import StrictRobotsTxtMiddleware
+
+    middleware = object.__new__(StrictRobotsTxtMiddleware)
+    middleware._parsers = {"http://[::1": RobotsTxtParser(b"User-agent: *\nDisallow: /private/\n")}
+    middleware._robotstxt_useragent = TOKEN
+    assert middleware.allows("http://[::1/a?b")
+    assert not middleware.allows("http://[::1/private/x")
+    assert middleware.allows("HTTP://[::1/x/\udcff")
+    assert middleware.allows("http://[zz]/private/x")  # no rules fetched for it
+    assert middleware.allows("no scheme at all")

@@ -65,6 +65,50 @@ async def test_robots_redirect_to_another_host_applies_there(
     assert ports <= {site.port, www.port}
 
 
+@pytest.mark.parametrize("hops", [1, 5])
+@pytest_twisted.ensureDeferred
+async def test_robots_redirects_across_hosts_and_paths_are_followed(
+    robots_servers: Any, tmp_path: Path, hops: int
+) -> None:
+    # /robots.txt -> http://other/static/robots-main.txt (one hop), or five hops back
+    # and forth between the two hosts (RFC 9309 2.3.1.2: at least five, across hosts).
+    other = robots_servers("target")
+    site = robots_servers("chain", other=other.base, hops=hops)
+    result = await run_crawl(site.url("/"), tmp_path, **SMALL)
+    assert result.outcome == "published", result.stats.get("sitemap/fatal")
+    assert result.stats.get("sitemap/robots/unavailable") is None
+    decisions = result.decisions()
+    # The rules reached (robots-main.txt: /acme-only/), not the other host's robots.txt.
+    assert decisions[site.url("/acme-only/page.html")][0] == "robots-disallowed"
+    assert decisions[site.url("/private/secret.html")][0] == "listed"
+    assert "/acme-only/page.html" not in paths(site)
+    # Every hop was fetched once; no page of the other host.
+    hopped = paths(site) + paths(other)
+    assert hopped.count("/static/robots-main.txt") == 1
+    assert len([p for p in hopped if p.startswith("/hop/")]) == hops - 1
+    assert not [p for p in paths(other) if p.endswith(".html")]
+    ports = {port for kind, (host, port) in result.network if kind == "connect"}
+    assert ports <= {site.port, other.port}
+
+
+@pytest_twisted.ensureDeferred
+async def test_more_than_five_robots_redirects_make_it_unavailable(
+    robots_servers: Any, tmp_path: Path
+) -> None:
+    # RFC 9309 2.3.1.2: past five consecutive redirects robots.txt may be taken as
+    # unavailable: everything is allowed.
+    other = robots_servers("target")
+    site = robots_servers("chain", other=other.base, hops=6)
+    result = await run_crawl(site.url("/"), tmp_path, **SMALL)
+    assert result.outcome == "published", result.stats.get("sitemap/fatal")
+    assert result.stats["sitemap/robots/unavailable"] == 1
+    decisions = result.decisions()
+    assert decisions[site.url("/acme-only/page.html")][0] == "listed"
+    hopped = paths(site) + paths(other)
+    assert "/static/robots-main.txt" not in hopped
+    assert len([p for p in hopped if p.startswith("/hop/")]) == 5
+
+
 @pytest_twisted.ensureDeferred
 async def test_a_rule_line_cut_at_500_kib_is_dropped(robots_servers: Any, tmp_path: Path) -> None:
     # Byte 512000 falls right after "Disallow: /" of "Disallow: /archive/": read as
@@ -223,3 +267,25 @@ async def test_robots_txt_is_kept_for_the_max_age(robots_servers: Any, tmp_path:
     assert result.decisions()[server.url("/late/page.html")][0] == "listed"
     assert paths(server).count("/robots.txt") == 1
     assert result.stats.get("sitemap/robots/refetched") is None
+
+
+@pytest_twisted.ensureDeferred
+async def test_retry_after_is_a_floor_of_the_randomised_delay(
+    robots_servers: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # robots.txt answered 429 once, /about.html 503 once, each with Retry-After: 1.
+    # Scrapy randomises a slot's delay (RANDOMIZE_DOWNLOAD_DELAY: 0.5 to 1.5 times
+    # it); here always at its lowest, so that a delay under the server's floor shows
+    # in every run, not in one of two.
+    import scrapy.core.downloader as downloader
+
+    monkeypatch.setattr(downloader.random, "uniform", lambda low, high: low)
+    server = robots_servers("busy", retry_after="1")
+    result = await run_crawl(server.url("/"), tmp_path, **SMALL)
+    assert result.outcome == "published", result.stats.get("sitemap/fatal")
+    assert result.decisions()[server.url("/about.html")][0] == "listed"
+    assert result.decisions()[server.url("/private/secret.html")][0] == "robots-disallowed"
+    for path in ("/robots.txt", "/about.html"):
+        times = [r["time"] for r in server.requests() if r["path"] == path]
+        assert len(times) == 2, path
+        assert times[1] - times[0] >= 1.0, (path, times[1] - times[0])

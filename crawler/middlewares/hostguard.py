@@ -7,9 +7,11 @@ refused here, at the first downloader middleware, so no component can reach anot
 host by accident.
 
 One exception: a robots.txt fetch (:mod:`crawler.middlewares.robots` marks it with
-the meta key :data:`ROBOTS_TXT`) follows redirects to ``/robots.txt`` on another host
-(RFC 9309 2.3.1.2: ``example.com/robots.txt`` -> ``www.example.com/robots.txt``);
-any other path elsewhere is refused, robots.txt request or not.
+the meta key :data:`ROBOTS_TXT`) follows its redirects wherever they lead, to another
+host and another path too (RFC 9309 2.3.1.2: ``example.com/robots.txt`` ->
+``www.example.com/robots.txt``, or -> ``cdn.example.net/static/robots-main.txt``; at
+most ``REDIRECT_MAX_TIMES`` hops). Only the hops of that fetch may leave: the first
+request must be a ``/robots.txt``, and each later one a redirect of it.
 
 Meta keys: :data:`ROBOTS_TXT`.
 Settings: none; the run's start URL (:class:`crawler.extensions.runstate.RunState`)
@@ -21,9 +23,9 @@ from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from scrapy.exceptions import IgnoreRequest
-from scrapy.utils.httpobj import urlparse_cached
 
 from crawler.extensions.runstate import RunState
 from crawler.urls import site_of
@@ -67,5 +69,9 @@ class HostGuardMiddleware:
 
 
 def _robots_txt(request: Request) -> bool:
-    """A robots.txt fetch for ``/robots.txt`` (of another host, after a redirect)."""
-    return request.meta.get(ROBOTS_TXT) is True and urlparse_cached(request).path == "/robots.txt"
+    """A hop of a robots.txt fetch: ``/robots.txt``, or a redirect of it (which Scrapy's
+    redirect middleware records in ``redirect_urls``), to any host and path."""
+    if request.meta.get(ROBOTS_TXT) is not True:
+        return False
+    first = (request.meta.get("redirect_urls") or [request.url])[0]
+    return bool(urlsplit(first).path == "/robots.txt")

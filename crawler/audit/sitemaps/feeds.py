@@ -4,8 +4,9 @@ Google reads feeds as sitemaps: the URL of an RSS 2.0 (or 1.0) ``<item>`` is its
 ``<link>`` and its date the ``pubDate`` (or ``dc:date``), an RFC 822 date checked
 as such; the URL of an Atom 1.0 (or 0.3) ``<entry>`` is its ``<link href>`` with
 ``rel="alternate"`` (or no rel) and its date the ``<updated>`` (0.3:
-``<modified>``). Feeds have no changefreq or priority. The Atom root must be in
-the Atom namespace; RSS 2.0 has none, and RSS 1.0 its own.
+``<modified>``, or ``<issued>`` for an entry without one). Feeds have no changefreq
+or priority. The Atom root must be in the Atom namespace; RSS 2.0 has none, and RSS
+1.0 its own.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ class AtomSink(Sink):
         namespace, _ = split_tag(element.tag)
         link: tuple[str, int] | None = None
         updated: str | None = None
+        issued: str | None = None
         for child in element:
             if not isinstance(child.tag, str):
                 continue
@@ -78,6 +80,11 @@ class AtomSink(Sink):
                     link = (href, (child.sourceline or 0) + offset)
             elif local in ("updated", "modified") and updated is None:
                 updated = element_text(child).strip()
+            elif local == "issued" and issued is None and namespace == ATOM03_NS:
+                # Atom 0.3's publication date: the date when no <modified> says more.
+                issued = element_text(child).strip()
+        if updated is None:
+            updated = issued
         block_line = (element.sourceline or 0) + offset
         if link is None:
             self.missing_loc("<entry> without <link href> (rel=alternate)", block_line)

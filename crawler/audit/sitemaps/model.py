@@ -8,11 +8,15 @@ them: in order, at most :data:`MAX_PROBLEMS_PER_CODE` of each code, the rest cou
 
 from __future__ import annotations
 
+import itertools
+import queue
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Final
+from typing import Final, overload
 
-__all__ = ["MAX_PROBLEMS_PER_CODE", "Entry", "Kind", "ParsedSitemap", "Problem"]
+__all__ = ["MAX_PROBLEMS_PER_CODE", "Entry", "Kind", "ParsedSitemap", "Problem", "Rereading"]
 
 # A hostile file can hold millions of bad entries; past this many problems of
 # one code the rest are counted, not listed ("problems-suppressed").
@@ -101,11 +105,13 @@ class ParsedSitemap:
     cut-off gzip stream, a document that ends mid-entry or before its root is
     closed). ``entry_count`` is how many entries were read: ``len(entries)``, or,
     when they were handed to a consumer as they were read (``on_entries``) and
-    ``entries`` is empty, how many it was given.
+    ``entries`` is empty, how many it was given. ``entries`` is a list, or, for a
+    file of many entries, a :class:`Rereading` of the data (a sequence that reads
+    them again each time it is iterated, and holds none).
     """
 
     kind: Kind
-    entries: list[Entry]
+    entries: Sequence[Entry]
     problems: list[Problem]
     namespace: str | None
     compressed_layers: int
@@ -166,3 +172,97 @@ def quote(value: str) -> str:
     if len(value) > _QUOTE:
         return repr(value[:_QUOTE]) + "..."
     return repr(value)
+
+
+# The parse of a Rereading, for one iteration: it hands over batches of entries.
+Reread = Callable[[Callable[[list[Entry]], None]], object]
+
+
+class _Stop(Exception):
+    """Raised in a Rereading's parse when its reader has stopped reading."""
+
+
+_DONE = object()
+
+
+class Rereading(Sequence[Entry]):
+    """The entries of a document, read again from its data whenever they are iterated
+    (``reread(consumer)`` parses it, handing the entries to *consumer* in batches), so
+    that none is held: what a plain :func:`~crawler.audit.sitemaps.parse.parse_sitemap`
+    call returns for a file of many entries. ``len()`` is free; iterating costs a
+    parse (run in a thread, a batch or two ahead of the reader, stopped when the reader
+    stops); an index or a slice reads up to it. Equal to a list of the same entries.
+    """
+
+    def __init__(self, count: int, reread: Reread) -> None:
+        self._count = count
+        self._reread = reread
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[Entry]:
+        batches: queue.Queue[object] = queue.Queue(maxsize=2)
+        stopped = threading.Event()
+
+        def hand(batch: list[Entry]) -> None:
+            while not stopped.is_set():
+                try:
+                    batches.put(batch, timeout=0.5)
+                    return
+                except queue.Full:
+                    continue
+            raise _Stop
+
+        def run() -> None:
+            try:
+                self._reread(hand)
+            except _Stop:
+                pass
+            except BaseException as exc:  # handed to the reader, raised there
+                batches.put(exc)
+            batches.put(_DONE)
+
+        thread = threading.Thread(target=run, name="sitemap-rereading", daemon=True)
+        thread.start()
+        try:
+            while (item := batches.get()) is not _DONE:
+                if isinstance(item, BaseException):
+                    raise item
+                assert isinstance(item, list)
+                yield from item
+        finally:
+            stopped.set()
+            while thread.is_alive():  # let a blocked put through, to see the stop
+                try:
+                    batches.get(timeout=0.1)
+                except queue.Empty:
+                    continue
+            thread.join()
+
+    @overload
+    def __getitem__(self, index: int) -> Entry: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Entry]: ...
+
+    def __getitem__(self, index: int | slice) -> Entry | list[Entry]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self._count)
+            if step < 0:
+                return list(self)[index]
+            return list(itertools.islice(self, start, stop, step))
+        position = index + self._count if index < 0 else index
+        if not 0 <= position < self._count:
+            raise IndexError("entry index out of range")
+        return next(itertools.islice(self, position, None))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, tuple, Rereading)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<Rereading of {self._count:,} entries>"

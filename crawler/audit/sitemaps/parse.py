@@ -1,7 +1,10 @@
 """The parser's entry point: :func:`parse_sitemap` finds the format and dispatches.
 
-Undo gzip (:mod:`.decompress`); find the encoding (a UTF-8 BOM is dropped,
-UTF-16 transcoded, a declared non-UTF-8 encoding reported); then the format,
+Undo gzip (:mod:`.decompress`); find the encoding (a UTF-8 BOM is dropped, UTF-16
+and a declared encoding that Python knows transcoded to UTF-8, and reported: lxml
+never reads an encoding by a name it may spell otherwise; a label that cannot be
+right, or a codec of no text such as ``hex``, is reported and read as UTF-8); then
+the format,
 from the content, never from the URL: text that does not start with ``<`` goes to
 :mod:`.text`, XML to the reader its root names (``<urlset>``, ``<sitemapindex>``:
 :mod:`.urlset`; ``<rss>``, ``<rdf:RDF>``, ``<feed>``: :mod:`.feeds`), anything
@@ -11,8 +14,9 @@ can be handed over as soon as it is: ``on_entries``).
 
 Before lxml sees a document, a ``<!DOCTYPE>`` is reported, checked and replaced
 (:mod:`.dtd`): lxml never reads the document's own DTD, whatever its settings.
-The document itself is never copied whole (but for a UTF-16 file, transcoded, and
-a tolerant reading around a ``<!DOCTYPE>``): lxml is fed from views of it.
+The document itself is never copied whole (but for a file in another encoding than
+UTF-8, transcoded, and a tolerant reading around a ``<!DOCTYPE>``): lxml is fed from
+views of it.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from crawler.audit.sitemaps.checks import Scope, aware
 from crawler.audit.sitemaps.decompress import decompress
 from crawler.audit.sitemaps.dtd import read_doctype
 from crawler.audit.sitemaps.feeds import AtomSink, RssSink
-from crawler.audit.sitemaps.model import Entry, Kind, ParsedSitemap
+from crawler.audit.sitemaps.model import Entry, Kind, ParsedSitemap, Rereading
 from crawler.audit.sitemaps.reading import ConsumerFailed, Reading, Sink
 from crawler.audit.sitemaps.strict import Failed, read_strict
 from crawler.audit.sitemaps.text import read_text
@@ -37,13 +41,17 @@ from crawler.audit.sitemaps.tolerant import Tolerant
 from crawler.audit.sitemaps.urlset import SitemapSink
 from crawler.limits import MAX_BYTES_PER_FILE
 
-__all__ = ["DEFAULT_MAX_BYTES", "parse_sitemap"]
+__all__ = ["DEFAULT_MAX_BYTES", "KEPT_ENTRIES", "parse_sitemap"]
 
 logger = logging.getLogger(__name__)
 
 # The default cap: one byte over the protocol's 50 MiB, so that a file that is
 # over the limit can be told from one that is exactly at it.
 DEFAULT_MAX_BYTES: Final = MAX_BYTES_PER_FILE + 1
+
+#: Entries that a call without ``on_entries`` keeps in a list (about 8 MB); a file of
+#: more gets a :class:`~.model.Rereading` instead, which holds none.
+KEPT_ENTRIES: Final = 10_000
 
 _ROOTS: Final[dict[str, tuple[Kind, str, type[Sink]]]] = {
     "urlset": (Kind.URLSET, "url", SitemapSink),
@@ -97,7 +105,15 @@ def parse_sitemap(
     memory follows a batch, not the file (but for 12 bytes a loc, to find duplicate
     locs); the audit stores each batch. An exception raised by ``on_entries`` is
     raised again here.
+
+    Without ``on_entries`` the call streams too: ``entries`` is a list of them all
+    when there are at most :data:`KEPT_ENTRIES`, and otherwise a
+    :class:`~.model.Rereading`, a sequence that reads them again from ``data`` each
+    time it is iterated (and holds on to ``data``), so that a dense 50 MiB file does
+    not cost a few hundred MB of entries (``bench/parse_memory.py``).
     """
+    if on_entries is None:
+        return _plain(data, url, base_url, max_bytes, aware(now))
     reading = Reading(
         now=aware(now), scope=Scope.of(url), base=base_url or url, consumer=on_entries
     )
@@ -127,6 +143,35 @@ def parse_sitemap(
         reading.problems.new("parser-error", f"the parser failed: {type(exc).__name__}: {exc}")
         reading.complete = False
     return reading.result(layers, len(body))
+
+
+def _plain(
+    data: bytes, url: str | None, base_url: str | None, max_bytes: int, now: datetime
+) -> ParsedSitemap:
+    """A call without a consumer: the entries kept while they are few, read again
+    when they are many."""
+    kept: list[Entry] = []
+    many = False
+
+    def keep(batch: list[Entry]) -> None:
+        nonlocal many
+        if many:
+            return
+        kept.extend(batch)
+        if len(kept) > KEPT_ENTRIES:
+            many = True
+            kept.clear()
+
+    def reread(consumer: Callable[[list[Entry]], None]) -> object:
+        return parse_sitemap(
+            data, url=url, base_url=base_url, max_bytes=max_bytes, now=now, on_entries=consumer
+        )
+
+    result = parse_sitemap(
+        data, url=url, base_url=base_url, max_bytes=max_bytes, now=now, on_entries=keep
+    )
+    result.entries = Rereading(result.entry_count, reread) if many else kept
+    return result
 
 
 def _read(reading: Reading, body: bytes, stopped: bool) -> None:
@@ -178,23 +223,56 @@ def _to_utf8(reading: Reading, doc: bytes) -> tuple[bytes, int]:
         return doc, 0
     name = declared.group(2).decode("ascii")
     try:
-        codec = codecs.lookup(name).name
+        info = codecs.lookup(name)
     except LookupError:
-        codec = ""
+        info = None
+    codec = info.name if info is not None else ""
     if codec in ("utf-8", "ascii"):
         return doc, 0
-    if codec and not codec.startswith(("utf-16", "utf-32")):
-        # ISO-8859-1, windows-1252...: lxml decodes these itself.
+    if info is not None and not getattr(info, "_is_text_encoding", True):
+        # hex, base64, rot13, zlib...: Python's codecs, but not of text.
         reading.problems.new(
-            "not-utf8", f"declared encoding {name!r}; the protocol requires UTF-8", 1
+            "not-utf8", f"declared encoding {name!r} is not a text encoding; read as UTF-8", 1
         )
-        reading.encoding = codec
-        return doc, 0
-    # Unknown, or "UTF-16" on a file whose bytes are ASCII-compatible (no
-    # BOM, no NUL bytes): a wrong label. Read as UTF-8, and tell lxml so (a copy,
-    # for this rare case).
+        return _ENCODING_IN_DECLARATION.sub(rb"\1\2UTF-8\2", doc, count=1), 0
+    if codec and not codec.startswith(("utf-16", "utf-32", "utf-8")):
+        decoded = _decoded(reading, doc, codec, declared.end())
+        if decoded is not None:
+            # EUC-KR, Shift_JIS, ISO-8859-1, windows-1252...: transcoded to UTF-8 here
+            # (a copy, for this rare case), so that lxml never has to know the
+            # encoding by Python's name ("euc_kr", "latin-1": it spells them
+            # otherwise, or knows them not).
+            reading.problems.new(
+                "not-utf8", f"declared encoding {name!r}; the protocol requires UTF-8", 1
+            )
+            return _ENCODING_IN_DECLARATION.sub(
+                rb"\1\2UTF-8\2", decoded.encode("utf-8", "replace"), count=1
+            ), 0
+    # Unknown, "UTF-16" on a file whose bytes are ASCII-compatible (no BOM, no NUL
+    # bytes), or an encoding the declaration itself cannot be in (EBCDIC's cp037): a
+    # wrong label. Read as UTF-8, and tell lxml so (a copy, for this rare case).
     reading.problems.new("not-utf8", f"declared encoding {name!r} is wrong; read as UTF-8", 1)
     return _ENCODING_IN_DECLARATION.sub(rb"\1\2UTF-8\2", doc, count=1), 0
+
+
+def _decoded(reading: Reading, doc: bytes, codec: str, declaration_end: int) -> str | None:
+    """*doc* decoded from *codec* (bytes not in it replaced by U+FFFD, with an
+    ``encoding-error``), or None when its XML declaration, read as ASCII, does not
+    read the same in *codec*: the label cannot be right."""
+    head = doc[:declaration_end]
+    try:
+        if head.decode(codec) != head.decode("ascii"):
+            return None
+        try:
+            return doc.decode(codec)
+        except UnicodeDecodeError:
+            reading.problems.new(
+                "encoding-error", f"bytes that are not {codec}; replaced by U+FFFD"
+            )
+            return doc.decode(codec, "replace")
+    except (UnicodeError, LookupError, ValueError, TypeError):
+        # A codec that cannot decode at all ("undefined", "idna" on a document).
+        return None
 
 
 @dataclass(slots=True)
