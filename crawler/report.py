@@ -11,7 +11,10 @@ lines for a terminal or a cron mail; ``report.json`` (schema
 (asked conditionally and answered), ``not_modified``, ``listed``, ``excluded``
 (decision -> count), ``queued`` (URLs an interrupted run had not fetched yet),
 ``added`` and ``removed`` (published URLs since the previous run),
-``lastmod_changes`` (``{url, old, new}``), ``files_written``, ``index``,
+``lastmod_changes`` (``{url, old, new}``), ``files_written`` (files of the set
+written this run) and ``files_unchanged`` (files already published byte for byte,
+left untouched), ``published_since`` (when the set now published was first
+published: an unchanged night keeps the date), ``index``,
 ``robots`` (``{token, group}``: the product token matched against the start URL's
 robots.txt, and the group that applied: the token, ``*`` or ``none``), ``learned``
 (``{parameters, calendars, soft404}``: path -> the query parameters learned not to
@@ -175,6 +178,8 @@ def run_model(
         "removed": change(1),
         "lastmod_changes": change(2),
         "files_written": stats.get("sitemap/files_written", 0),
+        "files_unchanged": stats.get("sitemap/files_unchanged", 0),
+        "published_since": stats.get("sitemap/published_since"),
         "index": stats.get("sitemap/index_path"),
         "robots": {
             "token": stats.get("sitemap/robots/token"),
@@ -393,7 +398,8 @@ def format_summary(stats: dict[str, Any]) -> str:
     outcome = stats.get("sitemap/outcome")
     if outcome == "published":
         lines.append(
-            f"files written: {stats.get('sitemap/files_written', 0)} "
+            f"files: {stats.get('sitemap/files_written', 0)} written, "
+            f"{stats.get('sitemap/files_unchanged', 0)} unchanged "
             f"({stats.get('sitemap/urls_written', 0)} URLs) "
             f"+ index {stats.get('sitemap/index_path')}"
         )

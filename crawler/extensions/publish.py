@@ -35,7 +35,10 @@ Settings: ``SITEMAP_PUBLISH`` (off: crawl and keep the ledger only),
 issue #17).
 Stats: ``sitemap/outcome`` (``published``, ``crawled``, ``refused``, ``interrupted``,
 ``failed``, ``output-error``), ``sitemap/message``, ``sitemap/decision/<decision>``
-(set from the closed books), ``sitemap/files_written``, ``sitemap/urls_written``,
+(set from the closed books), ``sitemap/files_written`` (the files of the set
+written; those already published byte for byte are left untouched and counted
+in ``sitemap/files_unchanged``), ``sitemap/published_since`` (when the set now
+published was first published), ``sitemap/urls_written``,
 ``sitemap/index_path``, ``sitemap/index_url``, ``sitemap/report_path``,
 ``sitemap/report_html_path``,
 ``sitemap/added``, ``sitemap/removed``, ``sitemap/lastmod_changes``,
@@ -49,6 +52,7 @@ calendar sequences cut).
 
 from __future__ import annotations
 
+import filecmp
 import logging
 from dataclasses import dataclass
 from datetime import datetime
@@ -378,12 +382,30 @@ class SitemapPublisher:
             return "output-error", f"could not publish to {state.paths.out}: {e}"
         # Right after the index: the feed describes the set now in place.
         if temp is not None:
-            publish_feed(temp, feed)
+            if _same_bytes(temp, feed):
+                discard(temp)  # left untouched, as an unchanged sitemap file is
+            else:
+                publish_feed(temp, feed)
             self.stats.set_value("sitemap/feed_url", public.sitemap_loc(FEED_NAME))
         else:
             feed.unlink(missing_ok=True)  # ours, from a run with the feed on
         self.stats.set_value("sitemap/first_run", state.previous is None)
-        self.stats.set_value("sitemap/files_written", len(files))
+        unchanged = sum(f.unchanged for f in files)
+        self.stats.set_value("sitemap/files_written", len(files) - unchanged)
+        self.stats.set_value("sitemap/files_unchanged", unchanged)
+        names = [f.name for f in files]
+        before = state.previous.meta("published") if state.previous is not None else None
+        # When this very set was first published: an unchanged night keeps the date.
+        since = state.run_time
+        if (
+            unchanged == len(files)
+            and isinstance(before, dict)
+            and [f.get("name") for f in before.get("files", [])] == names
+            and before.get("index") == str(index)
+        ):
+            assert state.previous is not None
+            since = before.get("since") or state.previous.meta("run_started") or since
+        self.stats.set_value("sitemap/published_since", since)
         self.stats.set_value("sitemap/urls_written", sum(f.urls for f in files))
         sections: dict[str, int] = {}
         for written in files:
@@ -403,10 +425,11 @@ class SitemapPublisher:
             {
                 "index": str(index),
                 "index_url": public.sitemap_loc(index.name),
+                "since": since,
                 "files": [{"name": f.name, "section": f.section, "urls": f.urls} for f in files],
             },
         )
-        done = f"{len(files)} files and {index}"
+        done = _published_note(len(files), unchanged, index)
         if reason in BUDGETS:
             done += f" ({BUDGETS[reason]}: what was judged is published)"
         return "published", done
@@ -474,6 +497,32 @@ class SitemapPublisher:
             page = render_run(model, ledger, self.report_urls)
             html = write_html(path.with_name(REPORT_HTML), page)
             self.stats.set_value("sitemap/report_html_path", str(html))
+
+
+def _published_note(files: int, unchanged: int, index: Path) -> str:
+    """What the publish did to the files, for the message: "2 files written and
+    /out/sitemap_index.xml", or for an unchanged set "the set is unchanged since the
+    last run: 1 file and /out/sitemap_index.xml left untouched"."""
+    plural = "file" if files == 1 else "files"
+    if unchanged == files:
+        return (
+            f"the set is unchanged since the last run: {files} {plural} and {index}"
+            " left untouched"
+        )
+    if unchanged:
+        return (
+            f"{files - unchanged} of {files} {plural} written ({unchanged} unchanged)"
+            f" and {index}"
+        )
+    return f"{files} {plural} written and {index}"
+
+
+def _same_bytes(new: Path, old: Path) -> bool:
+    """Whether the file *old* exists and holds exactly *new*'s bytes."""
+    try:
+        return filecmp.cmp(new, old, shallow=False)
+    except OSError:
+        return False
 
 
 def _start_note(ledger: Ledger, start: str) -> str:
