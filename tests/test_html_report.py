@@ -639,3 +639,16 @@ def test_audit_history_goes_to_the_state_directory(tmp_path: Path) -> None:
     written = write_report(report, out, html=False)
     assert not (out / "index.html").exists() and written[0] == out / "audit.json"
     assert json.loads((out / "audit.json").read_text())["history"] == report.history
+
+
+def test_one_audit_and_one_run_read_in_the_singular(tmp_path: Path) -> None:
+    """Issue 24: "the last 1 audits" reads as "the last audit"; times to the second."""
+    from crawler.audit.report import AuditReport, write_report
+    from crawler.commands.audit import keep_history
+
+    report = AuditReport("http://127.0.0.1:9/", 80.0, 4, 5, [], [], [])
+    report.history = keep_history(report, tmp_path / "state")
+    write_report(report, tmp_path / "report", html=True)
+    text = (tmp_path / "report" / "index.html").read_text()
+    assert "Coverage over the last audit<" in text and "last 1 audits" not in text
+    assert re.search(r"Generated \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\.", text), text[:2000]
