@@ -190,7 +190,7 @@ def _run(command: str, url: str | None, options: dict[str, Any]) -> CrawlResult 
 
 def _crawl_result(outcome: CrawlOutcome, args: Namespace) -> CrawlResult:
     from crawler.paths import CrawlPaths
-    from crawler.report import decision_counts, duration, format_summary
+    from crawler.report import decision_counts, duration, format_summary, pages_fetched
 
     stats: dict[str, Any] = outcome.stats
     paths = CrawlPaths.create(args.out, args.state)
@@ -208,7 +208,7 @@ def _crawl_result(outcome: CrawlOutcome, args: Namespace) -> CrawlResult:
         summary=format_summary(stats) if stats else outcome.error or "",
         out=paths.out,
         state=paths.state,
-        pages_fetched=stats.get("response_received_count", 0),
+        pages_fetched=pages_fetched(stats),
         listed=listed,
         excluded={k: v for k, v in counts.items() if v},
         added=stats.get("sitemap/added"),

@@ -26,6 +26,7 @@ import html
 import json
 import os
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -212,10 +213,37 @@ def more_note(total: int, shown: int, where: str) -> str:
     """What a capped list leaves out, and where the rest is."""
     if total <= shown:
         return ""
-    return (
-        f'<p class="more">{shown} of {total} shown; the other {total - shown} are in '
-        f"{esc(where)}.</p>"
-    )
+    rest = "the other one is" if total - shown == 1 else f"the other {total - shown} are"
+    return f'<p class="more">{shown} of {total} shown; {rest} in {esc(where)}.</p>'
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """*n* and the noun: "1 file", "2 files" (*many*: an irregular plural)."""
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+def when(iso: object) -> str:
+    """An ISO 8601 time as a person reads it, in UTC, to the second:
+    "2026-11-25 22:56:44 UTC" (None: n/a; text that is no time: as it is)."""
+    if not iso:
+        return "n/a"
+    try:
+        moment = datetime.fromisoformat(str(iso))
+    except ValueError:
+        return str(iso)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def span(seconds: float) -> str:
+    """A duration as a person reads it: "26.0 s", "4 min 12 s", "2 h 5 min"."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    whole = round(seconds)
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60} s"
+    return f"{whole // 3600} h {whole % 3600 // 60} min"
 
 
 def bar_chart(bars: Sequence[tuple[str, float, str | None]], *, title: str, unit: str = "") -> str:

@@ -568,6 +568,16 @@ class Ledger:
             )
         ]
 
+    def listed_in_section(self, section: str | None, most: int) -> list[tuple[str, str | None]]:
+        """The first *most* listed pages of *section* (None: the default one), by
+        published address: ``(loc, lastmod)`` (from the covering index)."""
+        cur = self._db.execute(
+            f"SELECT loc, lastmod FROM urls WHERE decision = '{LISTED}' AND section IS ?"
+            " ORDER BY section, loc LIMIT ?",
+            (section, most),
+        )
+        return [(loc, lastmod) for loc, lastmod in cur]
+
     def decided(self, decision: str, most: int) -> Iterator[dict[str, Any]]:
         """The first *most* URLs (by URL) with *decision*: url, reason, target,
         status, referrer."""

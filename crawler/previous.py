@@ -9,6 +9,7 @@ a new one is compared with (issue #4).
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,6 +41,14 @@ class PreviousRun:
     def get(self, key: str) -> dict[str, Any] | None:
         row = self._db.execute("SELECT * FROM urls WHERE key = ?", (key,)).fetchone()
         return dict(row) if row is not None else None
+
+    def meta(self, name: str) -> Any:
+        """The previous run's ``meta`` value *name* (None when it has none)."""
+        try:
+            row = self._db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+        except sqlite3.Error:
+            return None
+        return json.loads(row[0]) if row else None
 
     def learned_params(self) -> dict[str, list[str]]:
         """What the previous run learned about query parameters (crawler.params)."""

@@ -11,9 +11,15 @@ lines for a terminal or a cron mail; ``report.json`` (schema
 (asked conditionally and answered), ``not_modified``, ``listed``, ``excluded``
 (decision -> count), ``queued`` (URLs an interrupted run had not fetched yet),
 ``added`` and ``removed`` (published URLs since the previous run),
-``lastmod_changes`` (``{url, old, new}``), ``files_written``, ``index``,
+``lastmod_changes`` (``{url, old, new}``), ``files_written`` (files of the set
+written this run) and ``files_unchanged`` (files already published byte for byte,
+left untouched), ``published_since`` (when the set now published was first
+published: an unchanged night keeps the date), ``set_unchanged`` (the set is the
+one published last time, byte for byte), ``index``,
 ``robots`` (``{token, group}``: the product token matched against the start URL's
-robots.txt, and the group that applied: the token, ``*`` or ``none``), ``learned``
+robots.txt, the group that applied: the token, ``*`` or ``none``, its ``state``:
+``parsed``, ``unavailable`` (a 404, say: everything allowed) or ``unreachable`` (a
+5xx or no answer: nothing fetched), and ``why``: ``HTTP 404``...), ``learned``
 (``{parameters, calendars, soft404}``: path -> the query parameters learned not to
 change its pages, the calendar sequences cut, and the soft-404 probe's
 ``{probes, probe_status, detected}``; issue #19), ``rich``
@@ -27,7 +33,9 @@ read for seeds, and the listed pages that only a sitemap led to: orphans).
 
 ``first_run``: no earlier run to compare with (every listed URL is added). For
 the HTML report (issue #17, ``report.html`` beside it, :mod:`crawler.runhtml`;
-both are written from one :class:`RunModel`): ``excluded_total``, ``status_codes``
+both are written from one :class:`RunModel`): ``excluded_total`` (the site's URLs
+excluded: ``excluded`` less ``off-host``), ``other_hosts`` (the links to other
+hosts, ``off-host``: not the site's, so apart), ``status_codes``
 (HTTP status -> URLs), ``depths`` (link depth -> ``{urls, listed}``), ``slowest``
 (``{url, decision, seconds}``) and ``largest`` (``{url, decision, bytes}``), the
 :data:`TOP_PAGES` slowest fetches and largest bodies, and ``history``: the runs kept
@@ -49,11 +57,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from crawler.decisions import OFF_HOST
+
 if TYPE_CHECKING:
     from crawler.ledger import Ledger
 
 PREFIX = "sitemap/decision/"
 SECTION_PREFIX = "sitemap/section/"
+#: How the summary and report.json name the default section (no rule matched).
+DEFAULT_SECTION = "(default)"
 SCHEMA = "sitemap-crawler/run/1"
 #: Outcomes whose set can be compared with the previous one.
 COMPARABLE = frozenset({"published", "crawled", "refused"})
@@ -85,6 +97,13 @@ def seed_counts(stats: dict[str, Any]) -> dict[str, int]:
         "sitemaps_read": stats.get("sitemap/seeds/sitemaps_read", 0),
         "listed_unlinked": stats.get("sitemap/seeds/listed_unlinked", 0),
     }
+
+
+def pages_fetched(stats: dict[str, Any]) -> int:
+    """The pages the crawl fetched: the responses less those of robots.txt (a run
+    stopped by its robots.txt fetched no page)."""
+    fetched = int(stats.get("response_received_count", 0))
+    return max(0, fetched - int(stats.get("robotstxt/response_count", 0)))
 
 
 def duration(stats: dict[str, Any]) -> float | None:
@@ -165,7 +184,7 @@ def run_model(
         "message": message,
         "published": outcome == "published",
         "first_run": previous is None,
-        "pages_fetched": stats.get("response_received_count", 0),
+        "pages_fetched": pages_fetched(stats),
         "conditional_requests": stats.get("sitemap/conditional/requests", 0),
         "not_modified": stats.get("sitemap/conditional/not_modified", 0),
         "listed": counts.get("listed", 0),
@@ -175,10 +194,15 @@ def run_model(
         "removed": change(1),
         "lastmod_changes": change(2),
         "files_written": stats.get("sitemap/files_written", 0),
+        "files_unchanged": stats.get("sitemap/files_unchanged", 0),
+        "published_since": stats.get("sitemap/published_since"),
+        "set_unchanged": bool(stats.get("sitemap/set_unchanged")),
         "index": stats.get("sitemap/index_path"),
         "robots": {
             "token": stats.get("sitemap/robots/token"),
             "group": stats.get("sitemap/robots/group"),
+            "state": stats.get("sitemap/robots/state"),
+            "why": stats.get("sitemap/robots/why"),
         },
         "sections": section_counts(stats),
         "rich": {
@@ -213,7 +237,9 @@ def run_model(
             lambda: ({"url": url, "problems": p} for url, p in ledger.rich_problems())
         ),
         # Added for the HTML report (issue #17).
-        "excluded_total": sum(excluded.values()),
+        # The site's URLs left out; links to other hosts are apart (not the site's).
+        "excluded_total": sum(n for k, n in excluded.items() if k != OFF_HOST),
+        "other_hosts": excluded.get(OFF_HOST, 0),
         "status_codes": {str(k): v for k, v in ledger.status_counts().items()},
         "depths": {
             str(depth): {"urls": n, "listed": listed}
@@ -298,7 +324,7 @@ def learned_line(stats: dict[str, Any]) -> str | None:
 def format_summary(stats: dict[str, Any]) -> str:
     counts = decision_counts(stats)
     listed = counts.pop("listed", 0)
-    fetched = stats.get("response_received_count", 0)
+    fetched = pages_fetched(stats)
     line = f"pages fetched: {fetched}"
     conditional = stats.get("sitemap/conditional/requests", 0)
     if conditional:
@@ -307,7 +333,15 @@ def format_summary(stats: dict[str, Any]) -> str:
             f"{stats.get('sitemap/conditional/not_modified', 0)} not modified)"
         )
     lines = [line]
-    if (group := stats.get("sitemap/robots/group")) is not None:
+    robots, why = stats.get("sitemap/robots/state"), stats.get("sitemap/robots/why")
+    if robots == "unavailable":
+        lines.append(f"robots.txt: not there ({why}), so everything is allowed")
+    elif robots == "unreachable":
+        lines.append(
+            f"robots.txt: unreachable ({why}), so nothing may be fetched until it can be"
+            " read (RFC 9309)"
+        )
+    elif (group := stats.get("sitemap/robots/group")) is not None:
         token = stats.get("sitemap/robots/token")
         lines.append(
             f"robots.txt: no group for {token} or for every agent (everything allowed)"
@@ -316,13 +350,16 @@ def format_summary(stats: dict[str, Any]) -> str:
             f" applied to {token}"
         )
     lines.append(f"listed: {listed}")
-    if counts:
+    other_hosts = counts.pop(OFF_HOST, 0)
+    if any(counts.values()):
         lines.append(
             "excluded: "
             + ", ".join(
                 f"{name} {n}" for name, n in sorted(counts.items(), key=lambda kv: -kv[1]) if n
             )
         )
+    if other_hosts:
+        lines.append(f"links to other hosts: {other_hosts} (not crawled)")
     if learned := learned_line(stats):
         lines.append(learned)
     if wanted := stats.get("sitemap/render/wanted", 0):
@@ -393,7 +430,8 @@ def format_summary(stats: dict[str, Any]) -> str:
     outcome = stats.get("sitemap/outcome")
     if outcome == "published":
         lines.append(
-            f"files written: {stats.get('sitemap/files_written', 0)} "
+            f"files: {stats.get('sitemap/files_written', 0)} written, "
+            f"{stats.get('sitemap/files_unchanged', 0)} unchanged "
             f"({stats.get('sitemap/urls_written', 0)} URLs) "
             f"+ index {stats.get('sitemap/index_path')}"
         )

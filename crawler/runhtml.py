@@ -3,10 +3,12 @@
 Rendered from the same :class:`crawler.report.RunModel` that ``report.json`` is
 written from, after it (the lengths of the streamed lists are known then), so every
 figure on the page is the JSON's (:mod:`crawler.htmlpage` says how figures are
-marked). What it shows: the publish decision and why; the run's figures; what
-changed since the last run (added, removed, lastmod changes, with the URLs);
-excluded URLs by decision as a chart, each decision opening its URLs with their
-reasons and targets (from the ledger); status codes; the depth distribution; the
+marked). What it shows: the publish decision and why (an unchanged set says so, and when it
+was first published), the run's times in UTC; the run's figures; what changed since
+the last run (added, removed, lastmod changes, with the URLs); the listed URLs, by
+section when there are sections; excluded URLs by decision as a chart, each decision
+opening its URLs with their reasons and targets (from the ledger); the links to other
+hosts, apart (they are not the site's pages); status codes; the depth distribution; the
 slowest and largest pages; sections and rich entries; and a history chart of the
 runs kept in the state directory.
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
+from crawler.decisions import OFF_HOST
 from crawler.htmlpage import (
     DEFAULT_CAP,
     bar_chart,
@@ -29,9 +32,11 @@ from crawler.htmlpage import (
     link,
     more_note,
     page,
+    span,
     table,
+    when,
 )
-from crawler.report import Stream
+from crawler.report import DEFAULT_SECTION, Stream
 
 if TYPE_CHECKING:
     from crawler.ledger import Ledger
@@ -50,12 +55,15 @@ OUTCOMES = {
 #: Where the full lists are, for a capped group.
 IN_JSON = "report.json"
 IN_LEDGER = "the ledger (ledger.jsonl, or ledger.failed.sqlite after a run that did not publish)"
+IN_LEDGER_LISTED = "the ledger (ledger.jsonl: the rows whose decision is listed)"
 
 
 def render_run(model: RunModel, ledger: Ledger, cap: int = DEFAULT_CAP) -> str:
-    """The page of the run *model* describes; *ledger* gives the excluded URLs."""
+    """The page of the run *model* describes; *ledger* gives the listed and excluded
+    URLs."""
     f = model.fields
-    parts = [_head(f), _figures(model), _changes(model, cap), _excluded(f, ledger, cap)]
+    parts = [_head(f), _figures(model), _changes(model, cap), _listed(f, ledger, cap)]
+    parts += [_excluded(f, ledger, cap), _other_hosts(f, ledger, cap)]
     parts += [_statuses(f), _depths(f), _costly(f), _rich(model, cap), _history(f), _footer()]
     data = {k: v for k, v in f.items() if not isinstance(v, Stream)}
     data["lengths"] = dict(model.lengths)
@@ -64,10 +72,21 @@ def render_run(model: RunModel, ledger: Ledger, cap: int = DEFAULT_CAP) -> str:
 
 def _head(f: dict[str, Any]) -> str:
     tone, sentence = OUTCOMES.get(f["outcome"], ("warn", ""))
+    if f["published"] and f.get("set_unchanged"):
+        sentence = (
+            "The sitemap set is unchanged since the last run: no file was rewritten"
+            f" (first published {when(f.get('published_since'))})."
+        )
+    started, finished = when(f["started"]), when(f["finished"])
+    if started[:10] == finished[:10]:
+        finished = finished[11:]  # the same day: the time says it
+    seconds = f["duration_seconds"]
+    took = inline_figure("duration_seconds", seconds) + " s"
+    if seconds is not None and seconds >= 60:
+        took = f"{span(seconds)} ({took})"
     return (
         f"<h1>Crawl report: {esc(f['start_url'])}</h1>"
-        f'<p class="muted">Started {esc(f["started"])}, finished {esc(f["finished"])}, '
-        f"{inline_figure('duration_seconds', f['duration_seconds'])} s.</p>"
+        f'<p class="muted">Started {esc(started)}, finished {esc(finished)}, after {took}.</p>'
         f'<div class="decision {tone}" data-outcome="{esc(f["outcome"])}">'
         f"<strong>{esc(f['outcome'])}</strong> {esc(sentence)}<br>"
         f"<span>Why: {esc(f['message'])}</span>"
@@ -84,6 +103,7 @@ def _figures(model: RunModel) -> str:
         figure("not_modified", f["not_modified"], "not modified (304)"),
         figure("listed", f["listed"], "listed"),
         figure("excluded_total", f["excluded_total"], "excluded"),
+        figure("other_hosts", f["other_hosts"], "links to other hosts"),
         figure("queued", f["queued"], "not fetched yet"),
     ]
     for name, label in (
@@ -94,6 +114,7 @@ def _figures(model: RunModel) -> str:
         if f[name] is not None:
             tiles.append(figure(name, n.get(name, 0), label))
     tiles.append(figure("files_written", f["files_written"], "files written"))
+    tiles.append(figure("files_unchanged", f["files_unchanged"], "files unchanged"))
     return (
         '<h2>Figures</h2><div class="figures">'
         + "".join(tiles)
@@ -150,12 +171,67 @@ def _changes(model: RunModel, cap: int) -> str:
     return "".join(out)
 
 
+def _listed(f: dict[str, Any], ledger: Ledger, cap: int) -> str:
+    """What is in the sitemap: the listed URLs, by section when there are sections,
+    each group capped, the rest in the ledger."""
+    sections: dict[str, int] = f["sections"]
+    groups = (
+        [(name, count, f"sections.{name}") for name, count in sections.items()]
+        if sections
+        else [(DEFAULT_SECTION, f["listed"], "listed")]
+    )
+    out = ["<h2>Listed URLs</h2>"]
+    if not f["listed"]:
+        return out[0] + '<p class="muted">None.</p>'
+    for name, count, path in groups:
+        rows = [
+            [link(loc), esc(lastmod or "-")]
+            for loc, lastmod in ledger.listed_in_section(
+                None if name == DEFAULT_SECTION else name, cap
+            )
+        ]
+        label = f"Section {name}" if sections and name != DEFAULT_SECTION else "Listed"
+        if sections and name == DEFAULT_SECTION:
+            label = "The default section"
+        out.append(
+            f'<details data-group data-class="listed"{" open" if 0 < count <= 50 else ""}>'
+            f"<summary>{esc(label)}: {inline_figure(path, count)} URLs"
+            f' <span class="muted">(<span data-shown>{len(rows)}</span> shown)</span></summary>'
+            + (table(["URL", "lastmod"], rows) if rows else '<p class="muted">None.</p>')
+            + more_note(count, len(rows), IN_LEDGER_LISTED)
+            + "</details>"
+        )
+    return "".join(out)
+
+
+def _other_hosts(f: dict[str, Any], ledger: Ledger, cap: int) -> str:
+    """The links to other hosts: not the site's pages, so apart from its exclusions."""
+    count = f["other_hosts"]
+    out = "<h2>Links to other hosts</h2>"
+    if not count:
+        return out + '<p class="muted">None.</p>'
+    rows = [
+        [link(r["url"]), link(r["referrer"]) if r["referrer"] else ""]
+        for r in ledger.decided(OFF_HOST, cap)
+    ]
+    return (
+        out
+        + '<p class="muted">Not crawled: the crawl stays on the site\'s host.</p>'
+        + f'<details data-group data-class="{OFF_HOST}"><summary>Links to other hosts: '
+        f"{inline_figure('other_hosts', count)}"
+        f' <span class="muted">(<span data-shown>{len(rows)}</span> shown)</span></summary>'
+        + table(["URL", "found on"], rows, url_columns=(0, 1))
+        + more_note(count, len(rows), IN_LEDGER)
+        + "</details>"
+    )
+
+
 def _excluded(f: dict[str, Any], ledger: Ledger, cap: int) -> str:
     excluded: dict[str, int] = f["excluded"]
     bars = [
         (name, count, f"excluded.{name}")
         for name, count in sorted(excluded.items(), key=lambda kv: (-kv[1], kv[0]))
-        if count
+        if count and name != OFF_HOST
     ]
     out = [
         "<h2>Excluded, by decision</h2>",
@@ -267,7 +343,7 @@ def _rich(model: RunModel, cap: int) -> str:
 
 def _history(f: dict[str, Any]) -> str:
     runs: list[dict[str, Any]] = f["history"]
-    labels = [str(r.get("started") or "") for r in runs]
+    labels = [when(r.get("started")) for r in runs]
     chart = line_chart(
         labels,
         [
@@ -278,7 +354,7 @@ def _history(f: dict[str, Any]) -> str:
     )
     rows = [
         [
-            esc(r.get("started")),
+            esc(when(r.get("started"))),
             esc(r.get("outcome")),
             inline_figure(f"history.{i}.listed", r.get("listed")),
             inline_figure(f"history.{i}.excluded", r.get("excluded")),
@@ -286,8 +362,9 @@ def _history(f: dict[str, Any]) -> str:
         ]
         for i, r in reversed(list(enumerate(runs)))
     ]
+    last = "the last run" if len(runs) == 1 else f"the last {len(runs)} runs"
     return (
-        f"<h2>History: the last {len(runs)} runs</h2>"
+        f"<h2>History: {last}</h2>"
         + chart
         + "<details><summary>The runs, newest first</summary>"
         + table(

@@ -56,7 +56,10 @@ mixed set, with URLs missing or listed twice). With content-addressed names a
 new child never overwrites an old one with different content, so the previous
 set survives untouched until the new index is renamed over the old one; and an
 unchanged site gives identical names and bytes (gzip with mtime 0 and no file
-name), so nothing changes for a crawler that compares them.
+name), so nothing changes for a crawler that compares them. A file (the index
+too) whose name is already there with the same bytes is left untouched, not
+renamed over: its modification time stays, so rsync, a CDN and HTTP validators
+(``Last-Modified``) see no change (``WrittenFile.unchanged``).
 
 One sitemap set per directory: :meth:`~SitemapSetWriter.publish` removes every
 ``sitemap-NNNNN-<h>.*``, ``sitemap-NAME-NNNNN-<h>.*`` and ``sitemap-news-NNNNN-<h>.*``
@@ -68,6 +71,8 @@ directory is touched (``sitemap-blog.xml``, ``sitemap-notes.txt``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import filecmp
 import functools
 import gc
 import gzip as gzip_module
@@ -181,6 +186,8 @@ class WrittenFile:
     bytes_uncompressed: int
     lastmod: str | None
     section: str | None = None
+    #: Published already, byte for byte, under this name: left untouched.
+    unchanged: bool = False
 
 
 def _urlset_header(extensions: frozenset[str]) -> str:
@@ -457,6 +464,14 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def _same_bytes(new: Path, old: Path) -> bool:
+    """Whether the file *old* exists and holds exactly *new*'s bytes."""
+    try:
+        return filecmp.cmp(new, old, shallow=False)
+    except OSError:
+        return False
+
+
 def _write_synced(raw: BinaryIO) -> None:
     raw.flush()
     os.fsync(raw.fileno())
@@ -729,6 +744,8 @@ class SitemapSetWriter:
         self._final_temps: list[Path] = []  # parallel to _files
         self._temps: set[Path] = set()  # every temporary file not yet renamed away
         self._state = "new"
+        #: After publish(): the index was there already, byte for byte (untouched).
+        self.index_unchanged = False
 
     @staticmethod
     def _check_base_url(base: str, fmt: str, gzip: bool, prefix: str = "sitemap") -> None:
@@ -743,6 +760,12 @@ class SitemapSetWriter:
             raise ValueError(
                 f"index_base_url {base[:80]!r} makes an invalid <loc>: {exc}"
             ) from None
+
+    @property
+    def files(self) -> list[WrittenFile]:
+        """The files written so far; after :meth:`publish`, each says whether it was
+        published already, byte for byte (``unchanged``)."""
+        return list(self._files)
 
     # -- writing ---------------------------------------------------------------
 
@@ -952,21 +975,32 @@ class SitemapSetWriter:
         self._temps.add(index_temp)
         self._write_index(index_temp)
 
-        for written, temp in zip(self._files, self._final_temps, strict=True):
-            # An unchanged file of the previous set has this very name and the
-            # same content: replacing it changes nothing a reader can see.
-            os.replace(temp, self.out_dir / written.name)
+        for i, (written, temp) in enumerate(zip(self._files, self._final_temps, strict=True)):
+            final = self.out_dir / written.name
+            if _same_bytes(temp, final):
+                # The previous set's file, byte for byte: left as it is (its
+                # modification time too, for rsync, a CDN and HTTP validators).
+                temp.unlink()
+                self._files[i] = dataclasses.replace(written, unchanged=True)
+            else:
+                os.replace(temp, final)
             self._temps.discard(temp)
         _fsync_dir(self.out_dir)
-        os.replace(index_temp, index_path)
+        self.index_unchanged = _same_bytes(index_temp, index_path)
+        if self.index_unchanged:
+            index_temp.unlink()
+        else:
+            os.replace(index_temp, index_path)
         self._temps.discard(index_temp)
         _fsync_dir(self.out_dir)
         self._state = "published"
 
         removed = self._remove_previous({written.name for written in self._files})
         logger.info(
-            "Published %d sitemap file(s), %d URL(s), at %s (%d old file(s) removed)",
+            "Published %d sitemap file(s) (%d unchanged), %d URL(s), at %s "
+            "(%d old file(s) removed)",
             len(self._files),
+            sum(written.unchanged for written in self._files),
             sum(written.urls for written in self._files),
             index_path,
             removed,
@@ -1045,9 +1079,9 @@ def publish_sitemaps(
     """
     writer = SitemapSetWriter(Path(out_dir), **kwargs)
     try:
-        files = writer.write(entries, news)
+        writer.write(entries, news)
         index = writer.publish()
     except BaseException:
         writer.discard()
         raise
-    return index, files
+    return index, writer.files

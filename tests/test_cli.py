@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -168,7 +169,53 @@ def test_unreachable_host_exits_3(tmp_path: Path) -> None:
     )
     # Issue 13: the site cannot be reached, said once, in a few words.
     assert_failure_last_line(proc, 3, f"cannot reach http://127.0.0.1:{port} (connection refused)")
-    assert not any((tmp_path / "public").iterdir())
+    # Nothing was published: no empty --out directory is left behind (issue 24).
+    assert not (tmp_path / "public").exists()
+    # The start URL could not be fetched: no cap was reached.
+    assert "cap-reached" not in proc.stderr
+    assert "excluded: fetch-error 1" in proc.stderr
+    report = json.loads((tmp_path / "public.sitemap-state" / "report.json").read_text())
+    assert report["excluded"] == {"fetch-error": 1}
+    assert report["pages_fetched"] == 0
+    html = (tmp_path / "public.sitemap-state" / "report.html").read_text()
+    assert "cap-reached" not in html
+
+
+def test_an_existing_out_directory_is_kept(tmp_path: Path) -> None:
+    (tmp_path / "public").mkdir()
+    proc = cli("crawl", f"http://127.0.0.1:{free_port()}/", "--out", str(tmp_path / "public"))
+    assert proc.returncode == 3
+    assert (tmp_path / "public").is_dir()
+
+
+def test_a_robots_txt_answered_500_disallows_everything(servers: Any, tmp_path: Path) -> None:
+    """RFC 9309 2.3.1.4: a 5xx robots.txt means nothing may be fetched for now. Only
+    robots.txt was requested: no page fetched, and the start URL is recorded as
+    disallowed by it, not as a cap reached."""
+    site = servers("500")
+    proc = cli("crawl", site.url("/"), "--out", str(tmp_path / "public"), "-s", "RETRY_TIMES=0")
+    assert_failure_last_line(proc, 3, "robots.txt of")
+    assert [r["path"] for r in site.requests() if r["path"] != "/robots.txt"] == []
+    assert "pages fetched: 0" in proc.stderr
+    assert "cap-reached" not in proc.stderr
+    assert "robots.txt: unreachable (HTTP 500), so nothing may be fetched" in proc.stderr
+    assert "excluded: robots-disallowed 1" in proc.stderr
+    report = json.loads((tmp_path / "public.sitemap-state" / "report.json").read_text())
+    assert report["pages_fetched"] == 0
+    assert report["excluded"] == {"robots-disallowed": 1}
+    assert report["robots"]["state"] == "unreachable"
+    assert not (tmp_path / "public").exists()
+
+
+def test_a_robots_txt_answered_404_is_said_to_be_missing(servers: Any, tmp_path: Path) -> None:
+    site = servers("404")
+    proc = cli("crawl", site.url("/relative/one.html"), "--out", str(tmp_path / "public"))
+    assert proc.returncode == 0, proc.stderr
+    assert "robots.txt: not there (HTTP 404), so everything is allowed" in proc.stderr
+    assert "no group for" not in proc.stderr
+    report = json.loads((tmp_path / "public.sitemap-state" / "report.json").read_text())
+    assert report["robots"]["state"] == "unavailable"
+    assert report["robots"]["why"] == "HTTP 404"
 
 
 def test_nothing_listed_exits_3(site: MockServer, tmp_path: Path) -> None:
@@ -279,7 +326,7 @@ def test_the_summary_says_which_robots_group_applied(site: MockServer, tmp_path:
     assert proc.returncode == 0, proc.stderr
     assert "robots.txt: the group for every agent (*) applied to bot" in proc.stderr
     report = json.loads((tmp_path / "public.sitemap-state" / "report.json").read_text())
-    assert report["robots"] == {"token": "bot", "group": "*"}
+    assert report["robots"] == {"token": "bot", "group": "*", "state": "parsed", "why": None}
     proc = cli("crawl", site.url("/relative/one.html"), "--out", str(out))
     assert "robots.txt: the group for sitemap-crawler applied to sitemap-crawler" in proc.stderr
 

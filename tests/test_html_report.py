@@ -12,6 +12,7 @@ hostile URL in the data must stay text.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -263,7 +264,8 @@ def check_crawl_page(
             paths = check_figures(seen, report)
             must = {"listed", "excluded_total", "pages_fetched", "added", "removed"}
             must |= {"lastmod_changes", "history.0.listed", "history.1.excluded"}
-            must |= {f"excluded.{name}" for name in report["excluded"]}
+            must |= {f"excluded.{name}" for name in report["excluded"] if name != "off-host"}
+            must |= {"other_hosts"}  # links to other hosts: apart from the exclusions
             must |= {f"status_codes.{code}" for code in report["status_codes"]}
             must |= {f"depths.{depth}.urls" for depth in report["depths"]}
             assert must <= paths, must - paths
@@ -314,6 +316,102 @@ async def test_crawl_report_can_be_turned_off_and_capped(
     assert f"1 of {added} shown; the other {added - 1} are in report.json" in text
 
 
+@pytest_twisted.ensureDeferred
+async def test_crawl_report_says_what_is_listed_plainly(
+    nightly: NightlySite, tmp_path: Path, chromium: str
+) -> None:
+    """Issue 24: the listed URLs by section, filterable and capped; times as a person
+    reads them; plurals; a "why" that says something; links to other hosts apart
+    from the site's exclusions; an unchanged night said to be one."""
+    build_site(nightly)
+    nightly.save()
+    options = {
+        "SITEMAP_OUT_DIR": str(tmp_path / "public"),
+        "SITEMAP_STATE_DIR": str(tmp_path / "state"),
+        "SITEMAP_SECTIONS": ["steady=/s[0-9]"],
+        "SITEMAP_REPORT_HTML_URLS": 3,
+    }
+    first = await run_crawl(nightly.url("/"), tmp_path, **options)
+    assert first.outcome == "published", first.stats.get("sitemap/message")
+    report1 = json.loads((first.state / "report.json").read_text())
+    (tmp_path / "first.html").write_bytes((first.state / "report.html").read_bytes())
+    second = await run_crawl(nightly.url("/"), tmp_path, **options)
+    assert second.outcome == "published", second.stats.get("sitemap/message")
+    report2 = json.loads((second.state / "report.json").read_text())
+    assert report1["sections"] == {"(default)": 4, "steady": 8}
+    assert report1["other_hosts"] == report1["excluded"]["off-host"] == 1
+    assert report1["excluded_total"] == sum(report1["excluded"].values()) - 1
+    assert (report2["files_written"], report2["files_unchanged"]) == (0, 2)
+    in_thread(
+        check_plain_pages,
+        chromium,
+        tmp_path / "first.html",
+        report1,
+        second.state / "report.html",
+        report2,
+        nightly,
+    )
+
+
+def check_plain_pages(
+    chromium: str,
+    first: Path,
+    report1: dict[str, Any],
+    second: Path,
+    report2: dict[str, Any],
+    nightly: NightlySite,
+) -> None:
+    with browser(chromium) as b:
+        with opened(b, first) as (page, seen):
+            assert_clean(seen)
+            paths = check_figures(seen, report1)
+            assert {"other_hosts", "sections.steady", "sections.(default)"} <= paths
+            text = seen.text
+            # Times: to the second, in one zone, with the duration.
+            assert re.search(
+                r"Started \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC, finished "
+                r"\d\d:\d\d:\d\d UTC, after [\d.]+ s\.",
+                text,
+            ), text[:400]
+            assert not re.search(r"\d\d:\d\d:\d\d\.\d", text)  # no microseconds
+            assert "+00:00" not in text.split("Figures")[0]
+            # Plurals, and a "why" that says why it was published.
+            assert "History: the last run" in text and "the last 1 runs" not in text
+            why = text.split("Why: ", 1)[1].split("\n", 1)[0]
+            assert why.startswith("the crawl finished and looks sound: 0 of "), why
+            assert "2 files written" in why and report1["index"] not in why
+            # Links to other hosts: apart, not an exclusion of the site.
+            assert page.query_selector('[data-bar="off-host"]') is None
+            others = text_of(page, '[data-group][data-class="off-host"]')
+            assert "http://other.invalid/elsewhere.html" in others
+            assert nightly.url("/") in others  # found on
+            # The listed URLs, by section, capped, with where the rest is.
+            assert len(page.query_selector_all('[data-group][data-class="listed"]')) == 2
+            listed = "".join(visible_rows(page, "listed"))
+            assert nightly.url("/s0.html") in listed and nightly.url("/a.html") in listed
+            main = text_of(page, "main")
+            assert "3 of 8 shown; the other 5 are in the ledger" in main
+            assert "3 of 4 shown; the other one is in the ledger" in main
+            page.fill("input[data-filter]", "s1.html")
+            assert visible_rows(page, "listed") == [
+                row for row in visible_rows(page, "listed") if "s1.html" in row
+            ]
+            assert len(visible_rows(page, "listed")) == 1
+        with opened(b, second) as (page, seen):
+            assert_clean(seen)
+            check_figures(seen, report2)
+            text = seen.text
+            assert "The new sitemap set was published" not in text
+            first_published = datetime.fromisoformat(report2["published_since"])
+            assert (
+                "The sitemap set is unchanged since the last run: no file was rewritten (first "
+                f"published {first_published.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC)."
+            ) in text
+            assert report2["published_since"] == report1["published_since"]
+            assert "History: the last 2 runs" in text
+
+
+# -- the audit report -------------------------------------------------------------------------
 # -- the audit report -------------------------------------------------------------------------
 
 
@@ -555,3 +653,16 @@ def test_audit_history_goes_to_the_state_directory(tmp_path: Path) -> None:
     written = write_report(report, out, html=False)
     assert not (out / "index.html").exists() and written[0] == out / "audit.json"
     assert json.loads((out / "audit.json").read_text())["history"] == report.history
+
+
+def test_one_audit_and_one_run_read_in_the_singular(tmp_path: Path) -> None:
+    """Issue 24: "the last 1 audits" reads as "the last audit"; times to the second."""
+    from crawler.audit.report import AuditReport, write_report
+    from crawler.commands.audit import keep_history
+
+    report = AuditReport("http://127.0.0.1:9/", 80.0, 4, 5, [], [], [])
+    report.history = keep_history(report, tmp_path / "state")
+    write_report(report, tmp_path / "report", html=True)
+    text = (tmp_path / "report" / "index.html").read_text()
+    assert "Coverage over the last audit<" in text and "last 1 audits" not in text
+    assert re.search(r"Generated \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\.", text), text[:2000]

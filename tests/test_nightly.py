@@ -245,6 +245,50 @@ async def test_runs_over_a_changing_site(nightly: NightlySite, tmp_path: Path) -
 
 
 @pytest_twisted.ensureDeferred
+async def test_an_unchanged_night_touches_no_published_file(
+    nightly: NightlySite, tmp_path: Path
+) -> None:
+    """The same bytes under the same names are left as they are: no rename, the
+    modification times kept (rsync, a CDN, HTTP validators see no change); the
+    summary and report.json say 0 written, 1 unchanged, and when the set was first
+    published."""
+    from crawler.report import format_summary
+
+    site = nightly
+    site.home("/a.html", etag='"h"')
+    site.page("/a.html", "a", etag='"a"')
+    run1 = await night(site, tmp_path)
+    assert run1.outcome == "published"
+    assert "files: 1 written, 0 unchanged (2 URLs)" in format_summary(run1.stats)
+    rep1 = report(run1)  # the state's report.json is the last run's
+    old = 1_000_000_000  # 2001: any rewrite shows
+    for path in run1.out.iterdir():
+        os.utime(path, (old, old))
+    before = {p.name: (p.stat().st_ino, p.stat().st_mtime) for p in run1.out.iterdir()}
+    assert "changes.atom" in before and "sitemap_index.xml" in before
+
+    run2 = await night(site, tmp_path)
+    assert run2.outcome == "published"
+    after = {p.name: (p.stat().st_ino, p.stat().st_mtime) for p in run2.out.iterdir()}
+    assert after == before
+    summary = format_summary(run2.stats)
+    assert "files: 0 written, 1 unchanged (2 URLs)" in summary, summary
+    rep2 = report(run2)
+    assert (rep2["files_written"], rep2["files_unchanged"]) == (0, 1)
+    assert "the set is unchanged since the last run: 1 file left untouched" in rep2["message"]
+    assert rep2["published_since"] == rep1["published_since"] is not None
+    assert rep2["set_unchanged"] and not rep1["set_unchanged"]
+
+    # A change: the file is written again, and the set is new from this run on.
+    site.page("/a.html", "a two", etag='"a2"')
+    run3 = await night(site, tmp_path)
+    rep3 = report(run3)
+    assert (rep3["files_written"], rep3["files_unchanged"]) == (1, 0)
+    assert not rep3["set_unchanged"] and "1 file written" in rep3["message"]
+    assert rep3["published_since"] > rep1["published_since"]
+
+
+@pytest_twisted.ensureDeferred
 async def test_a_last_modified_stamped_a_moment_before_date_is_volatile(
     nightly: NightlySite, tmp_path: Path
 ) -> None:

@@ -640,6 +640,42 @@ def test_republishing_an_unchanged_site_changes_nothing(tmp_path: Path) -> None:
     assert snapshot(tmp_path) == before
 
 
+def test_identical_files_are_left_untouched(tmp_path: Path) -> None:
+    """An unchanged night renames nothing over the published files: each keeps its
+    inode and modification time (rsync, a CDN and HTTP validators see no change);
+    a changed file is replaced, and said so."""
+    _publish_previous(tmp_path)
+    old = 1_000_000_000  # 2001: any rewrite would show
+    for path in tmp_path.iterdir():
+        os.utime(path, (old, old))
+    before = {p.name: (p.stat().st_ino, p.stat().st_mtime) for p in tmp_path.iterdir()}
+    _, files = publish_sitemaps(
+        tmp_path, make_entries(20, lastmod="2024-01-01"), index_base_url=BASE, max_urls=7
+    )
+    assert [f.unchanged for f in files] == [True, True, True]
+    after = {p.name: (p.stat().st_ino, p.stat().st_mtime) for p in tmp_path.iterdir()}
+    assert after == before
+    assert temp_files(tmp_path) == []
+    # The last file changes: it alone (and the index) is written.
+    entries = make_entries(19, lastmod="2024-01-01")
+    _, files = publish_sitemaps(tmp_path, entries, index_base_url=BASE, max_urls=7)
+    assert [f.unchanged for f in files] == [True, True, False]
+    assert (tmp_path / files[0].name).stat().st_mtime == old
+    assert (tmp_path / files[2].name).stat().st_mtime > old
+    assert (tmp_path / "sitemap_index.xml").stat().st_mtime > old
+    _, urls = read_published_set(tmp_path)
+    assert [record["loc"] for record in urls] == [entry.loc for entry in entries]
+
+
+def test_a_damaged_file_under_the_same_name_is_replaced(tmp_path: Path) -> None:
+    _, files = publish_sitemaps(tmp_path, make_entries(5), index_base_url=BASE)
+    (tmp_path / files[0].name).write_bytes(b"damaged")
+    _, files = publish_sitemaps(tmp_path, make_entries(5), index_base_url=BASE)
+    assert not files[0].unchanged
+    _, urls = read_published_set(tmp_path)
+    assert len(urls) == 5
+
+
 def _failing_entries(exception: BaseException) -> Iterator[SitemapEntry]:
     yield from make_entries(15, prefix="https://example.com/doomed/")
     raise exception

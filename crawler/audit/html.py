@@ -28,6 +28,7 @@ from crawler.htmlpage import (
     number,
     page,
     table,
+    when,
 )
 
 #: How each class reads.
@@ -62,7 +63,7 @@ def render_audit(data: dict[str, Any], cap: int = DEFAULT_CAP) -> str:
 def _head(data: dict[str, Any]) -> str:
     out = [
         f"<h1>Sitemap audit: {esc(data['site'])}</h1>",
-        f'<p class="muted">Generated {esc(data["generated"])}.</p>',
+        f'<p class="muted">Generated {esc(when(data["generated"]))}.</p>',
     ]
     if data["no_sitemap"]:
         out.append(
@@ -96,14 +97,14 @@ def _coverage(data: dict[str, Any]) -> str:
     ]
     history: list[dict[str, Any]] = data.get("history") or []
     chart = line_chart(
-        [str(h.get("generated") or "") for h in history],
+        [when(h.get("generated")) for h in history],
         [("coverage %", [h.get("coverage") for h in history], "a", "history.{i}.coverage")],
         title="Coverage over the audits of this site",
         percent=True,
     )
     rows = [
         [
-            esc(h.get("generated")),
+            esc(when(h.get("generated"))),
             inline_figure(f"history.{i}.coverage", h.get("coverage")),
             inline_figure(f"history.{i}.covered", h.get("covered")),
             inline_figure(f"history.{i}.indexable_found", h.get("indexable_found")),
@@ -112,11 +113,12 @@ def _coverage(data: dict[str, Any]) -> str:
         ]
         for i, h in reversed(list(enumerate(history)))
     ]
+    last = "the last audit" if len(history) == 1 else f"the last {len(history)} audits"
     return (
         '<h2>Coverage</h2><p class="muted">The share of the indexable pages the crawl '
         "found that the sitemaps list.</p>"
         f'<div class="figures">{"".join(tiles)}</div>'
-        f"<h2>Coverage over the last {len(history)} audits</h2>"
+        f"<h2>Coverage over {last}</h2>"
         + chart
         + "<details><summary>The audits, newest first</summary>"
         + table(

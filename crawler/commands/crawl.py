@@ -15,6 +15,7 @@ with any option given as its ``SITEMAP_*`` setting.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import re
@@ -474,7 +475,19 @@ class CrawlOutcome:
 def execute(args: argparse.Namespace) -> CrawlOutcome:
     """Run the crawl *args* ask for (``--config`` applied already); print nothing.
     Raises UsageError for bad input and KeyboardInterrupt when interrupted before
-    Scrapy took over the signals."""
+    Scrapy took over the signals. An ``--out`` directory this run made and left
+    empty (nothing was published: the site could not be reached, say) is removed."""
+    out = Path(args.out).absolute()
+    made = not out.exists()
+    try:
+        return _execute(args)
+    finally:
+        if made:
+            with contextlib.suppress(OSError):  # not empty: something was published
+                out.rmdir()
+
+
+def _execute(args: argparse.Namespace) -> CrawlOutcome:
     from crawler.extensions.runstate import holder
 
     overrides = crawl_settings(args)

@@ -9,6 +9,7 @@ unreachable server or a busy database a crawl failure (3).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -89,12 +90,20 @@ def private_server(state: Path, binary: str | None) -> tuple[PrivateRedis, str]:
     return server, url
 
 
+#: Set in the environment of the workers ``crawl --processes`` starts: the crawl's
+#: summary says what each fetched, so a worker's own line would be a stray one
+#: before it (its errors still go to the crawl's stderr).
+STARTED_BY_CRAWL = "SITEMAP_CRAWLER_WORKER_OF_CRAWL"
+
+
 def start_workers(redis_url: str, count: int, log_level: str) -> list[subprocess.Popen[bytes]]:
     """*count* ``worker --redis`` processes on this machine for the crawl just begun;
-    their summaries go to this process's stderr."""
+    their errors go to this process's stderr (their "done" line does not: the
+    crawl's summary says what each fetched)."""
     command = [sys.executable, "-m", "crawler.cli", "worker", "--redis", redis_url]
+    env = {**os.environ, STARTED_BY_CRAWL: "1"}
     return [
-        subprocess.Popen([*command, "--log-level", log_level], stdin=subprocess.DEVNULL)
+        subprocess.Popen([*command, "--log-level", log_level], stdin=subprocess.DEVNULL, env=env)
         for _ in range(count)
     ]
 
@@ -122,19 +131,22 @@ def join(redis_url: str) -> tuple[str, dict[str, Any]]:
 
 
 def summary_line(stats: Mapping[str, Any]) -> str | None:
-    """The coordinator's line about its workers, or None for a crawl without any."""
+    """The coordinator's line about the processes that fetched ("processes that
+    fetched: 2 (coordinator 170, host:812:ab12 181), the workers 181 of the 351
+    pages"), or None for a crawl without workers."""
     if not stats.get("sitemap/distributed/workers") and not stats.get("sitemap/distributed/lost"):
         return None
-    line = (
-        f"workers: {stats.get('sitemap/distributed/workers', 0)}, which fetched "
-        f"{stats.get('sitemap/distributed/pages_from_workers', 0)} of the pages"
-    )
     prefix = "sitemap/distributed/pages/"
-    counts = sorted((k[len(prefix) :], v) for k, v in stats.items() if k.startswith(prefix))
-    if counts:
-        # The one count: each worker's own summary says the same number.
-        line += " (" + ", ".join(f"{name} {n}" for name, n in counts) + ")"
+    # The one count: each worker's own summary says the same number.
+    counts = sorted((k[len(prefix) :], v) for k, v in stats.items() if k.startswith(prefix) and v)
     pages = stats.get("response_received_count") or 0
+    line = f"processes that fetched: {len(counts)}"
+    if counts:
+        line += " (" + ", ".join(f"{name} {n}" for name, n in counts) + ")"
+    line += (
+        f", the workers {stats.get('sitemap/distributed/pages_from_workers', 0)} of the"
+        f" {sum(n for _, n in counts)} pages"
+    )
     if stats.get("sitemap/distributed/cpu_seconds") is not None and pages:
         ms = stats["sitemap/distributed/cpu_seconds"] * 1000 / pages
         line += f"; the coordinator's CPU while crawling: {ms:.3f} ms a page"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -129,7 +130,9 @@ def run(
         error(f"{stats['sitemap/fatal']} ({where})")
         return EXIT_CRAWL_FAILED
     end = stats.get("sitemap/distributed/end") or "over"
-    error(f"worker {name} done: {fetched} pages for {where}; the crawl ended ({end})")
+    if not os.environ.get(distributed.STARTED_BY_CRAWL):
+        # Not for a worker of crawl --processes: the crawl's summary says this.
+        error(f"worker {name} done: {fetched} pages for {where}; the crawl ended ({end})")
     return EXIT_OK
 
 

@@ -35,7 +35,11 @@ Settings: ``SITEMAP_PUBLISH`` (off: crawl and keep the ledger only),
 issue #17).
 Stats: ``sitemap/outcome`` (``published``, ``crawled``, ``refused``, ``interrupted``,
 ``failed``, ``output-error``), ``sitemap/message``, ``sitemap/decision/<decision>``
-(set from the closed books), ``sitemap/files_written``, ``sitemap/urls_written``,
+(set from the closed books), ``sitemap/files_written`` (the files of the set
+written; those already published byte for byte are left untouched and counted
+in ``sitemap/files_unchanged``), ``sitemap/published_since`` (when the set now
+published was first published), ``sitemap/set_unchanged`` (the set is the one
+published last time, byte for byte), ``sitemap/urls_written``,
 ``sitemap/index_path``, ``sitemap/index_url``, ``sitemap/report_path``,
 ``sitemap/report_html_path``,
 ``sitemap/added``, ``sitemap/removed``, ``sitemap/lastmod_changes``,
@@ -49,6 +53,7 @@ calendar sequences cut).
 
 from __future__ import annotations
 
+import filecmp
 import logging
 from dataclasses import dataclass
 from datetime import datetime
@@ -78,7 +83,7 @@ from crawler.htmlpage import write_html
 from crawler.lastmod import lastmod_datetime, w3c_datetime
 from crawler.params import settler
 from crawler.paths import LEDGER_JSONL, REPORT, REPORT_HTML, RUNS
-from crawler.report import PREFIX, format_summary, run_model, write_json
+from crawler.report import DEFAULT_SECTION, PREFIX, format_summary, run_model, write_json
 from crawler.reporthistory import RUNS_KEPT, append_history
 from crawler.richentries import news_entries, settle
 from crawler.runhtml import render_run
@@ -96,8 +101,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: How the summary and report.json name the default section (no rule matched).
-DEFAULT_SECTION = "(default)"
 #: The delta feed's name, beside the index.
 FEED_NAME = "changes.atom"
 #: Outcomes of a crawl that did its job.
@@ -251,6 +254,8 @@ class SitemapPublisher:
         self.report_urls = report_urls
         # The extensions the rich entries use (settled when the books are closed).
         self.extensions: frozenset[str] = frozenset()
+        # What the checks before publishing found (_refusal), for the report's "why".
+        self.checked = ""
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -291,6 +296,9 @@ class SitemapPublisher:
         outcome = "interrupted"
         try:
             if not resumable:
+                if state.unfetched is not None:
+                    # The run failed before it could fetch them: say why, not a cap.
+                    ledger.redecide_queued(*state.unfetched)
                 unfetched = UNFETCHED_TIME if reason == "closespider_timeout" else UNFETCHED
                 left = close_books(
                     ledger,
@@ -379,12 +387,32 @@ class SitemapPublisher:
             return "output-error", f"could not publish to {state.paths.out}: {e}"
         # Right after the index: the feed describes the set now in place.
         if temp is not None:
-            publish_feed(temp, feed)
+            if _same_bytes(temp, feed):
+                discard(temp)  # left untouched, as an unchanged sitemap file is
+            else:
+                publish_feed(temp, feed)
             self.stats.set_value("sitemap/feed_url", public.sitemap_loc(FEED_NAME))
         else:
             feed.unlink(missing_ok=True)  # ours, from a run with the feed on
         self.stats.set_value("sitemap/first_run", state.previous is None)
-        self.stats.set_value("sitemap/files_written", len(files))
+        unchanged = sum(f.unchanged for f in files)
+        self.stats.set_value("sitemap/files_written", len(files) - unchanged)
+        self.stats.set_value("sitemap/files_unchanged", unchanged)
+        names = [f.name for f in files]
+        before = state.previous.meta("published") if state.previous is not None else None
+        # When this very set was first published: an unchanged night keeps the date.
+        since = state.started.isoformat()
+        same_set = (
+            unchanged == len(files)
+            and isinstance(before, dict)
+            and [f.get("name") for f in before.get("files", [])] == names
+            and before.get("index") == str(index)
+        )
+        if same_set:
+            assert state.previous is not None and isinstance(before, dict)
+            since = before.get("since") or state.previous.meta("run_started") or since
+        self.stats.set_value("sitemap/published_since", since)
+        self.stats.set_value("sitemap/set_unchanged", same_set)
         self.stats.set_value("sitemap/urls_written", sum(f.urls for f in files))
         sections: dict[str, int] = {}
         for written in files:
@@ -404,13 +432,19 @@ class SitemapPublisher:
             {
                 "index": str(index),
                 "index_url": public.sitemap_loc(index.name),
+                "since": since,
                 "files": [{"name": f.name, "section": f.section, "urls": f.urls} for f in files],
             },
         )
-        done = f"{len(files)} files and {index}"
+        done = _published_note(len(files), unchanged, same_set)
         if reason in BUDGETS:
             done += f" ({BUDGETS[reason]}: what was judged is published)"
-        return "published", done
+        checks = (
+            "published with --force: the checks were not made"
+            if self.force
+            else f"the crawl finished and looks sound: {self.checked}"
+        )
+        return "published", f"{checks}; {done}"
 
     def _write_feed(self, ledger: Ledger, feed: Path) -> Path:
         """changes.atom under a temporary name (crawler.changes, crawler.feed)."""
@@ -438,13 +472,17 @@ class SitemapPublisher:
             self.stats.set_value(f"sitemap/rich/{name}", getattr(counts, name))
 
     def _refusal(self, ledger: Ledger) -> str | None:
-        """Why this run's set must not replace the published one (issue #4)."""
+        """Why this run's set must not replace the published one (issue #4); when it
+        may, ``checked`` says what was checked, for the report's "why"."""
         fetched, failed = ledger.error_counts()
         if fetched and failed / fetched > self.max_error_rate:
             return (
                 f"{failed} of {fetched} fetched pages failed ({failed / fetched:.0%}, over "
                 f"{self.max_error_rate:.0%}): the site looks partly down"
             )
+        checked = (
+            f"{failed} of {fetched} fetched pages failed (at most {self.max_error_rate:.0%} may)"
+        )
         previous = self.state.previous
         if previous is not None:
             before = previous.listed_count()
@@ -454,6 +492,11 @@ class SitemapPublisher:
                     f"the new set drops {removed} of the {before} URLs published last time "
                     f"({removed / before:.0%}, over {self.max_drop:.0%})"
                 )
+            checked += (
+                f", {removed} of the {before} URLs published last time are gone (at most "
+                f"{self.max_drop:.0%} may)"
+            )
+        self.checked = checked
         return None
 
     def _write_report(self, ledger: Ledger, outcome: str, message: str) -> None:
@@ -475,6 +518,26 @@ class SitemapPublisher:
             page = render_run(model, ledger, self.report_urls)
             html = write_html(path.with_name(REPORT_HTML), page)
             self.stats.set_value("sitemap/report_html_path", str(html))
+
+
+def _published_note(files: int, unchanged: int, same_set: bool) -> str:
+    """What the publish did to the files, for the message: "2 files written", or for
+    the set published last time (*same_set*) "the set is unchanged since the last
+    run: 1 file left untouched"."""
+    plural = "file" if files == 1 else "files"
+    if same_set:
+        return f"the set is unchanged since the last run: {files} {plural} left untouched"
+    if unchanged:
+        return f"{files - unchanged} of {files} {plural} written ({unchanged} unchanged)"
+    return f"{files} {plural} written"
+
+
+def _same_bytes(new: Path, old: Path) -> bool:
+    """Whether the file *old* exists and holds exactly *new*'s bytes."""
+    try:
+        return filecmp.cmp(new, old, shallow=False)
+    except OSError:
+        return False
 
 
 def _start_note(ledger: Ledger, start: str) -> str:

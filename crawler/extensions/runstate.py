@@ -121,6 +121,7 @@ class RunState:
         self.ledger: Ledger | None = None
         self.locked_out = False
         self.fatal: str | None = None
+        self.unfetched: tuple[str, str] | None = None  # see fail()
         self.resumable = False
         self._lock: int | None = None
         self._crawler: Crawler | None = None  # set by from_crawler()
@@ -235,11 +236,14 @@ class RunState:
 
     # -- while it runs -------------------------------------------------------------------
 
-    def fail(self, message: str) -> None:
+    def fail(self, message: str, unfetched: tuple[str, str] | None = None) -> None:
         """The run cannot do its job (robots.txt or the start URL unreachable, say):
-        it will publish nothing. The first reason stands."""
+        it will publish nothing. The first reason stands. *unfetched*: the decision
+        and reason of the URLs it leaves unfetched (``fetch-error`` for a host that
+        cannot be reached, say), rather than ``cap-reached``."""
         if self.fatal is None:
             self.fatal = message
+            self.unfetched = unfetched
             self.stats.set_value("sitemap/fatal", message)
             logger.error(message)
 

@@ -67,8 +67,11 @@ Stats: ``robotstxt/*`` as Scrapy's, ``sitemap/robots/unreachable``,
 ``sitemap/robots/unavailable``, ``sitemap/robots/truncated``,
 ``sitemap/robots/rules_dropped``,
 ``sitemap/robots/refetched``, and for the start URL's origin
-``sitemap/robots/token`` (our product token) and ``sitemap/robots/group`` (the group
-that applied: our token, ``*``, or ``none``).
+``sitemap/robots/token`` (our product token), ``sitemap/robots/group`` (the group
+that applied: our token, ``*``, or ``none``), ``sitemap/robots/state`` (``parsed``;
+``unavailable``: a 4xx, say, so everything is allowed; ``unreachable``: a 5xx, a 429
+or no answer, so nothing is fetched) and ``sitemap/robots/why`` (for the last two:
+``HTTP 404``, ``connection refused``...).
 """
 
 from __future__ import annotations
@@ -97,6 +100,7 @@ from scrapy.utils.python import to_unicode
 from twisted.internet.defer import Deferred
 
 from crawler.agent import is_product_token, product_token, token_of
+from crawler.decisions import ERROR, ROBOTS
 from crawler.extensions.runstate import RunState
 from crawler.middlewares.hostguard import ROBOTS_TXT, OffHostRequest
 
@@ -538,7 +542,7 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
     def _unavailable(self, origin: str, reason: str) -> None:
         logger.info("robots.txt of %s unavailable (%s): everything allowed", origin, reason)
         self._stats.inc_value("sitemap/robots/unavailable")
-        self._record(origin, None)
+        self._record(origin, None, why=reason)
 
     def _unreachable(
         self,
@@ -558,11 +562,25 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
             )
             return previous
         if origin == self._start_origin():
+            if not site_down:  # the summary's robots.txt line; the error says the rest
+                self._stats.set_value("sitemap/robots/state", "unreachable")
+                self._stats.set_value("sitemap/robots/why", reason)
             state = RunState.of(self.crawler)
+            # What the URLs this run did not fetch are: the site cannot be reached, or
+            # RFC 9309 (2.3.1.4) disallows everything while its robots.txt cannot be read.
             state.fail(
                 f"cannot reach {origin} ({reason}); nothing was crawled"
                 if site_down
-                else f"robots.txt of {origin} is unreachable ({reason}); nothing is crawled"
+                else f"robots.txt of {origin} is unreachable ({reason}); nothing is crawled",
+                unfetched=(
+                    (ERROR, f"not fetched: cannot reach {origin} ({reason})")
+                    if site_down
+                    else (
+                        ROBOTS,
+                        f"not fetched: robots.txt is unreachable ({reason}), which "
+                        "disallows everything until it can be read (RFC 9309)",
+                    )
+                ),
             )
             call_later(0, self._close, "robots_unreachable")
         else:
@@ -573,7 +591,13 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
             )
         return _DisallowAll(reason)
 
-    def _record(self, origin: str, rp: RobotParser | None, body: bytes | None = None) -> None:
+    def _record(
+        self,
+        origin: str,
+        rp: RobotParser | None,
+        body: bytes | None = None,
+        why: str | None = None,
+    ) -> None:
         """The token, and the group that applies, for the start URL's origin; and in
         the ledger's ``meta`` (``robots``), the rules read, so that ``explain`` can
         tell whether a URL the crawl never saw would have been allowed."""
@@ -587,6 +611,9 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
             if dropped := rp.dropped(token):
                 self._stats.set_value("sitemap/robots/rules_dropped", dropped)
         self._stats.set_value("sitemap/robots/group", group)
+        self._stats.set_value("sitemap/robots/state", "unavailable" if rp is None else "parsed")
+        if why is not None:
+            self._stats.set_value("sitemap/robots/why", why)
         ledger = RunState.of(self.crawler).ledger
         if ledger is not None:
             ledger.set_meta(
