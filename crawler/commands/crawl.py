@@ -45,6 +45,7 @@ from crawler.commands.options import (
 )
 from crawler.commands.process import run_spider
 from crawler.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
+from crawler.outcome import RunOutcome
 from crawler.paths import JOB, CrawlPaths, PathError
 from crawler.report import format_summary
 from crawler.urls import normalize_url
@@ -463,12 +464,14 @@ def _check_render(settings: Settings) -> None:
 
 @dataclass
 class CrawlOutcome:
-    """How a crawl ended: its exit status, its stats (the summary's figures) and,
-    when it did not do its job, the one line that says why."""
+    """How a crawl ended: its exit status, its stats (the summary's figures), when
+    it did not do its job the one line that says why, and the publisher's outcome
+    (None when the crawl never got that far)."""
 
     code: int
     stats: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    run: RunOutcome | None = None
 
 
 def execute(args: argparse.Namespace) -> CrawlOutcome:
@@ -499,7 +502,7 @@ def execute(args: argparse.Namespace) -> CrawlOutcome:
             # (none without --processes: the workers are started elsewhere).
             count = (args.processes or 0) if args.no_fetch else (args.processes or 1) - 1
             workers = distributed.start_workers(redis_url, count, args.log_level)
-        code, stats = run_spider(args.url, overrides, spider=spider)
+        spider_run = run_spider(args.url, overrides, spider=spider)
     except CrawlFailure as e:
         return CrawlOutcome(EXIT_CRAWL_FAILED, error=f"{e}; this run did nothing")
     finally:
@@ -509,16 +512,19 @@ def execute(args: argparse.Namespace) -> CrawlOutcome:
         distributed.stop_workers(workers)
         if private is not None:
             private.stop()
-    failure = None if code == EXIT_OK else stats.get("sitemap/message", "the crawl failed")
-    if code == EXIT_OK:
+    code, stats, run = spider_run.code, spider_run.stats, spider_run.outcome
+    failure = None
+    if code != EXIT_OK:
+        failure = run.message if run is not None else "the crawl failed"
+    elif run is not None:
         from crawler.commands.notify import notify
 
-        notified = notify(project_settings(overrides), stats)
+        notified = notify(project_settings(overrides), run)
         if notified is not None:
             stats["sitemap/indexnow"] = notified.message
             if not notified.ok:
                 code, failure = EXIT_NOTIFY_FAILED, notified.message
-    return CrawlOutcome(code, stats, failure)
+    return CrawlOutcome(code, stats, failure, run)
 
 
 def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:

@@ -75,6 +75,7 @@ from crawler.extensions.runstate import RunState
 from crawler.feed import discard, publish_feed, render_feed, write_feed
 from crawler.htmlpage import write_html
 from crawler.lastmod import lastmod_datetime, w3c_datetime
+from crawler.outcome import GOOD, INTERRUPTED, Outcome, Published, RunOutcome
 from crawler.params import settler
 from crawler.paths import LEDGER_JSONL, REPORT, REPORT_HTML, RUNS
 from crawler.report import PREFIX, format_summary, run_model, write_json
@@ -99,10 +100,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_SECTION = "(default)"
 #: The delta feed's name, beside the index.
 FEED_NAME = "changes.atom"
-#: Outcomes of a crawl that did its job.
-GOOD = frozenset({"published", "crawled"})
-#: Close reasons of a crawl stopped by Ctrl-C or SIGTERM.
-INTERRUPTED = frozenset({"shutdown", "cancelled"})
 #: Close reasons of a crawl stopped by a budget (Scrapy's CloseSpider extension)
 #: that publishes what it judged, in words for the summary. Only time: the other
 #: CLOSESPIDER_* closes stay a crawl that did not finish (--max-pages is the page
@@ -250,6 +247,8 @@ class SitemapPublisher:
         self.report_urls = report_urls
         # The extensions the rich entries use (settled when the books are closed).
         self.extensions: frozenset[str] = frozenset()
+        # Where the set went, once published (for the run's outcome).
+        self.published: Published | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -278,6 +277,8 @@ class SitemapPublisher:
         state, stats = self.state, self.stats
         if state.locked_out:
             # Another run owns the state directory: touch nothing, say why.
+            assert state.fatal is not None  # set when it was locked out
+            state.outcome = RunOutcome("failed", state.fatal)
             stats.set_value("sitemap/outcome", "failed")
             stats.set_value("sitemap/message", state.fatal)
             return
@@ -287,7 +288,7 @@ class SitemapPublisher:
         # An interrupted run with a JOBDIR keeps its ledger as it is, to be resumed,
         # unless --force asked to publish what it found.
         resumable = reason in INTERRUPTED and self.resumable and not self.force
-        outcome = "interrupted"
+        outcome: Outcome = "interrupted"
         try:
             if not resumable:
                 unfetched = UNFETCHED_TIME if reason == "closespider_timeout" else UNFETCHED
@@ -297,8 +298,8 @@ class SitemapPublisher:
                     unfetched=unfetched,
                     variants=settler(self.max_variants),
                 )
-                if stats.get_value("sitemap/seeds/sitemap"):
-                    stats.set_value("sitemap/seeds/listed_unlinked", ledger.listed_unlinked())
+                # For the summary (shown when sitemaps brought seeds; 0 otherwise).
+                stats.set_value("sitemap/seeds/listed_unlinked", ledger.listed_unlinked())
                 if reason in BUDGETS:
                     stats.set_value("sitemap/budget", BUDGETS[reason])
                     stats.set_value("sitemap/budget/unfetched", left)
@@ -311,7 +312,14 @@ class SitemapPublisher:
             stats.set_value("sitemap/message", message)
             ledger.set_meta("outcome", {"outcome": outcome, "message": message, "reason": reason})
             ledger.commit()
-            self._write_report(ledger, outcome, message)
+            report, html = self._write_report(ledger, outcome, message)
+            state.outcome = RunOutcome(
+                outcome,
+                message,
+                self.published if outcome == "published" else None,
+                report,
+                html,
+            )
             if outcome in GOOD:
                 ledger.export_jsonl(state.paths.state / LEDGER_JSONL)
         finally:
@@ -343,14 +351,14 @@ class SitemapPublisher:
         if calendars:
             self.stats.set_value("sitemap/learned/calendars", calendars)
 
-    def _publish(self, ledger: Ledger, reason: str) -> tuple[str, str]:
+    def _publish(self, ledger: Ledger, reason: str) -> tuple[Outcome, str]:
         state = self.state
         assert state.paths is not None
         if state.fatal:
             return "failed", state.fatal
         finished = reason == "finished" or reason in BUDGETS
         if not finished and not (self.force and reason in INTERRUPTED):
-            kind = "interrupted" if reason in INTERRUPTED else "failed"
+            kind: Outcome = "interrupted" if reason in INTERRUPTED else "failed"
             return kind, f"the crawl did not finish ({reason}); nothing was published"
         if ledger.counts().get(LISTED, 0) == 0:
             return "failed", "nothing listed" + _start_note(ledger, state.start_url)
@@ -393,8 +401,11 @@ class SitemapPublisher:
             default = sum(f.urls for f in files if f.section is None)
             for name, urls in {**sections, DEFAULT_SECTION: default}.items():
                 self.stats.set_value(f"sitemap/section/{name}", urls)
+        self.published = Published(
+            index, public.sitemap_loc(index.name), first_run=state.previous is None
+        )
         self.stats.set_value("sitemap/index_path", str(index))
-        self.stats.set_value("sitemap/index_url", public.sitemap_loc(index.name))
+        self.stats.set_value("sitemap/index_url", self.published.index_url)
         # Which file holds which page, for `explain` (issue 17): the files in the
         # order written, each section's in address order, so that a page's rank in
         # its section finds its file without reading any.
@@ -455,9 +466,10 @@ class SitemapPublisher:
                 )
         return None
 
-    def _write_report(self, ledger: Ledger, outcome: str, message: str) -> None:
+    def _write_report(self, ledger: Ledger, outcome: str, message: str) -> tuple[Path, Path | None]:
         """report.json, the runs kept in runs.json, and report.html: one model
-        (crawler.report.RunModel), so the page's figures are the JSON's."""
+        (crawler.report.RunModel), so the page's figures are the JSON's. Returns
+        the paths of report.json and report.html (None: off)."""
         state = self.state
         assert state.paths is not None
         path = state.paths.state / REPORT
@@ -474,6 +486,8 @@ class SitemapPublisher:
             page = render_run(model, ledger, self.report_urls)
             html = write_html(path.with_name(REPORT_HTML), page)
             self.stats.set_value("sitemap/report_html_path", str(html))
+            return path, html
+        return path, None
 
 
 def _start_note(ledger: Ledger, start: str) -> str:

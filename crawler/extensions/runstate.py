@@ -52,6 +52,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import deferred_from_coro
 
 from crawler.ledger import Ledger
+from crawler.outcome import RunOutcome
 from crawler.paths import LEDGER_FAILED, LOCK, CrawlPaths
 from crawler.previous import PreviousRun
 from crawler.publicurl import PublicUrls
@@ -138,6 +139,9 @@ class RunState:
         self.ledger: Ledger | None = None
         self.locked_out = False
         self.fatal: str | None = None
+        #: How the run ended, set by the publisher (None until then, or in a
+        #: process that keeps no books): the command's answer, not the stats.
+        self.outcome: RunOutcome | None = None
         self.resumable = False
         self._lock: int | None = None
         self._crawler: Crawler | None = None  # set by of()
