@@ -41,6 +41,7 @@ from crawler.commands.options import (
     positive_int,
     project_settings,
     regex,
+    setting_default,
     site_settings,
 )
 from crawler.commands.process import run_spider
@@ -134,7 +135,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--out",
-        default="public",
+        default=setting_default("SITEMAP_OUT_DIR"),
         metavar="DIR",
         help="directory the sitemap set is published to (default: %(default)s)",
     )
@@ -148,16 +149,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--max-urls-per-file",
         type=positive_int,
         metavar="N",
-        default=MAX_URLS_PER_FILE,
-        help="rotate sitemap files at N URLs (default and maximum %(default)s)",
+        default=setting_default("SITEMAP_MAX_URLS_PER_FILE"),
+        help=f"rotate sitemap files at N URLs, at most {MAX_URLS_PER_FILE} (default: %(default)s)",
     )
     p.add_argument(
         "--max-bytes-per-file",
         type=positive_int,
         metavar="N",
-        default=MAX_BYTES_PER_FILE,
-        help="rotate sitemap files at N bytes uncompressed (default and "
-        "maximum %(default)s, 50 MiB)",
+        default=setting_default("SITEMAP_MAX_BYTES_PER_FILE"),
+        help=f"rotate sitemap files at N bytes uncompressed, at most {MAX_BYTES_PER_FILE} "
+        "(50 MiB; default: %(default)s)",
     )
     p.add_argument(
         "--no-gzip", action="store_true", help="write plain .xml/.txt files instead of gzipped ones"
@@ -165,7 +166,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--format",
         choices=("xml", "txt"),
-        default="xml",
+        default=setting_default("SITEMAP_FORMAT"),
         help="sitemap file format (default: %(default)s; the index is XML)",
     )
     rich = p.add_argument_group(
@@ -219,10 +220,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     render.add_argument(
         "--render",
         choices=("never", "auto", "always"),
-        help="never: read raw HTML only; auto (default): render a page whose raw HTML looks "
+        help="never: read raw HTML only; auto: render a page whose raw HTML looks "
         "like an application shell (few links to the site and an empty mount element or a "
         "<noscript> asking for JavaScript) or whose URL matches --render-include; always: "
-        "render every HTML page that is not noindex in its raw HTML",
+        "render every HTML page that is not noindex in its raw HTML (default: "
+        f"{setting_default('SITEMAP_RENDER')})",
     )
     render.add_argument(
         "--render-include",
@@ -242,7 +244,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--render-concurrency",
         type=positive_int,
         metavar="N",
-        help="render at most N pages at once (default 2)",
+        help="render at most N pages at once (default "
+        f"{setting_default('SITEMAP_RENDER_CONCURRENCY')})",
     )
     around = p.add_argument_group(
         "around the sitemap",
@@ -257,13 +260,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--feed-days",
         type=positive_int,
         metavar="N",
-        help="the feed holds the changes of the last N days (default 7)",
+        help="the feed holds the changes of the last N days (default "
+        f"{setting_default('SITEMAP_FEED_DAYS')})",
     )
     around.add_argument(
         "--feed-max",
         type=positive_int,
         metavar="N",
-        help="the feed holds at most N entries, newest first (default 1000)",
+        help="the feed holds at most N entries, newest first (default "
+        f"{setting_default('SITEMAP_FEED_MAX')})",
     )
     around.add_argument(
         "--section",

@@ -224,12 +224,12 @@ class SitemapPublisher:
         publish: bool,
         force: bool,
         dedupe_content: bool,
-        max_variants: int = 0,
+        max_variants: int,
         max_drop: float,
         max_error_rate: float,
         resumable: bool,
-        report_html: bool = True,
-        report_urls: int = 1000,
+        report_html: bool,
+        report_urls: int,
     ) -> None:
         self.state = state
         self.stats = stats
