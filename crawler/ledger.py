@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterable, Iterator
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crawler.decisions import (
     CANONICAL,
@@ -29,12 +29,16 @@ from crawler.decisions import (
     LISTED,
     QUEUED,
     REDIRECT,
+    REPLAYABLE,
     STATUS,
     target_key,
 )
 from crawler.entry import ChangeFreq, EntryRows
 from crawler.items import FOUND_SITEMAP, UrlRecord
 from crawler.urls import url_key
+
+if TYPE_CHECKING:
+    from typing import Self
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS urls (
@@ -210,8 +214,181 @@ LISTED_ROWS_PLAIN = LISTED_ROWS.replace(", section, changefreq, priority FROM", 
 COMMIT_EVERY = 2000
 
 
-class Ledger:
-    """An SQLite ledger at *path* (created if missing)."""
+class LedgerError(Exception):
+    """A ledger file that cannot be read (the message names it and says why)."""
+
+
+class LedgerReader:
+    """The queries that read a ledger: the running one (:class:`Ledger`, which
+    writes it too) and a filed one opened read-only (:meth:`open`): the previous
+    run's (:mod:`crawler.previous`), ``explain``'s and the audit's. No other module
+    holds SQL on the ledger's tables (tests/test_oneplace.py greps for it)."""
+
+    path: Path
+    _db: sqlite3.Connection
+
+    def __init__(self, path: Path, db: sqlite3.Connection) -> None:
+        self.path = path
+        self._db = db
+
+    @classmethod
+    def open(cls, path: Path, *, immutable: bool = False) -> Self:
+        """The ledger at *path*, read-only (a running crawl is not disturbed); with
+        *immutable*, as an immutable file when even that cannot be (a read-only
+        directory without the ledger's -shm file: nothing writes a filed ledger).
+        Raises LedgerError when it cannot be read as a ledger."""
+        failure: sqlite3.Error | None = None
+        for mode in ("mode=ro", "immutable=1") if immutable else ("mode=ro",):
+            try:
+                db = sqlite3.connect(
+                    f"{Path(path).absolute().as_uri()}?{mode}", uri=True, check_same_thread=False
+                )
+            except sqlite3.Error as e:
+                failure = e
+                continue
+            try:
+                db.execute("SELECT key, url, decision FROM urls LIMIT 1").fetchall()
+            except sqlite3.Error as e:
+                db.close()
+                failure = e
+                continue
+            return cls(Path(path), db)
+        raise LedgerError(f"cannot read the ledger {path}: {failure}")
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._db.close()
+
+    def columns(self) -> set[str]:
+        """The columns of the ``urls`` table (an earlier version wrote fewer)."""
+        return {row[1] for row in self._db.execute("PRAGMA table_info(urls)")}
+
+    def get_meta(self, name: str, default: Any = None) -> Any:
+        try:
+            row = self._db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+        except sqlite3.OperationalError:  # a ledger older than the meta table
+            return default
+        return json.loads(row[0]) if row else default
+
+    def learned_params(self) -> dict[str, list[str]]:
+        """Path -> the parameters learned not to change its pages (crawler.params;
+        none in a ledger older than the ``params`` table)."""
+        learned: dict[str, list[str]] = {}
+        try:
+            rows = self._db.execute("SELECT path, name FROM params ORDER BY path, name")
+            found = rows.fetchall()
+        except sqlite3.OperationalError:
+            return learned
+        for path, name in found:
+            learned.setdefault(path, []).append(name)
+        return learned
+
+    def row(self, key: str | None) -> dict[str, Any] | None:
+        """The row of the URL with dedup key *key*, if known."""
+        if key is None:
+            return None
+        return self._dict(self._db.execute("SELECT * FROM urls WHERE key = ?", (key,)))
+
+    def decision_of(self, key: str) -> tuple[str, str, str | None] | None:
+        """``(decision, reason, target)`` of the URL with dedup key *key*, if known."""
+        row = self._db.execute(
+            "SELECT decision, reason, target FROM urls WHERE key = ?", (key,)
+        ).fetchone()
+        return None if row is None else (row[0], row[1], row[2])
+
+    def rows(self, **where: Any) -> Iterator[dict[str, Any]]:
+        """Rows as dicts, ordered by URL; ``where`` filters on equal columns."""
+        for name in where:
+            if name not in COLUMNS:
+                raise ValueError(f"unknown ledger column: {name}")
+        clause = " AND ".join(f"{name} = ?" for name in where)
+        sql = "SELECT * FROM urls" + (f" WHERE {clause}" if clause else "") + " ORDER BY url"
+        cur = self._db.execute(sql, tuple(where.values()))
+        names = [d[0] for d in cur.description]
+        for row in cur:
+            yield dict(zip(names, row, strict=True))
+
+    def conditional_rows(self) -> Iterator[dict[str, Any]]:
+        """The records a conditional request can be made from (and a 304 replays):
+        fetched with a 200, a replayable decision, and an ETag or a Last-Modified."""
+        marks = ",".join("?" * len(REPLAYABLE))
+        cur = self._db.execute(
+            f"SELECT * FROM urls WHERE status = 200 AND decision IN ({marks}) "
+            "AND (etag IS NOT NULL OR last_modified IS NOT NULL)",
+            sorted(REPLAYABLE),
+        )
+        names = [d[0] for d in cur.description]
+        for row in cur:
+            yield dict(zip(names, row, strict=True))
+
+    def listed_count(self) -> int:
+        row = self._db.execute("SELECT count(*) FROM urls WHERE decision = ?", (LISTED,)).fetchone()
+        return int(row[0])
+
+    def aliases(self) -> dict[str, str]:
+        return dict(self._db.execute("SELECT alias, key FROM aliases"))
+
+    def alias(self, form: str) -> str | None:
+        """The key of the URL *form* is an alias of, if it is one."""
+        row = self._db.execute("SELECT key FROM aliases WHERE alias = ?", (form,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def aliases_of(self, key: str) -> list[str]:
+        return [
+            r[0]
+            for r in self._db.execute(
+                "SELECT alias FROM aliases WHERE key = ? ORDER BY alias", (key,)
+            )
+        ]
+
+    def by_loc(self, loc: str) -> dict[str, Any] | None:
+        """The listed row published as *loc*."""
+        # The decision a literal, so that SQLite uses the partial index on loc.
+        return self._dict(
+            self._db.execute(f"SELECT * FROM urls WHERE decision = '{LISTED}' AND loc = ?", (loc,))
+        )
+
+    def rank(self, section: str | None, loc: str) -> int:
+        """How many listed pages of *section* come before *loc* in the writer's
+        order (``urls_listed_rows``: section, then address)."""
+        row = self._db.execute(
+            f"SELECT count(*) FROM urls WHERE decision = '{LISTED}' AND section IS ? AND loc < ?",
+            (section, loc),
+        ).fetchone()
+        return int(row[0])
+
+    def query_variants(self, prefix: str) -> int:
+        """How many URLs with a query the ledger has for the path *prefix* (``...?``)."""
+        row = self._db.execute(
+            "SELECT count(*) FROM urls WHERE url >= ? AND url < ?", (prefix, prefix[:-1] + "@")
+        ).fetchone()
+        return int(row[0])
+
+    def cap_reached(self, start: str) -> int:
+        """How many URLs are ``cap-reached`` for a reason starting with *start*."""
+        row = self._db.execute(
+            "SELECT count(*) FROM urls WHERE decision = ? AND reason LIKE ?",
+            (CAP, start + "%"),
+        ).fetchone()
+        return int(row[0])
+
+    def keys_by_url(self) -> dict[str, str]:
+        """Every row's key by its (normalised) URL."""
+        return {str(url): str(key) for key, url in self._db.execute("SELECT key, url FROM urls")}
+
+    @staticmethod
+    def _dict(cur: sqlite3.Cursor) -> dict[str, Any] | None:
+        row = cur.fetchone()
+        return None if row is None else dict(zip([d[0] for d in cur.description], row, strict=True))
+
+
+class Ledger(LedgerReader):
+    """An SQLite ledger at *path* (created if missing), read and written."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -320,10 +497,6 @@ class Ledger:
         )
         self._tick()
 
-    def get_meta(self, name: str, default: Any = None) -> Any:
-        row = self._db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
-        return json.loads(row[0]) if row else default
-
     # -- closing the books (the rules are crawler.decisions.close_books) ------------
 
     def redecide_queued(self, decision: str, reason: str) -> int:
@@ -389,10 +562,6 @@ class Ledger:
             self._db.execute("DELETE FROM params WHERE path = ? AND name = ?", (path, name))
         self._tick()
 
-    def learned_params(self) -> dict[str, list[str]]:
-        """Path -> the parameters learned not to change its pages."""
-        return read_params(self._db)
-
     def hops(self) -> dict[str, str]:
         """The key of every redirect and canonical -> the key of its target."""
         return dict(
@@ -451,13 +620,6 @@ class Ledger:
         return EntryRows(cursor, changefreq, priority)
 
     # -- rich entries (crawler.richentries) -----------------------------------------
-
-    def decision_of(self, key: str) -> tuple[str, str, str | None] | None:
-        """``(decision, reason, target)`` of the URL with dedup key *key*, if known."""
-        row = self._db.execute(
-            "SELECT decision, reason, target FROM urls WHERE key = ?", (key,)
-        ).fetchone()
-        return None if row is None else (row[0], row[1], row[2])
 
     def rich_rows(
         self,
@@ -579,18 +741,6 @@ class Ledger:
                 "referrer": referrer,
             }
 
-    def rows(self, **where: Any) -> Iterator[dict[str, Any]]:
-        """Rows as dicts, ordered by URL; ``where`` filters on equal columns."""
-        for name in where:
-            if name not in COLUMNS:
-                raise ValueError(f"unknown ledger column: {name}")
-        clause = " AND ".join(f"{name} = ?" for name in where)
-        sql = "SELECT * FROM urls" + (f" WHERE {clause}" if clause else "") + " ORDER BY url"
-        cur = self._db.execute(sql, tuple(where.values()))
-        names = [d[0] for d in cur.description]
-        for row in cur:
-            yield dict(zip(names, row, strict=True))
-
     def error_counts(self) -> tuple[int, int]:
         """(pages fetched, pages that failed: 5xx or no response)."""
         fetched, failed = self._db.execute(
@@ -638,9 +788,6 @@ class Ledger:
     def _locs(self, query: str) -> Iterator[str]:
         return (row[0] for row in self._lazy(query))
 
-    def aliases(self) -> dict[str, str]:
-        return dict(self._db.execute("SELECT alias, key FROM aliases"))
-
     def export_jsonl(self, path: Path) -> int:
         """Write every row as one JSON object a line; return the row count."""
         tmp = path.with_name(f".{path.name}.tmp")
@@ -653,18 +800,6 @@ class Ledger:
                 n += 1
         tmp.replace(path)
         return n
-
-
-def read_params(db: sqlite3.Connection) -> dict[str, list[str]]:
-    """The ``params`` table of the ledger *db* (none in a ledger older than it)."""
-    learned: dict[str, list[str]] = {}
-    try:
-        rows = db.execute("SELECT path, name FROM params ORDER BY path, name").fetchall()
-    except sqlite3.OperationalError:
-        return learned
-    for path, name in rows:
-        learned.setdefault(path, []).append(name)
-    return learned
 
 
 def _json(value: object) -> str | None:

@@ -206,7 +206,11 @@ def execute(args: argparse.Namespace, base: Settings | None = None) -> AuditOutc
 
             process.crawl(crawler, url=args.url).addCallback(then_audit)
         closed: list[str] = []
-        auditor.signals.connect(closed.append, signal=signals.spider_closed, weak=False)
+
+        def audit_closed(reason: str) -> None:
+            closed.append(reason)
+
+        auditor.signals.connect(audit_closed, signal=signals.spider_closed, weak=False)
         process.start()
         if crawled and (crawl := crawled[0] or RunOutcome("failed", "failed")).outcome != "crawled":
             code = EXIT_INTERRUPTED if crawl.outcome == "interrupted" else EXIT_CRAWL_FAILED

@@ -56,6 +56,7 @@ from crawler.outcome import RunOutcome
 from crawler.paths import LEDGER_FAILED, LOCK, CrawlPaths
 from crawler.previous import PreviousRun
 from crawler.publicurl import PublicUrls
+from crawler.urls import Stripping
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -96,14 +97,15 @@ def _start_url(crawler: Crawler) -> str | None:
 def scope_options(settings: BaseSettings) -> dict[str, Any]:
     """The settings that decide which URLs a crawl fetches (the frontier's scope, the
     trap rules, robots.txt), kept in the ledger's ``meta`` as ``scope``."""
+    strip = Stripping.from_settings(settings)
     return {
         "include": settings.getlist("SITEMAP_INCLUDE"),
         "exclude": settings.getlist("SITEMAP_EXCLUDE"),
         "max_pages": settings.getint("SITEMAP_MAX_PAGES"),
         "max_depth": settings.getint("SITEMAP_MAX_DEPTH"),
         "max_redirects": settings.getint("SITEMAP_MAX_REDIRECTS"),
-        "strip_params": settings.getbool("SITEMAP_STRIP_PARAMS"),
-        "strip_extra": settings.getlist("SITEMAP_STRIP_EXTRA"),
+        "strip_params": strip.params,
+        "strip_extra": list(strip.extra),
         "trap_max_repeats": settings.getint("SITEMAP_TRAP_MAX_REPEATS"),
         "trap_max_segments": settings.getint("SITEMAP_TRAP_MAX_SEGMENTS"),
         "trap_max_query_variants": settings.getint("SITEMAP_TRAP_MAX_QUERY_VARIANTS"),
@@ -199,7 +201,7 @@ class RunState:
             # A new night starts clean, even after an interrupted run.
             shutil.rmtree(self.job, ignore_errors=True)
         if self.incremental:
-            self.previous = PreviousRun.open(self.paths.ledger)
+            self.previous = PreviousRun.find(self.paths.ledger)
         path = self.paths.running_ledger
         if not (self.resume and self.job is not None and path.exists()):
             for stale in (
