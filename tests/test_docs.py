@@ -347,6 +347,35 @@ def test_docs_copy_no_default(path: Path) -> None:
     assert not copies, f"{path.relative_to(ROOT)} copies these defaults: {copies}"
 
 
+#: "`SITEMAP_X` (40)", "(10%)", "(15 s)", "(24 hours)": a setting's value quoted in prose.
+QUOTED = re.compile(
+    r"`(SITEMAP_[A-Z0-9_]+)`\s*\((\d[\d_,.]*)\s*(%|s|seconds?|minutes?|hours?|days?)?[),;]"
+)
+UNITS = {"%": 0.01, "s": 1, "second": 1, "minute": 60, "hour": 3600, "day": 86400}
+
+
+def quoted_values(text: str) -> Iterator[tuple[str, float]]:
+    """(setting, the value the text gives it) of every setting quoted with a value."""
+    for match in QUOTED.finditer(text):
+        unit = (match.group(3) or "").rstrip("s") or ("s" if match.group(3) == "s" else "")
+        number = float(match.group(2).replace(",", "").replace("_", ""))
+        yield match.group(1), number * UNITS.get(unit, 1)
+
+
+@pytest.mark.parametrize("path", doc_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_docs_quote_each_setting_with_its_value(path: Path) -> None:
+    """A setting quoted with its value in prose ("`SITEMAP_MAX_REDIRECTS` (10)") has
+    that value in settings/__init__.py: changing it there makes this test name
+    every copy to follow."""
+    text = path.read_text(encoding="utf-8")
+    stale = [
+        f"{name}: {value:g} (settings: {SETTINGS.get(name)!r})"
+        for name, value in quoted_values(text)
+        if not isinstance(SETTINGS.get(name), (int, float)) or abs(SETTINGS[name] - value) > 1e-9
+    ]
+    assert not stale, f"{path.relative_to(ROOT)} quotes stale values: {stale}"
+
+
 def test_a_changed_default_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     """The checks above see a default changed in settings/__init__.py alone."""
     monkeypatch.setattr(settings, "SITEMAP_MAX_PAGES", 1234)
@@ -355,6 +384,15 @@ def test_a_changed_default_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     assert states_default("fetch at most N pages (default 500000)", 500_000)
     assert states_default("the default `public`", "public")
     assert not states_default("default 8 per host, 16 in all", 6)
+    assert list(
+        quoted_values("`SITEMAP_MAX_DROP` (20%) and `SITEMAP_ROBOTS_MAX_AGE` (24 hours)")
+    ) == [
+        ("SITEMAP_MAX_DROP", 0.2),
+        ("SITEMAP_ROBOTS_MAX_AGE", 86400),
+    ]
+    monkeypatch.setitem(SETTINGS, "SITEMAP_MAX_REDIRECTS", 11)
+    with pytest.raises(AssertionError, match="SITEMAP_MAX_REDIRECTS"):
+        test_docs_quote_each_setting_with_its_value(DOCS / "crawling.md")
 
 
 # -- docs/ledger.md ----------------------------------------------------------------------

@@ -308,7 +308,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     around.add_argument(
         "--indexnow-endpoint",
         metavar="URL",
-        help="the IndexNow endpoint (default: the shared https://api.indexnow.org/indexnow)",
+        help="the IndexNow endpoint (default: the shared "
+        f"{setting_default('SITEMAP_INDEXNOW_ENDPOINT')})",
     )
     around.add_argument(
         "--indexnow-all",
@@ -318,9 +319,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--force",
         action="store_true",
-        help="publish even when the run looks broken (more than 10%% of pages failed, "
-        "or more than 20%% of the previously published URLs would disappear), and "
-        "publish what an interrupted run found (it cannot be resumed then)",
+        help="publish even when the run looks broken (more than "
+        f"{setting_default('SITEMAP_MAX_ERROR_RATE'):.0%}% of pages failed, or more than "
+        f"{setting_default('SITEMAP_MAX_DROP'):.0%}% of the previously published URLs would "
+        "disappear), and publish what an interrupted run found (it cannot be resumed then)",
     )
     p.add_argument(
         "--resume",

@@ -78,6 +78,7 @@ OPTION_DEFAULTS = {
     "--render-concurrency": "SITEMAP_RENDER_CONCURRENCY",
     "--feed-days": "SITEMAP_FEED_DAYS",
     "--feed-max": "SITEMAP_FEED_MAX",
+    "--indexnow-endpoint": "SITEMAP_INDEXNOW_ENDPOINT",
 }
 
 
