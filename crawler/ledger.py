@@ -9,6 +9,12 @@ The schema (tables ``urls``, ``aliases`` and ``meta``, every column, every
 decision with its reasons, and the files of the state directory) is documented in
 one place, docs/ledger.md, which tests/test_docs.py holds to :data:`SCHEMA`; the
 decisions themselves are :mod:`crawler.decisions`.
+
+This module is the ledger's one access layer: every SQL statement on its tables is
+here (:class:`Ledger` for the running crawl, :class:`LedgerReader` for a filed
+ledger read by the next run, ``explain`` and the audit), which is why it is longer
+than the others; tests/test_oneplace.py keeps SQL on these tables out of every
+other module.
 """
 
 from __future__ import annotations
