@@ -314,23 +314,19 @@ class LedgerReader:
                 raise ValueError(f"unknown ledger column: {name}")
         clause = " AND ".join(f"{name} = ?" for name in where)
         sql = "SELECT * FROM urls" + (f" WHERE {clause}" if clause else "") + " ORDER BY url"
-        cur = self._db.execute(sql, tuple(where.values()))
-        names = [d[0] for d in cur.description]
-        for row in cur:
-            yield dict(zip(names, row, strict=True))
+        return self._dicts(self._db.execute(sql, tuple(where.values())))
 
     def conditional_rows(self) -> Iterator[dict[str, Any]]:
         """The records a conditional request can be made from (and a 304 replays):
         fetched with a 200, a replayable decision, and an ETag or a Last-Modified."""
         marks = ",".join("?" * len(REPLAYABLE))
-        cur = self._db.execute(
-            f"SELECT * FROM urls WHERE status = 200 AND decision IN ({marks}) "
-            "AND (etag IS NOT NULL OR last_modified IS NOT NULL)",
-            sorted(REPLAYABLE),
+        return self._dicts(
+            self._db.execute(
+                f"SELECT * FROM urls WHERE status = 200 AND decision IN ({marks}) "
+                "AND (etag IS NOT NULL OR last_modified IS NOT NULL)",
+                sorted(REPLAYABLE),
+            )
         )
-        names = [d[0] for d in cur.description]
-        for row in cur:
-            yield dict(zip(names, row, strict=True))
 
     def listed_count(self) -> int:
         row = self._db.execute("SELECT count(*) FROM urls WHERE decision = ?", (LISTED,)).fetchone()
@@ -388,9 +384,12 @@ class LedgerReader:
         return {str(url): str(key) for key, url in self._db.execute("SELECT key, url FROM urls")}
 
     @staticmethod
-    def _dict(cur: sqlite3.Cursor) -> dict[str, Any] | None:
-        row = cur.fetchone()
-        return None if row is None else dict(zip([d[0] for d in cur.description], row, strict=True))
+    def _dicts(cur: sqlite3.Cursor) -> Iterator[dict[str, Any]]:
+        names = [d[0] for d in cur.description]
+        return (dict(zip(names, row, strict=True)) for row in cur)
+
+    def _dict(self, cur: sqlite3.Cursor) -> dict[str, Any] | None:
+        return next(self._dicts(cur), None)
 
 
 class Ledger(LedgerReader):
