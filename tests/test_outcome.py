@@ -121,3 +121,24 @@ def test_a_failed_run_fails_whatever_the_stats_say(
     code, err = crawl(site, tmp_path / "public", endpoint)
     assert code == 3, err
     assert "nothing listed" in err.strip().splitlines()[-1]
+
+
+def test_the_audit_never_reads_the_stats(
+    site: NightlySite, endpoint: IndexNowServer, tmp_path: Path
+) -> None:
+    """The audit crawls, then audits only when the crawl did its job, and reports
+    unless its own spider was interrupted or failed: all read from the run, never
+    from the stats (which here say the crawl failed and the audit was shut down)."""
+    build(site, {"/a.html": "a"})
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "crawler.cli", "audit", site.url("/"),
+            "--report", str(tmp_path / "audit"),
+            "-s", "AUTOTHROTTLE_START_DELAY=0",
+            "-s", "EXTENSIONS=" + json.dumps({**EXTENSIONS, f"{__name__}.StatsLiar": 1000}),
+        ],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "coverage:" in proc.stdout
+    assert (tmp_path / "audit" / "audit.json").is_file()
