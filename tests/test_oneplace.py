@@ -8,6 +8,7 @@
   ledger through :class:`crawler.ledger.LedgerReader`. (The audit's own store,
   crawler/audit/store.py, keeps its own tables: ``sitemaps``, ``listings``,
   ``fetched``.)
+- The report pages' URL cap is the setting's default, not a copy of it.
 """
 
 from __future__ import annotations
@@ -55,3 +56,11 @@ def test_no_sql_on_the_ledger_outside_its_module() -> None:
     assert not found, f"SQL on the ledger's tables outside crawler/ledger.py: {found}"
     connects = readers(re.compile(r"sqlite3\.connect\("))
     assert set(connects) <= {"crawler/ledger.py", "crawler/audit/store.py"}, connects
+
+
+def test_the_report_pages_cap_is_the_settings_default() -> None:
+    import settings
+    from crawler.htmlpage import DEFAULT_CAP
+
+    assert DEFAULT_CAP == settings.SITEMAP_REPORT_HTML_URLS
+    assert not readers(re.compile(r"^DEFAULT_CAP\b.*=\s*\d", re.M)), "a copied number"

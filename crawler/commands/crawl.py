@@ -41,10 +41,10 @@ from crawler.commands.options import (
     positive_int,
     project_settings,
     regex,
-    setting_default,
     site_settings,
 )
 from crawler.commands.process import run_spider
+from crawler.defaults import setting_default
 from crawler.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
 from crawler.outcome import RunOutcome
 from crawler.paths import JOB, CrawlPaths, PathError

@@ -26,8 +26,8 @@ from crawler.commands.options import (
     error,
     print_stdout,
     scrapy_command,
-    setting_default,
 )
+from crawler.defaults import setting_default
 from crawler.paths import CrawlPaths
 
 if TYPE_CHECKING:

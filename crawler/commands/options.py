@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from crawler.agent import is_product_token, product_token
 from crawler.calendars import parse_window
+from crawler.defaults import setting_default
 from crawler.publicurl import BaseUrlError, PublicUrls
 from crawler.urls import host_port, normalize_url, site_of
 
@@ -80,14 +81,6 @@ OPTION_DEFAULTS = {
     "--feed-max": "SITEMAP_FEED_MAX",
     "--indexnow-endpoint": "SITEMAP_INDEXNOW_ENDPOINT",
 }
-
-
-def setting_default(name: str) -> Any:
-    """The default of the setting *name*: settings/__init__.py is the one place a
-    default is written; option defaults and help texts take it from there."""
-    import settings as project
-
-    return getattr(project, name)
 
 
 class UsageError(Exception):
