@@ -197,14 +197,12 @@ def _crawl_result(outcome: CrawlOutcome, args: Namespace) -> CrawlResult:
     counts = decision_counts(stats)
     listed = counts.pop("listed", 0)
 
-    def path(name: str) -> Path | None:
-        value = stats.get(name)
-        return Path(value) if value else None
-
+    run = outcome.run
+    published = run.published if run is not None else None
     return CrawlResult(
         exit_code=outcome.code,
-        outcome=stats.get("sitemap/outcome"),
-        message=outcome.error or stats.get("sitemap/message"),
+        outcome=run.outcome if run is not None else None,
+        message=outcome.error or (run.message if run is not None else None),
         summary=format_summary(stats) if stats else outcome.error or "",
         out=paths.out,
         state=paths.state,
@@ -216,10 +214,10 @@ def _crawl_result(outcome: CrawlOutcome, args: Namespace) -> CrawlResult:
         lastmod_changes=stats.get("sitemap/lastmod_changes"),
         files_written=stats.get("sitemap/files_written", 0),
         urls_written=stats.get("sitemap/urls_written", 0),
-        index=path("sitemap/index_path"),
-        index_url=stats.get("sitemap/index_url"),
-        report=path("sitemap/report_path"),
-        report_html=path("sitemap/report_html_path"),
+        index=published.index_path if published is not None else None,
+        index_url=published.index_url if published is not None else None,
+        report=run.report_path if run is not None else None,
+        report_html=run.report_html_path if run is not None else None,
         duration=duration(stats),
         stats=stats,
     )

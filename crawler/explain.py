@@ -39,7 +39,6 @@ from __future__ import annotations
 import gzip
 import json
 import re
-import sqlite3
 from collections import deque
 from datetime import UTC, datetime
 from pathlib import Path
@@ -50,7 +49,7 @@ from xml.sax.saxutils import escape
 from crawler import decisions as d
 from crawler.explainrules import RunRules
 from crawler.items import FOUND_REFRESH
-from crawler.ledger import read_params
+from crawler.ledger import LedgerError, LedgerReader
 from crawler.paths import LEDGER, LEDGER_FAILED
 from crawler.publicurl import BaseUrlError, PublicUrls
 from crawler.urls import host_port, normalize_url, url_key
@@ -102,170 +101,47 @@ class ExplainError(Exception):
 def explain(state: Path, text: str) -> dict[str, Any]:
     """The answer for *text* (a URL as pasted) from the ledger in the state directory
     *state*: ``known`` says whether the crawl saw it. Raises :class:`ExplainError`."""
-    with _Ledger.open(state) as ledger:
+    with _open_ledger(state) as ledger:
         return _Explainer(ledger).explain(text)
 
 
 # -- the ledger, read-only -----------------------------------------------------------------
 
 
-class _Ledger:
-    """``ledger.sqlite`` opened read-only (the running crawl, if any, is not disturbed)."""
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
-        self.db.row_factory = sqlite3.Row
-
-    @classmethod
-    def open(cls, state: Path) -> _Ledger:
-        path = state / LEDGER
-        if not state.is_dir():
-            raise ExplainError(f"no state directory {state}")
-        if not path.is_file():
-            failed = " (the last run failed: see ledger.failed.sqlite)"
-            more = failed if (state / LEDGER_FAILED).is_file() else ""
-            raise ExplainError(f"no finished crawl in {state}: {path} is missing{more}")
-        failure: sqlite3.Error | None = None
-        # Read-only; "immutable" when even that cannot be (a read-only directory
-        # without the ledger's -shm file): nothing writes a filed ledger.
-        for mode in ("mode=ro", "immutable=1"):
-            try:
-                db = sqlite3.connect(f"{path.absolute().as_uri()}?{mode}", uri=True)
-            except sqlite3.Error as e:
-                failure = e
-                continue
-            try:
-                db.execute("SELECT key, url, decision FROM urls LIMIT 1").fetchall()
-            except sqlite3.Error as e:
-                db.close()
-                failure = e
-                continue
-            return cls(db)
-        raise ExplainError(f"cannot read the ledger {path}: {failure}")
-
-    def __enter__(self) -> _Ledger:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.db.close()
-
-    def meta(self, name: str, default: Any = None) -> Any:
-        try:
-            row = self.db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
-        except sqlite3.Error:
-            return default
-        return json.loads(row[0]) if row else default
-
-    def row(self, key: str | None) -> dict[str, Any] | None:
-        if key is None:
-            return None
-        row = self.db.execute("SELECT * FROM urls WHERE key = ?", (key,)).fetchone()
-        return None if row is None else dict(row)
-
-    def alias(self, form: str) -> str | None:
-        row = self.db.execute("SELECT key FROM aliases WHERE alias = ?", (form,)).fetchone()
-        return None if row is None else str(row[0])
-
-    def by_loc(self, loc: str) -> dict[str, Any] | None:
-        # The decision a literal, so that SQLite uses the partial index on loc.
-        row = self.db.execute(
-            "SELECT * FROM urls WHERE decision = 'listed' AND loc = ?", (loc,)
-        ).fetchone()
-        return None if row is None else dict(row)
-
-    def aliases_of(self, key: str) -> list[str]:
-        return [
-            r[0]
-            for r in self.db.execute(
-                "SELECT alias FROM aliases WHERE key = ? ORDER BY alias", (key,)
-            )
-        ]
-
-    def rank(self, section: str | None, loc: str) -> int:
-        """How many listed pages of *section* come before *loc* in the writer's
-        order (``urls_listed_rows``: section, then address)."""
-        row = self.db.execute(
-            "SELECT count(*) FROM urls WHERE decision = 'listed' AND section IS ? AND loc < ?",
-            (section, loc),
-        ).fetchone()
-        return int(row[0])
-
-    def rows_from(self, prefix: str) -> list[dict[str, Any]]:
-        """``key``, ``url``, ``rule`` and ``referrer`` of the rows whose URL starts
-        with *prefix* (``rule`` NULL in a ledger without that column)."""
-        rule = "rule" if self.queued() is not None else "NULL AS rule"
-        rows = self.db.execute(
-            f"SELECT key, url, {rule}, referrer FROM urls WHERE url >= ? AND url < ?",
-            (prefix, prefix + "\U0010ffff"),
-        )
-        return [dict(r) for r in rows]
-
-    def queued(self) -> int | None:
-        """How many URLs the frontier queued (no rule refused them); None for a
-        ledger without the ``rule`` column."""
-        try:
-            row = self.db.execute("SELECT count(*) FROM urls WHERE rule IS NULL").fetchone()
-        except sqlite3.Error:
-            return None
-        return int(row[0])
-
-    def learned_params(self) -> dict[str, list[str]]:
-        return read_params(self.db)
-
-    def referring(self, url: str) -> dict[str, dict[str, Any]]:
-        """How the crawled pages refer to *url* without the crawl following it (the
-        ``unfollowed`` column): by kind, the number of pages and the first of them (a
-        listed one first, then the shallowest), with its robots directives. A scan of
-        the ledger, as the shortest path is: one question, asked once."""
-        try:
-            rows = self.db.execute(
-                "SELECT url, decision, depth, robots, unfollowed FROM urls"
-                " WHERE instr(unfollowed || char(10), ?) > 0",
-                (f" {url}\n",),
-            )
-        except sqlite3.Error:  # a ledger older than the column
-            return {}
-        found: dict[str, dict[str, Any]] = {}
-        for row in rows:
-            rank = (row["decision"] != d.LISTED, row["depth"] or 0, row["url"])
-            for line in str(row["unfollowed"]).split("\n"):
-                kind, _, target = line.partition(" ")
-                if target != url:
-                    continue
-                seen = found.get(kind)
-                if seen is None:
-                    found[kind] = seen = {"pages": 0, "rank": rank}
-                    seen.update(page=row["url"], robots=row["robots"])
-                seen["pages"] += 1
-                if rank < seen["rank"]:
-                    seen.update(rank=rank, page=row["url"], robots=row["robots"])
-        for seen in found.values():
-            del seen["rank"]
-        return found
-
-    def keys_by_url(self) -> dict[str, str]:
-        """Every row's key by its (normalised) URL: the nodes of a shortest path."""
-        return {str(url): str(key) for key, url in self.db.execute("SELECT key, url FROM urls")}
+def _open_ledger(state: Path) -> LedgerReader:
+    """The last finished crawl's ledger in *state*, read-only (the running crawl, if
+    any, is not disturbed; its queries are crawler.ledger's)."""
+    path = state / LEDGER
+    if not state.is_dir():
+        raise ExplainError(f"no state directory {state}")
+    if not path.is_file():
+        failed = " (the last run failed: see ledger.failed.sqlite)"
+        more = failed if (state / LEDGER_FAILED).is_file() else ""
+        raise ExplainError(f"no finished crawl in {state}: {path} is missing{more}")
+    try:
+        return LedgerReader.open(path, immutable=True)
+    except LedgerError as e:
+        raise ExplainError(str(e)) from None
 
 
 # -- the answer ------------------------------------------------------------------------------
 
 
 class _Explainer:
-    def __init__(self, ledger: _Ledger) -> None:
+    def __init__(self, ledger: LedgerReader) -> None:
         self.ledger = ledger
-        start = ledger.meta("start_url")
+        start = ledger.get_meta("start_url")
         if not isinstance(start, str):
             raise ExplainError("the ledger has no start URL: not a ledger of this tool")
         self.start: str = start
-        base = ledger.meta("settings_base_url")
+        base = ledger.get_meta("settings_base_url")
         try:
             self.public = PublicUrls.create(start, base if isinstance(base, str) else None)
         except BaseUrlError:
             self.public = PublicUrls.create(start, None)
-        self.scope: dict[str, Any] = ledger.meta("scope") or {}
-        self.outcome: dict[str, Any] = ledger.meta("outcome") or {}
-        self.run_started: str | None = ledger.meta("run_started")
+        self.scope: dict[str, Any] = ledger.get_meta("scope") or {}
+        self.outcome: dict[str, Any] = ledger.get_meta("outcome") or {}
+        self.run_started: str | None = ledger.get_meta("run_started")
         self.rules = RunRules(ledger, start, self.public)
 
     # -- which URL
@@ -429,7 +305,7 @@ class _Explainer:
             answer["why"] = f"not listed: {why}"
             return answer
         outcome = self.outcome.get("outcome")
-        published = self.ledger.meta("published")
+        published = self.ledger.get_meta("published")
         if outcome == "published" and not isinstance(published, dict):
             answer["in_set"] = True
             answer["why"] = "listed and published (this ledger does not record the files)"

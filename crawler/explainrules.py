@@ -58,7 +58,7 @@ class RunLedger(Protocol):
     """What the judgement reads from a finished run's ledger."""
 
     def row(self, key: str | None) -> dict[str, Any] | None: ...
-    def meta(self, name: str, default: Any = None) -> Any: ...
+    def get_meta(self, name: str, default: Any = None) -> Any: ...
     def learned_params(self) -> dict[str, list[str]]: ...
     def rows_from(self, prefix: str) -> list[dict[str, Any]]:
         """``key``, ``url``, ``rule``, ``referrer`` of the rows whose URL starts
@@ -89,7 +89,7 @@ class RunRules:
         self.ledger = ledger
         self.start = start
         self.public = public
-        scope = ledger.meta("scope")
+        scope = ledger.get_meta("scope")
         self.recorded = isinstance(scope, Mapping) and bool(scope)
         self.params = (
             RuleParams.from_record(start, scope)
@@ -258,7 +258,7 @@ class RunRules:
     # -- after the frontier
 
     def _robots(self, url: str) -> dict[str, Any]:
-        robots = self.ledger.meta("robots")
+        robots = self.ledger.get_meta("robots")
         name = d.RULE_ROBOTS
         if self.recorded and not self.params.robots_obey:
             return _check(name, True, "not obeyed (ROBOTSTXT_OBEY is off)")

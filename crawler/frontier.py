@@ -68,7 +68,7 @@ from crawler.rulebook import RuleBook, RuleParams, starts_of
 from crawler.seeds import read_url_file
 from crawler.seen import SeenKeys, fingerprint
 from crawler.traps import TrapDetector
-from crawler.urls import normalize_url, url_key
+from crawler.urls import Stripping, normalize_url, url_key
 
 if TYPE_CHECKING:
     from typing import Self
@@ -190,6 +190,7 @@ class Frontier:
         s = crawler.settings
         assert crawler.stats is not None
         path = s.get("SITEMAP_URL_FILE")
+        strip = Stripping.from_settings(s)
         state = RunState.existing(crawler)
         ledger = state.ledger if state is not None else None
         learned = previous.learned_params() if previous is not None else {}
@@ -216,8 +217,8 @@ class Frontier:
             max_pages=s.getint("SITEMAP_MAX_PAGES"),
             max_depth=s.getint("SITEMAP_MAX_DEPTH"),
             max_redirects=s.getint("SITEMAP_MAX_REDIRECTS"),
-            strip_params=s.getbool("SITEMAP_STRIP_PARAMS"),
-            extra_strip=tuple(s.getlist("SITEMAP_STRIP_EXTRA")),
+            strip_params=strip.params,
+            extra_strip=strip.extra,
             more_starts=s.getlist("SITEMAP_START_URLS"),
             url_file=(str(path), read_url_file(path, start_url)) if path else None,
             params=ParamLearner(learned, ledger.learn_param if ledger is not None else None),

@@ -30,8 +30,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from crawler.defaults import setting_default
+
 #: URLs shown per group by default (SITEMAP_REPORT_HTML_URLS).
-DEFAULT_CAP = 1000
+DEFAULT_CAP: int = setting_default("SITEMAP_REPORT_HTML_URLS")
 
 CSS = """
 :root{--fg:#1d2327;--muted:#5f6b73;--bg:#fff;--panel:#f4f6f8;--line:#d9dee3;

@@ -64,7 +64,7 @@ from crawler.links import RobotsDirectives, header_directives, link_header_canon
 from crawler.middlewares.hostguard import OffHostRequest
 from crawler.middlewares.robots import RobotsDisallowed, robots_allows
 from crawler.softnotfound import SoftNotFound
-from crawler.urls import host_port, normalize_url, site_of, url_key
+from crawler.urls import Stripping, host_port, normalize_url, site_of, url_key
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -197,6 +197,7 @@ class PageJudge:
     ) -> PageJudge:
         s = crawler.settings
         assert crawler.stats is not None
+        strip = Stripping.from_settings(s)
         return cls(
             start_url,
             stats=crawler.stats,
@@ -204,8 +205,8 @@ class PageJudge:
             analyser=analyser,
             agents=robots_agents(s["USER_AGENT"], s.get("ROBOTSTXT_USER_AGENT")),
             listed_types=s.getlist("SITEMAP_LISTED_TYPES"),
-            strip_params=s.getbool("SITEMAP_STRIP_PARAMS"),
-            extra_strip=tuple(s.getlist("SITEMAP_STRIP_EXTRA")),
+            strip_params=strip.params,
+            extra_strip=strip.extra,
             previous=previous,
             leads=leads,
             fail=fail,

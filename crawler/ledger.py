@@ -9,6 +9,12 @@ The schema (tables ``urls``, ``aliases`` and ``meta``, every column, every
 decision with its reasons, and the files of the state directory) is documented in
 one place, docs/ledger.md, which tests/test_docs.py holds to :data:`SCHEMA`; the
 decisions themselves are :mod:`crawler.decisions`.
+
+This module is the ledger's one access layer: every SQL statement on its tables is
+here (:class:`Ledger` for the running crawl, :class:`LedgerReader` for a filed
+ledger read by the next run, ``explain`` and the audit), which is why it is longer
+than the others; tests/test_oneplace.py keeps SQL on these tables out of every
+other module.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import time
 from collections.abc import Iterable, Iterator
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crawler.decisions import (
     CANONICAL,
@@ -27,6 +33,7 @@ from crawler.decisions import (
     LISTED,
     QUEUED,
     REDIRECT,
+    REPLAYABLE,
     RULE_DEPTH,
     STATUS,
     target_key,
@@ -35,6 +42,9 @@ from crawler.entry import ChangeFreq
 from crawler.entryrows import EntryRows
 from crawler.items import FOUND_SITEMAP, UrlRecord
 from crawler.urls import url_key
+
+if TYPE_CHECKING:
+    from typing import Self
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS urls (
@@ -214,8 +224,218 @@ LISTED_ROWS_PLAIN = LISTED_ROWS.replace(", section, changefreq, priority FROM", 
 COMMIT_EVERY = 2000
 
 
-class Ledger:
-    """An SQLite ledger at *path* (created if missing)."""
+class LedgerError(Exception):
+    """A ledger file that cannot be read (the message names it and says why)."""
+
+
+class LedgerReader:
+    """The queries that read a ledger: the running one (:class:`Ledger`, which
+    writes it too) and a filed one opened read-only (:meth:`open`): the previous
+    run's (:mod:`crawler.previous`), ``explain``'s and the audit's. No other module
+    holds SQL on the ledger's tables (tests/test_oneplace.py greps for it)."""
+
+    path: Path
+    _db: sqlite3.Connection
+
+    def __init__(self, path: Path, db: sqlite3.Connection) -> None:
+        self.path = path
+        self._db = db
+
+    @classmethod
+    def open(cls, path: Path, *, immutable: bool = False) -> Self:
+        """The ledger at *path*, read-only (a running crawl is not disturbed); with
+        *immutable*, as an immutable file when even that cannot be (a read-only
+        directory without the ledger's -shm file: nothing writes a filed ledger).
+        Raises LedgerError when it cannot be read as a ledger."""
+        failure: sqlite3.Error | None = None
+        for mode in ("mode=ro", "immutable=1") if immutable else ("mode=ro",):
+            try:
+                db = sqlite3.connect(
+                    f"{Path(path).absolute().as_uri()}?{mode}", uri=True, check_same_thread=False
+                )
+            except sqlite3.Error as e:
+                failure = e
+                continue
+            try:
+                db.execute("SELECT key, url, decision FROM urls LIMIT 1").fetchall()
+            except sqlite3.Error as e:
+                db.close()
+                failure = e
+                continue
+            return cls(Path(path), db)
+        raise LedgerError(f"cannot read the ledger {path}: {failure}")
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._db.close()
+
+    def columns(self) -> set[str]:
+        """The columns of the ``urls`` table (an earlier version wrote fewer)."""
+        return {row[1] for row in self._db.execute("PRAGMA table_info(urls)")}
+
+    def get_meta(self, name: str, default: Any = None) -> Any:
+        try:
+            row = self._db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+        except sqlite3.OperationalError:  # a ledger older than the meta table
+            return default
+        return json.loads(row[0]) if row else default
+
+    def learned_params(self) -> dict[str, list[str]]:
+        """Path -> the parameters learned not to change its pages (crawler.params;
+        none in a ledger older than the ``params`` table)."""
+        learned: dict[str, list[str]] = {}
+        try:
+            rows = self._db.execute("SELECT path, name FROM params ORDER BY path, name")
+            found = rows.fetchall()
+        except sqlite3.OperationalError:
+            return learned
+        for path, name in found:
+            learned.setdefault(path, []).append(name)
+        return learned
+
+    def row(self, key: str | None) -> dict[str, Any] | None:
+        """The row of the URL with dedup key *key*, if known."""
+        if key is None:
+            return None
+        return self._dict(self._db.execute("SELECT * FROM urls WHERE key = ?", (key,)))
+
+    def decision_of(self, key: str) -> tuple[str, str, str | None] | None:
+        """``(decision, reason, target)`` of the URL with dedup key *key*, if known."""
+        row = self._db.execute(
+            "SELECT decision, reason, target FROM urls WHERE key = ?", (key,)
+        ).fetchone()
+        return None if row is None else (row[0], row[1], row[2])
+
+    def rows(self, **where: Any) -> Iterator[dict[str, Any]]:
+        """Rows as dicts, ordered by URL; ``where`` filters on equal columns."""
+        for name in where:
+            if name not in COLUMNS:
+                raise ValueError(f"unknown ledger column: {name}")
+        clause = " AND ".join(f"{name} = ?" for name in where)
+        sql = "SELECT * FROM urls" + (f" WHERE {clause}" if clause else "") + " ORDER BY url"
+        return self._dicts(self._db.execute(sql, tuple(where.values())))
+
+    def conditional_rows(self) -> Iterator[dict[str, Any]]:
+        """The records a conditional request can be made from (and a 304 replays):
+        fetched with a 200, a replayable decision, and an ETag or a Last-Modified."""
+        marks = ",".join("?" * len(REPLAYABLE))
+        return self._dicts(
+            self._db.execute(
+                f"SELECT * FROM urls WHERE status = 200 AND decision IN ({marks}) "
+                "AND (etag IS NOT NULL OR last_modified IS NOT NULL)",
+                sorted(REPLAYABLE),
+            )
+        )
+
+    def listed_count(self) -> int:
+        row = self._db.execute("SELECT count(*) FROM urls WHERE decision = ?", (LISTED,)).fetchone()
+        return int(row[0])
+
+    def aliases(self) -> dict[str, str]:
+        return dict(self._db.execute("SELECT alias, key FROM aliases"))
+
+    def alias(self, form: str) -> str | None:
+        """The key of the URL *form* is an alias of, if it is one."""
+        row = self._db.execute("SELECT key FROM aliases WHERE alias = ?", (form,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def aliases_of(self, key: str) -> list[str]:
+        return [
+            r[0]
+            for r in self._db.execute(
+                "SELECT alias FROM aliases WHERE key = ? ORDER BY alias", (key,)
+            )
+        ]
+
+    def by_loc(self, loc: str) -> dict[str, Any] | None:
+        """The listed row published as *loc*."""
+        # The decision a literal, so that SQLite uses the partial index on loc.
+        return self._dict(
+            self._db.execute(f"SELECT * FROM urls WHERE decision = '{LISTED}' AND loc = ?", (loc,))
+        )
+
+    def rank(self, section: str | None, loc: str) -> int:
+        """How many listed pages of *section* come before *loc* in the writer's
+        order (``urls_listed_rows``: section, then address)."""
+        row = self._db.execute(
+            f"SELECT count(*) FROM urls WHERE decision = '{LISTED}' AND section IS ? AND loc < ?",
+            (section, loc),
+        ).fetchone()
+        return int(row[0])
+
+    def rows_from(self, prefix: str) -> list[dict[str, Any]]:
+        """``key``, ``url``, ``rule`` and ``referrer`` of the rows whose URL starts
+        with *prefix* (``rule`` NULL in a ledger without that column)."""
+        rule = "rule" if "rule" in self.columns() else "NULL AS rule"
+        return list(
+            self._dicts(
+                self._db.execute(
+                    f"SELECT key, url, {rule}, referrer FROM urls WHERE url >= ? AND url < ?",
+                    (prefix, prefix + "\U0010ffff"),
+                )
+            )
+        )
+
+    def queued(self) -> int | None:
+        """How many URLs the frontier queued (no rule refused them); None for a
+        ledger without the ``rule`` column."""
+        if "rule" not in self.columns():
+            return None
+        return int(self._db.execute("SELECT count(*) FROM urls WHERE rule IS NULL").fetchone()[0])
+
+    def referring(self, url: str) -> dict[str, dict[str, Any]]:
+        """How the crawled pages refer to *url* without the crawl following it (the
+        ``unfollowed`` column): by kind, the number of pages and the first of them (a
+        listed one first, then the shallowest), with its robots directives. A scan of
+        the ledger, as the shortest path is: one question, asked once."""
+        try:
+            rows = self._dicts(
+                self._db.execute(
+                    "SELECT url, decision, depth, robots, unfollowed FROM urls"
+                    " WHERE instr(unfollowed || char(10), ?) > 0",
+                    (f" {url}\n",),
+                )
+            )
+        except sqlite3.Error:  # a ledger older than these columns
+            return {}
+        found: dict[str, dict[str, Any]] = {}
+        for row in rows:
+            rank = (row["decision"] != LISTED, row["depth"] or 0, row["url"])
+            for line in str(row["unfollowed"]).split("\n"):
+                kind, _, target = line.partition(" ")
+                if target != url:
+                    continue
+                seen = found.get(kind)
+                if seen is None:
+                    found[kind] = seen = {"pages": 0, "rank": rank}
+                    seen.update(page=row["url"], robots=row["robots"])
+                seen["pages"] += 1
+                if rank < seen["rank"]:
+                    seen.update(rank=rank, page=row["url"], robots=row["robots"])
+        for seen in found.values():
+            del seen["rank"]
+        return found
+
+    def keys_by_url(self) -> dict[str, str]:
+        """Every row's key by its (normalised) URL."""
+        return {str(url): str(key) for key, url in self._db.execute("SELECT key, url FROM urls")}
+
+    @staticmethod
+    def _dicts(cur: sqlite3.Cursor) -> Iterator[dict[str, Any]]:
+        names = [d[0] for d in cur.description]
+        return (dict(zip(names, row, strict=True)) for row in cur)
+
+    def _dict(self, cur: sqlite3.Cursor) -> dict[str, Any] | None:
+        return next(self._dicts(cur), None)
+
+
+class Ledger(LedgerReader):
+    """An SQLite ledger at *path* (created if missing), read and written."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -326,10 +546,6 @@ class Ledger:
         )
         self._tick()
 
-    def get_meta(self, name: str, default: Any = None) -> Any:
-        row = self._db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
-        return json.loads(row[0]) if row else default
-
     # -- closing the books (the rules are crawler.decisions.close_books) ------------
 
     def redecide_queued(self, decision: str, reason: str) -> int:
@@ -395,10 +611,6 @@ class Ledger:
             self._db.execute("DELETE FROM params WHERE path = ? AND name = ?", (path, name))
         self._tick()
 
-    def learned_params(self) -> dict[str, list[str]]:
-        """Path -> the parameters learned not to change its pages."""
-        return read_params(self._db)
-
     def hops(self) -> dict[str, str]:
         """The key of every redirect and canonical -> the key of its target."""
         return dict(
@@ -457,13 +669,6 @@ class Ledger:
         return EntryRows(cursor, changefreq, priority)
 
     # -- rich entries (crawler.richentries) -----------------------------------------
-
-    def decision_of(self, key: str) -> tuple[str, str, str | None] | None:
-        """``(decision, reason, target)`` of the URL with dedup key *key*, if known."""
-        row = self._db.execute(
-            "SELECT decision, reason, target FROM urls WHERE key = ?", (key,)
-        ).fetchone()
-        return None if row is None else (row[0], row[1], row[2])
 
     def rich_rows(
         self,
@@ -595,18 +800,6 @@ class Ledger:
                 "referrer": referrer,
             }
 
-    def rows(self, **where: Any) -> Iterator[dict[str, Any]]:
-        """Rows as dicts, ordered by URL; ``where`` filters on equal columns."""
-        for name in where:
-            if name not in COLUMNS:
-                raise ValueError(f"unknown ledger column: {name}")
-        clause = " AND ".join(f"{name} = ?" for name in where)
-        sql = "SELECT * FROM urls" + (f" WHERE {clause}" if clause else "") + " ORDER BY url"
-        cur = self._db.execute(sql, tuple(where.values()))
-        names = [d[0] for d in cur.description]
-        for row in cur:
-            yield dict(zip(names, row, strict=True))
-
     def error_counts(self) -> tuple[int, int]:
         """(pages fetched, pages that failed: 5xx or no response)."""
         fetched, failed = self._db.execute(
@@ -654,9 +847,6 @@ class Ledger:
     def _locs(self, query: str) -> Iterator[str]:
         return (row[0] for row in self._lazy(query))
 
-    def aliases(self) -> dict[str, str]:
-        return dict(self._db.execute("SELECT alias, key FROM aliases"))
-
     def export_jsonl(self, path: Path) -> int:
         """Write every row as one JSON object a line; return the row count."""
         tmp = path.with_name(f".{path.name}.tmp")
@@ -669,18 +859,6 @@ class Ledger:
                 n += 1
         tmp.replace(path)
         return n
-
-
-def read_params(db: sqlite3.Connection) -> dict[str, list[str]]:
-    """The ``params`` table of the ledger *db* (none in a ledger older than it)."""
-    learned: dict[str, list[str]] = {}
-    try:
-        rows = db.execute("SELECT path, name FROM params ORDER BY path, name").fetchall()
-    except sqlite3.OperationalError:
-        return learned
-    for path, name in rows:
-        learned.setdefault(path, []).append(name)
-    return learned
 
 
 def _json(value: object) -> str | None:

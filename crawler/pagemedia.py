@@ -89,13 +89,12 @@ import pycountry
 from scrapy.http import Response
 
 from crawler.lastmod import w3c_datetime
+from crawler.limits import MAX_IMAGES_PER_URL, MAX_VIDEO_DURATION
 from crawler.links import clean_href
 from crawler.urls import normalize_url
 
 __all__ = ["NewsFacts", "VideoFacts", "images", "news", "news_language", "videos"]
 
-IMAGES_PER_PAGE = 1000  # Google: at most 1,000 image:image per <url>
-MAX_DURATION = 28_800  # seconds (8 hours), Google's video:duration limit
 _MAX_DEPTH = 32  # nesting of JSON-LD and microdata items read
 _HTTP = frozenset({"http", "https"})
 _HTML_SPACE = " \t\n\r\f"
@@ -303,7 +302,7 @@ def _tiny(img: Any) -> bool:
     return width is not None and height is not None and width <= 1 and height <= 1
 
 
-def images(root: Any, base: str, limit: int = IMAGES_PER_PAGE) -> tuple[str, ...]:
+def images(root: Any, base: str, limit: int = MAX_IMAGES_PER_URL) -> tuple[str, ...]:
     """The image URLs of a page (see the module docstring): absolute against
     *base* (the page's ``<base href>``, else its URL), in page order, each once, at
     most *limit*."""
@@ -429,7 +428,7 @@ def _duration(value: Any, problems: list[str]) -> int | None:
         return None
     total = sum(float(m.group(u).replace(",", ".")) * s for u, s in _UNITS.items() if m.group(u))
     seconds = int(total + 0.5)
-    if seconds > MAX_DURATION:
+    if seconds > MAX_VIDEO_DURATION:
         problems.append(f"duration {seconds} s is over Google's limit of 28,800 s: left out")
         return None
     if seconds < 1:

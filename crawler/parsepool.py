@@ -62,6 +62,7 @@ from scrapy.utils.reactor import is_asyncio_reactor_installed, is_reactor_instal
 from crawler.agent import robots_agents
 from crawler.analysis import NO_RICH, PageAnalysis, Rich, analyse, analyse_response
 from crawler.links import LinkResolver
+from crawler.urls import Stripping
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -328,10 +329,8 @@ def page_analyser(settings: BaseSettings) -> PageAnalyser:
     """The analyser of a crawl with these settings: its robots agents, its link
     resolver (``SITEMAP_STRIP_*``), ``SITEMAP_VOLATILE_SELECTORS`` and the pool's
     ``SITEMAP_PARSE_*``."""
-    resolver = LinkResolver(
-        strip_params=settings.getbool("SITEMAP_STRIP_PARAMS"),
-        extra_strip=tuple(settings.getlist("SITEMAP_STRIP_EXTRA")),
-    )
+    strip = Stripping.from_settings(settings)
+    resolver = LinkResolver(strip_params=strip.params, extra_strip=strip.extra)
     agents = robots_agents(settings["USER_AGENT"], settings.get("ROBOTSTXT_USER_AGENT"))
     return PageAnalyser.from_settings(settings, agents, resolver)
 

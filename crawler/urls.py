@@ -85,6 +85,7 @@ import functools
 import ipaddress
 import re
 import string
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from w3lib.url import canonicalize_url
@@ -97,8 +98,11 @@ except ImportError:  # pragma: no cover - Scrapy needs tldextract, which needs i
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from scrapy.settings import BaseSettings
+
 __all__ = [
     "SESSION_PARAMS",
+    "Stripping",
     "TRACKING_PARAMS",
     "host_port",
     "is_http_url",
@@ -134,6 +138,24 @@ SESSION_PARAMS: Final[frozenset[str]] = frozenset(
 ``ASPSESSIONID`` is matched as a prefix (IIS appends letters of its own:
 ``ASPSESSIONIDQQGGQGPG``). Issue #19: a session identifier names the visitor, never
 the page, so two URLs that differ in one are one page."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stripping:
+    """The query parameters a crawl's URLs drop from their normal form: the tracking
+    and session ones (*params*, ``SITEMAP_STRIP_PARAMS``) and the site's own
+    (*extra*, ``SITEMAP_STRIP_EXTRA``). The one place these settings are read."""
+
+    params: bool
+    extra: tuple[str, ...]
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> Stripping:
+        return cls(
+            settings.getbool("SITEMAP_STRIP_PARAMS"),
+            tuple(settings.getlist("SITEMAP_STRIP_EXTRA")),
+        )
+
 
 _ASP_SESSION_PREFIX: Final = "aspsessionid"
 _SESSION_SPELLING: Final = str.maketrans("", "", "_-")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from crawler.items import Alias, UrlRecord
-from crawler.urls import normalize_url, url_key
+from crawler.urls import Stripping, normalize_url, url_key
 from pipelines.records import RecordPipeline
 
 if TYPE_CHECKING:
@@ -31,8 +31,8 @@ class NormalizePipeline(RecordPipeline):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        s = crawler.settings
-        return cls(s.getbool("SITEMAP_STRIP_PARAMS"), tuple(s.getlist("SITEMAP_STRIP_EXTRA")))
+        strip = Stripping.from_settings(crawler.settings)
+        return cls(strip.params, strip.extra)
 
     def _process(self, item: Any) -> Any:
         if isinstance(item, Alias):

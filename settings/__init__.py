@@ -10,6 +10,7 @@ of them, and any Scrapy setting.
 from scrapy.settings import default_settings as _scrapy_defaults
 
 from crawler import __version__
+from crawler import limits as _limits
 
 BOT_NAME = "sitemap-crawler"
 SPIDER_MODULES = ["crawler.spiders", "crawler.audit.spider"]
@@ -216,8 +217,8 @@ SITEMAP_MAX_DROP = 0.2
 # ... or when more than this share of the fetched pages failed (5xx, timeouts).
 SITEMAP_MAX_ERROR_RATE = 0.1
 # Rotation caps of one sitemap file (protocol maxima: 50,000 URLs, 50 MiB uncompressed).
-SITEMAP_MAX_BYTES_PER_FILE = 50 * 1024 * 1024
-SITEMAP_MAX_URLS_PER_FILE = 50_000
+SITEMAP_MAX_BYTES_PER_FILE = _limits.MAX_BYTES_PER_FILE
+SITEMAP_MAX_URLS_PER_FILE = _limits.MAX_URLS_PER_FILE
 # Link depth from the start URL beyond which URLs are not fetched (0: no limit).
 # Redirect and canonical targets keep the depth of their source.
 SITEMAP_MAX_DEPTH = 50

@@ -27,6 +27,7 @@ import pytest
 import settings
 from crawler import ledger
 from crawler.cli import COMMANDS, command_parser
+from crawler.commands.options import OPTION_DEFAULTS
 from crawler.decisions import FINAL_DECISIONS, QUEUED
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -243,6 +244,155 @@ def test_docs_name_only_settings_that_exist(path: Path) -> None:
     names = {n for n in SETTING_NAME.findall(path.read_text(encoding="utf-8")) if "*" not in n}
     unknown = sorted(names - set(SETTINGS))
     assert not unknown, f"{path.relative_to(ROOT)} names settings that do not exist: {unknown}"
+
+
+# -- defaults written once: settings/__init__.py ---------------------------------------
+
+CRAWLING_COMMANDS = ("crawl", "audit")
+
+
+def sentinel(value: Any) -> Any:
+    """A default no text holds, of *value*'s type."""
+    return 97531 if isinstance(value, int) else "zq-default"
+
+
+def expanded_help(parser: argparse.ArgumentParser, option: str) -> str:
+    for action in parser._actions:
+        if option in action.option_strings:
+            return parser._get_formatter()._expand_help(action)
+    raise KeyError(option)
+
+
+def states_default(text: str, value: Any) -> bool:
+    """Whether *text* says "default ... *value*" (within a clause)."""
+    shown = re.escape(str(value))
+    return bool(
+        re.search(rf"\bdefault\b[^.;|\n]{{0,40}}?(?<![\w.,`-])`?{shown}`?(?![\w,]|\.\d)", text)
+    )
+
+
+@pytest.mark.parametrize("option", sorted(OPTION_DEFAULTS))
+def test_help_takes_each_default_from_settings(
+    option: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Change the default in settings/__init__.py alone: ``--help`` follows, and
+    keeps no copy of the old value."""
+    name = OPTION_DEFAULTS[option]
+    old = getattr(settings, name)
+    monkeypatch.setattr(settings, name, sentinel(old))
+    for command in CRAWLING_COMMANDS:
+        parser = command_parser(command)
+        if option not in parser_options(parser):
+            continue
+        text = expanded_help(parser, option)
+        assert str(sentinel(old)) in text, f"{command} {option}: help {text!r} ignores {name}"
+        assert not states_default(text, old), f"{command} {option}: help {text!r} keeps {old!r}"
+        if parser.get_default(option.lstrip("-").replace("-", "_")) is not None:
+            assert parser.get_default(option.lstrip("-").replace("-", "_")) == sentinel(old)
+
+
+def test_explains_state_follows_the_out_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    (row,) = [r for r in documented_options("explain") if "--state" in r["option"]]
+    assert f"`{settings.SITEMAP_OUT_DIR}.sitemap-state`" in row["default"], row
+    monkeypatch.setattr(settings, "SITEMAP_OUT_DIR", "zq-out")
+    assert "zq-out.sitemap-state" in expanded_help(command_parser("explain"), "--state")
+
+
+@pytest.mark.parametrize("command", CRAWLING_COMMANDS)
+def test_reference_gives_the_settings_default_of_each_option(command: str) -> None:
+    """The default column of an option that takes a setting's default is that
+    setting's value in settings/__init__.py."""
+    wrong = []
+    for row in documented_options(command):
+        for option in OPTION.findall(row["option"]):
+            if option in OPTION_DEFAULTS:
+                value = getattr(settings, OPTION_DEFAULTS[option])
+                if f"`{value}`" not in row.get("default", ""):
+                    wrong.append(f"{option}: docs {row.get('default')!r}, settings `{value}`")
+    assert not wrong, f"docs/reference.md, section 'sitemap-crawler {command}': {wrong}"
+
+
+def prose(path: Path) -> str:
+    """*path* without its code blocks and without reference.md's tables (checked
+    against the code above)."""
+    text = without_code_blocks(path.read_text(encoding="utf-8"))
+    if path == REFERENCE:
+        text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("|"))
+    return text
+
+
+def copied_defaults() -> dict[str, Any]:
+    """The defaults a text could copy: every option's, and every setting's that is a
+    number of two digits or more or a word."""
+    found = {name: getattr(settings, name) for name in OPTION_DEFAULTS.values()}
+    for name, value in SETTINGS.items():
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            continue
+        if len(str(value)) >= 2:
+            found[name] = value
+    return found
+
+
+@pytest.mark.parametrize("path", doc_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_docs_copy_no_default(path: Path) -> None:
+    """README and docs say "default" next to no setting's value: the reference's
+    tables are the one written copy (checked above), so changing a default in
+    settings/__init__.py leaves nothing stale."""
+    text = prose(path)
+    copies = [
+        f"{name} ({value!r})"
+        for name, value in copied_defaults().items()
+        if states_default(text, value)
+    ]
+    assert not copies, f"{path.relative_to(ROOT)} copies these defaults: {copies}"
+
+
+#: "`SITEMAP_X` (40)", "(10%)", "(15 s)", "(24 hours)": a setting's value quoted in prose.
+QUOTED = re.compile(
+    r"`(SITEMAP_[A-Z0-9_]+)`\s*\((\d[\d_,.]*)\s*(%|s|seconds?|minutes?|hours?|days?)?[),;]"
+)
+UNITS = {"%": 0.01, "s": 1, "second": 1, "minute": 60, "hour": 3600, "day": 86400}
+
+
+def quoted_values(text: str) -> Iterator[tuple[str, float]]:
+    """(setting, the value the text gives it) of every setting quoted with a value."""
+    for match in QUOTED.finditer(text):
+        unit = (match.group(3) or "").rstrip("s") or ("s" if match.group(3) == "s" else "")
+        number = float(match.group(2).replace(",", "").replace("_", ""))
+        yield match.group(1), number * UNITS.get(unit, 1)
+
+
+@pytest.mark.parametrize("path", doc_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_docs_quote_each_setting_with_its_value(path: Path) -> None:
+    """A setting quoted with its value in prose ("`SITEMAP_MAX_REDIRECTS` (10)") has
+    that value in settings/__init__.py: changing it there makes this test name
+    every copy to follow."""
+    text = path.read_text(encoding="utf-8")
+    stale = [
+        f"{name}: {value:g} (settings: {SETTINGS.get(name)!r})"
+        for name, value in quoted_values(text)
+        if not isinstance(SETTINGS.get(name), (int, float)) or abs(SETTINGS[name] - value) > 1e-9
+    ]
+    assert not stale, f"{path.relative_to(ROOT)} quotes stale values: {stale}"
+
+
+def test_a_changed_default_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checks above see a default changed in settings/__init__.py alone."""
+    monkeypatch.setattr(settings, "SITEMAP_MAX_PAGES", 1234)
+    with pytest.raises(AssertionError, match="--max-pages"):
+        test_reference_gives_the_settings_default_of_each_option("crawl")
+    assert states_default("fetch at most N pages (default 500000)", 500_000)
+    assert states_default("the default `public`", "public")
+    assert not states_default("default 8 per host, 16 in all", 6)
+    assert list(
+        quoted_values("`SITEMAP_MAX_DROP` (20%) and `SITEMAP_ROBOTS_MAX_AGE` (24 hours)")
+    ) == [
+        ("SITEMAP_MAX_DROP", 0.2),
+        ("SITEMAP_ROBOTS_MAX_AGE", 86400),
+    ]
+    monkeypatch.setitem(SETTINGS, "SITEMAP_MAX_REDIRECTS", 11)
+    with pytest.raises(AssertionError, match="SITEMAP_MAX_REDIRECTS"):
+        test_docs_quote_each_setting_with_its_value(DOCS / "crawling.md")
 
 
 # -- docs/ledger.md ----------------------------------------------------------------------

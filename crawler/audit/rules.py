@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from crawler.ledger import Ledger
+from crawler.ledger import LedgerReader
 from crawler.rulebook import Found, IncludeExclude, RuleParams
 from crawler.urls import url_key
 
@@ -35,12 +35,9 @@ class CrawlRules:
     @classmethod
     def of_ledger(cls, path: Path) -> CrawlRules:
         """The rules of the crawl whose ledger is at *path*."""
-        ledger = Ledger(path)
-        try:
+        with LedgerReader.open(path) as ledger:
             scope = ledger.get_meta("scope", {}) or {}
             start = ledger.get_meta("start_url")
-        finally:
-            ledger.close()
         return cls(
             scope if isinstance(scope, dict) else {}, start if isinstance(start, str) else None
         )

@@ -41,7 +41,6 @@ Stats: ``sitemap/audit/sitemaps``, ``sitemap/audit/listings``, ``sitemap/audit/f
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from functools import cached_property
 from pathlib import Path
@@ -59,11 +58,11 @@ from crawler.audit.store import AuditStore, Listing
 from crawler.extensions.runstate import RunState
 from crawler.items import UrlRecord
 from crawler.judge import NoLeads, PageJudge
-from crawler.ledger import Ledger
+from crawler.ledger import LedgerReader
 from crawler.limits import MAX_SITEMAPS_PER_INDEX, MAX_URLS_PER_FILE
 from crawler.parsepool import page_analyser
 from crawler.publicurl import PublicUrls, prefix_of
-from crawler.urls import normalize_url, site_of, start_url, url_key
+from crawler.urls import Stripping, normalize_url, site_of, start_url, url_key
 
 if TYPE_CHECKING:
     from typing import Self
@@ -123,8 +122,8 @@ class AuditSpider(Spider):
         spider.extra_sitemaps = s.getlist("SITEMAP_AUDIT_SITEMAPS")
         spider.max_index_depth = s.getint("SITEMAP_AUDIT_MAX_DEPTH")
         spider.max_sitemap_bytes = s.getint("SITEMAP_AUDIT_MAX_BYTES")
-        spider.strip_params = s.getbool("SITEMAP_STRIP_PARAMS")
-        spider.extra_strip = tuple(s.getlist("SITEMAP_STRIP_EXTRA"))
+        strip = Stripping.from_settings(s)
+        spider.strip_params, spider.extra_strip = strip.params, strip.extra
         crawler.signals.connect(spider.idle, signal=signals.spider_idle)
         return spider
 
@@ -163,11 +162,8 @@ class AuditSpider(Spider):
     # -- finding the sitemaps ------------------------------------------------------------
 
     async def start(self) -> AsyncIterator[Any]:
-        ledger = Ledger(self.ledger_path)
-        try:
+        with LedgerReader.open(self.ledger_path) as ledger:
             declared = ledger.get_meta("robots_sitemaps", []) or []
-        finally:
-            ledger.close()
         root = self.start_origin + "/"
         robots = root + "robots.txt"
         candidates: list[tuple[str, str, list[StoredProblem]]] = []
@@ -508,23 +504,16 @@ class AuditSpider(Spider):
     def _unjudged(self) -> Iterator[str]:
         """In-scope listed URLs that the crawl never judged."""
         rules = CrawlRules.of_ledger(self.ledger_path)
-        db = sqlite3.connect(f"file:{self.ledger_path}?mode=ro", uri=True)
-        try:
-            for row in self.store.query(
-                "SELECT key, min(url) AS url FROM listings WHERE key IS NOT NULL "
-                "AND scope IS NULL AND audited = 1 GROUP BY key ORDER BY key"
-            ):
-                found = db.execute("SELECT decision FROM urls WHERE key = ?", (row["key"],))
-                decision = found.fetchone()
+        with LedgerReader.open(self.ledger_path) as ledger:
+            for key, url in self.store.audited_keys():
+                found = ledger.decision_of(key)
                 # One the crawl's rules left out (--exclude, a cap), or would have,
                 # is not fetched: the report says it is excluded, and why.
-                if decision is None:
-                    if rules.excludes(row["url"]) is None:
-                        yield row["url"]
-                elif decision[0] not in d.JUDGED | d.RULED_OUT:
-                    yield row["url"]
-        finally:
-            db.close()
+                if found is None:
+                    if rules.excludes(url) is None:
+                        yield url
+                elif found[0] not in d.JUDGED | d.RULED_OUT:
+                    yield url
 
     def parse_listed(self, response: Response) -> None:
         url = response.meta["sitemap_url"]

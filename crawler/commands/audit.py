@@ -44,6 +44,7 @@ from crawler.commands.options import (
     scrapy_command,
     site_settings,
 )
+from crawler.outcome import INTERRUPTED, RunOutcome
 from crawler.paths import AUDIT_HISTORY, LEDGER
 
 if TYPE_CHECKING:
@@ -150,11 +151,13 @@ class AuditOutcome:
 def execute(args: argparse.Namespace, base: Settings | None = None) -> AuditOutcome:
     """Crawl (unless ``--state``), read the sitemaps, build and write the report;
     print nothing. Raises UsageError for bad input."""
+    from scrapy import signals
     from scrapy.crawler import Crawler, CrawlerProcess
 
     from crawler.audit.report import build_report, failures, write_report
     from crawler.audit.report import format_summary as audit_summary
     from crawler.audit.spider import AuditSpider
+    from crawler.extensions.runstate import RunState
     from crawler.spiders.site import SiteSpider
 
     overrides = audit_settings(args)
@@ -181,7 +184,7 @@ def execute(args: argparse.Namespace, base: Settings | None = None) -> AuditOutc
             # The first crawler of the process installs the reactor.
             init_reactor=bool(args.state),
         )
-        crawl_stats: dict[str, Any] = {}
+        crawled: list[RunOutcome | None] = []
         if args.state:
             process.crawl(auditor, url=args.url)
         else:
@@ -195,23 +198,28 @@ def execute(args: argparse.Namespace, base: Settings | None = None) -> AuditOutc
             )
 
             def then_audit(_: Any) -> Any:
-                crawl_stats.update(crawler.stats.get_stats() if crawler.stats else {})
-                if crawl_stats.get("sitemap/outcome") == "crawled":
+                state = RunState.existing(crawler)
+                crawled.append(state.outcome if state is not None else None)
+                if crawled[0] is not None and crawled[0].outcome == "crawled":
                     return process.crawl(auditor, url=args.url)
                 return None
 
             process.crawl(crawler, url=args.url).addCallback(then_audit)
+        closed: list[str] = []
+
+        def audit_closed(reason: str) -> None:
+            closed.append(reason)
+
+        auditor.signals.connect(audit_closed, signal=signals.spider_closed, weak=False)
         process.start()
-        if crawl_stats and crawl_stats.get("sitemap/outcome") != "crawled":
-            outcome = crawl_stats.get("sitemap/outcome", "failed")
-            code = EXIT_INTERRUPTED if outcome == "interrupted" else EXIT_CRAWL_FAILED
-            message = crawl_stats.get("sitemap/message", outcome)
-            return AuditOutcome(code, error=f"the crawl failed: {message}")
-        stats = auditor.stats.get_stats() if auditor.stats else {}
-        if stats.get("finish_reason") in ("shutdown", "cancelled"):
+        if crawled and (crawl := crawled[0] or RunOutcome("failed", "failed")).outcome != "crawled":
+            code = EXIT_INTERRUPTED if crawl.outcome == "interrupted" else EXIT_CRAWL_FAILED
+            return AuditOutcome(code, error=f"the crawl failed: {crawl.message}")
+        if closed and closed[0] in INTERRUPTED:
             return AuditOutcome(EXIT_INTERRUPTED, error="interrupted; no report")
-        if stats.get("sitemap/fatal"):
-            return AuditOutcome(EXIT_CRAWL_FAILED, error=str(stats["sitemap/fatal"]))
+        state = RunState.existing(auditor)
+        if state is not None and state.fatal:
+            return AuditOutcome(EXIT_CRAWL_FAILED, error=state.fatal)
         report = build_report(args.url, ledger, work / "audit.sqlite")
         # The report files first: a reader that stops reading stdout loses nothing.
         summary = audit_summary(report)

@@ -45,7 +45,9 @@ from crawler.commands.options import (
     site_settings,
 )
 from crawler.commands.process import run_spider
+from crawler.defaults import setting_default
 from crawler.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
+from crawler.outcome import RunOutcome
 from crawler.paths import JOB, CrawlPaths, PathError
 from crawler.report import format_summary
 from crawler.urls import normalize_url
@@ -134,7 +136,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--out",
-        default="public",
+        default=setting_default("SITEMAP_OUT_DIR"),
         metavar="DIR",
         help="directory the sitemap set is published to (default: %(default)s)",
     )
@@ -148,16 +150,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--max-urls-per-file",
         type=positive_int,
         metavar="N",
-        default=MAX_URLS_PER_FILE,
-        help="rotate sitemap files at N URLs (default and maximum %(default)s)",
+        default=setting_default("SITEMAP_MAX_URLS_PER_FILE"),
+        help=f"rotate sitemap files at N URLs, at most {MAX_URLS_PER_FILE} (default: %(default)s)",
     )
     p.add_argument(
         "--max-bytes-per-file",
         type=positive_int,
         metavar="N",
-        default=MAX_BYTES_PER_FILE,
-        help="rotate sitemap files at N bytes uncompressed (default and "
-        "maximum %(default)s, 50 MiB)",
+        default=setting_default("SITEMAP_MAX_BYTES_PER_FILE"),
+        help=f"rotate sitemap files at N bytes uncompressed, at most {MAX_BYTES_PER_FILE} "
+        "(50 MiB; default: %(default)s)",
     )
     p.add_argument(
         "--no-gzip", action="store_true", help="write plain .xml/.txt files instead of gzipped ones"
@@ -165,7 +167,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--format",
         choices=("xml", "txt"),
-        default="xml",
+        default=setting_default("SITEMAP_FORMAT"),
         help="sitemap file format (default: %(default)s; the index is XML)",
     )
     rich = p.add_argument_group(
@@ -219,10 +221,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     render.add_argument(
         "--render",
         choices=("never", "auto", "always"),
-        help="never: read raw HTML only; auto (default): render a page whose raw HTML looks "
+        help="never: read raw HTML only; auto: render a page whose raw HTML looks "
         "like an application shell (few links to the site and an empty mount element or a "
         "<noscript> asking for JavaScript) or whose URL matches --render-include; always: "
-        "render every HTML page that is not noindex in its raw HTML",
+        "render every HTML page that is not noindex in its raw HTML (default: "
+        f"{setting_default('SITEMAP_RENDER')})",
     )
     render.add_argument(
         "--render-include",
@@ -242,7 +245,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--render-concurrency",
         type=positive_int,
         metavar="N",
-        help="render at most N pages at once (default 2)",
+        help="render at most N pages at once (default "
+        f"{setting_default('SITEMAP_RENDER_CONCURRENCY')})",
     )
     around = p.add_argument_group(
         "around the sitemap",
@@ -257,13 +261,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--feed-days",
         type=positive_int,
         metavar="N",
-        help="the feed holds the changes of the last N days (default 7)",
+        help="the feed holds the changes of the last N days (default "
+        f"{setting_default('SITEMAP_FEED_DAYS')})",
     )
     around.add_argument(
         "--feed-max",
         type=positive_int,
         metavar="N",
-        help="the feed holds at most N entries, newest first (default 1000)",
+        help="the feed holds at most N entries, newest first (default "
+        f"{setting_default('SITEMAP_FEED_MAX')})",
     )
     around.add_argument(
         "--section",
@@ -303,7 +309,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     around.add_argument(
         "--indexnow-endpoint",
         metavar="URL",
-        help="the IndexNow endpoint (default: the shared https://api.indexnow.org/indexnow)",
+        help="the IndexNow endpoint (default: the shared "
+        f"{setting_default('SITEMAP_INDEXNOW_ENDPOINT')})",
     )
     around.add_argument(
         "--indexnow-all",
@@ -313,9 +320,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--force",
         action="store_true",
-        help="publish even when the run looks broken (more than 10%% of pages failed, "
-        "or more than 20%% of the previously published URLs would disappear), and "
-        "publish what an interrupted run found (it cannot be resumed then)",
+        help="publish even when the run looks broken (more than "
+        f"{setting_default('SITEMAP_MAX_ERROR_RATE'):.0%}% of pages failed, or more than "
+        f"{setting_default('SITEMAP_MAX_DROP'):.0%}% of the previously published URLs would "
+        "disappear), and publish what an interrupted run found (it cannot be resumed then)",
     )
     p.add_argument(
         "--resume",
@@ -464,12 +472,14 @@ def _check_render(settings: Settings) -> None:
 
 @dataclass
 class CrawlOutcome:
-    """How a crawl ended: its exit status, its stats (the summary's figures) and,
-    when it did not do its job, the one line that says why."""
+    """How a crawl ended: its exit status, its stats (the summary's figures), when
+    it did not do its job the one line that says why, and the publisher's outcome
+    (None when the crawl never got that far)."""
 
     code: int
     stats: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    run: RunOutcome | None = None
 
 
 def execute(args: argparse.Namespace) -> CrawlOutcome:
@@ -512,7 +522,7 @@ def _execute(args: argparse.Namespace) -> CrawlOutcome:
             # (none without --processes: the workers are started elsewhere).
             count = (args.processes or 0) if args.no_fetch else (args.processes or 1) - 1
             workers = distributed.start_workers(redis_url, count, args.log_level)
-        code, stats = run_spider(args.url, overrides, spider=spider)
+        spider_run = run_spider(args.url, overrides, spider=spider)
     except CrawlFailure as e:
         return CrawlOutcome(EXIT_CRAWL_FAILED, error=f"{e}; this run did nothing")
     finally:
@@ -522,16 +532,19 @@ def _execute(args: argparse.Namespace) -> CrawlOutcome:
         distributed.stop_workers(workers)
         if private is not None:
             private.stop()
-    failure = None if code == EXIT_OK else stats.get("sitemap/message", "the crawl failed")
-    if code == EXIT_OK:
+    code, stats, run = spider_run.code, spider_run.stats, spider_run.outcome
+    failure = None
+    if code != EXIT_OK:
+        failure = run.message if run is not None else "the crawl failed"
+    elif run is not None:
         from crawler.commands.notify import notify
 
-        notified = notify(project_settings(overrides), stats)
+        notified = notify(project_settings(overrides), run)
         if notified is not None:
             stats["sitemap/indexnow"] = notified.message
             if not notified.ok:
                 code, failure = EXIT_NOTIFY_FAILED, notified.message
-    return CrawlOutcome(code, stats, failure)
+    return CrawlOutcome(code, stats, failure, run)
 
 
 def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:

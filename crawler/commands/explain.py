@@ -20,7 +20,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from crawler.commands.options import EXIT_OK, EXIT_USAGE, error, print_stdout, scrapy_command
+from crawler.commands.options import (
+    EXIT_OK,
+    EXIT_USAGE,
+    error,
+    print_stdout,
+    scrapy_command,
+)
+from crawler.defaults import setting_default
 from crawler.paths import CrawlPaths
 
 if TYPE_CHECKING:
@@ -42,8 +49,11 @@ EPILOG = (
 
 #: Exit status of a URL the crawl never saw.
 EXIT_UNKNOWN = 1
-#: The state directory of ``crawl`` with its default ``--out public``.
-DEFAULT_STATE = CrawlPaths.create("public").state.name
+
+
+def default_state() -> str:
+    """The state directory of ``crawl`` with its default ``--out``."""
+    return CrawlPaths.create(setting_default("SITEMAP_OUT_DIR")).state.name
 
 
 def add_arguments(p: argparse.ArgumentParser, *, scrapy: bool = False) -> None:
@@ -53,10 +63,11 @@ def add_arguments(p: argparse.ArgumentParser, *, scrapy: bool = False) -> None:
         help="the URL as you have it: any spelling of a crawled URL, a path of the site "
         "(/about.html), or its public --base-url address",
     )
+    out = setting_default("SITEMAP_OUT_DIR")
     p.add_argument(
         "--state",
         metavar="DIR",
-        help=f"the crawl's state directory (default: {DEFAULT_STATE}, that of crawl --out public)",
+        help=f"the crawl's state directory (default: {default_state()}, that of crawl --out {out})",
     )
     p.add_argument("--json", action="store_true", help="print the answer as one JSON object")
 
@@ -67,7 +78,7 @@ def execute(args: argparse.Namespace) -> dict[str, Any]:
 
     if not args.url:
         raise ExplainError("a URL is required")
-    state = Path(args.state) if args.state else Path(DEFAULT_STATE)
+    state = Path(args.state) if args.state else Path(default_state())
     return explain(state, args.url)
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -26,6 +25,8 @@ from crawler import indexnow
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
+
+    from crawler.outcome import RunOutcome
 
 
 def changed_urls(report: dict[str, Any], first_run: bool, submit_all: bool) -> list[str] | None:
@@ -38,22 +39,19 @@ def changed_urls(report: dict[str, Any], first_run: bool, submit_all: bool) -> l
     return urls
 
 
-def notify(settings: BaseSettings, stats: dict[str, Any]) -> indexnow.Outcome | None:
-    """Submit this run's changes (see the module docstring); None when there is
-    nothing to do: no key, nothing published, or a first run."""
+def notify(settings: BaseSettings, run: RunOutcome) -> indexnow.Outcome | None:
+    """Submit the changes of the run that ended with *run* (see the module
+    docstring); None when there is nothing to do: no key, nothing published, or a
+    first run."""
     key = settings.get("SITEMAP_INDEXNOW_KEY")
-    report_path = stats.get("sitemap/report_path")
-    if not key or stats.get("sitemap/outcome") != "published" or not report_path:
+    published, path = run.published, run.report_path
+    if not key or published is None or path is None:
         return None
-    path = Path(report_path)
     report = json.loads(path.read_text(encoding="utf-8"))
-    urls = changed_urls(
-        report, bool(stats.get("sitemap/first_run")), settings.getbool("SITEMAP_INDEXNOW_ALL")
-    )
+    urls = changed_urls(report, published.first_run, settings.getbool("SITEMAP_INDEXNOW_ALL"))
     if urls is None:
         return None
-    index_url = stats["sitemap/index_url"]  # the public address of the published index
-    parts = urlsplit(index_url)
+    parts = urlsplit(published.index_url)  # the public address of the published index
     root = f"{parts.scheme}://{parts.netloc}/"
     location = indexnow.key_location(root, key, settings.get("SITEMAP_INDEXNOW_KEY_LOCATION"))
     problem = indexnow.check_key(location, key)

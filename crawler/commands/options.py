@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from crawler.agent import is_product_token, product_token
 from crawler.calendars import parse_window
+from crawler.defaults import setting_default
 from crawler.publicurl import BaseUrlError, PublicUrls
 from crawler.urls import host_port, normalize_url, site_of
 
@@ -58,6 +59,28 @@ OUTCOME_EXIT = {
 
 PROG = "sitemap-crawler"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+#: The options of ``crawl`` and ``audit`` whose default is a setting's: their help
+#: and docs/reference.md give that setting's value from settings/__init__.py
+#: (tests/test_docs.py changes each one there and looks for stale copies).
+OPTION_DEFAULTS = {
+    "--max-pages": "SITEMAP_MAX_PAGES",
+    "--max-depth": "SITEMAP_MAX_DEPTH",
+    "--max-variants-per-path": "SITEMAP_MAX_VARIANTS_PER_PATH",
+    "--calendar-window": "SITEMAP_CALENDAR_WINDOW",
+    "--concurrency": "CONCURRENT_REQUESTS_PER_DOMAIN",
+    "--delay": "DOWNLOAD_DELAY",
+    "--out": "SITEMAP_OUT_DIR",
+    "--max-urls-per-file": "SITEMAP_MAX_URLS_PER_FILE",
+    "--max-bytes-per-file": "SITEMAP_MAX_BYTES_PER_FILE",
+    "--format": "SITEMAP_FORMAT",
+    "--render": "SITEMAP_RENDER",
+    "--render-concurrency": "SITEMAP_RENDER_CONCURRENCY",
+    "--feed-days": "SITEMAP_FEED_DAYS",
+    "--feed-max": "SITEMAP_FEED_MAX",
+    "--indexnow-endpoint": "SITEMAP_INDEXNOW_ENDPOINT",
+}
 
 
 class UsageError(Exception):
@@ -223,38 +246,44 @@ def add_site_options(
         "--max-pages",
         type=non_negative_int,
         metavar="N",
-        help="fetch at most N pages (default 500000; 0 means no limit)",
+        help=f"fetch at most N pages (default {setting_default('SITEMAP_MAX_PAGES')}; "
+        "0 means no limit)",
     )
     p.add_argument(
         "--max-depth",
         type=non_negative_int,
         metavar="N",
-        help="follow links at most N levels from the start URL (default 50; 0 means no limit)",
+        help="follow links at most N levels from the start URL (default "
+        f"{setting_default('SITEMAP_MAX_DEPTH')}; 0 means no limit)",
     )
     p.add_argument(
         "--max-variants-per-path",
         type=non_negative_int,
         metavar="N",
-        help="list at most N query variants of one path (default 20; 0 means no limit)",
+        help="list at most N query variants of one path (default "
+        f"{setting_default('SITEMAP_MAX_VARIANTS_PER_PATH')}; 0 means no limit)",
     )
     p.add_argument(
         "--calendar-window",
         type=window,
         metavar="DURATION",
         help="follow a calendar's or date archive's prev/next links only within this "
-        "window of today, each way (default 365d; also 52w, 12m, 1y; 0 turns it off)",
+        f"window of today, each way (default {setting_default('SITEMAP_CALENDAR_WINDOW')}; "
+        "also 52w, 12m, 1y; 0 turns it off)",
     )
     p.add_argument(
         "--concurrency",
         type=positive_int,
         metavar="N",
-        help="concurrent requests (default 8 per host, 16 in all)",
+        help=f"concurrent requests (default {setting_default('CONCURRENT_REQUESTS_PER_DOMAIN')} "
+        f"per host, {setting_default('CONCURRENT_REQUESTS')} in all)",
     )
     p.add_argument(
         "--delay",
         type=seconds,
         metavar="S",
-        help="minimum delay between requests in seconds (default 0, with "
+        help="minimum delay between requests in seconds (default "
+        f"{setting_default('DOWNLOAD_DELAY')}, with "
         "AutoThrottle adapting to the server; robots.txt Crawl-delay wins "
         "when larger)",
     )

@@ -2,8 +2,8 @@
 
 :func:`run_spider` builds the project's settings, forks the page-parsing workers
 before the reactor starts (:mod:`crawler.parsepool`), runs one crawl with Scrapy's
-``CrawlerProcess`` and returns its exit status and stats. What the run keeps (its
-lock, ledgers and ``JOBDIR``) is the run state's business
+``CrawlerProcess`` and returns how it ended (:class:`crawler.outcome.SpiderRun`).
+What the run keeps (its lock, ledgers and ``JOBDIR``) is the run state's business
 (:mod:`crawler.extensions.runstate`), so ``scrapy crawl site`` behaves the same. A process runs one
 reactor once: the Python API (:mod:`crawler.api`) runs each command in a child
 process for that reason.
@@ -22,6 +22,7 @@ from crawler.commands.options import (
     OUTCOME_EXIT,
     project_settings,
 )
+from crawler.outcome import RunOutcome, SpiderRun
 
 
 class _Process(CrawlerProcess):
@@ -35,14 +36,15 @@ class _Process(CrawlerProcess):
         super()._signal_kill(signum, _)
 
 
-def run_spider(
-    url: str, overrides: Mapping[str, Any], spider: str | None = None
-) -> tuple[int, dict[str, Any]]:
+def run_spider(url: str, overrides: Mapping[str, Any], spider: str | None = None) -> SpiderRun:
     """Run the spider (the site spider, or the class named *spider*) in this process;
-    return the exit status and the stats."""
+    return how it ended: the exit status and the publisher's outcome (the stats
+    ride along for the summary)."""
+    from scrapy import signals
     from scrapy.settings import default_settings
     from scrapy.utils.misc import load_object
 
+    from crawler.extensions.runstate import RunState
     from crawler.parsepool import fork_workers, processes_from
     from crawler.spiders.site import SiteSpider
 
@@ -54,24 +56,30 @@ def run_spider(
         fork_workers(processes_from(settings))
     process = _Process(settings)
     crawler = process.create_crawler(load_object(spider) if spider else SiteSpider)
+    closed: list[str] = []
+
+    def spider_closed(reason: str) -> None:
+        closed.append(reason)
+
+    crawler.signals.connect(spider_closed, signal=signals.spider_closed, weak=False)
     process.crawl(crawler, url=url)
     process.start()
     stats = crawler.stats.get_stats() if crawler.stats else {}
+    state = RunState.existing(crawler)
+    reason = closed[0] if closed else None
+    fatal = state.fatal if state is not None else None
     if process.killed:
         # A second Ctrl-C or SIGTERM stopped the reactor at once: no spider_closed,
         # no publisher. Nothing was published; the run's files are put away here.
-        from crawler.extensions.runstate import RunState
-
-        if (state := RunState.existing(crawler)) is not None:
+        if state is not None:
             state.abandon()
         message = "stopped at once by a second interrupt; nothing was published"
-        return EXIT_INTERRUPTED, {
-            **stats,
-            "sitemap/outcome": "interrupted",
-            "sitemap/message": message,
-        }
-    outcome = stats.get("sitemap/outcome")
+        stats = {**stats, "sitemap/outcome": "interrupted", "sitemap/message": message}
+        stopped = RunOutcome("interrupted", message)
+        return SpiderRun(EXIT_INTERRUPTED, stopped, reason, fatal, stats)
+    outcome = state.outcome if state is not None else None
     if outcome is None:
-        # The spider never got as far as the publisher (bad settings, say).
-        return EXIT_CRAWL_FAILED, stats
-    return OUTCOME_EXIT.get(outcome, EXIT_CRAWL_FAILED), stats
+        # The spider never got as far as the publisher (bad settings, say), or this
+        # process publishes nothing (a fetching worker).
+        return SpiderRun(EXIT_CRAWL_FAILED, None, reason, fatal, stats)
+    return SpiderRun(OUTCOME_EXIT[outcome.outcome], outcome, reason, fatal, stats)

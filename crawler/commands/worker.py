@@ -106,7 +106,7 @@ def run(
             local,
             checked_settings({**config["settings"], **local}, base),
         )
-        _, stats = run_spider(start_url, settings, spider=SPIDER)
+        run = run_spider(start_url, settings, spider=SPIDER)
     except UsageError as e:
         error(f"error: {e}")
         return EXIT_USAGE
@@ -117,17 +117,18 @@ def run(
         logger.debug("worker failed", exc_info=True)
         error(f"error: {type(e).__name__}: {e}")
         return EXIT_USAGE
+    stats = run.stats  # figures for the line below, not decisions
     fetched = stats.get("sitemap/distributed/pages", 0)
     name = stats.get("sitemap/distributed/process", "?")
     where = f"crawl {crawl_id} of {start_url}"
-    if stats.get("finish_reason") in ("shutdown", "cancelled"):
+    if run.interrupted:
         error(
             f"worker interrupted after {fetched} pages of {where}; what it held went back "
             "to the queue"
         )
         return EXIT_INTERRUPTED
-    if stats.get("sitemap/fatal"):
-        error(f"{stats['sitemap/fatal']} ({where})")
+    if run.fatal:
+        error(f"{run.fatal} ({where})")
         return EXIT_CRAWL_FAILED
     end = stats.get("sitemap/distributed/end") or "over"
     if not os.environ.get(distributed.STARTED_BY_CRAWL):

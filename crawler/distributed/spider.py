@@ -423,8 +423,7 @@ class DistributedSiteSpider(Spider):
                         f"the coordinator of crawl {redis.id} sent no heartbeat for "
                         f"{redis.timeout} s; this worker stops"
                     )
-                    logger.error(message)
-                    stats.set_value("sitemap/fatal", message)
+                    self.run_state.fail(message)  # the worker's answer, and the stat
                     break
             request = scheduler.take(engine)
             if request is not None:

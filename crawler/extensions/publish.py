@@ -81,6 +81,7 @@ from crawler.extensions.runstate import RunState
 from crawler.feed import discard, publish_feed, render_feed, write_feed
 from crawler.htmlpage import write_html
 from crawler.lastmod import lastmod_datetime, w3c_datetime
+from crawler.outcome import GOOD, INTERRUPTED, Outcome, Published, RunOutcome
 from crawler.params import settler
 from crawler.paths import LEDGER_JSONL, REPORT, REPORT_HTML, RUNS
 from crawler.report import DEFAULT_SECTION, PREFIX, format_summary, run_model, write_json
@@ -103,10 +104,6 @@ logger = logging.getLogger(__name__)
 
 #: The delta feed's name, beside the index.
 FEED_NAME = "changes.atom"
-#: Outcomes of a crawl that did its job.
-GOOD = frozenset({"published", "crawled"})
-#: Close reasons of a crawl stopped by Ctrl-C or SIGTERM.
-INTERRUPTED = frozenset({"shutdown", "cancelled"})
 #: Close reasons of a crawl stopped by a budget (Scrapy's CloseSpider extension)
 #: that publishes what it judged, in words for the summary. Only time: the other
 #: CLOSESPIDER_* closes stay a crawl that did not finish (--max-pages is the page
@@ -231,12 +228,12 @@ class SitemapPublisher:
         publish: bool,
         force: bool,
         dedupe_content: bool,
-        max_variants: int = 0,
+        max_variants: int,
         max_drop: float,
         max_error_rate: float,
         resumable: bool,
-        report_html: bool = True,
-        report_urls: int = 1000,
+        report_html: bool,
+        report_urls: int,
     ) -> None:
         self.state = state
         self.stats = stats
@@ -256,6 +253,8 @@ class SitemapPublisher:
         self.extensions: frozenset[str] = frozenset()
         # What the checks before publishing found (_refusal), for the report's "why".
         self.checked = ""
+        # Where the set went, once published (for the run's outcome).
+        self.published: Published | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -284,6 +283,8 @@ class SitemapPublisher:
         state, stats = self.state, self.stats
         if state.locked_out:
             # Another run owns the state directory: touch nothing, say why.
+            assert state.fatal is not None  # set when it was locked out
+            state.outcome = RunOutcome("failed", state.fatal)
             stats.set_value("sitemap/outcome", "failed")
             stats.set_value("sitemap/message", state.fatal)
             return
@@ -293,7 +294,7 @@ class SitemapPublisher:
         # An interrupted run with a JOBDIR keeps its ledger as it is, to be resumed,
         # unless --force asked to publish what it found.
         resumable = reason in INTERRUPTED and self.resumable and not self.force
-        outcome = "interrupted"
+        outcome: Outcome = "interrupted"
         try:
             if not resumable:
                 if state.unfetched is not None:
@@ -306,8 +307,8 @@ class SitemapPublisher:
                     unfetched=unfetched,
                     variants=settler(self.max_variants),
                 )
-                if stats.get_value("sitemap/seeds/sitemap"):
-                    stats.set_value("sitemap/seeds/listed_unlinked", ledger.listed_unlinked())
+                # For the summary (shown when sitemaps brought seeds; 0 otherwise).
+                stats.set_value("sitemap/seeds/listed_unlinked", ledger.listed_unlinked())
                 if reason in BUDGETS:
                     stats.set_value("sitemap/budget", BUDGETS[reason])
                     stats.set_value("sitemap/budget/unfetched", left)
@@ -320,7 +321,14 @@ class SitemapPublisher:
             stats.set_value("sitemap/message", message)
             ledger.set_meta("outcome", {"outcome": outcome, "message": message, "reason": reason})
             ledger.commit()
-            self._write_report(ledger, outcome, message)
+            report, html = self._write_report(ledger, outcome, message)
+            state.outcome = RunOutcome(
+                outcome,
+                message,
+                self.published if outcome == "published" else None,
+                report,
+                html,
+            )
             if outcome in GOOD:
                 ledger.export_jsonl(state.paths.state / LEDGER_JSONL)
         finally:
@@ -352,14 +360,14 @@ class SitemapPublisher:
         if calendars:
             self.stats.set_value("sitemap/learned/calendars", calendars)
 
-    def _publish(self, ledger: Ledger, reason: str) -> tuple[str, str]:
+    def _publish(self, ledger: Ledger, reason: str) -> tuple[Outcome, str]:
         state = self.state
         assert state.paths is not None
         if state.fatal:
             return "failed", state.fatal
         finished = reason == "finished" or reason in BUDGETS
         if not finished and not (self.force and reason in INTERRUPTED):
-            kind = "interrupted" if reason in INTERRUPTED else "failed"
+            kind: Outcome = "interrupted" if reason in INTERRUPTED else "failed"
             return kind, f"the crawl did not finish ({reason}); nothing was published"
         if ledger.counts().get(LISTED, 0) == 0:
             return "failed", "nothing listed" + _start_note(ledger, state.start_url)
@@ -399,7 +407,7 @@ class SitemapPublisher:
         self.stats.set_value("sitemap/files_written", len(files) - unchanged)
         self.stats.set_value("sitemap/files_unchanged", unchanged)
         names = [f.name for f in files]
-        before = state.previous.meta("published") if state.previous is not None else None
+        before = state.previous.get_meta("published") if state.previous is not None else None
         # When this very set was first published: an unchanged night keeps the date.
         since = state.started.isoformat()
         same_set = (
@@ -410,7 +418,7 @@ class SitemapPublisher:
         )
         if same_set:
             assert state.previous is not None and isinstance(before, dict)
-            since = before.get("since") or state.previous.meta("run_started") or since
+            since = before.get("since") or state.previous.get_meta("run_started") or since
         self.stats.set_value("sitemap/published_since", since)
         self.stats.set_value("sitemap/set_unchanged", same_set)
         self.stats.set_value("sitemap/urls_written", sum(f.urls for f in files))
@@ -422,8 +430,11 @@ class SitemapPublisher:
             default = sum(f.urls for f in files if f.section is None)
             for name, urls in {**sections, DEFAULT_SECTION: default}.items():
                 self.stats.set_value(f"sitemap/section/{name}", urls)
+        self.published = Published(
+            index, public.sitemap_loc(index.name), first_run=state.previous is None
+        )
         self.stats.set_value("sitemap/index_path", str(index))
-        self.stats.set_value("sitemap/index_url", public.sitemap_loc(index.name))
+        self.stats.set_value("sitemap/index_url", self.published.index_url)
         # Which file holds which page, for `explain` (issue 17): the files in the
         # order written, each section's in address order, so that a page's rank in
         # its section finds its file without reading any.
@@ -499,9 +510,10 @@ class SitemapPublisher:
         self.checked = checked
         return None
 
-    def _write_report(self, ledger: Ledger, outcome: str, message: str) -> None:
+    def _write_report(self, ledger: Ledger, outcome: str, message: str) -> tuple[Path, Path | None]:
         """report.json, the runs kept in runs.json, and report.html: one model
-        (crawler.report.RunModel), so the page's figures are the JSON's."""
+        (crawler.report.RunModel), so the page's figures are the JSON's. Returns
+        the paths of report.json and report.html (None: off)."""
         state = self.state
         assert state.paths is not None
         path = state.paths.state / REPORT
@@ -518,6 +530,8 @@ class SitemapPublisher:
             page = render_run(model, ledger, self.report_urls)
             html = write_html(path.with_name(REPORT_HTML), page)
             self.stats.set_value("sitemap/report_html_path", str(html))
+            return path, html
+        return path, None
 
 
 def _published_note(files: int, unchanged: int, same_set: bool) -> str:

@@ -54,6 +54,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import deferred_from_coro
 
 from crawler.ledger import Ledger
+from crawler.outcome import RunOutcome
 from crawler.paths import LEDGER_FAILED, LOCK, CrawlPaths
 from crawler.previous import PreviousRun
 from crawler.publicurl import PublicUrls
@@ -122,6 +123,9 @@ class RunState:
         self.locked_out = False
         self.fatal: str | None = None
         self.unfetched: tuple[str, str] | None = None  # see fail()
+        #: How the run ended, set by the publisher (None until then, or in a
+        #: process that keeps no books): the command's answer, not the stats.
+        self.outcome: RunOutcome | None = None
         self.resumable = False
         self._lock: int | None = None
         self._crawler: Crawler | None = None  # set by from_crawler()
@@ -181,7 +185,7 @@ class RunState:
             # A new night starts clean, even after an interrupted run.
             shutil.rmtree(self.job, ignore_errors=True)
         if self.incremental:
-            self.previous = PreviousRun.open(self.paths.ledger)
+            self.previous = PreviousRun.find(self.paths.ledger)
         path = self.paths.running_ledger
         if not (self.resume and self.job is not None and path.exists()):
             for stale in (
