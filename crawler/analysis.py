@@ -32,7 +32,7 @@ from crawler.content import bag_hash, main_content
 from crawler.hreflang import declared
 from crawler.links import LinkResolver, PageFacts, Resolved, page_facts, parse_html
 from crawler.pagemedia import NewsFacts, VideoFacts, images, news, videos
-from crawler.softnotfound import PagePrint, page_print
+from crawler.softnotfound import PagePrint, page_print, says_not_found
 from crawler.urls import normalize_url
 
 if TYPE_CHECKING:
@@ -99,6 +99,9 @@ class PageAnalysis:
     # The sign that the raw page is an application shell a script fills in
     # (crawler.appshell.shell_signs), or None.
     shell: str | None = None
+    # The evidence that the page says it is not there, and is thin
+    # (crawler.softnotfound.says_not_found), or None.
+    not_found: str | None = None
 
 
 def analyse_response(
@@ -126,6 +129,7 @@ def analyse_response(
     variants = "?" in response.url or any(
         link is not None and link.url.startswith(base) for link in links
     )
+    bag = bag_hash(root) if variants else None
     return PageAnalysis(
         facts=facts,
         links=links,
@@ -134,8 +138,9 @@ def analyse_response(
         rich=rich_facts,
         main_hash=main_hash,
         soft_print=page_print(text, response.url) if prints else None,
-        bag_hash=bag_hash(root) if variants else None,
+        bag_hash=bag,
         shell=shell,
+        not_found=says_not_found(root, facts.title),  # last: it strips the tree
     )
 
 

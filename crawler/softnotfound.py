@@ -17,6 +17,12 @@ hash of its words (equal: the same page), and a 64-bit simhash of its word pairs
 which tolerates a word or two more (a time, a counter): within
 :data:`MAX_DISTANCE` bits it is the same page. Pages with more text than
 :data:`MAX_TEXT` characters get no fingerprint (a "not found" page is short).
+
+A real address can be a "not found" page too (a product taken down, answered 200):
+:func:`says_not_found` reads each page, and the judge leaves out one whose title,
+first heading or start of main text says the thing is not there (as words, in the
+common languages) and whose main content is thin, with that evidence as its reason
+(``SITEMAP_SOFT404_CONTENT``).
 """
 
 from __future__ import annotations
@@ -24,7 +30,10 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+from typing import Any
 from urllib.parse import unquote, urlsplit
+
+from lxml import etree
 
 #: Probe addresses start with this path.
 PROBE_PREFIX = "/sitemap-crawler-probe-"
@@ -107,3 +116,84 @@ class SoftNotFound:
             if found[0] == exact or bin(found[1] ^ sim).count("1") <= MAX_DISTANCE:
                 return url
         return None
+
+
+# -- a page that says so ---------------------------------------------------------------
+
+#: A page whose main content has at most this many words is thin.
+THIN_WORDS = 50
+# "The thing is not there", as words (not inside other words: ErrorKind::NotFound is
+# no match), in the common languages.
+_SAYS_NOT_FOUND = re.compile(
+    r"(?<!\w)(?:"
+    r"not\s+found|no\s+longer\s+available|(?:does\s+not|doesn['’]t|no\s+longer)\s+exists?"
+    r"|(?:cannot|can['’]t|could\s+not|couldn['’]t)\s+be\s+found|404"
+    r"|nicht\s+gefunden|existiert\s+nicht|nicht\s+mehr\s+verf[üu]gbar"
+    r"|introuvable|n['’]existe\s+pas|n['’]est\s+plus\s+disponible|non\s+trouv[ée]e?"
+    r"|no\s+encontrad[oa]|no\s+existe|ya\s+no\s+est[áa]\s+disponible"
+    r"|non\s+trovat[oa]|non\s+esiste|n[ãa]o\s+encontrad[oa]|n[ãa]o\s+existe"
+    r"|niet\s+gevonden|bestaat\s+niet|nie\s+znaleziono|nie\s+istnieje"
+    r"|не\s+найден[аоы]?|не\s+существует|bulunamad[ıi]|hittades\s+inte|ikke\s+fundet"
+    r")(?!\w)"
+    # Scripts written without spaces between words: the phrase itself.
+    r"|見つかりません|找不到|页面不存在|頁面不存在|찾을\s*수\s*없습니다",
+    re.IGNORECASE,
+)
+# In the main text, where "not found" and "404" are common words of real pages (an
+# error reference: "an entity was not found"), they count only as a page's words:
+# "page not found", "error 404", "the page you requested was not found".
+_TEXT_SAYS_NOT_FOUND = re.compile(
+    _SAYS_NOT_FOUND.pattern.replace(r"not\s+found|", "", 1).replace(r"|404", "", 1)
+    + r"|(?<!\w)(?:(?:page|seite|página|pagina|site)\s+not\s+found|404\s+not\s+found"
+    r"|error\s+404|fehler\s+404|erreur\s+404"
+    r"|you(?:['’]re|\s+are|\s+were)?\s+(?:looking\s+for|requested|trying\s+to\s+reach)"
+    r"[^.!?]{0,60}?\s+(?:was|is|could)\s+(?:not|n['’]t)\s+(?:be\s+)?found)(?!\w)",
+    re.IGNORECASE,
+)
+# How much of the main text's start is read for the words.
+_START = 200
+
+
+def _text(element: Any) -> str:
+    return " ".join(etree.tostring(element, method="text", encoding="unicode").split())
+
+
+def says_not_found(root: Any, title: str | None) -> str | None:
+    """The evidence that the page is a "not found" page answered 200, in words
+    (``title says 'Product not found'; 19 words``), or None: its title, its first
+    heading or the start of its main text says the thing is not there, and its main
+    content is thin (:data:`THIN_WORDS`). The main content is the page's ``<main>``
+    (or ``role=main``, or its ``<article>``), else its body without navigation,
+    header, footer and asides. Call it last: it strips those from the tree."""
+    if root is None or not hasattr(root, "iter"):
+        return None
+    heading = next((_text(h) for h in root.iter("h1")), None)
+    if heading is None:
+        heading = next((_text(h) for h in root.iter("h2")), None)
+    region = next(iter(root.iter("main")), None)
+    if region is None:
+        region = next(iter(root.xpath("//*[@role='main']")), None)
+    if region is None:
+        region = next(iter(root.iter("article")), None)
+    if region is None:
+        etree.strip_elements(root, "nav", "header", "footer", "aside", with_tail=False)
+        region = next(iter(root.iter("body")), root)
+    text = _text(region)
+    found = None
+    for where, said, says in (
+        ("title", title, _SAYS_NOT_FOUND),
+        ("heading", heading, _SAYS_NOT_FOUND),
+        ("text", text[:_START], _TEXT_SAYS_NOT_FOUND),
+    ):
+        if said and says.search(said):
+            found = where, said
+            break
+    if found is None:
+        return None
+    words = len(_WORD.findall(text))
+    if words > THIN_WORDS:
+        return None
+    where, said = found
+    if len(said) > 80:
+        said = said[:77].rstrip() + "..."
+    return f"{where} says {said!r}; {words} words"
