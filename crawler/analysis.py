@@ -110,10 +110,10 @@ def analyse_response(
     volatile: Iterable[str],
     resolver: LinkResolver,
     rich: Rich = NO_RICH,
-    prints: bool = False,
+    prints: bool | str = False,
 ) -> PageAnalysis:
     """The analysis of an HTML *response* (see the module docstring); *prints*: with
-    its soft-404 fingerprint."""
+    its soft-404 fingerprint (``"exact"``: without its simhash)."""
     root = parse_html(response)
     facts = page_facts(response, agents, root)
     # Before the main-content hash strips <noscript>.
@@ -137,11 +137,18 @@ def analyse_response(
         content_hash=hashlib.blake2b(response.body, digest_size=16).hexdigest(),
         rich=rich_facts,
         main_hash=main_hash,
-        soft_print=page_print(text, response.url) if prints else None,
+        soft_print=page_print(text, response.url, prints is True) if prints else None,
         bag_hash=bag,
         shell=shell,
         not_found=says_not_found(root, facts.title),  # last: it strips the tree
     )
+
+
+def not_found_print(response: HtmlResponse, volatile: Iterable[str]) -> PagePrint | None:
+    """The words' print (no simhash) of the site's own "not found" page, as the soft-404
+    probe got it answered 404: a page answered 200 with the same main text is one."""
+    _, text = main_content(parse_html(response), volatile)
+    return page_print(text, response.url, similar=False)
 
 
 def _rich(
@@ -202,7 +209,7 @@ def analyse(
     volatile: tuple[str, ...],
     strip: tuple[bool, tuple[str, ...]],
     rich: Rich = NO_RICH,
-    prints: bool = False,
+    prints: bool | str = False,
 ) -> PageAnalysis:
     """:func:`analyse_response` of the response made of these parts (in a worker);
     *strip*: the crawl's (``SITEMAP_STRIP_PARAMS``, ``SITEMAP_STRIP_EXTRA``)."""

@@ -68,6 +68,7 @@ _LASTMOD_SOURCES: Final = {
     "content": "a change of the page's main content, detected by a crawl",
 }
 
+
 def _declared(page_dates: str | None, used: str | None) -> list[dict[str, Any]]:
     """The dates the page declared (the ledger's ``page_dates``), each with what
     became of it: ``used``, ``not needed`` (an earlier one was used) or why it was

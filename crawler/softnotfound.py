@@ -7,6 +7,9 @@ Such pages are not pages of the site, and search engines leave them out ("soft
 robots.txt is obeyed), and a second of another shape when the first answers 200. A
 probe answered with 200 leaves its fingerprint (:func:`page_print`); a page of the
 crawl whose fingerprint matches one (:meth:`SoftNotFound.matches`) is ``soft-404``.
+A probe answered with an HTML 404 (or 410) leaves the hash of its words only: a page
+answered 200 whose main text is the site's own "not found" page's, word for word
+(its address aside), is ``soft-404`` too.
 Probes are never listed nor recorded in the ledger; their stats are
 ``sitemap/soft404/probes``, ``sitemap/soft404/probe_status`` and
 ``sitemap/soft404/detected``.
@@ -43,6 +46,8 @@ MAX_TEXT = 20_000
 MAX_DISTANCE = 3
 
 PagePrint = tuple[str, int]
+#: The pages' prints without their simhash (what a probe answered 404 needs).
+EXACT = "exact"
 
 _WORD = re.compile(r"\w+")
 
@@ -55,9 +60,10 @@ def probe_url(start_url: str, second: bool = False) -> str:
     return f"{parts.scheme}://{parts.netloc}{path}"
 
 
-def page_print(text: str, url: str) -> PagePrint | None:
+def page_print(text: str, url: str, similar: bool = True) -> PagePrint | None:
     """The fingerprint of a page whose main text is *text* at *url* (see the module
-    docstring), or None for a long page."""
+    docstring), or None for a long page; without its simhash (-1) unless *similar*:
+    such a print matches only an equal text."""
     if len(text) > MAX_TEXT:
         return None
     parts = urlsplit(url)
@@ -71,7 +77,7 @@ def page_print(text: str, url: str) -> PagePrint | None:
                 text = text.replace(form, " ")
     words = _WORD.findall(text.lower())
     exact = hashlib.blake2b(" ".join(words).encode("utf-8"), digest_size=16).hexdigest()
-    return exact, simhash(words)
+    return exact, simhash(words) if similar else -1
 
 
 # Simhash counts each of the 64 bits over all word pairs. Rather than 64 steps a pair,
@@ -108,12 +114,29 @@ class SoftNotFound:
     def add(self, url: str, found: PagePrint) -> None:
         self.prints.append((url, found))
 
+    @property
+    def answers_200(self) -> bool:
+        """Whether a probe was answered 200 (its print has a simhash): the site
+        serves its "not found" page as a page. A probe answered 404 leaves a print
+        without one, which only an equal page matches."""
+        return any(sim >= 0 for _, (_, sim) in self.prints)
+
+    @property
+    def wanted(self) -> bool | str:
+        """What the pages' analysis computes (``analyse_response``'s *prints*):
+        full prints, ``"exact"`` ones (only 404 probes left prints), or none."""
+        if self.answers_200:
+            return True
+        return EXACT if self.prints else False
+
     def matches(self, found: PagePrint | None) -> str | None:
         """The probe URL whose page *found* is, or None."""
         if found is None:
             return None
         for url, (exact, sim) in self.prints:
-            if found[0] == exact or bin(found[1] ^ sim).count("1") <= MAX_DISTANCE:
+            if found[0] == exact:
+                return url
+            if sim >= 0 and found[1] >= 0 and bin(found[1] ^ sim).count("1") <= MAX_DISTANCE:
                 return url
         return None
 

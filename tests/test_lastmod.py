@@ -622,11 +622,14 @@ def _lying_site(site: Any) -> None:
     site.pages["/product/42"]["body"] = site.pages["/product/42"]["body"].replace(
         "<title>/product/42</title>", "<title>Product not found</title>"
     )
-    site.home(*DATED, *SOFT)
+    # A page answered 200 with the words of the site's own "not found" page (which
+    # the server answers 404 with): the soft-404 probe's print matches it.
+    site.page("/gone", "not found")
+    site.home(*DATED, *SOFT, "/gone")
 
 
 def _check_lying_site(
-    rows: dict[str, dict[str, Any]], published: dict[str, str | None], url: Any
+    rows: dict[str, dict[str, Any]], published: dict[str, str | None], url: Any, probe: bool
 ) -> None:
     for path, (_, _, lastmod, source) in DATED.items():
         assert published[url(path)] == lastmod, path
@@ -637,9 +640,13 @@ def _check_lying_site(
             assert row["decision"] == "listed", (path, row["reason"])
         else:
             assert (row["decision"], row["reason"]) == ("soft-404", reason), path
-    assert set(published) == {url("/")} | {url(p) for p in DATED} | {
+    # The distributed crawl sends no soft-404 probe (docs/crawling.md).
+    gone = set() if probe else {url("/gone")}
+    assert set(published) == {url("/")} | {url(p) for p in DATED} | gone | {
         url(p) for p, (_, _, reason) in SOFT.items() if reason is None
     }
+    if probe:
+        assert rows[url("/gone")]["decision"] == "soft-404"
     # What was ignored, and why.
     verdicts = {url: json.loads(row["page_dates"] or "[]") for url, row in rows.items()}
     assert [
@@ -684,9 +691,10 @@ async def test_a_site_of_lying_dates_and_soft_404s(nightly: NightlySite, tmp_pat
     first = await night(nightly, tmp_path)
     assert first.outcome == "published", first.stats.get("sitemap/message")
     rows = first.ledger_rows()
-    _check_lying_site(rows, published_of(first.out), nightly.url)
+    _check_lying_site(rows, published_of(first.out), nightly.url, probe=True)
     assert first.stats["sitemap/lastmod/template_dates"] == {"2018-08-08T08:08:08+00:00": 6}
-    assert first.stats["sitemap/excluded/soft-404"] == 5
+    assert first.stats["sitemap/excluded/soft-404"] == 6
+    assert first.stats["sitemap/soft404/detected"] is False  # the probe was answered 404
     # The second night: the stamped page stamps again (still nothing believed), a page
     # that had a real date starts stamping "now" on the same content (it keeps its
     # date), and the future date is still refused.
@@ -725,4 +733,4 @@ def test_a_site_of_lying_dates_with_two_processes(nightly: NightlySite, tmp_path
         rows = {row["url"]: row for row in ledger.rows()}
     finally:
         ledger.close()
-    _check_lying_site(rows, published_of(out), nightly.url)
+    _check_lying_site(rows, published_of(out), nightly.url, probe=False)
