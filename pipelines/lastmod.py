@@ -157,7 +157,7 @@ class LastmodPipeline(RecordPipeline):
         for declared in item.page_dates:
             why = declared.why
             if why is None and declared.value is not None:
-                kind, why = self._guard(declared.value, sent, item, prev)
+                kind, why = self._guard(declared.label, declared.value, sent, item, prev)
                 if kind is not None:
                     self.stats.inc_value(f"sitemap/lastmod/page_ignored/{kind}")
             verdict = [declared.label, declared.value or declared.raw, why]
@@ -196,13 +196,14 @@ class LastmodPipeline(RecordPipeline):
 
     def _guard(
         self,
+        label: str,
         value: str,
         sent: datetime | None,
         item: UrlRecord,
         prev: dict[str, Any] | None,
     ) -> tuple[str | None, str | None]:
-        """Why a date the page declares is not believed, as (stat, words), or (None,
-        None); *sent*: the response's Date."""
+        """Why the date *value* the page declares (at *label*) is not believed, as
+        (stat, words), or (None, None); *sent*: the response's Date."""
         moment = lastmod_datetime(value)
         if moment < EARLIEST:
             return "early", "before 1995: a placeholder, not evidence"
@@ -225,6 +226,7 @@ class LastmodPipeline(RecordPipeline):
         if (
             prev is not None
             and prev["lastmod_source"] == PAGE
+            and prev.get("lastmod_from") == label
             and prev["lastmod"]
             and prev["lastmod"] != value
             and same_content(

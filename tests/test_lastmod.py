@@ -683,7 +683,9 @@ def nightly(tmp_path: Path) -> Iterator[NightlySite]:
 
 
 @pytest_twisted.ensureDeferred
-async def test_a_site_of_lying_dates_and_soft_404s(nightly: NightlySite, tmp_path: Path) -> None:
+async def test_a_site_of_lying_dates_and_soft_404s(
+    nightly: NightlySite, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from tests.test_nightly import night
     from tests.test_nightly import published as published_of
 
@@ -707,6 +709,25 @@ async def test_a_site_of_lying_dates_and_soft_404s(nightly: NightlySite, tmp_pat
     assert entries[nightly.url("/future")] is None
     assert entries[nightly.url("/og-offset")] == "2021-06-07T13:09:10+00:00"
     assert entries[nightly.url("/graph")] == "2022-02-02T08:00:00+00:00"
+    # explain tells which declaration gave the date, and what was ignored and why.
+    from crawler.cli import main
+
+    capsys.readouterr()
+    assert main(["explain", nightly.url("/graph"), "--state", str(second.state), "--json"]) == 0
+    told = json.loads(capsys.readouterr().out)["lastmod"]
+    assert told["value"] == "2022-02-02T08:00:00+00:00"
+    assert told["from"] == "the page's JSON-LD WebPage dateModified"
+    assert {"where": "JSON-LD Person dateModified", "value": "2025-09-09T00:00:00+00:00",
+            "verdict": "not this page's node (Person)"} in told["declared"]  # fmt: skip
+    assert main(["explain", nightly.url("/t1"), "--state", str(second.state)]) == 0
+    text = capsys.readouterr().out
+    assert (
+        "declared: meta og:updated_time 2018-08-08T08:08:08+00:00: a template date: many"
+        " pages of the site declare it alike"
+    ) in text
+    assert "declared: JSON-LD WebPage dateModified 2020-01-01: used" in text
+    main(["explain", nightly.url("/product/42"), "--state", str(second.state)])
+    assert "soft 404: title says 'Product not found'; 17 words" in capsys.readouterr().out
     # Off: the page's words are not read.
     off = await night(nightly, tmp_path / "off", SITEMAP_SOFT404_CONTENT=False)
     assert nightly.url("/product/42") in published_of(off.out)
@@ -734,3 +755,154 @@ def test_a_site_of_lying_dates_with_two_processes(nightly: NightlySite, tmp_path
     finally:
         ledger.close()
     _check_lying_site(rows, published_of(out), nightly.url, probe=False)
+
+
+# -- the page's own node -------------------------------------------------------------------
+
+
+def _page(url: str, head: str, body: str = "<p>x</p>") -> object:
+    html = f"<html><head><title>t</title>{head}</head><body>{body}</body></html>"
+    return HtmlResponse(url=url, body=html.encode(), encoding="utf-8").selector.root
+
+
+POST = "https://example.com/2024/05/post/"
+YOAST = _ld(
+    '{"@context": "https://schema.org", "@graph": ['
+    '{"@type": "Article", "@id": "https://example.com/2024/05/post/#article",'
+    ' "mainEntityOfPage": {"@id": "https://example.com/2024/05/post/"},'
+    ' "datePublished": "2024-05-01T08:00:00+00:00", "dateModified": "2024-05-03T09:00:00+00:00"},'
+    '{"@type": "WebPage", "@id": "https://example.com/2024/05/post/",'
+    ' "url": "https://example.com/2024/05/post/", "dateModified": "2024-05-03T09:00:00+00:00"},'
+    '{"@type": "ImageObject", "@id": "https://example.com/2024/05/post/#primaryimage",'
+    ' "dateModified": "2025-01-01T00:00:00+00:00"},'
+    '{"@type": "WebSite", "@id": "https://example.com/#website", "url": "https://example.com/",'
+    ' "dateModified": "2025-02-02T00:00:00+00:00"},'
+    '{"@type": "Person", "@id": "https://example.com/#/schema/person/1",'
+    ' "dateModified": "2025-03-03T00:00:00+00:00"}]}'
+)
+
+
+@pytest.mark.parametrize(
+    ("url", "head", "body", "canonicals", "expected"),
+    [
+        # A WordPress post's graph: the Article and WebPage name it.
+        (POST, YOAST, "", (), "2024-05-03T09:00:00+00:00"),
+        # Its comment pages name the post: still its date.
+        (POST + "comment-page-2/", YOAST, "", (), "2024-05-03T09:00:00+00:00"),
+        ("https://example.com/2024/05/post/?cpage=2", YOAST, "", (), "2024-05-03T09:00:00+00:00"),
+        # http and https, www. and a trailing slash aside.
+        ("http://www.example.com/2024/05/post", YOAST, "", (), "2024-05-03T09:00:00+00:00"),
+        # Another page that carries the post's graph, without naming itself: not its date,
+        # unless its canonical is the post.
+        ("https://example.com/other/", YOAST, "", (), None),
+        ("https://example.com/other/", YOAST, "", (POST,), "2024-05-03T09:00:00+00:00"),
+        # The home page: the WebSite and Person nodes name it, and are never its own.
+        ("https://example.com/", YOAST, "", (), None),
+        # An archive listing posts: each node names another page.
+        (
+            "https://example.com/blog/",
+            _ld(
+                '[{"@type": "BlogPosting", "url": "/a/", "dateModified": "2024-01-01"},'
+                ' {"@type": "BlogPosting", "url": "/b/", "dateModified": "2024-01-02"}]'
+            ),
+            "",
+            (),
+            None,
+        ),
+        # Microdata: the main item's date, not its author's; a listing's items are
+        # not the page; an item of another type than a page's main entity is not.
+        (
+            "https://example.com/m",
+            "",
+            '<div itemscope itemtype="http://schema.org/BlogPosting">'
+            '<time itemprop="dateModified" datetime="2024-03-05">5 March</time></div>',
+            (),
+            "2024-03-05",
+        ),
+        (
+            "https://example.com/blog/",
+            "",
+            '<div itemscope itemtype="http://schema.org/BlogPosting">'
+            '<meta itemprop="dateModified" content="2024-03-05"></div>'
+            '<div itemscope itemtype="http://schema.org/BlogPosting">'
+            '<meta itemprop="dateModified" content="2024-03-06"></div>',
+            (),
+            None,
+        ),
+        (
+            "https://example.com/m",
+            "",
+            '<div itemscope itemtype="http://schema.org/Organization">'
+            '<meta itemprop="dateModified" content="2024-03-05"></div>',
+            (),
+            None,
+        ),
+        # Only a publication date, in microdata.
+        (
+            "https://example.com/m",
+            "",
+            '<article itemscope itemtype="https://schema.org/NewsArticle">'
+            '<meta itemprop="datePublished" content="2024-03-01T10:00:00Z"></article>',
+            (),
+            "2024-03-01T10:00:00+00:00",
+        ),
+    ],
+)
+def test_the_pages_own_node(
+    url: str, head: str, body: str, canonicals: tuple[str, ...], expected: str | None
+) -> None:
+    assert lastmod_from_page(_page(url, head, body), url, canonicals) == expected
+
+
+def test_a_page_date_that_moves_on_unchanged_content_keeps_the_last_real_change(
+    tmp_path: Path,
+) -> None:
+    """A date-only stamp of "today" is no volatile date-time, but it moves every night
+    while the content does not: the page keeps the date it had."""
+    from scrapy.statscollectors import MemoryStatsCollector
+    from scrapy.utils.test import get_crawler
+
+    from crawler.items import UrlRecord
+    from crawler.lastmod import Declared
+    from crawler.ledger import Ledger
+    from crawler.previous import PreviousRun
+    from crawler.urls import url_key
+    from pipelines.lastmod import LastmodPipeline
+
+    url = "http://h.test/a"
+    night1 = UrlRecord(
+        url=url, decision="listed", key=url_key(url), loc=url, status=200,
+        lastmod="2024-01-01", lastmod_source="page", lastmod_from="meta article:modified_time",
+        content_hash="c1", main_hash="m1",
+    )  # fmt: skip
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    ledger.record(night1)
+    ledger.close()
+    previous = PreviousRun.open(tmp_path / "ledger.sqlite")
+    assert previous is not None
+    stats = MemoryStatsCollector(get_crawler())
+    pipeline = LastmodPipeline(stats, True, previous, datetime(2024, 3, 1, tzinfo=UTC))
+    stamped = Declared("meta article:modified_time", "2024-03-01", "2024-03-01")
+    night2 = UrlRecord(
+        url=url, decision="listed", key=url_key(url), status=200,
+        date="Fri, 01 Mar 2024 09:00:00 GMT", content_hash="c1", main_hash="m1",
+        page_dates=[stamped],
+    )  # fmt: skip
+    pipeline.process_item(night2)
+    assert (night2.lastmod, night2.lastmod_source) == ("2024-01-01", "content")
+    assert json.loads(night2.page_verdicts or "") == [
+        [
+            "meta article:modified_time",
+            "2024-03-01",
+            "volatile: changed since the last run while the content did not",
+        ]
+    ]
+    # Changed content: the page's new date is believed.
+    night3 = UrlRecord(
+        url=url, decision="listed", key=url_key(url), status=200,
+        date="Fri, 01 Mar 2024 09:00:00 GMT", content_hash="c2", main_hash="m2",
+        page_dates=[stamped],
+    )  # fmt: skip
+    pipeline.process_item(night3)
+    assert (night3.lastmod, night3.lastmod_source) == ("2024-03-01", "page")
+    previous.close()
