@@ -140,7 +140,7 @@ def analyse_response(
         soft_print=page_print(text, response.url, prints is True) if prints else None,
         bag_hash=bag,
         shell=shell,
-        not_found=says_not_found(root, facts.title),  # last: it strips the tree
+        not_found=says_not_found(root, facts.title, len(text)),  # last: it strips the tree
     )
 
 

@@ -521,7 +521,9 @@ def _microdata(html_root: Any, url: str) -> Iterator[Declared]:
             yield _declared(label, raw, published)
 
 
-def page_dates(html_root: Any, url: str = "", canonicals: Iterable[str] = ()) -> list[Declared]:
+def page_dates(
+    html_root: Any, url: str = "", canonicals: Iterable[str] = (), structured: bool = True
+) -> list[Declared]:
     """Every date the page at *url* declares, in the order they are believed:
     ``article:modified_time``, ``og:updated_time``, JSON-LD ``dateModified`` of the
     page's own node, microdata ``dateModified`` of its main item; then the
@@ -530,17 +532,21 @@ def page_dates(html_root: Any, url: str = "", canonicals: Iterable[str] = ()) ->
     is the one whose ``@id``, ``url`` or ``mainEntityOfPage`` names the page or one
     of its *canonicals* (a WordPress comment page names its post), else its main
     entity (a ``WebPage``, an ``Article``, a ``Product`` ...); never a Person, an
-    Organization, the WebSite, an image or a comment. Never raises."""
+    Organization, the WebSite, an image or a comment. *structured* False: the page
+    has no JSON-LD or microdata date (its bytes hold neither ``dateModified`` nor
+    ``datePublished``), and only its ``<meta>`` are read. Never raises."""
     if html_root is None or not hasattr(html_root, "iter"):
         return []
     try:
-        return _page_dates(html_root, url, tuple(canonicals))
+        return _page_dates(html_root, url, tuple(canonicals), structured)
     except (ValueError, TypeError):
         # lxml raises these on documents it could not make a tree of.
         return []
 
 
-def _page_dates(html_root: Any, url: str, canonicals: tuple[str, ...]) -> list[Declared]:
+def _page_dates(
+    html_root: Any, url: str, canonicals: tuple[str, ...], structured: bool
+) -> list[Declared]:
     metas = [meta for meta in html_root.iter("meta") if meta.get("content") is not None]
     meta: dict[str, list[Declared]] = {}
     for element in metas:
@@ -550,11 +556,15 @@ def _page_dates(html_root: Any, url: str, canonicals: tuple[str, ...]) -> list[D
             meta.setdefault(key, []).append(
                 _declared(f"meta {key}", element.get("content"), key == _META_PUBLISHED)
             )
-    names = page_names(url, canonicals) if url else frozenset()
-    structured = [*_jsonld(html_root, url, names), *_microdata(html_root, url)]
+    found: list[Declared] = []
+    if structured:
+        # An XPath over every element for microdata costs as much as a tenth of the
+        # parse: only on a page that has such a date at all.
+        names = page_names(url, canonicals) if url else frozenset()
+        found = [*_jsonld(html_root, url, names), *_microdata(html_root, url)]
     modified = [d for key in _META_PROPERTIES for d in meta.get(key, [])]
-    modified += [d for d in structured if not d.published]
-    published = meta.get(_META_PUBLISHED, []) + [d for d in structured if d.published]
+    modified += [d for d in found if not d.published]
+    published = meta.get(_META_PUBLISHED, []) + [d for d in found if d.published]
     if any(d.value is not None and d.why is None for d in modified):
         published = [
             d if d.why else d._replace(why="a publication date; the page declares a modification")

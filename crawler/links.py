@@ -202,7 +202,9 @@ def page_facts(response: HtmlResponse, agents: Iterable[str], root: Any = None) 
     if url is not None and interval is not None:
         facts.refresh = (interval, url)
 
-    facts.page_dates = page_dates(root, response.url, facts.canonicals)
+    body = response.body
+    structured = b"dateModified" in body or b"datePublished" in body
+    facts.page_dates = page_dates(root, response.url, facts.canonicals, structured)
     facts.title = _title(root)
 
     if facts.robots.nofollow:

@@ -30,6 +30,7 @@ common languages) and whose main content is thin, with that evidence as its reas
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import secrets
@@ -145,6 +146,9 @@ class SoftNotFound:
 
 #: A page whose main content has at most this many words is thin.
 THIN_WORDS = 50
+#: A page with more text than this (characters, navigation included) is not read
+#: for "not found" words: its main content is hardly thin, and reading it costs.
+MAX_NOT_FOUND_TEXT = 30_000
 # "The thing is not there", as words (not inside other words: ErrorKind::NotFound is
 # no match), in the common languages.
 _SAYS_NOT_FOUND = re.compile(
@@ -181,39 +185,78 @@ def _text(element: Any) -> str:
     return " ".join(etree.tostring(element, method="text", encoding="unicode").split())
 
 
-def says_not_found(root: Any, title: str | None) -> str | None:
+_CHROME = frozenset({"nav", "header", "footer", "aside"})
+
+
+class _Enough(Exception):
+    pass
+
+
+def _start(region: Any, chrome: bool) -> str:
+    """The first :data:`_START` characters of *region*'s text, whitespace collapsed,
+    without navigation, header, footer and asides when *chrome* is False: a walk that
+    stops there (serialising a long page's text to read its start cost more)."""
+    pieces: list[str] = []
+    size = 0
+
+    def add(text: str | None) -> None:
+        nonlocal size
+        if text and not text.isspace():
+            pieces.append(text)
+            size += len(text)
+            if size >= _START:
+                raise _Enough
+
+    def walk(element: Any) -> None:
+        if not isinstance(element.tag, str) or (not chrome and element.tag in _CHROME):
+            return
+        add(element.text)
+        for child in element:
+            walk(child)
+            add(child.tail)
+
+    with contextlib.suppress(_Enough, RecursionError):
+        walk(region)
+    return " ".join(" ".join(pieces).split())[:_START]
+
+
+def says_not_found(root: Any, title: str | None, text_length: int = 0) -> str | None:
     """The evidence that the page is a "not found" page answered 200, in words
     (``title says 'Product not found'; 19 words``), or None: its title, its first
     heading or the start of its main text says the thing is not there, and its main
     content is thin (:data:`THIN_WORDS`). The main content is the page's ``<main>``
-    (or ``role=main``, or its ``<article>``), else its body without navigation,
-    header, footer and asides. Call it last: it strips those from the tree."""
-    if root is None or not hasattr(root, "iter"):
+    (or its ``<article>``), else its body without navigation, header, footer and
+    asides. Call it last: it may strip those from the tree. *text_length*: the
+    length of the page's whole text; a page of more than :data:`MAX_NOT_FOUND_TEXT`
+    characters is not read."""
+    if root is None or not hasattr(root, "iter") or text_length > MAX_NOT_FOUND_TEXT:
         return None
-    heading = next((_text(h) for h in root.iter("h1")), None)
-    if heading is None:
-        heading = next((_text(h) for h in root.iter("h2")), None)
-    region = next(iter(root.iter("main")), None)
+    # One walk (libxml2's, filtered by tag) finds the first of each.
+    first: dict[str, Any] = {}
+    for element in root.iter("h1", "h2", "main", "article", "body"):
+        first.setdefault(element.tag, element)
+    heading = first.get("h1", first.get("h2"))
+    heading = _text(heading) if heading is not None else None
+    region = first.get("main", first.get("article"))
+    whole = region is None
     if region is None:
-        region = next(iter(root.xpath("//*[@role='main']")), None)
-    if region is None:
-        region = next(iter(root.iter("article")), None)
-    if region is None:
-        etree.strip_elements(root, "nav", "header", "footer", "aside", with_tail=False)
-        region = next(iter(root.iter("body")), root)
-    text = _text(region)
+        region = first.get("body", root)
     found = None
     for where, said, says in (
         ("title", title, _SAYS_NOT_FOUND),
         ("heading", heading, _SAYS_NOT_FOUND),
-        ("text", text[:_START], _TEXT_SAYS_NOT_FOUND),
+        ("text", None, _TEXT_SAYS_NOT_FOUND),
     ):
+        if where == "text":
+            said = _start(region, chrome=not whole)
         if said and says.search(said):
             found = where, said
             break
     if found is None:
         return None
-    words = len(_WORD.findall(text))
+    if whole:
+        etree.strip_elements(region, *_CHROME, with_tail=False)
+    words = len(_WORD.findall(_text(region)))
     if words > THIN_WORDS:
         return None
     where, said = found
