@@ -5,8 +5,10 @@ Three sources, all turned into the one form the sitemap files carry:
 * the HTTP ``Last-Modified`` header (:func:`http_date_to_w3c`), in any of the
   three date formats of RFC 9110, section 5.6.7, clamped to the ``Date`` header;
 * page metadata, ``<meta property="article:modified_time">`` /
-  ``og:updated_time`` and JSON-LD ``dateModified`` (:func:`lastmod_from_page`),
-  parsed by :func:`w3c_datetime`;
+  ``og:updated_time``, JSON-LD ``dateModified`` of the page's own node, microdata
+  ``dateModified`` of its main item, and a publication date on a page that declares
+  no modification (:func:`page_dates`, each a :class:`Declared`; the lastmod
+  pipeline guards them), parsed by :func:`w3c_datetime`;
 * nothing: a page that gives no date gets no ``<lastmod>``. Google ignores a
   lastmod that is not accurate, so we never stamp "now" on a page.
 
