@@ -228,7 +228,7 @@ class PageJudge:
         return (
             response.status == 200
             and isinstance(response, HtmlResponse)
-            and media_type(response) in HTML_TYPES | {""}
+            and _media_type(response) in HTML_TYPES | {""}
         )
 
     # -- a response ---------------------------------------------------------------------
@@ -269,9 +269,9 @@ class PageJudge:
         if isinstance(response, HtmlResponse) and self.is_html_page(response):
             yield from self._judge_html(rec, response, analysis)
             return
-        kind = media_type(response)
-        if kind not in self.listed_types:
-            rec.decision, rec.reason = d.NON_HTML, kind or "no Content-Type"
+        media_type = _media_type(response)
+        if media_type not in self.listed_types:
+            rec.decision, rec.reason = d.NON_HTML, media_type or "no Content-Type"
             yield rec
             return
         # Another listed type (PDF, say): only headers can say noindex or canonical.
@@ -584,8 +584,7 @@ def _depth(rec: UrlRecord) -> int:
     return rec.depth
 
 
-def media_type(response: Response) -> str:
-    """The response's media type, lower case (``""``: no Content-Type)."""
+def _media_type(response: Response) -> str:
     return (_header(response, b"Content-Type") or "").split(";")[0].strip().lower()
 
 

@@ -53,7 +53,7 @@ from crawler.analysis import not_found_print
 from crawler.extensions.runstate import RunState
 from crawler.frontier import Discovered, Frontier
 from crawler.items import Alias, Linked, PageRecords, UrlRecord
-from crawler.judge import HTML_TYPES, PageJudge, media_type
+from crawler.judge import PageJudge
 from crawler.parsepool import PageAnalyser, page_analyser
 from crawler.rendering import RenderPolicy
 from crawler.seeds import SitemapSeeds
@@ -253,8 +253,7 @@ class SiteSpider(Spider):
                 found = True
         elif (
             response.status in (404, 410)
-            and isinstance(response, HtmlResponse)
-            and media_type(response) in HTML_TYPES
+            and isinstance(response, HtmlResponse)  # Scrapy's class for an HTML type
             and hops == 0
         ):
             # The site's own "not found" page, answered as such: a page answered 200
