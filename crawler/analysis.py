@@ -32,7 +32,7 @@ from crawler.content import bag_hash, main_content
 from crawler.hreflang import declared
 from crawler.links import LinkResolver, PageFacts, Resolved, page_facts, parse_html
 from crawler.pagemedia import NewsFacts, VideoFacts, images, news, videos
-from crawler.softnotfound import PagePrint, page_print
+from crawler.softnotfound import PagePrint, page_print, says_not_found
 from crawler.urls import normalize_url
 
 if TYPE_CHECKING:
@@ -105,6 +105,9 @@ class PageAnalysis:
     # facts.unfollowed resolved: (kind, normalised URL), each pair once, in page
     # order (the http(s) ones); facts.unfollowed left empty. For explain (issue 24).
     unfollowed: tuple[tuple[str, str], ...] = ()
+    # The evidence that the page says it is not there, and is thin
+    # (crawler.softnotfound.says_not_found), or None.
+    not_found: str | None = None
 
 
 def analyse_response(
@@ -113,10 +116,10 @@ def analyse_response(
     volatile: Iterable[str],
     resolver: LinkResolver,
     rich: Rich = NO_RICH,
-    prints: bool = False,
+    prints: bool | str = False,
 ) -> PageAnalysis:
     """The analysis of an HTML *response* (see the module docstring); *prints*: with
-    its soft-404 fingerprint."""
+    its soft-404 fingerprint (``"exact"``: without its simhash)."""
     root = parse_html(response)
     facts = page_facts(response, agents, root)
     # Before the main-content hash strips <noscript>.
@@ -138,6 +141,7 @@ def analyse_response(
     variants = "?" in response.url or any(
         link is not None and link.url.startswith(base) for link in links
     )
+    bag = bag_hash(root) if variants else None
     return PageAnalysis(
         facts=facts,
         links=links,
@@ -145,11 +149,19 @@ def analyse_response(
         content_hash=hashlib.blake2b(response.body, digest_size=16).hexdigest(),
         rich=rich_facts,
         main_hash=main_hash,
-        soft_print=page_print(text, response.url) if prints else None,
-        bag_hash=bag_hash(root) if variants else None,
+        soft_print=page_print(text, response.url, prints is True) if prints else None,
+        bag_hash=bag,
         shell=shell,
         unfollowed=unfollowed,
+        not_found=says_not_found(root, facts.title, len(text)),  # last: it strips the tree
     )
+
+
+def not_found_print(response: HtmlResponse, volatile: Iterable[str]) -> PagePrint | None:
+    """The words' print (no simhash) of the site's own "not found" page, as the soft-404
+    probe got it answered 404: a page answered 200 with the same main text is one."""
+    _, text = main_content(parse_html(response), volatile)
+    return page_print(text, response.url, similar=False)
 
 
 def _rich(
@@ -210,7 +222,7 @@ def analyse(
     volatile: tuple[str, ...],
     strip: tuple[bool, tuple[str, ...]],
     rich: Rich = NO_RICH,
-    prints: bool = False,
+    prints: bool | str = False,
 ) -> PageAnalysis:
     """:func:`analyse_response` of the response made of these parts (in a worker);
     *strip*: the crawl's (``SITEMAP_STRIP_PARAMS``, ``SITEMAP_STRIP_EXTRA``)."""

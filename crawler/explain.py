@@ -68,9 +68,29 @@ _MAX_STEPS: Final = 10_000
 
 _LASTMOD_SOURCES: Final = {
     "header": "the Last-Modified header",
-    "page": "the page's metadata (article:modified_time, og:updated_time or dateModified)",
+    "page": "the page's metadata (article:modified_time, og:updated_time, dateModified"
+    " in JSON-LD or microdata, or a publication date)",
     "content": "a change of the page's main content, detected by a crawl",
 }
+
+
+def _declared(page_dates: str | None, used: str | None) -> list[dict[str, Any]]:
+    """The dates the page declared (the ledger's ``page_dates``), each with what
+    became of it: ``used``, ``not needed`` (an earlier one was used) or why it was
+    ignored."""
+    try:
+        rows = json.loads(page_dates) if page_dates else []
+    except ValueError:
+        return []
+    out, taken = [], False
+    for where, value, why in rows:
+        if why is None and not taken and where == used:
+            verdict, taken = "used", True
+        else:
+            verdict = why or "not needed: an earlier declaration gave the date"
+        out.append({"where": where, "value": value, "verdict": verdict})
+    return out
+
 
 _WHY_NOT: Final = {
     d.REDIRECT: "it redirects",
@@ -400,6 +420,8 @@ class _Explainer:
             why = _LASTMOD_SOURCES.get(str(source), str(source))
             if source == "header" and row["last_modified"]:
                 why += f" ({row['last_modified']})"
+            if source == "page" and row.get("lastmod_from"):
+                why = f"the page's {row['lastmod_from']}"
         run = None
         if row["lastmod"] is not None:
             if source == "content":
@@ -413,6 +435,8 @@ class _Explainer:
             "run": run,
             "last_modified": row["last_modified"],
             "changed_at": row["changed_at"],
+            "declared_by": row.get("lastmod_from"),
+            "declared": _declared(row.get("page_dates"), row.get("lastmod_from")),
         }
 
     def _found_via(self, row: dict[str, Any]) -> dict[str, Any]:

@@ -57,7 +57,9 @@ class UrlRecord:
     content_type: str | None = None
     last_modified: str | None = None
     date: str | None = None
-    page_lastmod: str | None = None
+    # The dates the page declares (crawler.lastmod.Declared), in the order believed:
+    # the lastmod pipeline guards them and picks one.
+    page_dates: list[Any] = field(default_factory=list)
     title: str | None = None
     content_hash: str | None = None
     etag: str | None = None
@@ -92,6 +94,10 @@ class UrlRecord:
     # Filled by the pipelines.
     lastmod: str | None = None
     lastmod_source: str | None = None
+    # Which declaration gave a page-sourced lastmod ("JSON-LD WebPage dateModified"),
+    # and every declaration with what became of it (JSON: [label, value, verdict]).
+    lastmod_from: str | None = None
+    page_verdicts: str | None = None
     changed_at: str | None = None
     first_seen: float | None = None
     # The change history of a listed page (pipelines/history.py): the run that first

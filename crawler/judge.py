@@ -18,6 +18,8 @@ crawl can tell). In order:
    scheme (``other-scheme``: only the start URL's is listed), the ``--base-url``
    prefix (``excluded``), the site's "not found" page served with 200
    (``soft-404``, when the start's probe found one: :mod:`crawler.softnotfound`),
+   a page that says it is not there and is thin (``soft-404`` too, with the words
+   and the page's count of words as its reason, ``SITEMAP_SOFT404_CONTENT``),
    and a valid published ``<loc>`` (``invalid-url`` otherwise): what is left is
    ``listed``;
 5. another content type is ``non-html``, unless ``SITEMAP_LISTED_TYPES`` lists it:
@@ -32,7 +34,7 @@ stored links) goes to the judge's :class:`Leads`: the frontier in one process, a
 report to the coordinator in a distributed worker (:mod:`crawler.distributed`),
 nowhere for the audit, which judges listed pages without following them.
 
-Settings: ``SITEMAP_LISTED_TYPES``, ``SITEMAP_STRIP_PARAMS``,
+Settings: ``SITEMAP_LISTED_TYPES``, ``SITEMAP_SOFT404_CONTENT``, ``SITEMAP_STRIP_PARAMS``,
 ``SITEMAP_STRIP_EXTRA``, ``USER_AGENT``, ``ROBOTSTXT_USER_AGENT``.
 Stats: ``sitemap/conditional/not_modified``, ``sitemap/ignored/scheme``,
 ``sitemap/warnings/canonical``, ``sitemap/too_large`` (pages over the size cap).
@@ -161,9 +163,13 @@ class PageJudge:
         image_hosts: Iterable[str] = (),
         allows: Callable[[str], bool] = lambda url: True,
         maxsize: int = 0,
+        soft_content: bool = True,
     ) -> None:
         self.start_url = start_url
         self.maxsize = maxsize  # DOWNLOAD_MAXSIZE: a request's cap unless it has its own
+        # SITEMAP_SOFT404_CONTENT: a page that says it is not there, and is thin, is a
+        # soft 404 (crawler.softnotfound.says_not_found).
+        self.soft_content = soft_content
         self.site = site_of(start_url)
         self.start_scheme = urlsplit(start_url).scheme
         self.stats = stats
@@ -214,6 +220,7 @@ class PageJudge:
             image_hosts=s.getlist("SITEMAP_IMAGE_HOSTS"),
             allows=robots_allows(crawler),
             maxsize=s.getint("DOWNLOAD_MAXSIZE"),
+            soft_content=s.getbool("SITEMAP_SOFT404_CONTENT"),
         )
 
     def is_html_page(self, response: Response) -> bool:
@@ -279,7 +286,7 @@ class PageJudge:
         if analysis is None:
             analysis = self.analyser.local(response)
         facts = analysis.facts
-        rec.page_lastmod = facts.page_lastmod
+        rec.page_dates = facts.page_dates
         rec.title = facts.title
         rec.etag = _header(response, b"ETag")
         if facts.refresh is not None:
@@ -350,6 +357,8 @@ class PageJudge:
         elif analysis is not None and self.soft_not_found.matches(analysis.soft_print):
             rec.decision = d.SOFT_404
             rec.reason = "soft 404: the page the site serves for an address that cannot exist"
+        elif analysis is not None and self.soft_content and analysis.not_found is not None:
+            rec.decision, rec.reason = d.SOFT_404, f"soft 404: {analysis.not_found}"
         else:
             if analysis is not None:
                 rec.content_hash, rec.main_hash = analysis.content_hash, analysis.main_hash
@@ -466,6 +475,7 @@ class PageJudge:
         rec.content_hash, rec.main_hash = prev["content_hash"], prev["main_hash"]
         rec.lastmod, rec.lastmod_source = prev["lastmod"], prev["lastmod_source"]
         rec.changed_at = prev["changed_at"]
+        rec.lastmod_from, rec.page_verdicts = prev.get("lastmod_from"), prev.get("page_dates")
         rec.size = prev.get("size")  # the body it stands for, not the empty 304
         rec.links = prev["links"].split("\n") if prev["links"] else []
         rec.unfollowed = prev["unfollowed"].split("\n") if prev.get("unfollowed") else []

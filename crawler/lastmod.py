@@ -5,8 +5,10 @@ Three sources, all turned into the one form the sitemap files carry:
 * the HTTP ``Last-Modified`` header (:func:`http_date_to_w3c`), in any of the
   three date formats of RFC 9110, section 5.6.7, clamped to the ``Date`` header;
 * page metadata, ``<meta property="article:modified_time">`` /
-  ``og:updated_time`` and JSON-LD ``dateModified`` (:func:`lastmod_from_page`),
-  parsed by :func:`w3c_datetime`;
+  ``og:updated_time``, JSON-LD ``dateModified`` of the page's own node, microdata
+  ``dateModified`` of its main item, and a publication date on a page that declares
+  no modification (:func:`page_dates`, each a :class:`Declared`; the lastmod
+  pipeline guards them), parsed by :func:`w3c_datetime`;
 * nothing: a page that gives no date gets no ``<lastmod>``. Google ignores a
   lastmod that is not accurate, so we never stamp "now" on a page.
 
@@ -22,14 +24,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, date, datetime, timedelta, timezone
-from typing import Any
+from typing import Any, NamedTuple
+from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 __all__ = [
+    "Declared",
     "http_date_to_w3c",
     "lastmod_datetime",
     "lastmod_from_page",
+    "page_dates",
     "w3c_datetime",
 ]
 
@@ -84,6 +89,7 @@ _SITEMAP_LASTMOD = re.compile(
 _MAX_XSD_OFFSET = timedelta(hours=14)
 
 _META_PROPERTIES = ("article:modified_time", "og:updated_time")
+_META_PUBLISHED = "article:published_time"
 # Nesting deeper than this in JSON-LD is not a page's own metadata.
 _MAX_JSONLD_DEPTH = 8
 
@@ -250,37 +256,188 @@ def lastmod_datetime(value: str) -> datetime:
     return moment
 
 
-def _jsonld_date_modified(node: Any, depth: int = 0) -> list[str]:
-    # A JSON-LD block is an object, a list of objects, or an object with an
-    # @graph list; dateModified of nested values (an author, an image) is not
-    # the page's, so only those containers are walked.
+# -- what the page declares ------------------------------------------------------------
+
+#: schema.org types that are never a page's own node: who wrote it or runs the site,
+#: the site itself, its images and media, its comments, its navigation.
+_NOT_THE_PAGE = frozenset(
+    {
+        "person",
+        "organization",
+        "corporation",
+        "localbusiness",
+        "newsmediaorganization",
+        "educationalorganization",
+        "governmentorganization",
+        "ngo",
+        "website",
+        "imageobject",
+        "mediaobject",
+        "videoobject",
+        "audioobject",
+        "comment",
+        "answer",
+        "question",
+        "review",
+        "breadcrumblist",
+        "listitem",
+        "itemlist",
+        "sitenavigationelement",
+        "wpheader",
+        "wpfooter",
+        "wpsidebar",
+        "searchaction",
+        "brand",
+        "offer",
+        "rating",
+        "aggregaterating",
+        "place",
+        "postaladdress",
+        "contactpoint",
+    }
+)
+#: schema.org types of a page's main entity (besides every type ending in "Page",
+#: "Article" or "Posting").
+_MAIN_TYPES = frozenset(
+    {
+        "webpage",
+        "article",
+        "blogposting",
+        "newsarticle",
+        "techarticle",
+        "scholarlyarticle",
+        "report",
+        "product",
+        "recipe",
+        "event",
+        "course",
+        "book",
+        "movie",
+        "softwareapplication",
+        "jobposting",
+        "howto",
+        "dataset",
+        "creativework",
+        "service",
+        "faqpage",
+        "qapage",
+    }
+)
+# A WordPress comment page (/post/comment-page-2/, ?cpage=2) names its post.
+_COMMENT_PAGE = re.compile(r"/comment-page-\d+/?$")
+
+
+class Declared(NamedTuple):
+    """One date the page declares: *label* says where (``meta article:modified_time``,
+    ``JSON-LD WebPage dateModified``, ``microdata Article dateModified``), *value* is
+    the date normalised by :func:`w3c_datetime` (None: malformed), *raw* as written
+    (at most 100 characters), *published* whether it is a publication date, and *why*
+    the reason it is not the page's date when that shows in the page itself (another
+    node's date, a publication date beside a modification date, a malformed value);
+    None for a candidate. The guards that need the response (:func:`date_guard`) and
+    the whole site (a template date) are the lastmod pipeline's."""
+
+    label: str
+    value: str | None
+    raw: str
+    published: bool = False
+    why: str | None = None
+
+
+def _types(node: dict[str, Any]) -> list[str]:
+    kind = node.get("@type")
+    kinds = kind if isinstance(kind, list) else [kind]
+    out = []
+    for k in kinds:
+        if isinstance(k, str) and k.strip():
+            # "schema:Article", "https://schema.org/Article" -> "article"
+            out.append(re.split(r"[:/#]", k.strip())[-1].lower())
+    return out
+
+
+def _is_main(kinds: list[str]) -> bool:
+    return any(k in _MAIN_TYPES or k.endswith(("page", "article", "posting")) for k in kinds)
+
+
+def _excluded(kinds: list[str]) -> bool:
+    return any(k in _NOT_THE_PAGE or k.endswith("organization") for k in kinds)
+
+
+def _loose(url: str) -> str | None:
+    """A URL compared loosely: no scheme, fragment, ``www.`` or trailing slash."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    if not parts.netloc:
+        return None
+    host = (parts.hostname or "").lower().removeprefix("www.")
+    path = unquote(parts.path).rstrip("/")
+    port = f":{parts.port}" if parts.port not in (None, 80, 443) else ""
+    return f"{host}{port}{path}" + (f"?{parts.query}" if parts.query else "")
+
+
+def page_names(url: str, canonicals: Iterable[str] = ()) -> frozenset[str]:
+    """The loose forms of the addresses a node may name this page by: its own, its
+    canonical targets, and, for a WordPress comment page, its post's."""
+    names = set()
+    for candidate in (url, *canonicals):
+        if (loose := _loose(candidate)) is not None:
+            names.add(loose)
+        parts = urlsplit(candidate)
+        post = _COMMENT_PAGE.sub("/", parts.path)
+        query = "&".join(p for p in parts.query.split("&") if p and not p.startswith("cpage="))
+        post_url = urlunsplit(parts._replace(path=post, query=query))
+        if (post != parts.path or query != parts.query) and (loose := _loose(post_url)):
+            names.add(loose)
+    return frozenset(names)
+
+
+def _node_names(node: dict[str, Any], base: str) -> list[str]:
+    """The loose forms of the URLs a JSON-LD node names itself by (``@id``, ``url``,
+    ``mainEntityOfPage``); a blank node's ``_:b0`` names nothing."""
     found: list[str] = []
-    if depth > _MAX_JSONLD_DEPTH:
-        return found
-    if isinstance(node, list):
-        for item in node:
-            found.extend(_jsonld_date_modified(item, depth + 1))
-    elif isinstance(node, dict):
-        modified = node.get("dateModified")
-        if isinstance(modified, str):
-            found.append(modified)
-        graph = node.get("@graph")
-        if graph is not None:
-            found.extend(_jsonld_date_modified(graph, depth + 1))
+    values: list[Any] = [node.get("@id"), node.get("url"), node.get("mainEntityOfPage")]
+    for value in values:
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, dict):
+                item = item.get("@id") or item.get("url")
+            if (
+                isinstance(item, str)
+                and item.strip()
+                and not item.startswith("_:")
+                and (loose := _loose(urljoin(base, item.strip()))) is not None
+            ):
+                found.append(loose)
     return found
 
 
-def _page_candidates(html_root: Any) -> Iterator[str]:
-    # A generator: the JSON-LD is parsed only when no <meta> gave a date.
-    # iter() is a tag-filtered walk in libxml2: several times faster than the XPath
-    # "//meta[@content]" on a large page.
-    metas = [meta for meta in html_root.iter("meta") if meta.get("content") is not None]
-    for wanted in _META_PROPERTIES:
-        for meta in metas:
-            # Sites write property= (Open Graph's RDFa) or name=; both are seen.
-            key = meta.get("property") or meta.get("name") or ""
-            if key.strip().lower() == wanted:
-                yield meta.get("content")
+def _jsonld_nodes(data: Any, depth: int = 0) -> Iterator[dict[str, Any]]:
+    """The top-level nodes of a JSON-LD block: an object, a list of objects, the
+    members of an ``@graph``. Nested values (an author, an image) are not walked."""
+    if depth > _MAX_JSONLD_DEPTH:
+        return
+    if isinstance(data, list):
+        for item in data:
+            yield from _jsonld_nodes(item, depth + 1)
+    elif isinstance(data, dict):
+        graph = data.get("@graph")
+        if any(key not in ("@context", "@graph") for key in data):
+            yield data
+        if graph is not None:
+            yield from _jsonld_nodes(graph, depth + 1)
+
+
+def _declared(label: str, raw: Any, published: bool, why: str | None = None) -> Declared:
+    text = raw if isinstance(raw, str) else json.dumps(raw)[:100]
+    value = w3c_datetime(text) if isinstance(raw, str) else None
+    if value is None and why is None:
+        why = "malformed (a W3C date, or a date-time with a time zone, is needed)"
+    return Declared(label, value, text.strip()[:100], published, why)
+
+
+def _jsonld(html_root: Any, url: str, names: frozenset[str]) -> Iterator[Declared]:
+    nodes: list[dict[str, Any]] = []
     for script in html_root.iter("script"):
         if (script.get("type") or "").strip().lower() != "application/ld+json":
             continue
@@ -290,25 +447,139 @@ def _page_candidates(html_root: Any) -> Iterator[str]:
             # Broken JSON-LD is common (trailing commas, unescaped quotes); it
             # costs that block, not the page.
             continue
-        yield from _jsonld_date_modified(data)
+        nodes.extend(_jsonld_nodes(data))
+    named = [n for n in nodes if names.intersection(_node_names(n, url))]
+    if named:
+        # Nodes that name this page (or its canonical target): the page's own.
+        own = [n for n in named if not _excluded(_types(n))]
+    else:
+        # None does: the main entity (a node of no type is taken for one: a plain
+        # {"dateModified": ...}), unless it names another page.
+        own = [
+            n
+            for n in nodes
+            if (_is_main(_types(n)) or not _types(n))
+            and not _excluded(_types(n))
+            and not _node_names(n, url)
+        ]
+    for node in nodes:
+        kind = node.get("@type") if isinstance(node.get("@type"), str) else None
+        kind = kind or "/".join(_types(node)) or "node"
+        why = None
+        if not any(node is n for n in own):
+            if _excluded(_types(node)) and any(node is n for n in named):
+                why = f"it names this page but is a {kind}"
+            elif _excluded(_types(node)) or not _node_names(node, url):
+                why = f"not this page's node ({kind})"
+            else:
+                why = "a node of another page"
+        for prop, published in (("dateModified", False), ("datePublished", True)):
+            if prop in node:
+                yield _declared(f"JSON-LD {kind} {prop}", node[prop], published, why)
 
 
-def lastmod_from_page(html_root: Any) -> str | None:
-    """The page's own modification date, from its metadata, or ``None``.
+def _scope_of(element: Any) -> Any:
+    """The nearest ``itemscope`` ancestor of *element* (not itself)."""
+    parent = element.getparent()
+    while parent is not None and parent.get("itemscope") is None:
+        parent = parent.getparent()
+    return parent
 
-    ``html_root`` is an lxml HTML element, e.g. ``HtmlResponse(...).selector.root``.
-    Tries ``<meta property="article:modified_time">``, then ``og:updated_time``,
-    then JSON-LD ``dateModified`` (in objects, lists and ``@graph``), and returns
-    the first one that :func:`w3c_datetime` accepts. Never raises.
-    """
-    if html_root is None or not hasattr(html_root, "xpath"):
-        return None
+
+_MICRODATA_DATES = (
+    "//*[not(@itemscope)][normalize-space(@itemprop)='dateModified'"
+    " or normalize-space(@itemprop)='datePublished']"
+)
+
+
+def _microdata(html_root: Any, url: str) -> Iterator[Declared]:
+    # One XPath (libxml2) finds the dated properties: a walk over every element in
+    # Python would cost as much as the parse.
+    dated: list[tuple[Any, str, Any, bool]] = []  # (item, its type, the property, published)
+    for el in html_root.xpath(_MICRODATA_DATES):
+        item = _scope_of(el)
+        if item is None:
+            continue
+        kind = (item.get("itemtype") or "").strip().split()
+        published = el.get("itemprop").strip() == "datePublished"
+        dated.append((item, re.split(r"[:/#]", kind[0])[-1] if kind else "item", el, published))
+    # A listing (an archive of posts) holds several main items of one type: none of
+    # them is the page. Items that name another page by itemid are not it either.
+    kinds: dict[str, set[Any]] = {}
+    for item, kind, _, _ in dated:
+        kinds.setdefault(kind.lower(), set()).add(item)
+    for item, kind, el, published in dated:
+        raw = el.get("content") or el.get("datetime") or (el.text or "")
+        label = f"microdata {kind} {'datePublished' if published else 'dateModified'}"
+        types = [kind.lower()]
+        itemid = item.get("itemid")
+        if _excluded(types) or not _is_main(types):
+            yield _declared(label, raw, published, f"not this page's item ({kind})")
+        elif len(kinds[kind.lower()]) > 1 and not kind.lower().endswith("page"):
+            yield _declared(label, raw, published, f"one of several {kind} items (a listing)")
+        elif itemid and _loose(urljoin(url, itemid)) not in page_names(url):
+            yield _declared(label, raw, published, "an item of another page")
+        else:
+            yield _declared(label, raw, published)
+
+
+def page_dates(
+    html_root: Any, url: str = "", canonicals: Iterable[str] = (), structured: bool = True
+) -> list[Declared]:
+    """Every date the page at *url* declares, in the order they are believed:
+    ``article:modified_time``, ``og:updated_time``, JSON-LD ``dateModified`` of the
+    page's own node, microdata ``dateModified`` of its main item; then the
+    publication dates (``article:published_time``, ``datePublished``), which count
+    only on a page that declares no modification date. The page's own JSON-LD node
+    is the one whose ``@id``, ``url`` or ``mainEntityOfPage`` names the page or one
+    of its *canonicals* (a WordPress comment page names its post), else its main
+    entity (a ``WebPage``, an ``Article``, a ``Product`` ...); never a Person, an
+    Organization, the WebSite, an image or a comment. *structured* False: the page
+    has no JSON-LD or microdata date (its bytes hold neither ``dateModified`` nor
+    ``datePublished``), and only its ``<meta>`` are read. Never raises."""
+    if html_root is None or not hasattr(html_root, "iter"):
+        return []
     try:
-        for candidate in _page_candidates(html_root):
-            normalised = w3c_datetime(candidate)
-            if normalised is not None:
-                return normalised
+        return _page_dates(html_root, url, tuple(canonicals), structured)
     except (ValueError, TypeError):
         # lxml raises these on documents it could not make a tree of.
-        return None
+        return []
+
+
+def _page_dates(
+    html_root: Any, url: str, canonicals: tuple[str, ...], structured: bool
+) -> list[Declared]:
+    metas = [meta for meta in html_root.iter("meta") if meta.get("content") is not None]
+    meta: dict[str, list[Declared]] = {}
+    for element in metas:
+        # Sites write property= (Open Graph's RDFa) or name=; both are seen.
+        key = (element.get("property") or element.get("name") or "").strip().lower()
+        if key in _META_PROPERTIES or key == _META_PUBLISHED:
+            meta.setdefault(key, []).append(
+                _declared(f"meta {key}", element.get("content"), key == _META_PUBLISHED)
+            )
+    found: list[Declared] = []
+    if structured:
+        # An XPath over every element for microdata costs as much as a tenth of the
+        # parse: only on a page that has such a date at all.
+        names = page_names(url, canonicals) if url else frozenset()
+        found = [*_jsonld(html_root, url, names), *_microdata(html_root, url)]
+    modified = [d for key in _META_PROPERTIES for d in meta.get(key, [])]
+    modified += [d for d in found if not d.published]
+    published = meta.get(_META_PUBLISHED, []) + [d for d in found if d.published]
+    if any(d.value is not None and d.why is None for d in modified):
+        published = [
+            d if d.why else d._replace(why="a publication date; the page declares a modification")
+            for d in published
+        ]
+    return modified + published
+
+
+def lastmod_from_page(html_root: Any, url: str = "", canonicals: Iterable[str] = ()) -> str | None:
+    """The first date of :func:`page_dates` that the page itself does not rule out,
+    or ``None`` (the guards against the response's ``Date`` and the site's template
+    dates are the lastmod pipeline's). Never raises."""
+    for declared in page_dates(html_root, url, canonicals):
+        if declared.why is None and declared.value is not None:
+            return declared.value
     return None

@@ -90,6 +90,8 @@ CREATE TABLE IF NOT EXISTS urls (
     size INTEGER,
     render TEXT,
     rule TEXT,
+    lastmod_from TEXT,
+    page_dates TEXT,
     updated REAL NOT NULL
 ) WITHOUT ROWID;
 -- The listed pages in publishing order (listed_entries, and the comparisons with
@@ -169,6 +171,8 @@ COLUMNS = (
     "size",
     "render",
     "rule",
+    "lastmod_from",
+    "page_dates",
     "updated",
 )
 #: The type of a column added to an earlier ledger (TEXT unless named here).
@@ -510,6 +514,8 @@ class Ledger(LedgerReader):
             rec.size,
             rec.render,
             rec.rule,
+            rec.lastmod_from,
+            rec.page_verdicts,
             time.time(),
         )
         cur = self._db.execute(_QUEUE if rec.decision == QUEUED else _RECORD, row)
@@ -626,6 +632,35 @@ class Ledger(LedgerReader):
         self._db.executemany(
             "UPDATE urls SET reason = reason || ? WHERE key = ?", [(n, k) for k, n in notes]
         )
+
+    def page_dated(self, value: str) -> Iterator[dict[str, Any]]:
+        """The listed pages whose lastmod is *value*, taken from their own metadata
+        (the lastmod pipeline's template dates)."""
+        cur = self._db.execute(
+            "SELECT key, main_hash, content_hash, page_dates FROM urls"
+            " WHERE decision = ? AND lastmod_source = 'page' AND lastmod = ?",
+            (LISTED, value),
+        )
+        names = [d[0] for d in cur.description]
+        for row in cur.fetchall():
+            yield dict(zip(names, row, strict=True))
+
+    def set_lastmod(
+        self,
+        key: str,
+        lastmod: str | None,
+        source: str | None,
+        lastmod_from: str | None,
+        changed_at: str | None,
+        page_dates: str | None,
+    ) -> None:
+        """A listed page's lastmod decided again once the crawl is over."""
+        self._db.execute(
+            "UPDATE urls SET lastmod = ?, lastmod_source = ?, lastmod_from = ?,"
+            " changed_at = ?, page_dates = ? WHERE key = ?",
+            (lastmod, source, lastmod_from, changed_at, page_dates, key),
+        )
+        self._tick()
 
     def _tick(self) -> None:
         self._pending += 1

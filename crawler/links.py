@@ -15,7 +15,8 @@ the spider needs to decide about the page and where to go next (issue #2,
 * ``noindex`` from ``<meta name=robots|googlebot|OUR-TOKEN>`` and ``X-Robots-Tag``
   (unprefixed, or prefixed with one of those agents);
 * meta refresh (through Scrapy's ``get_meta_refresh``);
-* a lastmod from page metadata, for when Last-Modified is missing.
+* the dates the page declares (metadata, JSON-LD, microdata), for when
+  Last-Modified is missing.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from lxml import etree
 from scrapy.http import HtmlResponse, Response
 from scrapy.utils.response import get_base_url, get_meta_refresh
 
-from crawler.lastmod import lastmod_from_page
+from crawler.lastmod import Declared, page_dates
 from crawler.seen import fingerprint
 from crawler.urls import normalize_url, url_key
 
@@ -79,7 +80,8 @@ class PageFacts:
     canonicals: list[str] = field(default_factory=list)
     refresh: tuple[float, str] | None = None
     robots: RobotsDirectives = field(default_factory=RobotsDirectives)
-    page_lastmod: str | None = None
+    # The dates the page declares (crawler.lastmod.page_dates), in the order believed.
+    page_dates: list[Declared] = field(default_factory=list)
     title: str | None = None  # <title>, whitespace collapsed (the delta feed's entry title)
     # What the page refers to without the crawl following it, as (kind, href as
     # written): "nofollow" links, and the "image", "stylesheet" and "script" it embeds.
@@ -206,7 +208,9 @@ def page_facts(response: HtmlResponse, agents: Iterable[str], root: Any = None) 
     if url is not None and interval is not None:
         facts.refresh = (interval, url)
 
-    facts.page_lastmod = lastmod_from_page(root)
+    body = response.body
+    structured = b"dateModified" in body or b"datePublished" in body
+    facts.page_dates = page_dates(root, response.url, facts.canonicals, structured)
     facts.title = _title(root)
 
     hrefs, unfollowed = facts.hrefs, facts.unfollowed

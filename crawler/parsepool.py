@@ -370,8 +370,8 @@ class PageAnalyser:
         self.channels: list[_Channel] = []
         self.enabled = False
         # Soft-404 fingerprints wanted (crawler.softnotfound): set by the spider when
-        # a probe was answered with 200.
-        self.prints = False
+        # a probe left a print ("exact": only a probe answered 404 did).
+        self.prints: bool | str = False
 
     @classmethod
     def from_settings(

@@ -362,6 +362,11 @@ def format_summary(stats: dict[str, Any]) -> str:
         lines.append(f"links to other hosts: {other_hosts} (not crawled)")
     if learned := learned_line(stats):
         lines.append(learned)
+    if templates := stats.get("sitemap/lastmod/template_dates"):
+        lines.append(
+            "lastmod: not believed, a date that many pages declare alike (a template): "
+            + ", ".join(f"{value} ({n} pages)" for value, n in templates.items())
+        )
     if wanted := stats.get("sitemap/render/wanted", 0):
         failed = stats.get("sitemap/render/failed", 0)
         line = f"rendered in Chromium: {wanted - failed} pages"

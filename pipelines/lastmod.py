@@ -8,8 +8,18 @@ The rule (issues #2 and #4, "Honest lastmod"), in order:
    the response's own ``Date`` (stamped at request time; within
    :data:`VOLATILE_SECONDS`, as a server stamps the two a moment apart), or
    different from the previous run's while the page's main content is the same.
-2. **Page metadata.** ``article:modified_time``, ``og:updated_time`` or JSON-LD
-   ``dateModified`` (``SITEMAP_LASTMOD_FROM_PAGE``).
+2. **Page metadata.** ``article:modified_time``, ``og:updated_time``, JSON-LD
+   ``dateModified`` of the page's own node, microdata ``dateModified`` of its main
+   item; on a page that declares no modification date, its publication date
+   (``SITEMAP_LASTMOD_FROM_PAGE``; :func:`crawler.lastmod.page_dates` reads them).
+   The first declaration that passes the guards the header has is taken: not after
+   the response's ``Date`` (beyond :data:`FUTURE_TOLERANCE`), not before 1995 (a
+   placeholder), not within :data:`PAGE_VOLATILE_SECONDS` of ``Date`` (a theme
+   stamping "now"), not changed since the previous run while the main content did
+   not, and not a *template date*: one value that at least :data:`TEMPLATE_PAGES`
+   pages, and more than half of the pages dated by their metadata, declare alike.
+   A template date is found as the crawl goes; the pages that took it before are
+   decided again when the crawl is over (:meth:`LastmodPipeline.close_spider`).
 3. **Content evidence.** The time a change of the page's main-content hash
    (:mod:`crawler.content`: scripts, styles, comments and
    ``SITEMAP_VOLATILE_SELECTORS`` regions left out) was first detected. A page
@@ -28,12 +38,18 @@ The previous run comes from the run's state
 Settings: ``SITEMAP_LASTMOD_FROM_PAGE``.
 Stats: ``sitemap/lastmod/header``, ``sitemap/lastmod/page``, ``sitemap/lastmod/content``,
 ``sitemap/lastmod/none``, ``sitemap/lastmod/malformed``, ``sitemap/lastmod/volatile``,
-``sitemap/lastmod/changed``.
+``sitemap/lastmod/changed``; ``sitemap/lastmod/page_ignored/<why>`` (``future``,
+``early``, ``volatile``, ``template``) for a page's declaration the guards refused,
+and ``sitemap/lastmod/template_dates`` (each template date and how many pages
+declared it).
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import json
+import logging
+from collections import Counter
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from crawler.content import same_content
@@ -47,6 +63,19 @@ from pipelines.records import RecordPipeline
 #: a server that sets both from the clock may cross a second boundary between them
 #: (the nightly test site did, once in a few hundred runs).
 VOLATILE_SECONDS = 2
+#: A date-time a page declares this close to the response's Date is "now" too: a
+#: theme stamps it while it builds the page, before the server sends it.
+PAGE_VOLATILE_SECONDS = 5
+#: A page's date later than the response's Date by more than this is in the future
+#: (a date without a time: later than the day after Date's, whatever the zone).
+FUTURE_TOLERANCE = timedelta(minutes=5)
+#: A page's date before this is a placeholder (1970-01-01, 0001-01-01), not evidence.
+EARLIEST = datetime(1995, 1, 1, tzinfo=UTC)
+#: A date that at least this many pages, and more than half of the pages dated by
+#: their metadata, declare alike is a template date (a site-wide one), not evidence.
+TEMPLATE_PAGES = 5
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from typing import Self
@@ -54,14 +83,19 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
+    from crawler.ledger import Ledger
     from crawler.previous import PreviousRun
 
 HEADER, PAGE, CONTENT = "header", "page", "content"
+#: The verdict of a template date, in a page's page_dates.
+TEMPLATE_WHY = "a template date: many pages of the site declare it alike"
 
 
 class LastmodPipeline(RecordPipeline):
     """*from_page*: fall back to page metadata; *previous*: the previous run, the
-    evidence; *run_time*: when this run started (a change detected now is dated so)."""
+    evidence; *run_time*: when this run started (a change detected now is dated so);
+    *ledger*: the running ledger, where the pages that took a template date before it
+    was known are decided again when the crawl is over."""
 
     def __init__(
         self,
@@ -69,11 +103,18 @@ class LastmodPipeline(RecordPipeline):
         from_page: bool,
         previous: PreviousRun | None,
         run_time: datetime,
+        ledger: Ledger | None = None,
     ) -> None:
         self.stats = stats
         self.from_page = from_page
         self.previous = previous
         self.run_time = run_time.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")
+        self.ledger = ledger
+        # How many pages took each date from their metadata (before the template
+        # rule), of how many pages so dated; the dates found to be templates.
+        self.declared: Counter[str] = Counter()
+        self.dated = 0
+        self.templates: set[str] = set()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -84,6 +125,7 @@ class LastmodPipeline(RecordPipeline):
             crawler.settings.getbool("SITEMAP_LASTMOD_FROM_PAGE"),
             state.previous,
             state.started,
+            state.ledger,
         )
 
     def _process(self, item: Any) -> Any:
@@ -91,15 +133,139 @@ class LastmodPipeline(RecordPipeline):
             return item
         prev = self.previous.get(item.key) if self.previous and item.key else None
         item.lastmod, item.lastmod_source = self._header(item, prev), HEADER
-        if item.lastmod is None and self.from_page and item.page_lastmod:
-            item.lastmod, item.lastmod_source = item.page_lastmod, PAGE
+        if item.lastmod is None and self.from_page and item.page_dates:
+            item.lastmod, item.lastmod_from = self._page(item, prev)
+            item.lastmod_source = PAGE
         if item.lastmod is None and item.main_hash is not None:
             item.lastmod_source = CONTENT
-            item.lastmod, item.changed_at = self._evidence(item, prev)
+            item.lastmod, item.changed_at = self._evidence(item.main_hash, item.content_hash, prev)
         if item.lastmod is None:
             item.lastmod_source = None
         self.stats.inc_value(f"sitemap/lastmod/{item.lastmod_source or 'none'}")
         return item
+
+    # -- the page's own word ----------------------------------------------------------
+
+    def _page(self, item: UrlRecord, prev: dict[str, Any] | None) -> tuple[str | None, str | None]:
+        """The first date the page declares that passes the guards, and where it was
+        declared; every declaration's verdict goes into ``item.page_verdicts``."""
+        sent = None
+        if item.date and (date := http_date_to_w3c(item.date)) is not None:
+            sent = lastmod_datetime(date)
+        verdicts: list[list[str | None]] = []
+        first: list[str | None] | None = None  # the first that passes (template aside)
+        for declared in item.page_dates:
+            why = declared.why
+            if why is None and declared.value is not None:
+                kind, why = self._guard(declared.label, declared.value, sent, item, prev)
+                if kind is not None:
+                    self.stats.inc_value(f"sitemap/lastmod/page_ignored/{kind}")
+            verdict = [declared.label, declared.value or declared.raw, why]
+            if why is None and first is None:
+                first = verdict
+            verdicts.append(verdict)
+        if first is not None:
+            value = str(first[1])
+            self.dated += 1
+            self.declared[value] += 1
+            if (
+                value not in self.templates
+                and self.declared[value] >= TEMPLATE_PAGES
+                and 2 * self.declared[value] > self.dated
+            ):
+                self.templates.add(value)
+                logger.info(
+                    "%s pages declare the date %s alike: a template date, not believed "
+                    "(logged once)",
+                    self.declared[value],
+                    value,
+                )
+        chosen = self._choose(verdicts)
+        item.page_verdicts = json.dumps(verdicts) if verdicts else None
+        return chosen
+
+    def _choose(self, verdicts: list[list[str | None]]) -> tuple[str | None, str | None]:
+        """The first acceptable declaration that is no template date (marked so)."""
+        for verdict in verdicts:
+            if verdict[2] is None and verdict[1] in self.templates:
+                verdict[2] = TEMPLATE_WHY
+                self.stats.inc_value("sitemap/lastmod/page_ignored/template")
+            elif verdict[2] is None:
+                return verdict[1], verdict[0]
+        return None, None
+
+    def _guard(
+        self,
+        label: str,
+        value: str,
+        sent: datetime | None,
+        item: UrlRecord,
+        prev: dict[str, Any] | None,
+    ) -> tuple[str | None, str | None]:
+        """Why the date *value* the page declares (at *label*) is not believed, as
+        (stat, words), or (None, None); *sent*: the response's Date."""
+        moment = lastmod_datetime(value)
+        if moment < EARLIEST:
+            return "early", "before 1995: a placeholder, not evidence"
+        reference = sent or datetime.now(UTC)
+        if len(value) == 10:  # a date: it may be a day ahead in the site's zone
+            future = moment.date() > (reference + timedelta(days=1)).date()
+        else:
+            future = moment > reference + FUTURE_TOLERANCE
+        if future:
+            return "future", "in the future (after the response's Date)"
+        if (
+            sent is not None
+            and len(value) > 10
+            and abs((moment - sent).total_seconds()) <= PAGE_VOLATILE_SECONDS
+        ):
+            return "volatile", (
+                f"volatile: within {PAGE_VOLATILE_SECONDS} seconds of the response's Date "
+                "(stamped when the page was built)"
+            )
+        if (
+            prev is not None
+            and prev["lastmod_source"] == PAGE
+            and prev.get("lastmod_from") == label
+            and prev["lastmod"]
+            and prev["lastmod"] != value
+            and same_content(
+                prev["main_hash"], item.main_hash, prev["content_hash"], item.content_hash
+            )
+        ):
+            return "volatile", "volatile: changed since the last run while the content did not"
+        return None, None
+
+    def close_spider(self) -> None:
+        """The pages that took a template date before it was found to be one are
+        decided again: the next declaration that passes, or the content's evidence."""
+        if not self.templates:
+            return
+        self.stats.set_value(
+            "sitemap/lastmod/template_dates", {v: self.declared[v] for v in sorted(self.templates)}
+        )
+        if self.ledger is None:
+            return
+        for value in sorted(self.templates):
+            for row in list(self.ledger.page_dated(value)):
+                verdicts = json.loads(row["page_dates"] or "[]")
+                lastmod, lastmod_from = self._choose(verdicts)
+                source: str | None = PAGE
+                changed_at: str | None = None
+                if lastmod is None:
+                    prev = self.previous.get(row["key"]) if self.previous else None
+                    lastmod, changed_at = self._evidence(
+                        row["main_hash"], row["content_hash"], prev
+                    )
+                    source = CONTENT if row["main_hash"] is not None else None
+                    if lastmod is None:
+                        source = None
+                self.stats.inc_value("sitemap/lastmod/page", -1)
+                self.stats.inc_value(f"sitemap/lastmod/{source or 'none'}")
+                self.ledger.set_lastmod(
+                    row["key"], lastmod, source, lastmod_from, changed_at, json.dumps(verdicts)
+                )
+        self.ledger.commit()
 
     def _header(self, item: UrlRecord, prev: dict[str, Any] | None) -> str | None:
         if not item.last_modified:
@@ -141,15 +307,13 @@ class LastmodPipeline(RecordPipeline):
         return None
 
     def _evidence(
-        self, item: UrlRecord, prev: dict[str, Any] | None
+        self, main_hash: str | None, content_hash: str | None, prev: dict[str, Any] | None
     ) -> tuple[str | None, str | None]:
         """(lastmod, changed_at) from the main-content hash and the previous run."""
         # None: a first observation, no evidence of when it changed.
         if prev is None or prev["main_hash"] is None:
             return None, None
-        same = same_content(
-            prev["main_hash"], item.main_hash, prev["content_hash"], item.content_hash
-        )
+        same = same_content(prev["main_hash"], main_hash, prev["content_hash"], content_hash)
         if same is None:
             return None, None
         if not same:
@@ -158,6 +322,8 @@ class LastmodPipeline(RecordPipeline):
         # Unchanged: keep what was published, byte for byte, whatever it came from. A
         # Last-Modified that moved while the content did not (ignored as volatile) must
         # not take away the date of the last real change.
-        if prev["lastmod"]:
+        if prev["lastmod"] and prev["lastmod"] not in self.templates:
             return prev["lastmod"], prev["changed_at"] or prev["lastmod"]
+        if prev["changed_at"] in self.templates:
+            return None, None
         return prev["changed_at"], prev["changed_at"]

@@ -314,6 +314,9 @@ SITEMAP_SEED_SITEMAP_URLS: list[str] = []
 # Ask for an address that cannot exist before the start URL: when the site answers
 # 200, pages like that answer are "soft-404" (crawler/softnotfound.py).
 SITEMAP_SOFT404_PROBE = True
+# A 200 HTML page whose title, first heading or start of main text says the thing is
+# not there, and whose main content is thin, is "soft-404" (crawler/softnotfound.py).
+SITEMAP_SOFT404_CONTENT = True
 # Start URLs besides the spider's url (the same site), each judged like a link.
 SITEMAP_START_URLS: list[str] = []
 SITEMAP_STATE_DIR = None

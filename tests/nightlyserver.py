@@ -13,6 +13,9 @@ conditional headers received). FILE holds::
                                                         # (a number: that many seconds ago)
                      "ignore_conditional": false,       # never answers 304
                      "headers": {"Link": "<...>; rel=alternate; hreflang=de"}}}
+                     # "%NOW%" in a body: the time of the request (a theme that
+                     # stamps "now"), as 2024-05-01T08:00:00Z
+
 
 A page with an ETag or Last-Modified answers 304 to a matching If-None-Match or a
 not-older If-Modified-Since, like nginx, unless ``ignore_conditional``.
@@ -89,7 +92,8 @@ class Site(resource.Resource):
         if not page.get("ignore_conditional") and self.not_modified(request, etag, last_modified):
             request.setResponseCode(304)
             return 304, b""
-        return 200, page["body"].encode("utf-8")
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        return 200, page["body"].replace("%NOW%", now).encode("utf-8")
 
     @staticmethod
     def not_modified(request: Any, etag: str | None, last_modified: str | None) -> bool:

@@ -184,7 +184,7 @@ def test_worker_function_matches_local() -> None:
     assert local.encoding == "cp1252"  # iso-8859-1 as browsers read it
     assert local.facts.robots.noindex and not local.facts.robots.nofollow
     assert local.facts.canonicals == ["http://127.0.0.1/c"]
-    assert local.facts.page_lastmod == "2024-05-01T10:00:00+00:00"
+    assert [d.value for d in local.facts.page_dates] == ["2024-05-01T10:00:00+00:00"]
     assert local.main_hash is not None and local.main_hash.startswith("m2-")
     # The link, resolved with the page's encoding and normalised.
     assert [r.url for r in local.links if r] == ["http://127.0.0.1/p/caf%C3%A9.html"]

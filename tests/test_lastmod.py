@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from email.utils import format_datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
+import pytest_twisted
 from hypothesis import given
 from hypothesis import strategies as st
 from scrapy.http import HtmlResponse
@@ -17,6 +21,7 @@ from crawler.lastmod import (
     lastmod_from_page,
     w3c_datetime,
 )
+from tests.test_nightly import NightlySite
 
 # A fixed "now" for the two-digit-year rule, so the tests do not age.
 NOW = datetime(2026, 11, 21, 12, 0, 0, tzinfo=UTC)
@@ -367,6 +372,15 @@ OG = '<meta property="og:updated_time" content="2023-01-01T00:00:00Z">'
             '<script type=" Application/LD+JSON ">{"dateModified": "2022-05-06"}</script>',
             "2022-05-06",
         ),
+        # Only a publication date: the last change the page states.
+        ('<meta property="article:published_time" content="2024-03-04">', "2024-03-04"),
+        (_ld('{"datePublished": "2022-05-06"}'), "2022-05-06"),
+        # ... but a modification date, wherever declared, comes first.
+        (
+            '<meta property="article:published_time" content="2024-03-04">'
+            + _ld('{"@type": "Article", "dateModified": "2022-05-06"}'),
+            "2022-05-06",
+        ),
     ],
 )
 def test_lastmod_from_page(head: str, expected: str) -> None:
@@ -378,10 +392,8 @@ def test_lastmod_from_page(head: str, expected: str) -> None:
     [
         "",
         '<meta name="description" content="2024-03-04">',
-        '<meta property="article:published_time" content="2024-03-04">',
         '<meta property="article:modified_time">',
         '<meta property="article:modified_time" content="">',
-        _ld('{"datePublished": "2022-05-06"}'),
         _ld('{"dateModified": "2022-05-06T07:08:09"}'),  # no zone: ambiguous
         _ld('{"dateModified": 1651820889}'),
         _ld('{"dateModified": ["2022-05-06"]}'),
@@ -447,4 +459,450 @@ def test_a_moving_last_modified_keeps_the_last_real_change(tmp_path: Path) -> No
     pipeline.process_item(night2)
     assert night2.lastmod == "2024-01-01T08:00:00+00:00"
     assert "ignored volatile Last-Modified (changed while the content did not)" in night2.warnings
+    previous.close()
+
+
+# -- a site of lying dates and soft 404s, crawled ----------------------------------------
+
+# Every page carries the site's WebSite node with a date of its own: never the page's.
+WEBSITE = _ld(
+    '{"@context": "https://schema.org", "@type": "WebSite", "url": "/",'
+    ' "dateModified": "2019-01-01T00:00:00+00:00"}'
+)
+NAV = '<nav><a href="/">Home</a> <a href="/shop">Shop</a> <a href="/about">About</a></nav>'
+FOOT = "<footer>Example shop, 1 Main Street. All rights reserved.</footer>"
+LONG = (
+    "This page has a real description with many words about its subject, which it"
+    " explains at length for a reader. "
+) * 4
+
+
+def _meta(prop: str, value: str) -> str:
+    return f'<meta property="{prop}" content="{value}">'
+
+
+def _graph(path: str, nodes: str) -> str:
+    return _ld(f'{{"@context": "https://schema.org", "@graph": [{nodes}]}}').replace("PAGE", path)
+
+
+#: path -> (head, body, the lastmod published on a first run, lastmod_from)
+DATED: dict[str, tuple[str, str, str | None, str | None]] = {
+    # A theme stamping the time of each request: volatile (Z and offset notations).
+    "/stamped": (_meta("article:modified_time", "%NOW%"), "<p>stamped</p>", None, None),
+    "/stamped-og": (
+        _meta("og:updated_time", "%NOW%").replace("Z", "+00:00"),
+        "<p>stamped og</p>",
+        None,
+        None,
+    ),
+    "/future": (_meta("article:modified_time", "2100-01-01"), "<p>future</p>", None, None),
+    "/epoch": (
+        _meta("article:modified_time", "1970-01-01T00:00:00Z"),
+        "<p>epoch</p>",
+        None,
+        None,
+    ),
+    # The page's own node of a graph: named by @id (the page + #webpage) ...
+    "/graph": (
+        _graph(
+            "/graph",
+            '{"@type": "Person", "@id": "http://HOST/#/schema/person/1",'
+            ' "dateModified": "2025-09-09T00:00:00+00:00"},'
+            '{"@type": "WebPage", "@id": "http://HOST/graph#webpage",'
+            ' "dateModified": "2022-02-02T10:00:00+02:00"}',
+        ),
+        "<p>graph</p>",
+        "2022-02-02T08:00:00+00:00",
+        "JSON-LD WebPage dateModified",
+    ),
+    # ... or, in a graph without @id, the main entity.
+    "/graph-no-id": (
+        _graph(
+            "/graph-no-id",
+            '{"@type": "Person", "dateModified": "2025-09-09T00:00:00Z"},'
+            '{"@type": "BlogPosting", "dateModified": "2022-03-03T00:00:00Z"}',
+        ),
+        "<p>graph without id</p>",
+        "2022-03-03T00:00:00+00:00",
+        "JSON-LD BlogPosting dateModified",
+    ),
+    "/microdata": (
+        "",
+        '<article itemscope itemtype="https://schema.org/Article"><h1>M</h1>'
+        '<meta itemprop="dateModified" content="2024-03-05T10:00:00+00:00">'
+        '<div itemprop="author" itemscope itemtype="https://schema.org/Person">'
+        '<meta itemprop="dateModified" content="2025-01-01T00:00:00+00:00"></div></article>',
+        "2024-03-05T10:00:00+00:00",
+        "microdata Article dateModified",
+    ),
+    # Only a publication date: the last change the page states.
+    "/published": (
+        _meta("article:published_time", "2023-04-05T06:07:08+02:00"),
+        "<p>published</p>",
+        "2023-04-05T04:07:08+00:00",
+        "meta article:published_time",
+    ),
+    "/og-offset": (
+        _meta("og:updated_time", "2021-06-07T08:09:10-05:00"),
+        "<p>og</p>",
+        "2021-06-07T13:09:10+00:00",
+        "meta og:updated_time",
+    ),
+}
+# A theme's date that six pages declare alike (a template date), each page with its
+# own JSON-LD date besides.
+for n in range(1, 7):
+    DATED[f"/t{n}"] = (
+        _meta("og:updated_time", "2018-08-08T08:08:08Z")
+        + _ld(f'{{"@type": "WebPage", "dateModified": "2020-01-0{n}"}}'),
+        f"<p>templated {n}</p>",
+        f"2020-01-0{n}",
+        "JSON-LD WebPage dateModified",
+    )
+
+#: path -> (head, body, the reason of a soft 404, or None: listed)
+SOFT: dict[str, tuple[str, str, str | None]] = {
+    "/product/42": (
+        "",
+        f"{NAV}<h1>Product not found</h1><p>Sorry, the product you are looking for does "
+        f"not exist or is no longer available.</p>{FOOT}",
+        "soft 404: title says 'Product not found'; 17 words",
+    ),
+    "/de/produkt": (
+        "",
+        f"{NAV}<main><h1>Seite nicht gefunden</h1><p>Leider gibt es diese Seite nicht."
+        f"</p></main>{FOOT}",
+        "soft 404: heading says 'Seite nicht gefunden'; 8 words",
+    ),
+    "/fr/article": (
+        "",
+        f"{NAV}<main><p>Désolé, cette page est introuvable.</p></main>{FOOT}",
+        "soft 404: text says 'Désolé, cette page est introuvable.'; 5 words",
+    ),
+    "/es/producto": (
+        "",
+        f"{NAV}<main><h2>Error 404</h2><p>Página no encontrada.</p></main>",
+        "soft 404: heading says 'Error 404'; 4 words",
+    ),
+    "/ja/item": ("", "<main><h1>ページが見つかりません</h1></main>", None),
+    # No false alarm: a documentation page about HTTP 404, an error-code reference,
+    # a product called "Not Found" with a real description.
+    "/docs/http-404": (
+        "",
+        f"{NAV}<main><h1>HTTP 404 Not Found</h1><p>{LONG}</p></main>{FOOT}",
+        None,
+    ),
+    "/docs/errorkind": (
+        "",
+        "<main><h1>Enum std::io::ErrorKind::NotFound</h1>"
+        "<p>An entity was not found, often a file.</p></main>",
+        None,
+    ),
+    "/product/not-found": (
+        "",
+        f"{NAV}<main><h1>Not Found</h1><p>{LONG}</p></main>{FOOT}",
+        None,
+    ),
+}
+# The Japanese page's reason (its title is its path, as every test page's).
+SOFT["/ja/item"] = (
+    SOFT["/ja/item"][0],
+    SOFT["/ja/item"][1],
+    "soft 404: heading says 'ページが見つかりません'; 1 words",
+)
+
+
+def _lying_site(site: Any) -> None:
+    host = site.url("/").split("//")[1].rstrip("/")
+    for path, (head, text, _, _) in DATED.items():
+        site.page(path, text, head=(head + WEBSITE).replace("HOST", host))
+    for path, (head, text, _) in SOFT.items():
+        site.page(path, text, head=head)
+    # Titles: each test page's is its path; the product's says so.
+    site.pages["/product/42"]["body"] = site.pages["/product/42"]["body"].replace(
+        "<title>/product/42</title>", "<title>Product not found</title>"
+    )
+    # A page answered 200 with the words of the site's own "not found" page (which
+    # the server answers 404 with): the soft-404 probe's print matches it.
+    site.page("/gone", "not found")
+    site.home(*DATED, *SOFT, "/gone")
+
+
+def _check_lying_site(
+    rows: dict[str, dict[str, Any]], published: dict[str, str | None], url: Any, probe: bool
+) -> None:
+    for path, (_, _, lastmod, source) in DATED.items():
+        assert published[url(path)] == lastmod, path
+        assert rows[url(path)]["lastmod_from"] == source, path
+    for path, (_, _, reason) in SOFT.items():
+        row = rows[url(path)]
+        if reason is None:
+            assert row["decision"] == "listed", (path, row["reason"])
+        else:
+            assert (row["decision"], row["reason"]) == ("soft-404", reason), path
+    # The distributed crawl sends no soft-404 probe (docs/crawling.md).
+    gone = set() if probe else {url("/gone")}
+    assert set(published) == {url("/")} | {url(p) for p in DATED} | gone | {
+        url(p) for p, (_, _, reason) in SOFT.items() if reason is None
+    }
+    if probe:
+        assert rows[url("/gone")]["decision"] == "soft-404"
+    # What was ignored, and why.
+    verdicts = {url: json.loads(row["page_dates"] or "[]") for url, row in rows.items()}
+    assert [
+        "meta article:modified_time",
+        "2100-01-01",
+        "in the future (after the response's Date)",
+    ] in verdicts[url("/future")]
+    assert verdicts[url("/epoch")][0][2] == "before 1995: a placeholder, not evidence"
+    assert verdicts[url("/stamped")][0][2].startswith("volatile: within 5 seconds")
+    assert verdicts[url("/stamped-og")][0][2].startswith("volatile: within 5 seconds")
+    assert [
+        "JSON-LD Person dateModified",
+        "2025-09-09T00:00:00+00:00",
+        "not this page's node (Person)",
+    ] in verdicts[url("/graph")]
+    assert [
+        "JSON-LD WebSite dateModified",
+        "2019-01-01T00:00:00+00:00",
+        "not this page's node (WebSite)",
+    ] in verdicts[url("/graph-no-id")]
+    for n in range(1, 7):
+        assert verdicts[url(f"/t{n}")][0] == [
+            "meta og:updated_time",
+            "2018-08-08T08:08:08+00:00",
+            "a template date: many pages of the site declare it alike",
+        ]
+
+
+@pytest.fixture
+def nightly(tmp_path: Path) -> Iterator[NightlySite]:
+    site = NightlySite(tmp_path)
+    yield site
+    site.stop()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_site_of_lying_dates_and_soft_404s(
+    nightly: NightlySite, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.test_nightly import night
+    from tests.test_nightly import published as published_of
+
+    _lying_site(nightly)
+    first = await night(nightly, tmp_path)
+    assert first.outcome == "published", first.stats.get("sitemap/message")
+    rows = first.ledger_rows()
+    _check_lying_site(rows, published_of(first.out), nightly.url, probe=True)
+    assert first.stats["sitemap/lastmod/template_dates"] == {"2018-08-08T08:08:08+00:00": 6}
+    assert first.stats["sitemap/excluded/soft-404"] == 6
+    assert first.stats["sitemap/soft404/detected"] is False  # the probe was answered 404
+    # The second night: the stamped page stamps again (still nothing believed), a page
+    # that had a real date starts stamping "now" on the same content (it keeps its
+    # date), and the future date is still refused.
+    nightly.pages["/og-offset"]["body"] = nightly.pages["/og-offset"]["body"].replace(
+        "2021-06-07T08:09:10-05:00", "%NOW%"
+    )
+    second = await night(nightly, tmp_path)
+    entries = published_of(second.out)
+    assert entries[nightly.url("/stamped")] is None
+    assert entries[nightly.url("/future")] is None
+    assert entries[nightly.url("/og-offset")] == "2021-06-07T13:09:10+00:00"
+    assert entries[nightly.url("/graph")] == "2022-02-02T08:00:00+00:00"
+    # explain tells which declaration gave the date, and what was ignored and why.
+    from crawler.cli import main
+
+    capsys.readouterr()
+    assert main(["explain", nightly.url("/graph"), "--state", str(second.state), "--json"]) == 0
+    told = json.loads(capsys.readouterr().out)["lastmod"]
+    assert told["value"] == "2022-02-02T08:00:00+00:00"
+    assert told["from"] == "the page's JSON-LD WebPage dateModified"
+    assert {"where": "JSON-LD Person dateModified", "value": "2025-09-09T00:00:00+00:00",
+            "verdict": "not this page's node (Person)"} in told["declared"]  # fmt: skip
+    assert main(["explain", nightly.url("/t1"), "--state", str(second.state)]) == 0
+    text = capsys.readouterr().out
+    assert (
+        "declared: meta og:updated_time 2018-08-08T08:08:08+00:00: a template date: many"
+        " pages of the site declare it alike"
+    ) in text
+    assert "declared: JSON-LD WebPage dateModified 2020-01-01: used" in text
+    main(["explain", nightly.url("/product/42"), "--state", str(second.state)])
+    assert "soft 404: title says 'Product not found'; 17 words" in capsys.readouterr().out
+    # Off: the page's words are not read.
+    off = await night(nightly, tmp_path / "off", SITEMAP_SOFT404_CONTENT=False)
+    assert nightly.url("/product/42") in published_of(off.out)
+
+
+def test_a_site_of_lying_dates_with_two_processes(nightly: NightlySite, tmp_path: Path) -> None:
+    """The same decisions where pages are judged in two processes and one writes."""
+    from crawler.ledger import Ledger
+    from tests.test_nightly import published as published_of
+    from tests.test_redis import cli, finish
+
+    _lying_site(nightly)
+    nightly.save()
+    out, state = tmp_path / "public", tmp_path / "state"
+    crawl = cli(
+        "crawl", nightly.url("/"), "--out", str(out), "--state", str(state),
+        "--processes", "2", "--delay", "0.05",
+    )  # fmt: skip
+    err = finish(crawl, timeout=120)
+    assert crawl.returncode == 0, err
+    assert "2018-08-08T08:08:08+00:00" in err  # the summary says so, once
+    ledger = Ledger(state / "ledger.sqlite")
+    try:
+        rows = {row["url"]: row for row in ledger.rows()}
+    finally:
+        ledger.close()
+    _check_lying_site(rows, published_of(out), nightly.url, probe=False)
+
+
+# -- the page's own node -------------------------------------------------------------------
+
+
+def _page(url: str, head: str, body: str = "<p>x</p>") -> object:
+    html = f"<html><head><title>t</title>{head}</head><body>{body}</body></html>"
+    return HtmlResponse(url=url, body=html.encode(), encoding="utf-8").selector.root
+
+
+POST = "https://example.com/2024/05/post/"
+YOAST = _ld(
+    '{"@context": "https://schema.org", "@graph": ['
+    '{"@type": "Article", "@id": "https://example.com/2024/05/post/#article",'
+    ' "mainEntityOfPage": {"@id": "https://example.com/2024/05/post/"},'
+    ' "datePublished": "2024-05-01T08:00:00+00:00", "dateModified": "2024-05-03T09:00:00+00:00"},'
+    '{"@type": "WebPage", "@id": "https://example.com/2024/05/post/",'
+    ' "url": "https://example.com/2024/05/post/", "dateModified": "2024-05-03T09:00:00+00:00"},'
+    '{"@type": "ImageObject", "@id": "https://example.com/2024/05/post/#primaryimage",'
+    ' "dateModified": "2025-01-01T00:00:00+00:00"},'
+    '{"@type": "WebSite", "@id": "https://example.com/#website", "url": "https://example.com/",'
+    ' "dateModified": "2025-02-02T00:00:00+00:00"},'
+    '{"@type": "Person", "@id": "https://example.com/#/schema/person/1",'
+    ' "dateModified": "2025-03-03T00:00:00+00:00"}]}'
+)
+
+
+@pytest.mark.parametrize(
+    ("url", "head", "body", "canonicals", "expected"),
+    [
+        # A WordPress post's graph: the Article and WebPage name it.
+        (POST, YOAST, "", (), "2024-05-03T09:00:00+00:00"),
+        # Its comment pages name the post: still its date.
+        (POST + "comment-page-2/", YOAST, "", (), "2024-05-03T09:00:00+00:00"),
+        ("https://example.com/2024/05/post/?cpage=2", YOAST, "", (), "2024-05-03T09:00:00+00:00"),
+        # http and https, www. and a trailing slash aside.
+        ("http://www.example.com/2024/05/post", YOAST, "", (), "2024-05-03T09:00:00+00:00"),
+        # Another page that carries the post's graph, without naming itself: not its date,
+        # unless its canonical is the post.
+        ("https://example.com/other/", YOAST, "", (), None),
+        ("https://example.com/other/", YOAST, "", (POST,), "2024-05-03T09:00:00+00:00"),
+        # The home page: the WebSite and Person nodes name it, and are never its own.
+        ("https://example.com/", YOAST, "", (), None),
+        # An archive listing posts: each node names another page.
+        (
+            "https://example.com/blog/",
+            _ld(
+                '[{"@type": "BlogPosting", "url": "/a/", "dateModified": "2024-01-01"},'
+                ' {"@type": "BlogPosting", "url": "/b/", "dateModified": "2024-01-02"}]'
+            ),
+            "",
+            (),
+            None,
+        ),
+        # Microdata: the main item's date, not its author's; a listing's items are
+        # not the page; an item of another type than a page's main entity is not.
+        (
+            "https://example.com/m",
+            "",
+            '<div itemscope itemtype="http://schema.org/BlogPosting">'
+            '<time itemprop="dateModified" datetime="2024-03-05">5 March</time></div>',
+            (),
+            "2024-03-05",
+        ),
+        (
+            "https://example.com/blog/",
+            "",
+            '<div itemscope itemtype="http://schema.org/BlogPosting">'
+            '<meta itemprop="dateModified" content="2024-03-05"></div>'
+            '<div itemscope itemtype="http://schema.org/BlogPosting">'
+            '<meta itemprop="dateModified" content="2024-03-06"></div>',
+            (),
+            None,
+        ),
+        (
+            "https://example.com/m",
+            "",
+            '<div itemscope itemtype="http://schema.org/Organization">'
+            '<meta itemprop="dateModified" content="2024-03-05"></div>',
+            (),
+            None,
+        ),
+        # Only a publication date, in microdata.
+        (
+            "https://example.com/m",
+            "",
+            '<article itemscope itemtype="https://schema.org/NewsArticle">'
+            '<meta itemprop="datePublished" content="2024-03-01T10:00:00Z"></article>',
+            (),
+            "2024-03-01T10:00:00+00:00",
+        ),
+    ],
+)
+def test_the_pages_own_node(
+    url: str, head: str, body: str, canonicals: tuple[str, ...], expected: str | None
+) -> None:
+    assert lastmod_from_page(_page(url, head, body), url, canonicals) == expected
+
+
+def test_a_page_date_that_moves_on_unchanged_content_keeps_the_last_real_change(
+    tmp_path: Path,
+) -> None:
+    """A date-only stamp of "today" is no volatile date-time, but it moves every night
+    while the content does not: the page keeps the date it had."""
+    from scrapy.statscollectors import MemoryStatsCollector
+    from scrapy.utils.test import get_crawler
+
+    from crawler.items import UrlRecord
+    from crawler.lastmod import Declared
+    from crawler.ledger import Ledger
+    from crawler.previous import PreviousRun
+    from crawler.urls import url_key
+    from pipelines.lastmod import LastmodPipeline
+
+    url = "http://h.test/a"
+    night1 = UrlRecord(
+        url=url, decision="listed", key=url_key(url), loc=url, status=200,
+        lastmod="2024-01-01", lastmod_source="page", lastmod_from="meta article:modified_time",
+        content_hash="c1", main_hash="m1",
+    )  # fmt: skip
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    ledger.record(night1)
+    ledger.close()
+    previous = PreviousRun.open(tmp_path / "ledger.sqlite")
+    assert previous is not None
+    stats = MemoryStatsCollector(get_crawler())
+    pipeline = LastmodPipeline(stats, True, previous, datetime(2024, 3, 1, tzinfo=UTC))
+    stamped = Declared("meta article:modified_time", "2024-03-01", "2024-03-01")
+    night2 = UrlRecord(
+        url=url, decision="listed", key=url_key(url), status=200,
+        date="Fri, 01 Mar 2024 09:00:00 GMT", content_hash="c1", main_hash="m1",
+        page_dates=[stamped],
+    )  # fmt: skip
+    pipeline.process_item(night2)
+    assert (night2.lastmod, night2.lastmod_source) == ("2024-01-01", "content")
+    assert json.loads(night2.page_verdicts or "") == [
+        [
+            "meta article:modified_time",
+            "2024-03-01",
+            "volatile: changed since the last run while the content did not",
+        ]
+    ]
+    # Changed content: the page's new date is believed.
+    night3 = UrlRecord(
+        url=url, decision="listed", key=url_key(url), status=200,
+        date="Fri, 01 Mar 2024 09:00:00 GMT", content_hash="c2", main_hash="m2",
+        page_dates=[stamped],
+    )  # fmt: skip
+    pipeline.process_item(night3)
+    assert (night3.lastmod, night3.lastmod_source) == ("2024-03-01", "page")
     previous.close()

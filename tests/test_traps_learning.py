@@ -269,10 +269,19 @@ async def test_soft_404(soft: TrapServer, tmp_path: Path) -> None:
 @pytest_twisted.ensureDeferred
 async def test_soft_404_probe_can_be_turned_off(soft: TrapServer, tmp_path: Path) -> None:
     soft.clear()
-    result = await run_crawl(soft.url("/"), tmp_path, SITEMAP_SOFT404_PROBE=False)
+    result = await run_crawl(
+        soft.url("/"), tmp_path, SITEMAP_SOFT404_PROBE=False, SITEMAP_SOFT404_CONTENT=False
+    )
     assert not [p for p in soft.paths() if "probe" in p]
     assert len(result.listed()) == 5
     assert "sitemap/soft404/probes" not in result.stats
+    # Without the probe, the "not found" pages still say what they are, and are thin.
+    words = await run_crawl(soft.url("/"), tmp_path / "words", SITEMAP_SOFT404_PROBE=False)
+    assert len(words.listed()) == 3
+    assert words.decisions()[soft.url("/gone.html")] == (
+        "soft-404",
+        "soft 404: title says 'Page not found'; 18 words",
+    )
 
 
 @pytest_twisted.ensureDeferred
@@ -288,8 +297,9 @@ async def test_soft_404_probe_obeys_robots_txt(
     assert result.outcome == "published"
     assert result.stats["sitemap/soft404/probes"] == 1
     assert result.stats["sitemap/soft404/detected"] is False
-    # Without the probe's answer, nothing tells the not-found page from a page.
-    assert len(result.listed()) == 5
+    # Without the probe's answer, the not-found pages are told by their words.
+    assert len(result.listed()) == 3
+    assert {d for d, _ in result.decisions().values()} == {"listed", "soft-404"}
 
 
 @pytest_twisted.ensureDeferred

@@ -150,6 +150,10 @@ def format_answer(answer: dict[str, Any]) -> str:
         lines += _field("lastmod", f"{lastmod['value']} from {lastmod['from']}{run}")
     else:
         lines += _field("lastmod", lastmod["from"])
+    for declared in lastmod.get("declared") or []:
+        lines += _field(
+            "", f"  declared: {declared['where']} {declared['value']}: {declared['verdict']}"
+        )
     lines += _field("seen", f"first {answer['first_seen']}, last {answer['last_seen']}")
     found = answer["found_via"]
     steps = found["steps"]

@@ -49,6 +49,7 @@ from scrapy import Request, Spider, signals
 from scrapy.http import HtmlResponse, Response
 
 from crawler import decisions as d
+from crawler.analysis import not_found_print
 from crawler.extensions.runstate import RunState
 from crawler.frontier import Discovered, Frontier
 from crawler.items import Alias, Linked, PageRecords, UrlRecord
@@ -250,6 +251,17 @@ class SiteSpider(Spider):
             elif analysis.soft_print is not None:
                 self.judge.soft_not_found.add(response.url, analysis.soft_print)
                 found = True
+        elif (
+            response.status in (404, 410)
+            and isinstance(response, HtmlResponse)  # Scrapy's class for an HTML type
+            and hops == 0
+        ):
+            # The site's own "not found" page, answered as such: a page answered 200
+            # with the same words is one too. Its words only (no parse in the pool,
+            # which may not have started yet).
+            printed = not_found_print(response, self.analyser.volatile)
+            if printed is not None:
+                self.judge.soft_not_found.add(response.url, printed)
         if found and number == 1:
             yield self._probe(probe_url(self.start_url, second=True), 2, 0)
             return
@@ -263,9 +275,9 @@ class SiteSpider(Spider):
         yield from self._begin()
 
     def _probed(self) -> None:
-        detected = bool(self.judge.soft_not_found.prints)
-        self.crawler.stats.set_value("sitemap/soft404/detected", detected)
-        self.analyser.prints = detected
+        found = self.judge.soft_not_found
+        self.crawler.stats.set_value("sitemap/soft404/detected", found.answers_200)
+        self.analyser.prints = found.wanted
 
     def discover(self, raw: str, *, depth: int, referrer: str | None) -> Iterator[Discovered]:
         """What the frontier decides about a URL found on *referrer*."""
