@@ -66,6 +66,11 @@ One sitemap set per directory: :meth:`~SitemapSetWriter.publish` removes every
 file it did not write (:data:`CHILD_NAME_RE`; the sections of the previous set
 need not be this one's), and other writers' temporary files; nothing else in the
 directory is touched (``sitemap-blog.xml``, ``sitemap-notes.txt``).
+
+The entries' XML is rendered by :mod:`crawler.sitemapxml`. What is left here is one
+thing, kept in one module although it is long: the child files being written, their
+rotation and the publication of the set share one state (the files written, their
+names, the index) and one failure path (a crash leaves the published set as it was).
 """
 
 from __future__ import annotations
