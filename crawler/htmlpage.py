@@ -224,6 +224,35 @@ def plural(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else many or one + 's'}"
 
 
+def history_table(
+    history: Sequence[dict[str, Any]],
+    summary: str,
+    time_key: str,
+    columns: Sequence[tuple[str, str, bool]],
+) -> str:
+    """The kept runs (or audits), newest first, in a ``<details>`` opened by
+    *summary*: each row's *time_key*, then per column ``(heading, key, is a
+    figure)`` its value, a figure marked ``history.{i}.{key}``."""
+    rows = [
+        [esc(when(h.get(time_key)))]
+        + [
+            inline_figure(f"history.{i}.{key}", h.get(key)) if figure else esc(h.get(key))
+            for _, key, figure in columns
+        ]
+        for i, h in reversed(list(enumerate(history)))
+    ]
+    return (
+        f"<details><summary>{summary}</summary>"
+        + table(
+            [time_key, *(heading for heading, _, _ in columns)],
+            rows,
+            numeric=tuple(n for n, (_, _, figure) in enumerate(columns, 1) if figure),
+            url_columns=(),
+        )
+        + "</details>"
+    )
+
+
 def when(iso: object) -> str:
     """An ISO 8601 time as a person reads it, in UTC, to the second:
     "2026-11-25 22:56:44 UTC" (None: n/a; text that is no time: as it is)."""

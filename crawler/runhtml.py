@@ -27,6 +27,7 @@ from crawler.htmlpage import (
     bar_chart,
     esc,
     figure,
+    history_table,
     inline_figure,
     line_chart,
     link,
@@ -352,28 +353,21 @@ def _history(f: dict[str, Any]) -> str:
         ],
         title="Listed and excluded URLs over the runs",
     )
-    rows = [
-        [
-            esc(when(r.get("started"))),
-            esc(r.get("outcome")),
-            inline_figure(f"history.{i}.listed", r.get("listed")),
-            inline_figure(f"history.{i}.excluded", r.get("excluded")),
-            inline_figure(f"history.{i}.pages_fetched", r.get("pages_fetched")),
-        ]
-        for i, r in reversed(list(enumerate(runs)))
-    ]
     last = "the last run" if len(runs) == 1 else f"the last {len(runs)} runs"
     return (
         f"<h2>History: {last}</h2>"
         + chart
-        + "<details><summary>The runs, newest first</summary>"
-        + table(
-            ["started", "outcome", "listed", "excluded", "fetched"],
-            rows,
-            numeric=(2, 3, 4),
-            url_columns=(),
+        + history_table(
+            runs,
+            "The runs, newest first",
+            "started",
+            [
+                ("outcome", "outcome", False),
+                ("listed", "listed", True),
+                ("excluded", "excluded", True),
+                ("fetched", "pages_fetched", True),
+            ],
         )
-        + "</details>"
     )
 
 

@@ -66,6 +66,11 @@ One sitemap set per directory: :meth:`~SitemapSetWriter.publish` removes every
 file it did not write (:data:`CHILD_NAME_RE`; the sections of the previous set
 need not be this one's), and other writers' temporary files; nothing else in the
 directory is touched (``sitemap-blog.xml``, ``sitemap-notes.txt``).
+
+The entries' XML is rendered by :mod:`crawler.sitemapxml`. What is left here is one
+thing, kept in one module although it is long: the child files being written, their
+rotation and the publication of the set share one state (the files written, their
+names, the index) and one failure path (a crash leaves the published set as it was).
 """
 
 from __future__ import annotations
@@ -85,24 +90,33 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
-from decimal import Decimal
 from itertools import accumulate, islice
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
-from crawler.entry import ChangeFreq, News, SitemapEntry, Video, check_loc
-from crawler.entryrows import MAX_SECTION_LENGTH, NEWS_SECTION, EntryBatch, EntryRows, check_section
+from crawler.entry import SitemapEntry, check_loc
+from crawler.entryrows import MAX_SECTION_LENGTH, NEWS_SECTION, EntryRows, check_section
 from crawler.lastmod import lastmod_datetime
 from crawler.limits import (
-    IMAGE_NS,
     MAX_BYTES_PER_FILE,
     MAX_NEWS_URLS_PER_FILE,
     MAX_SITEMAPS_PER_INDEX,
     MAX_URLS_PER_FILE,
-    NEWS_NS,
-    SITEMAP_NS,
-    VIDEO_NS,
-    XHTML_NS,
+)
+from crawler.sitemapxml import (
+    EXTENSIONS,
+    INDEX_FOOTER,
+    INDEX_HEADER,
+    URLSET_FOOTER,
+    escape,
+    latest_utc,
+    render_news,
+    render_txt,
+    render_txt_batch,
+    render_xml,
+    render_xml_batch,
+    urlset_header,
+    utc_key,
 )
 
 __all__ = [
@@ -152,26 +166,10 @@ _CHUNK_ENTRIES: Final = 4096
 # both threads busy (bench/README.md, "Publishing speed": the measurements).
 _ROWS_PER_BATCH: Final = 1024
 
-_XML_DECLARATION: Final = '<?xml version="1.0" encoding="UTF-8"?>\n'
-# ASCII: as many bytes as characters.
-_URLSET_HEADER: Final = f'{_XML_DECLARATION}<urlset xmlns="{SITEMAP_NS}">\n'
-#: The extensions a writer may be told a set uses, by the prefix it writes them with.
-EXTENSIONS: Final = frozenset({"xhtml", "image", "video", "news"})
-# Their namespaces, declared in this order (the order of the elements in a <url>).
-_EXTENSION_NS: Final = (
-    ("xhtml", XHTML_NS),
-    ("image", IMAGE_NS),
-    ("video", VIDEO_NS),
-    ("news", NEWS_NS),
-)
-_URLSET_FOOTER: Final = "</urlset>\n"
-_INDEX_HEADER: Final = f'{_XML_DECLARATION}<sitemapindex xmlns="{SITEMAP_NS}">\n'.encode()
-_INDEX_FOOTER: Final = b"</sitemapindex>\n"
-
 
 # Rendered entries on their way into files: their section (None: the default),
 # texts, lastmods, locs (for errors), and whether every lastmod is in a form
-# _latest_utc() takes (EntryBatch.utc).
+# latest_utc() takes (EntryBatch.utc).
 _Chunk = tuple[str | None, list[str], list[str | None], list[str], bool]
 
 
@@ -188,250 +186,6 @@ class WrittenFile:
     section: str | None = None
     #: Published already, byte for byte, under this name: left untouched.
     unchanged: bool = False
-
-
-def _urlset_header(extensions: frozenset[str]) -> str:
-    if not extensions:
-        return _URLSET_HEADER  # a plain set keeps its bytes
-    declarations = "".join(
-        f' xmlns:{prefix}="{namespace}"'
-        for prefix, namespace in _EXTENSION_NS
-        if prefix in extensions
-    )
-    return f'{_XML_DECLARATION}<urlset xmlns="{SITEMAP_NS}"{declarations}>\n'
-
-
-def _escape(text: str) -> str:
-    # Character data needs only &, < and > escaped ("&" first, or the "&" of
-    # "&lt;" would be escaped again); quotes matter in attributes only, and the
-    # one with data in it (xhtml:link's href) goes through _escape_attribute().
-    # Most URLs have none of the three, and a scan for a character is cheaper
-    # than a replace() that finds nothing.
-    if "&" in text:
-        text = text.replace("&", "&amp;")
-    if "<" in text:
-        text = text.replace("<", "&lt;")
-    if ">" in text:
-        text = text.replace(">", "&gt;")
-    return text
-
-
-# Few distinct priorities per set (usually one, SITEMAP_PRIORITY), each formatted
-# once. Equal Decimals ("0.5", "0.50") format alike, so sharing a result is safe.
-@functools.lru_cache(maxsize=64)
-def _format_priority(priority: Decimal) -> str:
-    # "0.5", "1.0", "0.0". format "f", not str(): str(Decimal("0E-7")) is an
-    # exponent form that xsd:decimal rejects. normalize() drops trailing zeros;
-    # copy_abs() turns a "-0" into "0".
-    value = priority.normalize()
-    if not value:
-        value = value.copy_abs()
-    text = format(value, "f")
-    return text if "." in text else f"{text}.0"
-
-
-# Few distinct pairs per set (the set-wide one, a few rules' own), each made once.
-@functools.lru_cache(maxsize=256)
-def _optional_tags(changefreq: ChangeFreq | None, priority: Decimal | None) -> str:
-    optional = "" if changefreq is None else f"<changefreq>{changefreq.value}</changefreq>"
-    if priority is not None:
-        optional += f"<priority>{_format_priority(priority)}</priority>"
-    return optional
-
-
-def _escape_text(text: str) -> str:
-    # The extensions' texts (titles, descriptions, names) come from pages and
-    # may hold a CR, which a reader would turn into LF unless it is a reference.
-    text = _escape(text)
-    return text.replace("\r", "&#13;") if "\r" in text else text
-
-
-def _escape_attribute(text: str) -> str:
-    # Attribute values are written between double quotes; both quotes are
-    # escaped all the same. (An href has passed check_loc: no whitespace, which
-    # attribute-value normalisation would otherwise change.)
-    return _escape(text).replace('"', "&quot;").replace("'", "&apos;")
-
-
-def _yes_no(value: bool) -> str:
-    return "yes" if value else "no"
-
-
-def _render_video(video: Video) -> str:
-    # The order sitemap-video.xsd's <xsd:sequence> requires: thumbnail_loc,
-    # title, description, content_loc, player_loc, duration, expiration_date,
-    # (rating, content_segment_loc, view_count), publication_date, (tag,
-    # category), family_friendly, (restriction ... platform), live.
-    parts = [
-        "<video:video>",
-        f"<video:thumbnail_loc>{_escape(video.thumbnail_loc)}</video:thumbnail_loc>",
-        f"<video:title>{_escape_text(video.title)}</video:title>",
-        f"<video:description>{_escape_text(video.description)}</video:description>",
-    ]
-    if video.content_loc is not None:
-        parts.append(f"<video:content_loc>{_escape(video.content_loc)}</video:content_loc>")
-    if video.player_loc is not None:
-        parts.append(f"<video:player_loc>{_escape(video.player_loc)}</video:player_loc>")
-    if video.duration is not None:
-        parts.append(f"<video:duration>{video.duration}</video:duration>")
-    if video.expiration_date is not None:
-        parts.append(f"<video:expiration_date>{video.expiration_date}</video:expiration_date>")
-    if video.publication_date is not None:
-        parts.append(f"<video:publication_date>{video.publication_date}</video:publication_date>")
-    if video.family_friendly is not None:
-        parts.append(
-            f"<video:family_friendly>{_yes_no(video.family_friendly)}</video:family_friendly>"
-        )
-    if video.live is not None:
-        parts.append(f"<video:live>{_yes_no(video.live)}</video:live>")
-    parts.append("</video:video>")
-    return "".join(parts)
-
-
-def _render_news_element(news: News) -> str:
-    # sitemap-news.xsd's order: publication (name, language), publication_date, title.
-    return (
-        f"<news:news><news:publication><news:name>{_escape_text(news.publication_name)}"
-        f"</news:name><news:language>{news.language}</news:language></news:publication>"
-        f"<news:publication_date>{news.publication_date}</news:publication_date>"
-        f"<news:title>{_escape_text(news.title)}</news:title></news:news>"
-    )
-
-
-def _render_extensions(entry: SitemapEntry, extensions: frozenset[str]) -> str:
-    """The extension elements of ``entry``, in the order the schemas want;
-    ``ValueError`` for one that is not among ``extensions`` (not declared)."""
-    used: list[str] = []
-    parts: list[str] = []
-    if entry.alternates:
-        used.append("xhtml")
-        parts.extend(
-            # hreflang has matched Alternate's pattern: letters, digits, "-".
-            f'<xhtml:link rel="alternate" hreflang="{alternate.hreflang}"'
-            f' href="{_escape_attribute(alternate.href)}"/>'
-            for alternate in entry.alternates
-        )
-    if entry.images:
-        used.append("image")
-        parts.extend(
-            f"<image:image><image:loc>{_escape(image)}</image:loc></image:image>"
-            for image in entry.images
-        )
-    if entry.videos:
-        used.append("video")
-        parts.extend(map(_render_video, entry.videos))
-    if entry.news is not None:
-        used.append("news")
-        parts.append(_render_news_element(entry.news))
-    undeclared = [name for name in used if name not in extensions]
-    if undeclared:
-        raise ValueError(
-            f"entry {entry.loc[:80]!r} uses the {', '.join(undeclared)} extension(s), which"
-            f" the writer does not declare (extensions={sorted(extensions)})"
-        )
-    return "".join(parts)
-
-
-def _render_xml(entry: SitemapEntry, extensions: frozenset[str] = frozenset()) -> str:
-    # SitemapEntry has checked loc (no control characters), lastmod (digits and
-    # separators only) and the rest, so escaping loc is all that is left.
-    optional = _optional_tags(entry.changefreq, entry.priority)
-    if entry.lastmod is not None:
-        optional = f"<lastmod>{entry.lastmod}</lastmod>{optional}"
-    if entry.alternates or entry.images or entry.videos or entry.news is not None:
-        optional += _render_extensions(entry, extensions)
-    return f"<url><loc>{_escape(entry.loc)}</loc>{optional}</url>\n"
-
-
-def _render_txt(entry: SitemapEntry, extensions: frozenset[str] = frozenset()) -> str:
-    # (extensions: the signature of _render_xml(); a text sitemap declares none.)
-    if entry.extended:
-        raise ValueError(f"a text sitemap cannot hold extensions: {entry.loc[:80]!r}")
-    return f"{entry.loc}\n"
-
-
-def _render_news(entry: SitemapEntry) -> str:
-    # A news sitemap's <url>: the loc and the news, nothing else (Google's
-    # example has neither lastmod nor the other extensions).
-    if entry.news is None:
-        raise ValueError(f"a news sitemap entry needs news: {entry.loc[:80]!r}")
-    return f"<url><loc>{_escape(entry.loc)}</loc>{_render_news_element(entry.news)}</url>\n"
-
-
-def _render_xml_batch(batch: EntryBatch, extensions: frozenset[str]) -> list[str]:
-    # What _render_xml() makes of each entry of the batch, a list at a time;
-    # the few with extensions, one by one.
-    texts = _render_plain_xml_batch(batch)
-    for i, entry in batch.extended.items():
-        texts[i] = _render_xml(entry, extensions)
-    return texts
-
-
-def _render_plain_xml_batch(batch: EntryBatch) -> list[str]:
-    locs = batch.locs
-    joined = "\n".join(locs)
-    if "&" in joined or "<" in joined or ">" in joined:
-        # No loc holds a "\n" (check_loc): escape them all in one go.
-        locs = _escape(joined).split("\n")
-    changefreqs, priorities = batch.changefreqs, batch.priorities
-    if changefreqs is None and priorities is None:
-        optional = _optional_tags(batch.changefreq, batch.priority)
-        return [
-            f"<url><loc>{loc}</loc>{optional}</url>\n"
-            if lastmod is None
-            else f"<url><loc>{loc}</loc><lastmod>{lastmod}</lastmod>{optional}</url>\n"
-            for loc, lastmod in zip(locs, batch.lastmods, strict=True)
-        ]
-    # Rows with their own changefreq or priority (the batch's, where theirs is None).
-    count = len(locs)
-    optionals = map(
-        _optional_tags,
-        [batch.changefreq] * count if changefreqs is None else changefreqs,
-        [batch.priority] * count if priorities is None else priorities,
-    )
-    return [
-        f"<url><loc>{loc}</loc>{optional}</url>\n"
-        if lastmod is None
-        else f"<url><loc>{loc}</loc><lastmod>{lastmod}</lastmod>{optional}</url>\n"
-        for loc, lastmod, optional in zip(locs, batch.lastmods, optionals, strict=True)
-    ]
-
-
-def _render_txt_batch(batch: EntryBatch, extensions: frozenset[str]) -> list[str]:
-    for entry in batch.extended.values():
-        _render_txt(entry)  # raises ValueError
-    return [f"{loc}\n" for loc in batch.locs]
-
-
-def _utc_key(lastmod: str) -> str | None:
-    """``YYYY-MM-DDThh:mm:ss`` (UTC) for the lastmod forms crawler.lastmod writes,
-    a date or a ``+00:00`` date-time without a fraction, else ``None``.
-
-    Fixed-width digits: these keys sort as the instants they stand for, so the
-    latest lastmod of a file is found without a datetime per entry. ``lastmod``
-    has passed SitemapEntry's check, so its length tells its form.
-    """
-    if len(lastmod) == 10:  # YYYY-MM-DD: midnight UTC, as lastmod_datetime() has it
-        return lastmod + "T00:00:00"
-    if len(lastmod) == 25 and lastmod.endswith("+00:00"):
-        return lastmod[:19]
-    return None
-
-
-def _latest_utc(lastmods: list[str | None]) -> str | None:
-    """The latest of ``lastmods``, every one ``None``, a date or a ``+00:00``
-    date-time without a fraction (EntryBatch.utc); of equal instants, the first.
-
-    For these forms, text order is time order (a date sorts before any time of
-    its day), except that a date and its day's ``T00:00:00+00:00`` are one
-    instant: max() takes the date-time, and the date wins if it came first.
-    """
-    latest = max(filter(None, lastmods), default=None)
-    if latest is not None and latest.endswith("T00:00:00+00:00"):
-        date = latest[:10]
-        if date in lastmods and lastmods.index(date) < lastmods.index(latest):
-            return date
-    return latest
 
 
 @contextlib.contextmanager
@@ -518,7 +272,7 @@ class _ChildFile:
         self.size = 0  # bytes, UTF-8, batch included
         self.flush_at = _BATCH_BYTES
         self.urls = 0
-        # The latest lastmod so far, as written (latest_text), as a _utc_key()
+        # The latest lastmod so far, as written (latest_text), as a utc_key()
         # when it has one, and as a datetime once one was needed.
         self.latest: datetime | None = None
         self.latest_key: str | None = None
@@ -540,7 +294,7 @@ class _ChildFile:
         if self.size >= self.flush_at:
             self.flush_batch()
         if utc:
-            latest = _latest_utc(lastmods)
+            latest = latest_utc(lastmods)
             if latest is not None:
                 self.note_lastmod(latest)
         else:
@@ -552,7 +306,7 @@ class _ChildFile:
         # Compared as instants: "2024-01-01T23:00:00-05:00" is later than
         # "2024-01-02T03:00:00+00:00" though it sorts first as a string. Of
         # equal instants ("2024-01-02", "2024-01-02T00:00:00Z"), the first stays.
-        key = _utc_key(lastmod)
+        key = utc_key(lastmod)
         if key is not None and self.latest_key is not None:
             if key > self.latest_key:
                 self.latest, self.latest_key, self.latest_text = None, key, lastmod
@@ -721,7 +475,7 @@ class SitemapSetWriter:
         self.extensions = extensions
 
         gz = ".gz" if gzip else ""
-        header, footer = (_urlset_header(extensions), _URLSET_FOOTER) if fmt == "xml" else ("", "")
+        header, footer = (urlset_header(extensions), URLSET_FOOTER) if fmt == "xml" else ("", "")
         # The series being written: the default section's first, then each
         # section's in turn (_next_section()).
         self._series = _Series(None, "sitemap", f".{fmt}{gz}", header, footer, max_urls)
@@ -730,11 +484,11 @@ class SitemapSetWriter:
             NEWS_SECTION,
             f"sitemap-{NEWS_SECTION}",
             f".xml{gz}",
-            _urlset_header(frozenset({"news"})),
-            _URLSET_FOOTER,
+            urlset_header(frozenset({"news"})),
+            URLSET_FOOTER,
             min(max_urls, MAX_NEWS_URLS_PER_FILE),
         )
-        render = _render_xml if fmt == "xml" else _render_txt
+        render = render_xml if fmt == "xml" else render_txt
         self._render: Callable[[SitemapEntry], str] = functools.partial(
             render, extensions=extensions
         )
@@ -864,7 +618,7 @@ class SitemapSetWriter:
             yield None, list(map(render, chunk)), lastmods, [entry.loc for entry in chunk], False
 
     def _batch_chunks(self, rows: EntryRows) -> Iterator[_Chunk]:
-        render = _render_xml_batch if self.fmt == "xml" else _render_txt_batch
+        render = render_xml_batch if self.fmt == "xml" else render_txt_batch
         extensions = self.extensions
         for batch in rows.batches(_ROWS_PER_BATCH):
             yield batch.section, render(batch, extensions), batch.lastmods, batch.locs, batch.utc
@@ -877,7 +631,7 @@ class SitemapSetWriter:
                 # Checked only when there are news: their names are longer.
                 self._check_base_url(self.index_base_url, "xml", self.gzip, self._news.prefix)
                 checked_base = True
-            texts = list(map(_render_news, chunk))  # ValueError for an entry without news
+            texts = list(map(render_news, chunk))  # ValueError for an entry without news
             # The index's <lastmod> of a news sitemap is its latest publication
             # date: the file holds no <lastmod>, and that is when it last changed.
             dates: list[str | None] = [e.news.publication_date for e in chunk if e.news]
@@ -1008,10 +762,10 @@ class SitemapSetWriter:
         return index_path
 
     def _write_index(self, path: Path) -> None:
-        size = len(_INDEX_HEADER) + len(_INDEX_FOOTER)
-        base = _escape(self.index_base_url)
+        size = len(INDEX_HEADER) + len(INDEX_FOOTER)
+        base = escape(self.index_base_url)
         with open(path, "wb") as raw:
-            raw.write(_INDEX_HEADER)
+            raw.write(INDEX_HEADER)
             for written in self._files:
                 lastmod = "" if written.lastmod is None else f"<lastmod>{written.lastmod}</lastmod>"
                 line = f"<sitemap><loc>{base}{written.name}</loc>{lastmod}</sitemap>\n".encode()
@@ -1019,7 +773,7 @@ class SitemapSetWriter:
                 if size > MAX_BYTES_PER_FILE:
                     raise ValueError(f"the sitemap index would exceed {MAX_BYTES_PER_FILE} bytes")
                 raw.write(line)
-            raw.write(_INDEX_FOOTER)
+            raw.write(INDEX_FOOTER)
             _write_synced(raw)
 
     def _remove_previous(self, keep: set[str]) -> int:

@@ -31,11 +31,11 @@ from crawler.items import UrlRecord
 from crawler.lastmod import lastmod_datetime
 from crawler.ledger import LISTED_ROWS, LISTED_ROWS_PLAIN, Ledger
 from crawler.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE, SITEMAP_NS
+from crawler.sitemapxml import escape
 from crawler.writer import (
     CHILD_NAME_RE,
     SitemapSetWriter,
     WrittenFile,
-    _escape,
     publish_sitemaps,
 )
 from tests.xsd import validate_index, validate_urlset
@@ -867,7 +867,7 @@ def test_check_loc_fast_path_edges(loc: str) -> None:
 @settings(max_examples=500, deadline=None)
 @given(text=st.lists(st.sampled_from([*"ab&<>;\"'\n", "&amp;", "&lt;"]), max_size=30).map("".join))
 def test_escape_is_xml_escape(text: str) -> None:
-    assert _escape(text) == sax_escape(text)
+    assert escape(text) == sax_escape(text)
 
 
 _LOCS = st.sampled_from(

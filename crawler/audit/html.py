@@ -21,6 +21,7 @@ from crawler.htmlpage import (
     bar_chart,
     esc,
     figure,
+    history_table,
     inline_figure,
     line_chart,
     link,
@@ -102,17 +103,6 @@ def _coverage(data: dict[str, Any]) -> str:
         title="Coverage over the audits of this site",
         percent=True,
     )
-    rows = [
-        [
-            esc(when(h.get("generated"))),
-            inline_figure(f"history.{i}.coverage", h.get("coverage")),
-            inline_figure(f"history.{i}.covered", h.get("covered")),
-            inline_figure(f"history.{i}.indexable_found", h.get("indexable_found")),
-            inline_figure(f"history.{i}.listed", h.get("listed")),
-            inline_figure(f"history.{i}.problems", h.get("problems")),
-        ]
-        for i, h in reversed(list(enumerate(history)))
-    ]
     last = "the last audit" if len(history) == 1 else f"the last {len(history)} audits"
     return (
         '<h2>Coverage</h2><p class="muted">The share of the indexable pages the crawl '
@@ -120,14 +110,18 @@ def _coverage(data: dict[str, Any]) -> str:
         f'<div class="figures">{"".join(tiles)}</div>'
         f"<h2>Coverage over {last}</h2>"
         + chart
-        + "<details><summary>The audits, newest first</summary>"
-        + table(
-            ["generated", "coverage %", "listed indexable", "indexable found", "URLs", "problems"],
-            rows,
-            numeric=(1, 2, 3, 4, 5),
-            url_columns=(),
+        + history_table(
+            history,
+            "The audits, newest first",
+            "generated",
+            [
+                ("coverage %", "coverage", True),
+                ("listed indexable", "covered", True),
+                ("indexable found", "indexable_found", True),
+                ("URLs", "listed", True),
+                ("problems", "problems", True),
+            ],
         )
-        + "</details>"
     )
 
 

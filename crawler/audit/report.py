@@ -86,78 +86,34 @@ from pathlib import Path
 from typing import Any
 
 from crawler import decisions as d
+from crawler.audit.classes import CLASSES, FAILABLE, FLAGS, NOT_DEAD, classify, seeded
 from crawler.audit.html import render_audit
 from crawler.audit.rules import CrawlRules
 from crawler.audit.store import AuditStore
+from crawler.audit.summary import failures, format_summary
 from crawler.htmlpage import DEFAULT_CAP, write_html
-from crawler.items import FOUND_SITEMAP
 from crawler.lastmod import http_date_to_w3c, lastmod_datetime, w3c_datetime
 from crawler.ledger import Ledger
 from crawler.limits import MAX_URLS_PER_FILE
+
+# The classes and the summary are importable from here too.
+__all__ = [
+    "CLASSES",
+    "FAILABLE",
+    "FLAGS",
+    "AuditReport",
+    "build_report",
+    "classify",
+    "failures",
+    "format_summary",
+    "write_report",
+]
 
 SCHEMA = "sitemap-crawler/audit/1"
 # A child file of a set we published, with its section (issue #15).
 _SECTION_FILE = re.compile(
     r"^sitemap-(?:(?P<section>[a-z][a-z0-9-]*)-)?\d{5}-[0-9a-f]{10}\.(?:xml|txt)(?:\.gz)?$"
 )
-CLASSES = (
-    "indexable",
-    "orphan",
-    "redirect",
-    "4xx",
-    "5xx",
-    "noindex",
-    "canonicalised",
-    "duplicate",
-    "robots-blocked",
-    "off-host",
-    "not-html",
-    "error",
-    "not-crawled",
-    "excluded",
-    "invalid-loc",
-    "missing",
-)
-FLAGS = ("duplicate-listing", "dead-orphan")
-#: Classes whose URLs are never dead orphans: never fetched (off-host, invalid-loc),
-#: indexable (orphan), or met by the crawl and left out by its rules (excluded).
-_NOT_DEAD = frozenset({"orphan", "invalid-loc", "off-host", "excluded"})
-#: Names --fail-on accepts: classes, flags, and "protocol" (any protocol problem).
-FAILABLE = frozenset(CLASSES) | frozenset(FLAGS) | {"protocol"}
-
-_BY_DECISION = {
-    d.LISTED: "indexable",
-    d.DUPLICATE: "indexable",
-    d.REDIRECT: "redirect",
-    d.CANONICAL: "canonicalised",
-    d.NOINDEX: "noindex",
-    d.NON_HTML: "not-html",
-    d.ROBOTS: "robots-blocked",
-    d.OFF_HOST: "off-host",
-    d.NON_PUBLIC: "off-host",
-    d.OTHER_SCHEME: "off-host",
-    d.ERROR: "error",
-    d.TOO_LARGE: "error",  # over the download size cap: not judged, reason says why
-    d.INVALID: "invalid-loc",
-    # The site's "not found" page served with 200: a 404 as search engines see it.
-    d.SOFT_404: "4xx",
-}
-
-
-def _seeded(row: dict[str, Any] | None) -> bool:
-    """Whether the crawl found this URL only in a sitemap (``--seed-sitemaps``): no
-    crawled page links to it (a seed a page links to has that page as referrer)."""
-    return row is not None and row.get("found_by") == FOUND_SITEMAP and not row["referrer"]
-
-
-def classify(decision: str, status: int | None) -> str:
-    if decision == d.STATUS:
-        if status is not None and 400 <= status < 500:
-            return "4xx"
-        if status is not None and status >= 500:
-            return "5xx"
-        return "error"
-    return _BY_DECISION.get(decision, "not-crawled")
 
 
 @dataclass
@@ -190,9 +146,15 @@ class AuditReport:
         }
 
     @property
+    def read_sitemaps(self) -> list[dict[str, Any]]:
+        """The sitemap files read (fetched, or read from disk, and sitemaps): the
+        places tried with nothing there (a 404 at /sitemap.xml) are not files."""
+        return [sm for sm in self.sitemaps if _is_read(sm)]
+
+    @property
     def no_sitemap(self) -> bool:
         """True when no place tried gave a sitemap that could be read."""
-        return not any(_is_read(sm) for sm in self.sitemaps)
+        return not self.read_sitemaps
 
     @property
     def not_audited(self) -> int:
@@ -211,9 +173,7 @@ class AuditReport:
 
     @property
     def sitemaps_read(self) -> int:
-        """The sitemap files read (fetched, or read from disk, and sitemaps): the
-        places tried with nothing there (a 404 at /sitemap.xml) are not files."""
-        return sum(1 for sm in self.sitemaps if _is_read(sm))
+        return len(self.read_sitemaps)
 
     @property
     def sections(self) -> dict[str, int]:
@@ -325,7 +285,7 @@ def build_report(
         judged_by_crawl = found is not None and found["decision"] in d.JUDGED
         # A crawl with --seed-sitemaps judged the sitemaps' entries too: one that
         # no link led to is still an orphan (issue #19).
-        found_by_crawl = judged_by_crawl and not _seeded(found)
+        found_by_crawl = judged_by_crawl and not seeded(found)
         judged = found if judged_by_crawl else fetched.get(key)
         if found is not None and found["decision"] in d.RULED_OUT:
             # Met by the crawl, left out by its rules: neither fetched nor an orphan.
@@ -364,12 +324,12 @@ def build_report(
         url = _url(in_scope[0]["url"], cls, reason, target, found_by_crawl, files)
         if len({r["sitemap"] for r in in_scope}) > 1:
             url["flags"].append("duplicate-listing")
-        if not found_by_crawl and cls not in _NOT_DEAD:
+        if not found_by_crawl and cls not in NOT_DEAD:
             url["flags"].append("dead-orphan")
         urls.append(url)
 
     indexable_found = [
-        row for row in crawl.values() if row["decision"] == d.LISTED and not _seeded(row)
+        row for row in crawl.values() if row["decision"] == d.LISTED and not seeded(row)
     ]
     for row in indexable_found:
         if row["key"] not in covered_keys:
@@ -487,33 +447,34 @@ def write_report(
         written.append(write_html(directory / "index.html", render_audit(data, cap)))
     columns = ["url", "class", "reason", "target", "found_by_crawl", "sitemaps"]
     for name in (*CLASSES, *FLAGS):
-        rows = [u for u in report.urls if u["class"] == name or name in u["flags"]]
-        path = directory / f"{name}.csv"
-        with path.open("w", newline="", encoding="utf-8") as f:
-            writer = csv.writer(f)
-            writer.writerow(columns)
-            for u in rows:
-                writer.writerow(
-                    [
-                        u["url"],
-                        u["class"],
-                        u["reason"],
-                        u["target"] or "",
-                        "yes" if u["found_by_crawl"] else "no",
-                        " ".join(u["sitemaps"]),
-                    ]
-                )
-        written.append(path)
-    path = directory / "problems.csv"
+        rows = [
+            [
+                u["url"],
+                u["class"],
+                u["reason"],
+                u["target"] or "",
+                "yes" if u["found_by_crawl"] else "no",
+                " ".join(u["sitemaps"]),
+            ]
+            for u in report.urls
+            if u["class"] == name or name in u["flags"]
+        ]
+        written.append(_write_csv(directory / f"{name}.csv", columns, rows))
+    problems = [
+        [p["code"], p["message"], p["sitemap"], p["line"] or "", p["url"] or ""]
+        for p in report.problems
+    ]
+    columns = ["code", "message", "sitemap", "line", "url"]
+    written.append(_write_csv(directory / "problems.csv", columns, problems))
+    return written
+
+
+def _write_csv(path: Path, columns: list[str], rows: list[list[Any]]) -> Path:
     with path.open("w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(["code", "message", "sitemap", "line", "url"])
-        for p in report.problems:
-            writer.writerow(
-                [p["code"], p["message"], p["sitemap"], p["line"] or "", p["url"] or ""]
-            )
-    written.append(path)
-    return written
+        writer.writerow(columns)
+        writer.writerows(rows)
+    return path
 
 
 def _is_read(sitemap: dict[str, Any]) -> bool:
@@ -523,91 +484,3 @@ def _is_read(sitemap: dict[str, Any]) -> bool:
         and sitemap["status"] in (200, None)
         and sitemap["kind"] not in (None, "unknown")
     )
-
-
-def _tried(sitemaps: list[dict[str, Any]]) -> str:
-    """Every place a sitemap was looked for, and what was there."""
-    places = []
-    if not any(sm["via"] == "robots" for sm in sitemaps):
-        places.append("robots.txt (no Sitemap: line)")
-    for sm in sitemaps:
-        codes = [p["code"] for p in sm["problems"]]
-        if sm["status"] not in (200, None):
-            outcome = f"HTTP {sm['status']}"
-        elif not sm["fetched"]:
-            outcome = codes[-1] if codes else "not fetched"
-        elif sm["kind"] in (None, "unknown"):
-            outcome = "not a sitemap"
-        else:
-            outcome = sm["kind"]
-        places.append(f"{sm['url']} ({outcome})")
-    return ", ".join(places)
-
-
-def format_summary(report: AuditReport, examples: int = 3) -> str:
-    counts = report.counts
-    fetched = [s for s in report.sitemaps if _is_read(s)]
-    lines = []
-    if report.no_sitemap:
-        lines.append(f"no sitemap found; tried: {_tried(report.sitemaps)}")
-    not_audited = report.not_audited
-    lines.append(
-        f"sitemaps read: {report.sitemaps_read} "
-        f"({sum(1 for s in report.sitemaps if s['problems'])} with problems), "
-        f"entries: {sum(s['entries'] for s in fetched)}"
-        + (
-            f" ({not_audited:,} not audited: past the first {MAX_URLS_PER_FILE:,} of their"
-            " file, the protocol's limit)"
-            if not_audited
-            else ""
-        )
-        + "".join(
-            f", {label}: {n}"
-            for label, n in (
-                ("hreflang alternates", sum(s.get("hreflang_alternates", 0) for s in fetched)),
-                ("mobile alternates", sum(s.get("media_alternates", 0) for s in fetched)),
-                ("images", sum(s.get("images", 0) for s in fetched)),
-            )
-            if n
-        )
-    )
-    if report.coverage is None:
-        lines.append("coverage: n/a (the crawl found no indexable page)")
-    else:
-        lines.append(
-            f"coverage: {report.coverage:.1f}% ({report.covered} of {report.indexable_found} "
-            "indexable pages found by the crawl are listed)"
-        )
-    if sections := report.sections:
-        lines.append("sections: " + ", ".join(f"{n} {c}" for n, c in sorted(sections.items())))
-    for name in (*CLASSES, *FLAGS):
-        if not counts[name]:
-            continue
-        sample = [u for u in report.urls if u["class"] == name or name in u["flags"]][:examples]
-        lines.append(
-            f"{name:<18} {counts[name]:>6}"
-            + ("  (listed, not found by the crawl, not indexable)" if name == "dead-orphan" else "")
-        )
-        for u in sample:
-            detail = f" ({u['reason']})" if u["reason"] and name not in ("indexable",) else ""
-            lines.append(f"    {u['url']}{detail}")
-    if report.problems:
-        by_code = Counter(p["code"] for p in report.problems)
-        lines.append(
-            f"{'protocol problems':<18} {len(report.problems):>6}  "
-            + ", ".join(f"{code} {n}" for code, n in by_code.most_common())
-        )
-    return "\n".join(lines)
-
-
-def failures(report: AuditReport, fail_under: float | None, fail_on: list[str]) -> list[str]:
-    """Why the audit breaks the bar (empty: it passes)."""
-    reasons = []
-    if fail_under is not None and (report.coverage is None or report.coverage < fail_under):
-        shown = "n/a" if report.coverage is None else f"{report.coverage:.1f}%"
-        reasons.append(f"coverage {shown} is under {fail_under:g}%")
-    counts = report.counts
-    for name in fail_on:
-        if counts.get(name, 0):
-            reasons.append(f"{counts[name]} {name}")
-    return reasons

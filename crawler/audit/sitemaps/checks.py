@@ -223,26 +223,17 @@ class Checker:
                     "too-many-images", f"{entry.images:,} images, over {MAX_IMAGES_PER_URL:,}", line
                 )
             )
-        for hreflang, href in entry.alternates:
-            if _check_url(href, line, "href") is not None:
-                problems.append(
-                    Problem(
-                        "invalid-alternate",
-                        f"hreflang {quote(hreflang)} alternate is not an absolute http(s)"
-                        f" URL: {quote(href)}",
-                        line,
+        for kind, alternates in (("hreflang", entry.alternates), ("media", entry.media_alternates)):
+            for value, href in alternates:
+                if _check_url(href, line, "href") is not None:
+                    problems.append(
+                        Problem(
+                            "invalid-alternate",
+                            f"{kind} {quote(value)} alternate is not an absolute http(s)"
+                            f" URL: {quote(href)}",
+                            line,
+                        )
                     )
-                )
-        for media, href in entry.media_alternates:
-            if _check_url(href, line, "href") is not None:
-                problems.append(
-                    Problem(
-                        "invalid-alternate",
-                        f"media {quote(media)} alternate is not an absolute http(s)"
-                        f" URL: {quote(href)}",
-                        line,
-                    )
-                )
         return problems
 
 

@@ -25,6 +25,26 @@ RSS1_NS: Final = "http://purl.org/rss/1.0/"
 DC_NS: Final = "http://purl.org/dc/elements/1.1/"
 
 
+def _entry(
+    sink: Sink,
+    element: Any,
+    offset: int,
+    link: tuple[str, int] | None,
+    lastmod: str | None,
+    missing: str,
+) -> Entry | None:
+    """A feed item's entry: its link (URL, line) and date; ``missing`` says what a
+    block without a link lacks (``missing-loc``)."""
+    block_line = (element.sourceline or 0) + offset
+    if link is None:
+        sink.missing_loc(missing, block_line)
+        return None
+    loc = sink.loc_value(link[0], link[1], block_line)
+    if loc is None:
+        return None
+    return Entry(loc=loc, lastmod=lastmod, changefreq=None, priority=None, line=link[1])
+
+
 @dataclass(slots=True)
 class RssSink(Sink):
     """The ``<item>`` entries of an RSS 2.0 ``<rss>`` or RSS 1.0 ``<rdf:RDF>``."""
@@ -44,14 +64,7 @@ class RssSink(Sink):
                 or (child_namespace == DC_NS and local == "date")
             ):
                 date = element_text(child).strip()
-        block_line = (element.sourceline or 0) + offset
-        if link is None:
-            self.missing_loc("<item> without <link>", block_line)
-            return None
-        loc = self.loc_value(link[0], link[1], block_line)
-        if loc is None:
-            return None
-        return Entry(loc=loc, lastmod=date, changefreq=None, priority=None, line=link[1])
+        return _entry(self, element, offset, link, date, "<item> without <link>")
 
 
 @dataclass(slots=True)
@@ -85,11 +98,6 @@ class AtomSink(Sink):
                 issued = element_text(child).strip()
         if updated is None:
             updated = issued
-        block_line = (element.sourceline or 0) + offset
-        if link is None:
-            self.missing_loc("<entry> without <link href> (rel=alternate)", block_line)
-            return None
-        loc = self.loc_value(link[0], link[1], block_line)
-        if loc is None:
-            return None
-        return Entry(loc=loc, lastmod=updated, changefreq=None, priority=None, line=link[1])
+        return _entry(
+            self, element, offset, link, updated, "<entry> without <link href> (rel=alternate)"
+        )
