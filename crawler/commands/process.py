@@ -35,13 +35,10 @@ class _Process(CrawlerProcess):
         super()._signal_kill(signum, _)
 
 
-def run_spider(
-    url: str, overrides: Mapping[str, Any], spider: str | None = None
-) -> tuple[int, dict[str, Any]]:
-    """Run the spider (the site spider, or the class named *spider*) in this process;
-    return the exit status and the stats."""
+def run_spider(url: str, overrides: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
+    """Run the site spider in this process (in every mode: a distributed crawl's parts
+    are in *overrides*); return the exit status and the stats."""
     from scrapy.settings import default_settings
-    from scrapy.utils.misc import load_object
 
     from crawler.parsepool import fork_workers, processes_from
     from crawler.spiders.site import SiteSpider
@@ -53,7 +50,7 @@ def run_spider(
         # milliseconds, not the seconds a spawned worker takes to import Scrapy).
         fork_workers(processes_from(settings))
     process = _Process(settings)
-    crawler = process.create_crawler(load_object(spider) if spider else SiteSpider)
+    crawler = process.create_crawler(SiteSpider)
     process.crawl(crawler, url=url)
     process.start()
     stats = crawler.stats.get_stats() if crawler.stats else {}
