@@ -323,6 +323,7 @@ class SiteSpider(Spider):
             and isinstance(response, HtmlResponse)
             and self.judge.is_html_page(response)
         ):
+            self.analyser.prints = True  # whichever process fetched the probe
             analysis = await self.analyser.analyse(response)
             if analysis.shell is not None:
                 # A single-page application answers every address with its shell: the
@@ -373,8 +374,7 @@ class SiteSpider(Spider):
         if not self._prints_read:
             self._prints_read = True
             self.sharing.prints(self.judge)
-            if self.judge.soft_not_found.prints:
-                self.analyser.prints = True
+            self.analyser.prints = bool(self.judge.soft_not_found.prints)
 
     async def _parse_page(self, response: Response) -> AsyncIterator[Any]:
         self._ready()
