@@ -1,53 +1,40 @@
 """What the processes of a distributed crawl share, for the one site spider.
 
-The ``site`` spider (:class:`crawler.spiders.site.SiteSpider`) runs every mode; a
-distributed crawl swaps in, by settings, what scrapy-redis swaps: the scheduler (its
-queue and seen-set in Redis, :mod:`.scheduler`), where the items go (the report
-pipeline, :mod:`.pipeline`), and this extension, :class:`RedisSharing`, which stands
-in for the spider's :class:`~crawler.spiders.site.Sharing` (``SITEMAP_REDIS_ROLE``):
+A distributed crawl swaps into the ``site`` spider (:mod:`crawler.spiders.site`), by
+settings, what scrapy-redis swaps: the scheduler (:mod:`.scheduler`), where the items
+go (:mod:`.pipeline`), and this extension, :class:`RedisSharing`, which stands for the
+spider's :class:`~crawler.spiders.site.Sharing` (docs/distributed.md):
 
 * In **every fetching process** the frontier is a
-  :class:`~crawler.distributed.frontier.SharedFrontier`: the page's links are
-  resolved, normalised, scoped and trap-checked where the page was fetched, and the
-  URLs new to this process go, as candidates, with the page's one item; the report
-  pipeline sends it with a Lua script that claims them in the crawl's seen-set and
-  queues the new ones (issue 18). A 304 is replayed from the previous run's records
-  the coordinator put in Redis (:mod:`crawler.distributed.previous`). The soft-404
-  probe is queued like a page and fetched by whichever process takes it, which puts
-  its fingerprints into Redis; every process reads them when it judges its first
-  page, which comes after: the coordinator queues the start URLs when it hears the
-  probe is over.
-* The **coordinator** (``sitemap-crawler crawl URL --redis ...``) leads: it queues
-  the probe, puts the previous run's records into Redis, starts the frontier (the
-  start URLs, ``--urls``, the sitemap seeds) and keeps the single writer's job. Its spider's
-  ``start()`` keeps running for the whole crawl (Scrapy 2.13's long-running start):
-  :meth:`RedisSharing.run` pops reports from Redis in batches, completes the
-  candidates' records from their claim codes
-  (:class:`~crawler.distributed.frontier.Settler`) and yields each batch's records as
-  one :class:`Settled` item, which its item pipelines write into the one ledger.
-  Every second it queues again what lost processes held. When nothing is queued, in
-  flight or reported, it returns; the engine goes idle and closes the spider
-  ("finished"), and the publisher publishes as in one process.
-* A **worker**'s ``start()`` only watches: for the end of the crawl (or the
-  coordinator's heartbeat going away), and for work when its engine is idle. An idle
-  Scrapy engine asks its scheduler for requests only every 5 s (its heartbeat), so
-  when the engine has room the poll takes one request from the shared queue and
-  yields it: Scrapy schedules it (it is claimed already, so it stays local) and then
-  fills its free slots from the queue itself.
+  :class:`~crawler.distributed.frontier.SharedFrontier` (the URLs new to the process
+  go with the page's item, as candidates), the previous run is read from Redis
+  (:mod:`.previous`), the soft-404 fingerprints found by whichever process fetched a
+  probe are read from Redis before the first page, calendar entries are kept in
+  Redis, and a worker takes, every second, the parameters the crawl learned.
+* The **coordinator** leads: it queues the probe, then (when it hears the probe is
+  over) the start URLs and the sitemap seeds; its spider's ``start()`` runs for the
+  whole crawl (Scrapy 2.13's long-running start) and drains the reports in batches:
+  it completes the candidates' records from their claim codes
+  (:class:`~crawler.distributed.frontier.Settler`), learns from every page as one
+  process would (into the ledger, and into Redis for the workers) and yields each
+  batch's records as one :class:`Settled` item for its pipelines. Every second it
+  queues again what lost processes held; when nothing is queued, in flight, reported
+  or fetched here, it returns, and the crawl closes and publishes as in one process.
+* A **worker**'s ``start()`` watches for the end of the crawl (or the coordinator's
+  heartbeat going away) and, when its idle engine has room, takes a request (an
+  idle Scrapy engine asks its scheduler only every 5 s).
 
 One count of pages: a process counts a page when the report of a fetched page was
-sent (``sitemap/distributed/pages``), and the coordinator counts, for each process,
-the reports of fetched pages it receives (``sitemap/distributed/pages/<process>``):
-the same reports, so the same numbers.
+sent (``sitemap/distributed/pages``); the coordinator counts, for each process, the
+reports of fetched pages it receives (``sitemap/distributed/pages/<process>``).
 
 Settings: ``SITEMAP_REDIS_*`` (off without ``SITEMAP_REDIS_URL``).
 Stats: ``sitemap/distributed/process``, ``sitemap/distributed/pages_from_workers``,
 ``sitemap/distributed/workers``, ``sitemap/distributed/pages/<process>``,
 ``sitemap/distributed/lost``, ``sitemap/distributed/requeued``,
 ``sitemap/distributed/end``, ``sitemap/distributed/cpu_seconds`` (the coordinator's
-CPU from the start URL to the end of the crawl: the pages' records written, start-up
-and publishing aside); the coordinator adds the pages the workers fetched to
-``response_received_count``.
+CPU from the start to the end of the crawl, publishing aside); the coordinator adds
+the pages the workers fetched to ``response_received_count``.
 """
 
 from __future__ import annotations

@@ -51,6 +51,7 @@ for want of a browser).
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from functools import cached_property
@@ -87,6 +88,27 @@ PROBE_TIMEOUT = 10.0
 #: Meta keys of the item of the start URLs, and of the item that ends the probe.
 BEGIN = "sitemap_begin"
 PROBED = "sitemap_probed"
+
+Callback = Callable[["SiteSpider", Any], AsyncIterator[Any]]
+
+
+def _one_item(method: Callback) -> Callback:
+    """A page request's callback or errback (*method*), which yields exactly one
+    :class:`~crawler.items.PageRecords` (a distributed crawl ends the request's claim
+    with it), unless the page goes on as another request (a render), even when it
+    fails: see :meth:`SiteSpider._one`."""
+
+    @functools.wraps(method)
+    async def handled(spider: SiteSpider, answer: Any) -> AsyncIterator[Any]:
+        if isinstance(answer, Response):
+            meta, fetched = answer.meta, True
+        else:  # a Failure; a failed render of a fetched page is a fetched page
+            meta = answer.request.meta
+            fetched = meta.get("sitemap_url") in spider.raw
+        async for out in spider._one(meta, method(spider, answer), fetched):
+            yield out
+
+    return handled
 
 
 class Sharing:
@@ -250,12 +272,9 @@ class SiteSpider(Spider):
         for sitemap in self.seeds.declared(sitemaps, request.url):
             self.crawler.engine.crawl(sitemap)
 
-    async def read_sitemap(self, response: Response) -> AsyncIterator[PageRecords | Request]:
+    @_one_item
+    async def read_sitemap(self, response: Response) -> AsyncIterator[Any]:
         """One of the site's sitemaps: its entries as seeds."""
-        async for out in self._one(response.meta, self._read_sitemap(response), True):
-            yield out
-
-    async def _read_sitemap(self, response: Response) -> AsyncIterator[Any]:
         assert self.seeds is not None
         for out in self.seeds.read(response):
             yield out
@@ -359,15 +378,7 @@ class SiteSpider(Spider):
         """What the frontier decides about a URL found on *referrer*."""
         return self.frontier.discover(raw, depth=depth, referrer=referrer)
 
-    # -- the pages ----------------------------------------------------------------------
-    #
-    # Each callback and errback of a page request yields exactly one PageRecords (a
-    # distributed crawl ends the request's claim with it), unless the page goes on
-    # as another request (a render), even when it fails: see _one.
-
-    async def parse(self, response: Response) -> AsyncIterator[PageRecords | Request]:
-        async for out in self._one(response.meta, self._parse_page(response), True):
-            yield out
+    # -- the pages (each callback and errback: _one_item) --------------------------------
 
     def _ready(self) -> None:
         """Once, before the first page is judged here: the probes' findings."""
@@ -376,7 +387,8 @@ class SiteSpider(Spider):
             self.sharing.prints(self.judge)
             self.analyser.prints = bool(self.judge.soft_not_found.prints)
 
-    async def _parse_page(self, response: Response) -> AsyncIterator[Any]:
+    @_one_item
+    async def parse(self, response: Response) -> AsyncIterator[Any]:
         self._ready()
         url = response.meta["sitemap_url"]
         self.frontier.answered(url)
@@ -402,13 +414,10 @@ class SiteSpider(Spider):
         for out in self._judged(response, analysis, note):
             yield out
 
-    async def parse_rendered(self, response: Response) -> AsyncIterator[PageRecords | Request]:
+    @_one_item
+    async def parse_rendered(self, response: Response) -> AsyncIterator[Any]:
         """A page rendered in the browser: judged on its rendered DOM, with the raw
         answer's status and headers."""
-        async for out in self._one(response.meta, self._parse_rendered(response), True):
-            yield out
-
-    async def _parse_rendered(self, response: Response) -> AsyncIterator[Any]:
         meta = response.meta
         url = meta["sitemap_url"]
         self.frontier.answered(url)
@@ -430,15 +439,11 @@ class SiteSpider(Spider):
         for out in self._judged(raw, analysis, note, warning):
             yield out
 
-    async def render_failed(self, failure: Failure) -> AsyncIterator[PageRecords | Request]:
+    @_one_item
+    async def render_failed(self, failure: Failure) -> AsyncIterator[Any]:
         """A render that failed (timed out, crashed): the page is judged on its raw
         HTML, with a warning."""
         request: Request = failure.request  # type: ignore[attr-defined]  # set by Scrapy
-        fetched = request.meta["sitemap_url"] in self.raw
-        async for out in self._one(request.meta, self._render_failed(failure, request), fetched):
-            yield out
-
-    async def _render_failed(self, failure: Failure, request: Request) -> AsyncIterator[Any]:
         url = request.meta["sitemap_url"]
         raw, analysis = self.raw.pop(url, (None, None))
         if raw is None:
@@ -475,12 +480,8 @@ class SiteSpider(Spider):
                 self.frontier.observe(out.url, out.main_hash, out.bag_hash)
             yield out
 
-    async def failed(self, failure: Failure) -> AsyncIterator[PageRecords | Request]:
-        request: Request = failure.request  # type: ignore[attr-defined]  # set by Scrapy
-        async for out in self._one(request.meta, self._failing(failure), False):
-            yield out
-
-    async def _failing(self, failure: Failure) -> AsyncIterator[Any]:
+    @_one_item
+    async def failed(self, failure: Failure) -> AsyncIterator[Any]:
         yield self._failed(failure)
 
     def _failed(self, failure: Failure) -> UrlRecord:
