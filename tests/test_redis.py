@@ -315,7 +315,7 @@ def test_second_night_replays_the_304s_of_every_process(
         # process asked), replayed by the coordinator from the first night's ledger.
         assert "(31 conditional, 31 not modified)" in errors[1]
         assert "since the last run: 0 added, 0 removed, 0 lastmod changes" in errors[1]
-        assert "workers: 1," in errors[1], errors[1]
+        assert "workers: 1," in errors[1]
         pages_asked = [r for r in site.requests() if r["path"] != "/robots.txt"]
         assert Counter(r["status"] for r in pages_asked) == {304: 31}
         assert published(out) == {site.url(p) for p in ["/", *pages]}
