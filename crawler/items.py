@@ -147,9 +147,13 @@ class PageRecords:
     of the URLs it links to), in the order they were decided, as one item. Scrapy
     gives every item a task, three pipeline calls, a signal and a log record, which
     cost more than the recording (bench/README.md, "One item per response"). The
-    pipelines treat each entry as they treat a lone item."""
+    pipelines treat each entry as they treat a lone item. ``meta`` is the meta of the
+    request it answers (a distributed crawl ends the request's claim with the item),
+    ``fetched`` whether a response came."""
 
     records: list[UrlRecord | Alias | Linked]
+    meta: dict[str, Any] = field(default_factory=dict)
+    fetched: bool = False
 
 
 class PageRequest(Request):

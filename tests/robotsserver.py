@@ -38,7 +38,12 @@ Robots modes (the robots.txt served):
   ``Disallow: /private/``;
 - ``compatible``: ``Mozilla`` disallowed everything, ``AcmeBot`` ``/private/``;
 - ``changing``: the first robots.txt served allows everything but ``/never/``, every
-  later one disallows ``/late/``; ``then-503``: the same first one, then 503s.
+  later one disallows ``/late/``; ``then-503``: the same first one, then 503s;
+- ``members``: ``Disallow: /members/`` and ``Disallow: /*.cgi$`` for every agent,
+  answered after ``--delay`` seconds (requests pile up waiting for it). ``/`` links
+  to ``/about.html``, ``/members/``, ``/members/area/``, ``/tools/report.cgi`` and
+  ``/tools/index.html``; ``/members/`` links to ``/members/only.html``, reachable
+  through it alone.
 """
 
 from __future__ import annotations
@@ -106,6 +111,7 @@ ROBOTS: dict[str, str] = {
         "Disallow: /private/\n\n"
         "User-agent: *\nDisallow: /\n"
     ),
+    "members": "User-agent: *\nDisallow: /members/\nDisallow: /*.cgi$\n",
     "compatible": (
         "User-agent: Mozilla\nDisallow: /\n\nUser-agent: AcmeBot\nDisallow: /private/\n"
     ),
@@ -215,6 +221,14 @@ class Site(resource.Resource):
                 request.setResponseCode(503)
                 return b"overloaded"
             return b"User-agent: *\nDisallow: /late/\n"
+        if mode == "members":
+
+            def answer() -> None:
+                request.write(ROBOTS[mode].encode())
+                request.finish()
+
+            reactor.callLater(self.delay, answer)  # type: ignore[attr-defined]
+            return server.NOT_DONE_YET
         return ROBOTS[mode].replace("{base}", self.base).encode()
 
     def page(self, request: Any, path: str) -> bytes | int:
@@ -222,6 +236,17 @@ class Site(resource.Resource):
         if path == "/":
             if self.mode in ("changing", "then-503"):
                 return page(links("/early.html", "/slow.html"), "home")
+            if self.mode == "members":
+                return page(
+                    links(
+                        "/about.html",
+                        "/members/",
+                        "/members/area/",
+                        "/tools/report.cgi",
+                        "/tools/index.html",
+                    ),
+                    "home",
+                )
             return page(
                 links(
                     "/about.html",
@@ -246,7 +271,13 @@ class Site(resource.Resource):
             "/elsewhere.html",
             "/early.html",
             "/late/page.html",
+            "/members/area/",
+            "/members/only.html",
+            "/tools/report.cgi",
+            "/tools/index.html",
         }
+        if path == "/members/":
+            return page(links("/members/only.html"), path)
         if path in known:
             return page(f"the page {path}", path)
         request.setResponseCode(404)

@@ -629,7 +629,7 @@ def _lying_site(site: Any) -> None:
 
 
 def _check_lying_site(
-    rows: dict[str, dict[str, Any]], published: dict[str, str | None], url: Any, probe: bool
+    rows: dict[str, dict[str, Any]], published: dict[str, str | None], url: Any
 ) -> None:
     for path, (_, _, lastmod, source) in DATED.items():
         assert published[url(path)] == lastmod, path
@@ -640,13 +640,12 @@ def _check_lying_site(
             assert row["decision"] == "listed", (path, row["reason"])
         else:
             assert (row["decision"], row["reason"]) == ("soft-404", reason), path
-    # The distributed crawl sends no soft-404 probe (docs/crawling.md).
-    gone = set() if probe else {url("/gone")}
-    assert set(published) == {url("/")} | {url(p) for p in DATED} | gone | {
+    # The page with the words of the site's own 404 page: the probe's print, shared
+    # by every process of a distributed crawl.
+    assert set(published) == {url("/")} | {url(p) for p in DATED} | {
         url(p) for p, (_, _, reason) in SOFT.items() if reason is None
     }
-    if probe:
-        assert rows[url("/gone")]["decision"] == "soft-404"
+    assert rows[url("/gone")]["decision"] == "soft-404"
     # What was ignored, and why.
     verdicts = {url: json.loads(row["page_dates"] or "[]") for url, row in rows.items()}
     assert [
@@ -693,7 +692,7 @@ async def test_a_site_of_lying_dates_and_soft_404s(
     first = await night(nightly, tmp_path)
     assert first.outcome == "published", first.stats.get("sitemap/message")
     rows = first.ledger_rows()
-    _check_lying_site(rows, published_of(first.out), nightly.url, probe=True)
+    _check_lying_site(rows, published_of(first.out), nightly.url)
     assert first.stats["sitemap/lastmod/template_dates"] == {"2018-08-08T08:08:08+00:00": 6}
     assert first.stats["sitemap/excluded/soft-404"] == 6
     assert first.stats["sitemap/soft404/detected"] is False  # the probe was answered 404
@@ -754,7 +753,7 @@ def test_a_site_of_lying_dates_with_two_processes(nightly: NightlySite, tmp_path
         rows = {row["url"]: row for row in ledger.rows()}
     finally:
         ledger.close()
-    _check_lying_site(rows, published_of(out), nightly.url, probe=False)
+    _check_lying_site(rows, published_of(out), nightly.url)
 
 
 # -- the page's own node -------------------------------------------------------------------

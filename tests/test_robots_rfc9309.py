@@ -5,6 +5,8 @@ compatible form of the User-Agent, and a robots.txt that changes during a crawl.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,8 +16,9 @@ import pytest_twisted
 
 from crawler.cli import command_parser
 from crawler.commands.options import site_settings
-from tests.conftest import run_crawl
+from tests.conftest import ROOT, run_crawl
 from tests.robotsserver import RobotsServer
+from tests.test_redis import published
 
 SMALL = {"SITEMAP_MAX_DEPTH": 1}
 COMPATIBLE_UA = "Mozilla/5.0 (compatible; AcmeBot/1.0; +https://acme.example/bot)"
@@ -289,3 +292,36 @@ async def test_retry_after_is_a_floor_of_the_randomised_delay(
         times = [r["time"] for r in server.requests() if r["path"] == path]
         assert len(times) == 2, path
         assert times[1] - times[0] >= 1.0, (path, times[1] - times[0])
+# Pages robots.txt disallows in the ``members`` site, and one reachable only through them.
+MEMBERS = ("/members/", "/members/area/", "/tools/report.cgi", "/members/only.html")
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_requests_that_waited_for_robots_txt_obey_it(
+    robots_servers: Any, tmp_path: Path, processes: int
+) -> None:
+    # robots.txt comes a second late: every request asked meanwhile waits for it. Each
+    # one must then be judged by it (the second and later waiters were let through
+    # as if there were no robots.txt at all), in one process and with --processes 2,
+    # whose processes each take several queued requests before their robots.txt came.
+    site = robots_servers("members", delay=1.0)
+    seeds = tmp_path / "urls.txt"
+    every = ("/", "/about.html", "/tools/index.html", *MEMBERS[:3])
+    seeds.write_text("".join(site.url(p) + "\n" for p in every))
+    out = tmp_path / "public"
+    args = ["crawl", site.url("/"), "--out", str(out), "--state", str(tmp_path / "state")]
+    args += ["--urls", str(seeds), "-s", "SITEMAP_SOFT404_PROBE=False"]
+    if processes > 1:
+        args += ["--processes", str(processes)]
+    done = subprocess.run(
+        [sys.executable, "-m", "crawler.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    fetched = paths(site)
+    assert not set(MEMBERS) & set(fetched), fetched
+    assert fetched[0] == "/robots.txt" and fetched.count("/robots.txt") <= processes
+    assert published(out) == {site.url(p) for p in ("/", "/about.html", "/tools/index.html")}

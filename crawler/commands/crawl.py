@@ -73,7 +73,6 @@ EPILOG = (
     "interrupted (--resume continues). Nothing is published unless the crawl finished. A "
     "summary goes to stderr and report.json to the state directory."
 )
-DISTRIBUTED_SPIDER = "crawler.distributed.spider.DistributedSiteSpider"
 
 
 def duration(text: str) -> float:
@@ -391,8 +390,6 @@ def crawl_settings(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError("--resume cannot continue a distributed crawl (--redis, --processes)")
     if args.no_fetch and not (args.redis or args.processes):
         raise UsageError("--no-fetch needs --redis URL or --processes N (someone must fetch)")
-    if distributed_here(args) and (args.seed_sitemaps or args.sitemap):
-        raise UsageError("--seed-sitemaps and --sitemap do not work with --redis yet")
     if args.urls is not None:
         from crawler.seeds import SeedError, read_url_file
 
@@ -503,7 +500,7 @@ def _execute(args: argparse.Namespace) -> CrawlOutcome:
     overrides = crawl_settings(args)
     if busy := holder(Path(overrides["SITEMAP_STATE_DIR"])):
         return CrawlOutcome(EXIT_CRAWL_FAILED, error=f"{busy}; this run did nothing")
-    redis_crawl = spider = private = None
+    redis_crawl = private = None
     redis_url = args.redis
     workers: list[subprocess.Popen[bytes]] = []
     try:
@@ -512,7 +509,6 @@ def _execute(args: argparse.Namespace) -> CrawlOutcome:
                 Path(overrides["SITEMAP_STATE_DIR"]), overrides.get("SITEMAP_REDIS_SERVER")
             )
         if redis_url:
-            spider = DISTRIBUTED_SPIDER
             redis_crawl, overrides = distributed.begin(redis_url, args.url, overrides)
             if args.no_fetch:
                 # This process's own (not sent to the workers): it parses no page.
@@ -522,7 +518,7 @@ def _execute(args: argparse.Namespace) -> CrawlOutcome:
             # (none without --processes: the workers are started elsewhere).
             count = (args.processes or 0) if args.no_fetch else (args.processes or 1) - 1
             workers = distributed.start_workers(redis_url, count, args.log_level)
-        spider_run = run_spider(args.url, overrides, spider=spider)
+        spider_run = run_spider(args.url, overrides)
     except CrawlFailure as e:
         return CrawlOutcome(EXIT_CRAWL_FAILED, error=f"{e}; this run did nothing")
     finally:

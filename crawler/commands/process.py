@@ -36,13 +36,12 @@ class _Process(CrawlerProcess):
         super()._signal_kill(signum, _)
 
 
-def run_spider(url: str, overrides: Mapping[str, Any], spider: str | None = None) -> SpiderRun:
-    """Run the spider (the site spider, or the class named *spider*) in this process;
-    return how it ended: the exit status and the publisher's outcome (the stats
-    ride along for the summary)."""
+def run_spider(url: str, overrides: Mapping[str, Any]) -> SpiderRun:
+    """Run the site spider in this process (in every mode: a distributed crawl's parts
+    are in *overrides*); return how it ended: the exit status and the publisher's
+    outcome (the stats ride along for the summary)."""
     from scrapy import signals
     from scrapy.settings import default_settings
-    from scrapy.utils.misc import load_object
 
     from crawler.extensions.runstate import RunState
     from crawler.parsepool import fork_workers, processes_from
@@ -55,7 +54,7 @@ def run_spider(url: str, overrides: Mapping[str, Any], spider: str | None = None
         # milliseconds, not the seconds a spawned worker takes to import Scrapy).
         fork_workers(processes_from(settings))
     process = _Process(settings)
-    crawler = process.create_crawler(load_object(spider) if spider else SiteSpider)
+    crawler = process.create_crawler(SiteSpider)
     closed: list[str] = []
 
     def spider_closed(reason: str) -> None:

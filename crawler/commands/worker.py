@@ -3,7 +3,7 @@
 A worker needs nothing but the Redis URL: the start URL, the scope, normalisation
 and politeness options and any ``-s`` of the crawl come from Redis; its own
 ``--concurrency``, ``--log-level`` and ``-s`` apply to it alone. It runs the
-distributed site spider (:mod:`crawler.distributed.spider`) until the coordinator
+site spider, with the distributed crawl's parts (:mod:`crawler.distributed`), until the coordinator
 ends the crawl. ``scrapy worker --redis URL`` from the project root is the same
 command.
 
@@ -83,7 +83,7 @@ def run(
 ) -> int:
     """Join the crawl on ``--redis`` and work for it until it ends. *base*: the
     settings ``scrapy worker`` built (its ``-s`` applied already)."""
-    from crawler.distributed import SPIDER, worker_settings
+    from crawler.distributed import worker_settings
 
     try:
         crawl_id, config = distributed.join(args.redis)
@@ -106,7 +106,7 @@ def run(
             local,
             checked_settings({**config["settings"], **local}, base),
         )
-        run = run_spider(start_url, settings, spider=SPIDER)
+        run = run_spider(start_url, settings)
     except UsageError as e:
         error(f"error: {e}")
         return EXIT_USAGE

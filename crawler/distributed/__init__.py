@@ -9,7 +9,9 @@ through a private Redis server (:mod:`.server`). What flows where (issue 18):
    settings every worker needs, a crawl id that namespaces every key), puts the
    previous run's records there (:mod:`.previous`), and queues the start URL.
 2. Every fetching process (the coordinator too, unless ``--no-fetch``) runs the site
-   spider with scrapy-redis's scheduler (:mod:`.scheduler`): requests come from one
+   spider, the one of every mode, with what a distributed crawl swaps in by
+   settings: the extension that shares the crawl (:mod:`.sharing`), the report
+   pipeline and scrapy-redis's scheduler (:mod:`.scheduler`): requests come from one
    shared queue in Redis, shallowest first, and each one taken is recorded as in
    flight in that process's hash. Fetching, parsing, judging a page and deciding
    about its links happen where it was fetched (:mod:`.frontier`).
@@ -62,7 +64,7 @@ LOCAL_ONLY = frozenset(
 )
 
 SCHEDULER = "crawler.distributed.scheduler.RedisScheduler"
-SPIDER = "crawler.distributed.spider.DistributedSiteSpider"
+SHARING = "crawler.distributed.sharing.RedisSharing"
 REPORT_PIPELINE = "crawler.distributed.pipeline.ReportPipeline"
 
 
@@ -76,11 +78,14 @@ def _common(url: str, crawl_id: str, role: str, project: Any) -> dict[str, Any]:
     # One host only: no slot for another host to use the global concurrency, so
     # a process takes from the shared queue only what its one slot can start.
     per_domain = project.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
+    extensions = dict(project.getdict("EXTENSIONS"))
+    extensions[SHARING] = -50  # after the run state, before anything else
     return {
         "SITEMAP_REDIS_URL": url,
         "SITEMAP_REDIS_CRAWL": crawl_id,
         "SITEMAP_REDIS_ROLE": role,
         "SCHEDULER": SCHEDULER,
+        "EXTENSIONS": extensions,
         "CONCURRENT_REQUESTS": per_domain,
     }
 
@@ -113,8 +118,6 @@ def worker_settings(
     settings["SITEMAP_INCREMENTAL"] = False
     settings["SITEMAP_OUT_DIR"] = None
     # With no SITEMAP_OUT_DIR the run state keeps nothing (no lock, no ledger).
-    extensions = dict(project.getdict("EXTENSIONS"))
-    extensions["crawler.extensions.publish.SitemapPublisher"] = None
-    settings["EXTENSIONS"] = extensions
+    settings["EXTENSIONS"]["crawler.extensions.publish.SitemapPublisher"] = None
     settings["ITEM_PIPELINES"] = {REPORT_PIPELINE: 50}
     return settings

@@ -48,6 +48,7 @@ import secrets
 import socket
 import time
 from collections.abc import Sequence
+from datetime import date
 from typing import TYPE_CHECKING, Any, cast
 
 from crawler import __version__
@@ -239,6 +240,9 @@ class RedisCrawl:
         self.variants = prefix + "variants"
         self.scheduled = prefix + "scheduled"
         self.previous = prefix + "previous"
+        self.soft404 = prefix + "soft404"
+        self.learned = prefix + "learned"
+        self.calendars = prefix + "calendar:"
         self.inflight_prefix = prefix + "inflight:"
         self.alive_prefix = prefix + "alive:"
         self.inflight = self.inflight_prefix + process
@@ -404,6 +408,31 @@ class RedisCrawl:
     def previous_row(self, key: str) -> bytes | None:
         # bytes: connections to a crawl do not decode replies (scrapy-redis's REDIS_PARAMS).
         return cast("bytes | None", self.server.hget(self.previous, key))
+
+    def add_print(self, url: str, found: Any) -> None:
+        """A fingerprint of the site's "not found" page, found by the soft-404 probe
+        (whichever process fetched it), for every process to judge its pages with."""
+        self.server.rpush(self.soft404, json.dumps([url, found]))
+
+    def prints(self) -> list[tuple[str, Any]]:
+        raw = cast("list[bytes]", self.server.lrange(self.soft404, 0, -1))
+        return [(url, tuple(found)) for url, found in map(json.loads, raw)]
+
+    def add_calendar_entry(self, template: str, day: date) -> None:
+        """A date where the crawl entered the date sequence *template* (crawler.calendars)."""
+        self.server.sadd(self.calendars + template, day.isoformat())
+
+    def calendar_entries(self, template: str) -> set[date]:
+        days = cast("set[bytes]", self.server.smembers(self.calendars + template))
+        return {date.fromisoformat(d.decode()) for d in days}
+
+    def share_learned(self, learned: dict[str, list[str]]) -> None:
+        """The parameters the crawl learned so far (crawler.params), path -> names."""
+        self.server.set(self.learned, json.dumps(learned))
+
+    def learned_params(self) -> bytes | None:
+        """The parameters learned so far, as JSON (compare it with the last one read)."""
+        return cast("bytes | None", self.server.get(self.learned))
 
     def has_previous(self) -> bool:
         return bool(self.server.exists(self.previous))

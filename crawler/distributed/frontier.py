@@ -89,9 +89,6 @@ class SharedFrontier(Frontier):
         pending, self.pending = self.pending, []
         return pending
 
-    def limits(self) -> tuple[int, int]:
-        return self.traps.max_query_variants, self.max_pages
-
     def link(self, found: Resolved, depth: int, referrer: str) -> Iterable[Discovered]:
         return self.discover(
             found.raw, depth=depth, referrer=referrer, normal=found.url, key=found.key, fp=found.fp

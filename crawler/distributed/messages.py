@@ -40,3 +40,4 @@ class PageReport:
     candidates: list[Any] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     fatal: str | None = None
+    probed: bool = False  # it ends the soft-404 probe

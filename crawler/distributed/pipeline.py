@@ -1,15 +1,19 @@
 """Report pipeline: send each page's report to the coordinator through Redis.
 
-The distributed site spider's callbacks yield one
-:class:`crawler.distributed.messages.PageReport` per request instead of deciding
-about what they found. This pipeline pickles it onto the crawl's report list and
+The site spider yields one :class:`crawler.items.PageRecords` per request, with the
+URLs new to this process as candidates among its records; this pipeline turns it
+into a :class:`crawler.distributed.messages.PageReport`
+(:meth:`crawler.distributed.sharing.RedisSharing.report`), pickles it onto the
+crawl's report list and
 ends the request's claim in the same Lua script, which also claims and queues the URLs
 the page led to (its candidates), so a process killed at any moment has either
 reported a page with all it found or still holds it (and the coordinator queues it
 again).
 On the coordinator the report stays in memory and an empty marker takes its place
 in the list, so that the list still orders every report and the end of the crawl
-is still read from Redis alone. Every other item passes through untouched.
+is still read from Redis alone. The records the coordinator settled from the
+reports (:class:`crawler.distributed.sharing.Settled`) pass through to its other
+pipelines; every other item too.
 
 Settings: ``SITEMAP_REDIS_URL`` (off without it).
 Stats: ``sitemap/distributed/reported``, ``sitemap/distributed/pages`` (reports of
@@ -21,53 +25,57 @@ from __future__ import annotations
 
 import logging
 import pickle
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import NotConfigured
 
-from crawler.distributed.messages import PageReport
+from crawler.distributed.sharing import RedisSharing, Settled
+from crawler.items import PageRecords
+from crawler.spiders.site import BEGIN
 
 if TYPE_CHECKING:
     from typing import Self
 
     from scrapy.crawler import Crawler
 
-    from crawler.distributed.spider import DistributedSiteSpider
-
 logger = logging.getLogger(__name__)
 
 
 class ReportPipeline:
-    def __init__(self, crawler: Crawler) -> None:
+    def __init__(self, crawler: Crawler, sharing: RedisSharing) -> None:
         self.crawler = crawler
+        self.sharing = sharing
         self._warned = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        if not crawler.settings.get("SITEMAP_REDIS_URL"):
-            raise NotConfigured("SITEMAP_REDIS_URL is not set")
-        return cls(crawler)
+        sharing = crawler.get_extension(RedisSharing)
+        if sharing is None:
+            raise NotConfigured("not a distributed crawl (SITEMAP_REDIS_URL is not set)")
+        return cls(crawler, sharing)
 
     def process_item(self, item: Any) -> Any:
-        if not isinstance(item, PageReport):
+        if not isinstance(item, PageRecords) or isinstance(item, Settled):
             return item
-        # Only the distributed site spider yields page reports.
-        spider = cast("DistributedSiteSpider", self.crawler.spider)
-        redis = spider.redis
-        if spider.coordinator:
+        sharing = self.sharing
+        report = sharing.report(item)
+        redis = sharing.redis
+        if sharing.coordinator:
             # The coordinator's own pages: the report stays in memory and an empty
             # marker keeps its place in the list (no pickling, no payload through Redis).
-            spider.own_reports.append(item)
+            sharing.own_reports.append(report)
             payload = b""
         else:
-            payload = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
-        found = [c.args() for c in item.candidates]
-        sent = redis.report(item.claim, payload, found, spider.limits)
+            payload = pickle.dumps(report, protocol=pickle.HIGHEST_PROTOCOL)
+        found = [c.args() for c in report.candidates]
+        sent = redis.report(report.claim, payload, found, sharing.limits)
+        if item.meta.get(BEGIN):
+            sharing.started = True
         stats = self.crawler.stats
         assert stats is not None
         if sent == 1:
             stats.inc_value("sitemap/distributed/reported")
-            if item.fetched:
+            if report.fetched:
                 # The one count of pages: what this process says it fetched is what
                 # the coordinator counts for it (reports of fetched pages it received).
                 stats.inc_value("sitemap/distributed/pages")
@@ -80,4 +88,6 @@ class ReportPipeline:
                     "were queued again and its reports for them are dropped (logged once)",
                     redis.timeout,
                 )
-        return item
+        # Written by the coordinator when it comes back from Redis, settled: the
+        # other pipelines let a report pass.
+        return report

@@ -25,8 +25,8 @@ seen-set agrees with the coordinator's decisions: a URL is queued at most once
 crawl-wide.
 
 Settings: ``SITEMAP_REDIS_URL``, ``SITEMAP_REDIS_CRAWL``, ``SITEMAP_REDIS_ROLE``,
-``SITEMAP_REDIS_WORKER_TIMEOUT``; scrapy-redis's ``SCHEDULER_SERIALIZER``,
-``DUPEFILTER_DEBUG``.
+``SITEMAP_REDIS_NO_FETCH``, ``SITEMAP_REDIS_WORKER_TIMEOUT``; scrapy-redis's
+``SCHEDULER_SERIALIZER``, ``DUPEFILTER_DEBUG``.
 Meta keys: ``sitemap_claim`` (the in-flight field of a claimed request).
 Stats: scrapy-redis's ``scheduler/enqueued/redis``, ``scheduler/dequeued/redis``;
 ``scheduler/enqueued/local``.
@@ -38,7 +38,7 @@ import importlib
 import logging
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.asyncio import create_looping_call
 from scrapy_redis.dupefilter import RFPDupeFilter
@@ -46,6 +46,7 @@ from scrapy_redis.queue import PriorityQueue
 from scrapy_redis.scheduler import Scheduler
 
 from crawler.distributed.crawl import COORDINATOR, RedisCrawl, claim_id
+from crawler.distributed.sharing import RedisSharing
 from crawler.seen import fingerprint
 from crawler.urls import url_key
 
@@ -55,7 +56,6 @@ if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.core.engine import ExecutionEngine
     from scrapy.crawler import Crawler
-    from scrapy.settings import BaseSettings
     from scrapy.utils.request import RequestFingerprinterProtocol
 
 logger = logging.getLogger(__name__)
@@ -63,22 +63,23 @@ logger = logging.getLogger(__name__)
 CLAIM = "sitemap_claim"
 
 
-class RedisSpider(Protocol):
-    """What the queue and the seen-set need of the spider (the distributed site
-    spider, the only one RedisScheduler runs): the crawl's Redis handle."""
-
-    redis: RedisCrawl
-    settings: BaseSettings
-    crawler: Crawler
+def redis_crawl(crawler: Crawler) -> RedisCrawl:
+    """The crawl's Redis handle, which the distributed crawl's extension holds."""
+    sharing = crawler.get_extension(RedisSharing)
+    if sharing is None:
+        raise ValueError(
+            "RedisScheduler runs a distributed crawl only "
+            "(sitemap-crawler crawl --redis URL, sitemap-crawler worker --redis URL)"
+        )
+    return sharing.redis
 
 
 class ClaimQueue(PriorityQueue):
     """scrapy-redis's priority queue, scored by link depth; popping claims."""
 
-    # The spider: the distributed site spider, the only one RedisScheduler runs.
-    def __init__(self, server: Any, spider: RedisSpider, key: str, serializer: Any = None) -> None:
+    def __init__(self, server: Any, spider: Spider, key: str, serializer: Any = None) -> None:
         super().__init__(server, spider, key, serializer)
-        self.crawl: RedisCrawl = spider.redis
+        self.crawl: RedisCrawl = redis_crawl(spider.crawler)
 
     def push(self, request: Request, fingerprint: str | None = None) -> bool:
         """Queue *request* unless *fingerprint* is in the seen-set (scrapy-redis's
@@ -102,8 +103,8 @@ class KeyDupeFilter(RFPDupeFilter):
     fingerprinter: RequestFingerprinterProtocol
 
     @classmethod
-    def from_spider(cls, spider: RedisSpider) -> Self:
-        crawl = spider.redis
+    def from_spider(cls, spider: Spider) -> Self:
+        crawl = redis_crawl(spider.crawler)
         dupefilter = cls(
             crawl.server, key=crawl.seen, debug=spider.settings.getbool("DUPEFILTER_DEBUG")
         )
@@ -132,12 +133,7 @@ class RedisScheduler(Scheduler):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        crawl = getattr(crawler.spider, "redis", None)
-        if not isinstance(crawl, RedisCrawl):
-            raise ValueError(
-                "RedisScheduler runs the distributed site spider only "
-                "(sitemap-crawler crawl --redis URL, sitemap-crawler worker --redis URL)"
-            )
+        crawl = redis_crawl(crawler)
         serializer = crawler.settings.get("SCHEDULER_SERIALIZER")
         scheduler = cls(
             crawl,
@@ -150,6 +146,8 @@ class RedisScheduler(Scheduler):
         # Not scrapy-redis's stats attribute: it passes Scrapy a deprecated argument.
         scheduler.crawl_stats = crawler.stats
         scheduler.poll_interval = crawler.settings.getfloat("SITEMAP_REDIS_POLL_INTERVAL")
+        if crawl.process == COORDINATOR and crawler.settings.getbool("SITEMAP_REDIS_NO_FETCH"):
+            scheduler.stop()  # --no-fetch: take nothing from the queue, from the start
         return scheduler
 
     def open(self, spider: Spider) -> None:
@@ -186,12 +184,15 @@ class RedisScheduler(Scheduler):
 
     def enqueue_request(self, request: Request) -> bool:
         if CLAIM in request.meta:
-            # Claimed by this process already (a retry, a request the spider's poll
-            # took): fetched here, never queued twice.
+            # Claimed by this process already (a retry, a render, a request the
+            # spider's poll took): fetched here, never queued twice.
             self.local.append(request)
             self.crawl_stats.inc_value("scheduler/enqueued/local")
             return True
-        fingerprint = None if request.dont_filter else self.df.request_fingerprint(request)
+        # Crawl-wide, even a request past Scrapy's filter (the soft-404 probe, the
+        # sitemaps read for seeds, which several processes' robots.txt may declare)
+        # is queued once.
+        fingerprint = self.df.request_fingerprint(request)
         if not self.queue.push(request, fingerprint):
             self.df.log(request, self.spider)
             return False

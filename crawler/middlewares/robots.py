@@ -168,11 +168,11 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
         url = urlparse_cached(request)
         origin = f"{url.scheme}://{url.netloc}"
         # One fetch per origin (RFC 9309 scopes robots.txt to scheme, host and port)
-        # and per SITEMAP_ROBOTS_MAX_AGE; requests that arrive meanwhile wait on the
-        # same Deferred.
+        # and per SITEMAP_ROBOTS_MAX_AGE; requests that arrive meanwhile wait for it,
+        # each on a Deferred of its own (see _waiting).
         cached = self._parsers.get(origin, _NOTHING)
         if isinstance(cached, Deferred):
-            return await maybe_deferred_to_future(cached)
+            return await maybe_deferred_to_future(_waiting(cached))
         if not isinstance(cached, _Nothing) and not self._stale(origin):
             return cached
         waiter: Deferred[RobotParser | None] = Deferred()
@@ -378,6 +378,21 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
     def _close(self, reason: str) -> None:
         assert self.crawler.engine is not None
         deferred_from_coro(self.crawler.engine.close_spider_async(reason=reason))
+
+
+def _waiting(shared: Deferred[RobotParser | None]) -> Deferred[RobotParser | None]:
+    """A Deferred of one request's own that fires with *shared*'s result. Awaiting
+    *shared* itself would consume its result: the first waiter would get the rules
+    and every later one None, "no robots.txt", so everything allowed (the requests a
+    process takes together before its robots.txt came: issue 23)."""
+    own: Deferred[RobotParser | None] = Deferred()
+
+    def passing(result: RobotParser | None) -> RobotParser | None:
+        own.callback(result)
+        return result
+
+    shared.addCallback(passing)
+    return own
 
 
 def whole_lines(body: bytes, limit: int) -> bytes:

@@ -23,10 +23,21 @@ and one redirect followed on the same site): the page a site serves for it with
 recorded in the ledger. Each listed page's main-content hash goes back to the
 frontier, which learns from it (:mod:`crawler.params`).
 
-Every decision is yielded as a :class:`crawler.items.UrlRecord`, the records and
-aliases of one response as one :class:`crawler.items.PageRecords` item; the item
+Every decision is yielded as a :class:`crawler.items.UrlRecord`, and what one
+request led to (its records and aliases, nothing when a callback failed) as one
+:class:`crawler.items.PageRecords` item, which carries the request's meta; the item
 pipelines record them in the ledger, and the publisher extension writes the
 sitemaps when the crawl is over.
+
+The same spider runs every mode. What a crawl shares between processes is a
+:class:`Sharing`: one process shares nothing; a distributed crawl (``--redis``,
+``--processes N``) has its extension
+(:class:`crawler.distributed.sharing.RedisSharing`) stand in for it, with its
+scheduler (the shared queue and seen-set) and its report pipeline (where the items
+go) swapped in by settings, as scrapy-redis plugs in. Only the leading process (the
+one process, or the coordinator) starts the crawl: the soft-404 probe (fetched by
+whichever process takes it; its fingerprints are shared), then the frontier's start
+URLs and the sitemap seeds.
 
 Spider arguments: ``url`` (the start URL, required).
 Settings: those of the frontier, the judge, the run state, the seeds and the render
@@ -40,8 +51,9 @@ for want of a browser).
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -52,7 +64,7 @@ from crawler import decisions as d
 from crawler.analysis import not_found_print
 from crawler.extensions.runstate import RunState
 from crawler.frontier import Discovered, Frontier
-from crawler.items import Alias, Linked, PageRecords, UrlRecord
+from crawler.items import PageRecords, UrlRecord
 from crawler.judge import PageJudge
 from crawler.parsepool import PageAnalyser, page_analyser
 from crawler.rendering import RenderPolicy
@@ -67,12 +79,78 @@ if TYPE_CHECKING:
     from twisted.python.failure import Failure
 
     from crawler.analysis import PageAnalysis
+    from crawler.softnotfound import PagePrint
 
 logger = logging.getLogger(__name__)
 
 
 #: Seconds a soft-404 probe may take (at most DOWNLOAD_TIMEOUT).
 PROBE_TIMEOUT = 10.0
+#: Meta keys of the item of the start URLs, and of the item that ends the probe.
+BEGIN = "sitemap_begin"
+PROBED = "sitemap_probed"
+
+Callback = Callable[["SiteSpider", Any], AsyncIterator[Any]]
+
+
+def _one_item(method: Callback) -> Callback:
+    """A page request's callback or errback (*method*), which yields exactly one
+    :class:`~crawler.items.PageRecords` (a distributed crawl ends the request's claim
+    with it), unless the page goes on as another request (a render), even when it
+    fails: see :meth:`SiteSpider._one`."""
+
+    @functools.wraps(method)
+    async def handled(spider: SiteSpider, answer: Any) -> AsyncIterator[Any]:
+        if isinstance(answer, Response):
+            meta, fetched = answer.meta, True
+        else:  # a Failure; a failed render of a fetched page is a fetched page
+            meta = answer.request.meta
+            fetched = meta.get("sitemap_url") in spider.raw
+        async for out in spider._one(meta, method(spider, answer), fetched):
+            yield out
+
+    return handled
+
+
+class Sharing:
+    """What the processes of one crawl share: in one process, nothing. A
+    distributed crawl's extension stands in for it (see the module docstring); the
+    spider finds it with ``crawler.get_extension(Sharing)``."""
+
+    #: This process leads the crawl: it probes, starts the frontier and the seeds.
+    leading = True
+
+    def previous(self, state: RunState) -> Any:
+        """The previous run's records, as the frontier and the judge ask them."""
+        return state.previous
+
+    def frontier(self, crawler: Crawler, start: str, **kwargs: Any) -> Frontier:
+        return Frontier.from_crawler(crawler, start, **kwargs)
+
+    def fail(self, state: RunState) -> Callable[[str], None]:
+        return state.fail
+
+    def collect(self, records: list[Any]) -> None:
+        """Add to *records* what the frontier keeps to send with them (nothing)."""
+
+    def probe_over(self, spider: SiteSpider, meta: dict[str, Any]) -> Iterator[Any]:
+        """The soft-404 probe's last request (its *meta*) was answered: the crawl
+        starts (a distributed crawl shares the fingerprints found, and the
+        coordinator starts it when it hears)."""
+        yield from spider.after_probe()
+
+    def add_print(self, judge: PageJudge, url: str, found: PagePrint) -> None:
+        """The probe of *url* found the site's "not found" page: its fingerprint."""
+        judge.soft_not_found.add(url, found)
+
+    def prints(self, judge: PageJudge) -> None:
+        """Before the first page: put into *judge* the fingerprints found by the
+        probes that other processes fetched (none)."""
+
+    async def run(self, spider: SiteSpider) -> AsyncIterator[Any]:
+        """What ``start`` does once the crawl is started: nothing more."""
+        return
+        yield
 
 
 class SiteSpider(Spider):
@@ -85,6 +163,7 @@ class SiteSpider(Spider):
         # judged on them, a rendered page with their status and headers.
         self.raw: dict[str, tuple[Response, PageAnalysis]] = {}
         self._warned_render = False
+        self._prints_read = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
@@ -101,13 +180,20 @@ class SiteSpider(Spider):
         return RunState.of(self.crawler)
 
     @cached_property
+    def sharing(self) -> Sharing:
+        return self.crawler.get_extension(Sharing) or Sharing()
+
+    @cached_property
+    def previous(self) -> Any:
+        return self.sharing.previous(self.run_state)
+
+    @cached_property
     def frontier(self) -> Frontier:
-        state = self.run_state
-        return Frontier.from_crawler(
+        return self.sharing.frontier(
             self.crawler,
             self.start_url,
-            public=state.public,
-            previous=state.previous,
+            public=self.run_state.public,
+            previous=self.previous,
             callback=self.parse,
             errback=self.failed,
         )
@@ -118,16 +204,16 @@ class SiteSpider(Spider):
 
     @cached_property
     def judge(self) -> PageJudge:
-        state = self.run_state
-        return PageJudge.from_crawler(
+        judge = PageJudge.from_crawler(
             self.crawler,
             self.start_url,
-            public=state.public,
+            public=self.run_state.public,
             analyser=self.analyser,
-            previous=state.previous,
+            previous=self.previous,
             leads=self.frontier,
-            fail=state.fail,
+            fail=self.sharing.fail(self.run_state),
         )
+        return judge
 
     @cached_property
     def seeds(self) -> SitemapSeeds | None:
@@ -155,9 +241,16 @@ class SiteSpider(Spider):
     def _opened(self) -> None:
         self.analyser.open(self.crawler.stats)  # the reactor and stats exist from now on
 
-    async def start(self) -> AsyncIterator[Discovered]:
+    async def start(self) -> AsyncIterator[Any]:
         if self.run_state.locked_out:
             return  # another run owns the state directory
+        if self.sharing.leading:
+            for out in self._lead():
+                yield out
+        async for out in self.sharing.run(self):
+            yield out
+
+    def _lead(self) -> Iterator[Any]:
         saved = getattr(self, "state", None)
         if saved and "seen" in saved:
             # A resumed run: the probe's findings were saved with the frontier.
@@ -170,8 +263,7 @@ class SiteSpider(Spider):
             self.analyser.prints = True
             yield self._probe(probe_url(self.start_url), 1, 0)
             return
-        for out in self._begin():
-            yield out
+        yield from self._begin()
 
     def _robots_parsed(self, robotparser: Any, request: Request) -> None:
         """robots.txt's ``Sitemap:`` lines, read for seeds (``--seed-sitemaps``)."""
@@ -181,29 +273,37 @@ class SiteSpider(Spider):
         for sitemap in self.seeds.declared(sitemaps, request.url):
             self.crawler.engine.crawl(sitemap)
 
-    def read_sitemap(self, response: Response) -> Iterator[PageRecords | Request]:
+    @_one_item
+    async def read_sitemap(self, response: Response) -> AsyncIterator[Any]:
         """One of the site's sitemaps: its entries as seeds."""
         assert self.seeds is not None
-        records: list[UrlRecord | Alias | Linked] = []
         for out in self.seeds.read(response):
-            if isinstance(out, Request):
-                yield out
-            elif isinstance(out, (UrlRecord, Alias)):
-                records.append(out)
-        if records:
-            yield PageRecords(records)
+            yield out
 
-    def sitemap_failed(self, failure: Failure) -> None:
+    def sitemap_failed(self, failure: Failure) -> Iterator[PageRecords]:
         assert self.seeds is not None
         self.seeds.failed(failure)
+        yield self._item(failure.request.meta, [], fetched=False)  # type: ignore[attr-defined]
 
-    def _begin(self) -> Iterator[Discovered]:
+    def _begin(self) -> Iterator[Any]:
         """The start URLs (after the soft-404 probe), then the sitemap seeds' first
         requests (``--seed-sitemaps``, ``--sitemap``)."""
         # Scrapy's SpiderState, with a JOBDIR: the saved frontier of an interrupted run.
-        yield from self.frontier.start(getattr(self, "state", None))
+        records: list[Any] = []
+        for out in self.frontier.start(getattr(self, "state", None)):
+            if isinstance(out, Request):
+                yield out
+            else:
+                records.append(out)
+        yield self._item({BEGIN: True}, records, fetched=False)
         if self.seeds is not None:
             yield from self.seeds.first_requests()
+
+    def _item(self, meta: dict[str, Any], records: list[Any], fetched: bool) -> PageRecords:
+        """What one request led to, as one item (with what the frontier keeps to send
+        with it in a distributed crawl)."""
+        self.sharing.collect(records)
+        return PageRecords(records, meta=meta, fetched=fetched)
 
     # -- the soft-404 probe -------------------------------------------------------------
 
@@ -226,7 +326,7 @@ class SiteSpider(Spider):
             },
         )
 
-    async def probed(self, response: Response) -> AsyncIterator[Discovered]:
+    async def probed(self, response: Response) -> AsyncIterator[Any]:
         number, hops = response.meta["sitemap_probe"]
         stats = self.crawler.stats
         stats.set_value("sitemap/soft404/probe_status", response.status)
@@ -235,6 +335,7 @@ class SiteSpider(Spider):
             target = response.urljoin(location.decode("latin-1"))
             if site_of(target) == site_of(self.start_url):
                 yield self._probe(target, number, hops + 1)
+                yield self._item(response.meta, [], fetched=True)
                 return
         found = False
         if (
@@ -242,6 +343,7 @@ class SiteSpider(Spider):
             and isinstance(response, HtmlResponse)
             and self.judge.is_html_page(response)
         ):
+            self.analyser.prints = True  # whichever process fetched the probe
             analysis = await self.analyser.analyse(response)
             if analysis.shell is not None:
                 # A single-page application answers every address with its shell: the
@@ -249,7 +351,7 @@ class SiteSpider(Spider):
                 # (the rendered routes carry their own noindex, docs/rendering.md).
                 stats.set_value("sitemap/soft404/shell", True)
             elif analysis.soft_print is not None:
-                self.judge.soft_not_found.add(response.url, analysis.soft_print)
+                self.sharing.add_print(self.judge, response.url, analysis.soft_print)
                 found = True
         elif (
             response.status in (404, 410)
@@ -261,20 +363,25 @@ class SiteSpider(Spider):
             # which may not have started yet).
             printed = not_found_print(response, self.analyser.volatile)
             if printed is not None:
-                self.judge.soft_not_found.add(response.url, printed)
+                self.sharing.add_print(self.judge, response.url, printed)
         if found and number == 1:
             yield self._probe(probe_url(self.start_url, second=True), 2, 0)
+            yield self._item(response.meta, [], fetched=True)
             return
-        self._probed()
-        for out in self._begin():
+        for out in self.sharing.probe_over(self, response.meta):
             yield out
 
-    def probe_failed(self, failure: Failure) -> Iterator[Discovered]:
+    def probe_failed(self, failure: Failure) -> Iterator[Any]:
         # Disallowed by robots.txt, or no answer: the crawl goes on without it.
+        yield from self.sharing.probe_over(self, failure.request.meta)  # type: ignore[attr-defined]
+
+    def after_probe(self) -> Iterator[Any]:
+        """The probes are over: the crawl starts."""
         self._probed()
         yield from self._begin()
 
     def _probed(self) -> None:
+        self._ready()
         found = self.judge.soft_not_found
         self.crawler.stats.set_value("sitemap/soft404/detected", found.answers_200)
         self.analyser.prints = found.wanted
@@ -283,7 +390,18 @@ class SiteSpider(Spider):
         """What the frontier decides about a URL found on *referrer*."""
         return self.frontier.discover(raw, depth=depth, referrer=referrer)
 
-    async def parse(self, response: Response) -> AsyncIterator[PageRecords | Request]:
+    # -- the pages (each callback and errback: _one_item) --------------------------------
+
+    def _ready(self) -> None:
+        """Once, before the first page is judged here: the probes' findings."""
+        if not self._prints_read:
+            self._prints_read = True
+            self.sharing.prints(self.judge)
+            self.analyser.prints = self.judge.soft_not_found.wanted
+
+    @_one_item
+    async def parse(self, response: Response) -> AsyncIterator[Any]:
+        self._ready()
         url = response.meta["sitemap_url"]
         self.frontier.answered(url)
         # An HTML page is parsed and read by the page-parsing pool (maybe in a worker
@@ -308,7 +426,8 @@ class SiteSpider(Spider):
         for out in self._judged(response, analysis, note):
             yield out
 
-    async def parse_rendered(self, response: Response) -> AsyncIterator[PageRecords | Request]:
+    @_one_item
+    async def parse_rendered(self, response: Response) -> AsyncIterator[Any]:
         """A page rendered in the browser: judged on its rendered DOM, with the raw
         answer's status and headers."""
         meta = response.meta
@@ -332,14 +451,15 @@ class SiteSpider(Spider):
         for out in self._judged(raw, analysis, note, warning):
             yield out
 
-    def render_failed(self, failure: Failure) -> Iterator[PageRecords | UrlRecord | Request]:
+    @_one_item
+    async def render_failed(self, failure: Failure) -> AsyncIterator[Any]:
         """A render that failed (timed out, crashed): the page is judged on its raw
         HTML, with a warning."""
         request: Request = failure.request  # type: ignore[attr-defined]  # set by Scrapy
         url = request.meta["sitemap_url"]
         raw, analysis = self.raw.pop(url, (None, None))
         if raw is None:
-            yield from self.failed(failure)
+            yield self._failed(failure)
             return
         self.frontier.answered(url)
         assert self.crawler.stats is not None
@@ -352,7 +472,8 @@ class SiteSpider(Spider):
                 "%s: render failed, judged on its raw HTML (%s; logged once)", url, error
             )
         note = f"render failed ({request.meta.get('sitemap_render')}): {error}; raw HTML judged"
-        yield from self._judged(raw, analysis, note, f"render failed: {error}")
+        for out in self._judged(raw, analysis, note, f"render failed: {error}"):
+            yield out
 
     def _judged(
         self,
@@ -360,27 +481,55 @@ class SiteSpider(Spider):
         analysis: PageAnalysis | None,
         note: str | None = None,
         warning: str | None = None,
-    ) -> Iterator[PageRecords | Request]:
+    ) -> Iterator[Any]:
         url = response.meta["sitemap_url"]
-        records: list[UrlRecord | Alias | Linked] = []
         for out in self.judge.judge(response, analysis):
-            if isinstance(out, Request):
-                yield out
-            elif isinstance(out, (UrlRecord, Alias, Linked)):
-                if isinstance(out, UrlRecord) and out.url == url and note is not None:
-                    out.render = note
-                    if warning is not None:
-                        out.warnings.append(warning)
-                records.append(out)
-                if isinstance(out, UrlRecord) and out.decision == d.LISTED:
-                    self.frontier.observe(out.url, out.main_hash, out.bag_hash)
-        if records:
-            yield PageRecords(records)
+            if isinstance(out, UrlRecord) and out.url == url and note is not None:
+                out.render = note
+                if warning is not None:
+                    out.warnings.append(warning)
+            if isinstance(out, UrlRecord) and out.decision == d.LISTED:
+                self.frontier.observe(out.url, out.main_hash, out.bag_hash)
+            yield out
 
-    def failed(self, failure: Failure) -> Iterator[UrlRecord]:
+    @_one_item
+    async def failed(self, failure: Failure) -> AsyncIterator[Any]:
+        yield self._failed(failure)
+
+    def _failed(self, failure: Failure) -> UrlRecord:
         record = self.judge.failed(failure)
         self.frontier.answered(record.url)
-        yield record
+        return record
+
+    async def _one(
+        self, meta: dict[str, Any], outputs: AsyncIterator[Any], fetched: bool
+    ) -> AsyncIterator[PageRecords | Request]:
+        """Everything but the requests of *outputs* as one item, then the requests
+        (nothing is handed to Scrapy before the item is made: the frontier's
+        candidates then all belong to this request). A request for the same page
+        (its render) carries the page on: then there is no item unless there are
+        records. A failure here is logged and counted (``sitemap/callback_errors``),
+        and the item still goes, with what was decided before it: the page's URL
+        stays "queued" and is finished as unfetched."""
+        records: list[Any] = []
+        requests: list[Request] = []
+        goes_on = False
+        try:
+            async for out in outputs:
+                if isinstance(out, Request):
+                    url = out.meta.get("sitemap_url")
+                    goes_on = goes_on or (url is not None and url == meta.get("sitemap_url"))
+                    requests.append(out)
+                else:
+                    records.append(out)
+        except Exception:
+            logger.exception("Spider error processing %s", meta.get("sitemap_url"))
+            assert self.crawler.stats is not None
+            self.crawler.stats.inc_value("sitemap/callback_errors")
+        if records or not goes_on:
+            yield self._item(meta, records, fetched)
+        for request in requests:
+            yield request
 
     def closed(self, reason: str) -> None:
         state = getattr(self, "state", None)

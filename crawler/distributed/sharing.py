@@ -1,0 +1,468 @@
+"""What the processes of a distributed crawl share, for the one site spider.
+
+A distributed crawl swaps into the ``site`` spider (:mod:`crawler.spiders.site`), by
+settings, what scrapy-redis swaps: the scheduler (:mod:`.scheduler`), where the items
+go (:mod:`.pipeline`), and this extension, :class:`RedisSharing`, which stands for the
+spider's :class:`~crawler.spiders.site.Sharing` (docs/distributed.md):
+
+* In **every fetching process** the frontier is a
+  :class:`~crawler.distributed.frontier.SharedFrontier` (the URLs new to the process
+  go with the page's item, as candidates), the previous run is read from Redis
+  (:mod:`.previous`), the soft-404 fingerprints found by whichever process fetched a
+  probe are read from Redis before the first page, calendar entries are kept in
+  Redis, and a worker takes, every second, the parameters the crawl learned.
+* The **coordinator** leads: it queues the probe, then (when it hears the probe is
+  over) the start URLs and the sitemap seeds; its spider's ``start()`` runs for the
+  whole crawl (Scrapy 2.13's long-running start) and drains the reports in batches:
+  it completes the candidates' records from their claim codes
+  (:class:`~crawler.distributed.frontier.Settler`), learns from every page as one
+  process would (into the ledger, and into Redis for the workers) and yields each
+  batch's records as one :class:`Settled` item for its pipelines. Every second it
+  queues again what lost processes held; when nothing is queued, in flight, reported
+  or fetched here, it returns, and the crawl closes and publishes as in one process.
+* A **worker**'s ``start()`` watches for the end of the crawl (or the coordinator's
+  heartbeat going away) and, when its idle engine has room, takes a request (an
+  idle Scrapy engine asks its scheduler only every 5 s).
+
+One count of pages: a process counts a page when the report of a fetched page was
+sent (``sitemap/distributed/pages``); the coordinator counts, for each process, the
+reports of fetched pages it receives (``sitemap/distributed/pages/<process>``).
+
+Settings: ``SITEMAP_REDIS_*`` (off without ``SITEMAP_REDIS_URL``).
+Stats: ``sitemap/distributed/process``, ``sitemap/distributed/pages_from_workers``,
+``sitemap/distributed/workers``, ``sitemap/distributed/pages/<process>``,
+``sitemap/distributed/lost``, ``sitemap/distributed/requeued``,
+``sitemap/distributed/end``, ``sitemap/distributed/cpu_seconds`` (the coordinator's
+CPU from the start to the end of the crawl, publishing aside); the coordinator adds
+the pages the workers fetched to ``response_received_count``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import pickle
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from datetime import date
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, cast
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.asyncio import sleep
+
+from crawler.decisions import LISTED, QUEUED
+from crawler.distributed.crawl import COORDINATOR, RedisCrawl
+from crawler.distributed.frontier import Candidate, Settler, SharedFrontier
+from crawler.distributed.messages import PageReport
+from crawler.distributed.previous import RedisPrevious, load
+from crawler.extensions.runstate import RunState
+from crawler.items import Alias, Linked, PageRecords, UrlRecord
+from crawler.spiders.site import PROBED, Sharing
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy.crawler import Crawler
+
+    from crawler.distributed.scheduler import RedisScheduler
+    from crawler.frontier import Frontier
+    from crawler.judge import PageJudge
+    from crawler.softnotfound import PagePrint
+    from crawler.spiders.site import SiteSpider
+
+logger = logging.getLogger(__name__)
+
+# Seconds between two looks for lost processes (coordinator) or for the end of the
+# crawl (workers).
+SWEEP_INTERVAL = 1.0
+# Seconds between two reads of the reports by the coordinator, when it has read them all.
+DRAIN_INTERVAL = 0.1
+# Statistics counted where a page is handled that the coordinator's summary shows for
+# the whole crawl: each report carries what its process counted since the last one.
+SHARED_STATS = ("sitemap/ignored/scheme", "sitemap/conditional/not_modified")
+
+
+@dataclass(slots=True)
+class Settled(PageRecords):
+    """Records the coordinator settled from the reports: for its item pipelines."""
+
+
+class SharedEntries(dict[str, set[date]]):
+    """The calendar rule's entries (:class:`crawler.calendars.CalendarRule`: template
+    -> the dates where the crawl entered the sequence from another page), kept in
+    Redis so that every process measures steps from the same entries: an entry is
+    added where the link was found, before that page's report queues anything, so
+    the calendar pages it leads to are judged, wherever, knowing it."""
+
+    def __init__(self, redis: RedisCrawl) -> None:
+        super().__init__()
+        self.redis = redis
+
+    def get(self, template: str, default: Any = None) -> set[date] | None:  # type: ignore[override]
+        entries = super().get(template)
+        if entries is None:
+            entries = self[template] = SharedDates(self.redis, template)
+        entries.update(self.redis.calendar_entries(template))
+        return entries
+
+
+class SharedDates(set[date]):
+    def __init__(self, redis: RedisCrawl, template: str) -> None:
+        super().__init__()
+        self.redis, self.template = redis, template
+
+    def add(self, day: date) -> None:
+        if day not in self:
+            super().add(day)
+            self.redis.add_calendar_entry(self.template, day)
+
+
+class RedisSharing(Sharing):
+    def __init__(self, crawler: Crawler) -> None:
+        s = crawler.settings
+        self.crawler = crawler
+        self.redis = RedisCrawl.from_settings(s)
+        self.coordinator = self.leading = self.redis.process == COORDINATOR
+        self.fetching = not (self.coordinator and s.getbool("SITEMAP_REDIS_NO_FETCH"))
+        self.poll_interval = s.getfloat("SITEMAP_REDIS_POLL_INTERVAL")
+        self.report_batch = s.getint("SITEMAP_REDIS_REPORT_BATCH")
+        self.workers_seen: set[str] = set()
+        # The coordinator's reports on its own pages (see the report pipeline).
+        self.own_reports: deque[PageReport] = deque()
+        self.counted: dict[str, int] = {}
+        # The coordinator's "queued" records, by key, until the URL's final record comes.
+        self.waiting: dict[str, UrlRecord] = {}
+        self.fatal: str | None = None
+        self.fatal_sent = False
+        # The start URLs were sent (the report pipeline says): the crawl may end
+        # once nothing is left.
+        self.started = False
+        # The coordinator read the report that ends the soft-404 probe.
+        self.probe_heard = False
+        # Learned parameters: the coordinator learned one since it last shared them;
+        # what a worker last read.
+        self.learning = False
+        self.learned_read: bytes | None = None
+        self.frontier_: SharedFrontier | None = None
+        self.run_state: RunState | None = None
+        crawler.signals.connect(self._opened, signal=signals.spider_opened)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        if not crawler.settings.get("SITEMAP_REDIS_URL"):
+            raise NotConfigured("SITEMAP_REDIS_URL is not set")
+        return cls(crawler)
+
+    def _opened(self) -> None:
+        assert self.crawler.stats is not None
+        self.crawler.stats.set_value("sitemap/distributed/process", self.redis.process)
+
+    # -- the spider's rooms, as a distributed crawl has them -----------------------------
+
+    def previous(self, state: RunState) -> Any:
+        """The coordinator reads the previous run's ledger, and puts the records every
+        process needs into Redis (before the start URLs go); a worker reads those."""
+        self.run_state = state
+        if not self.coordinator:
+            return RedisPrevious(self.redis)
+        if state.previous is not None:
+            count = load(self.redis, state.previous)
+            logger.info("%s records of the previous run put into Redis", count)
+        return state.previous
+
+    def frontier(self, crawler: Crawler, start: str, **kwargs: Any) -> Frontier:
+        frontier = SharedFrontier.from_crawler(crawler, start, **kwargs)
+        frontier.encode = self._scheduler().queue._encode_request
+        self.frontier_ = frontier
+        if frontier.calendars is not None:
+            # Where the crawl entered each date sequence: crawl-wide, in Redis.
+            frontier.calendars.entries = SharedEntries(self.redis)
+        if self.coordinator:
+            # What the crawl learns (the coordinator learns from every page) goes to
+            # Redis after each batch of reports, for every process to use.
+            learner = frontier.params
+            keep = learner.on_learn
+
+            def learned(path: str, name: str, on: bool) -> None:
+                if keep is not None:
+                    keep(path, name, on)
+                self.learning = True
+
+            learner.on_learn = learned
+        return frontier
+
+    def _share_learned(self) -> None:
+        if self.learning and self.frontier_ is not None:
+            self.learning = False
+            self.redis.share_learned(self.frontier_.params.summary())
+
+    def _use_learned(self) -> None:
+        """A worker takes what the crawl learned (the coordinator's, which saw every
+        page: this process's own learning is part of it)."""
+        raw = self.redis.learned_params()
+        if raw is None or raw == self.learned_read or self.frontier_ is None:
+            return
+        self.learned_read = raw
+        learner = self.frontier_.params
+        learned: dict[str, set[str]] = {p: set(n) for p, n in learner.inherited.items()}
+        for path, names in json.loads(raw).items():
+            learned.setdefault(path, set()).update(names)
+        learner.learned = learned
+
+    def fail(self, state: RunState) -> Callable[[str], None]:
+        self.run_state = state
+        return state.fail if self.coordinator else self._worker_fail
+
+    def collect(self, records: list[Any]) -> None:
+        if self.frontier_ is not None:
+            records.extend(self.frontier_.take())
+
+    def probe_over(self, spider: SiteSpider, meta: dict[str, Any]) -> Iterator[Any]:
+        """The report of the probe's last request tells the coordinator, which then
+        starts the crawl (:meth:`_apply`)."""
+        yield spider._item({**meta, PROBED: True}, [], fetched=True)
+
+    def add_print(self, judge: PageJudge, url: str, found: PagePrint) -> None:
+        self.redis.add_print(url, found)
+
+    def prints(self, judge: PageJudge) -> None:
+        """Every probe's findings, whoever fetched it: in Redis before the start URLs
+        were queued, so before any page."""
+        for url, found in self.redis.prints():
+            judge.soft_not_found.add(url, found)
+
+    @cached_property
+    def limits(self) -> tuple[int, int]:
+        """Most query variants of a path, most pages: for the report script (the
+        frontier's, and the settler's)."""
+        s = self.crawler.settings
+        return s.getint("SITEMAP_TRAP_MAX_QUERY_VARIANTS"), s.getint("SITEMAP_MAX_PAGES")
+
+    @cached_property
+    def settler(self) -> Settler:
+        s = self.crawler.settings
+        assert self.crawler.stats is not None
+        return Settler(
+            self.crawler.stats,
+            s.getint("SITEMAP_TRAP_MAX_QUERY_VARIANTS"),
+            s.getint("SITEMAP_MAX_DEPTH"),
+            s.getint("SITEMAP_MAX_PAGES"),
+        )
+
+    def _scheduler(self) -> RedisScheduler:
+        assert self.crawler.engine is not None
+        return cast("RedisScheduler", self.crawler.engine.scheduler)  # SCHEDULER is ours
+
+    def _worker_fail(self, message: str) -> None:
+        """A worker found the run cannot do its job (the start URL unreachable, say):
+        the coordinator, which decides about the run, hears it with the report."""
+        if self.fatal is None:
+            self.fatal = message
+            logger.error("%s (told the coordinator)", message)
+
+    # -- every process: the report of one item --------------------------------------------
+
+    def report(self, item: PageRecords) -> PageReport:
+        events: list[Any] = []
+        candidates: list[Candidate] = []
+        for rec in item.records:
+            (candidates if isinstance(rec, Candidate) else events).append(rec)
+        meta = item.meta
+        report = PageReport(
+            self.redis.process, meta.get("sitemap_claim"), item.fetched, events, candidates
+        )
+        report.probed = bool(meta.get(PROBED))
+        if not self.coordinator:
+            report.counts = self._counts()
+            state_fatal = self.run_state.fatal if self.run_state is not None else None
+            fatal = self.fatal or state_fatal  # robots.txt unreachable, say
+            if fatal is not None and not self.fatal_sent:
+                report.fatal, self.fatal_sent = fatal, True
+        return report
+
+    def _counts(self) -> dict[str, int]:
+        """What this process counted of SHARED_STATS since its last report."""
+        stats, counted, counts = self.crawler.stats, self.counted, {}
+        assert stats is not None
+        for name in SHARED_STATS:
+            value = stats.get_value(name, 0)
+            if value != counted.get(name, 0):
+                counts[name] = value - counted.get(name, 0)
+                counted[name] = value
+        return counts
+
+    # -- start: the coordinator's writing, a worker's watch -------------------------------
+
+    async def run(self, spider: SiteSpider) -> AsyncIterator[Any]:
+        scheduler = self._scheduler()
+        if self.coordinator:
+            async for out in self._coordinate(scheduler, spider):
+                yield out
+        else:
+            async for out in self._watch(scheduler):
+                yield out
+
+    async def _coordinate(
+        self, scheduler: RedisScheduler, spider: SiteSpider
+    ) -> AsyncIterator[Any]:
+        stats = self.crawler.stats
+        assert stats is not None
+        # The CPU this process spends on the crawl itself (start-up and publishing
+        # aside): what sets the coordinator's ceiling in pages per second.
+        cpu = time.process_time()
+        try:
+            async for out in self._drain(scheduler, spider):
+                yield out
+        finally:
+            stats.set_value("sitemap/distributed/cpu_seconds", time.process_time() - cpu)
+
+    async def _drain(self, scheduler: RedisScheduler, spider: SiteSpider) -> AsyncIterator[Any]:
+        redis, engine, stats = self.redis, self.crawler.engine, self.crawler.stats
+        assert engine is not None and stats is not None
+        next_sweep = 0.0
+        while True:
+            payloads = redis.pop_reports(self.report_batch)
+            if payloads:
+                # One item for the whole batch: Scrapy's per-item machinery (a task,
+                # three pipeline calls, a signal) would cost more than the writing.
+                records: list[UrlRecord | Alias | Linked] = []
+                for payload in payloads:
+                    self._apply(payload, records)
+                if records:
+                    yield Settled(records)
+                self._share_learned()
+                if self.probe_heard:
+                    self.probe_heard = False
+                    for out in spider.after_probe():
+                        yield out
+            now = time.monotonic()
+            if now >= next_sweep:
+                next_sweep = now + SWEEP_INTERVAL
+                lost, moved = redis.requeue_lost()
+                if lost:
+                    stats.inc_value("sitemap/distributed/lost", lost)
+                    stats.inc_value("sitemap/distributed/requeued", moved)
+                    logger.warning(
+                        "%s worker(s) sent no heartbeat for %s s: %s of their requests "
+                        "queued again",
+                        lost,
+                        redis.timeout,
+                        moved,
+                    )
+            if len(payloads) == self.report_batch:
+                continue  # more are waiting
+            # Not before the start URLs went (the soft-404 probe comes first), nor
+            # while this process has requests of its own (the probe, the sitemaps).
+            if self.started and not payloads and self._idle_here(scheduler) and redis.finished():
+                if self.waiting:
+                    # URLs queued and never answered (a page whose callback failed):
+                    # "queued" in the ledger, finished as unfetched, as in one process.
+                    yield Settled(list(self.waiting.values()))
+                    self.waiting.clear()
+                return
+            if self.fetching:
+                request = scheduler.take(engine)
+                if request is not None:
+                    yield request
+            # Nobody waits for the coordinator: the processes queue what their pages
+            # found themselves. Reading the reports a batch at a time, every
+            # DRAIN_INTERVAL, costs one round trip for many pages.
+            await sleep(DRAIN_INTERVAL)
+
+    def _idle_here(self, scheduler: RedisScheduler) -> bool:
+        engine = self.crawler.engine
+        assert engine is not None and engine.scraper.slot is not None
+        return (
+            not scheduler.local and not engine.downloader.active and engine.scraper.slot.is_idle()
+        )
+
+    def _apply(self, payload: bytes, records: list[UrlRecord | Alias | Linked]) -> None:
+        """Add the records of one report (*payload*: the claim codes of its candidates,
+        then the pickled report, or nothing for one of this process's own) to
+        *records*."""
+        n = int(payload[:8])
+        codes = payload[8 : 8 + n].decode("ascii")
+        body = payload[8 + n :]
+        report: PageReport = self.own_reports.popleft() if not body else pickle.loads(body)
+        stats = self.crawler.stats
+        assert stats is not None
+        if report.fetched:
+            stats.inc_value(f"sitemap/distributed/pages/{report.process}")
+        if report.process != self.redis.process:
+            if report.fetched:
+                # Pages fetched by the workers count as pages fetched by the crawl.
+                stats.inc_value("response_received_count")
+                stats.inc_value("sitemap/distributed/pages_from_workers")
+            if report.process not in self.workers_seen:
+                self.workers_seen.add(report.process)
+                stats.set_value("sitemap/distributed/workers", len(self.workers_seen))
+            for name, value in report.counts.items():
+                stats.inc_value(name, value)
+            if report.fatal is not None and self.run_state is not None:
+                self.run_state.fail(report.fatal)
+        if report.probed:
+            self.probe_heard = True
+        settled: list[UrlRecord | Alias] = (
+            list(self.settler.settle(report.candidates, codes)) if report.candidates else []
+        )
+        if report.process != self.redis.process and self.frontier_ is not None:
+            # What the workers' pages teach, learned here too, as one process learns
+            # (crawler.params): the URLs a page led to, then the page itself. Into
+            # the ledger, for the books' closing; and for every process to use.
+            self._learn(report.events, settled)
+        waiting = self.waiting
+        for rec in (*report.events, *settled) if settled else report.events:
+            if type(rec) is UrlRecord and rec.key is not None:
+                if rec.decision == QUEUED:
+                    # Held until the URL's final record comes, which replaces it
+                    # (written now, it would be written twice; bench/README.md).
+                    waiting[rec.key] = rec
+                    continue
+                queued = waiting.pop(rec.key, None)
+                if queued is not None and queued.raw_url:
+                    records.append(Alias(alias=queued.raw_url, url=queued.url))
+            records.append(rec)
+
+    def _learn(self, events: list[Any], settled: list[UrlRecord | Alias]) -> None:
+        assert self.frontier_ is not None
+        params = self.frontier_.params
+        for rec in settled:
+            if type(rec) is UrlRecord and "?" in rec.url:
+                params.check(rec.url)
+                if rec.decision == QUEUED:
+                    params.admit(rec.url)
+        for rec in events:
+            if type(rec) is UrlRecord and rec.decision == LISTED:
+                self.frontier_.observe(rec.url, rec.main_hash, rec.bag_hash)
+
+    async def _watch(self, scheduler: RedisScheduler) -> AsyncIterator[Any]:
+        redis, engine, stats = self.redis, self.crawler.engine, self.crawler.stats
+        assert engine is not None and stats is not None
+        next_look = 0.0
+        ended = None
+        while scheduler.claiming:
+            now = time.monotonic()
+            if now >= next_look:
+                next_look = now + SWEEP_INTERVAL
+                ended = redis.done()
+                if ended is not None:
+                    break
+                self._use_learned()
+                if not redis.coordinator_alive():
+                    message = (
+                        f"the coordinator of crawl {redis.id} sent no heartbeat for "
+                        f"{redis.timeout} s; this worker stops"
+                    )
+                    RunState.of(self.crawler).fail(message)  # the worker's answer, and the stat
+                    break
+            request = scheduler.take(engine)
+            if request is not None:
+                yield request
+                continue
+            await sleep(self.poll_interval)
+        scheduler.stop()
+        stats.set_value("sitemap/distributed/end", ended if ended is not None else redis.done())
