@@ -129,12 +129,50 @@ def test_crawl_publishes_and_prints_summary(site: MockServer, tmp_path: Path) ->
         (["crawl", "http://127.0.0.1/", "-s", "NOEQUALS"], "expected NAME=VALUE"),
         (["crawl", "http://127.0.0.1/", "--bogus"], "unrecognized arguments: --bogus"),
         (["crawl"], "a start URL is required"),
+        # A host without its scheme: the error says what was probably meant.
+        (
+            ["crawl", "127.0.0.1:8095/"],
+            "not an http(s) URL: '127.0.0.1:8095/'; "
+            "did you mean http://127.0.0.1:8095/ or https://127.0.0.1:8095/?",
+        ),
+        (
+            ["crawl", "www.example.com"],
+            "did you mean https://www.example.com or http://www.example.com?",
+        ),
+        (["audit", "localhost:8000"], "did you mean http://localhost:8000 or https://"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str, tmp_path: Path) -> None:
     proc = cli(*args, cwd=tmp_path)
     assert_one_line_error(proc, 2, message)
     assert not (tmp_path / "public").exists() or not any((tmp_path / "public").iterdir())
+
+
+@pytest.mark.parametrize("text", ["not a url", "ftp://example.com/", "http://", "mailto:a@b"])
+def test_no_scheme_is_suggested_for_what_is_not_a_host(text: str, tmp_path: Path) -> None:
+    proc = cli("crawl", text, cwd=tmp_path)
+    assert_one_line_error(proc, 2, f"not an http(s) URL: {text!r}")
+    assert "did you mean" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ("max-pagse = 3\n", "unknown option 'max-pagse'; did you mean 'max-pages'?"),
+        ("max_pagse = 3\n", "unknown option 'max_pagse'; did you mean 'max_pages'?"),
+        ("[setings]\nX = 1\n", "unknown option 'setings'; did you mean 'settings'?"),
+        ("colour = 3\n", "unknown option 'colour'"),
+    ],
+)
+def test_a_mistyped_config_key_gets_the_closest_option(
+    config: str, message: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "site.toml"
+    path.write_text(f'url = "http://127.0.0.1:9/"\n{config}')
+    for command in ("crawl", "audit"):
+        proc = cli(command, "--config", str(path), cwd=tmp_path)
+        assert_one_line_error(proc, 2, f"--config {path}: {message}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site.toml"]
 
 
 def test_state_inside_output_is_refused(tmp_path: Path) -> None:

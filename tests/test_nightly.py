@@ -414,7 +414,8 @@ def test_config_file(nightly: NightlySite, tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 2
     assert [line for line in err.splitlines() if line] == [
-        f"sitemap-crawler: error: --config {bad}: unknown option 'max-pagez'"
+        f"sitemap-crawler: error: --config {bad}: unknown option 'max-pagez'; "
+        "did you mean 'max-pages'?"
     ]
 
 
