@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -328,3 +331,36 @@ def test_an_unreachable_site_is_said_once(tmp_path: Path) -> None:
     assert_failure_last_line(proc, 3, f"http://127.0.0.1:{port}")
     assert proc.stderr.count("refused") == 1, proc.stderr
     assert "since the last run" not in proc.stderr
+
+
+def readme_commands() -> list[list[str]]:
+    """README.md's first ``crawl`` and its ``audit`` command lines, as arguments."""
+    text = (ROOT / "README.md").read_text()
+    found = []
+    for command in ("crawl", "audit"):
+        line = re.search(rf"^\.venv/bin/sitemap-crawler {command} [^#\n]*", text, re.M)
+        assert line, f"README.md gives no {command} command"
+        found.append(shlex.split(line.group(0))[1:])
+    return found
+
+
+@pytest.mark.skipif(
+    not (ROOT / ".git").exists() or shutil.which("git") is None, reason="not a git checkout"
+)
+def test_readmes_commands_leave_git_status_clean(site: MockServer, tmp_path: Path) -> None:
+    """What README's crawl and audit write where they are run (the default state
+    directory beside --out, the audit's --report) is in .gitignore."""
+    for args in readme_commands():
+        args = [site.url("/relative/one.html") if a.startswith("https://") else a for a in args]
+        proc = cli(*args, "-s", "AUTOTHROTTLE_START_DELAY=0", cwd=tmp_path)
+        assert proc.returncode in (0, 5), proc.stderr  # 5: the audit's --fail-under
+    written = sorted(p.name + "/" if p.is_dir() else p.name for p in tmp_path.iterdir())
+    assert {"public/", "public.sitemap-state/", "audit/"} <= set(written)
+    ignored = subprocess.run(
+        ["git", "-C", str(ROOT), "check-ignore", "--no-index", "--stdin"],
+        input="\n".join(written),
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.split()
+    assert sorted(ignored) == written
