@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,6 +82,8 @@ class MockServer:
                 self.robots,
                 "--log",
                 str(self.log_path),
+                "--gate",
+                str(self.gate_path),
             ],
             cwd=ROOT,
             stdout=subprocess.PIPE,
@@ -116,6 +119,19 @@ class MockServer:
 
     def clear_log(self) -> None:
         self.log_path.write_text("")
+
+    @property
+    def gate_path(self) -> Path:
+        return self.log_path.with_suffix(".gate")
+
+    @contextmanager
+    def gate(self) -> Iterator[None]:
+        """Hold every request until the block ends (``tests/gate.py``)."""
+        self.gate_path.touch()
+        try:
+            yield
+        finally:
+            self.gate_path.unlink()
 
 
 @pytest.fixture(scope="module")
