@@ -12,12 +12,13 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, MockServer
+from tests.conftest import ROOT, MockServer, wait_for
 
 OPTIONS = [
     "--out",
@@ -38,7 +39,7 @@ OPTIONS = [
 ]
 
 
-def cli(*args: str, cwd: Path = ROOT, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, cwd: Path = ROOT, timeout: float = 240) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "crawler.cli", *args],
         cwd=cwd,
@@ -231,11 +232,9 @@ def test_sigint_publishes_nothing_and_exits_130(servers: object, tmp_path: Path)
         text=True,
     )
     # Crawl-delay 1 s: the crawl is slow enough to be interrupted mid-way.
-    deadline = time.time() + 30
-    while time.time() < deadline and len(server.requests()) < 3:
-        time.sleep(0.1)
+    wait_for(lambda: len(server.requests()) >= 3)
     proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=60)
+    stdout, stderr = proc.communicate(timeout=240)
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr
     assert "not published" in stderr
@@ -281,28 +280,38 @@ def test_unwritable_places_are_named_and_nothing_is_left_behind(tmp_path: Path) 
 
 def test_a_second_interrupt_stops_at_once_and_tidies_up(servers: object, tmp_path: Path) -> None:
     # robots.txt never answers: the first Ctrl-C waits for it (up to the download
-    # timeout); the second stops the reactor at once.
+    # timeout, ten minutes here); the second stops the reactor at once.
     server = servers("slow")  # type: ignore[operator]
     out = tmp_path / "public"
     out.mkdir()
     (out / "sitemap_index.xml").write_text("previous")
     state = tmp_path / "public.sitemap-state"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "crawler.cli", "crawl", server.url("/"), "--out", str(out)],
+        [
+            *(sys.executable, "-m", "crawler.cli", "crawl", server.url("/"), "--out", str(out)),
+            *("--log-level", "INFO", "-s", "DOWNLOAD_TIMEOUT=600"),
+        ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.time() + 30
-    while time.time() < deadline and not server.requests():
-        time.sleep(0.1)
+    assert proc.stderr is not None
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stderr or ()), daemon=True)
+    reader.start()
+    wait_for(server.requests)  # the crawl has started: Scrapy has the signals
     proc.send_signal(signal.SIGINT)
-    time.sleep(1)
+    # The second once the first was taken (two at once are one signal to Python).
+    wait_for(lambda: any("shutting down gracefully" in line for line in lines))
     proc.send_signal(signal.SIGINT)
-    started = time.time()
-    _, stderr = proc.communicate(timeout=20)
-    assert time.time() - started < 10
+    started = time.monotonic()
+    proc.wait(timeout=300)
+    assert time.monotonic() - started < 120  # not the ten minutes of a graceful stop
+    reader.join(timeout=60)
+    proc.stderr.close()
+    proc.stdout.close()  # type: ignore[union-attr]
+    stderr = "".join(lines)
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr
     assert stderr.strip().splitlines()[-1] == (
