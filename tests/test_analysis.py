@@ -400,7 +400,7 @@ def test_ctrl_c_at_the_terminal_stops_crawl_and_workers(servers: Any, tmp_path: 
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr  # the workers ignore SIGINT: no KeyboardInterrupt
     # The workers and multiprocessing's resource tracker, which ends just after.
-    wait_for(lambda: not any(alive(pid) for pid in workers), timeout=10)
+    wait_for(lambda: not any(alive(pid) for pid in workers), timeout=60)
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
@@ -409,5 +409,5 @@ def test_killed_crawl_leaves_no_worker(servers: Any, tmp_path: Path) -> None:
     workers = worker_pids(proc.pid)
     assert workers
     proc.kill()
-    proc.communicate(timeout=10)  # ends: no orphan holds its stdout and stderr
-    wait_for(lambda: not any(alive(pid) for pid in workers), timeout=10)
+    proc.communicate(timeout=60)  # ends: no orphan holds its stdout and stderr
+    wait_for(lambda: not any(alive(pid) for pid in workers), timeout=60)

@@ -82,7 +82,7 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
     )
     server = RedisServer(port)
     try:
-        wait_for(lambda: _pings(server), timeout=10)
+        wait_for(lambda: _pings(server), timeout=STARTUP)
         yield server
     finally:
         proc.terminate()
