@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import hypothesis
 import pytest
 from twisted.internet.defer import CancelledError, Deferred
 
@@ -172,6 +173,14 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Any:
         "the reactor: the stacks of the test's tasks are above",
         pytrace=False,
     )
+
+
+# Hypothesis: no deadline for one example and no "too slow" health check; on a busy
+# machine an example is slower, which is no failure (a hang meets the time limit).
+hypothesis.settings.register_profile(
+    "suite", deadline=None, suppress_health_check=[hypothesis.HealthCheck.too_slow]
+)
+hypothesis.settings.load_profile("suite")
 
 
 # -- test servers ------------------------------------------------------------------------

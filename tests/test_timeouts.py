@@ -1,6 +1,6 @@
 """The suite's time limit (pytest-timeout, with tests/conftest.py's handling of the
 reactor): a test that hangs fails alone, with its stack, and the tests after it run,
-those that need the reactor too."""
+those that need the reactor too; and no other clock fails a test that is only slow."""
 
 from __future__ import annotations
 
@@ -81,3 +81,11 @@ def test_a_hang_fails_one_test_and_the_suite_goes_on(tmp_path: Path) -> None:
     # Where the task that never ends is stuck, and where the blocked tests are.
     assert "in stuck_somewhere_deep" in out and "await asyncio.sleep(3600)" in out, out
     assert out.count("time.sleep(3600)") >= 2, out
+
+
+def test_hypothesis_allows_a_slow_example() -> None:
+    """A busy machine makes an example slow; only the time limit fails a test."""
+    from hypothesis import HealthCheck, settings
+
+    assert settings.default.deadline is None
+    assert HealthCheck.too_slow in settings.default.suppress_health_check
