@@ -14,7 +14,6 @@ is failed without stopping the reactor (see :func:`pytest_timeout_set_timer`).
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import re
 import signal
@@ -22,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -110,6 +110,24 @@ def _in_test(frame: Any, item: pytest.Item) -> bool:
     return False
 
 
+def _awaiting(coro: Any) -> list[str]:
+    """The stack of a suspended coroutine, down to what it waits on (a task's own
+    print_stack shows its outermost frame only)."""
+    frames = []
+    while coro is not None:
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "ag_frame", None)
+        frame = frame or getattr(coro, "gi_frame", None)
+        if frame is not None:
+            frames.append((frame, frame.f_lineno))
+        coro = (
+            getattr(coro, "cr_await", None)
+            or getattr(coro, "ag_await", None)
+            or getattr(coro, "gi_yieldfrom", None)
+        )
+    lines = traceback.StackSummary.extract(frames).format()
+    return [*lines, "  waiting\n"] if lines else []
+
+
 def _loop_tasks() -> set[asyncio.Task[Any]]:
     import pytest_twisted
 
@@ -140,9 +158,7 @@ def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
         started = [t for t in _loop_tasks() - before if not t.done()]
         for task in started:
             terminal.sep("~", title=f"Stack of {task.get_name()} ({task.get_coro()!r})")
-            stack = io.StringIO()
-            task.print_stack(file=stack)
-            terminal.write(stack.getvalue())
+            terminal.write("".join(_awaiting(task.get_coro())))
         pytest_timeout.dump_stacks(terminal)
         terminal.sep("+", title="Timeout")
         item.stash[TIMED_OUT] = settings.timeout
