@@ -526,8 +526,36 @@ def start_url(url: str | None) -> str:
         raise StartUrlError("a start URL is required (-a url=https://example.com/)")
     start = normalize_url(url)
     if start is None or site_of(start) is None:
-        raise StartUrlError(f"not an http(s) URL: {url!r}")
+        raise StartUrlError(not_a_start_url(url))
     return start
+
+
+#: A scheme before the colon (``ftp:``, ``mailto:``, ``http:/x``), not a host and its
+#: port (``localhost:8000``).
+_SCHEME_GIVEN_RE = re.compile(r"[a-z][a-z0-9+.-]*:(?![0-9]+(?:[/?#]|$))", re.IGNORECASE)
+
+
+def not_a_start_url(text: object) -> str:
+    """The one-line error for a start URL that is not an http(s) URL; when *text* is
+    a host without its scheme (``www.example.com``, ``127.0.0.1:8095/``), the two
+    URLs it may have meant, the likelier first (https for a public name)."""
+    message = f"not an http(s) URL: {text!r}"
+    if not isinstance(text, str):
+        return message
+    bare = text.strip()
+    if bare.startswith("//"):
+        bare = bare[2:]
+    if not bare or _SCHEME_GIVEN_RE.match(bare) or "://" in bare:
+        return message
+    found = host_port(normalize_url("http://" + bare) or "")
+    if found is None:
+        return message
+    host, _ = found
+    one_word = "." not in host and ":" not in host and host != "localhost"
+    if one_word and not re.search(r":[0-9]+(?:[/?#]|$)", bare):
+        return message  # "example", no port: more likely a mistake than a host
+    schemes = ("https", "http") if is_public_host(host) else ("http", "https")
+    return f"{message}; did you mean {schemes[0]}://{bare} or {schemes[1]}://{bare}?"
 
 
 def is_public_host(host: str) -> bool:

@@ -5,6 +5,10 @@ run in the test process on the asyncio reactor through pytest-twisted, so a test
 read the crawl's stats and ledger directly. Every crawl is watched with a Python
 audit hook: a connection or DNS lookup for anything but the test server fails the
 test (issue #2: the crawl talks to the crawled host and nothing else).
+
+Every test has a time limit (pytest-timeout, ``timeout`` in pyproject.toml): a hang
+fails that test with its stacks and the suite goes on. A test waiting on the reactor
+is failed without stopping the reactor (see :func:`pytest_timeout_set_timer`).
 """
 
 from __future__ import annotations
@@ -12,17 +16,21 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import signal
 import subprocess
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import hypothesis
 import pytest
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import CancelledError, Deferred
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,6 +69,136 @@ class NetworkWatch:
         _audit_log = None
 
 
+# -- time limits -----------------------------------------------------------------------
+#
+# pytest-timeout's signal method raises in whatever the main thread runs when the time
+# is up. In a test that waits on the reactor (pytest-twisted), that is the reactor's
+# loop, in pytest-twisted's greenlet: raised there, the exception stops the reactor
+# and every later test that needs it fails. So when the alarm comes in the reactor,
+# the stacks of the tasks the test started are written out, those tasks cancelled, and
+# the Deferred the test waits on cancelled: the test fails, the reactor goes on.
+
+TIMED_OUT = pytest.StashKey[float]()
+
+
+def _reactor_greenlet() -> Any:
+    import pytest_twisted
+
+    return pytest_twisted._instances.gr_twisted
+
+
+def _waited_on(greenlet: Any) -> Deferred[Any] | None:
+    """The Deferred the test's greenlet is blocked on (pytest-twisted's blockon)."""
+    import pytest_twisted
+
+    frame = greenlet.gr_frame
+    while frame is not None and frame.f_code is not pytest_twisted.blockon_default.__code__:
+        frame = frame.f_back
+    return None if frame is None else frame.f_locals.get("d")
+
+
+def _in_test(frame: Any, item: pytest.Item) -> bool:
+    """Whether *frame* runs the test's own code, which an exception raised here ends:
+    a plain test (pytest-twisted calls every test in its greenlet, from ``in_reactor``)
+    or an asynchronous one between two awaits. Not the reactor's loop waiting."""
+    own = getattr(getattr(item, "obj", None), "__code__", None)
+    while frame is not None:
+        code = frame.f_code
+        if code is own or (code.co_name == "in_reactor" and "pytest_twisted" in code.co_filename):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _awaiting(coro: Any) -> list[str]:
+    """The stack of a suspended coroutine, down to what it waits on (a task's own
+    print_stack shows its outermost frame only)."""
+    frames = []
+    while coro is not None:
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "ag_frame", None)
+        frame = frame or getattr(coro, "gi_frame", None)
+        if frame is not None:
+            frames.append((frame, frame.f_lineno))
+        coro = (
+            getattr(coro, "cr_await", None)
+            or getattr(coro, "ag_await", None)
+            or getattr(coro, "gi_yieldfrom", None)
+        )
+    lines = traceback.StackSummary.extract(frames).format()
+    return [*lines, "  waiting\n"] if lines else []
+
+
+def _loop_tasks() -> set[asyncio.Task[Any]]:
+    import pytest_twisted
+
+    reactor = pytest_twisted._instances.reactor
+    loop = getattr(reactor, "_asyncioEventloop", None)
+    return set(asyncio.all_tasks(loop)) if loop is not None else set()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
+    """pytest-timeout's signal method, safe for the reactor (see above)."""
+    import greenlet
+    import pytest_timeout
+
+    if settings.method != "signal" or threading.current_thread() is not threading.main_thread():
+        return None  # pytest-timeout's own
+    before = _loop_tasks()
+
+    def handler(signum: int, frame: Any) -> None:
+        __tracebackhide__ = True
+        reactor = _reactor_greenlet()
+        waited = _waited_on(reactor.parent) if reactor is not None else None
+        if greenlet.getcurrent() is not reactor or waited is None or _in_test(frame, item):
+            pytest_timeout.timeout_sigalrm(item, settings)  # raises in the test
+            return
+        terminal = item.config.get_terminal_writer()
+        terminal.sep("+", title=f"Timeout (>{settings.timeout:g} s) in the reactor")
+        started = [t for t in _loop_tasks() - before if not t.done()]
+        for task in started:
+            terminal.sep("~", title=f"Stack of {task.get_name()} ({task.get_coro()!r})")
+            terminal.write("".join(_awaiting(task.get_coro())))
+        pytest_timeout.dump_stacks(terminal)
+        terminal.sep("+", title="Timeout")
+        item.stash[TIMED_OUT] = settings.timeout
+        for task in started:
+            task.cancel()
+        waited.cancel()  # the test's blockon raises CancelledError, which becomes Failed
+
+    def cancel() -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+
+    item.cancel_timeout = cancel  # type: ignore[attr-defined]  # pytest-timeout's cancel hook
+    signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, settings.timeout)
+    return True
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Any:
+    """A test failed by the time limit while it waited on the reactor says so."""
+    try:
+        return (yield)
+    except CancelledError:
+        if TIMED_OUT not in pyfuncitem.stash:
+            raise
+    pytest.fail(
+        f"Timeout (>{pyfuncitem.stash[TIMED_OUT]:g} s) from pytest-timeout, waiting on "
+        "the reactor: the stacks of the test's tasks are above",
+        pytrace=False,
+    )
+
+
+# Hypothesis: no deadline for one example and no "too slow" health check; on a busy
+# machine an example is slower, which is no failure (a hang meets the time limit).
+hypothesis.settings.register_profile(
+    "suite", deadline=None, suppress_health_check=[hypothesis.HealthCheck.too_slow]
+)
+hypothesis.settings.load_profile("suite")
+
+
 # -- test servers ------------------------------------------------------------------------
 
 
@@ -81,6 +219,8 @@ class MockServer:
                 self.robots,
                 "--log",
                 str(self.log_path),
+                "--gate",
+                str(self.gate_path),
             ],
             cwd=ROOT,
             stdout=subprocess.PIPE,
@@ -116,6 +256,19 @@ class MockServer:
 
     def clear_log(self) -> None:
         self.log_path.write_text("")
+
+    @property
+    def gate_path(self) -> Path:
+        return self.log_path.with_suffix(".gate")
+
+    @contextmanager
+    def gate(self) -> Iterator[None]:
+        """Hold every request until the block ends (``tests/gate.py``)."""
+        self.gate_path.touch()
+        try:
+            yield
+        finally:
+            self.gate_path.unlink()
 
 
 @pytest.fixture(scope="module")
@@ -215,14 +368,15 @@ async def run_crawl(url: str, tmp_path: Path, setup: Any = None, **overrides: An
     )
 
 
-def wait_for(predicate: Any, timeout: float = 30) -> None:
-    """Poll *predicate* until it is true; fail the test after *timeout* seconds."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
+def wait_for(predicate: Any, timeout: float = 120) -> None:
+    """Poll *predicate* until it is true; fail the test after *timeout* seconds, a
+    limit for a hang, not for a busy machine."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
         if predicate():
             return
         time.sleep(0.05)
-    raise AssertionError("timed out")
+    raise AssertionError(f"timed out after {timeout:g} s waiting for {predicate!r}")
 
 
 # -- a directory served over HTTP, and an independent sitemap reader ----------------------

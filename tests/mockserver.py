@@ -4,7 +4,8 @@ Run ``python -m tests.mockserver --robots MODE --log FILE``: it binds a free por
 prints ``PORT`` on stdout and serves until killed. Every request it receives is
 appended to FILE as one JSON line (method, path, Host header, a few request
 headers, time), so tests can assert what was fetched, how often, and that no
-request was made for another host.
+request was made for another host. With ``--gate FILE``, requests wait while FILE
+exists (``tests/gate.py``).
 
 The site (``SITE``) has one page per case of issue #2: robots.txt rules, redirects,
 canonicals, noindex, nofollow, statuses, types, query variants, tracking
@@ -32,6 +33,8 @@ from typing import Any
 
 from twisted.internet import reactor
 from twisted.web import resource, server
+
+from tests.gate import Gated
 
 HTML = "text/html; charset=utf-8"
 
@@ -560,10 +563,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--robots", default="rules")
     parser.add_argument("--log", required=True)
+    parser.add_argument("--gate", help="requests wait while this file exists (tests/gate.py)")
     args = parser.parse_args()
     holder: dict[str, int] = {}
     log = open(args.log, "a", encoding="utf-8")  # noqa: SIM115 - open for the process
-    site = server.Site(Site(args.robots, log, holder))
+    site = server.Site(Gated(Site(args.robots, log, holder), args.gate))
     site.displayTracebacks = False
     port = reactor.listenTCP(0, site, interface="127.0.0.1")
     holder["port"] = port.getHost().port

@@ -3,7 +3,8 @@
 Run ``python -m tests.nightlyserver --site FILE --log LOG``: it prints its port and
 serves the site described by the JSON FILE, re-read on every request, so a test can
 edit the site between two crawls. Every request is logged (path, status sent, the
-conditional headers received). FILE holds::
+conditional headers received); with ``--gate FILE``, requests wait while FILE exists
+(``tests/gate.py``). FILE holds::
 
     {"robots": "User-agent: *\\nAllow: /\\n",
      "pages": {"/": {"body": "<html>...", "status": 200,
@@ -32,6 +33,8 @@ from typing import Any
 
 from twisted.internet import reactor
 from twisted.web import resource, server
+
+from tests.gate import Gated
 
 
 class Site(resource.Resource):
@@ -113,9 +116,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--site", required=True, type=Path)
     parser.add_argument("--log", required=True)
+    parser.add_argument("--gate", help="requests wait while this file exists (tests/gate.py)")
     args = parser.parse_args()
     log = open(args.log, "a", encoding="utf-8")  # noqa: SIM115 - open for the process
-    site = server.Site(Site(args.site, log))
+    site = server.Site(Gated(Site(args.site, log), args.gate))
     site.displayTracebacks = False
     port = reactor.listenTCP(0, site, interface="127.0.0.1")
     print(port.getHost().port, flush=True)

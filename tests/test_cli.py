@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, MockServer
+from tests.conftest import ROOT, MockServer, wait_for
 
 OPTIONS = [
     "--out",
@@ -36,7 +40,7 @@ OPTIONS = [
 ]
 
 
-def cli(*args: str, cwd: Path = ROOT, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, cwd: Path = ROOT, timeout: float = 240) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "crawler.cli", *args],
         cwd=cwd,
@@ -130,12 +134,50 @@ def test_crawl_publishes_and_prints_summary(site: MockServer, tmp_path: Path) ->
         (["crawl", "http://127.0.0.1/", "-s", "NOEQUALS"], "expected NAME=VALUE"),
         (["crawl", "http://127.0.0.1/", "--bogus"], "unrecognized arguments: --bogus"),
         (["crawl"], "a start URL is required"),
+        # A host without its scheme: the error says what was probably meant.
+        (
+            ["crawl", "127.0.0.1:8095/"],
+            "not an http(s) URL: '127.0.0.1:8095/'; "
+            "did you mean http://127.0.0.1:8095/ or https://127.0.0.1:8095/?",
+        ),
+        (
+            ["crawl", "www.example.com"],
+            "did you mean https://www.example.com or http://www.example.com?",
+        ),
+        (["audit", "localhost:8000"], "did you mean http://localhost:8000 or https://"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str, tmp_path: Path) -> None:
     proc = cli(*args, cwd=tmp_path)
     assert_one_line_error(proc, 2, message)
     assert not (tmp_path / "public").exists() or not any((tmp_path / "public").iterdir())
+
+
+@pytest.mark.parametrize("text", ["not a url", "ftp://example.com/", "http://", "mailto:a@b"])
+def test_no_scheme_is_suggested_for_what_is_not_a_host(text: str, tmp_path: Path) -> None:
+    proc = cli("crawl", text, cwd=tmp_path)
+    assert_one_line_error(proc, 2, f"not an http(s) URL: {text!r}")
+    assert "did you mean" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ("max-pagse = 3\n", "unknown option 'max-pagse'; did you mean 'max-pages'?"),
+        ("max_pagse = 3\n", "unknown option 'max_pagse'; did you mean 'max_pages'?"),
+        ("[setings]\nX = 1\n", "unknown option 'setings'; did you mean 'settings'?"),
+        ("colour = 3\n", "unknown option 'colour'"),
+    ],
+)
+def test_a_mistyped_config_key_gets_the_closest_option(
+    config: str, message: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "site.toml"
+    path.write_text(f'url = "http://127.0.0.1:9/"\n{config}')
+    for command in ("crawl", "audit"):
+        proc = cli(command, "--config", str(path), cwd=tmp_path)
+        assert_one_line_error(proc, 2, f"--config {path}: {message}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site.toml"]
 
 
 def test_state_inside_output_is_refused(tmp_path: Path) -> None:
@@ -237,11 +279,9 @@ def test_sigint_publishes_nothing_and_exits_130(servers: object, tmp_path: Path)
         text=True,
     )
     # Crawl-delay 1 s: the crawl is slow enough to be interrupted mid-way.
-    deadline = time.time() + 30
-    while time.time() < deadline and len(server.requests()) < 3:
-        time.sleep(0.1)
+    wait_for(lambda: len(server.requests()) >= 3)
     proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=60)
+    stdout, stderr = proc.communicate(timeout=240)
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr
     assert "not published" in stderr
@@ -287,28 +327,38 @@ def test_unwritable_places_are_named_and_nothing_is_left_behind(tmp_path: Path) 
 
 def test_a_second_interrupt_stops_at_once_and_tidies_up(servers: object, tmp_path: Path) -> None:
     # robots.txt never answers: the first Ctrl-C waits for it (up to the download
-    # timeout); the second stops the reactor at once.
+    # timeout, ten minutes here); the second stops the reactor at once.
     server = servers("slow")  # type: ignore[operator]
     out = tmp_path / "public"
     out.mkdir()
     (out / "sitemap_index.xml").write_text("previous")
     state = tmp_path / "public.sitemap-state"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "crawler.cli", "crawl", server.url("/"), "--out", str(out)],
+        [
+            *(sys.executable, "-m", "crawler.cli", "crawl", server.url("/"), "--out", str(out)),
+            *("--log-level", "INFO", "-s", "DOWNLOAD_TIMEOUT=600"),
+        ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.time() + 30
-    while time.time() < deadline and not server.requests():
-        time.sleep(0.1)
+    assert proc.stderr is not None
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stderr or ()), daemon=True)
+    reader.start()
+    wait_for(server.requests)  # the crawl has started: Scrapy has the signals
     proc.send_signal(signal.SIGINT)
-    time.sleep(1)
+    # The second once the first was taken (two at once are one signal to Python).
+    wait_for(lambda: any("shutting down gracefully" in line for line in lines))
     proc.send_signal(signal.SIGINT)
-    started = time.time()
-    _, stderr = proc.communicate(timeout=20)
-    assert time.time() - started < 10
+    started = time.monotonic()
+    proc.wait(timeout=300)
+    assert time.monotonic() - started < 120  # not the ten minutes of a graceful stop
+    reader.join(timeout=60)
+    proc.stderr.close()
+    proc.stdout.close()  # type: ignore[union-attr]
+    stderr = "".join(lines)
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr
     assert stderr.strip().splitlines()[-1] == (
@@ -337,3 +387,36 @@ def test_an_unreachable_site_is_said_once(tmp_path: Path) -> None:
     assert_failure_last_line(proc, 3, f"http://127.0.0.1:{port}")
     assert proc.stderr.count("refused") == 1, proc.stderr
     assert "since the last run" not in proc.stderr
+
+
+def readme_commands() -> list[list[str]]:
+    """README.md's first ``crawl`` and its ``audit`` command lines, as arguments."""
+    text = (ROOT / "README.md").read_text()
+    found = []
+    for command in ("crawl", "audit"):
+        line = re.search(rf"^\.venv/bin/sitemap-crawler {command} [^#\n]*", text, re.M)
+        assert line, f"README.md gives no {command} command"
+        found.append(shlex.split(line.group(0))[1:])
+    return found
+
+
+@pytest.mark.skipif(
+    not (ROOT / ".git").exists() or shutil.which("git") is None, reason="not a git checkout"
+)
+def test_readmes_commands_leave_git_status_clean(site: MockServer, tmp_path: Path) -> None:
+    """What README's crawl and audit write where they are run (the default state
+    directory beside --out, the audit's --report) is in .gitignore."""
+    for args in readme_commands():
+        args = [site.url("/relative/one.html") if a.startswith("https://") else a for a in args]
+        proc = cli(*args, "-s", "AUTOTHROTTLE_START_DELAY=0", cwd=tmp_path)
+        assert proc.returncode in (0, 5), proc.stderr  # 5: the audit's --fail-under
+    written = sorted(p.name + "/" if p.is_dir() else p.name for p in tmp_path.iterdir())
+    assert {"public/", "public.sitemap-state/", "audit/"} <= set(written)
+    ignored = subprocess.run(
+        ["git", "-C", str(ROOT), "check-ignore", "--no-index", "--stdin"],
+        input="\n".join(written),
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.split()
+    assert sorted(ignored) == written

@@ -15,6 +15,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,8 @@ class NightlySite:
                 str(self.file),
                 "--log",
                 str(self.log),
+                "--gate",
+                str(self.gate_path),
             ],
             cwd=ROOT,
             stdout=subprocess.PIPE,
@@ -56,6 +59,19 @@ class NightlySite:
         )
         assert self.proc.stdout is not None
         self.port = int(self.proc.stdout.readline())
+
+    @property
+    def gate_path(self) -> Path:
+        return self.log.with_suffix(".gate")
+
+    @contextmanager
+    def gate(self) -> Iterator[None]:
+        """Hold every request until the block ends (``tests/gate.py``)."""
+        self.gate_path.touch()
+        try:
+            yield
+        finally:
+            self.gate_path.unlink()
 
     def url(self, path: str = "/") -> str:
         return f"http://127.0.0.1:{self.port}{path}"
@@ -458,7 +474,8 @@ def test_config_file(nightly: NightlySite, tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 2
     assert [line for line in err.splitlines() if line] == [
-        f"sitemap-crawler: error: --config {bad}: unknown option 'max-pagez'"
+        f"sitemap-crawler: error: --config {bad}: unknown option 'max-pagez'; "
+        "did you mean 'max-pages'?"
     ]
 
 

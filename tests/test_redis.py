@@ -11,13 +11,13 @@ killed mid-crawl must lose nothing.
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import os
 import re
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,8 +25,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_twisted
 from scrapy.utils.sitemap import Sitemap
+from twisted.internet.defer import Deferred
 
+from crawler.distributed.crawl import COORDINATOR
 from crawler.distributed.server import redis_server_binary as server_binary
 from tests.conftest import ROOT, MockServer, wait_for
 from tests.test_cli import assert_one_line_error, free_port
@@ -35,9 +38,12 @@ from tests.test_nightly import NightlySite
 redis = pytest.importorskip("redis")  # the test extra installs it
 
 CURRENT = "sitemap-crawler:crawl"
-# Fast to start; the delay keeps the crawl going long enough for workers to join
-# (and for one to be killed mid-way).
+# Fast to start.
 FAST = ("-s", "AUTOTHROTTLE_START_DELAY=0")
+# Seconds a process gets to start, finish or answer: reached only by a real hang, not
+# by a busy machine (the suite runs beside other work on two cores).
+STARTUP = 120
+HELD = ("-s", f"DOWNLOAD_TIMEOUT={STARTUP}")  # the requests held by the site's gate
 
 
 @dataclass
@@ -76,7 +82,7 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
     )
     server = RedisServer(port)
     try:
-        wait_for(lambda: _pings(server), timeout=10)
+        wait_for(lambda: _pings(server), timeout=STARTUP)
         yield server
     finally:
         proc.terminate()
@@ -100,10 +106,20 @@ def cli(*args: str) -> subprocess.Popen[str]:
     )
 
 
-def finish(proc: subprocess.Popen[str], timeout: float = 60) -> str:
+def finish(proc: subprocess.Popen[str], timeout: float = 240) -> str:
     _, err = proc.communicate(timeout=timeout)
     assert "Traceback" not in err, err
     return err
+
+
+def workers_up(client: Any, count: int) -> bool:
+    """Whether *count* workers of the running crawl are up: each has sent its first
+    heartbeat, which its scheduler sends once it is open."""
+    crawl = client.get(CURRENT)
+    if crawl is None:
+        return False
+    members = client.smembers(f"sitemap-crawler:{crawl}:workers")
+    return len(set(members) - {COORDINATOR}) >= count
 
 
 def published(out: Path) -> set[str]:
@@ -149,11 +165,15 @@ def test_two_workers_publish_what_one_process_does(
     url, client = redis_server.url(1), redis_server.client(1)
     out = tmp_path / "public"
     site.clear_log()
-    # The delay keeps the crawl going while both workers start on a busy machine (the
-    # site has fewer pages since issue #19: 40 query variants a path are fetched, not 100).
-    coordinator = cli("crawl", site.url("/"), "--out", str(out), "--redis", url, "--delay", "0.1")
-    wait_for(lambda: client.get(CURRENT))
-    workers = [cli("worker", "--redis", url) for _ in range(2)]
+    # Nothing is fetched until both workers are up, so that both take part; the delay
+    # spreads the pages over the three processes.
+    with site.gate():
+        coordinator = cli(
+            "crawl", site.url("/"), "--out", str(out), "--redis", url, "--delay", "0.1", *HELD
+        )
+        wait_for(lambda: client.get(CURRENT), timeout=STARTUP)
+        workers = [cli("worker", "--redis", url) for _ in range(2)]
+        wait_for(lambda: workers_up(client, 2), timeout=STARTUP)
     err = finish(coordinator)
     assert coordinator.returncode == 0, err
     worker_errs = []
@@ -195,12 +215,17 @@ def test_processes_two_on_a_private_redis_publish_what_one_process_does(
 ) -> None:
     out, state = tmp_path / "public", tmp_path / "state"
     site.clear_log()
-    crawl = cli(
-        "crawl", site.url("/"), "--out", str(out), "--state", str(state), "--processes", "2",
-        "--delay", "0.05",
-    )  # fmt: skip
     socket = state / "redis.sock"
-    wait_for(socket.exists)  # the private server listens in the state directory
+    with site.gate():  # nothing fetched until the worker it starts is up: both fetch
+        crawl = cli(
+            "crawl", site.url("/"), "--out", str(out), "--state", str(state), "--processes", "2",
+            "--delay", "0.05", *HELD,
+        )  # fmt: skip
+        # The private server listens in the state directory.
+        wait_for(socket.exists, timeout=STARTUP)
+        client = redis.Redis(unix_socket_path=str(socket), decode_responses=True)
+        wait_for(lambda: workers_up(client, 1), timeout=STARTUP)
+        client.close()
     err = finish(crawl)
     assert crawl.returncode == 0, err
     assert published(out) == single.locs
@@ -263,22 +288,28 @@ def test_a_killed_worker_loses_nothing(
 ) -> None:
     url, client = redis_server.url(2), redis_server.client(2)
     out = tmp_path / "public"
-    coordinator = cli(
-        "crawl",
-        site.url("/"),
-        "--out",
-        str(out),
-        "--redis",
-        url,
-        "--delay",
-        "0.1",
-        "--no-fetch",  # the workers fetch every page: the victim surely holds some
-        "-s",
-        "SITEMAP_REDIS_WORKER_TIMEOUT=2",
-    )
-    wait_for(lambda: client.get(CURRENT))
-    crawl = client.get(CURRENT)
-    victim, survivor = cli("worker", "--redis", url), cli("worker", "--redis", url)
+    site.clear_log()
+    with site.gate():  # nothing fetched until both workers are up
+        coordinator = cli(
+            "crawl",
+            site.url("/"),
+            "--out",
+            str(out),
+            "--redis",
+            url,
+            "--delay",
+            "0.1",
+            "--no-fetch",  # the workers fetch every page: the victim surely holds some
+            # Short, so that the victim's pages are queued again soon; long enough
+            # that a busy machine's pause does not lose the survivor too.
+            "-s",
+            "SITEMAP_REDIS_WORKER_TIMEOUT=10",
+            *HELD,
+        )
+        wait_for(lambda: client.get(CURRENT), timeout=STARTUP)
+        crawl = client.get(CURRENT)
+        victim, survivor = cli("worker", "--redis", url), cli("worker", "--redis", url)
+        wait_for(lambda: workers_up(client, 2), timeout=STARTUP)
 
     def victim_holds_pages() -> bool:
         for process in client.smembers(f"sitemap-crawler:{crawl}:workers"):
@@ -286,11 +317,12 @@ def test_a_killed_worker_loses_nothing(
                 return client.hlen(f"sitemap-crawler:{crawl}:inflight:{process}") > 0
         return False
 
-    wait_for(victim_holds_pages, timeout=60)
-    time.sleep(0.5)  # mid-page: some fetched and reported, some taken and not
+    # Mid-crawl (pages fetched and reported already) and mid-page (the victim holds
+    # some it has not reported).
+    wait_for(lambda: len(site.requests()) >= 10 and victim_holds_pages(), timeout=STARTUP)
     victim.kill()
     victim.communicate(timeout=10)
-    err = finish(coordinator, timeout=90)
+    err = finish(coordinator)
     assert coordinator.returncode == 0, err
     assert "1 lost" in err, err
     assert finish(survivor) and survivor.returncode == 0
@@ -310,22 +342,29 @@ def test_second_night_replays_the_304s_of_every_process(
         url, client = redis_server.url(6), redis_server.client(6)
         out = tmp_path / "public"
         errors = []
-        for _ in range(2):
+        for night in range(2):
             site.clear_log()
-            coordinator = cli(
-                "crawl", site.url("/"), "--out", str(out), "--redis", url, "--delay", "0.05"
-            )
-            wait_for(lambda: client.get(CURRENT))
-            worker = cli("worker", "--redis", url)
+            # The second night the coordinator fetches nothing (--no-fetch): which
+            # process takes a page is a race, and the worker must replay 304s too.
+            alone = ["--no-fetch"] if night else []
+            with site.gate():  # nothing fetched until the worker is up
+                coordinator = cli(
+                    "crawl", site.url("/"), "--out", str(out), "--redis", url,
+                    "--delay", "0.05", *HELD, *alone,
+                )  # fmt: skip
+                wait_for(lambda: client.get(CURRENT), timeout=STARTUP)
+                worker = cli("worker", "--redis", url)
+                wait_for(lambda: workers_up(client, 1), timeout=STARTUP)
             errors.append(finish(coordinator))
             assert coordinator.returncode == 0, errors[-1]
             assert finish(worker) and worker.returncode == 0
-        # The second night: every page asked conditionally, answered 304 (by whichever
-        # process asked), replayed by the coordinator from the first night's ledger.
+        # The second night: every page asked conditionally by the worker, answered 304,
+        # replayed there from the first night's records the coordinator put in Redis.
         assert "(31 conditional, 31 not modified)" in errors[1]
         assert "since the last run: 0 added, 0 removed, 0 lastmod changes" in errors[1]
-        assert re.search(r"processes that fetched: \d \(.*host", errors[1]), errors[1]
-        pages_asked = [r for r in site.requests() if r["path"] != "/robots.txt"]
+        assert re.search(r"processes that fetched: 1 \(\S+ 32\), the workers 32 of", errors[1])
+        # (robots.txt and the soft-404 probe aside)
+        pages_asked = [r for r in site.requests() if r["path"] in {"/", *pages}]
         assert Counter(r["status"] for r in pages_asked) == {304: 31}
         assert published(out) == {site.url(p) for p in ["/", *pages]}
     finally:
@@ -338,10 +377,14 @@ def test_interrupted_coordinator_publishes_nothing_and_stops_the_workers(
     url, client = redis_server.url(5), redis_server.client(5)
     out = tmp_path / "public"
     site.clear_log()
-    coordinator = cli("crawl", site.url("/"), "--out", str(out), "--redis", url, "--delay", "0.1")
-    wait_for(lambda: client.get(CURRENT))
-    worker = cli("worker", "--redis", url)
-    wait_for(lambda: len(site.requests()) >= 10)
+    with site.gate():  # nothing fetched until the worker is up: it sees the crawl end
+        coordinator = cli(
+            "crawl", site.url("/"), "--out", str(out), "--redis", url, "--delay", "0.1", *HELD
+        )
+        wait_for(lambda: client.get(CURRENT), timeout=STARTUP)
+        worker = cli("worker", "--redis", url)
+        wait_for(lambda: workers_up(client, 1), timeout=STARTUP)
+    wait_for(lambda: len(site.requests()) >= 10, timeout=STARTUP)
     coordinator.send_signal(signal.SIGINT)
     err = finish(coordinator)
     assert coordinator.returncode == 130, err
@@ -377,5 +420,76 @@ def test_crawl_errors_are_one_line(redis_server: RedisServer, tmp_path: Path) ->
 
 
 def finished(proc: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=STARTUP)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_crawl_that_ends_between_a_workers_two_looks_ends_it_well(
+    redis_server: RedisServer,
+) -> None:
+    """The coordinator ends the crawl (``done``) and then its heartbeat goes: a worker
+    that looks for the end, then for the heartbeat, with the crawl ending in between
+    (a busy machine stretches that moment) stops because the crawl ended, not with
+    "the coordinator sent no heartbeat"."""
+    from types import SimpleNamespace
+
+    from scrapy.utils.test import get_crawler
+
+    from crawler.distributed.crawl import RedisCrawl
+    from crawler.distributed.sharing import RedisSharing
+
+    server = redis.Redis(port=redis_server.port, db=8)
+    coordinator = RedisCrawl.begin(server, redis_server.url(8), "http://127.0.0.1:9/", {}, 30)
+
+    class Worker(RedisCrawl):
+        looks = 0
+
+        def looked(self) -> None:
+            self.looks += 1
+            if self.looks == 1:
+                coordinator.finish("finished")  # right after the worker's first look
+
+        def done(self) -> str | None:
+            ended = super().done()
+            self.looked()
+            return ended
+
+        def coordinator_alive(self) -> bool:
+            alive = super().coordinator_alive()
+            self.looked()
+            return alive
+
+    sharing = RedisSharing.__new__(RedisSharing)
+    crawler = get_crawler()
+    crawler.engine = SimpleNamespace()  # type: ignore[assignment]
+    sharing.crawler = crawler
+    sharing.redis = Worker(server, coordinator.id, "host:1:a", 30)
+    sharing.poll_interval = 0.01
+    sharing.frontier_ = None  # no learned parameters to take
+    sharing.learned_read = None
+    scheduler = SimpleNamespace(claiming=True, take=lambda engine: None, stop=lambda: None)
+
+    async def watch() -> list[Any]:
+        return [request async for request in sharing._watch(scheduler)]  # type: ignore[arg-type]
+
+    assert await Deferred.fromFuture(asyncio.ensure_future(watch())) == []
+    assert crawler.stats is not None
+    assert crawler.stats.get_value("sitemap/fatal") is None
+    assert crawler.stats.get_value("sitemap/distributed/end") == "finished"
+
+
+def test_a_starting_coordinator_counts_as_alive_for_a_minute(redis_server: RedisServer) -> None:
+    """Registered, the coordinator has Scrapy to start before its first heartbeat; a
+    short heartbeat timeout (2 s here) must not have the workers take it for gone
+    meanwhile. From the first heartbeat on, the timeout holds."""
+    from crawler.distributed.crawl import START_SECONDS, RedisCrawl
+
+    server = redis.Redis(port=redis_server.port, db=9)
+    crawl = RedisCrawl.begin(server, redis_server.url(9), "http://127.0.0.1:9/", {}, 2)
+    try:
+        assert (START_SECONDS - 10) * 1000 < server.pttl(crawl.alive) <= START_SECONDS * 1000
+        assert crawl.heartbeat() is None
+        assert 0 < server.pttl(crawl.alive) <= 2000
+    finally:
+        crawl.finish("finished")

@@ -17,10 +17,12 @@ from hypothesis import strategies as st
 from crawler import urls
 from crawler.urls import (
     TRACKING_PARAMS,
+    StartUrlError,
     host_port,
     is_http_url,
     normalize_url,
     site_of,
+    start_url,
     url_key,
 )
 
@@ -628,3 +630,29 @@ def test_site_of_is_host_port_without_the_default_port(url: str) -> None:
 def test_other_schemes_are_rejected(scheme: str, rest: str) -> None:
     assert normalize_url(f"{scheme}:{rest}") is None
     assert normalize_url(f"{scheme}://example.com/{rest}") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [
+        ("www.example.com", "; did you mean https://www.example.com or http://www.example.com?"),
+        ("127.0.0.1:8095/", "; did you mean http://127.0.0.1:8095/ or https://127.0.0.1:8095/?"),
+        ("localhost:8000", "; did you mean http://localhost:8000 or https://localhost:8000?"),
+        ("[::1]:8000/a", "; did you mean http://[::1]:8000/a or https://[::1]:8000/a?"),
+        ("//example.com/a", "; did you mean https://example.com/a or http://example.com/a?"),
+        ("intranet:8080", "; did you mean https://intranet:8080 or http://intranet:8080?"),
+        # Not a host without its scheme: no guess.
+        ("not a url", ""),
+        ("example", ""),
+        ("ftp://example.com/", ""),
+        ("http:/example.com", ""),
+        ("mailto:a@example.com", ""),
+        ("a@example.com", ""),
+        ("www.example.com:99999", ""),
+    ],
+)
+def test_a_start_url_without_its_scheme_gets_the_urls_it_may_mean(text: str, hint: str) -> None:
+    """The spiders' ``-a url=`` (``scrapy crawl site``) says it as the command line does."""
+    with pytest.raises(StartUrlError) as raised:
+        start_url(text)
+    assert str(raised.value) == f"not an http(s) URL: {text!r}{hint}"

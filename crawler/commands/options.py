@@ -14,6 +14,7 @@ through the same mapping with keyword arguments (:func:`apply_options`).
 from __future__ import annotations
 
 import argparse
+import difflib
 import errno
 import logging
 import os
@@ -21,7 +22,7 @@ import re
 import sys
 import tempfile
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
@@ -30,7 +31,7 @@ from crawler.agent import is_product_token, product_token
 from crawler.calendars import parse_window
 from crawler.defaults import setting_default
 from crawler.publicurl import BaseUrlError, PublicUrls
-from crawler.urls import host_port, normalize_url, site_of
+from crawler.urls import host_port, normalize_url, not_a_start_url, site_of
 
 if TYPE_CHECKING:
     from scrapy.commands import ScrapyCommand
@@ -375,11 +376,9 @@ def site_settings(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError("a start URL is required (as an argument or url = ... in --config)")
     start = None
     for raw in urls:
-        if not isinstance(raw, str):
-            raise UsageError(f"not an http(s) URL: {raw!r}")
-        normal = normalize_url(raw)
+        normal = normalize_url(raw) if isinstance(raw, str) else None
         if normal is None or host_port(normal) is None:
-            raise UsageError(f"not an http(s) URL: {raw!r}")
+            raise UsageError(not_a_start_url(raw))
         if start is None:
             start = normal
         elif site_of(normal) != site_of(start):
@@ -498,7 +497,7 @@ def apply_options(
         dest = name.replace("-", "_")
         action = actions.get(dest)
         if action is None:
-            raise UsageError(f"{where}: unknown option {name!r}")
+            raise UsageError(f"{where}: unknown option {name!r}{_closest(name, actions)}")
         try:
             converted = _option_value(action, value)
         except (argparse.ArgumentTypeError, ValueError, TypeError) as e:
@@ -508,6 +507,15 @@ def apply_options(
             setattr(args, dest, [*converted, *current])  # the command line's come last
         elif current == parser.get_default(dest):
             setattr(args, dest, converted)
+
+
+def _closest(name: str, dests: Iterable[str]) -> str:
+    """The hint for a mistyped option *name*, ``; did you mean 'max-pages'?``, spelled
+    the way *name* is (``-`` in a config file, ``_`` in Python); "" when none is close."""
+    dash = "_" not in name
+    known = {(d.replace("_", "-") if dash else d): d for d in dests}
+    close = difflib.get_close_matches(name.replace("_", "-") if dash else name, known, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def _option_value(action: argparse.Action, value: Any) -> Any:

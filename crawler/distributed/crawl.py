@@ -62,6 +62,9 @@ CURRENT = f"{NAMESPACE}:crawl"
 COORDINATOR = "coordinator"
 # How long the key saying why a crawl ended outlives it, for workers still finishing.
 DONE_TTL = 3600
+# Seconds the coordinator counts as alive after registering a crawl, before its
+# first heartbeat (or the heartbeat timeout, if longer).
+START_SECONDS = 60.0
 
 # KEYS: queue, inflight, workers, done. ARGV: process.
 _CLAIM = """
@@ -303,8 +306,11 @@ class RedisCrawl:
         }
         pipe = server.pipeline()
         pipe.set(crawl.config_key, json.dumps(config))
-        # Alive from now on, so that a worker joining before Scrapy is up finds it so.
-        pipe.set(crawl.alive, "1", px=int(timeout * 1000))
+        # Alive from now on, so that a worker joining before Scrapy is up finds it so;
+        # for START_SECONDS at least, the time Scrapy may take to start on a busy
+        # machine before the first heartbeat (a short timeout would have the workers
+        # take the coordinator for gone while it starts).
+        pipe.set(crawl.alive, "1", px=int(max(timeout, START_SECONDS) * 1000))
         pipe.execute()
         if not server.set(CURRENT, crawl_id, nx=True):
             crawl.purge()

@@ -448,11 +448,15 @@ class RedisSharing(Sharing):
             now = time.monotonic()
             if now >= next_look:
                 next_look = now + SWEEP_INTERVAL
+                # The heartbeat first: the coordinator ends the crawl and then its
+                # heartbeat goes, so a crawl ending between the two looks is seen
+                # ended, not taken for a coordinator gone silent.
+                alive = redis.coordinator_alive()
                 ended = redis.done()
                 if ended is not None:
                     break
                 self._use_learned()
-                if not redis.coordinator_alive():
+                if not alive:
                     message = (
                         f"the coordinator of crawl {redis.id} sent no heartbeat for "
                         f"{redis.timeout} s; this worker stops"
