@@ -39,6 +39,7 @@ from crawler.commands.options import (
     load_config,
     make_directories,
     positive_int,
+    positive_int_or_auto,
     project_settings,
     regex,
     site_settings,
@@ -239,9 +240,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     render.add_argument(
         "--render-concurrency",
-        type=positive_int,
+        type=positive_int_or_auto,
         metavar="N",
-        help="render at most N pages at once (default 2)",
+        help="render at most N pages at once; auto (default): two per core the crawl may "
+        "use, at most --concurrency and 8",
     )
     around = p.add_argument_group(
         "around the sitemap",
