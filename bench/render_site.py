@@ -136,6 +136,7 @@ class Run:
     rss_kb: int = 0
     pages: int | None = None
     rendered: int = 0
+    requests: int | None = None
     listed: int | None = None
     recall: float | None = None
     precision: float | None = None
@@ -185,19 +186,24 @@ class TreeMemory(threading.Thread):
         self.join()
 
 
-def crawl(site: str, mode: str, url: str, n: int, tmp: Path, timeout: float) -> Run:
+def crawl(
+    site: str, mode: str, url: str, n: int, tmp: Path, timeout: float, root: Path, log: Path
+) -> Run:
     run = Run(site, mode)
+    before = log.stat().st_size if log.exists() else 0
+    load = os.getloadavg()[0]
+    timed_out = False
     work = Path(tempfile.mkdtemp(prefix=f"{site}-{mode}-", dir=tmp))
     out = work / "public"
     python = PYTHON if PYTHON.exists() else Path(sys.executable)
     cmd = [str(python), "-m", "crawler.cli", "crawl", url, "--out", str(out), "--render", mode]
     report = work / "time.txt"
     started = time.perf_counter()
-    with open(work / "output.txt", "w") as log:
+    with open(work / "output.txt", "w") as out_log:
         proc = subprocess.Popen(
             [str(TIME), "-v", "-o", str(report), *cmd],
-            cwd=ROOT,
-            stdout=log,
+            cwd=root,
+            stdout=out_log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
@@ -208,10 +214,14 @@ def crawl(site: str, mode: str, url: str, n: int, tmp: Path, timeout: float) -> 
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGTERM)
             proc.wait()
-            run.note = f"timed out after {timeout:.0f} s"
+            timed_out = True
     run.wall = time.perf_counter() - started
     watch.stop()
     run.pss_kb, run.rss_kb = watch.peak_pss, watch.peak_rss
+    if log.exists():  # the site's access log: one line a request, this crawl's at its end
+        with open(log, "rb") as f:
+            f.seek(before)
+            run.requests = sum(1 for _ in f)
     output = (work / "output.txt").read_text(errors="replace")
     text = report.read_text(errors="replace") if report.exists() else ""
     user = re.search(r"User time \(seconds\): ([\d.]+)", text)
@@ -235,8 +245,9 @@ def crawl(site: str, mode: str, url: str, n: int, tmp: Path, timeout: float) -> 
         hits = len(expected & set(urls))
         run.recall = hits / n
         run.precision = hits / len(urls) if urls else None
-    if run.rc != 0 and not run.note:
-        run.note = f"exit {run.rc}: " + (output.strip().splitlines() or [""])[-1][:80]
+    run.note = f"load {load:.1f}" + (f"; timed out after {timeout:.0f} s" if timed_out else "")
+    if run.rc != 0 and not timed_out:
+        run.note += f"; exit {run.rc}: " + (output.strip().splitlines() or [""])[-1][:80]
     return run
 
 
@@ -249,14 +260,19 @@ def table(n: int, runs: list[Run]) -> str:
         "server-rendered twin",
         f"{'site':<7} {'render':<7} {'fetched':>7} {'rendered':>8} {'listed':>6} "
         f"{'recall':>6} {'precis.':>7} {'wall s':>7} {'cpu s':>7} {'listed/s':>8} "
-        f"{'PSS MB':>7} {'RSS MB':>7}  note",
+        f"{'rend/s':>6} {'cpu/rend':>8} {'req/page':>8} {'PSS MB':>7} {'RSS MB':>7}  note",
     ]
     for r in runs:
         rate = r.listed / r.wall if r.listed and r.wall else None
+        rendered_rate = r.rendered / r.wall if r.rendered and r.wall else None
+        cpu_rendered = r.cpu / r.rendered if r.rendered and r.cpu is not None else None
+        per_page = r.requests / r.listed if r.requests is not None and r.listed else None
         lines.append(
             f"{r.site:<7} {r.mode:<7} {fmt(r.pages, 'd'):>7} {r.rendered:>8} "
             f"{fmt(r.listed, 'd'):>6} {fmt(r.recall, '.3f'):>6} {fmt(r.precision, '.3f'):>7} "
             f"{r.wall:>7.1f} {fmt(r.cpu, '.1f'):>7} {fmt(rate, '.1f'):>8} "
+            f"{fmt(rendered_rate, '.1f'):>6} {fmt(cpu_rendered, '.3f'):>8} "
+            f"{fmt(per_page, '.2f'):>8} "
             f"{r.pss_kb / 1024:>7.0f} {r.rss_kb / 1024:>7.0f}  {r.note}"
         )
     return "\n".join(lines)
@@ -268,8 +284,14 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=3600)
     parser.add_argument(
         "--runs",
-        default="static:never,static:auto,js:never,js:auto,js:always",
+        default="static:never,static:auto,static:always,js:never,js:auto,js:always",
         help="SITE:MODE pairs, in order",
+    )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="also crawl with the crawler of this checkout (a git worktree of the code "
+        "to compare with), each run right before the same run with this one",
     )
     parser.add_argument("--keep", type=Path, help="copy the work directory here")
     args = parser.parse_args()
@@ -288,11 +310,21 @@ def main() -> int:
             port, pid = start_nginx(conf_dir, extra, root=root)
             pids.append(pid)
             urls[name] = f"http://127.0.0.1:{port}/"
+        trees = [("", ROOT)]
+        if args.baseline:
+            trees.insert(0, ("before ", args.baseline.resolve()))
         runs = []
         for pair in args.runs.split(","):
             site, mode = pair.split(":")
-            print(f"[{site}] --render {mode} ...", file=sys.stderr)
-            runs.append(crawl(site, mode, urls[site], args.pages, tmp, args.timeout))
+            for label, tree in trees:
+                print(f"[{label}{site}] --render {mode} ...", file=sys.stderr)
+                run = crawl(
+                    site, mode, urls[site], args.pages, tmp, args.timeout, tree,
+                    tmp / f"nginx-{site}" / "access.log",
+                )
+                run.note = (label.strip() + " " + run.note).strip()
+                runs.append(run)
+                print(table(args.pages, [run]).splitlines()[-1], file=sys.stderr)
         print(
             f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  cores: "
             f"{len(os.sched_getaffinity(0))}  load: {os.getloadavg()[0]:.1f}"

@@ -36,6 +36,7 @@ the ``crawl`` command refuses ``"always"`` with what to install.
 Settings: ``SITEMAP_RENDER``, ``SITEMAP_RENDER_BROWSER``, ``SITEMAP_RENDER_INCLUDE``,
 ``SITEMAP_RENDER_SHELL_LINKS`` (and those of :mod:`crawler.renderhandler`).
 Meta keys of a render request: ``playwright``, ``sitemap_render`` (why),
+``sitemap_render_document`` (the raw answer that serves the browser's document request),
 ``playwright_context_kwargs``, ``autothrottle_dont_adjust_delay``.
 Stats: ``sitemap/render/wanted`` (pages asked through the browser),
 ``sitemap/render/reason/<always|include|shell>``, ``sitemap/render/unavailable``
@@ -65,6 +66,8 @@ if TYPE_CHECKING:
     from crawler.analysis import PageAnalysis
 
 MODES = ("never", "auto", "always")
+#: Headers of a raw answer not passed on with its (decoded) body.
+_HOP_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding", "connection"})
 
 #: The switches Chromium needs here: headless on a machine with no screen, no
 #: network but the crawled site's, maybe as root (--no-sandbox); without the
@@ -78,6 +81,20 @@ LAUNCH_ARGS = (
     "--no-first-run",
     "--disable-quic",
     "--disable-dev-shm-usage",
+    # Nothing a crawl looks at: extensions, audio, translation, crash reports...
+    "--disable-extensions",
+    "--disable-default-apps",
+    "--mute-audio",
+    "--disable-breakpad",
+    "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication",
+    "--no-default-browser-check",
+    "--hide-scrollbars",
+    # ... and a small window: less to lay out and paint.
+    "--window-size=800,600",
+    # Pages rendering in the background keep their timers at full speed.
+    "--disable-background-timer-throttling",
+    "--disable-renderer-backgrounding",
+    "--disable-backgrounding-occluded-windows",
 )
 
 #: What to install, in one line each.
@@ -203,6 +220,17 @@ class RenderPolicy:
             autothrottle_dont_adjust_delay=True,
             # Service workers would fetch past the route handler's checks.
             playwright_context_kwargs={"service_workers": "block"},
+            # The raw answer serves the browser's request for the document: a
+            # rendered page costs one request to the site, not two.
+            sitemap_render_document=(
+                response.status,
+                {
+                    k.decode("latin-1").lower(): b", ".join(v).decode("latin-1")
+                    for k, v in response.headers.items()
+                    if k.decode("latin-1").lower() not in _HOP_HEADERS
+                },
+                response.body,
+            ),
         )
         return PageRequest(
             response.url,

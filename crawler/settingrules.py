@@ -58,6 +58,20 @@ def _number(kind: Callable[[str], Any], low: float | None, high: float | None = 
     return rule
 
 
+def _auto_or(rule: Rule) -> Rule:
+    """``"auto"``, or what *rule* allows."""
+
+    def auto_or(settings: BaseSettings, name: str) -> None:
+        if settings.get(name) == "auto":
+            return
+        try:
+            rule(settings, name)
+        except ValueError as e:
+            raise ValueError(f"{e}, or auto") from None
+
+    return auto_or
+
+
 def _positive(settings: BaseSettings, name: str) -> None:
     try:
         value = settings.getfloat(name)
@@ -319,7 +333,7 @@ RULES: dict[str, Rule] = {
     "SITEMAP_REDIS_WORKER_TIMEOUT": _number(float, 1),
     "SITEMAP_RENDER": _choice("never", "auto", "always"),
     "SITEMAP_RENDER_BROWSER": _optional(_text),
-    "SITEMAP_RENDER_CONCURRENCY": _number(int, 1),
+    "SITEMAP_RENDER_CONCURRENCY": _auto_or(_number(int, 1)),
     "SITEMAP_RENDER_CONTEXT_PAGES": _number(int, 1),
     "SITEMAP_RENDER_INCLUDE": _regexes,
     "SITEMAP_RENDER_SHELL_LINKS": _number(int, 0),
@@ -333,6 +347,7 @@ RULES: dict[str, Rule] = {
     "SITEMAP_SEED_SITEMAPS": _bool,
     "SITEMAP_SEED_SITEMAP_URLS": _texts,
     "SITEMAP_START_URLS": _texts,
+    "SITEMAP_SOFT404_CONTENT": _bool,
     "SITEMAP_SOFT404_PROBE": _bool,
     "SITEMAP_STATE_DIR": _PATH,
     "SITEMAP_STRIP_EXTRA": _texts,

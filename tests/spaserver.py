@@ -18,8 +18,10 @@ raw-HTML noindex that script removes (``/raw-noindex``), a page whose script
 throws after building a link (``/throws``), a page whose script never ends
 (``/hangs``), data from a blocked other host (``/partners``) and from a path
 robots.txt disallows (``/private``), an image (never loaded), plain static pages
-(``/docs/``) that need no rendering, and a server-rendered page whose inline script
-fills a list from a JSON API (``/news`` -> ``/news/latest``).
+(``/docs/``) that need no rendering, a server-rendered page whose inline script
+fills a list from a JSON API (``/news`` -> ``/news/latest``), and a route whose data
+arrives late (``/slow``: its API answers after :data:`SLOW_SECONDS`, with a link to
+``/slow-found``).
 """
 
 from __future__ import annotations
@@ -29,12 +31,16 @@ import hashlib
 import json
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ROBOTS = "User-agent: *\nDisallow: /private-api/\n"
+#: How long /api/slow.json takes to answer.
+SLOW_SECONDS = 2.5
 
 SHELL = """<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>Shop</title></head>
+<html><head><meta charset="utf-8"><title>Shop</title>
+<link rel="stylesheet" href="/app.css"></head>
 <body><div id="root"></div>
 <footer><a href="/about">About</a> <a href="/docs/">Docs</a></footer>
 <img src="/logo.png" alt="">
@@ -54,8 +60,14 @@ const routes = {
     root.innerHTML = "<h1>Shop</h1><nav>" +
       items.map(p => link(p.url, p.name)).join(" ") + " " +
       ["/blog", "/gallery", "/old-offer", "/raw-noindex", "/product-b-alias", "/throws",
-       "/hangs", "/partners", "/private"].map(h => link(h)).join(" ") + "</nav>";
+       "/hangs", "/partners", "/private", "/slow"].map(h => link(h)).join(" ") + "</nav>";
   },
+  "/slow": async () => {
+    root.innerHTML = "<h1>Slow</h1><p>loading</p>";
+    const items = await (await fetch("/api/slow.json")).json();
+    root.innerHTML = "<h1>Slow</h1>" + items.map(h => link(h)).join(" ");
+  },
+  "/slow-found": () => { root.innerHTML = "<h1>Found late</h1>"; },
   "/about": () => { root.innerHTML = "<h1>About us</h1><p>We sell things.</p>"; },
   "/blog": () => { root.innerHTML = "<h1>Blog</h1><p>News.</p>" + link("/blog/first"); },
   "/blog/first": () => { root.innerHTML = "<h1>First post</h1><p>Hello.</p>"; },
@@ -159,6 +171,8 @@ LISTED_RENDERED = {
     "/docs/b",
     "/news",
     "/news/latest",
+    "/slow",
+    "/slow-found",
 }
 # (/about's raw HTML is the same shell as /'s: byte-identical, a duplicate.)
 LISTED_RAW = {"/", "/docs/", "/docs/a", "/docs/b", "/news"}
@@ -183,6 +197,9 @@ def make_handler(name: str, log: str, lock: threading.Lock, other: list[str]) ->
                 self._send(200, "application/javascript", APP_JS.replace("{other}", other[0]))
             elif path == "/api/products.json":
                 self._send(200, "application/json", json.dumps(PRODUCTS))
+            elif path == "/api/slow.json":
+                time.sleep(SLOW_SECONDS)
+                self._send(200, "application/json", json.dumps(["/slow-found"]))
             elif path == "/api/news.json":
                 self._send(200, "application/json", json.dumps(["/news/latest"]))
             elif path == "/news":

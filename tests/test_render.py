@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -179,8 +180,40 @@ def test_the_browser_fetches_only_what_it_may(spa: SpaServer, rendered: CrawlRes
     assert stats["sitemap/render/blocked/other_host"] >= 1
     assert stats["sitemap/render/blocked/robots"] >= 1
     assert stats["sitemap/render/aborted/image"] >= 1
+    assert stats["sitemap/render/aborted/stylesheet"] >= 1
+    assert "/app.css" not in fetched  # nor stylesheets: no layout is needed
     # Contexts were recycled (every 5 pages here).
     assert stats["sitemap/render/contexts"] >= 1
+
+
+def test_one_request_to_the_site_per_rendered_page(
+    spa: SpaServer, rendered: CrawlResult
+) -> None:
+    """The raw answer the crawl has serves the browser's request for the document:
+    every page the site saw asked once, rendered or not; the bundle every route
+    loads, once in the whole crawl (contexts recycled every 5 pages here)."""
+    log = rendered.site_requests  # type: ignore[attr-defined]
+    asked = Counter(r["path"] for r in log if r["server"] == "site")
+    pages = {p: n for p, n in asked.items() if "." not in p.rsplit("/", 1)[-1]}
+    assert pages and all(n == 1 for n in pages.values()), pages
+    # (/hangs too, though its render then fails.)
+    assert rendered.stats["sitemap/render/document_from_raw"] == rendered.stats[
+        "sitemap/render/wanted"
+    ]
+    assert asked["/app.js"] == 1
+    assert rendered.stats["sitemap/render/cache/hits"] >= 10
+    assert rendered.stats["sitemap/render/contexts"] >= 2
+    # Pages are kept open and reused from one URL to the next.
+    assert rendered.stats["sitemap/render/pages_reused"] >= 1
+
+
+def test_content_that_arrives_late_is_read(spa: SpaServer, rendered: CrawlResult) -> None:
+    """/slow's data comes after 2.5 s: its render waits for the fetch the page has
+    pending (no quiet period would), and reads the link the data brings."""
+    rows = {u[len(spa.base) :]: r for u, r in rendered.ledger_rows().items()}
+    assert rows["/slow"]["decision"] == "listed"
+    assert "not settled" not in rows["/slow"]["render"]
+    assert rows["/slow-found"]["referrer"] == spa.base + "/slow"
 
 
 def test_auto_renders_shells_only(spa: SpaServer, auto: CrawlResult) -> None:
@@ -381,3 +414,49 @@ async def test_a_browser_that_dies_is_launched_again(
     # At most the page in flight when Chromium died fails.
     assert stats["sitemap/render/pages"] >= stats["sitemap/render/wanted"] - 1
     assert len(rendered) > 10
+
+
+def test_the_crawl_cache_honours_the_sites_cache_headers() -> None:
+    """What the browser fetched is reused within the crawl unless its headers say
+    not to: no-store, no-cache, max-age=0, Vary: *, an Expires in the past."""
+    from crawler.browser import ResourceCache, freshness
+
+    now = 1_000_000.0
+    assert freshness({}, now) == float("inf")  # a snapshot: kept for the crawl
+    assert freshness({"etag": '"x"', "last-modified": "Mon, 01 Jan 2024 00:00:00 GMT"}, now)
+    assert freshness({"cache-control": "public, max-age=60"}, now) == now + 60
+    for never in (
+        {"cache-control": "no-store"},
+        {"cache-control": "no-cache"},
+        {"cache-control": "max-age=0"},
+        {"vary": "*"},
+        {"expires": "Thu, 01 Jan 1970 00:00:00 GMT"},
+        {"expires": "0"},
+    ):
+        assert freshness(never, now) is None, never
+    dated = {"date": "Mon, 01 Jan 2024 00:00:00 GMT", "expires": "Mon, 01 Jan 2024 00:01:40 GMT"}
+    assert freshness(dated, now) == now + 100
+    cache = ResourceCache(budget=10)
+    assert cache.put("http://a/1.js", 200, {"content-encoding": "gzip"}, b"12345")
+    entry = cache.get("http://a/1.js")
+    assert entry is not None and entry.body == b"12345" and entry.headers == {}
+    assert not cache.put("http://a/2.js", 404, {}, b"x")
+    assert not cache.put("http://a/3.js", 200, {"cache-control": "no-store"}, b"x")
+    assert cache.put("http://a/4.js", 200, {}, b"678901")  # past the budget: 1.js goes
+    assert cache.get("http://a/1.js") is None and cache.size == 6
+
+
+def test_render_concurrency_follows_the_machine_and_the_site() -> None:
+    from scrapy.settings import Settings
+
+    from crawler.browser import render_concurrency
+
+    cores = len(os.sched_getaffinity(0))
+    polite = {"CONCURRENT_REQUESTS_PER_DOMAIN": 8, "CONCURRENT_REQUESTS": 16}
+    assert render_concurrency(Settings({**polite, "SITEMAP_RENDER_CONCURRENCY": 3})) == 3
+    auto = Settings({**polite, "SITEMAP_RENDER_CONCURRENCY": "auto"})
+    assert render_concurrency(auto) == min(2 * cores, 8)
+    one = Settings(
+        {**polite, "CONCURRENT_REQUESTS_PER_DOMAIN": 1, "SITEMAP_RENDER_CONCURRENCY": "auto"}
+    )
+    assert render_concurrency(one) == 1

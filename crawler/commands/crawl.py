@@ -40,6 +40,7 @@ from crawler.commands.options import (
     load_config,
     make_directories,
     positive_int,
+    positive_int_or_auto,
     project_settings,
     regex,
     site_settings,
@@ -242,10 +243,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     render.add_argument(
         "--render-concurrency",
-        type=positive_int,
+        type=positive_int_or_auto,
         metavar="N",
-        help="render at most N pages at once (default "
-        f"{setting_default('SITEMAP_RENDER_CONCURRENCY')})",
+        help="render at most N pages at once, or auto: two per core the crawl may use, at "
+        f"most --concurrency and 8 (default {setting_default('SITEMAP_RENDER_CONCURRENCY')})",
     )
     around = p.add_argument_group(
         "around the sitemap",

@@ -111,6 +111,11 @@ def positive_int(text: str) -> int:
     return _whole(text, 1)
 
 
+def positive_int_or_auto(text: str) -> int | str:
+    """A whole number of at least 1, or ``auto``."""
+    return "auto" if text == "auto" else _whole(text, 1)
+
+
 def non_negative_int(text: str) -> int:
     return _whole(text, 0)
 
