@@ -429,7 +429,18 @@ class Browser(ScrapyPlaywrightDownloadHandler):
         return await super()._create_browser_context(name, kwargs, spider)
 
     async def _create_page(self, request: Request, spider: Spider) -> Page:
-        page: Page = await super()._create_page(request, spider)
+        try:
+            page: Page = await asyncio.wait_for(
+                super()._create_page(request, spider), self.timeout
+            )
+        except TimeoutError:
+            # A context whose browser died before it heard so: Playwright's new_page
+            # waits without a limit, and every render behind it would wait too. The
+            # context is dropped (the next page opens a new one, in a browser
+            # launched again) and this render fails: its page is judged raw.
+            name = request.meta.get("playwright_context", "default")
+            self.context_wrappers.pop(name, None)
+            raise PlaywrightError(f"the browser opened no page in {self.timeout:g} s") from None
         await page.add_init_script(INIT_SCRIPT)
         state = self.states[id(page)] = _PageState()
         page.on("request", state.began)
