@@ -29,7 +29,7 @@ NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 
 
 def dtd() -> None:
-    from crawler.audit.sitemaps.parse import parse_sitemap
+    from crawler.sitemaps.parse import parse_sitemap
 
     for count in (40_000, 80_000):
         entities = "".join(f'<!ENTITY e{i} "v{i}">\n' for i in range(count))
@@ -47,7 +47,7 @@ def dtd() -> None:
 
 
 def robots() -> None:
-    from crawler.middlewares.robots import RobotsRules
+    from crawler.fetch.robots import RobotsRules
 
     logging.disable(logging.WARNING)  # the rules dropped, once
     lines = ["User-agent: *"] + [f"Disallow: /*{i:05d}x*q{i % 97}*z" for i in range(20_000)]

@@ -26,7 +26,7 @@ Shapes, each 50 MiB (the protocol's largest file) uncompressed:
 Modes:
 
 ``list``
-    :func:`crawler.audit.sitemaps.parse.parse_sitemap` called without a consumer, and
+    :func:`crawler.sitemaps.parse.parse_sitemap` called without a consumer, and
     its entries read through (a list of them all before; past 10,000 entries, now, a
     sequence that reads them again from the data);
 ``stream``
@@ -142,8 +142,8 @@ def peak_mb() -> float:
 def child(path: Path, mode: str, files: int, work: Path) -> dict[str, Any]:
     import sqlite3
 
-    from crawler.audit.sitemaps.parse import parse_sitemap
-    from crawler.urls import normalize_url, url_key
+    from crawler.core.urls import normalize_url, url_key
+    from crawler.sitemaps.parse import parse_sitemap
 
     streaming = "on_entries" in inspect.signature(parse_sitemap).parameters
     data = path.read_bytes()

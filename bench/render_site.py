@@ -319,7 +319,13 @@ def main() -> int:
             for label, tree in trees:
                 print(f"[{label}{site}] --render {mode} ...", file=sys.stderr)
                 run = crawl(
-                    site, mode, urls[site], args.pages, tmp, args.timeout, tree,
+                    site,
+                    mode,
+                    urls[site],
+                    args.pages,
+                    tmp,
+                    args.timeout,
+                    tree,
                     tmp / f"nginx-{site}" / "access.log",
                 )
                 run.note = (label.strip() + " " + run.note).strip()
@@ -336,7 +342,9 @@ def main() -> int:
                 subprocess.run(["kill", pid.read_text().strip()], check=False)
         if args.keep:
             shutil.copytree(
-                tmp, args.keep / tmp.name, ignore=shutil.ignore_patterns("sites"),
+                tmp,
+                args.keep / tmp.name,
+                ignore=shutil.ignore_patterns("sites"),
                 dirs_exist_ok=True,
             )
         shutil.rmtree(tmp, ignore_errors=True)

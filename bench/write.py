@@ -5,22 +5,22 @@
                           [--row-columns 3|6] [--own-values]
 
 Builds a ledger of N listed pages (default 1,000,000) in a temporary directory with
-direct SQL through :class:`crawler.ledger.Ledger`'s connection, as a crawl leaves it:
+direct SQL through :class:`crawler.ledger.ledger.Ledger`'s connection, as a crawl leaves it:
 URLs of about 60 to 90 characters, some with a query that needs escaping (``&``),
 some with %-escapes, a lastmod on most, every column filled (``links`` too), and
 about 15% rows that are not listed (redirects, 404s, noindex, caps). Building it is
 not timed.
 
 Then it times the step the publisher extension runs at the end of a crawl,
-:meth:`crawler.extensions.publish.SitemapOutput.write`: the sorted
-ledger read, one checked :class:`~crawler.entry.SitemapEntry` per URL, and
-:class:`~crawler.writer.SitemapSetWriter` writing, rotating and publishing the set
+:meth:`crawler.publish.publisher.SitemapOutput.write`: the sorted
+ledger read, one checked :class:`~crawler.sitemaps.entry.SitemapEntry` per URL, and
+:class:`~crawler.publish.writer.SitemapSetWriter` writing, rotating and publishing the set
 (temporary names, fsync, rename, index last). It prints URLs, files, seconds, URLs/s,
 peak RSS of the process (``getrusage``, so it includes the untimed set-up) and the
 gzip level.
 
 ``--row-columns 6`` reads the rows in their full shape instead, ``(loc, lastmod,
-extras, section, changefreq, priority)`` (crawler.entryrows.ROW_COLUMNS), the three new
+extras, section, changefreq, priority)`` (crawler.sitemaps.entryrows.ROW_COLUMNS), the three new
 columns NULL as for a set without sections or rules, from the same covering index:
 the shape the ledger gives once sections exist, which must keep the speed of plain
 rows. ``--own-values`` gives about a third of the rows a changefreq and a priority of
@@ -52,12 +52,12 @@ sys.path.insert(0, str(ROOT))
 from lxml import etree  # noqa: E402
 from scrapy.settings import Settings  # noqa: E402
 
-from crawler.decisions import LISTED  # noqa: E402
-from crawler.entry import EntryRows  # noqa: E402
-from crawler.extensions.publish import SitemapOutput  # noqa: E402
-from crawler.ledger import COLUMNS, Ledger  # noqa: E402
-from crawler.limits import SITEMAP_NS  # noqa: E402
-from crawler.writer import CHILD_NAME_RE, SitemapSetWriter  # noqa: E402
+from crawler.core.decisions import LISTED  # noqa: E402
+from crawler.ledger.ledger import COLUMNS, Ledger  # noqa: E402
+from crawler.publish.publisher import SitemapOutput  # noqa: E402
+from crawler.publish.writer import CHILD_NAME_RE, SitemapSetWriter  # noqa: E402
+from crawler.sitemaps.entry import EntryRows  # noqa: E402
+from crawler.sitemaps.limits import SITEMAP_NS  # noqa: E402
 from tests.xsd import XSD_DIR  # noqa: E402
 
 SITE = "https://www.example-shop.com/"
@@ -214,7 +214,7 @@ def output(args: argparse.Namespace) -> SitemapOutput:
     return SitemapOutput.from_settings(settings)
 
 
-# The full row (crawler.entryrows.ROW_COLUMNS), by the query listed_entries() makes.
+# The full row (crawler.sitemaps.entryrows.ROW_COLUMNS), by the query listed_entries() makes.
 _FULL_ROWS = (
     "SELECT loc, lastmod, extras, NULL, NULL, NULL FROM urls"
     f" WHERE decision = '{LISTED}' ORDER BY loc"

@@ -189,8 +189,8 @@ def _run(command: str, url: str | None, options: dict[str, Any]) -> CrawlResult 
 
 
 def _crawl_result(outcome: CrawlOutcome, args: Namespace) -> CrawlResult:
-    from crawler.paths import CrawlPaths
-    from crawler.report import decision_counts, duration, format_summary, pages_fetched
+    from crawler.core.paths import CrawlPaths
+    from crawler.publish.report import decision_counts, duration, format_summary, pages_fetched
 
     stats: dict[str, Any] = outcome.stats
     paths = CrawlPaths.create(args.out, args.state)

@@ -1,7 +1,7 @@
 """History pipeline: what each listed page's nightly runs have seen change.
 
 A nightly run compares every listed page with the previous successful run's record
-(:class:`crawler.previous.PreviousRun`), after the lastmod pipeline has decided its
+(:class:`crawler.ledger.previous.PreviousRun`), after the lastmod pipeline has decided its
 lastmod, and keeps three facts the delta feed, ``--changefreq auto`` and IndexNow
 build on (issue #15):
 
@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from crawler.content import same_content
-from crawler.decisions import LISTED
-from crawler.extensions.runstate import RunState
-from crawler.items import UrlRecord
+from crawler.core.decisions import LISTED
+from crawler.core.items import UrlRecord
+from crawler.ledger.runstate import RunState
+from crawler.page.content import same_content
 from pipelines.records import RecordPipeline
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
-    from crawler.previous import PreviousRun
+    from crawler.ledger.previous import PreviousRun
 
 #: Change flags kept per page (a month of nightly runs).
 HISTORY_RUNS = 30

@@ -11,7 +11,7 @@ The rule (issues #2 and #4, "Honest lastmod"), in order:
 2. **Page metadata.** ``article:modified_time``, ``og:updated_time``, JSON-LD
    ``dateModified`` of the page's own node, microdata ``dateModified`` of its main
    item; on a page that declares no modification date, its publication date
-   (``SITEMAP_LASTMOD_FROM_PAGE``; :func:`crawler.lastmod.page_dates` reads them).
+   (``SITEMAP_LASTMOD_FROM_PAGE``; :func:`crawler.core.lastmod.page_dates` reads them).
    The first declaration that passes the guards the header has is taken: not after
    the response's ``Date`` (beyond :data:`FUTURE_TOLERANCE`), not before 1995 (a
    placeholder), not within :data:`PAGE_VOLATILE_SECONDS` of ``Date`` (a theme
@@ -21,7 +21,7 @@ The rule (issues #2 and #4, "Honest lastmod"), in order:
    A template date is found as the crawl goes; the pages that took it before are
    decided again when the crawl is over (:meth:`LastmodPipeline.close_spider`).
 3. **Content evidence.** The time a change of the page's main-content hash
-   (:mod:`crawler.content`: scripts, styles, comments and
+   (:mod:`crawler.page.content`: scripts, styles, comments and
    ``SITEMAP_VOLATILE_SELECTORS`` regions left out) was first detected. A page
    seen for the first time has no evidence yet and gets no lastmod; a later run
    that finds the hash changed publishes that run's start time; a run that finds
@@ -33,7 +33,7 @@ Never "now" for a page that did not change: a search engine ignores a lastmod th
 is not accurate. A 304 replays the previous record, lastmod included.
 
 The previous run comes from the run's state
-(:class:`crawler.extensions.runstate.RunState`), and so does "this run's start time".
+(:class:`crawler.ledger.runstate.RunState`), and so does "this run's start time".
 
 Settings: ``SITEMAP_LASTMOD_FROM_PAGE``.
 Stats: ``sitemap/lastmod/header``, ``sitemap/lastmod/page``, ``sitemap/lastmod/content``,
@@ -52,11 +52,11 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from crawler.content import same_content
-from crawler.decisions import LISTED
-from crawler.extensions.runstate import RunState
-from crawler.items import UrlRecord
-from crawler.lastmod import http_date_to_w3c, lastmod_datetime
+from crawler.core.decisions import LISTED
+from crawler.core.items import UrlRecord
+from crawler.core.lastmod import http_date_to_w3c, lastmod_datetime
+from crawler.ledger.runstate import RunState
+from crawler.page.content import same_content
 from pipelines.records import RecordPipeline
 
 #: A Last-Modified this close to the response's Date is "now", stamped per request:
@@ -83,8 +83,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
-    from crawler.ledger import Ledger
-    from crawler.previous import PreviousRun
+    from crawler.ledger.ledger import Ledger
+    from crawler.ledger.previous import PreviousRun
 
 HEADER, PAGE, CONTENT = "header", "page", "content"
 #: The verdict of a template date, in a page's page_dates.

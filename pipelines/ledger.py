@@ -3,10 +3,10 @@
 The ledger is keyed by the dedup key, so a page reached under two forms is recorded
 once and the second form kept as an alias; the first final decision about a URL
 wins (docs/ledger.md). The running ledger belongs to the run's state
-(:class:`crawler.extensions.runstate.RunState`), which opens it, continues it on
+(:class:`crawler.ledger.runstate.RunState`), which opens it, continues it on
 ``--resume`` and files it when the run is over. First-seen times carry over from the
 previous run's ledger. ``Sitemap:`` lines of robots.txt (Scrapy's ``robots_parsed``
-signal) are kept in the ledger's ``meta`` table. A :class:`~crawler.items.Linked`
+signal) are kept in the ledger's ``meta`` table. A :class:`~crawler.core.items.Linked`
 item gives a URL first found in a sitemap the page that links to it after all (its
 ``referrer``: it is no orphan).
 
@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 
-from crawler.decisions import QUEUED
-from crawler.extensions.runstate import RunState
-from crawler.items import Alias, Linked, UrlRecord
+from crawler.core.decisions import QUEUED
+from crawler.core.items import Alias, Linked, UrlRecord
+from crawler.ledger.runstate import RunState
 from pipelines.records import RecordPipeline
 
 if TYPE_CHECKING:
@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
-    from crawler.ledger import Ledger
-    from crawler.previous import PreviousRun
+    from crawler.ledger.ledger import Ledger
+    from crawler.ledger.previous import PreviousRun
 
 
 class LedgerPipeline(RecordPipeline):

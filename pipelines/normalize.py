@@ -4,7 +4,7 @@ The frontier normalises and keys every URL it discovers, and the page judge keys
 URL of every response, so a record that comes with its ``key`` is taken as it is
 (normalising the frontier's records again was a measurable share of a large crawl,
 bench/README.md); any other is normalised here, so that the ledger never holds a URL
-in any other form. ``key`` is the dedup key (:func:`crawler.urls.url_key`); an
+in any other form. ``key`` is the dedup key (:func:`crawler.core.urls.url_key`); an
 alias gets the key of the URL it is a form of.
 
 Settings: ``SITEMAP_STRIP_PARAMS``, ``SITEMAP_STRIP_EXTRA``.
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from crawler.items import Alias, UrlRecord
-from crawler.urls import Stripping, normalize_url, url_key
+from crawler.core.items import Alias, UrlRecord
+from crawler.core.urls import Stripping, normalize_url, url_key
 from pipelines.records import RecordPipeline
 
 if TYPE_CHECKING:

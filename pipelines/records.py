@@ -1,7 +1,7 @@
 """The base of the pipelines: each takes one record at a time, lone or in a batch.
 
 The spider yields the records and aliases of one response as one
-:class:`~crawler.items.PageRecords` item (Scrapy's per-item machinery cost more than
+:class:`~crawler.core.items.PageRecords` item (Scrapy's per-item machinery cost more than
 the recording); a pipeline built on :class:`RecordPipeline` writes ``_process`` for
 one record and gets both kinds of item.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from crawler.items import PageRecords
+from crawler.core.items import PageRecords
 
 
 class RecordPipeline:

@@ -7,7 +7,7 @@ rules (issue #15).
   rotated files, all listed in the one index, so that search engines report on each.
 - ``--changefreq REGEX=VALUE`` and ``--priority REGEX=VALUE`` (``SITEMAP_CHANGEFREQ_RULES``,
   ``SITEMAP_PRIORITY_RULES``, repeatable): the first match wins; values are checked
-  against the protocol when the settings are (``crawler/settingrules.py``).
+  against the protocol when the settings are (``crawler/commands/settingrules.py``).
 - ``--changefreq auto`` (an ``auto`` rule, matched by every page the rules before it
   did not): derived from the page's change history (:mod:`pipelines.history`), which
   assumes one run a day, as a nightly job makes: over the last 7 runs, changed on 5
@@ -27,8 +27,8 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from crawler.decisions import LISTED
-from crawler.items import UrlRecord
+from crawler.core.decisions import LISTED
+from crawler.core.items import UrlRecord
 from pipelines.history import HISTORY_RUNS
 from pipelines.records import RecordPipeline
 

@@ -10,11 +10,11 @@ of them, and any Scrapy setting.
 from scrapy.settings import default_settings as _scrapy_defaults
 
 from crawler import __version__
-from crawler import limits as _limits
+from crawler.sitemaps import limits as _limits
 
 BOT_NAME = "sitemap-crawler"
-SPIDER_MODULES = ["crawler.spiders", "crawler.audit.spider"]
-NEWSPIDER_MODULE = "crawler.spiders"
+SPIDER_MODULES = ["crawler.crawl.spider", "crawler.audit.spider"]
+NEWSPIDER_MODULE = "crawler.crawl"
 # `scrapy audit URL` and `scrapy worker --redis URL` from the project root are the
 # commands of crawler/commands/ (`scrapy crawl site -a url=...` stays Scrapy's own).
 COMMANDS_MODULE = "crawler.commands"
@@ -26,8 +26,8 @@ USER_AGENT = f"sitemap-crawler/{__version__} (+https://github.com/sitemap-crawle
 ROBOTSTXT_USER_AGENT = "sitemap-crawler"
 ROBOTSTXT_OBEY = True
 # RFC 9309 lines and groups (the token matched exactly; unknown lines do not end a
-# group), Protego's matching (crawler/middlewares/robots.py).
-ROBOTSTXT_PARSER = "crawler.middlewares.robots.RobotsTxtParser"
+# group), Protego's matching (crawler/fetch/robots.py).
+ROBOTSTXT_PARSER = "crawler.fetch.robotsrules.RobotsTxtParser"
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 8
 DOWNLOAD_DELAY = 0
@@ -39,7 +39,7 @@ AUTOTHROTTLE_START_DELAY = 0.05
 AUTOTHROTTLE_MAX_DELAY = 30.0
 AUTOTHROTTLE_TARGET_CONCURRENCY = 4.0
 
-# The spider itself gives each URL one request (its seen-set, crawler/seen.py, keyed
+# The spider itself gives each URL one request (its seen-set, crawler/core/seen.py, keyed
 # on the normalised URL); Scrapy's fingerprint filter would keep a second set of
 # every URL (twice the memory of ours at a million URLs) to find no duplicate.
 DUPEFILTER_CLASS = "scrapy.dupefilters.BaseDupeFilter"
@@ -76,27 +76,27 @@ WARN_ON_GENERATOR_RETURN_VALUE = False
 REMOTE_CONTROL_ENABLED = False
 LOG_LEVEL = "INFO"
 # Scrapy's formatter, less the per-page "Crawled" and "Scraped" messages when
-# LOG_LEVEL is above DEBUG (crawler/logformatter.py).
-LOG_FORMATTER = "crawler.logformatter.QuietLogFormatter"
+# LOG_LEVEL is above DEBUG (crawler/core/logformatter.py).
+LOG_FORMATTER = "crawler.core.logformatter.QuietLogFormatter"
 
 DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
-    "crawler.middlewares.hostguard.HostGuardMiddleware": 50,
+    "crawler.fetch.hostguard.HostGuardMiddleware": 50,
     # A staging site's credentials, for it alone: after the cookie middleware (700).
-    "crawler.middlewares.access.SiteAccessMiddleware": 740,
+    "crawler.fetch.access.SiteAccessMiddleware": 740,
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
-    "crawler.middlewares.robots.StrictRobotsTxtMiddleware": 100,
+    "crawler.fetch.robots.StrictRobotsTxtMiddleware": 100,
     "scrapy.downloadermiddlewares.cookies.CookiesMiddleware": None,
-    "crawler.middlewares.cookies.OfflineCookiesMiddleware": 700,
+    "crawler.fetch.cookies.OfflineCookiesMiddleware": 700,
     # Just before HttpCompressionMiddleware (590) in process_response order.
-    "crawler.middlewares.compression.CompressedAsPlainResponseMiddleware": 595,
+    "crawler.fetch.compression.CompressedAsPlainResponseMiddleware": 595,
 }
 # Plain HTTP(S) as Scrapy's own handler; a page to be rendered (meta "playwright")
 # goes to a headless Chromium through scrapy-playwright, started at the first such
-# page only (crawler/renderhandler.py, docs/rendering.md).
+# page only (crawler/fetch/renderhandler.py, docs/rendering.md).
 DOWNLOAD_HANDLERS = {
-    "http": "crawler.renderhandler.RenderDownloadHandler",
-    "https": "crawler.renderhandler.RenderDownloadHandler",
+    "http": "crawler.fetch.renderhandler.RenderDownloadHandler",
+    "https": "crawler.fetch.renderhandler.RenderDownloadHandler",
 }
 # Scrapy starts this many tasks for the output of every response; the pipelines are
 # synchronous, so more than a few only cost time (Scrapy's default is 100).
@@ -116,12 +116,12 @@ EXTENSIONS_BASE = {
 EXTENSIONS = {
     "scrapy.extensions.throttle.AutoThrottle": None,
     # The run's state (lock, ledgers, previous run): first, before anything opens a file.
-    "crawler.extensions.runstate.RunState": -100,
-    "crawler.extensions.throttle.PoliteThrottle": 0,
-    "crawler.extensions.progress.Progress": 100,
+    "crawler.ledger.runstate.RunState": -100,
+    "crawler.fetch.throttle.PoliteThrottle": 0,
+    "crawler.crawl.progress.Progress": 100,
     # Stops the download of a page whose body the judge will not read (a video).
-    "crawler.extensions.bodies.UnreadBodies": 200,
-    "crawler.extensions.publish.SitemapPublisher": 500,
+    "crawler.fetch.bodies.UnreadBodies": 200,
+    "crawler.publish.publisher.SitemapPublisher": 500,
 }
 ITEM_PIPELINES = {
     "pipelines.normalize.NormalizePipeline": 100,
@@ -148,12 +148,12 @@ SITEMAP_AUDIT_SITEMAPS: list[str] = []
 # ... and where the audit keeps what the sitemaps say.
 SITEMAP_AUDIT_STORE = None
 # HTTP basic auth for the crawled site, "USER:PASSWORD" (--auth, or the SITEMAP_AUTH
-# environment variable): sent to that site only, never logged (crawler/middlewares/access.py).
+# environment variable): sent to that site only, never logged (crawler/fetch/access.py).
 SITEMAP_AUTH = None
 # Public address of the crawled site: published <loc>s are rewritten from the start
 # URL's directory to this prefix (None: publish the crawled addresses).
 SITEMAP_BASE_URL = None
-# Calendars and date sequences (crawler/calendars.py): a link from one dated page to
+# Calendars and date sequences (crawler/crawl/calendars.py): a link from one dated page to
 # another of the same sequence (prev/next) is followed only within this window of
 # today, each way ("365d", "52w", "12m", "1y" or days); 0 turns the rule off.
 SITEMAP_CALENDAR_WINDOW = "365d"
@@ -167,7 +167,7 @@ SITEMAP_CHANGEFREQ = None
 # Cookies for the crawled site, "NAME=VALUE" (--cookie): sent to that site only.
 SITEMAP_COOKIES: list[str] = []
 # changes.atom, the delta feed of the URLs changed in the last SITEMAP_FEED_DAYS days,
-# published beside the index (crawler/feed.py; off: --no-feed) ...
+# published beside the index (crawler/publish/feed.py; off: --no-feed) ...
 SITEMAP_FEED = True
 # ... its window in days ...
 SITEMAP_FEED_DAYS = 7
@@ -188,15 +188,15 @@ SITEMAP_INCLUDE: list[str] = []
 # lastmod, first-seen times and the publish checks against the previous set.
 SITEMAP_INCREMENTAL = True
 # hreflang alternates (<xhtml:link>) of listed pages, read from the pages and
-# verified as Google reads them (crawler/hreflang.py); off: --no-hreflang.
+# verified as Google reads them (crawler/page/hreflang.py); off: --no-hreflang.
 # Headers for the crawled site, "Name: value" (--header): sent to that site only.
 SITEMAP_HEADERS: list[str] = []
 SITEMAP_HREFLANG = True
 # Hosts (CDNs) whose images are written; other hosts' images are left out.
 SITEMAP_IMAGE_HOSTS: list[str] = []
-# <image:image> entries of listed pages (--images): crawler/pagemedia.py.
+# <image:image> entries of listed pages (--images): crawler/page/pagemedia.py.
 SITEMAP_IMAGES = False
-# IndexNow (crawler/indexnow.py): after a publish, the URLs added, changed and removed
+# IndexNow (crawler/publish/indexnow.py): after a publish, the URLs added, changed and removed
 # since the last published run are submitted with this key (None: no submission) ...
 SITEMAP_INDEXNOW_KEY = None
 # ... also on a first run (which otherwise submits nothing) ...
@@ -227,7 +227,7 @@ SITEMAP_MAX_PAGES = 500_000
 # Redirect hops followed from one URL before the target is left unfetched.
 SITEMAP_MAX_REDIRECTS = 10
 # Query variants of one path listed at most, the shortest first (0: no cap); the
-# others are "trap" (crawler/params.py).
+# others are "trap" (crawler/crawl/params.py).
 SITEMAP_MAX_VARIANTS_PER_PATH = 20
 # The publication's name of a news sitemap of the articles published within 48 hours
 # of SITEMAP_NEWS_TIME (--news-publication); None: no news sitemap.
@@ -238,13 +238,13 @@ SITEMAP_NEWS_TIME = None
 # the output, "<out>.sitemap-state"; never inside the output).
 SITEMAP_OUT_DIR = "public"
 # With this many pages waiting for the least busy worker, the next HTML page is
-# parsed in the crawl's process instead of waiting (0: always send; crawler/parsepool.py).
+# parsed in the crawl's process instead of waiting (0: always send; crawler/page/parsepool.py).
 SITEMAP_PARSE_BACKLOG = 4
 # HTML bodies smaller than this many bytes are parsed in the crawl's process even
-# with workers: sending a small page costs more than parsing it (crawler/parsepool.py).
+# with workers: sending a small page costs more than parsing it (crawler/page/parsepool.py).
 SITEMAP_PARSE_LOCAL_BELOW = 4 * 1024
 # Worker processes that parse and read HTML pages while the crawl's process fetches,
-# judges and records (crawler/parsepool.py); None: one per core left free, at most 2;
+# judges and records (crawler/page/parsepool.py); None: one per core left free, at most 2;
 # 0: parse in the crawl's process.
 SITEMAP_PARSE_PROCESSES = None
 # Continue the interrupted run kept in JOBDIR and its running ledger (--resume).
@@ -308,22 +308,22 @@ SITEMAP_ROBOTS_MAX_BYTES = 500 * 1024
 # address decides its section, with files of its own (sitemap-NAME-00001-<hash>...).
 SITEMAP_SECTIONS: list[str] = []
 # Read the site's sitemaps (robots.txt Sitemap: lines, /sitemap.xml and the usual
-# places) for seeds: their URLs are crawled and judged like links (crawler/seeds.py) ...
+# places) for seeds: their URLs are crawled and judged like links (crawler/crawl/seeds.py) ...
 SITEMAP_SEED_SITEMAPS = False
 # ... and these sitemap URLs too (--sitemap; read even without SITEMAP_SEED_SITEMAPS).
 SITEMAP_SEED_SITEMAP_URLS: list[str] = []
 # Ask for an address that cannot exist before the start URL: when the site answers
-# 200, pages like that answer are "soft-404" (crawler/softnotfound.py).
+# 200, pages like that answer are "soft-404" (crawler/page/softnotfound.py).
 SITEMAP_SOFT404_PROBE = True
 # A 200 HTML page whose title, first heading or start of main text says the thing is
-# not there, and whose main content is thin, is "soft-404" (crawler/softnotfound.py).
+# not there, and whose main content is thin, is "soft-404" (crawler/page/softnotfound.py).
 SITEMAP_SOFT404_CONTENT = True
 # Start URLs besides the spider's url (the same site), each judged like a link.
 SITEMAP_START_URLS: list[str] = []
 SITEMAP_STATE_DIR = None
 # Query parameters removed on top of the defaults (utm_*, gclid, fbclid, and session
 # identifiers in any spelling: jsessionid, PHPSESSID, sid, sessionid, session_id,
-# ASPSESSIONID..., crawler/urls.py); SITEMAP_STRIP_PARAMS = False keeps every parameter.
+# ASPSESSIONID..., crawler/core/urls.py); SITEMAP_STRIP_PARAMS = False keeps every parameter.
 SITEMAP_STRIP_EXTRA: list[str] = []
 SITEMAP_STRIP_PARAMS = True
 # Seconds between progress lines on stderr when it is not a terminal (a terminal
@@ -338,7 +338,7 @@ SITEMAP_TRAP_MAX_QUERY_VARIANTS = 40
 SITEMAP_TRAP_MAX_SEGMENTS = 20
 # A file of seed URLs, one a line (# comments; /path lines are on the start URL's site).
 SITEMAP_URL_FILE = None
-# <video:video> entries of listed pages (--videos): crawler/pagemedia.py.
+# <video:video> entries of listed pages (--videos): crawler/page/pagemedia.py.
 SITEMAP_VIDEOS = False
 # CSS selectors of regions left out of the content hash behind lastmod (timestamps,
 # visitor counters, CSRF tokens), e.g. [".timestamp", "#footer .build"].

@@ -308,7 +308,7 @@ class CrawlResult:
         return self.stats.get("sitemap/outcome")
 
     def ledger_rows(self) -> dict[str, dict[str, Any]]:
-        from crawler.ledger import Ledger
+        from crawler.ledger.ledger import Ledger
 
         path = self.state / "ledger.sqlite"
         if not path.exists():
@@ -345,7 +345,7 @@ async def run_crawl(url: str, tmp_path: Path, setup: Any = None, **overrides: An
     from scrapy.crawler import AsyncCrawlerRunner
     from scrapy.settings import Settings
 
-    from crawler.spiders.site import SiteSpider
+    from crawler.crawl.spider import SiteSpider
 
     settings = Settings()
     settings.setmodule("settings", priority="project")

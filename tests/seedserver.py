@@ -65,9 +65,7 @@ class Site(resource.Resource):
     ) -> tuple[int, bytes, float]:
         for name, value in spec.get("require", {}).items():
             got = headers.get(name, "")
-            ok = (
-                value in [c.strip() for c in got.split(";")] if name == "cookie" else got == value
-            )
+            ok = value in [c.strip() for c in got.split(";")] if name == "cookie" else got == value
             if not ok:
                 request.setHeader("WWW-Authenticate", 'Basic realm="staging"')
                 return 401, b"<html><body>who are you?</body></html>", 0

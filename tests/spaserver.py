@@ -227,14 +227,17 @@ def make_handler(name: str, log: str, lock: threading.Lock, other: list[str]) ->
         def _send(self, status: int, ctype: str, body: str, cors: bool = False) -> None:
             data = body.encode("utf-8")
             etag = f'"{hashlib.sha1(data).hexdigest()[:16]}"'
-            if status == 200 and ctype.startswith("text/html"):
-                # Validators on HTML pages, as a nightly run asks them conditionally.
-                if self.headers.get("If-None-Match") == etag:
-                    self.send_response(304)
-                    self.send_header("ETag", etag)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
+            # Validators on HTML pages, as a nightly run asks them conditionally.
+            if (
+                status == 200
+                and ctype.startswith("text/html")
+                and self.headers.get("If-None-Match") == etag
+            ):
+                self.send_response(304)
+                self.send_header("ETag", etag)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             self.send_response(status)
             if status == 200 and ctype.startswith("text/html"):
                 self.send_header("ETag", etag)
@@ -254,9 +257,7 @@ def main() -> None:
     args = parser.parse_args()
     lock = threading.Lock()
     other_base: list[str] = []
-    other = ThreadingHTTPServer(
-        ("127.0.0.1", 0), make_handler("other", args.log, lock, other_base)
-    )
+    other = ThreadingHTTPServer(("127.0.0.1", 0), make_handler("other", args.log, lock, other_base))
     other_base.append(f"http://127.0.0.1:{other.server_address[1]}")
     site = ThreadingHTTPServer(("127.0.0.1", 0), make_handler("site", args.log, lock, other_base))
     for srv in (site, other):

@@ -1,4 +1,4 @@
-"""Pages parsed in worker processes (crawler/parsepool.py) are judged as in one process.
+"""Pages parsed in worker processes (crawler/page/parsepool.py) are judged as in one process.
 
 The test site (tests/mockserver.py) is crawled three times: with no worker
 (``SITEMAP_PARSE_PROCESSES = 0``), with one, and with one that is killed after a
@@ -25,9 +25,9 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 from twisted.internet.defer import Deferred
 
-from crawler.analysis import analyse, analyse_response
-from crawler.links import LinkResolver
-from crawler.parsepool import (
+from crawler.page.analysis import analyse, analyse_response
+from crawler.page.links import LinkResolver
+from crawler.page.parsepool import (
     BACKLOG_MAX_BYTES,
     PageAnalyser,
     _shared_pool,
@@ -109,7 +109,7 @@ def test_worker_parses_every_page(in_worker: CrawlResult, in_process: CrawlResul
 async def test_pages_before_the_worker_is_up_are_parsed_here(
     site: MockServer, tmp_path: Path, in_process: CrawlResult
 ) -> None:
-    from crawler import parsepool as analysis
+    from crawler.page import parsepool as analysis
 
     for pool in list(analysis._pools.values()):
         analysis._drop_pool(pool)  # so that this crawl starts a new one
@@ -268,7 +268,7 @@ def test_no_pool_without_processes() -> None:
 
 @pytest_twisted.ensureDeferred
 async def test_no_worker_for_a_site_of_small_pages(site: MockServer, tmp_path: Path) -> None:
-    from crawler import parsepool as analysis
+    from crawler.page import parsepool as analysis
 
     for pool in list(analysis._pools.values()):
         analysis._drop_pool(pool)
@@ -292,7 +292,7 @@ def test_processes_setting() -> None:
 
 FORK_CHECK = """
 import sys, threading
-from crawler.parsepool import _pools, fork_workers
+from crawler.page.parsepool import _pools, fork_workers
 if sys.argv[1] == "reactor":
     from scrapy.utils.reactor import install_reactor
     install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")

@@ -25,9 +25,10 @@ import pytest
 import pytest_twisted
 from twisted.internet.defer import Deferred
 
-from crawler.audit.report import AuditReport, format_summary, write_report
-from crawler.ledger import Ledger
-from crawler.limits import MAX_URLS_PER_FILE, SITEMAP_NS
+from crawler.audit.report import AuditReport, write_report
+from crawler.audit.summary import format_summary
+from crawler.ledger.ledger import Ledger
+from crawler.sitemaps.limits import MAX_URLS_PER_FILE, SITEMAP_NS
 from tests.conftest import MockServer, run_crawl
 from tests.test_audit import audit
 

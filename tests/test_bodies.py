@@ -1,4 +1,4 @@
-"""A body the crawl will not read is not downloaded (crawler/extensions/bodies.py).
+"""A body the crawl will not read is not downloaded (crawler/fetch/bodies.py).
 
 A real static server (Python's http.server, as a subprocess on 127.0.0.1) serves a
 page linking to a 12 MiB video, a PDF and an HTML page."""

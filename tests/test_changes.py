@@ -237,10 +237,10 @@ def test_the_history_of_a_page(tmp_path: Path) -> None:
     from scrapy.statscollectors import MemoryStatsCollector
     from scrapy.utils.test import get_crawler
 
-    from crawler.items import UrlRecord
-    from crawler.ledger import Ledger
-    from crawler.previous import PreviousRun
-    from crawler.urls import url_key
+    from crawler.core.items import UrlRecord
+    from crawler.core.urls import url_key
+    from crawler.ledger.ledger import Ledger
+    from crawler.ledger.previous import PreviousRun
     from pipelines.history import HistoryPipeline
 
     def page(url: str, main: str, lastmod: str | None = None, **kw: Any) -> UrlRecord:

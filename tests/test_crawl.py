@@ -238,7 +238,7 @@ def test_invalid_canonicals_ignored_with_warning(
 
 
 def test_aliases_recorded(result: CrawlResult, site: MockServer) -> None:
-    from crawler.ledger import Ledger
+    from crawler.ledger.ledger import Ledger
 
     ledger = Ledger(result.state / "ledger.sqlite")
     try:

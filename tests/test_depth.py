@@ -52,10 +52,10 @@ def test_a_depth_cap_is_lifted_by_a_shorter_path(tmp_path: Path) -> None:
     from scrapy.utils.test import get_crawler
 
     from crawler.commands.options import project_settings
-    from crawler.items import UrlRecord
-    from crawler.ledger import Ledger
-    from crawler.spiders.site import SiteSpider
-    from crawler.urls import url_key
+    from crawler.core.items import UrlRecord
+    from crawler.core.urls import url_key
+    from crawler.crawl.spider import SiteSpider
+    from crawler.ledger.ledger import Ledger
 
     project = project_settings(
         {

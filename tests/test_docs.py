@@ -25,10 +25,10 @@ from typing import Any
 import pytest
 
 import settings
-from crawler import ledger
 from crawler.cli import COMMANDS, command_parser
 from crawler.commands.options import OPTION_DEFAULTS
-from crawler.decisions import FINAL_DECISIONS, QUEUED
+from crawler.core.decisions import FINAL_DECISIONS, QUEUED
+from crawler.ledger import ledger
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -399,7 +399,7 @@ def test_a_changed_default_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def schema_tables() -> dict[str, list[str]]:
-    """{table: columns} of ``crawler.ledger.SCHEMA``."""
+    """{table: columns} of ``crawler.ledger.ledger.SCHEMA``."""
     found = {}
     for table, body in re.findall(
         r"CREATE TABLE IF NOT EXISTS (\w+) \((.*?)\n\)", ledger.SCHEMA, re.S
@@ -428,7 +428,7 @@ def test_ledger_doc_documents_every_column(table: str) -> None:
     missing = [c for c in columns if c not in documented]
     unknown = sorted(documented - set(columns))
     where = f"docs/ledger.md, section 'Table `{table}`'"
-    assert not missing, f"{where}: columns of crawler.ledger.SCHEMA not documented: {missing}"
+    assert not missing, f"{where}: columns of the ledger's SCHEMA not documented: {missing}"
     assert not unknown, f"{where}: documented columns the schema lacks: {unknown}"
 
 

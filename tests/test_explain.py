@@ -18,7 +18,7 @@ import pytest_twisted
 from twisted.internet.defer import Deferred
 
 from crawler.cli import main
-from crawler.ledger import Ledger
+from crawler.ledger.ledger import Ledger
 from tests.conftest import ROOT, CrawlResult, MockServer, run_crawl
 from tests.test_nightly import NightlySite, night
 

@@ -21,7 +21,7 @@ import pytest_twisted
 from twisted.internet.defer import Deferred
 
 from crawler.cli import main
-from crawler.traps import TrapDetector
+from crawler.crawl.traps import TrapDetector
 from settings import SITEMAP_TRAP_MAX_QUERY_VARIANTS, SITEMAP_TRAP_MAX_REPEATS
 from tests.conftest import ROOT, CrawlResult, run_crawl
 from tests.test_traps_learning import TrapServer
@@ -141,9 +141,7 @@ def assert_explain_equals_the_crawl(
     return by_rule
 
 
-def test_explain_equals_the_crawl(
-    capsys: pytest.CaptureFixture[str], crawled: CrawlResult
-) -> None:
+def test_explain_equals_the_crawl(capsys: pytest.CaptureFixture[str], crawled: CrawlResult) -> None:
     by_rule = assert_explain_equals_the_crawl(capsys, crawled)
     # Every rule of the rule book refused something on this site (robots.txt where
     # the page is fetched), so each was compared.

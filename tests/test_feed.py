@@ -1,4 +1,4 @@
-"""Tests for crawler.feed: the delta feed, ``changes.atom`` (Atom 1.0, RFC 4287).
+"""Tests for crawler.publish.feed: the delta feed, ``changes.atom`` (Atom 1.0, RFC 4287).
 
 Every feed rendered here is checked against RFC 4287's own schema (Appendix B):
 ``tests/atom/atom.rng``, its RELAX NG grammar in the XML syntax lxml reads, and the
@@ -28,8 +28,9 @@ import pytest
 from lxml import etree, isoschematron  # type: ignore[attr-defined]  # not in lxml-stubs
 from usp.objects.sitemap import InvalidSitemap
 
-import crawler.feed
-from crawler.feed import (
+import crawler.publish.feed
+from crawler.core.lastmod import lastmod_datetime
+from crawler.publish.feed import (
     ATOM_NS,
     FEED_NAME,
     FeedEntry,
@@ -38,8 +39,7 @@ from crawler.feed import (
     render_feed,
     write_feed,
 )
-from crawler.lastmod import lastmod_datetime
-from crawler.limits import MAX_URLS_PER_FILE
+from crawler.sitemaps.limits import MAX_URLS_PER_FILE
 from tests.conftest import usp_tree
 
 SCHEMA = Path(__file__).resolve().parent / "atom" / "atom.rng"
@@ -520,7 +520,7 @@ def test_a_feed_keeps_to_a_sitemaps_limits(monkeypatch: pytest.MonkeyPatch) -> N
     # Schematron takes a minute over 50,000 entries.)
     root = etree.fromstring(render_feed(entries[:MAX_URLS_PER_FILE], **FEED), _PARSER)
     assert len(root.findall("a:entry", NS)) == MAX_URLS_PER_FILE
-    monkeypatch.setattr(crawler.feed, "MAX_BYTES_PER_FILE", len(_small_feed()) - 1)
+    monkeypatch.setattr(crawler.publish.feed, "MAX_BYTES_PER_FILE", len(_small_feed()) - 1)
     with pytest.raises(ValueError, match="bytes"):
         _small_feed()
 

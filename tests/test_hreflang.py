@@ -1,4 +1,4 @@
-"""Tests for crawler.hreflang: codes, declarations read from real responses, and the
+"""Tests for crawler.page.hreflang: codes, declarations read from real responses, and the
 cluster check (issue #14)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scrapy.http import HtmlResponse
 
-from crawler.hreflang import Verdict, declared, valid_code, verify
-from crawler.links import parse_html
+from crawler.page.hreflang import Verdict, declared, valid_code, verify
+from crawler.page.links import parse_html
 
 # -- valid_code --------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 import pytest_twisted
 
-from crawler.htmlpage import number
+from crawler.publish.htmlpage import number
 from tests.browser import CHROMIUM_ARGS
 from tests.conftest import ROOT, MockServer, run_crawl
 from tests.test_nightly import NightlySite
@@ -506,11 +506,11 @@ def check_audit_page(chromium: str, out: Path, data: dict[str, Any], tmp_path: P
 def hostile_reports(tmp_path: Path) -> tuple[Path, Path]:
     """A crawl report and an audit report whose data carry HOSTILE everywhere."""
     from crawler.audit.report import AuditReport, write_report
-    from crawler.htmlpage import write_html
-    from crawler.items import UrlRecord
-    from crawler.ledger import Ledger
-    from crawler.report import run_model, write_json
-    from crawler.runhtml import render_run
+    from crawler.core.items import UrlRecord
+    from crawler.ledger.ledger import Ledger
+    from crawler.publish.htmlpage import write_html
+    from crawler.publish.report import run_model, write_json
+    from crawler.publish.runhtml import render_run
 
     evil = f"http://127.0.0.1:9/{HOSTILE}"
     ledger = Ledger(tmp_path / "ledger.sqlite")
@@ -615,7 +615,7 @@ def check_hostile_pages(chromium: str, tmp_path: Path, crawl: Path, audit_page: 
 
 
 def test_history_keeps_the_last_entries_of_each_site(tmp_path: Path) -> None:
-    from crawler.reporthistory import append_history, read_history
+    from crawler.publish.reporthistory import append_history, read_history
 
     path = tmp_path / "audit-history.json"
     for i in range(5):

@@ -1,4 +1,4 @@
-"""crawler.indexnow against a real, scripted IndexNow endpoint on 127.0.0.1.
+"""crawler.publish.indexnow against a real, scripted IndexNow endpoint on 127.0.0.1.
 
 Every test runs against :class:`tests.indexnowserver.IndexNowServer` (a real HTTP
 server in a thread) and under a network watch: a connection or a DNS lookup for
@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from crawler import indexnow
-from crawler.indexnow import (
+from crawler.publish import indexnow
+from crawler.publish.indexnow import (
     DEFAULT_ENDPOINT,
     MAX_BATCH,
     MAX_DELAY,

@@ -1,4 +1,4 @@
-"""Tests for crawler.lastmod: HTTP dates, W3C datetimes and page metadata."""
+"""Tests for crawler.core.lastmod: HTTP dates, W3C datetimes and page metadata."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scrapy.http import HtmlResponse
 
-from crawler.lastmod import (
+from crawler.core.lastmod import (
     http_date_to_w3c,
     lastmod_datetime,
     lastmod_from_page,
@@ -432,10 +432,10 @@ def test_a_moving_last_modified_keeps_the_last_real_change(tmp_path: Path) -> No
     from scrapy.statscollectors import MemoryStatsCollector
     from scrapy.utils.test import get_crawler
 
-    from crawler.items import UrlRecord
-    from crawler.ledger import Ledger
-    from crawler.previous import PreviousRun
-    from crawler.urls import url_key
+    from crawler.core.items import UrlRecord
+    from crawler.core.urls import url_key
+    from crawler.ledger.ledger import Ledger
+    from crawler.ledger.previous import PreviousRun
     from pipelines.lastmod import LastmodPipeline
 
     url = "http://h.test/a"
@@ -734,7 +734,7 @@ async def test_a_site_of_lying_dates_and_soft_404s(
 
 def test_a_site_of_lying_dates_with_two_processes(nightly: NightlySite, tmp_path: Path) -> None:
     """The same decisions where pages are judged in two processes and one writes."""
-    from crawler.ledger import Ledger
+    from crawler.ledger.ledger import Ledger
     from tests.test_nightly import published as published_of
     from tests.test_redis import cli, finish
 
@@ -861,11 +861,11 @@ def test_a_page_date_that_moves_on_unchanged_content_keeps_the_last_real_change(
     from scrapy.statscollectors import MemoryStatsCollector
     from scrapy.utils.test import get_crawler
 
-    from crawler.items import UrlRecord
-    from crawler.lastmod import Declared
-    from crawler.ledger import Ledger
-    from crawler.previous import PreviousRun
-    from crawler.urls import url_key
+    from crawler.core.items import UrlRecord
+    from crawler.core.lastmod import Declared
+    from crawler.core.urls import url_key
+    from crawler.ledger.ledger import Ledger
+    from crawler.ledger.previous import PreviousRun
     from pipelines.lastmod import LastmodPipeline
 
     url = "http://h.test/a"

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from scrapy.utils.sitemap import Sitemap
 
-from crawler.ledger import Ledger
+from crawler.ledger.ledger import Ledger
 from tests.conftest import ROOT
 from tests.seedserver import ScriptedSite
 from tests.test_nightly import NightlySite

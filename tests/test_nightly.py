@@ -268,7 +268,7 @@ async def test_an_unchanged_night_touches_no_published_file(
     modification times kept (rsync, a CDN, HTTP validators see no change); the
     summary and report.json say 0 written, 1 unchanged, and when the set was first
     published."""
-    from crawler.report import format_summary
+    from crawler.publish.report import format_summary
 
     site = nightly
     site.home("/a.html", etag='"h"')

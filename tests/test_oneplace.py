@@ -1,11 +1,11 @@
 """What is written once stays in one place: a grep of the product code.
 
 - ``SITEMAP_STRIP_PARAMS`` and ``SITEMAP_STRIP_EXTRA`` are read from the settings in
-  :class:`crawler.urls.Stripping` only; every part that normalises URLs takes that
+  :class:`crawler.core.urls.Stripping` only; every part that normalises URLs takes that
   object's fields.
-- SQL on the ledger's tables is written in crawler/ledger.py only: the running
-  ledger, the previous run (crawler/previous.py), ``explain`` and the audit read a
-  ledger through :class:`crawler.ledger.LedgerReader`. (The audit's own store,
+- SQL on the ledger's tables is written in crawler/ledger/ledger.py only: the running
+  ledger, the previous run (crawler/ledger/previous.py), ``explain`` and the audit read a
+  ledger through :class:`crawler.ledger.ledger.LedgerReader`. (The audit's own store,
   crawler/audit/store.py, keeps its own tables: ``sitemaps``, ``listings``,
   ``fetched``.)
 - The report pages' URL cap is the setting's default, not a copy of it.
@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from crawler import ledger
+from crawler.ledger import ledger
 
 ROOT = Path(__file__).resolve().parent.parent
 PRODUCT = [*sorted((ROOT / "crawler").rglob("*.py")), *sorted((ROOT / "pipelines").rglob("*.py"))]
@@ -34,7 +34,7 @@ def readers(pattern: re.Pattern[str]) -> dict[str, int]:
 
 def test_the_strip_settings_are_read_in_one_place() -> None:
     read = readers(re.compile(r"\.get\w*\(\s*[\"']SITEMAP_STRIP_(?:PARAMS|EXTRA)[\"']"))
-    assert read == {"crawler/urls.py": 2}, read
+    assert read == {"crawler/core/urls.py": 2}, read
 
 
 def ledger_tables() -> list[str]:
@@ -52,15 +52,15 @@ def test_no_sql_on_the_ledger_outside_its_module() -> None:
         rf"\b(?:FROM|INTO|UPDATE|JOIN|TABLE|table_info)\b\s*\(?\s*(?:\w+\.)?(?:{names})\b"
     )
     found = readers(sql)
-    found.pop("crawler/ledger.py", None)
-    assert not found, f"SQL on the ledger's tables outside crawler/ledger.py: {found}"
+    found.pop("crawler/ledger/ledger.py", None)
+    assert not found, f"SQL on the ledger's tables outside crawler/ledger/ledger.py: {found}"
     connects = readers(re.compile(r"sqlite3\.connect\("))
-    assert set(connects) <= {"crawler/ledger.py", "crawler/audit/store.py"}, connects
+    assert set(connects) <= {"crawler/ledger/ledger.py", "crawler/audit/store.py"}, connects
 
 
 def test_the_report_pages_cap_is_the_settings_default() -> None:
     import settings
-    from crawler.htmlpage import DEFAULT_CAP
+    from crawler.publish.htmlpage import DEFAULT_CAP
 
     assert DEFAULT_CAP == settings.SITEMAP_REPORT_HTML_URLS
     assert not readers(re.compile(r"^DEFAULT_CAP\b.*=\s*\d", re.M)), "a copied number"

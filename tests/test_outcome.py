@@ -2,7 +2,7 @@
 
 The publisher hands its outcome (published or not, the report's path, the index's
 public address, a first run or not) to the command through the run state
-(crawler.outcome); the exit status and IndexNow decide on that. Here an extension
+(crawler.core.outcome); the exit status and IndexNow decide on that. Here an extension
 scrambles every stat the command once read, after the publisher is done: a real
 crawl of a real site (tests/nightlyserver.py) must still exit 0 and tell a
 stand-in IndexNow endpoint (tests/indexnowserver.py) exactly what changed.

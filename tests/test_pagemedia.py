@@ -1,4 +1,4 @@
-"""Tests for crawler.pagemedia: images, videos and news facts read from real
+"""Tests for crawler.page.pagemedia: images, videos and news facts read from real
 responses (issue #14)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from scrapy.http import HtmlResponse
 from scrapy.utils.response import get_base_url
 
-from crawler.links import parse_html
-from crawler.pagemedia import NewsFacts, VideoFacts, images, news, news_language, videos
+from crawler.page.links import parse_html
+from crawler.page.pagemedia import NewsFacts, VideoFacts, images, news, news_language, videos
 
 PAGE = "https://example.com/dir/page.html"
 

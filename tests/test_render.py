@@ -103,9 +103,7 @@ def crawl(spa: SpaServer, tmp: Path, chromium: str, mode: str, **settings: Any) 
 
 
 @pytest.fixture(scope="module")
-def runs(
-    spa: SpaServer, chromium: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Any]:
+def runs(spa: SpaServer, chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """``runs(mode)``: the crawl of the SPA site in *mode*, once per module."""
     done: dict[str, CrawlResult] = {}
 
@@ -186,9 +184,7 @@ def test_the_browser_fetches_only_what_it_may(spa: SpaServer, rendered: CrawlRes
     assert stats["sitemap/render/contexts"] >= 1
 
 
-def test_one_request_to_the_site_per_rendered_page(
-    spa: SpaServer, rendered: CrawlResult
-) -> None:
+def test_one_request_to_the_site_per_rendered_page(spa: SpaServer, rendered: CrawlResult) -> None:
     """The raw answer the crawl has serves the browser's request for the document:
     every page the site saw asked once, rendered or not; the bundle every route
     loads, once in the whole crawl (contexts recycled every 5 pages here)."""
@@ -197,9 +193,10 @@ def test_one_request_to_the_site_per_rendered_page(
     pages = {p: n for p, n in asked.items() if "." not in p.rsplit("/", 1)[-1]}
     assert pages and all(n == 1 for n in pages.values()), pages
     # (/hangs too, though its render then fails.)
-    assert rendered.stats["sitemap/render/document_from_raw"] == rendered.stats[
-        "sitemap/render/wanted"
-    ]
+    assert (
+        rendered.stats["sitemap/render/document_from_raw"]
+        == rendered.stats["sitemap/render/wanted"]
+    )
     assert asked["/app.js"] == 1
     assert rendered.stats["sitemap/render/cache/hits"] >= 10
     assert rendered.stats["sitemap/render/contexts"] >= 2
@@ -262,7 +259,7 @@ def test_script_errors_and_failed_renders(spa: SpaServer, rendered: CrawlResult)
 
 
 def _summary(result: CrawlResult) -> str:
-    from crawler.report import format_summary
+    from crawler.publish.report import format_summary
 
     return format_summary(result.stats)
 
@@ -339,7 +336,14 @@ def test_always_without_the_extra_says_what_to_install(
 ) -> None:
     out = str(tmp_path / "public")
     proc = cli(
-        "crawl", spa.base + "/", "--out", out, "--render", "always", "--browser", chromium,
+        "crawl",
+        spa.base + "/",
+        "--out",
+        out,
+        "--render",
+        "always",
+        "--browser",
+        chromium,
         block="scrapy_playwright",
     )
     assert proc.returncode == 2, proc.stderr
@@ -419,7 +423,7 @@ async def test_a_browser_that_dies_is_launched_again(
 def test_the_crawl_cache_honours_the_sites_cache_headers() -> None:
     """What the browser fetched is reused within the crawl unless its headers say
     not to: no-store, no-cache, max-age=0, Vary: *, an Expires in the past."""
-    from crawler.browser import ResourceCache, freshness
+    from crawler.fetch.browser import ResourceCache, freshness
 
     now = 1_000_000.0
     assert freshness({}, now) == float("inf")  # a snapshot: kept for the crawl
@@ -449,7 +453,7 @@ def test_the_crawl_cache_honours_the_sites_cache_headers() -> None:
 def test_render_concurrency_follows_the_machine_and_the_site() -> None:
     from scrapy.settings import Settings
 
-    from crawler.browser import render_concurrency
+    from crawler.fetch.browser import render_concurrency
 
     cores = len(os.sched_getaffinity(0))
     polite = {"CONCURRENT_REQUESTS_PER_DOMAIN": 8, "CONCURRENT_REQUESTS": 16}

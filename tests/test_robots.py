@@ -178,6 +178,6 @@ async def test_user_agent_token_selects_the_group(servers: Any, tmp_path: Path) 
 def test_retry_after_values(headers: dict[str, str], seconds: float | None) -> None:
     from scrapy.http import Response
 
-    from crawler.extensions.throttle import _retry_after
+    from crawler.fetch.throttle import _retry_after
 
     assert _retry_after(Response("http://h.test/", headers=headers)) == seconds

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from protego import Protego
 from scrapy.http import Request
 
-from crawler.agent import is_product_token, product_token, robots_agents, token_of
-from crawler.middlewares.hostguard import ROBOTS_TXT, HostGuardMiddleware, OffHostRequest
-from crawler.middlewares.robots import (
+from crawler.core.agent import is_product_token, product_token, robots_agents, token_of
+from crawler.fetch.hostguard import ROBOTS_TXT, HostGuardMiddleware, OffHostRequest
+from crawler.fetch.robots import (
     MAX_WILDCARD_RULES,
     RobotsRules,
     RobotsTxtParser,
@@ -383,7 +383,7 @@ def test_the_host_guard_lets_robots_txt_through_and_nothing_else() -> None:
 def test_the_middleware_answers_a_malformed_url_from_the_rules_it_has() -> None:
     # What the crawl lists without fetching (a page's images) is asked through
     # StrictRobotsTxtMiddleware.allows: a "[" host never closed raised in urlsplit.
-    from crawler.middlewares.robots import StrictRobotsTxtMiddleware
+    from crawler.fetch.robots import StrictRobotsTxtMiddleware
 
     middleware = object.__new__(StrictRobotsTxtMiddleware)
     middleware._parsers = {"http://[::1": RobotsTxtParser(b"User-agent: *\nDisallow: /private/\n")}

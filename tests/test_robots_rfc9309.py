@@ -292,6 +292,8 @@ async def test_retry_after_is_a_floor_of_the_randomised_delay(
         times = [r["time"] for r in server.requests() if r["path"] == path]
         assert len(times) == 2, path
         assert times[1] - times[0] >= 1.0, (path, times[1] - times[0])
+
+
 # Pages robots.txt disallows in the ``members`` site, and one reachable only through them.
 MEMBERS = ("/members/", "/members/area/", "/tools/report.cgi", "/members/only.html")
 

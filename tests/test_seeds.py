@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 import pytest_twisted
 
-from crawler.decisions import UNFETCHED_TIME
-from crawler.links import reopen_body
-from crawler.report import format_summary
-from crawler.traps import TrapDetector
-from crawler.urls import is_session_param, normalize_url
+from crawler.core.decisions import UNFETCHED_TIME
+from crawler.core.urls import is_session_param, normalize_url
+from crawler.crawl.traps import TrapDetector
+from crawler.page.links import reopen_body
+from crawler.publish.report import format_summary
 from tests.conftest import ROOT, run_crawl
 from tests.seedserver import ScriptedSite
 
@@ -297,9 +297,7 @@ async def test_time_budget_publishes_what_was_judged(site: ScriptedSite, tmp_pat
     assert site.url("/") in listed and 1 < len(listed) < 41
     assert listed | unfetched == {site.url("/"), *(site.url(p) for p in slow)}
     assert stats["sitemap/budget/unfetched"] == len(unfetched)
-    published = gzip.decompress(
-        next((result.out).glob("sitemap-*.xml.gz")).read_bytes()
-    ).decode()
+    published = gzip.decompress(next((result.out).glob("sitemap-*.xml.gz")).read_bytes()).decode()
     assert published.count("<loc>") == len(listed)
     assert (
         f"stopped early: the time budget (--max-time) ran out; {len(unfetched)} URLs found "
@@ -378,7 +376,7 @@ def test_reopen_body(html: str, expected: str | None) -> None:
 def test_links_after_the_document_are_read(html: str) -> None:
     from scrapy.http import HtmlResponse
 
-    from crawler.links import page_facts, parse_html
+    from crawler.page.links import page_facts, parse_html
 
     response = HtmlResponse("http://h/", body=html.encode(), encoding="utf-8")
     facts = page_facts(response, ["sitemap-crawler"], parse_html(response))
@@ -437,9 +435,7 @@ async def test_session_variants_are_one_page(site: ScriptedSite, tmp_path: Path)
     site.save()
     result = await run_crawl(site.url("/"), tmp_path)
     assert result.outcome == "published"
-    assert result.listed() == {
-        site.url(p) for p in ("/", "/p", "/only-with-session", "/q?page=2")
-    }
+    assert result.listed() == {site.url(p) for p in ("/", "/p", "/only-with-session", "/q?page=2")}
     assert not [d for d, _ in result.decisions().values() if d == "trap"]
 
 

@@ -1,5 +1,5 @@
 """Bad settings are refused before a crawl starts: one line naming the setting, its
-value and what is allowed, exit status 2, nothing written (crawler/settingrules.py)."""
+value and what is allowed, exit status 2, nothing written (crawler/commands/settingrules.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 import settings as project
 from crawler.commands.options import project_settings
-from crawler.settingrules import RULES, SettingError, check_settings
+from crawler.commands.settingrules import RULES, SettingError, check_settings
 from tests.test_cli import assert_one_line_error, cli
 
 

@@ -1,4 +1,4 @@
-"""Tests for crawler.audit.sitemaps: formats, protocol faults, recovery, hostile input, a corpus.
+"""Tests for crawler.sitemaps: formats, protocol faults, recovery, hostile input, a corpus.
 
 Every fault is asserted by its exact set of Problem codes, and every fault test
 also asserts that the other entries of the same file were all read: the audit's
@@ -22,17 +22,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
-from crawler.audit.sitemaps.checks import check_entry
-from crawler.audit.sitemaps.decompress import decompress
-from crawler.audit.sitemaps.model import MAX_PROBLEMS_PER_CODE, Entry, Kind, ParsedSitemap
-from crawler.audit.sitemaps.parse import KEPT_ENTRIES, parse_sitemap
-from crawler.limits import (
+from crawler.sitemaps.checks import check_entry
+from crawler.sitemaps.decompress import decompress
+from crawler.sitemaps.limits import (
     MAX_BYTES_PER_FILE,
     MAX_LOC_LENGTH,
     MAX_SITEMAPS_PER_INDEX,
     MAX_URLS_PER_FILE,
     SITEMAP_NS,
 )
+from crawler.sitemaps.model import MAX_PROBLEMS_PER_CODE, Entry, Kind, ParsedSitemap
+from crawler.sitemaps.parse import KEPT_ENTRIES, parse_sitemap
 
 # A fixed "now", so that "in the future" does not age.
 NOW = datetime(2026, 11, 21, 12, 0, 0, tzinfo=UTC)

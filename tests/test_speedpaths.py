@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scrapy.http import HtmlResponse
 
-from crawler.content import VERSION, main_content_hash, same_content
-from crawler.links import LinkResolver, clean_href, parse_html
-from crawler.seen import SeenKeys, fingerprint
-from crawler.urls import normalize_url, url_key
+from crawler.core.seen import SeenKeys, fingerprint
+from crawler.core.urls import normalize_url, url_key
+from crawler.page.content import VERSION, main_content_hash, same_content
+from crawler.page.links import LinkResolver, clean_href, parse_html
 from tests.conftest import MockServer, run_crawl
 
 C0_OR_SPACE = "".join(map(chr, range(0x21)))

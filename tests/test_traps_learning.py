@@ -16,12 +16,12 @@ import pytest
 import pytest_twisted
 from scrapy.http import HtmlResponse
 
-from crawler.calendars import date_of, parse_window
-from crawler.content import bag_hash, main_content
-from crawler.links import parse_html
-from crawler.params import ParamLearner, settle
-from crawler.report import format_summary
-from crawler.softnotfound import page_print
+from crawler.crawl.calendars import date_of, parse_window
+from crawler.crawl.params import ParamLearner, settle
+from crawler.page.content import bag_hash, main_content
+from crawler.page.links import parse_html
+from crawler.page.softnotfound import page_print
+from crawler.publish.report import format_summary
 from tests.conftest import ROOT, run_crawl
 
 
@@ -424,12 +424,16 @@ def test_settle_does_not_depend_on_the_crawl_order() -> None:
             out[url] = (decision, target)
         return out
 
-    assert final(night1) == final(night2) == {
-        b + "?color=red": ("listed", None),
-        b + "?color=red&sort=1": ("ignored-parameter", b + "?color=red"),
-        b + "?sort=1": ("ignored-parameter", b),
-        b + "?sort=2": ("ignored-parameter", b),
-    }
+    assert (
+        final(night1)
+        == final(night2)
+        == {
+            b + "?color=red": ("listed", None),
+            b + "?color=red&sort=1": ("ignored-parameter", b + "?color=red"),
+            b + "?sort=1": ("ignored-parameter", b),
+            b + "?sort=2": ("ignored-parameter", b),
+        }
+    )
 
 
 def test_bag_hash_ignores_the_order_only() -> None:

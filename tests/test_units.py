@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 from scrapy.http import HtmlResponse
 
-from crawler.agent import product_token
-from crawler.decisions import CANONICAL, CAP, LISTED, QUEUED, REDIRECT, UNFETCHED, close_books
-from crawler.items import UrlRecord
-from crawler.ledger import Ledger
-from crawler.links import page_facts
-from crawler.middlewares.cookies import is_public_suffix
-from crawler.publicurl import BaseUrlError, PublicUrls, prefix_of
-from crawler.traps import TrapDetector
-from crawler.urls import site_of, url_key
+from crawler.core.agent import product_token
+from crawler.core.decisions import CANONICAL, CAP, LISTED, QUEUED, REDIRECT, UNFETCHED, close_books
+from crawler.core.items import UrlRecord
+from crawler.core.publicurl import BaseUrlError, PublicUrls, prefix_of
+from crawler.core.urls import site_of, url_key
+from crawler.crawl.traps import TrapDetector
+from crawler.fetch.cookies import is_public_suffix
+from crawler.ledger.ledger import Ledger
+from crawler.page.links import page_facts
 from tests.conftest import NetworkWatch
 
 AGENTS = ("robots", "googlebot", "sitemap-crawler")
@@ -269,7 +269,7 @@ def test_compressed_html_is_decoded_without_guessing_on_gzip(charset: str) -> No
     from scrapy.http import Request, Response
     from scrapy.utils.test import get_crawler
 
-    from crawler.middlewares.compression import CompressedAsPlainResponseMiddleware
+    from crawler.fetch.compression import CompressedAsPlainResponseMiddleware
 
     text = "<html><head><title>café</title></head><body>é</body></html>"
     encoding = "iso-8859-1" if charset else "utf-8"
@@ -298,8 +298,8 @@ def test_page_request_serialises_as_scrapy_does() -> None:
     from scrapy import Request
     from scrapy.utils.request import request_from_dict
 
-    from crawler.items import PageRequest
-    from crawler.spiders.site import SiteSpider
+    from crawler.core.items import PageRequest
+    from crawler.crawl.spider import SiteSpider
 
     spider = SiteSpider(url="http://h.test/")
     kwargs = {
@@ -311,9 +311,9 @@ def test_page_request_serialises_as_scrapy_does() -> None:
     }
     ours = PageRequest("http://h.test/a", **kwargs).to_dict(spider=spider)
     scrapys = Request("http://h.test/a", **kwargs).to_dict(spider=spider)
-    assert ours.pop("_class") == "crawler.items.PageRequest"
+    assert ours.pop("_class") == "crawler.core.items.PageRequest"
     assert ours == scrapys
-    back = request_from_dict({**ours, "_class": "crawler.items.PageRequest"}, spider=spider)
+    back = request_from_dict({**ours, "_class": "crawler.core.items.PageRequest"}, spider=spider)
     assert type(back) is PageRequest
     assert back.callback == spider.parse and back.errback == spider.failed
     assert back.meta == kwargs["meta"] and back.priority == -2

@@ -1,4 +1,4 @@
-"""Tests for :mod:`crawler.urls`, the one URL normalisation of the project.
+"""Tests for :mod:`crawler.core.urls`, the one URL normalisation of the project.
 
 Each rule of the module docstring has a table here; the Hypothesis tests check
 the invariants that the tables cannot enumerate (idempotence, ASCII output,
@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from crawler import urls
-from crawler.urls import (
+from crawler.core import urls
+from crawler.core.urls import (
     TRACKING_PARAMS,
     StartUrlError,
     host_port,

@@ -1,4 +1,4 @@
-"""Tests for crawler.writer: what is written, how it rotates, and how it is published.
+"""Tests for crawler.publish.writer: what is written, how it rotates, and how it is published.
 
 Every file written is validated against the official XSDs (tests/xsd.py) and read
 back with an independent parser, Scrapy's ``scrapy.utils.sitemap.Sitemap``.
@@ -23,21 +23,27 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scrapy.utils.sitemap import Sitemap
 
-import crawler.writer
-from crawler.decisions import LISTED, REDIRECT
-from crawler.entry import _COMMON_LOC, ChangeFreq, SitemapEntry, _check_loc_fully, check_loc
-from crawler.entryrows import EntryBatch, EntryRows
-from crawler.items import UrlRecord
-from crawler.lastmod import lastmod_datetime
-from crawler.ledger import LISTED_ROWS, LISTED_ROWS_PLAIN, Ledger
-from crawler.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE, SITEMAP_NS
-from crawler.sitemapxml import escape
-from crawler.writer import (
+import crawler.publish.writer
+from crawler.core.decisions import LISTED, REDIRECT
+from crawler.core.items import UrlRecord
+from crawler.core.lastmod import lastmod_datetime
+from crawler.ledger.ledger import LISTED_ROWS, LISTED_ROWS_PLAIN, Ledger
+from crawler.publish.sitemapxml import escape
+from crawler.publish.writer import (
     CHILD_NAME_RE,
     SitemapSetWriter,
     WrittenFile,
     publish_sitemaps,
 )
+from crawler.sitemaps.entry import (
+    _COMMON_LOC,
+    ChangeFreq,
+    SitemapEntry,
+    _check_loc_fully,
+    check_loc,
+)
+from crawler.sitemaps.entryrows import EntryBatch, EntryRows
+from crawler.sitemaps.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE, SITEMAP_NS
 from tests.xsd import validate_index, validate_urlset
 
 BASE = "https://example.com/"
@@ -448,7 +454,7 @@ def test_entry_too_big_for_a_file(tmp_path: Path, fmt: str, position: int) -> No
 
 def test_too_many_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # 50,001 real files would make a slow test; the check is the same with 2.
-    monkeypatch.setattr(crawler.writer, "MAX_SITEMAPS_PER_INDEX", 2)
+    monkeypatch.setattr(crawler.publish.writer, "MAX_SITEMAPS_PER_INDEX", 2)
     _, files = publish_sitemaps(tmp_path / "ok", make_entries(2), index_base_url=BASE, max_urls=1)
     assert len(files) == 2
     with pytest.raises(ValueError, match="more than 2 sitemap files"):
@@ -707,7 +713,7 @@ def test_failure_while_publishing_leaves_the_previous_set_intact(
             raise OSError("no space left on device")
         real_replace(src, dst)
 
-    monkeypatch.setattr(crawler.writer.os, "replace", replace)
+    monkeypatch.setattr(crawler.publish.writer.os, "replace", replace)
     with pytest.raises(OSError, match="no space"):
         publish_sitemaps(
             tmp_path,
@@ -730,8 +736,8 @@ def test_failure_while_publishing_leaves_the_previous_set_intact(
 
 KILLED_WRITER = """
 import sys
-from crawler.entry import SitemapEntry
-from crawler.writer import publish_sitemaps
+from crawler.sitemaps.entry import SitemapEntry
+from crawler.publish.writer import publish_sitemaps
 
 entries = (
     SitemapEntry(f"https://example.com/big/{i:07d}", lastmod="2025-06-01") for i in range(300_000)

@@ -27,12 +27,13 @@ from hypothesis import strategies as st
 from lxml import etree
 from usp.objects.sitemap import InvalidSitemap
 
-import crawler.entry
-import crawler.entryrows
-from crawler.entry import Alternate, ChangeFreq, News, SitemapEntry, Video
-from crawler.entryrows import EntryBatch, EntryRows
-from crawler.extras import entry_extras, extras_json
-from crawler.limits import (
+import crawler.sitemaps.entry
+import crawler.sitemaps.entryrows
+from crawler.publish.writer import CHILD_NAME_RE, SitemapSetWriter, publish_sitemaps
+from crawler.sitemaps.entry import Alternate, ChangeFreq, News, SitemapEntry, Video
+from crawler.sitemaps.entryrows import EntryBatch, EntryRows
+from crawler.sitemaps.extras import entry_extras, extras_json
+from crawler.sitemaps.limits import (
     IMAGE_NS,
     MAX_IMAGES_PER_URL,
     MAX_NEWS_URLS_PER_FILE,
@@ -41,7 +42,6 @@ from crawler.limits import (
     VIDEO_NS,
     XHTML_NS,
 )
-from crawler.writer import CHILD_NAME_RE, SitemapSetWriter, publish_sitemaps
 from tests.conftest import usp_tree
 from tests.xsd import validate_index, validate_urlset
 
@@ -731,7 +731,7 @@ def test_plain_rows_keep_the_batch_path(monkeypatch: pytest.MonkeyPatch) -> None
     def refuse(*args: object) -> None:
         raise AssertionError("a plain row was checked one by one")
 
-    monkeypatch.setattr(crawler.entryrows, "_row_entry", refuse)
+    monkeypatch.setattr(crawler.sitemaps.entryrows, "_row_entry", refuse)
     rows = [(f"https://example.com/{i}", "2024-01-02", None) for i in range(5000)]
     batches = list(EntryRows(rows).batches(1024))
     assert [len(b) for b in batches] == [1024] * 4 + [904]

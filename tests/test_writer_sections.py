@@ -25,10 +25,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from lxml import etree
 
-import crawler.entry
-import crawler.entryrows
-from crawler.entry import ChangeFreq, News, SitemapEntry
-from crawler.entryrows import (
+import crawler.sitemaps.entry
+import crawler.sitemaps.entryrows
+from crawler.publish.writer import CHILD_NAME_RE, WrittenFile, publish_sitemaps
+from crawler.sitemaps.entry import ChangeFreq, News, SitemapEntry
+from crawler.sitemaps.entryrows import (
     MAX_SECTION_LENGTH,
     ROW_COLUMNS,
     EntryBatch,
@@ -36,9 +37,8 @@ from crawler.entryrows import (
     EntryRows,
     check_section,
 )
-from crawler.extras import extras_json
-from crawler.limits import SITEMAP_NS
-from crawler.writer import CHILD_NAME_RE, WrittenFile, publish_sitemaps
+from crawler.sitemaps.extras import extras_json
+from crawler.sitemaps.limits import SITEMAP_NS
 from tests.xsd import validate_index, validate_urlset
 
 BASE = "https://example.com/"
@@ -565,7 +565,7 @@ def _entries_of(rows: list[Row], **defaults: Any) -> list[SitemapEntry]:
     values: tuple[Any, ...]
     for values in rows:
         loc, lastmod, extras, _, changefreq, priority = values
-        extensions = crawler.extras.entry_extras(extras)
+        extensions = crawler.sitemaps.extras.entry_extras(extras)
         entries.append(
             SitemapEntry(
                 loc,
@@ -781,9 +781,9 @@ def test_plain_wide_rows_keep_the_batch_path(monkeypatch: pytest.MonkeyPatch) ->
     def refuse(*args: object) -> None:
         raise AssertionError("a plain row was checked one by one")
 
-    monkeypatch.setattr(crawler.entryrows, "_row_entry", refuse)
-    monkeypatch.setattr(crawler.entryrows, "_row_changefreq", refuse)
-    monkeypatch.setattr(crawler.entryrows, "_row_priority", refuse)
+    monkeypatch.setattr(crawler.sitemaps.entryrows, "_row_entry", refuse)
+    monkeypatch.setattr(crawler.sitemaps.entryrows, "_row_changefreq", refuse)
+    monkeypatch.setattr(crawler.sitemaps.entryrows, "_row_priority", refuse)
     monkeypatch.setattr(EntryBatch, "_check_rows", refuse)
     rows = [(f"https://example.com/{i}", "2024-01-02", None, None, None, None) for i in range(5000)]
     batches = list(EntryRows(rows).batches(1024))

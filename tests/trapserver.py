@@ -175,9 +175,7 @@ def rules(path: str, query: dict[str, list[str]]) -> tuple[int, str]:
 
 def soft404(path: str, query: dict[str, list[str]]) -> tuple[int, str]:
     if path == "/":
-        return 200, page(
-            "home", links("/real.html", "/real2.html", "/gone.html", "/missing/page")
-        )
+        return 200, page("home", links("/real.html", "/real2.html", "/gone.html", "/missing/page"))
     if path in ("/real.html", "/real2.html"):
         return 200, page(path[1:-5], "A real page about " + path[1:-5] + ". " + links("/"))
     return 200, page(
@@ -213,9 +211,7 @@ class Site(resource.Resource):
             if self.mode == "soft404-robots":
                 return b"User-agent: *\nDisallow: /sitemap-crawler-probe-\n"
             return b"User-agent: *\nDisallow: /private/\n"
-        serve = {"traps": traps, "rules": rules, "redirect404": redirect404}.get(
-            self.mode, soft404
-        )
+        serve = {"traps": traps, "rules": rules, "redirect404": redirect404}.get(self.mode, soft404)
         status, body = serve(parts.path, parse_qs(parts.query))
         request.setResponseCode(status)
         if status == 302:

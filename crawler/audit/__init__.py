@@ -17,10 +17,10 @@ Which module to open for what:
 :mod:`crawler.audit.spider`
     the ``audit`` spider: finds the sitemaps, fetches and parses them, and judges the
     listed URLs the crawl did not, with the ``site`` spider's page judge
-    (:mod:`crawler.judge`) and none of its frontier.
-:mod:`crawler.audit.sitemaps`
+    (:mod:`crawler.crawl.judge`) and none of its frontier.
+:mod:`crawler.sitemaps`
     the sitemap parser: any sitemap, index, text list or feed, gzipped or not, read
-    safely, every fault a value; :func:`crawler.audit.sitemaps.parse.parse_sitemap`
+    safely, every fault a value; :func:`crawler.sitemaps.parse.parse_sitemap`
     is its entry point, and its package docstring maps its modules.
 
 The command is :mod:`crawler.commands.audit`.

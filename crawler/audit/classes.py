@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from crawler import decisions as d
-from crawler.items import FOUND_SITEMAP
+from crawler.core import decisions as d
+from crawler.core.items import FOUND_SITEMAP
 
 CLASSES = (
     "indexable",

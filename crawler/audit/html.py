@@ -2,7 +2,7 @@
 
 Rendered from the same dict ``audit.json`` is written from
 (:meth:`crawler.audit.report.AuditReport.to_json`), so every figure on the page is
-the JSON's (:mod:`crawler.htmlpage` says how figures are marked). What it shows:
+the JSON's (:mod:`crawler.publish.htmlpage` says how figures are marked). What it shows:
 coverage as a figure and as a chart over the past audits of the site (``history``);
 the classes as a chart; every class with its URLs, reasons and targets, filtered by a
 search box and a check box per class; the sitemap files; and the protocol problems
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from crawler.htmlpage import (
+from crawler.publish.htmlpage import (
     DEFAULT_CAP,
     bar_chart,
     esc,

@@ -10,7 +10,7 @@ Every listed URL lands in one class (issue #3):
 ``excluded``
     listed, and met by the crawl, which left it out by its rules (``--exclude`` or
     ``--include``, the length of a loc, a cap, a trap, a learned query parameter:
-    :data:`crawler.decisions.RULED_OUT`); the reason is the ledger's. Never fetched
+    :data:`crawler.core.decisions.RULED_OUT`); the reason is the ledger's. Never fetched
     by the audit, never an orphan.
 ``duplicate``
     listed, and a byte-identical copy of another URL the sitemaps list too (the
@@ -85,16 +85,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from crawler import decisions as d
 from crawler.audit.classes import CLASSES, FAILABLE, FLAGS, NOT_DEAD, classify, seeded
 from crawler.audit.html import render_audit
 from crawler.audit.rules import CrawlRules
 from crawler.audit.store import AuditStore
-from crawler.audit.summary import failures, format_summary
-from crawler.htmlpage import DEFAULT_CAP, write_html
-from crawler.lastmod import http_date_to_w3c, lastmod_datetime, w3c_datetime
-from crawler.ledger import Ledger
-from crawler.limits import MAX_URLS_PER_FILE
+from crawler.core import decisions as d
+from crawler.core.lastmod import http_date_to_w3c, lastmod_datetime, w3c_datetime
+from crawler.ledger.ledger import Ledger
+from crawler.publish.htmlpage import DEFAULT_CAP, write_html
+from crawler.sitemaps.limits import MAX_URLS_PER_FILE
 
 # The classes and the summary are importable from here too.
 __all__ = [
@@ -104,8 +103,6 @@ __all__ = [
     "AuditReport",
     "build_report",
     "classify",
-    "failures",
-    "format_summary",
     "write_report",
 ]
 
@@ -126,7 +123,7 @@ class AuditReport:
     urls: list[dict[str, Any]] = field(default_factory=list)
     problems: list[dict[str, Any]] = field(default_factory=list)
     #: The past audits of the site, oldest first, this one last (issue #17):
-    #: filled by the audit command from the kept history (crawler.reporthistory).
+    #: filled by the audit command from the kept history (crawler.publish.reporthistory).
     history: list[dict[str, Any]] = field(default_factory=list)
     generated: str = field(
         default_factory=lambda: datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")

@@ -1,9 +1,9 @@
 """The crawl's own rules, as the audit applies them to a listed URL the crawl never met.
 
 A listed URL that the crawl met and left out by its rules has that decision in the
-ledger (:data:`crawler.decisions.RULED_OUT`). One it never met (linked only from
+ledger (:data:`crawler.core.decisions.RULED_OUT`). One it never met (linked only from
 pages its rules excluded) is judged here by the rule book's own ``--include`` and
-``--exclude`` rule (:class:`crawler.rulebook.IncludeExclude`), built from the values
+``--exclude`` rule (:class:`crawler.crawl.rulebook.IncludeExclude`), built from the values
 the run recorded in its ledger's ``scope`` meta, with its start URLs exempt: such a
 URL is ``excluded`` in the report, never an orphan, and the audit does not fetch it
 (issue 24).
@@ -15,9 +15,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from crawler.ledger import LedgerReader
-from crawler.rulebook import Found, IncludeExclude, RuleParams
-from crawler.urls import url_key
+from crawler.core.urls import url_key
+from crawler.crawl.rulebook import Found, IncludeExclude, RuleParams
+from crawler.ledger.ledger import LedgerReader
 
 
 class CrawlRules:

@@ -1,7 +1,7 @@
 """The ``audit`` spider: read a site's existing sitemaps and judge what they list.
 
 It runs after a crawl (or on the ledger of an earlier one) with the ``site``
-spider's page judge (:class:`crawler.judge.PageJudge`, with no leads: a listed page
+spider's page judge (:class:`crawler.crawl.judge.PageJudge`, with no leads: a listed page
 is judged, its links are not followed), middlewares and politeness (issue #3):
 
 1. Sitemap files are discovered from robots.txt ``Sitemap:`` lines (recorded in the
@@ -10,7 +10,7 @@ is judged, its links are not followed), middlewares and politeness (issue #3):
    URLs), the usual places (``/sitemap.xml``, ``/sitemap_index.xml``,
    ``/sitemap.xml.gz``, ``/sitemap.txt``) and ``SITEMAP_AUDIT_SITEMAPS`` (URLs or
    local files). They are fetched without robots.txt rules (the owner declared
-   them), parsed with :mod:`crawler.audit.sitemaps`, and indexes are followed with a
+   them), parsed with :mod:`crawler.sitemaps`, and indexes are followed with a
    visited set and a depth cap; cycles and indexes of indexes are reported.
 2. A local file stands for the file of its name at the site's root, and takes its
    place (that URL is not fetched): what it lists is judged against the site's root
@@ -26,7 +26,7 @@ is judged, its links are not followed), middlewares and politeness (issue #3):
 5. Listed URLs that the crawl never met are fetched once, politely and obeying
    robots.txt, and judged exactly as the crawl judges a page, without following
    their links. One the crawl met and left out by its rules (``--exclude``, a cap:
-   :data:`crawler.decisions.RULED_OUT`), or one it never met that its ``--include``
+   :data:`crawler.core.decisions.RULED_OUT`), or one it never met that its ``--include``
    and ``--exclude`` rules leave out (:mod:`crawler.audit.rules`), is not fetched:
    it is reported as excluded.
 
@@ -50,19 +50,19 @@ from urllib.parse import urljoin, urlsplit
 from scrapy import Request, Spider, signals
 from scrapy.exceptions import DontCloseSpider
 
-from crawler import decisions as d
 from crawler.audit.rules import CrawlRules
-from crawler.audit.sitemaps.model import Entry, Kind
-from crawler.audit.sitemaps.parse import parse_sitemap
 from crawler.audit.store import AuditStore, Listing
-from crawler.extensions.runstate import RunState
-from crawler.items import UrlRecord
-from crawler.judge import NoLeads, PageJudge
-from crawler.ledger import LedgerReader
-from crawler.limits import MAX_SITEMAPS_PER_INDEX, MAX_URLS_PER_FILE
-from crawler.parsepool import page_analyser
-from crawler.publicurl import PublicUrls, prefix_of
-from crawler.urls import Stripping, normalize_url, site_of, start_url, url_key
+from crawler.core import decisions as d
+from crawler.core.items import UrlRecord
+from crawler.core.publicurl import PublicUrls, prefix_of
+from crawler.core.urls import Stripping, normalize_url, site_of, start_url, url_key
+from crawler.crawl.judge import NoLeads, PageJudge
+from crawler.ledger.ledger import LedgerReader
+from crawler.ledger.runstate import RunState
+from crawler.page.parsepool import page_analyser
+from crawler.sitemaps.limits import MAX_SITEMAPS_PER_INDEX, MAX_URLS_PER_FILE
+from crawler.sitemaps.model import Entry, Kind
+from crawler.sitemaps.parse import parse_sitemap
 
 if TYPE_CHECKING:
     from typing import Self
@@ -109,7 +109,7 @@ class AuditSpider(Spider):
         # extensions' dict is copied whole, so the politeness extensions stay on.
         super().update_settings(settings)
         extensions = settings.getdict("EXTENSIONS")
-        extensions["crawler.extensions.publish.SitemapPublisher"] = None
+        extensions["crawler.publish.publisher.SitemapPublisher"] = None
         settings.set("EXTENSIONS", extensions, priority="spider")
         settings.set("ITEM_PIPELINES", {}, priority="spider")
 

@@ -7,7 +7,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from crawler.audit.classes import CLASSES, FLAGS
-from crawler.limits import MAX_URLS_PER_FILE
+from crawler.sitemaps.limits import MAX_URLS_PER_FILE
 
 if TYPE_CHECKING:
     from crawler.audit.report import AuditReport

@@ -44,8 +44,8 @@ from crawler.commands.options import (
     scrapy_command,
     site_settings,
 )
-from crawler.outcome import INTERRUPTED, RunOutcome
-from crawler.paths import AUDIT_HISTORY, LEDGER
+from crawler.core.outcome import INTERRUPTED, RunOutcome
+from crawler.core.paths import AUDIT_HISTORY, LEDGER
 
 if TYPE_CHECKING:
     from scrapy.settings import Settings
@@ -154,11 +154,12 @@ def execute(args: argparse.Namespace, base: Settings | None = None) -> AuditOutc
     from scrapy import signals
     from scrapy.crawler import Crawler, CrawlerProcess
 
-    from crawler.audit.report import build_report, failures, write_report
-    from crawler.audit.report import format_summary as audit_summary
+    from crawler.audit.report import build_report, write_report
     from crawler.audit.spider import AuditSpider
-    from crawler.extensions.runstate import RunState
-    from crawler.spiders.site import SiteSpider
+    from crawler.audit.summary import failures
+    from crawler.audit.summary import format_summary as audit_summary
+    from crawler.crawl.spider import SiteSpider
+    from crawler.ledger.runstate import RunState
 
     overrides = audit_settings(args)
     work = Path(tempfile.mkdtemp(prefix="sitemap-audit-"))
@@ -249,7 +250,7 @@ def keep_history(report: AuditReport, directory: Path) -> list[dict[str, Any]]:
     """Add this audit to the site's kept history (``audit-history.json`` in
     *directory*: the crawl's state with ``--state``, else the report's) and return
     the site's audits, oldest first (issue #17)."""
-    from crawler.reporthistory import AUDITS_KEPT, append_history
+    from crawler.publish.reporthistory import AUDITS_KEPT, append_history
 
     return append_history(
         directory / AUDIT_HISTORY,

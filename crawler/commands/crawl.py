@@ -2,7 +2,7 @@
 
 The options map onto ``SITEMAP_*`` and Scrapy settings (:func:`crawl_settings`); the
 site spider crawls, the pipelines record every decision in the ledger and the
-publisher writes the set (:mod:`crawler.extensions.publish`). The summary goes to
+publisher writes the set (:mod:`crawler.publish.publisher`). The summary goes to
 stderr, as a cron mail or a journal shows it, and the exit status says what
 happened (:data:`crawler.commands.options.OUTCOME_EXIT`). With ``--redis`` this
 process coordinates a distributed crawl (:mod:`crawler.distributed`).
@@ -46,12 +46,12 @@ from crawler.commands.options import (
     site_settings,
 )
 from crawler.commands.process import run_spider
-from crawler.defaults import setting_default
-from crawler.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
-from crawler.outcome import RunOutcome
-from crawler.paths import JOB, CrawlPaths, PathError
-from crawler.report import format_summary
-from crawler.urls import normalize_url
+from crawler.core.defaults import setting_default
+from crawler.core.outcome import RunOutcome
+from crawler.core.paths import JOB, CrawlPaths, PathError
+from crawler.core.urls import normalize_url
+from crawler.publish.report import format_summary
+from crawler.sitemaps.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
 
 if TYPE_CHECKING:
     from scrapy.settings import Settings
@@ -392,7 +392,7 @@ def crawl_settings(args: argparse.Namespace) -> dict[str, Any]:
     if args.no_fetch and not (args.redis or args.processes):
         raise UsageError("--no-fetch needs --redis URL or --processes N (someone must fetch)")
     if args.urls is not None:
-        from crawler.seeds import SeedError, read_url_file
+        from crawler.crawl.seeds import SeedError, read_url_file
 
         try:
             # Checked here (one line, exit status 2), read again by the frontier.
@@ -459,7 +459,7 @@ def crawl_settings(args: argparse.Namespace) -> dict[str, Any]:
 def _check_render(settings: Settings) -> None:
     """A browser named that is not there, or ``always`` without what rendering needs:
     one line saying what to install (``auto`` reads raw HTML instead, and says so)."""
-    from crawler.rendering import find_browser, unavailable
+    from crawler.fetch.rendering import find_browser, unavailable
 
     named = settings.get("SITEMAP_RENDER_BROWSER")
     if named and find_browser(settings) is None:
@@ -496,7 +496,7 @@ def execute(args: argparse.Namespace) -> CrawlOutcome:
 
 
 def _execute(args: argparse.Namespace) -> CrawlOutcome:
-    from crawler.extensions.runstate import holder
+    from crawler.ledger.runstate import holder
 
     overrides = crawl_settings(args)
     if busy := holder(Path(overrides["SITEMAP_STATE_DIR"])):

@@ -4,7 +4,7 @@ Reads the ledger of the last run that did its job in the state directory and ans
 for one URL, as a person pastes it: its decision and reason, the chain to where it
 ends, what the crawl saw, whether and where it is published, its lastmod and where
 that came from, the runs that saw it and the links that led to it; for a URL the crawl
-never saw, whether the crawl's rules would have fetched it (:mod:`crawler.explain`).
+never saw, whether the crawl's rules would have fetched it (:mod:`crawler.audit.explain`).
 Printed as a short block, or with ``--json`` as one JSON object with the same facts.
 ``scrapy explain URL`` from the project root is the same command.
 
@@ -27,8 +27,8 @@ from crawler.commands.options import (
     print_stdout,
     scrapy_command,
 )
-from crawler.defaults import setting_default
-from crawler.paths import CrawlPaths
+from crawler.core.defaults import setting_default
+from crawler.core.paths import CrawlPaths
 
 if TYPE_CHECKING:
     from scrapy.settings import Settings
@@ -74,7 +74,7 @@ def add_arguments(p: argparse.ArgumentParser, *, scrapy: bool = False) -> None:
 
 def execute(args: argparse.Namespace) -> dict[str, Any]:
     """The answer for ``args.url``; raises ExplainError for bad input."""
-    from crawler.explain import ExplainError, explain
+    from crawler.audit.explain import ExplainError, explain
 
     if not args.url:
         raise ExplainError("a URL is required")
@@ -86,7 +86,7 @@ def run(
     parser: argparse.ArgumentParser, args: argparse.Namespace, base: Settings | None = None
 ) -> int:
     """``sitemap-crawler explain``: print the answer, return the exit status."""
-    from crawler.explain import ExplainError
+    from crawler.audit.explain import ExplainError
 
     try:
         answer = execute(args)

@@ -1,7 +1,7 @@
 """After a publish, tell IndexNow what changed (``crawl --indexnow-key KEY``).
 
 The crawl is over and its set published when this runs, in the command, outside
-Scrapy's reactor (:mod:`crawler.indexnow` is a small blocking client). The URLs are
+Scrapy's reactor (:mod:`crawler.publish.indexnow` is a small blocking client). The URLs are
 the published addresses ``report.json`` lists as added, with a lastmod that moved,
 and removed since the last published run; a first run submits nothing unless
 ``--indexnow-all`` (then every URL it lists, all of them "added"). The key file is
@@ -21,12 +21,12 @@ import os
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from crawler import indexnow
+from crawler.publish import indexnow
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
-    from crawler.outcome import RunOutcome
+    from crawler.core.outcome import RunOutcome
 
 
 def changed_urls(report: dict[str, Any], first_run: bool, submit_all: bool) -> list[str] | None:

@@ -27,11 +27,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-from crawler.agent import is_product_token, product_token
-from crawler.calendars import parse_window
-from crawler.defaults import setting_default
-from crawler.publicurl import BaseUrlError, PublicUrls
-from crawler.urls import host_port, normalize_url, not_a_start_url, site_of
+from crawler.core.agent import is_product_token, product_token
+from crawler.core.defaults import setting_default
+from crawler.core.publicurl import BaseUrlError, PublicUrls
+from crawler.core.urls import host_port, normalize_url, not_a_start_url, site_of
+from crawler.crawl.calendars import parse_window
 
 if TYPE_CHECKING:
     from scrapy.commands import ScrapyCommand
@@ -121,7 +121,7 @@ def non_negative_int(text: str) -> int:
 
 
 def window(text: str) -> str:
-    """A calendar window (crawler.calendars.parse_window), kept as given."""
+    """A calendar window (crawler.crawl.calendars.parse_window), kept as given."""
     try:
         parse_window(text)
     except ValueError as e:
@@ -173,7 +173,7 @@ def percent(text: str) -> float:
 
 
 def header_option(text: str) -> str:
-    from crawler.middlewares.access import parse_header
+    from crawler.fetch.access import parse_header
 
     try:
         parse_header(text)
@@ -184,7 +184,7 @@ def header_option(text: str) -> str:
 
 
 def cookie_option(text: str) -> str:
-    from crawler.middlewares.access import parse_cookie
+    from crawler.fetch.access import parse_cookie
 
     try:
         parse_cookie(text)
@@ -194,7 +194,7 @@ def cookie_option(text: str) -> str:
 
 
 def auth_option(text: str) -> str:
-    from crawler.middlewares.access import parse_auth
+    from crawler.fetch.access import parse_auth
 
     try:
         parse_auth(text)
@@ -562,9 +562,9 @@ def project_settings(overrides: Mapping[str, Any], base: Settings | None = None)
 
 def checked_settings(overrides: Mapping[str, Any], base: Settings | None = None) -> Settings:
     """:func:`project_settings`, checked against every setting's rule
-    (:mod:`crawler.settingrules`) before anything runs; raise UsageError naming the
+    (:mod:`crawler.commands.settingrules`) before anything runs; raise UsageError naming the
     setting, its value and what is allowed."""
-    from crawler.settingrules import SettingError, check_settings
+    from crawler.commands.settingrules import SettingError, check_settings
 
     settings = project_settings(overrides, base)
     try:

@@ -1,10 +1,10 @@
 """Running a spider in this process, for the commands that crawl.
 
 :func:`run_spider` builds the project's settings, forks the page-parsing workers
-before the reactor starts (:mod:`crawler.parsepool`), runs one crawl with Scrapy's
-``CrawlerProcess`` and returns how it ended (:class:`crawler.outcome.SpiderRun`).
+before the reactor starts (:mod:`crawler.page.parsepool`), runs one crawl with Scrapy's
+``CrawlerProcess`` and returns how it ended (:class:`crawler.core.outcome.SpiderRun`).
 What the run keeps (its lock, ledgers and ``JOBDIR``) is the run state's business
-(:mod:`crawler.extensions.runstate`), so ``scrapy crawl site`` behaves the same. A process runs one
+(:mod:`crawler.ledger.runstate`), so ``scrapy crawl site`` behaves the same. A process runs one
 reactor once: the Python API (:mod:`crawler.api`) runs each command in a child
 process for that reason.
 """
@@ -22,7 +22,7 @@ from crawler.commands.options import (
     OUTCOME_EXIT,
     project_settings,
 )
-from crawler.outcome import RunOutcome, SpiderRun
+from crawler.core.outcome import RunOutcome, SpiderRun
 
 
 class _Process(CrawlerProcess):
@@ -43,9 +43,9 @@ def run_spider(url: str, overrides: Mapping[str, Any]) -> SpiderRun:
     from scrapy import signals
     from scrapy.settings import default_settings
 
-    from crawler.extensions.runstate import RunState
-    from crawler.parsepool import fork_workers, processes_from
-    from crawler.spiders.site import SiteSpider
+    from crawler.crawl.spider import SiteSpider
+    from crawler.ledger.runstate import RunState
+    from crawler.page.parsepool import fork_workers, processes_from
 
     settings = project_settings(overrides)
     if settings.get("TWISTED_REACTOR") == default_settings.TWISTED_REACTOR:

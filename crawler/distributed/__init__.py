@@ -118,6 +118,6 @@ def worker_settings(
     settings["SITEMAP_INCREMENTAL"] = False
     settings["SITEMAP_OUT_DIR"] = None
     # With no SITEMAP_OUT_DIR the run state keeps nothing (no lock, no ledger).
-    settings["EXTENSIONS"]["crawler.extensions.publish.SitemapPublisher"] = None
+    settings["EXTENSIONS"]["crawler.publish.publisher.SitemapPublisher"] = None
     settings["ITEM_PIPELINES"] = {REPORT_PIPELINE: 50}
     return settings

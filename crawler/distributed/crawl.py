@@ -425,7 +425,7 @@ class RedisCrawl:
         return [(url, tuple(found)) for url, found in map(json.loads, raw)]
 
     def add_calendar_entry(self, template: str, day: date) -> None:
-        """A date where the crawl entered the date sequence *template* (crawler.calendars)."""
+        """A date where the crawl entered the date sequence *template* (crawler.crawl.calendars)."""
         self.server.sadd(self.calendars + template, day.isoformat())
 
     def calendar_entries(self, template: str) -> set[date]:
@@ -433,7 +433,7 @@ class RedisCrawl:
         return {date.fromisoformat(d.decode()) for d in days}
 
     def share_learned(self, learned: dict[str, list[str]]) -> None:
-        """The parameters the crawl learned so far (crawler.params), path -> names."""
+        """The parameters the crawl learned so far (crawler.crawl.params), path -> names."""
         self.server.set(self.learned, json.dumps(learned))
 
     def learned_params(self) -> bytes | None:

@@ -1,8 +1,8 @@
 """The frontier of a distributed crawl: discovery where the page was fetched (issue 18).
 
 Every process, coordinator or worker, decides about the links of the pages it
-fetched with the same code as one process (:class:`crawler.frontier.Frontier`):
-normalisation, keys, and the rule book (:mod:`crawler.rulebook`) up to the rules
+fetched with the same code as one process (:class:`crawler.crawl.frontier.Frontier`):
+normalisation, keys, and the rule book (:mod:`crawler.crawl.rulebook`) up to the rules
 that count (scope, redirect hops, calendars, learned parameters, the traps a URL
 shows by its own shape), then the depth cap. What needs the whole crawl's view is
 settled in Redis, atomically, by the script that reports the page (``_REPORT`` in
@@ -19,7 +19,7 @@ settled in Redis, atomically, by the script that reports the page (``_REPORT`` i
 * **the page cap**: the URLs queued are counted in one key.
 
 The codes of those counted rules become the same refusals as in one process
-(:func:`crawler.rulebook.counted_refusal`).
+(:func:`crawler.crawl.rulebook.counted_refusal`).
 
 The script answers with one code a URL (``k`` known already, ``q`` queued, ...),
 pushed with the report, and queues the new requests itself; the coordinator turns
@@ -32,7 +32,7 @@ shallowest depth sent, about 100 bytes each), so the navigation links every page
 repeats cost one dictionary lookup after the first time, not a round trip; with a
 depth cap, a URL is sent again when found by a shorter path.
 
-Settings: those of :class:`crawler.frontier.Frontier`.
+Settings: those of :class:`crawler.crawl.frontier.Frontier`.
 """
 
 from __future__ import annotations
@@ -40,17 +40,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from crawler import decisions as d
-from crawler.frontier import Discovered, Frontier
-from crawler.items import FOUND_LINK, Alias, UrlRecord
-from crawler.rulebook import counted_refusal
-from crawler.seen import SeenKeys
+from crawler.core import decisions as d
+from crawler.core.items import FOUND_LINK, Alias, UrlRecord
+from crawler.core.seen import SeenKeys
+from crawler.crawl.frontier import Discovered, Frontier
+from crawler.crawl.rulebook import counted_refusal
 
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.statscollectors import StatsCollector
 
-    from crawler.links import Resolved
+    from crawler.page.links import Resolved
 
 
 class Candidate(NamedTuple):

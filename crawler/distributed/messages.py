@@ -3,8 +3,8 @@
 One :class:`PageReport` per fetched (or failed) request, pickled onto the crawl's
 report list in Redis by :class:`crawler.distributed.pipeline.ReportPipeline`:
 
-* ``events``: the page's own decision and aliases (:class:`crawler.items.UrlRecord`,
-  :class:`crawler.items.Alias`), and the aliases of URLs this process knew already,
+* ``events``: the page's own decision and aliases (:class:`crawler.core.items.UrlRecord`,
+  :class:`crawler.core.items.Alias`), and the aliases of URLs this process knew already,
   recorded as they are;
 * ``candidates``: the URLs the page led to that were new to this process
   (:class:`crawler.distributed.frontier.Candidate`), each with its record as decided

@@ -1,6 +1,6 @@
 """Report pipeline: send each page's report to the coordinator through Redis.
 
-The site spider yields one :class:`crawler.items.PageRecords` per request, with the
+The site spider yields one :class:`crawler.core.items.PageRecords` per request, with the
 URLs new to this process as candidates among its records; this pipeline turns it
 into a :class:`crawler.distributed.messages.PageReport`
 (:meth:`crawler.distributed.sharing.RedisSharing.report`), pickles it onto the
@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import NotConfigured
 
+from crawler.core.items import PageRecords
+from crawler.crawl.spider import BEGIN
 from crawler.distributed.sharing import RedisSharing, Settled
-from crawler.items import PageRecords
-from crawler.spiders.site import BEGIN
 
 if TYPE_CHECKING:
     from typing import Self

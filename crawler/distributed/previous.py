@@ -8,9 +8,9 @@ asked conditionally (fetched with a 200, a replayable decision, an ``ETag`` or a
 ``Last-Modified``), its record as zlib-compressed JSON, a few hundred bytes (the
 page's links included, which a replay follows), and under :data:`LEARNED` (no URL
 key: those start with a scheme) the query parameters it learned do not change its
-pages (crawler.params), which every process's frontier starts from.
+pages (crawler.crawl.params), which every process's frontier starts from.
 :class:`RedisPrevious` reads one record at a time, as
-:class:`crawler.previous.PreviousRun` does from the file.
+:class:`crawler.ledger.previous.PreviousRun` does from the file.
 
 Why a hash in Redis and not a copy per process: workers on other machines cannot
 read the coordinator's file; loading the whole of it into every process would cost
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from crawler.distributed.crawl import RedisCrawl
-    from crawler.previous import PreviousRun
+    from crawler.ledger.previous import PreviousRun
 
 
 #: The hash field of the previous run's learned parameters (path -> names).
@@ -54,7 +54,7 @@ def load(crawl: RedisCrawl, previous: PreviousRun) -> int:
 
 class RedisPrevious:
     """The previous run as the processes of a distributed crawl see it: ``get`` as
-    :meth:`crawler.previous.PreviousRun.get`, for the URLs that can be asked
+    :meth:`crawler.ledger.previous.PreviousRun.get`, for the URLs that can be asked
     conditionally (the only ones the frontier and a 304 ask about)."""
 
     def __init__(self, crawl: RedisCrawl) -> None:
@@ -76,8 +76,8 @@ class RedisPrevious:
         return row
 
     def learned_params(self) -> dict[str, list[str]]:
-        """What the previous run learned about query parameters (crawler.params), as
-        :meth:`crawler.previous.PreviousRun.learned_params`."""
+        """What the previous run learned about query parameters (crawler.crawl.params), as
+        :meth:`crawler.ledger.previous.PreviousRun.learned_params`."""
         raw = self.crawl.previous_row(LEARNED)
         if raw is None:
             return {}

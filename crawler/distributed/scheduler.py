@@ -20,7 +20,7 @@ under the crawl's keys (:mod:`crawler.distributed.crawl`), and three changes:
   Ctrl-C loses nothing) or, on the coordinator, ends the crawl.
 
 :class:`KeyDupeFilter` is scrapy-redis's ``RFPDupeFilter`` keyed on the crawl's own
-dedup key (:func:`crawler.urls.url_key`, as a 64-bit fingerprint), so the Redis
+dedup key (:func:`crawler.core.urls.url_key`, as a 64-bit fingerprint), so the Redis
 seen-set agrees with the coordinator's decisions: a URL is queued at most once
 crawl-wide.
 
@@ -45,10 +45,10 @@ from scrapy_redis.dupefilter import RFPDupeFilter
 from scrapy_redis.queue import PriorityQueue
 from scrapy_redis.scheduler import Scheduler
 
+from crawler.core.seen import fingerprint
+from crawler.core.urls import url_key
 from crawler.distributed.crawl import COORDINATOR, RedisCrawl, claim_id
 from crawler.distributed.sharing import RedisSharing
-from crawler.seen import fingerprint
-from crawler.urls import url_key
 
 if TYPE_CHECKING:
     from typing import Self
@@ -116,7 +116,7 @@ class KeyDupeFilter(RFPDupeFilter):
         if url is None:  # not a page request of the site spider: Scrapy's own
             return self.fingerprinter.fingerprint(request).hex()
         # Not scrapy-redis's own fingerprint (it drifted from Scrapy's): the key the
-        # coordinator's seen-set holds (crawler/seen.py).
+        # coordinator's seen-set holds (crawler/core/seen.py).
         return format(fingerprint(url_key(url)), "016x")
 
 

@@ -1,9 +1,9 @@
 """What the processes of a distributed crawl share, for the one site spider.
 
-A distributed crawl swaps into the ``site`` spider (:mod:`crawler.spiders.site`), by
+A distributed crawl swaps into the ``site`` spider (:mod:`crawler.crawl.spider`), by
 settings, what scrapy-redis swaps: the scheduler (:mod:`.scheduler`), where the items
 go (:mod:`.pipeline`), and this extension, :class:`RedisSharing`, which stands for the
-spider's :class:`~crawler.spiders.site.Sharing` (docs/distributed.md):
+spider's :class:`~crawler.crawl.spider.Sharing` (docs/distributed.md):
 
 * In **every fetching process** the frontier is a
   :class:`~crawler.distributed.frontier.SharedFrontier` (the URLs new to the process
@@ -48,31 +48,45 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from datetime import date
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from scrapy import signals
+from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import sleep
 
-from crawler.decisions import LISTED, QUEUED
+from crawler.core.decisions import LISTED, QUEUED
+from crawler.core.items import Alias, Linked, PageRecords, UrlRecord
+from crawler.crawl.spider import PROBED, Sharing
 from crawler.distributed.crawl import COORDINATOR, RedisCrawl
 from crawler.distributed.frontier import Candidate, Settler, SharedFrontier
 from crawler.distributed.messages import PageReport
 from crawler.distributed.previous import RedisPrevious, load
-from crawler.extensions.runstate import RunState
-from crawler.items import Alias, Linked, PageRecords, UrlRecord
-from crawler.spiders.site import PROBED, Sharing
+from crawler.ledger.runstate import RunState
 
 if TYPE_CHECKING:
     from typing import Self
 
+    from scrapy.core.engine import ExecutionEngine
     from scrapy.crawler import Crawler
 
-    from crawler.distributed.scheduler import RedisScheduler
-    from crawler.frontier import Frontier
-    from crawler.judge import PageJudge
-    from crawler.softnotfound import PagePrint
-    from crawler.spiders.site import SiteSpider
+    from crawler.crawl.frontier import Frontier
+    from crawler.crawl.judge import PageJudge
+    from crawler.crawl.spider import SiteSpider
+    from crawler.page.softnotfound import PagePrint
+
+
+class ClaimingScheduler(Protocol):
+    """What the sharing extension uses of the distributed scheduler
+    (:class:`crawler.distributed.scheduler.RedisScheduler`, which reaches Redis through
+    this extension: it is named here by what it does, not imported)."""
+
+    local: deque[Request]
+    claiming: bool
+    queue: Any  # scrapy-redis's queue: its _encode_request
+
+    def take(self, engine: ExecutionEngine) -> Request | None: ...
+    def stop(self) -> None: ...
+
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +106,7 @@ class Settled(PageRecords):
 
 
 class SharedEntries(dict[str, set[date]]):
-    """The calendar rule's entries (:class:`crawler.calendars.CalendarRule`: template
+    """The calendar rule's entries (:class:`crawler.crawl.calendars.CalendarRule`: template
     -> the dates where the crawl entered the sequence from another page), kept in
     Redis so that every process measures steps from the same entries: an entry is
     added where the link was found, before that page's report queues anything, so
@@ -253,9 +267,9 @@ class RedisSharing(Sharing):
             s.getint("SITEMAP_MAX_PAGES"),
         )
 
-    def _scheduler(self) -> RedisScheduler:
+    def _scheduler(self) -> ClaimingScheduler:
         assert self.crawler.engine is not None
-        return cast("RedisScheduler", self.crawler.engine.scheduler)  # SCHEDULER is ours
+        return cast("ClaimingScheduler", self.crawler.engine.scheduler)  # SCHEDULER is ours
 
     def _worker_fail(self, message: str) -> None:
         """A worker found the run cannot do its job (the start URL unreachable, say):
@@ -307,7 +321,7 @@ class RedisSharing(Sharing):
                 yield out
 
     async def _coordinate(
-        self, scheduler: RedisScheduler, spider: SiteSpider
+        self, scheduler: ClaimingScheduler, spider: SiteSpider
     ) -> AsyncIterator[Any]:
         stats = self.crawler.stats
         assert stats is not None
@@ -320,7 +334,7 @@ class RedisSharing(Sharing):
         finally:
             stats.set_value("sitemap/distributed/cpu_seconds", time.process_time() - cpu)
 
-    async def _drain(self, scheduler: RedisScheduler, spider: SiteSpider) -> AsyncIterator[Any]:
+    async def _drain(self, scheduler: ClaimingScheduler, spider: SiteSpider) -> AsyncIterator[Any]:
         redis, engine, stats = self.redis, self.crawler.engine, self.crawler.stats
         assert engine is not None and stats is not None
         next_sweep = 0.0
@@ -373,7 +387,7 @@ class RedisSharing(Sharing):
             # DRAIN_INTERVAL, costs one round trip for many pages.
             await sleep(DRAIN_INTERVAL)
 
-    def _idle_here(self, scheduler: RedisScheduler) -> bool:
+    def _idle_here(self, scheduler: ClaimingScheduler) -> bool:
         engine = self.crawler.engine
         assert engine is not None and engine.scraper.slot is not None
         return (
@@ -411,7 +425,7 @@ class RedisSharing(Sharing):
         )
         if report.process != self.redis.process and self.frontier_ is not None:
             # What the workers' pages teach, learned here too, as one process learns
-            # (crawler.params): the URLs a page led to, then the page itself. Into
+            # (crawler.crawl.params): the URLs a page led to, then the page itself. Into
             # the ledger, for the books' closing; and for every process to use.
             self._learn(report.events, settled)
         waiting = self.waiting
@@ -439,7 +453,7 @@ class RedisSharing(Sharing):
             if type(rec) is UrlRecord and rec.decision == LISTED:
                 self.frontier_.observe(rec.url, rec.main_hash, rec.bag_hash)
 
-    async def _watch(self, scheduler: RedisScheduler) -> AsyncIterator[Any]:
+    async def _watch(self, scheduler: ClaimingScheduler) -> AsyncIterator[Any]:
         redis, engine, stats = self.redis, self.crawler.engine, self.crawler.stats
         assert engine is not None and stats is not None
         next_look = 0.0

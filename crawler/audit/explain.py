@@ -1,0 +1,594 @@
+"""Why is this URL (not) in the sitemap? One URL's story, read from the ledger.
+
+The question a site owner asks most is about one URL (issue 17). The ledger of the
+last run that did its job (``ledger.sqlite`` in the state directory, read-only here)
+holds the answer; :func:`explain` gathers it into one JSON-able dict that the
+``explain`` command prints as a block or as JSON (:mod:`crawler.commands.explain`):
+
+* **which URL**: the text a person pastes, in any spelling that normalises to a
+  known dedup key (:func:`crawler.core.urls.normalize_url` and :func:`~crawler.core.urls.url_key`:
+  the case of the host, a default port, a fragment, the order of the query, tracking
+  parameters), a path of the site (``/about.html``), a host without a scheme, a form
+  the ledger keeps as an alias, or a public ``--base-url`` address mapped back into
+  crawl space (:class:`crawler.core.publicurl.PublicUrls`);
+* its **decision** and reason, and the **chain** of redirects, canonicals and
+  duplicates to where it ends;
+* the **status**, content type and robots directives the crawl saw;
+* whether it is in the **published set**, why, and in which file (the ``published``
+  meta the publisher keeps lists the files in the order written; the page's rank
+  among its section's addresses finds its file, and the file, when it is still on
+  disk, gives the line);
+* its **lastmod** and where it came from (the header, the page's metadata, a detected
+  change of its content), with the run;
+* the runs that saw it **first and last**;
+* the **links that found it** from the start URL, referrer by referrer (each row keeps
+  the page it was first found on; a shortest path over the stored links and targets
+  when that trail is broken).
+
+A URL the crawl never saw is looked for first in what the crawled pages refer to
+without following it (the ledger's ``unfollowed``, issue 24): an image, stylesheet
+or script a page embeds is not a page, never listed; a link with ``rel=nofollow`` (or
+on a page whose robots directives say nofollow) is not followed. Then it gets the
+run's rule book applied to it (the frontier's, built from what the run recorded:
+:mod:`crawler.audit.explainrules`), then robots.txt as the run read it; a URL it saw gets
+the same judgement as ``rules``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from collections import deque
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import urljoin, urlsplit
+from xml.sax.saxutils import escape
+
+from crawler.audit.explainrules import RunRules
+from crawler.core import decisions as d
+from crawler.core.items import FOUND_REFRESH
+from crawler.core.paths import LEDGER, LEDGER_FAILED
+from crawler.core.publicurl import BaseUrlError, PublicUrls
+from crawler.core.urls import host_port, normalize_url, url_key
+from crawler.ledger.ledger import LedgerError, LedgerReader
+
+__all__ = ["SCHEMA_ID", "ExplainError", "explain"]
+
+#: The ``schema`` of the JSON answer.
+SCHEMA_ID: Final = "sitemap-crawler/explain/1"
+
+#: Decisions whose target is where the URL "ends".
+_HOPS: Final = frozenset({d.REDIRECT, d.CANONICAL, d.DUPLICATE})
+#: What a page embeds (the ledger's ``unfollowed`` kinds besides nofollow), in words.
+_EMBEDDED: Final = {"image": "an image", "stylesheet": "a stylesheet", "script": "a script"}
+#: The longest chain or referrer trail followed (a ledger holds no longer one).
+_MAX_STEPS: Final = 10_000
+
+_LASTMOD_SOURCES: Final = {
+    "header": "the Last-Modified header",
+    "page": "the page's metadata (article:modified_time, og:updated_time, dateModified"
+    " in JSON-LD or microdata, or a publication date)",
+    "content": "a change of the page's main content, detected by a crawl",
+}
+
+
+def _declared(page_dates: str | None, used: str | None) -> list[dict[str, Any]]:
+    """The dates the page declared (the ledger's ``page_dates``), each with what
+    became of it: ``used``, ``not needed`` (an earlier one was used) or why it was
+    ignored."""
+    try:
+        rows = json.loads(page_dates) if page_dates else []
+    except ValueError:
+        return []
+    out, taken = [], False
+    for where, value, why in rows:
+        if why is None and not taken and where == used:
+            verdict, taken = "used", True
+        else:
+            verdict = why or "not needed: an earlier declaration gave the date"
+        out.append({"where": where, "value": value, "verdict": verdict})
+    return out
+
+
+_WHY_NOT: Final = {
+    d.REDIRECT: "it redirects",
+    d.CANONICAL: "its canonical is another URL",
+    d.NOINDEX: "the page says noindex",
+    d.STATUS: "its status is not 200",
+    d.NON_HTML: "it is not an HTML page (nor a type listed by SITEMAP_LISTED_TYPES)",
+    d.OTHER_SCHEME: "it has another scheme than the start URL's",
+    d.DUPLICATE: "its body is byte-identical to another listed page's",
+    d.ROBOTS: "robots.txt does not let the crawler fetch it",
+    d.OFF_HOST: "it is on another host; it was never fetched",
+    d.NON_PUBLIC: "it is a private address linked from a public site; never fetched",
+    d.TOO_LONG: "it is longer than a <loc> may be",
+    d.EXCLUDED: "the crawl's rules exclude it",
+    d.TRAP: "it looks like a crawler trap; it was never fetched",
+    d.CAP: "a cap of the crawl stopped it before it was fetched",
+    d.ERROR: "fetching it failed",
+    d.INVALID: "its address is not a valid <loc>",
+    d.QUEUED: "the run ended before it was fetched",
+}
+
+
+class ExplainError(Exception):
+    """Bad input: no finished crawl in the state directory, an unreadable ledger, or
+    text that is no URL. One line, exit status 2."""
+
+
+def explain(state: Path, text: str) -> dict[str, Any]:
+    """The answer for *text* (a URL as pasted) from the ledger in the state directory
+    *state*: ``known`` says whether the crawl saw it. Raises :class:`ExplainError`."""
+    with _open_ledger(state) as ledger:
+        return _Explainer(ledger).explain(text)
+
+
+# -- the ledger, read-only -----------------------------------------------------------------
+
+
+def _open_ledger(state: Path) -> LedgerReader:
+    """The last finished crawl's ledger in *state*, read-only (the running crawl, if
+    any, is not disturbed; its queries are crawler.ledger.ledger's)."""
+    path = state / LEDGER
+    if not state.is_dir():
+        raise ExplainError(f"no state directory {state}")
+    if not path.is_file():
+        failed = " (the last run failed: see ledger.failed.sqlite)"
+        more = failed if (state / LEDGER_FAILED).is_file() else ""
+        raise ExplainError(f"no finished crawl in {state}: {path} is missing{more}")
+    try:
+        return LedgerReader.open(path, immutable=True)
+    except LedgerError as e:
+        raise ExplainError(str(e)) from None
+
+
+# -- the answer ------------------------------------------------------------------------------
+
+
+class _Explainer:
+    def __init__(self, ledger: LedgerReader) -> None:
+        self.ledger = ledger
+        start = ledger.get_meta("start_url")
+        if not isinstance(start, str):
+            raise ExplainError("the ledger has no start URL: not a ledger of this tool")
+        self.start: str = start
+        base = ledger.get_meta("settings_base_url")
+        try:
+            self.public = PublicUrls.create(start, base if isinstance(base, str) else None)
+        except BaseUrlError:
+            self.public = PublicUrls.create(start, None)
+        self.scope: dict[str, Any] = ledger.get_meta("scope") or {}
+        self.outcome: dict[str, Any] = ledger.get_meta("outcome") or {}
+        self.run_started: str | None = ledger.get_meta("run_started")
+        self.rules = RunRules(ledger, start, self.public)
+
+    # -- which URL
+
+    def _absolute(self, text: str) -> str:
+        raw = text.strip()
+        if not raw:
+            raise ExplainError("no URL given")
+        if "://" in raw:
+            return raw
+        if raw.startswith(("/", "?")):
+            return urljoin(self.start, raw)  # a path of the site
+        if re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", raw) and not re.match(r"[^:/]+:\d", raw):
+            return raw  # mailto:, javascript:, ... (refused below)
+        return f"{urlsplit(self.start).scheme}://{raw}"  # a host without a scheme
+
+    def resolve(self, text: str) -> tuple[str, dict[str, Any] | None, str | None]:
+        """(the URL in crawl space, its row or None, how it was matched)."""
+        raw = self._absolute(text)
+        normal = normalize_url(
+            raw,
+            strip_params=bool(self.scope.get("strip_params", True)),
+            extra_strip=tuple(self.scope.get("strip_extra") or ()),
+        )
+        if normal is None or host_port(normal) is None:
+            raise ExplainError(f"not an http(s) URL: {text.strip()!r}")
+        crawl = self.public.to_crawl(normal)
+        row = self.ledger.row(url_key(normal))
+        if row is not None:
+            return normal, row, "url"
+        if crawl != normal:
+            row = self.ledger.row(url_key(crawl))
+            if row is not None:
+                return crawl, row, "public address"
+        for form in dict.fromkeys((raw.partition("#")[0], raw, normal)):
+            key = self.ledger.alias(form)
+            if key is not None and (row := self.ledger.row(key)) is not None:
+                return str(row["url"]), row, "alias"
+        row = self.ledger.by_loc(normal)
+        if row is not None:
+            return str(row["url"]), row, "public address"
+        return crawl, None, None
+
+    # -- the answer
+
+    def explain(self, text: str) -> dict[str, Any]:
+        url, row, matched = self.resolve(text)
+        answer: dict[str, Any] = {
+            "schema": SCHEMA_ID,
+            "query": text.strip(),
+            "url": url,
+            "known": row is not None,
+            "start_url": self.start,
+            "run": {
+                "started": self.run_started,
+                "outcome": self.outcome.get("outcome"),
+                "message": self.outcome.get("message"),
+            },
+        }
+        if row is None:
+            answer.update(self._unseen(url))
+            return answer
+        answer.update(
+            {
+                "matched_by": matched,
+                "key": row["key"],
+                "decision": row["decision"],
+                "reason": row["reason"],
+                "target": row["target"],
+                "chain": (chain := self._chain(row)),
+                "status": row["status"],
+                "content_type": row["content_type"],
+                "robots": row.get("robots"),
+                "depth": row["depth"],
+                "sitemap": self._sitemap(row, chain),
+                "lastmod": self._lastmod(row),
+                "first_seen": _iso(row["first_seen"]),
+                "last_seen": self.run_started or _iso(row["updated"]),
+                "found_via": (found := self._found_via(row)),
+                "referrer": row["referrer"],
+                # The same trail as plain URLs: the start URL, ..., the page that
+                # led here (empty for the start URL itself).
+                "referrers": [step["url"] for step in found["steps"][:-1]],
+                "aliases": self.ledger.aliases_of(row["key"]),
+                "warnings": json.loads(row["warnings"]) if row["warnings"] else [],
+                # The run's rules put to it again (crawler.audit.explainrules).
+                "rules": self.rules.judge(str(row["url"]), row),
+            }
+        )
+        return answer
+
+    def _step(self, row: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "url": row["url"],
+            "decision": row["decision"],
+            "reason": row["reason"],
+            "status": row["status"],
+            "loc": row["loc"],
+        }
+
+    def _target_row(self, row: dict[str, Any]) -> dict[str, Any] | None:
+        found = self.ledger.row(row["target_key"])
+        if found is None and row["target"]:
+            # A canonical is kept as its published address: back into crawl space.
+            found = self.ledger.row(url_key(self.public.to_crawl(row["target"])))
+        return found
+
+    def _chain(self, row: dict[str, Any]) -> dict[str, Any]:
+        """From the URL through its redirect, canonical and duplicate targets to where
+        it ends: each step with its decision; ``loop`` when it comes back."""
+        steps = [self._step(row)]
+        seen = {row["key"]}
+        current = row
+        loop = False
+        while current["decision"] in _HOPS and current["target"] and len(steps) < _MAX_STEPS:
+            following = self._target_row(current)
+            if following is None:
+                steps.append(
+                    {
+                        "url": current["target"],
+                        "decision": None,
+                        "reason": "not in the ledger (never discovered as a URL of the crawl)",
+                        "status": None,
+                        "loc": None,
+                    }
+                )
+                break
+            if following["key"] in seen:
+                loop = True
+                steps.append(self._step(following))
+                break
+            seen.add(following["key"])
+            steps.append(self._step(following))
+            current = following
+        end = steps[-1]
+        return {
+            "steps": steps,
+            "ends_at": end["url"],
+            "end_decision": end["decision"],
+            "loop": loop,
+        }
+
+    def _sitemap(self, row: dict[str, Any], chain: dict[str, Any]) -> dict[str, Any]:
+        """Whether the page is in the published set, why, and where."""
+        decision = row["decision"]
+        answer: dict[str, Any] = {
+            "listed": decision == d.LISTED,
+            "in_set": False,
+            "loc": row["loc"],
+        }
+        if decision != d.LISTED:
+            why = _WHY_NOT.get(decision, "it was not listed")
+            if decision in _HOPS and len(chain["steps"]) > 1:
+                end, ends = chain["ends_at"], chain["end_decision"]
+                if chain["loop"]:
+                    why += f"; the chain loops ({end} comes back), so none of it is listed"
+                elif ends == d.LISTED:
+                    why += f"; the set lists where it ends: {chain['steps'][-1]['loc'] or end}"
+                else:
+                    why += f"; it ends at {end}, which is not listed either ({ends or 'unknown'})"
+            answer["why"] = f"not listed: {why}"
+            return answer
+        outcome = self.outcome.get("outcome")
+        published = self.ledger.get_meta("published")
+        if outcome == "published" and not isinstance(published, dict):
+            answer["in_set"] = True
+            answer["why"] = "listed and published (this ledger does not record the files)"
+            answer.update({"file": None, "file_url": None, "line": None, "section": row["section"]})
+            return answer
+        if outcome != "published" or not isinstance(published, dict):
+            answer["why"] = (
+                "listed, but the run published nothing: "
+                f"{self.outcome.get('message') or outcome or 'no outcome recorded'}"
+            )
+            return answer
+        answer["in_set"] = True
+        answer["why"] = (
+            "listed: a 200 page of the start URL's scheme, not noindex, its own canonical"
+        )
+        answer.update(self._file_of(row, published))
+        if row.get("news"):
+            news = self._find_in(
+                [f for f in published.get("files", []) if f.get("section") == "news"],
+                published,
+                row["loc"],
+            )
+            if news:
+                answer["news_file"] = news["file"]
+        return answer
+
+    def _file_of(self, row: dict[str, Any], published: dict[str, Any]) -> dict[str, Any]:
+        files: list[dict[str, Any]] = list(published.get("files") or [])
+        section = row["section"]
+        rank = self.ledger.rank(section, row["loc"])
+        guess = None
+        before = 0
+        for f in files:
+            if f.get("section") != section:
+                continue
+            if rank < before + int(f.get("urls") or 0):
+                guess = f
+                break
+            before += int(f.get("urls") or 0)
+        # The file on disk has the last word (and the line): the guess first.
+        ordered = ([guess] if guess else []) + [
+            f for f in files if f is not guess and f.get("section") != "news"
+        ]
+        found = self._find_in(ordered, published, row["loc"], stop_after_first=guess is not None)
+        if found:
+            return found
+        if guess is None:
+            return {"file": None, "file_url": None, "line": None, "section": section}
+        return {
+            "file": guess["name"],
+            "file_url": self.public.sitemap_loc(guess["name"]),
+            "line": None,
+            "section": section,
+            "on_disk": False,
+        }
+
+    def _find_in(
+        self,
+        files: list[dict[str, Any]],
+        published: dict[str, Any],
+        loc: str,
+        *,
+        stop_after_first: bool = False,
+    ) -> dict[str, Any] | None:
+        """The first of *files* (still on disk) holding *loc*, with the line."""
+        directory = Path(str(published.get("index") or "")).parent
+        for f in files:
+            path = directory / f["name"]
+            line = _line_of(path, loc)
+            if line is not None:
+                return {
+                    "file": f["name"],
+                    "file_url": self.public.sitemap_loc(f["name"]),
+                    "line": line,
+                    "section": f.get("section"),
+                    "on_disk": True,
+                }
+            if stop_after_first and not path.is_file():
+                return None  # an older set's file: the guess stands, unconfirmed
+        return None
+
+    def _lastmod(self, row: dict[str, Any]) -> dict[str, Any]:
+        source = row["lastmod_source"]
+        if row["lastmod"] is None:
+            why = (
+                "none: the page gave no usable date and no change of its content has been "
+                "seen yet (a first crawl publishes none from content)"
+                if row["decision"] == d.LISTED
+                else "none: only listed pages get one"
+            )
+        else:
+            why = _LASTMOD_SOURCES.get(str(source), str(source))
+            if source == "header" and row["last_modified"]:
+                why += f" ({row['last_modified']})"
+            if source == "page" and row.get("lastmod_from"):
+                why = f"the page's {row['lastmod_from']}"
+        run = None
+        if row["lastmod"] is not None:
+            if source == "content":
+                run = row["changed_at"]
+            else:
+                run = row["lastmod_moved_at"] or row["listed_at"] or _iso(row["first_seen"])
+        return {
+            "value": row["lastmod"],
+            "source": source,
+            "from": why,
+            "run": run,
+            "last_modified": row["last_modified"],
+            "changed_at": row["changed_at"],
+            "declared_by": row.get("lastmod_from"),
+            "declared": _declared(row.get("page_dates"), row.get("lastmod_from")),
+        }
+
+    def _found_via(self, row: dict[str, Any]) -> dict[str, Any]:
+        """The trail from the start URL: each page with how the next was found on it."""
+        trail = [row]
+        seen = {row["key"]}
+        current = row
+        broken = False
+        while current["referrer"] and len(trail) < _MAX_STEPS:
+            referrer = self.ledger.row(url_key(current["referrer"]))
+            if referrer is None or referrer["key"] in seen:
+                broken = True
+                break
+            seen.add(referrer["key"])
+            trail.append(referrer)
+            current = referrer
+        if broken or url_key(str(current["url"])) != url_key(self.start):
+            path = self._shortest_path(row["key"])
+            if path is not None:
+                return {"steps": path, "from": "shortest path over the stored links"}
+            if broken:
+                return {"steps": [], "from": "the trail of referrers is broken"}
+        trail.reverse()
+        steps = []
+        for n, page in enumerate(trail):
+            via = None if n == 0 else self._how(trail[n - 1], page)
+            steps.append({"url": page["url"], "via": via, "decision": page["decision"]})
+        return {"steps": steps, "from": "referrers"}
+
+    def _how(self, page: dict[str, Any], found: dict[str, Any]) -> str:
+        """How *found* was found on *page*: a link, or *page*'s redirect, refresh or
+        canonical (a canonical is kept as its public address: mapped back)."""
+        target = page["target"]
+        if (
+            page["decision"] in _HOPS
+            and target
+            and found["key"] in (page["target_key"], url_key(self.public.to_crawl(target)))
+        ):
+            # How the target was first found, not the page's reason read back.
+            refresh = found.get("found_by") == FOUND_REFRESH
+            return "meta refresh" if refresh else str(page["decision"])
+        return "link"
+
+    def _shortest_path(self, goal: str) -> list[dict[str, Any]] | None:
+        """A shortest path from the start URL to the row *goal* over the links and
+        redirect, canonical and duplicate targets the ledger keeps: a breadth-first
+        search that reads each page's row when it reaches it. Links are stored
+        normalised, so they are matched to rows by their URL, without keying each
+        one again (w3lib's canonicalisation is the cost of a search)."""
+        keys = self.ledger.keys_by_url()
+        start = url_key(self.start)
+        parents: dict[str, tuple[str, str] | None] = {start: None}
+        queue = deque([start])
+        while queue:
+            node = queue.popleft()
+            if node == goal:
+                break
+            page = self.ledger.row(node)
+            if page is None:
+                continue
+            following = [(keys.get(link), "link") for link in (page["links"] or "").split("\n")]
+            if page["target"]:
+                target = self.public.to_crawl(page["target"])
+                following.append((keys.get(target) or url_key(target), "target"))
+            for nxt, how in following:
+                if nxt is not None and nxt not in parents:
+                    parents[nxt] = (node, how)
+                    queue.append(nxt)
+        if goal not in parents:
+            return None
+        path: list[dict[str, Any]] = []
+        at: str | None = goal
+        while at is not None:
+            parent = parents[at]
+            row = self.ledger.row(at)
+            via: str | None = None
+            if parent is not None:
+                # A target hop is named by the decision of the page it leaves.
+                left = self.ledger.row(parent[0])
+                via = "link" if parent[1] == "link" or left is None else str(left["decision"])
+            path.append(
+                {
+                    "url": row["url"] if row else at,
+                    "via": via,
+                    "decision": row["decision"] if row else None,
+                }
+            )
+            at = None if parent is None else parent[0]
+        path.reverse()
+        return path
+
+    # -- a URL the crawl never saw
+
+    def _unseen(self, url: str) -> dict[str, Any]:
+        judged = self.rules.judge(url, None)
+        referred = self._referred(url)
+        if referred and (referred[0]["as"] != "nofollow" or judged["would_fetch"] is not False):
+            judged["summary"] = referred[0]["summary"]
+        # How crawled pages refer to it without the crawl following it.
+        return {"decision": None, **judged, "referred": referred}
+
+    def _referred(self, url: str) -> list[dict[str, Any]]:
+        """How the crawled pages refer to *url* without following it: what embeds it
+        first, then the nofollow links; each with a page, how many pages, and what
+        that means in words."""
+        found = self.ledger.referring(url)
+        out = []
+        for kind in (*_EMBEDDED, "nofollow"):
+            if kind not in found:
+                continue
+            seen = found[kind]
+            page, pages = seen["page"], seen["pages"]
+            others = f" (and {pages - 1} other page{'s' if pages > 2 else ''})" if pages > 1 else ""
+            if kind == "nofollow":
+                robots = str(seen["robots"] or "")
+                how = (
+                    f"a page whose robots directives say nofollow ({robots})"
+                    if "nofollow" in robots
+                    else "rel=nofollow"
+                )
+                summary = (
+                    f"linked from {page}{others} only with nofollow ({how}), which the "
+                    "crawl does not follow: no followed link leads to it"
+                )
+            else:
+                summary = (
+                    f"{_EMBEDDED[kind]} embedded on {page}{others}: not a page, so the crawl "
+                    "does not follow it and never lists it"
+                )
+            out.append({"as": kind, "page": page, "pages": pages, "summary": summary})
+        return out
+
+
+def _iso(timestamp: float | None) -> str | None:
+    if timestamp is None:
+        return None
+    return datetime.fromtimestamp(float(timestamp), UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")
+
+
+def _line_of(path: Path, loc: str) -> int | None:
+    """The line of *path* (a sitemap file, gzipped or not, XML or text) that lists
+    *loc*; None when the file is gone or does not list it."""
+    if not path.is_file():
+        return None
+    xml = f"<loc>{escape(loc)}</loc>".encode()
+    text = loc.encode()
+    opener = gzip.open if path.name.endswith(".gz") else open
+    try:
+        with opener(path, "rb") as f:
+            for number, line in enumerate(f, 1):
+                if xml in line or line.rstrip(b"\r\n") == text:
+                    return number
+    except (OSError, EOFError):
+        return None
+    return None

@@ -1,0 +1,336 @@
+"""A URL put to the rules of a finished run: its rule book rebuilt from its ledger.
+
+``explain`` (:mod:`crawler.audit.explain`) asks what the crawl's rules say about a URL:
+one the crawl never saw (would it fetch it, had a page linked to it?), and one it
+saw (which rule let it through, or refused it). The rule book is the frontier's
+(:class:`crawler.crawl.rulebook.RuleBook`), built from what the run recorded, never from
+the current settings:
+
+* the values it was built with: the ledger's ``meta`` ``scope``
+  (:class:`crawler.crawl.rulebook.RuleParams`: the start URLs exempted, include and
+  exclude, the trap limits, the calendar window and the day it was cut from, the
+  caps);
+* the parameters learned (the ``params`` table) and what the ledger knows (a URL
+  without its learned parameters is the group's page when the crawl found it);
+* the counts of the counted rules, from the ``rule`` column (which rule refused
+  each URL; NULL for a URL the frontier queued): the query variants of the URL's
+  path that the ``query-variants`` rule let through, the URLs queued (the page
+  cap), the single-parameter variants of its path (facets), the dates where the
+  crawl entered its date sequence from another page (calendars). A URL the crawl
+  saw is judged against the others, as it was when it was found.
+
+What it cannot reconstruct: the order of the crawl. It judges with the run's final
+state (every parameter learned, every sequence entry), where the frontier judged
+with what it knew at the moment, so a URL refused by a counted rule early in the
+run may pass another rule here, and the reverse; the books closed with the same
+final state (:func:`crawler.crawl.params.settle`). A URL the crawl never saw has no depth
+(the depth cap is then named, not applied) and no referrer: a dated URL is judged
+as linked from its own sequence when the crawl met that sequence (a calendar's
+prev/next links are how a crawl reaches one), else as linked from another page.
+robots.txt comes last, as the rules the run read (``meta`` ``robots``). A ledger of
+an earlier version lacks some values: those rules answer "unknown".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import urlsplit
+
+from crawler.core import decisions as d
+from crawler.core.urls import url_key
+from crawler.crawl.calendars import date_of
+from crawler.crawl.params import ParamLearner
+from crawler.crawl.rulebook import Found, RuleBook, RuleParams
+
+if TYPE_CHECKING:
+    from crawler.core.publicurl import PublicUrls
+    from crawler.crawl.calendars import CalendarRule, Dated
+    from crawler.crawl.traps import TrapDetector
+
+#: Each rule's place in the order.
+_ORDER = {rule: n for n, rule in enumerate(d.RULES)}
+#: The frontier's rules (robots.txt is read where a URL is fetched).
+_FRONTIER = d.RULES[:-1]
+
+
+class RunLedger(Protocol):
+    """What the judgement reads from a finished run's ledger."""
+
+    def row(self, key: str | None) -> dict[str, Any] | None: ...
+    def get_meta(self, name: str, default: Any = None) -> Any: ...
+    def learned_params(self) -> dict[str, list[str]]: ...
+    def rows_from(self, prefix: str) -> list[dict[str, Any]]:
+        """``key``, ``url``, ``rule``, ``referrer`` of the rows whose URL starts
+        with *prefix*."""
+        ...
+
+    def queued(self) -> int | None:
+        """How many URLs the frontier queued (``rule`` NULL); None for a ledger
+        without the ``rule`` column."""
+        ...
+
+
+def _passed(refused_by: str | None, rule: str) -> bool:
+    """Whether a URL refused by *refused_by* (None: queued) passed *rule*."""
+    return refused_by is None or _ORDER.get(refused_by, -1) > _ORDER[rule]
+
+
+def _reached(refused_by: str | None, rule: str) -> bool:
+    """Whether a URL refused by *refused_by* (None: queued) was put to *rule*."""
+    return refused_by is None or _ORDER.get(refused_by, -1) >= _ORDER[rule]
+
+
+class RunRules:
+    """The rules of the run whose ledger is *ledger* (started from *start*, its
+    addresses published by *public*)."""
+
+    def __init__(self, ledger: RunLedger, start: str, public: PublicUrls) -> None:
+        self.ledger = ledger
+        self.start = start
+        self.public = public
+        scope = ledger.get_meta("scope")
+        self.recorded = isinstance(scope, Mapping) and bool(scope)
+        self.params = (
+            RuleParams.from_record(start, scope)
+            if isinstance(scope, Mapping)
+            else RuleParams(start_url=start)
+        )
+        self.queued = ledger.queued()
+
+    def judge(self, url: str, row: dict[str, Any] | None) -> dict[str, Any]:
+        """What the rules say about *url* (*row*: its row, if the crawl saw it):
+        ``would_fetch`` (None: cannot tell), ``would_decide``, ``summary``,
+        ``checks`` (``rule``, ``ok``, ``detail``, ``decision``)."""
+        key = row["key"] if row is not None else url_key(url)
+        book, found, notes = self._book(url, row, key)
+        checks: list[dict[str, Any]] = []
+        refused: d.Refusal | None = None
+        verdicts = {rule.name: (rule, refusal) for rule, refusal in book.verdicts(url, found)}
+        for name in _FRONTIER:
+            if name not in verdicts:
+                if name in book.by_name:
+                    break  # after the refusal
+                checks.append(_check(name, None, self._missing(name)))
+                continue
+            rule, refusal = verdicts[name]
+            if refusal is not None:
+                refused = refusal
+                checks.append(_check(name, False, refusal.reason, refusal.decision, refusal.target))
+                break
+            checks.append(_check(name, True, notes.get(name) or rule.passed(url, found)))
+        if refused is None:
+            checks.append(self._robots(url))
+            checks.extend(self._listing(url))
+        return _verdict(checks, row is not None)
+
+    def _missing(self, name: str) -> str:
+        if name in (d.RULE_VARIANTS, d.RULE_PAGES) and self.recorded and self.queued is None:
+            return f"unknown: this ledger does not say which rule refused a URL ({name} counts)"
+        return f"unknown: the crawl's {name} rule is not in this ledger"
+
+    # -- the book, with the run's counts
+
+    def _book(
+        self, url: str, row: dict[str, Any] | None, key: str
+    ) -> tuple[RuleBook, Found, dict[str, str]]:
+        params = self.params
+        notes: dict[str, str] = {}
+        others = self._others(url, key)
+        traps = params.traps()
+        if traps is not None:
+            self._count_variants(traps, url, others)
+        calendars = params.calendars()
+        referrer = row["referrer"] if row is not None else None
+        if calendars is not None:
+            nearest = self._calendar(calendars, url, row, key, notes)
+            if row is None:
+                referrer = nearest
+        learner = self._learner(url, others)
+        queued = self.queued
+        if queued is not None and row is not None and row.get("rule") is None:
+            queued -= 1  # the URL itself
+        book = RuleBook.of(
+            params,
+            public=self.public,
+            learner=learner,
+            traps=traps,
+            calendars=calendars,
+            pages=lambda: queued or 0,
+            counted=queued is not None,
+        )
+        if row is None:
+            depth = 0
+            if params.max_depth:
+                notes[d.RULE_DEPTH] = (
+                    f"max depth {params.max_depth}: followed when linked from a page at "
+                    f"depth {params.max_depth - 1} or less"
+                )
+            hops = 0
+        else:
+            depth, hops = int(row.get("depth") or 0), self._hops(row)
+        return book, book.found(url, depth, hops, referrer), notes
+
+    def _others(self, url: str, key: str) -> list[dict[str, Any]]:
+        """The other rows of *url*'s path with a query (none without a query)."""
+        base, _, query = url.partition("?")
+        if not query:
+            return []
+        return [r for r in self.ledger.rows_from(base + "?") if r["key"] != key]
+
+    def _count_variants(self, traps: TrapDetector, url: str, others: list[dict[str, Any]]) -> None:
+        """The query variants of *url*'s path that the crawl let through."""
+        path = traps.variant_path(url)
+        if path is not None:
+            traps.variants[path] = sum(1 for r in others if _passed(r["rule"], d.RULE_VARIANTS))
+
+    def _learner(self, url: str, others: list[dict[str, Any]]) -> ParamLearner:
+        """The parameters learned, and what the crawl met of *url*'s path: the
+        single-parameter variants (facets) and the variants it queued."""
+        learner = ParamLearner(
+            self.ledger.learned_params(),
+            known=lambda u: self.ledger.row(url_key(u)) is not None,
+        )
+        for other in others:
+            if _reached(other["rule"], d.RULE_PARAMS) and other["url"] not in (
+                self.params.starts or ()
+            ):
+                learner.check(other["url"])
+                if other["rule"] is None:
+                    learner.admit(other["url"])
+        return learner
+
+    def _calendar(
+        self,
+        calendars: CalendarRule,
+        url: str,
+        row: dict[str, Any] | None,
+        key: str,
+        notes: dict[str, str],
+    ) -> str | None:
+        """Where the crawl entered *url*'s date sequence, into *calendars*; for a
+        URL the crawl never saw, the page of its sequence it is judged as linked
+        from (None: from another page)."""
+        dated = date_of(url)
+        if dated is None:
+            return None
+        template = dated.template
+        entries: set[Any] = set()
+        members: list[tuple[Dated, str]] = []
+        starts = self.params.starts or (self.start,)
+        for other in self.ledger.rows_from(_sequence_prefix(url, template)):
+            other_dated = date_of(other["url"])
+            if other["key"] == key or other_dated is None or other_dated.template != template:
+                continue
+            members.append((other_dated, other["url"]))
+            if other["referrer"] is None or other["url"] in starts:
+                continue
+            if not _reached(other["rule"], d.RULE_CALENDAR):
+                continue
+            came_from = date_of(other["referrer"])
+            if came_from is None or came_from.template != template:
+                entries.add(other_dated.first)
+        calendars.entries[template] = entries
+        if row is not None or not members:
+            return None
+        nearest = min(members, key=lambda m: abs((m[0].first - dated.first).days))[1]
+        notes[d.RULE_CALENDAR] = (
+            f"no calendar rule cuts it, as linked from its date sequence ({nearest})"
+        )
+        return nearest
+
+    def _hops(self, row: dict[str, Any]) -> int:
+        """The redirects that led to *row*'s URL (its referrer redirected to it, ...)."""
+        hops, current, seen = 0, row, {row["key"]}
+        while current["referrer"]:
+            referrer = self.ledger.row(url_key(current["referrer"]))
+            if (
+                referrer is None
+                or referrer["key"] in seen
+                or referrer["decision"] != d.REDIRECT
+                or referrer["target_key"] != current["key"]
+            ):
+                break
+            seen.add(referrer["key"])
+            hops, current = hops + 1, referrer
+        return hops
+
+    # -- after the frontier
+
+    def _robots(self, url: str) -> dict[str, Any]:
+        robots = self.ledger.get_meta("robots")
+        name = d.RULE_ROBOTS
+        if self.recorded and not self.params.robots_obey:
+            return _check(name, True, "not obeyed (ROBOTSTXT_OBEY is off)")
+        if not isinstance(robots, dict):
+            return _check(name, None, "unknown: this ledger keeps no robots.txt")
+        if robots.get("state") == "unavailable" or robots.get("text") is None:
+            return _check(name, True, "robots.txt was unavailable: all allowed")
+        from crawler.fetch.robots import RobotsRules
+
+        rules = RobotsRules(str(robots["text"]))
+        token = str(robots.get("token") or "")
+        group = rules.group_name(token)
+        if rules.allowed(url, token):
+            return _check(name, True, f"allowed (group {group!r})")
+        refusal = d.Refusal(d.ROBOTS, name, "robots", {"group": group})
+        return _check(name, False, refusal.reason, refusal.decision)
+
+    def _listing(self, url: str) -> list[dict[str, Any]]:
+        """Fetched, but never listed: another scheme, outside the ``--base-url``."""
+        out = []
+        scheme = urlsplit(self.start).scheme
+        if urlsplit(url).scheme != scheme:
+            detail = f"fetched for discovery, but never listed: the set lists {scheme} URLs only"
+            out.append(_check("scheme", True, detail, d.OTHER_SCHEME))
+        if self.public.loc(url) is None:
+            out.append(_check("base-url", True, "fetched, but never listed: outside --base-url"))
+        return out
+
+
+def _sequence_prefix(url: str, template: str) -> str:
+    """The start every URL of *url*'s date sequence (*template*) shares."""
+    parts = urlsplit(url)
+    at = template.index("{date}")
+    query = template.find("?")
+    head = template[: query + 1] if 0 <= query < at else template[:at]
+    return f"{parts.scheme}://{head}"
+
+
+def _check(
+    rule: str,
+    ok: bool | None,
+    detail: str,
+    decision: str | None = None,
+    target: str | None = None,
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"rule": rule, "ok": ok, "detail": detail, "decision": decision}
+    if target is not None:
+        out["target"] = target
+    return out
+
+
+def _verdict(checks: list[dict[str, Any]], known: bool) -> dict[str, Any]:
+    refused = next((c for c in checks if c["ok"] is False), None)
+    unknown = next((c for c in checks if c["ok"] is None), None)
+    if refused is not None:
+        would: bool | None = False
+        summary = f"the crawl's rules would not fetch it: {refused['detail']}"
+    elif unknown is not None:
+        would = None
+        summary = f"the crawl's rules may fetch it: {unknown['detail']}"
+    else:
+        would = True
+        summary = (
+            "the crawl's rules let it through"
+            if known
+            else "the crawl's rules would fetch it: no crawled page links to it "
+            "(link it from a crawled page, or check the link's spelling)"
+        )
+    return {
+        "would_fetch": would,
+        # The decision the crawl would record (had a page linked to it).
+        "would_decide": refused["decision"] if refused else None,
+        "summary": summary,
+        "checks": checks,
+    }

@@ -1,0 +1,413 @@
+"""The rules every setting must meet, checked before a crawl starts.
+
+A bad ``-s`` value (or a bad value in ``--config``'s ``[settings]``) used to surface
+mid-crawl as a traceback, or after the whole crawl at publish time. The commands
+check the merged settings first (:func:`check_settings`): every ``SITEMAP_*``
+setting of ``settings/`` and the Scrapy settings the crawl relies on, each against
+a rule that says what is allowed. A ``SITEMAP_*`` name that does not exist is an
+error too, with the closest known name (a misspelled setting used to be ignored).
+Each failure is one line for the command to print (exit status 2).
+
+Every ``SITEMAP_*`` setting has a rule here (tests/test_settingrules.py holds the
+two lists together).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Iterable, Mapping
+from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING, Any
+
+from crawler.core.lastmod import w3c_datetime
+from crawler.crawl.calendars import parse_window
+from crawler.fetch.access import parse_auth, parse_cookie, parse_header
+from crawler.sitemaps.entry import ChangeFreq
+from crawler.sitemaps.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
+from pipelines.rules import SECTION_NAME, split_rule
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+
+class SettingError(ValueError):
+    """A setting breaks its rule: the message names it, its value and what is allowed."""
+
+
+#: A rule reads a setting from the merged settings and raises ValueError with what
+#: is allowed.
+Rule = Callable[["BaseSettings", str], None]
+
+
+def _number(kind: Callable[[str], Any], low: float | None, high: float | None = None) -> Rule:
+    """A number (``int``: a whole one) from *low* to *high* (None: unbounded)."""
+    what = "a whole number" if kind is int else "a number"
+
+    def rule(settings: BaseSettings, name: str) -> None:
+        raw = settings.get(name)
+        try:
+            value = settings.getint(name) if kind is int else settings.getfloat(name)
+        except (TypeError, ValueError):
+            raise ValueError(_allowed(what, low, high)) from None
+        if kind is int and isinstance(raw, float) and not raw.is_integer():
+            raise ValueError(_allowed(what, low, high))
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise ValueError(_allowed(what, low, high))
+
+    return rule
+
+
+def _auto_or(rule: Rule) -> Rule:
+    """``"auto"``, or what *rule* allows."""
+
+    def auto_or(settings: BaseSettings, name: str) -> None:
+        if settings.get(name) == "auto":
+            return
+        try:
+            rule(settings, name)
+        except ValueError as e:
+            raise ValueError(f"{e}, or auto") from None
+
+    return auto_or
+
+
+def _positive(settings: BaseSettings, name: str) -> None:
+    try:
+        value = settings.getfloat(name)
+    except (TypeError, ValueError):
+        value = 0.0
+    if not value > 0:
+        raise ValueError("must be a number greater than 0")
+
+
+def _allowed(what: str, low: float | None, high: float | None) -> str:
+    if low is not None and high is not None:
+        return f"must be {what} from {_plain(low)} to {_plain(high)}"
+    if low is not None:
+        return f"must be {what} of at least {_plain(low)}"
+    return f"must be {what}"
+
+
+def _plain(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def _optional(rule: Rule) -> Rule:
+    def optional(settings: BaseSettings, name: str) -> None:
+        if settings.get(name) not in (None, ""):
+            rule(settings, name)
+
+    return optional
+
+
+def _bool(settings: BaseSettings, name: str) -> None:
+    try:
+        settings.getbool(name)
+    except ValueError:
+        raise ValueError("must be true or false (True, False, 1 or 0)") from None
+
+
+def _choice(*choices: str) -> Rule:
+    def rule(settings: BaseSettings, name: str) -> None:
+        if settings.get(name) not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}")
+
+    return rule
+
+
+def _text(settings: BaseSettings, name: str) -> None:
+    if not isinstance(settings.get(name), str) or not settings.get(name).strip():
+        raise ValueError("must be a non-empty text")
+
+
+def _window(settings: BaseSettings, name: str) -> None:
+    try:
+        parse_window(settings.get(name))
+    except ValueError as e:
+        raise ValueError(str(e)) from None
+
+
+def _path(settings: BaseSettings, name: str) -> None:
+    if not isinstance(settings.get(name), str):
+        raise ValueError("must be a path")
+
+
+def _texts(settings: BaseSettings, name: str) -> None:
+    try:
+        values = settings.getlist(name)
+    except (TypeError, ValueError):
+        raise ValueError("must be a list of texts") from None
+    if not all(isinstance(v, str) for v in values):
+        raise ValueError("must be a list of texts")
+
+
+def _regexes(settings: BaseSettings, name: str) -> None:
+    _texts(settings, name)
+    for pattern in settings.getlist(name):
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise ValueError(f"{pattern!r} is not a regular expression: {e}") from None
+
+
+def _media_types(settings: BaseSettings, name: str) -> None:
+    _texts(settings, name)
+    for value in settings.getlist(name):
+        if not re.fullmatch(r"[\w.+-]+/[\w.+-]+", value.strip()):
+            raise ValueError(f"{value!r} is not a media type such as application/pdf")
+
+
+def _selectors(settings: BaseSettings, name: str) -> None:
+    from cssselect import GenericTranslator, SelectorError  # Scrapy's, through parsel
+
+    _texts(settings, name)
+    for selector in settings.getlist(name):
+        try:
+            GenericTranslator().css_to_xpath(selector)
+        except SelectorError as e:
+            raise ValueError(f"{selector!r} is not a CSS selector: {e}") from None
+
+
+def _changefreq(settings: BaseSettings, name: str) -> None:
+    if settings.get(name) not in {c.value for c in ChangeFreq}:
+        raise ValueError(f"must be one of {', '.join(c.value for c in ChangeFreq)}")
+
+
+def _priority(settings: BaseSettings, name: str) -> None:
+    try:
+        value = Decimal(str(settings.get(name)))
+    except InvalidOperation:
+        value = Decimal("NaN")
+    if not value.is_finite() or not Decimal(0) <= value <= Decimal(1):
+        raise ValueError("must be a number from 0.0 to 1.0")
+
+
+def _w3c(settings: BaseSettings, name: str) -> None:
+    if w3c_datetime(str(settings.get(name))) is None:
+        raise ValueError("must be a W3C datetime such as 2026-11-23T08:00:00+00:00")
+
+
+def _split(settings: BaseSettings, name: str, value_last: bool) -> list[tuple[str, str]]:
+    _texts(settings, name)
+    pairs = []
+    for text in settings.getlist(name):
+        if value_last and text == "auto":
+            pairs.append(("", "auto"))
+            continue
+        pairs.append(split_rule(text, value_last=value_last))
+    for left, right in pairs:
+        pattern = right if not value_last else left
+        if pattern:
+            try:
+                re.compile(pattern)
+            except re.error as e:
+                raise ValueError(f"{pattern!r} is not a regular expression: {e}") from None
+    return pairs
+
+
+def _sections(settings: BaseSettings, name: str) -> None:
+    names = [n for n, _ in _split(settings, name, value_last=False)]
+    for section in names:
+        if not SECTION_NAME.fullmatch(section) or section == "news":
+            raise ValueError(
+                f"{section!r} is no section name: a letter, then letters, digits or -"
+                " (at most 40; not news)"
+            )
+    if len(set(names)) != len(names):
+        raise ValueError("a section is named twice")
+
+
+def _changefreq_rules(settings: BaseSettings, name: str) -> None:
+    allowed = {c.value for c in ChangeFreq}
+    for _, value in _split(settings, name, value_last=True):
+        if value != "auto" and value not in allowed:
+            raise ValueError(f"{value!r} is not one of {', '.join(sorted(allowed))} or auto")
+
+
+def _priority_rules(settings: BaseSettings, name: str) -> None:
+    for _, value in _split(settings, name, value_last=True):
+        try:
+            ok = Decimal(0) <= Decimal(value) <= Decimal(1)
+        except InvalidOperation:
+            ok = False
+        if not ok:
+            raise ValueError(f"{value!r} is not a priority from 0.0 to 1.0")
+
+
+def _indexnow_key(settings: BaseSettings, name: str) -> None:
+    if not re.fullmatch(r"[A-Za-z0-9-]{8,128}", str(settings.get(name))):
+        raise ValueError("must be 8 to 128 letters, digits or -, as IndexNow asks")
+
+
+def _log_level(settings: BaseSettings, name: str) -> None:
+    levels = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+    if str(settings.get(name)).upper() not in levels:
+        raise ValueError(f"must be one of {', '.join(levels)}")
+
+
+_PATH = _optional(_path)
+
+
+def _credentials(settings: BaseSettings, name: str) -> None:
+    _text(settings, name)
+    parse_auth(str(settings.get(name)))
+
+
+def _each(parse: Callable[[str], object]) -> Rule:
+    """A list whose every item *parse* accepts (its ValueError says what is wrong,
+    without the value: these are credentials)."""
+
+    def rule(settings: BaseSettings, name: str) -> None:
+        _texts(settings, name)
+        for item in settings.getlist(name):
+            parse(str(item))
+
+    return rule
+
+
+#: Settings that hold credentials: an error names them, never their value.
+SECRET = frozenset({"SITEMAP_AUTH", "SITEMAP_COOKIES", "SITEMAP_HEADERS"})
+
+#: The rule of each setting the crawl defines or relies on.
+RULES: dict[str, Rule] = {
+    # sitemap-crawler's own (settings/__init__.py documents each).
+    "SITEMAP_ALTERNATE_HOSTS": _texts,
+    "SITEMAP_AUDIT_LEDGER": _PATH,
+    "SITEMAP_AUDIT_MAX_BYTES": _number(int, 1),
+    "SITEMAP_AUDIT_MAX_DEPTH": _number(int, 0),
+    "SITEMAP_AUDIT_SITEMAPS": _texts,
+    "SITEMAP_AUDIT_STORE": _PATH,
+    "SITEMAP_AUTH": _optional(_credentials),
+    "SITEMAP_BASE_URL": _optional(_text),
+    "SITEMAP_CALENDAR_WINDOW": _window,
+    "SITEMAP_CHANGEFREQ": _optional(_changefreq),
+    "SITEMAP_CHANGEFREQ_RULES": _changefreq_rules,
+    "SITEMAP_COOKIES": _each(parse_cookie),
+    "SITEMAP_DEDUPE_CONTENT": _bool,
+    "SITEMAP_EXCLUDE": _regexes,
+    "SITEMAP_FEED": _bool,
+    "SITEMAP_FEED_DAYS": _number(int, 1),
+    "SITEMAP_FEED_MAX": _number(int, 1),
+    "SITEMAP_FORCE": _bool,
+    "SITEMAP_FORMAT": _choice("xml", "txt"),
+    "SITEMAP_GZIP": _bool,
+    "SITEMAP_HEADERS": _each(parse_header),
+    "SITEMAP_HREFLANG": _bool,
+    "SITEMAP_IMAGE_HOSTS": _texts,
+    "SITEMAP_IMAGES": _bool,
+    "SITEMAP_INCLUDE": _regexes,
+    "SITEMAP_INDEXNOW_ALL": _bool,
+    "SITEMAP_INDEXNOW_ENDPOINT": _optional(_text),
+    "SITEMAP_INDEXNOW_KEY": _optional(_indexnow_key),
+    "SITEMAP_INDEXNOW_KEY_LOCATION": _optional(_text),
+    "SITEMAP_INCREMENTAL": _bool,
+    "SITEMAP_LASTMOD_FROM_PAGE": _bool,
+    "SITEMAP_LISTED_TYPES": _media_types,
+    "SITEMAP_MAX_BYTES_PER_FILE": _number(int, 1, MAX_BYTES_PER_FILE),
+    "SITEMAP_MAX_CRAWL_DELAY": _number(float, 0),
+    "SITEMAP_MAX_DEPTH": _number(int, 0),
+    "SITEMAP_MAX_DROP": _number(float, 0, 1),
+    "SITEMAP_MAX_ERROR_RATE": _number(float, 0, 1),
+    "SITEMAP_MAX_PAGES": _number(int, 0),
+    "SITEMAP_MAX_REDIRECTS": _number(int, 0),
+    "SITEMAP_MAX_URLS_PER_FILE": _number(int, 1, MAX_URLS_PER_FILE),
+    "SITEMAP_MAX_VARIANTS_PER_PATH": _number(int, 0),
+    "SITEMAP_NEWS_PUBLICATION": _optional(_text),
+    "SITEMAP_NEWS_TIME": _optional(_w3c),
+    "SITEMAP_OUT_DIR": _PATH,
+    "SITEMAP_PARSE_BACKLOG": _number(int, 0),
+    "SITEMAP_PARSE_LOCAL_BELOW": _number(int, 0),
+    "SITEMAP_PARSE_PROCESSES": _optional(_number(int, 0)),
+    "SITEMAP_PRIORITY": _optional(_priority),
+    "SITEMAP_PRIORITY_RULES": _priority_rules,
+    "SITEMAP_PROGRESS_INTERVAL": _number(float, 0),
+    "SITEMAP_PUBLISH": _bool,
+    "SITEMAP_REDIS_CRAWL": _optional(_text),
+    "SITEMAP_REDIS_NO_FETCH": _bool,
+    "SITEMAP_REDIS_POLL_INTERVAL": _positive,
+    "SITEMAP_REDIS_REPORT_BATCH": _number(int, 1),
+    "SITEMAP_REDIS_ROLE": _optional(_choice("coordinator", "worker")),
+    "SITEMAP_REDIS_SERVER": _optional(_text),
+    "SITEMAP_REDIS_URL": _optional(_text),
+    "SITEMAP_REDIS_WORKER_TIMEOUT": _number(float, 1),
+    "SITEMAP_RENDER": _choice("never", "auto", "always"),
+    "SITEMAP_RENDER_BROWSER": _optional(_text),
+    "SITEMAP_RENDER_CONCURRENCY": _auto_or(_number(int, 1)),
+    "SITEMAP_RENDER_CONTEXT_PAGES": _number(int, 1),
+    "SITEMAP_RENDER_INCLUDE": _regexes,
+    "SITEMAP_RENDER_SHELL_LINKS": _number(int, 0),
+    "SITEMAP_RENDER_TIMEOUT": _positive,
+    "SITEMAP_REPORT_HTML": _bool,
+    "SITEMAP_REPORT_HTML_URLS": _number(int, 1),
+    "SITEMAP_RESUME": _bool,
+    "SITEMAP_ROBOTS_MAX_AGE": _number(float, 0),
+    "SITEMAP_ROBOTS_MAX_BYTES": _number(int, 1),
+    "SITEMAP_SECTIONS": _sections,
+    "SITEMAP_SEED_SITEMAPS": _bool,
+    "SITEMAP_SEED_SITEMAP_URLS": _texts,
+    "SITEMAP_START_URLS": _texts,
+    "SITEMAP_SOFT404_CONTENT": _bool,
+    "SITEMAP_SOFT404_PROBE": _bool,
+    "SITEMAP_STATE_DIR": _PATH,
+    "SITEMAP_STRIP_EXTRA": _texts,
+    "SITEMAP_STRIP_PARAMS": _bool,
+    "SITEMAP_TRAP_MAX_QUERY_VARIANTS": _number(int, 1),
+    "SITEMAP_TRAP_MAX_REPEATS": _number(int, 1),
+    "SITEMAP_TRAP_MAX_SEGMENTS": _number(int, 1),
+    "SITEMAP_URL_FILE": _PATH,
+    "SITEMAP_VIDEOS": _bool,
+    "SITEMAP_VOLATILE_SELECTORS": _selectors,
+    # Scrapy's, which the crawl relies on.
+    "AUTOTHROTTLE_ENABLED": _bool,
+    "AUTOTHROTTLE_MAX_DELAY": _number(float, 0),
+    "AUTOTHROTTLE_START_DELAY": _number(float, 0),
+    "AUTOTHROTTLE_TARGET_CONCURRENCY": _positive,
+    "CLOSESPIDER_ERRORCOUNT": _number(int, 0),
+    "CLOSESPIDER_ITEMCOUNT": _number(int, 0),
+    "CLOSESPIDER_PAGECOUNT": _number(int, 0),
+    "CLOSESPIDER_TIMEOUT": _number(float, 0),
+    "CONCURRENT_ITEMS": _number(int, 1),
+    "CONCURRENT_REQUESTS": _number(int, 1),
+    "CONCURRENT_REQUESTS_PER_DOMAIN": _number(int, 1),
+    "DEPTH_PRIORITY": _number(int, None),
+    "DNS_TIMEOUT": _positive,
+    "DOWNLOAD_DELAY": _number(float, 0),
+    "DOWNLOAD_MAXSIZE": _number(int, 0),
+    "DOWNLOAD_TIMEOUT": _positive,
+    "DOWNLOAD_WARNSIZE": _number(int, 0),
+    "LOG_LEVEL": _log_level,
+    "REDIRECT_MAX_TIMES": _number(int, 0),
+    "RETRY_TIMES": _number(int, 0),
+    "ROBOTSTXT_OBEY": _bool,
+    "URLLENGTH_LIMIT": _number(int, 1),
+    "USER_AGENT": _text,
+}
+
+
+def unknown(names: Iterable[str], known: Iterable[str]) -> str | None:
+    """The error of the first ``SITEMAP_*`` name in *names* that is not in *known*,
+    with the closest known name; None when there is none."""
+    known = sorted(k for k in known if k.startswith("SITEMAP_"))
+    for name in names:
+        if name.startswith("SITEMAP_") and name not in known:
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            return f"unknown setting {name}{hint}"
+    return None
+
+
+def check_settings(settings: BaseSettings, given: Mapping[str, Any] | Iterable[str]) -> None:
+    """Raise SettingError for the first setting that breaks its rule, or for a
+    ``SITEMAP_*`` name in *given* (the names the user set) that does not exist."""
+    problem = unknown(given, RULES)
+    if problem is not None:
+        raise SettingError(problem)
+    for name, rule in RULES.items():
+        if name not in settings:
+            continue
+        try:
+            rule(settings, name)
+        except ValueError as e:
+            shown = "(hidden)" if name in SECRET else repr(settings.get(name))
+            raise SettingError(f"setting {name} = {shown}: {e}") from None

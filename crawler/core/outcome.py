@@ -1,0 +1,76 @@
+"""How a run ended, as a value: what the publisher hands the command.
+
+The publisher (:mod:`crawler.publish.publisher`) builds one :class:`RunOutcome` at
+the end of a run and keeps it on the run state
+(:attr:`RunState.outcome <crawler.ledger.runstate.RunState.outcome>`); the
+command that ran the spider (:func:`crawler.commands.process.run_spider`) reads it
+from there and returns it in a :class:`SpiderRun`, with Scrapy's close reason and
+the run's fatal problem. The exit status, IndexNow (:mod:`crawler.commands.notify`)
+and the Python API decide on these fields. Scrapy's stats carry the same figures
+for the summary and the logs, and are never read back to decide anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+#: What a run did: published its set, crawled without publishing (publishing off),
+#: refused to publish a set that looks broken, was interrupted, failed, or could not
+#: write its output.
+Outcome = Literal["published", "crawled", "refused", "interrupted", "failed", "output-error"]
+#: Outcomes of a run that did its job.
+GOOD: frozenset[str] = frozenset({"published", "crawled"})
+
+
+@dataclass(frozen=True, slots=True)
+class Published:
+    """Where a published set went: the index file, its public address, and whether
+    no run had published before (a first run: IndexNow submits nothing unless asked)."""
+
+    index_path: Path
+    index_url: str
+    first_run: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """The end of a run: its *outcome*, the one line that says why (*message*), the
+    set published (None unless *outcome* is ``published``) and the reports written."""
+
+    outcome: Outcome
+    message: str
+    published: Published | None = None
+    report_path: Path | None = None
+    report_html_path: Path | None = None
+
+    @property
+    def good(self) -> bool:
+        """The run did its job (its ledger becomes the next run's previous one)."""
+        return self.outcome in GOOD
+
+
+@dataclass(frozen=True, slots=True)
+class SpiderRun:
+    """One spider run as the command sees it: the exit status, the publisher's
+    :class:`RunOutcome` (None when it never ran: a fetching worker, or a crawl that
+    never got going), Scrapy's close reason (None when the spider never closed), the
+    run's fatal problem, if any, and the stats (for the summary only)."""
+
+    code: int
+    outcome: RunOutcome | None
+    reason: str | None = None
+    fatal: str | None = None
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def interrupted(self) -> bool:
+        """Stopped by Ctrl-C or SIGTERM."""
+        return self.reason in INTERRUPTED or (
+            self.outcome is not None and self.outcome.outcome == "interrupted"
+        )
+
+
+#: Scrapy's close reasons of a crawl stopped by Ctrl-C or SIGTERM.
+INTERRUPTED = frozenset({"shutdown", "cancelled"})

@@ -1,0 +1,71 @@
+"""Crawling one address, publishing for another (``--base-url``).
+
+Teams crawl a staging host or a local build whose pages will be public elsewhere.
+The *start prefix* is the start URL up to the last ``/`` of its path; the *public
+prefix* is ``SITEMAP_BASE_URL`` (or the start prefix itself when none is given).
+Every published ``<loc>``, pages and index entries alike, is the crawled URL with
+the start prefix replaced by the public prefix; a canonical that points at the
+public address of a page is read back into crawl space, so it counts as
+self-canonical (issue #2, "Crawling one address, publishing for another").
+
+With a base URL, a same-host page outside the start prefix has no public address:
+it is crawled for discovery but not listed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from crawler.core.urls import normalize_url
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+
+class BaseUrlError(ValueError):
+    """SITEMAP_BASE_URL is not an http(s) URL."""
+
+
+def prefix_of(url: str) -> str:
+    """``http://h/docs/index.html`` -> ``http://h/docs/``."""
+    return url[: url.rindex("/") + 1] if url.count("/") > 2 else url + "/"
+
+
+@dataclass(frozen=True, slots=True)
+class PublicUrls:
+    start_prefix: str
+    public_prefix: str
+    rewrites: bool
+
+    @classmethod
+    def from_settings(cls, start_url: str, settings: BaseSettings) -> PublicUrls:
+        return cls.create(start_url, settings.get("SITEMAP_BASE_URL"))
+
+    @classmethod
+    def create(cls, start_url: str, base_url: str | None) -> PublicUrls:
+        start_prefix = prefix_of(start_url)
+        if not base_url:
+            return cls(start_prefix, start_prefix, False)
+        base = normalize_url(base_url, strip_params=False)
+        if base is None or "?" in base:
+            raise BaseUrlError(f"--base-url must be an http(s) URL without a query: {base_url!r}")
+        if not base.endswith("/"):
+            base += "/"
+        return cls(start_prefix, base, True)
+
+    def loc(self, url: str) -> str | None:
+        """The published address of a crawled URL; None when it has none."""
+        if url.startswith(self.start_prefix):
+            return self.public_prefix + url[len(self.start_prefix) :]
+        return None if self.rewrites else url
+
+    def to_crawl(self, url: str) -> str:
+        """A public address (a canonical, say) mapped back into crawl space."""
+        if self.rewrites and url.startswith(self.public_prefix):
+            return self.start_prefix + url[len(self.public_prefix) :]
+        return url
+
+    def sitemap_loc(self, name: str) -> str:
+        """Where a published sitemap file will be served."""
+        return self.public_prefix + name

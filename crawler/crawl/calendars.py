@@ -1,0 +1,192 @@
+"""Calendars and date sequences: endless by construction, cut by a window (issue #19).
+
+A calendar links each day, month or year to the next and the previous one without
+end; so does an archive with "older" links. :func:`date_of` recognises the dates in
+a URL: path segments (``/2024/``, ``/2024/05/``, ``/2024/05/17/``, ``/2024-05/``,
+``/2024-05-17/``, the year 1900 to 2199; ``/3.11/`` is a version, not a date) and
+query parameters (``date=2024-05-17``, ``date=20240517``, ``month=2024-05``,
+``year=2024`` or ``y=2024`` with ``month=``/``m=`` 5 and ``day=``/``d=`` 17). The
+URL's *template* is its address with the date taken out (``/cal/{date}/``,
+``/events?date={date}``), whatever the date's unit: a month and its days are one
+sequence.
+
+The rule applies to date-sequence navigation only: a link from a page whose URL has
+the same template (a calendar's prev/next links, an archive's month to month). Such
+a URL is followed only when its date lies within ``SITEMAP_CALENDAR_WINDOW`` of
+today (one year each way by default), and at most :data:`STEPS` dates (days,
+months or years, as the sequence counts) from a date where the crawl entered the
+sequence from another page (a calendar within the window is still long: 731
+days); the rest is ``calendar`` ("calendar beyond window: 2019-05 is more than 365
+days from today", "calendar: more than 2 steps from where the sequence was
+entered"). Both rules depend on the links, not on the order pages were fetched
+in. Date archives are thin pages that SEO plugins mark noindex by default; the
+pages they lead to are found through them all the same.
+A dated URL linked from any other page (a blog post ``/2019/05/title/`` linked from
+the blog's index, a year archive in a menu) is followed as usual, however old.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from urllib.parse import parse_qsl, urlsplit
+
+from crawler.core import decisions as d
+from crawler.core.decisions import Refusal
+
+_SEGMENT = r"(?:19|20|21)\d\d"
+# A date in the path: whole segments, year[/-]month[/-]day, month and day optional.
+_PATH_DATE = re.compile(
+    rf"(?<=/)(?P<y>{_SEGMENT})(?:(?P<sep>[/-])(?P<m>0?[1-9]|1[0-2])"
+    r"(?:(?P=sep)(?P<d>0?[1-9]|[12]\d|3[01]))?)?(?=/|$|\.html?$)"
+)
+_VALUE_DATE = re.compile(rf"({_SEGMENT})-?(0[1-9]|1[0-2])(?:-?(0[1-9]|[12]\d|3[01]))?\Z")
+_YEAR = ("year", "y", "yr")
+_MONTH = ("month", "m", "mon", "mo")
+_DAY = ("day", "d")
+_DATE = ("date", "day", "dt", "when", "month", "ym")
+
+#: Sequences whose entries are remembered at most (bounds memory: every dated blog
+#: post is a sequence of its own); beyond it, a new sequence's first step counts
+#: from the page it came from.
+MAX_SEQUENCES = 100_000
+
+#: How far date-sequence navigation is followed from where the sequence was
+#: entered, each way (days, months or years).
+STEPS = 2
+
+_DURATION = re.compile(r"(\d+)\s*([dwmy]?)\Z", re.I)
+_DAYS = {"": 1, "d": 1, "w": 7, "m": 30, "y": 365}
+
+
+def parse_window(text: str | int | float) -> timedelta:
+    """``365d``, ``52w``, ``12m``, ``1y`` or a number of days; 0 turns the rule off."""
+    match = _DURATION.match(str(text).strip())
+    if match is None:
+        raise ValueError(f"not a duration: {text!r} (use e.g. 365d, 52w, 12m, 1y)")
+    return timedelta(days=int(match.group(1)) * _DAYS[match.group(2).lower()])
+
+
+@dataclass(frozen=True, slots=True)
+class Dated:
+    """The date a URL stands for, as the days it covers, and its template."""
+
+    template: str
+    first: date
+    last: date
+    label: str
+
+
+def _span(y: int, m: int | None, d: int | None) -> tuple[date, date, str] | None:
+    try:
+        if m is None:
+            return date(y, 1, 1), date(y, 12, 31), f"{y}"
+        if d is None:
+            return date(y, m, 1), date(y, m, calendar.monthrange(y, m)[1]), f"{y}-{m:02}"
+        return date(y, m, d), date(y, m, d), f"{y}-{m:02}-{d:02}"
+    except ValueError:
+        return None
+
+
+def date_of(url: str) -> Dated | None:
+    """The date of *url* (see the module docstring), or None."""
+    parts = urlsplit(url)
+    found = None
+    path = parts.path
+    for match in _PATH_DATE.finditer(path):
+        found = match  # the last date in the path is the sequence's
+    if found is not None:
+        m, d = found.group("m"), found.group("d")
+        span = _span(int(found.group("y")), int(m) if m else None, int(d) if d else None)
+        if span is not None:
+            template = path[: found.start()] + "{date}" + path[found.end() :]
+            if parts.query:
+                template += "?" + "&".join(sorted(n for n, _ in parse_qsl(parts.query, True)))
+            return Dated(f"{parts.netloc}{template}", *span)
+    if not parts.query:
+        return None
+    params = parse_qsl(parts.query, keep_blank_values=True)
+    lower = {n.lower(): v for n, v in params}
+    span = None
+    used: set[str] = set()
+    for name in _DATE:
+        value = lower.get(name, "")
+        valued = _VALUE_DATE.match(value)
+        if valued is not None:
+            y, m, d = valued.groups()
+            span = _span(int(y), int(m), int(d) if d else None)
+            used = {name}
+            break
+    if span is None:
+        year = next((n for n in _YEAR if re.fullmatch(_SEGMENT, lower.get(n, ""))), None)
+        if year is None:
+            return None
+        month = next((n for n in _MONTH if lower.get(n, "").isdigit()), None)
+        day = next((n for n in _DAY if lower.get(n, "").isdigit()), None) if month else None
+        span = _span(
+            int(lower[year]),
+            int(lower[month]) if month else None,
+            int(lower[day]) if day else None,
+        )
+        used = {n for n in (year, month, day) if n}
+    if span is None:
+        return None
+    # One sequence whatever its unit: a month links its days in the same calendar.
+    names = sorted({n for n, _ in params if n.lower() not in used}) + ["{date}"]
+    return Dated(f"{parts.netloc}{path}?" + "&".join(names), *span)
+
+
+class CalendarRule:
+    """Cuts date-sequence navigation beyond *window* of *today* (None: the day the
+    run started), and further than *steps* dates (days, months or years, as the
+    sequence counts) from where the crawl entered the sequence (0: no limit)."""
+
+    def __init__(self, window: timedelta, steps: int = STEPS, today: date | None = None) -> None:
+        self.window = window
+        self.steps = steps
+        self.today = today or datetime.now(UTC).date()
+        # Template -> the dates where the crawl entered it (linked from elsewhere).
+        self.entries: dict[str, set[date]] = {}
+        #: Templates cut at least once.
+        self.cut: set[str] = set()
+
+    def check(self, url: str, referrer: str | None) -> Refusal | None:
+        """Why *url*, found on *referrer*, is not followed, or None."""
+        if not self.window or referrer is None:
+            return None
+        dated = date_of(url)
+        if dated is None:
+            return None
+        came_from = date_of(referrer)
+        entries = self.entries.get(dated.template)
+        if entries is None:
+            entries = set()
+            if len(self.entries) < MAX_SEQUENCES:
+                self.entries[dated.template] = entries
+        if came_from is None or came_from.template != dated.template:
+            entries.add(dated.first)  # entered from another page: not navigation
+            return None
+        if not entries:
+            entries.add(came_from.first)
+        days = self.window.days
+        if dated.last < self.today - self.window or dated.first > self.today + self.window:
+            self.cut.add(dated.template)
+            return Refusal(
+                d.CALENDAR, d.RULE_CALENDAR, "calendar-window", {"label": dated.label, "days": days}
+            )
+        if self.steps and min(_distance(dated, e) for e in entries) > self.steps:
+            self.cut.add(dated.template)
+            return Refusal(d.CALENDAR, d.RULE_CALENDAR, "calendar-steps", {"limit": self.steps})
+        return None
+
+
+def _distance(dated: Dated, entry: date) -> int:
+    """How many of the sequence's units (days, months, years) *dated* is from *entry*."""
+    first = dated.first
+    if dated.first == dated.last:
+        return abs((first - entry).days)
+    if first.month == 1 and dated.last.month == 12:
+        return abs(first.year - entry.year)
+    return abs((first.year - entry.year) * 12 + first.month - entry.month)

@@ -1,0 +1,584 @@
+"""The page judge: what a fetched response says about its URL, and where it leads.
+
+Every response the crawl receives is judged here, and every decision about a
+fetched URL is made here (the frontier, :mod:`crawler.crawl.frontier`, decides about the
+URLs it never fetches; :func:`crawler.core.decisions.close_books` what only the whole
+crawl can tell). In order:
+
+1. a 304 to a conditional request replays the previous run's record: the page is
+   as that run saw it, and its stored links are followed again, unfetched;
+2. a 3xx with a ``Location`` is a ``redirect``; its target is a lead. Redirects are
+   judged hop by hop, not followed by Scrapy's redirect middleware, so that each hop
+   gets its own decision and its target is checked like any discovered URL;
+3. another status than 200 is ``status`` (``HTTP 404``);
+4. an HTML page (:mod:`crawler.page.analysis`): an instant meta refresh is a redirect;
+   its links (and a delayed refresh) are leads; then robots directives
+   (``noindex``), the canonical (``canonical``, the target a lead; invalid or
+   conflicting canonicals are ignored with a warning, as search engines do), the
+   scheme (``other-scheme``: only the start URL's is listed), the ``--base-url``
+   prefix (``excluded``), the site's "not found" page served with 200
+   (``soft-404``, when the start's probe found one: :mod:`crawler.page.softnotfound`),
+   a page that says it is not there and is thin (``soft-404`` too, with the words
+   and the page's count of words as its reason, ``SITEMAP_SOFT404_CONTENT``),
+   and a valid published ``<loc>`` (``invalid-url`` otherwise): what is left is
+   ``listed``;
+5. another content type is ``non-html``, unless ``SITEMAP_LISTED_TYPES`` lists it:
+   then only headers can say noindex or canonical;
+6. a request that failed is ``robots-disallowed``, ``off-host``, ``too-large`` (its
+   body over ``DOWNLOAD_MAXSIZE``, as sent or once decompressed: the site answered,
+   so it is no failure) or ``fetch-error`` (a timeout, a refused or lost
+   connection); the start URL unreachable fails the run.
+
+Where a page leads (its links, a redirect, canonical or refresh target, a 304's
+stored links) goes to the judge's :class:`Leads`: the frontier in one process, a
+report to the coordinator in a distributed worker (:mod:`crawler.distributed`),
+nowhere for the audit, which judges listed pages without following them.
+
+Settings: ``SITEMAP_LISTED_TYPES``, ``SITEMAP_SOFT404_CONTENT``, ``SITEMAP_STRIP_PARAMS``,
+``SITEMAP_STRIP_EXTRA``, ``USER_AGENT``, ``ROBOTSTXT_USER_AGENT``.
+Stats: ``sitemap/conditional/not_modified``, ``sitemap/ignored/scheme``,
+``sitemap/warnings/canonical``, ``sitemap/too_large`` (pages over the size cap).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import urljoin, urlsplit
+
+from scrapy.http import HtmlResponse, Response
+
+from crawler.core import decisions as d
+from crawler.core.agent import robots_agents
+from crawler.core.items import (
+    FOUND_CANONICAL,
+    FOUND_LINK,
+    FOUND_REDIRECT,
+    FOUND_REFRESH,
+    UrlRecord,
+)
+from crawler.core.urls import Stripping, host_port, normalize_url, site_of, url_key
+from crawler.fetch.hostguard import OffHostRequest
+from crawler.fetch.robots import RobotsDisallowed, robots_allows
+from crawler.page.analysis import HTML_TYPES
+from crawler.page.links import RobotsDirectives, header_directives, link_header_canonicals
+from crawler.page.softnotfound import SoftNotFound
+from crawler.sitemaps.entry import check_loc
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
+    from twisted.python.failure import Failure
+
+    from crawler.core.publicurl import PublicUrls
+    from crawler.ledger.previous import PreviousRun
+    from crawler.page.analysis import PageAnalysis, RichFacts
+    from crawler.page.links import Resolved
+    from crawler.page.parsepool import PageAnalyser
+
+logger = logging.getLogger(__name__)
+
+
+class Leads(Protocol):
+    """Where what a page leads to goes (see the module docstring)."""
+
+    def link(self, found: Resolved, depth: int, referrer: str) -> Iterable[object]:
+        """A link of the page *referrer*, resolved."""
+        ...
+
+    def target(
+        self,
+        raw: str,
+        *,
+        depth: int,
+        referrer: str | None,
+        hops: int = 0,
+        encoding: str = "utf-8",
+        normal: str | None = None,
+        found_by: str = FOUND_LINK,
+    ) -> Iterable[object]:
+        """A redirect, canonical or refresh target of *referrer*, or a link a 304
+        replays (*normal* when known normalised already); *found_by* says which
+        (:data:`crawler.core.items.FOUND_LINK` and its kin)."""
+        ...
+
+
+class NoLeads:
+    """Leads followed nowhere: the audit judges a listed page without its links."""
+
+    def link(self, found: Resolved, depth: int, referrer: str) -> Iterable[object]:
+        return ()
+
+    def target(
+        self,
+        raw: str,
+        *,
+        depth: int,
+        referrer: str | None,
+        hops: int = 0,
+        encoding: str = "utf-8",
+        normal: str | None = None,
+        found_by: str = FOUND_LINK,
+    ) -> Iterable[object]:
+        return ()
+
+
+#: What the judge does with a 304 (the record, the response's ETag): replay it here,
+#: or (a distributed worker) hand it to the process that has the previous run.
+NotModified = Callable[[UrlRecord, str | None], Iterable[object]]
+
+
+class PageJudge:
+    """Judges the responses of a crawl from *start_url* (see the module docstring).
+
+    *analyser* analyses an HTML page in this process when the caller has no
+    analysis; *agents*: :func:`crawler.core.agent.robots_agents`; *listed_types*: media types listed
+    besides HTML; *previous*: the previous run, which a 304 replays; *leads*: where
+    pages lead; *fail*: says the run cannot do its job; *not_modified*: what to do
+    with a 304 instead of replaying it here; *image_hosts*: other hosts whose images
+    a listed page keeps; *allows*: whether robots.txt lets us fetch a URL of our
+    site (an image it disallows is left out).
+    """
+
+    def __init__(
+        self,
+        start_url: str,
+        *,
+        stats: StatsCollector,
+        public: PublicUrls,
+        analyser: PageAnalyser,
+        agents: tuple[str, ...],
+        listed_types: Iterable[str],
+        strip_params: bool,
+        extra_strip: tuple[str, ...],
+        previous: PreviousRun | None,
+        leads: Leads,
+        fail: Callable[[str], None],
+        not_modified: NotModified | None = None,
+        image_hosts: Iterable[str] = (),
+        allows: Callable[[str], bool] = lambda url: True,
+        maxsize: int = 0,
+        soft_content: bool = True,
+    ) -> None:
+        self.start_url = start_url
+        self.maxsize = maxsize  # DOWNLOAD_MAXSIZE: a request's cap unless it has its own
+        # SITEMAP_SOFT404_CONTENT: a page that says it is not there, and is thin, is a
+        # soft 404 (crawler.page.softnotfound.says_not_found).
+        self.soft_content = soft_content
+        self.site = site_of(start_url)
+        self.start_scheme = urlsplit(start_url).scheme
+        self.stats = stats
+        self.public = public
+        self.analyser = analyser
+        self.agents = agents
+        self.listed_types = frozenset(t.lower() for t in listed_types)
+        self.strip_params, self.extra_strip = strip_params, extra_strip
+        self.previous = previous
+        self.leads = leads
+        self.fail = fail
+        self.not_modified: NotModified = not_modified or self.replay
+        self.image_hosts = frozenset(h.lower() for h in image_hosts)
+        self.allows = allows
+        self._warned_canonical = False
+        # The site's "not found" pages, as the start's probes found them.
+        self.soft_not_found = SoftNotFound()
+
+    @classmethod
+    def from_crawler(
+        cls,
+        crawler: Crawler,
+        start_url: str,
+        *,
+        public: PublicUrls,
+        analyser: PageAnalyser,
+        previous: PreviousRun | None,
+        leads: Leads,
+        fail: Callable[[str], None],
+        not_modified: NotModified | None = None,
+    ) -> PageJudge:
+        s = crawler.settings
+        assert crawler.stats is not None
+        strip = Stripping.from_settings(s)
+        return cls(
+            start_url,
+            stats=crawler.stats,
+            public=public,
+            analyser=analyser,
+            agents=robots_agents(s["USER_AGENT"], s.get("ROBOTSTXT_USER_AGENT")),
+            listed_types=s.getlist("SITEMAP_LISTED_TYPES"),
+            strip_params=strip.params,
+            extra_strip=strip.extra,
+            previous=previous,
+            leads=leads,
+            fail=fail,
+            not_modified=not_modified,
+            image_hosts=s.getlist("SITEMAP_IMAGE_HOSTS"),
+            allows=robots_allows(crawler),
+            maxsize=s.getint("DOWNLOAD_MAXSIZE"),
+            soft_content=s.getbool("SITEMAP_SOFT404_CONTENT"),
+        )
+
+    def is_html_page(self, response: Response) -> bool:
+        """Whether :meth:`judge` reads *response* as an HTML page (and so wants its
+        analysis)."""
+        return (
+            response.status == 200
+            and isinstance(response, HtmlResponse)
+            and _media_type(response) in HTML_TYPES | {""}
+        )
+
+    # -- a response ---------------------------------------------------------------------
+
+    def judge(self, response: Response, analysis: PageAnalysis | None = None) -> Iterator[object]:
+        """Everything a fetched response leads to: its record, and what its leads
+        make of the URLs it points at. *analysis*: the page's, when it is HTML and
+        was analysed already."""
+        meta = response.meta
+        url: str = meta["sitemap_url"]
+        rec = UrlRecord(
+            url=url,
+            decision=d.LISTED,
+            status=response.status,
+            depth=meta["sitemap_depth"],
+            referrer=meta.get("sitemap_referrer"),
+            content_type=_header(response, b"Content-Type"),
+            last_modified=_header(response, b"Last-Modified"),
+            date=_header(response, b"Date"),
+            key=url_key(url),
+            conditional=bool(meta.get("sitemap_conditional")),
+            elapsed=_latency(meta),
+            size=len(response.body),
+        )
+        status = response.status
+        if status == 304 and meta.get("sitemap_conditional"):
+            yield from self.not_modified(rec, _header(response, b"ETag"))
+            return
+        location = response.headers.get(b"Location")
+        if 300 <= status < 400 and location is not None:
+            target = urljoin(response.url, location.decode("latin-1"))
+            yield from self._redirect(rec, target, f"{status}", response)
+            return
+        if status != 200:
+            rec.decision, rec.reason = d.STATUS, f"HTTP {status}"
+            yield rec
+            return
+        if isinstance(response, HtmlResponse) and self.is_html_page(response):
+            yield from self._judge_html(rec, response, analysis)
+            return
+        media_type = _media_type(response)
+        if media_type not in self.listed_types:
+            rec.decision, rec.reason = d.NON_HTML, media_type or "no Content-Type"
+            yield rec
+            return
+        # Another listed type (PDF, say): only headers can say noindex or canonical.
+        robots = header_directives(response, self.agents)
+        rec.robots = _directives(robots)
+        yield from self._judge(rec, response, robots.noindex, link_header_canonicals(response))
+
+    def _judge_html(
+        self, rec: UrlRecord, response: HtmlResponse, analysis: PageAnalysis | None
+    ) -> Iterator[object]:
+        if analysis is None:
+            analysis = self.analyser.local(response)
+        facts = analysis.facts
+        rec.page_dates = facts.page_dates
+        rec.title = facts.title
+        rec.etag = _header(response, b"ETag")
+        if facts.refresh is not None:
+            interval, target = facts.refresh
+            if interval <= 0:
+                # An instant refresh is a redirect to search engines.
+                yield from self._redirect(
+                    rec, target, "meta refresh", response, found_by=FOUND_REFRESH
+                )
+                return
+        depth, links, leads = _depth(rec) + 1, rec.links, self.leads
+        # analysis.links has each link once; forms of one target (with tracking
+        # parameters, say) share its entry in the ledger.
+        targets: set[str] = set()
+        for found in analysis.links:
+            if found is None:
+                self.stats.inc_value("sitemap/ignored/scheme")
+                continue
+            if found.url not in targets:
+                # Kept normalised in the ledger, so a 304 next time can replay them.
+                targets.add(found.url)
+                links.append(found.url)
+            yield from leads.link(found, depth, rec.url)
+        # What it refers to on this site and the crawl does not follow (explain).
+        rec.unfollowed = [
+            f"{kind} {url}" for kind, url in analysis.unfollowed if site_of(url) == self.site
+        ]
+        if facts.refresh is not None:  # a delayed refresh is a link like any other
+            target = facts.refresh[1]
+            normal = self._normalize(target, analysis.encoding)
+            if normal is None:
+                self.stats.inc_value("sitemap/ignored/scheme")
+            else:
+                links.append(normal)
+                yield from leads.target(
+                    target, depth=depth, referrer=rec.url, normal=normal, found_by=FOUND_REFRESH
+                )
+        rec.robots = _directives(facts.robots)
+        yield from self._judge(rec, response, facts.robots.noindex, facts.canonicals, analysis)
+
+    def _judge(
+        self,
+        rec: UrlRecord,
+        response: Response,
+        noindex: str | None,
+        canonicals: list[str],
+        analysis: PageAnalysis | None = None,
+    ) -> Iterator[object]:
+        """The decision about a fetched page; *analysis* is an HTML page's."""
+        canonical = self._canonical(rec, canonicals)
+        if noindex:
+            rec.decision, rec.reason = d.NOINDEX, f"noindex ({noindex})"
+        elif canonical is not None and url_key(canonical) != url_key(rec.url):
+            rec.decision, rec.target = d.CANONICAL, self.public.loc(canonical) or canonical
+            where = "" if site_of(canonical) == self.site else " (another host)"
+            rec.reason = f"canonical -> {rec.target}{where}"
+            # The canonical target is judged on its own (only if it is ours).
+            yield from self.leads.target(
+                canonical, depth=_depth(rec), referrer=rec.url, found_by=FOUND_CANONICAL
+            )
+        elif urlsplit(rec.url).scheme != self.start_scheme:
+            rec.decision = d.OTHER_SCHEME
+            rec.reason = (
+                f"{urlsplit(rec.url).scheme} URL; the sitemap lists {self.start_scheme} only"
+            )
+        elif self.public.loc(rec.url) is None:
+            rec.decision, rec.reason = d.EXCLUDED, "outside the --base-url prefix"
+        elif analysis is not None and self.soft_not_found.matches(analysis.soft_print):
+            rec.decision = d.SOFT_404
+            rec.reason = "soft 404: the page the site serves for an address that cannot exist"
+        elif analysis is not None and self.soft_content and analysis.not_found is not None:
+            rec.decision, rec.reason = d.SOFT_404, f"soft 404: {analysis.not_found}"
+        else:
+            if analysis is not None:
+                rec.content_hash, rec.main_hash = analysis.content_hash, analysis.main_hash
+                rec.bag_hash = analysis.bag_hash
+            else:
+                rec.content_hash = hashlib.blake2b(response.body, digest_size=16).hexdigest()
+            self._listed(rec)
+            if rec.decision == d.LISTED and analysis is not None and analysis.rich is not None:
+                self._rich(rec, analysis.rich)
+        yield rec
+
+    def _rich(self, rec: UrlRecord, rich: RichFacts) -> None:
+        """A listed page's rich data (issue #14). Its alternates as declared (they are
+        verified once the crawl is over: crawler.publish.richentries); its images on our site
+        that robots.txt lets us fetch, or on an --image-host; its videos that have
+        what Google requires (the others are named in its problems); its news."""
+        rec.alternates = [[code, href] for code, href in rich.alternates]
+        for image in rich.images:
+            found = host_port(image)
+            if site_of(image) == self.site:
+                if self.allows(image):
+                    rec.images.append(image)
+                else:
+                    self.stats.inc_value("sitemap/images/robots_disallowed")
+            elif found is not None and found[0] in self.image_hosts:
+                rec.images.append(image)
+            else:
+                self.stats.inc_value("sitemap/images/other_host")
+        for video in rich.videos:
+            name = video.content_loc or video.player_loc or video.thumbnail_loc or "?"
+            rec.problems.extend(f"video {name}: {problem}" for problem in video.problems)
+            if video.missing:
+                rec.problems.append(f"video {name} not written: no {', '.join(video.missing)}")
+            else:
+                rec.videos.append(video.to_json())
+        rec.news = rich.news.to_json() if rich.news is not None else None
+
+    def _listed(self, rec: UrlRecord) -> None:
+        """A listed page's published address, checked against the schema's rules for
+        ``<loc>``: one bad URL is ``invalid-url``, not a failed publish."""
+        rec.loc = self.public.loc(rec.url)
+        try:
+            check_loc(rec.loc or "")
+        except ValueError as e:
+            rec.decision, rec.reason, rec.loc = d.INVALID, f"not a valid <loc>: {e}", None
+
+    def _canonical(self, rec: UrlRecord, candidates: list[str]) -> str | None:
+        """The page's canonical, in crawl address space, or None. Invalid and
+        conflicting canonicals are ignored with a warning, as search engines do."""
+        valid = []
+        for raw in candidates:
+            url = self._normalize(raw)
+            if url is None:
+                rec.warnings.append(f"ignored canonical {raw[:200]!r}: not an http(s) URL")
+                continue
+            valid.append(self.public.to_crawl(url))
+        distinct = {url_key(u): u for u in valid}
+        if len(distinct) > 1:
+            rec.warnings.append(
+                "ignored conflicting canonicals: " + ", ".join(sorted(distinct.values()))
+            )
+            return None
+        if rec.warnings:
+            self.stats.inc_value("sitemap/warnings/canonical")
+            if not self._warned_canonical:
+                self._warned_canonical = True
+                logger.warning("%s: %s (logged once)", rec.url, rec.warnings[0])
+        return next(iter(distinct.values()), None)
+
+    def _redirect(
+        self,
+        rec: UrlRecord,
+        target: str,
+        how: str,
+        response: Response,
+        found_by: str = FOUND_REDIRECT,
+    ) -> Iterator[object]:
+        hops = response.meta.get("sitemap_hops", 0) + 1
+        normal = self._normalize(target)
+        rec.decision = d.REDIRECT
+        rec.target = normal or target
+        rec.reason = f"{how} -> {rec.target}"
+        yield rec
+        yield from self.leads.target(
+            target, depth=_depth(rec), referrer=rec.url, hops=hops, found_by=found_by
+        )
+
+    def _normalize(self, url: str, encoding: str = "utf-8") -> str | None:
+        return normalize_url(
+            url, strip_params=self.strip_params, extra_strip=self.extra_strip, encoding=encoding
+        )
+
+    # -- a 304 --------------------------------------------------------------------------
+
+    def replay(
+        self, rec: UrlRecord, etag: str | None, leads: Leads | None = None
+    ) -> Iterator[object]:
+        """A 304: the page is as the previous run saw it. Its record stands (decision,
+        reason, hashes, lastmod) and its stored links go to *leads* (the judge's own
+        by default), unfetched."""
+        leads = leads or self.leads
+        # Counted where it is replayed: a distributed worker hands its 304s over.
+        self.stats.inc_value("sitemap/conditional/not_modified")
+        prev = self.previous.get(url_key(rec.url)) if self.previous else None
+        if prev is None:  # cannot happen: only known URLs are asked conditionally
+            rec.decision, rec.reason = d.STATUS, "HTTP 304 with no earlier record"
+            yield rec
+            return
+        rec.replayed = True
+        rec.status = 200
+        rec.decision, rec.reason, rec.target = prev["decision"], prev["reason"], prev["target"]
+        rec.content_type, rec.last_modified = prev["content_type"], prev["last_modified"]
+        rec.etag = etag or prev["etag"]
+        rec.content_hash, rec.main_hash = prev["content_hash"], prev["main_hash"]
+        rec.lastmod, rec.lastmod_source = prev["lastmod"], prev["lastmod_source"]
+        rec.changed_at = prev["changed_at"]
+        rec.lastmod_from, rec.page_verdicts = prev.get("lastmod_from"), prev.get("page_dates")
+        rec.size = prev.get("size")  # the body it stands for, not the empty 304
+        rec.links = prev["links"].split("\n") if prev["links"] else []
+        rec.unfollowed = prev["unfollowed"].split("\n") if prev.get("unfollowed") else []
+        # The rich data the page declared, as the previous run read it (a 304 has no
+        # body to read it from again).
+        rec.title = prev.get("title")
+        rec.robots = prev.get("robots")
+        # A rendered page's record came from its rendered DOM: replayed, not rendered again.
+        rec.render = prev.get("render")
+        for column in ("alternates", "images", "videos", "news", "problems"):
+            if prev.get(column):
+                setattr(rec, column, json.loads(prev[column]))
+        if rec.decision == d.LISTED:
+            self._listed(rec)  # the published address as this run publishes it
+        depth = _depth(rec)
+        for link in rec.links:  # stored normalised
+            yield from leads.target(link, depth=depth + 1, referrer=rec.url, normal=link)
+        if prev["target"] and prev["decision"] in (d.CANONICAL, d.REDIRECT):
+            yield from leads.target(
+                self.public.to_crawl(prev["target"]),
+                depth=depth,
+                referrer=rec.url,
+                found_by=FOUND_REDIRECT if prev["decision"] == d.REDIRECT else FOUND_CANONICAL,
+            )
+        yield rec
+
+    # -- a failure ----------------------------------------------------------------------
+
+    def failed(self, failure: Failure) -> UrlRecord:
+        """The record of a request that got no response."""
+        request: Request = failure.request  # type: ignore[attr-defined]  # set by Scrapy
+        meta = request.meta
+        url: str = meta["sitemap_url"]
+        rec = UrlRecord(
+            url=url,
+            decision=d.ERROR,
+            depth=meta.get("sitemap_depth"),
+            referrer=meta.get("sitemap_referrer"),
+            key=url_key(url),
+            conditional=bool(meta.get("sitemap_conditional")),
+        )
+        if isinstance(failure.value, RobotsDisallowed):
+            rec.decision, rec.reason = d.ROBOTS, str(failure.value)
+        elif isinstance(failure.value, OffHostRequest):
+            rec.decision, rec.reason = d.OFF_HOST, "another host"
+        elif (cap := _over_size_cap(failure, request, self.maxsize)) is not None:
+            rec.decision, rec.reason = d.TOO_LARGE, cap
+            self.stats.inc_value("sitemap/too_large")
+        else:
+            kind = failure.type.__name__ if failure.type is not None else "Error"
+            rec.reason = f"{kind}: {failure.getErrorMessage()}"[:500]
+        if rec.url == self.start_url and rec.decision == d.ERROR:
+            self.fail(f"start URL unreachable: {rec.url} ({rec.reason})")
+        return rec
+
+
+# Scrapy's words when a body is over DOWNLOAD_MAXSIZE: as announced or as received
+# (scrapy.utils._download_handlers.get_maxsize_msg), or once decompressed
+# (HttpCompressionMiddleware's IgnoreRequest).
+_SIZE_CAP_WORDS = ("larger than download max size", "exceeded DOWNLOAD_MAXSIZE")
+
+
+def _over_size_cap(failure: Failure, request: Request, maxsize: int) -> str | None:
+    """The reason of a download cut for its size, or None for another failure.
+    Scrapy cancels a body that grows past the cap while it streams with no message
+    of its own; it said so in a warning, and the request had a cap: a cancelled
+    download of a request with a cap is read as that."""
+    message = failure.getErrorMessage()
+    cap = request.meta.get("download_maxsize", maxsize)
+    words = f"over the download size cap (DOWNLOAD_MAXSIZE, {cap} bytes)"
+    if any(w in message for w in _SIZE_CAP_WORDS):
+        return words
+    name = failure.type.__name__ if failure.type is not None else ""
+    if cap and name in ("CancelledError", "DownloadCancelledError") and not message.strip():
+        return words
+    return None
+
+
+def _directives(robots: RobotsDirectives) -> str | None:
+    """The directives that apply to us, for the ledger: ``noindex (meta robots),
+    nofollow (X-Robots-Tag)``; None when there are none."""
+    found = [
+        f"{name} ({source})"
+        for name, source in (("noindex", robots.noindex), ("nofollow", robots.nofollow))
+        if source
+    ]
+    return ", ".join(found) or None
+
+
+def _latency(meta: dict[str, Any]) -> float | None:
+    """Scrapy's ``download_latency`` (seconds from request sent to response), rounded."""
+    latency = meta.get("download_latency")
+    return round(float(latency), 4) if isinstance(latency, int | float) else None
+
+
+def _depth(rec: UrlRecord) -> int:
+    assert rec.depth is not None  # a fetched URL's record always has its depth
+    return rec.depth
+
+
+def _media_type(response: Response) -> str:
+    return (_header(response, b"Content-Type") or "").split(";")[0].strip().lower()
+
+
+def _header(response: Response, name: bytes) -> str | None:
+    value = response.headers.get(name)
+    return value.decode("latin-1") if value is not None else None

@@ -1,0 +1,417 @@
+"""The frontier's rule book: which URLs a crawl fetches, in one ordered list (issue 23).
+
+A URL new to the crawl is put to the rules in this order; the first that refuses it
+decides (a :class:`crawler.core.decisions.Refusal`: decision, rule, kind and values), and
+a URL that every rule lets pass is queued:
+
+1. ``host``: same host and port as the start URL (``off-host``; ``non-public`` for a
+   private address found from a public site);
+2. ``length``: the URL and its published ``<loc>`` at most
+   :data:`crawler.sitemaps.limits.MAX_LOC_LENGTH` characters (``too-long``);
+3. ``include/exclude``: ``--include`` and ``--exclude`` (``excluded``; start URLs
+   are exempt);
+4. ``hops``: at most ``SITEMAP_MAX_REDIRECTS`` redirect hops (``cap-reached``);
+5. ``calendar``: date-sequence navigation within ``SITEMAP_CALENDAR_WINDOW`` of the
+   run's day and a few steps from where the sequence was entered
+   (:mod:`crawler.crawl.calendars`; start URLs are exempt);
+6. ``parameters``: parameters learned not to change a page, facet combinations
+   (:mod:`crawler.crawl.params`; start URLs are exempt);
+7. ``traps``: a URL's shape (:meth:`crawler.crawl.traps.TrapDetector.shape`);
+8. ``query-variants``: at most ``SITEMAP_TRAP_MAX_QUERY_VARIANTS`` query strings a
+   path (counted);
+9. ``depth``: ``SITEMAP_MAX_DEPTH`` links from the start URL (``cap-reached``; a
+   shorter path found later lets the URL in);
+10. ``pages``: ``SITEMAP_MAX_PAGES`` URLs queued (counted).
+
+robots.txt is read where a URL is fetched (:mod:`crawler.fetch.robots`), after
+these: ``explain`` applies it as the eleventh rule.
+
+The local frontier (:class:`crawler.crawl.frontier.Frontier`) applies the whole book; a
+distributed crawl's processes apply the rules before ``query-variants``
+(:meth:`RuleBook.judge` with *until*) and the report script counts the rest in
+Redis, whose answers become the same refusals (:func:`counted_refusal`); ``explain``
+builds the book from what the run recorded (:class:`RuleParams`, the ledger's
+``meta`` ``scope``), so that a URL the crawl never saw is judged with that run's
+rules, not the current settings.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, fields
+from datetime import date, timedelta
+from typing import TYPE_CHECKING, Any, Protocol
+
+from crawler.core import decisions as d
+from crawler.core.decisions import Refusal
+from crawler.core.urls import is_public_host, normalize_url, site_of
+from crawler.crawl.calendars import STEPS, CalendarRule
+from crawler.crawl.params import ParamLearner
+from crawler.crawl.traps import TrapDetector
+
+if TYPE_CHECKING:
+    from crawler.core.publicurl import PublicUrls
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """How a URL was found: its *depth* (links from the start URL), the redirect
+    *hops* that led to it, the page it was found on, and whether it is a start URL."""
+
+    depth: int
+    hops: int = 0
+    referrer: str | None = None
+    start: bool = False
+
+
+class Rule(Protocol):
+    name: str
+
+    def check(self, url: str, found: Found) -> Refusal | None:
+        """Why *url* is refused, or None (it passes)."""
+
+    def passed(self, url: str, found: Found) -> str:
+        """Why *url* passes, in words (for ``explain``)."""
+
+
+# -- the values a rule book is built with ----------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RuleParams:
+    """The values a run's rule book was built with, kept in the ledger's ``meta``
+    (``scope``) by the frontier. A value missing from an older ledger is None: its
+    rule is then unknown to ``explain``, never replaced by today's settings."""
+
+    start_url: str
+    starts: tuple[str, ...] | None = None
+    include: tuple[str, ...] | None = None
+    exclude: tuple[str, ...] | None = None
+    max_loc_length: int | None = None
+    max_redirects: int | None = None
+    calendar_window_days: int | None = None
+    calendar_steps: int | None = None
+    calendar_today: str | None = None
+    trap_max_repeats: int | None = None
+    trap_max_segments: int | None = None
+    trap_max_query_variants: int | None = None
+    max_depth: int | None = None
+    max_pages: int | None = None
+    strip_params: bool = True
+    strip_extra: tuple[str, ...] = ()
+    robots_obey: bool = True
+
+    def record(self) -> dict[str, Any]:
+        """What the ledger keeps (JSON)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
+
+    @classmethod
+    def from_record(cls, start_url: str, record: Mapping[str, Any]) -> RuleParams:
+        """The values a ledger recorded (keys it lacks are None)."""
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name == "start_url" or f.name not in record:
+                continue
+            value = record[f.name]
+            values[f.name] = tuple(value) if isinstance(value, list) else value
+        return cls(start_url=start_url, **values)
+
+    def traps(self) -> TrapDetector | None:
+        if None in (self.trap_max_repeats, self.trap_max_segments, self.trap_max_query_variants):
+            return None
+        return TrapDetector(
+            max_repeats=int(self.trap_max_repeats or 0),
+            max_segments=int(self.trap_max_segments or 0),
+            max_query_variants=int(self.trap_max_query_variants or 0),
+        )
+
+    def calendars(self) -> CalendarRule | None:
+        if self.calendar_window_days is None or self.calendar_today is None:
+            return None
+        return CalendarRule(
+            timedelta(days=self.calendar_window_days),
+            STEPS if self.calendar_steps is None else self.calendar_steps,
+            date.fromisoformat(self.calendar_today),
+        )
+
+
+def starts_of(
+    start_url: str, more: Iterable[str], strip_params: bool, extra: tuple[str, ...]
+) -> tuple[str, ...]:
+    """The start URLs, normalised: exempt from include/exclude, calendars and
+    learned parameters (the seeds of a ``--urls`` file are not)."""
+    normal = (normalize_url(raw, strip_params=strip_params, extra_strip=extra) for raw in more)
+    return tuple(dict.fromkeys([start_url, *(u for u in normal if u is not None)]))
+
+
+# -- the rules --------------------------------------------------------------------------
+
+
+class Host:
+    name = d.RULE_HOST
+
+    def __init__(self, start_url: str) -> None:
+        self.site = site_of(start_url)
+        self.start_is_public = is_public_host(self.site[0] if self.site else "")
+
+    def check(self, url: str, found: Found) -> Refusal | None:
+        target = site_of(url)
+        if target == self.site:
+            return None
+        host = target[0] if target else ""
+        if self.start_is_public and not is_public_host(host):
+            return Refusal(d.NON_PUBLIC, self.name, "non-public", {"host": host})
+        return Refusal(d.OFF_HOST, self.name, "off-host", {"host": host})
+
+    def passed(self, url: str, found: Found) -> str:
+        return "the start URL's host"
+
+
+class Length:
+    name = d.RULE_LENGTH
+
+    def __init__(self, public: PublicUrls, limit: int) -> None:
+        self.public, self.limit = public, limit
+
+    def check(self, url: str, found: Found) -> Refusal | None:
+        if len(url) > self.limit or len(self.public.loc(url) or "") > self.limit:
+            return Refusal(d.TOO_LONG, self.name, "too-long", {"limit": self.limit})
+        return None
+
+    def passed(self, url: str, found: Found) -> str:
+        return f"{len(url)} characters"
+
+
+class IncludeExclude:
+    name = d.RULE_INCLUDE
+
+    def __init__(self, include: Iterable[re.Pattern[str]], exclude: Iterable[re.Pattern[str]]):
+        self.include, self.exclude = list(include), list(exclude)
+
+    def check(self, url: str, found: Found) -> Refusal | None:
+        if found.start:
+            return None
+        if self.include and not any(p.search(url) for p in self.include):
+            return Refusal(d.EXCLUDED, self.name, "no-include")
+        for p in self.exclude:
+            if p.search(url):
+                return Refusal(d.EXCLUDED, self.name, "exclude", {"pattern": p.pattern})
+        return None
+
+    def passed(self, url: str, found: Found) -> str:
+        if found.start:
+            return "a start URL (exempt)"
+        if not self.include and not self.exclude:
+            return "no --include or --exclude rules"
+        parts = []
+        if self.include:
+            parts.append("matches an --include rule")
+        if self.exclude:
+            parts.append("matches no --exclude rule")
+        return ", ".join(parts)
+
+
+class Hops:
+    name = d.RULE_HOPS
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+
+    def check(self, url: str, found: Found) -> Refusal | None:
+        if found.hops > self.limit:
+            return Refusal(d.CAP, self.name, "hops", {"limit": self.limit})
+        return None
+
+    def passed(self, url: str, found: Found) -> str:
+        return f"{found.hops} redirect hops (at most {self.limit})"
+
+
+class Calendar:
+    name = d.RULE_CALENDAR
+
+    def __init__(self, calendars: CalendarRule) -> None:
+        self.calendars = calendars
+
+    def check(self, url: str, found: Found) -> Refusal | None:
+        return None if found.start else self.calendars.check(url, found.referrer)
+
+    def passed(self, url: str, found: Found) -> str:
+        if found.start:
+            return "a start URL (exempt)"
+        return "no calendar rule cuts it"
+
+
+class Parameters:
+    name = d.RULE_PARAMS
+
+    def __init__(self, learner: ParamLearner) -> None:
+        self.learner = learner
+
+    def check(self, url: str, found: Found) -> Refusal | None:
+        return None if found.start else self.learner.check(url)
+
+    def passed(self, url: str, found: Found) -> str:
+        if found.start:
+            return "a start URL (exempt)"
+        return "no learned parameter, not a facet combination"
+
+
+class Traps:
+    name = d.RULE_TRAPS
+
+    def __init__(self, traps: TrapDetector) -> None:
+        self.traps = traps
+
+    def check(self, url: str, found: Found) -> Refusal | None:
+        return self.traps.shape(url)
+
+    def passed(self, url: str, found: Found) -> str:
+        return "no trap rule matches"
+
+
+class QueryVariants:
+    """Counted: the variants of each path in the detector's ``variants``."""
+
+    name = d.RULE_VARIANTS
+
+    def __init__(self, traps: TrapDetector) -> None:
+        self.traps = traps
+
+    def check(self, url: str, found: Found) -> Refusal | None:
+        return self.traps.variant(url)
+
+    def passed(self, url: str, found: Found) -> str:
+        path = self.traps.variant_path(url)
+        if path is None:
+            return "no query"
+        before, limit = self.traps.variants[path] - 1, self.traps.max_query_variants
+        return f"{before} query variants of {path} before it (at most {limit})"
+
+
+class Depth:
+    name = d.RULE_DEPTH
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+
+    def refusal(self) -> Refusal:
+        return Refusal(d.CAP, self.name, "depth", {"limit": self.limit})
+
+    def check(self, url: str, found: Found) -> Refusal | None:
+        return self.refusal() if self.limit and found.depth > self.limit else None
+
+    def passed(self, url: str, found: Found) -> str:
+        if not self.limit:
+            return "no depth cap"
+        return f"depth {found.depth} (at most {self.limit})"
+
+
+class Pages:
+    """Counted: *count* says how many URLs were queued so far."""
+
+    name = d.RULE_PAGES
+
+    def __init__(self, limit: int, count: Callable[[], int]) -> None:
+        self.limit, self.count = limit, count
+
+    def refusal(self) -> Refusal:
+        return Refusal(d.CAP, self.name, "pages", {"limit": self.limit})
+
+    def check(self, url: str, found: Found) -> Refusal | None:
+        return self.refusal() if self.limit and self.count() >= self.limit else None
+
+    def passed(self, url: str, found: Found) -> str:
+        if not self.limit:
+            return "no page cap"
+        return f"{self.count()} URLs queued before it (at most {self.limit})"
+
+
+class RuleBook:
+    """The rules of one crawl, in order (see the module docstring). *starts*: the
+    start URLs, exempt where the module docstring says."""
+
+    def __init__(self, rules: Iterable[Rule], starts: Iterable[str]) -> None:
+        self.rules = list(rules)
+        self.starts = frozenset(starts)
+        self.by_name = {rule.name: rule for rule in self.rules}
+
+    @classmethod
+    def of(
+        cls,
+        params: RuleParams,
+        *,
+        public: PublicUrls,
+        learner: ParamLearner | None,
+        traps: TrapDetector | None,
+        calendars: CalendarRule | None,
+        pages: Callable[[], int],
+        counted: bool = True,
+    ) -> RuleBook:
+        """The book of *params*; the rules whose values (or state) are missing are left
+        out (``explain`` on an older ledger), and the counted ones (query variants,
+        pages) unless *counted*."""
+        rules: list[Rule] = [Host(params.start_url)]
+        if params.max_loc_length is not None:
+            rules.append(Length(public, params.max_loc_length))
+        if params.include is not None and params.exclude is not None:
+            rules.append(
+                IncludeExclude(
+                    [re.compile(p) for p in params.include],
+                    [re.compile(p) for p in params.exclude],
+                )
+            )
+        if params.max_redirects is not None:
+            rules.append(Hops(params.max_redirects))
+        if calendars is not None:
+            rules.append(Calendar(calendars))
+        if learner is not None:
+            rules.append(Parameters(learner))
+        if traps is not None:
+            rules.append(Traps(traps))
+            if counted:
+                rules.append(QueryVariants(traps))
+        if params.max_depth is not None:
+            rules.append(Depth(params.max_depth))
+        if params.max_pages is not None and counted:
+            rules.append(Pages(params.max_pages, pages))
+        return cls(rules, params.starts or (params.start_url,))
+
+    def found(self, url: str, depth: int, hops: int = 0, referrer: str | None = None) -> Found:
+        return Found(depth, hops, referrer, url in self.starts)
+
+    def judge(self, url: str, found: Found, *, until: str | None = None) -> Refusal | None:
+        """The first refusal of *url*, or None: every rule (before the rule named
+        *until*, if given) lets it pass."""
+        for rule in self.rules:
+            if rule.name == until:
+                break
+            refusal = rule.check(url, found)
+            if refusal is not None:
+                return refusal
+        return None
+
+    def verdicts(self, url: str, found: Found) -> Iterator[tuple[Rule, Refusal | None]]:
+        """Each rule and what it says, up to the first refusal (``explain``)."""
+        for rule in self.rules:
+            refusal = rule.check(url, found)
+            yield rule, refusal
+            if refusal is not None:
+                return
+
+
+def counted_refusal(
+    code: str, path: str, *, max_variants: int, max_depth: int, max_pages: int
+) -> Refusal:
+    """The refusal of a rule the report script of a distributed crawl counts in
+    Redis: ``t`` a query variant too many of *path*, ``d`` the depth cap, ``c`` the
+    page cap (the same refusals as :class:`QueryVariants`, :class:`Depth` and
+    :class:`Pages` make in one process)."""
+    if code == "t":
+        return TrapDetector(
+            max_repeats=0, max_segments=0, max_query_variants=max_variants
+        ).variants_refusal(path)
+    if code == "d":
+        return Depth(max_depth).refusal()
+    return Pages(max_pages, lambda: max_pages).refusal()

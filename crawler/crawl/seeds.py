@@ -1,0 +1,222 @@
+"""Seeds beyond links: a ``--urls`` file, and the site's own sitemaps (issue #19).
+
+A crawl finds only what is linked, yet a sitemap exists largely for the pages links
+hardly reach. So a crawl can start from more than one URL: the start URLs, the lines
+of a URL file (:func:`read_url_file`), and with ``--seed-sitemaps`` the entries of
+the sitemaps the site already has (:class:`SitemapSeeds`). Every seed goes to the
+frontier (:mod:`crawler.crawl.frontier`) and is judged like any URL: scope, robots.txt,
+status, noindex, canonical. A dead, redirected or excluded seed is recorded with its
+decision and never listed; ``found_by`` and ``found_from`` in the ledger say where
+each URL came from.
+
+The sitemaps are found where the audit finds them (:mod:`crawler.audit.spider`):
+robots.txt ``Sitemap:`` lines (Scrapy's ``robots_parsed`` signal, sent when the
+crawl fetches robots.txt), the usual places (``/sitemap.xml``,
+``/sitemap_index.xml``, ``/sitemap.xml.gz``, ``/sitemap.txt``) and the ``--sitemap``
+URLs given. They are read with the audit's parser (:mod:`crawler.sitemaps`:
+no DTD, no entity, a gzip bomb stopped at ``SITEMAP_AUDIT_MAX_BYTES``), fetched
+without robots.txt rules (the owner declared them, as search engines read them),
+only on the crawled site (another host's is never fetched), and an index's
+sitemaps are followed at most ``SITEMAP_AUDIT_MAX_DEPTH`` levels, each file once;
+a file's first 50,000 entries are read (the protocol's limit), the rest counted.
+A sitemap that cannot be read costs nothing but its seeds.
+
+Settings: ``SITEMAP_SEED_SITEMAPS``, ``SITEMAP_SEED_SITEMAP_URLS``,
+``SITEMAP_AUDIT_MAX_DEPTH``, ``SITEMAP_AUDIT_MAX_BYTES``.
+Meta keys of its requests: ``sitemap_seed_depth``.
+Stats: ``sitemap/seeds/sitemaps_read`` (files read as sitemaps),
+``sitemap/seeds/sitemaps_failed`` (not found, not a sitemap, unreachable; the usual
+places that are simply missing count too), ``sitemap/seeds/sitemap`` (its seeds new to
+the crawl, counted by the frontier).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin
+
+from scrapy import Request
+
+from crawler.core.items import FOUND_SITEMAP
+from crawler.core.urls import normalize_url, site_of
+from crawler.sitemaps.limits import MAX_URLS_PER_FILE
+from crawler.sitemaps.model import Entry, Kind
+from crawler.sitemaps.parse import parse_sitemap
+
+if TYPE_CHECKING:
+    from scrapy.http import Response
+    from scrapy.statscollectors import StatsCollector
+    from twisted.python.failure import Failure
+
+logger = logging.getLogger(__name__)
+
+#: Where a site's sitemaps usually are, besides those robots.txt names (the audit's).
+USUAL_PLACES = ("sitemap.xml", "sitemap_index.xml", "sitemap.xml.gz", "sitemap.txt")
+#: The most URLs a --urls file may hold (a bigger list is a sitemap's job).
+MAX_FILE_URLS = 1_000_000
+
+
+class SeedError(ValueError):
+    """A ``--urls`` file that cannot be used: said in one line."""
+
+
+def read_url_file(path: str | Path, start_url: str) -> list[str]:
+    """The URLs of a ``--urls`` file: one a line; blank lines and ``#`` comments are
+    skipped; a line that starts with ``/`` is a path of the start URL's site. A URL
+    of another site is kept: the frontier records it ``off-host`` (reported, never
+    fetched). A line that is no http(s) URL at all, or a file that cannot be read,
+    raises :class:`SeedError` naming the line: a typo should not pass silently."""
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as e:
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise SeedError(f"cannot read --urls {path}: {why}") from None
+    urls: list[str] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        on_site = line.startswith("/") and not line.startswith("//")
+        url = urljoin(start_url, line) if on_site else line
+        normal = normalize_url(url)
+        if normal is None or site_of(normal) is None:
+            raise SeedError(f"--urls {path}, line {number}: not an http(s) URL: {line[:200]!r}")
+        urls.append(url)
+        if len(urls) > MAX_FILE_URLS:
+            raise SeedError(f"--urls {path}: more than {MAX_FILE_URLS} URLs")
+    return urls
+
+
+#: What a sitemap's entries become: the frontier's ``seed`` (records and requests).
+Seed = Callable[..., Iterable[Any]]
+
+
+class SitemapSeeds:
+    """Finds and reads the site's sitemaps for seeds (see the module docstring).
+
+    *start_url*: the crawl's; *given*: the ``--sitemap`` URLs; *seed*: the frontier's
+    :meth:`~crawler.crawl.frontier.Frontier.seed`; *callback*, *errback*: the spider's
+    methods the sitemap requests go to (they call :meth:`read` and :meth:`failed`);
+    *usual*: try the usual places and robots.txt's lines too (``--seed-sitemaps``),
+    not only *given*.
+    """
+
+    def __init__(
+        self,
+        start_url: str,
+        *,
+        given: Iterable[str],
+        usual: bool,
+        seed: Seed,
+        callback: Callable[..., Any],
+        errback: Callable[..., Any],
+        stats: StatsCollector,
+        max_depth: int,
+        max_bytes: int,
+    ) -> None:
+        self.start_url = start_url
+        self.site = site_of(start_url)
+        self.given = list(given)
+        self.usual = usual
+        self.seed = seed
+        self.callback, self.errback = callback, errback
+        self.stats = stats
+        self.max_depth, self.max_bytes = max_depth, max_bytes
+        # Each sitemap is read once (an index cycle ends here).
+        self.visited: set[str] = set()
+
+    def first_requests(self) -> Iterator[Request]:
+        """The sitemaps to read from the start: those given and the usual places."""
+        root = urljoin(self.start_url, "/")
+        for url in self.given:
+            yield from self._request(url, depth=0)
+        if self.usual:
+            for name in USUAL_PLACES:
+                yield from self._request(root + name, depth=0, quiet=True)
+
+    def declared(self, sitemaps: Iterable[str], robots_url: str) -> list[Request]:
+        """The requests for robots.txt's ``Sitemap:`` lines (a relative one read
+        against robots.txt's URL, as the audit reads it); none unless ``usual``."""
+        if not self.usual:
+            return []
+        return [r for line in sitemaps for r in self._request(urljoin(robots_url, line), depth=0)]
+
+    def _request(self, raw: str, *, depth: int, quiet: bool = False) -> Iterator[Request]:
+        url = normalize_url(raw, strip_params=False)
+        if url is None or url in self.visited:
+            return
+        self.visited.add(url)
+        if site_of(url) != self.site:
+            logger.warning("sitemap %s is on another site: not read for seeds", url)
+            return
+        if depth > self.max_depth:
+            logger.warning(
+                "sitemap %s is more than %d index levels deep: not read", url, self.max_depth
+            )
+            return
+        yield Request(
+            url,
+            callback=self.callback,
+            errback=self.errback,
+            dont_filter=True,
+            # The owner declared them: read as search engines read them, whatever
+            # robots.txt says of their path; redirects within the site followed (every
+            # status reaches the callback: HTTPERROR_ALLOW_ALL).
+            meta={
+                "dont_obey_robotstxt": True,
+                "download_maxsize": self.max_bytes,
+                "download_warnsize": 0,
+                "sitemap_seed_depth": depth,
+                "sitemap_seed_quiet": quiet,
+            },
+        )
+
+    def read(self, response: Response) -> Iterator[Any]:
+        """A fetched sitemap: its entries as seeds (records and requests from the
+        frontier), an index's sitemaps as requests."""
+        meta = response.meta
+        url = (meta.get("redirect_urls") or [response.url])[0]
+        if response.status != 200:
+            self._failed(url, f"HTTP {response.status}", quiet=meta.get("sitemap_seed_quiet"))
+            return
+        entries: list[Entry] = []
+
+        def take(batch: list[Entry]) -> None:
+            # The protocol's 50,000 a file (an index's sitemaps as well), as the audit.
+            entries.extend(batch[: max(MAX_URLS_PER_FILE - len(entries), 0)])
+
+        parsed = parse_sitemap(response.body, max_bytes=self.max_bytes, on_entries=take)
+        if parsed.entry_count > len(entries):
+            logger.warning(
+                "sitemap %s lists %d entries: only the first %d read for seeds",
+                url,
+                parsed.entry_count,
+                len(entries),
+            )
+        if parsed.kind == Kind.UNKNOWN:
+            self._failed(url, "not a sitemap", quiet=meta.get("sitemap_seed_quiet"))
+            return
+        self.stats.inc_value("sitemap/seeds/sitemaps_read")
+        if parsed.kind == Kind.INDEX:
+            depth = meta["sitemap_seed_depth"] + 1
+            for entry in entries:
+                yield from self._request(urljoin(url, entry.loc.strip()), depth=depth)
+            return
+        logger.info("sitemap %s: %d entries read as seeds", url, len(entries))
+        for entry in entries:
+            yield from self.seed(
+                urljoin(url, entry.loc.strip()), found_by=FOUND_SITEMAP, found_from=url
+            )
+
+    def failed(self, failure: Failure) -> None:
+        request = failure.request  # type: ignore[attr-defined]  # set by Scrapy
+        kind = failure.type.__name__ if failure.type is not None else "Error"
+        self._failed(request.url, f"{kind}: {failure.getErrorMessage()}"[:300], quiet=False)
+
+    def _failed(self, url: str, why: str, *, quiet: Any) -> None:
+        self.stats.inc_value("sitemap/seeds/sitemaps_failed")
+        # A usual place that is not there is no news; a declared sitemap is.
+        (logger.info if quiet else logger.warning)("sitemap %s not read for seeds: %s", url, why)

@@ -1,0 +1,111 @@
+"""Crawler-trap detection: URLs that a site can generate without end.
+
+A trap must not stall the crawl or fill the sitemap (issue #2). A URL is cut, with
+the reason recorded in the ledger, when:
+
+* one path segment occurs more than ``max_repeats`` times (``/a/b/a/b/a/b/``: the
+  mark of relative links that keep appending to themselves);
+* the path has more than ``max_segments`` segments;
+* one path has already been seen with ``max_query_variants`` distinct query strings
+  (calendars, faceted search, sort orders): the most fetched to learn from; what is
+  listed is ``SITEMAP_MAX_VARIANTS_PER_PATH``, and parameters, facets and calendars
+  are learned before this counts (:mod:`crawler.crawl.params`, :mod:`crawler.crawl.calendars`);
+* the URL carries a session identifier that normalisation did not strip (an
+  ASP.NET ``/(S(...))/`` path, or a session parameter in any spelling,
+  :func:`crawler.core.urls.is_session_param`, when ``SITEMAP_STRIP_PARAMS`` is off).
+  With stripping on (the default), ``?sessionid=...`` and its kin never get here:
+  they are removed, and the URL is the page without them (issue #19: a
+  ``?sessionid=`` link made a trap of a page linked no other way).
+
+Settings: ``SITEMAP_TRAP_MAX_REPEATS``, ``SITEMAP_TRAP_MAX_SEGMENTS``,
+``SITEMAP_TRAP_MAX_QUERY_VARIANTS``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qsl, urlsplit
+
+from crawler.core import decisions as d
+from crawler.core.decisions import Refusal
+from crawler.core.urls import is_session_param
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+_SESSION_PATH = re.compile(r"/\((?:[A-Z]\([^)]*\))+\)/", re.I)
+
+
+class TrapDetector:
+    def __init__(self, *, max_repeats: int, max_segments: int, max_query_variants: int) -> None:
+        self.max_repeats = max_repeats
+        self.max_segments = max_segments
+        self.max_query_variants = max_query_variants
+        self.variants: Counter[str] = Counter()
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> TrapDetector:
+        return cls(
+            max_repeats=settings.getint("SITEMAP_TRAP_MAX_REPEATS"),
+            max_segments=settings.getint("SITEMAP_TRAP_MAX_SEGMENTS"),
+            max_query_variants=settings.getint("SITEMAP_TRAP_MAX_QUERY_VARIANTS"),
+        )
+
+    def check(self, url: str) -> str | None:
+        """The reason *url* is a trap, or None (:meth:`refusal`, in words)."""
+        refusal = self.refusal(url)
+        return None if refusal is None else refusal.reason
+
+    def refusal(self, url: str) -> Refusal | None:
+        """Why *url* is a trap, or None. Counts query variants as it goes, so call it
+        once per distinct URL."""
+        return self.shape(url) or self.variant(url)
+
+    def shape(self, url: str) -> Refusal | None:
+        """Why *url* is a trap by its own shape (every check but the query variants,
+        which count what the crawl met before), or None."""
+        parts = urlsplit(url)
+        segments = [s for s in parts.path.split("/") if s]
+        if len(segments) > self.max_segments:
+            return _trap("segments", limit=self.max_segments)
+        if segments:
+            segment, count = Counter(segments).most_common(1)[0]
+            if count > self.max_repeats:
+                return _trap("repeats", segment=segment, count=count, limit=self.max_repeats)
+        if _SESSION_PATH.search(parts.path):
+            return _trap("session-path")
+        if parts.query:
+            for name, _ in parse_qsl(parts.query, keep_blank_values=True):
+                if is_session_param(name):
+                    return _trap("session-query", name=name)
+        return None
+
+    def variant(self, url: str) -> Refusal | None:
+        """Why *url* is one query variant too many of its path, or None (then it
+        is counted as one)."""
+        path = self.variant_path(url)
+        if path is not None:
+            if self.variants[path] >= self.max_query_variants:
+                return self.variants_refusal(path)
+            self.variants[path] += 1
+        return None
+
+    @staticmethod
+    def variant_path(url: str) -> str | None:
+        """The path whose query variants *url* counts as one of (None: no query)."""
+        parts = urlsplit(url)
+        return parts.path if parts.query else None
+
+    def variants_refusal(self, path: str) -> Refusal:
+        return Refusal(
+            d.TRAP,
+            d.RULE_VARIANTS,
+            "query-variants",
+            {"limit": self.max_query_variants, "path": path},
+        )
+
+
+def _trap(kind: str, **values: object) -> Refusal:
+    return Refusal(d.TRAP, d.RULE_TRAPS, kind, values)

@@ -1,0 +1,190 @@
+"""Downloader middleware: the credentials of a staging or private site, for it alone.
+
+A staging site sits behind HTTP basic auth, a cookie or a header of its own
+(issue #19). ``--auth USER:PASSWORD`` (or the ``SITEMAP_AUTH`` environment variable,
+or ``auth`` in ``--config``: out of the shell's history), ``--cookie NAME=VALUE`` and
+``--header "Name: value"`` (both repeatable) are sent with every request to the
+crawled site (:func:`crawler.core.urls.site_of`: its host and port), robots.txt and the
+sitemaps included, and to no other host, ever:
+
+* a request for another host gets none of them, and loses any that a redirect
+  carried over: Scrapy's ``RedirectMiddleware`` drops ``Authorization`` and
+  ``Cookie`` on a redirect to another domain, but copies every other header (a
+  ``--header`` token would follow a robots.txt redirect to another host);
+* the credentials live in settings of our own (``SITEMAP_AUTH``,
+  ``SITEMAP_COOKIES``, ``SITEMAP_HEADERS``), never in ``DEFAULT_REQUEST_HEADERS``,
+  which Scrapy writes into its log with the overridden settings; no log line, ledger
+  row or report names a value (a bad one is reported without it).
+
+Scrapy's ``HttpAuthMiddleware`` does the same for basic auth with spider attributes
+(``http_user``, ``http_auth_domain``), not settings, and covers neither cookies nor
+headers; one middleware for the three keeps the rule in one place.
+
+The cookie is merged into the ``Cookie`` header after Scrapy's cookie middleware
+(700) has written the jar's cookies there, so it goes with the site's own cookies
+(a ``Cookie`` header set earlier is replaced by the jar's) and never into the jar: a
+cookie jar ignores ports (RFC 6265), and would send it to another server of the
+same host name (found by a test: a robots.txt redirect to another port).
+
+This middleware sits after the cookie middleware (700) and before the proxy
+middleware (750) in request order.
+
+Settings: ``SITEMAP_AUTH``, ``SITEMAP_COOKIES``, ``SITEMAP_HEADERS``.
+Stats: ``sitemap/access/stripped`` (requests to another host that carried one of
+them and lost it here).
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import re
+from typing import TYPE_CHECKING
+
+from scrapy.exceptions import NotConfigured
+
+from crawler.core.urls import site_of
+from crawler.ledger.runstate import RunState
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
+
+logger = logging.getLogger(__name__)
+
+# RFC 9110 5.1: a field name is a token.
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+# RFC 6265 4.1.1: cookie-value characters (quotes around them allowed).
+_COOKIE_VALUE = re.compile(r'"?[\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]*"?')
+# Headers this middleware refuses to set: the crawl's own business.
+_RESERVED = frozenset({"host", "content-length", "transfer-encoding", "connection"})
+
+
+def parse_header(text: str) -> tuple[str, str]:
+    """``"Name: value"`` -> ``(name, value)``; ValueError (without the value) when it
+    is not one header."""
+    name, sep, value = text.partition(":")
+    name, value = name.strip(), value.strip()
+    if not sep or not _TOKEN.fullmatch(name):
+        raise ValueError("expected 'Name: value' with a header name (letters, digits, -)")
+    if name.lower() in _RESERVED:
+        raise ValueError(f"the {name} header is the crawl's own")
+    if any(c in value for c in "\r\n\0"):
+        raise ValueError(f"the value of {name} holds a line break")
+    return name, value
+
+
+def parse_cookie(text: str) -> tuple[str, str]:
+    """``NAME=VALUE`` -> ``(name, value)``; ValueError (without the value)."""
+    name, sep, value = text.partition("=")
+    name, value = name.strip(), value.strip()
+    if not sep or not _TOKEN.fullmatch(name):
+        raise ValueError("expected NAME=VALUE with a cookie name (letters, digits, -, _)")
+    if not _COOKIE_VALUE.fullmatch(value):
+        raise ValueError(f"the value of cookie {name} holds a character cookies cannot carry")
+    return name, value
+
+
+def parse_auth(text: str) -> tuple[str, str]:
+    """``USER:PASSWORD`` -> ``(user, password)``; ValueError (without them)."""
+    user, sep, password = text.partition(":")
+    if not sep or not user:
+        raise ValueError("expected USER:PASSWORD")
+    if any(c in text for c in "\r\n\0"):
+        raise ValueError("the credentials hold a line break")
+    return user, password
+
+
+class SiteAccessMiddleware:
+    """Adds the credentials to requests for *start_url*'s site, and strips them from
+    requests for any other (see the module docstring)."""
+
+    def __init__(
+        self,
+        start_url: str,
+        *,
+        headers: list[tuple[str, str]],
+        auth: tuple[str, str] | None,
+        cookies: list[tuple[str, str]],
+        stats: StatsCollector,
+    ) -> None:
+        self.site = site_of(start_url)
+        self.headers = headers
+        self.cookies = cookies
+        self.stats = stats
+        self.authorization = (
+            b"Basic " + base64.b64encode(f"{auth[0]}:{auth[1]}".encode()) if auth else None
+        )
+        # What another host must never get: our headers, and Authorization (the
+        # Cookie header loses only our cookies: the jar's for that host may stay).
+        names = [name for name, _ in headers]
+        if auth:
+            names.append("Authorization")
+        self.ours = [n.encode("latin-1") for n in names]
+        self.cookie_names = {n for n, _ in cookies}
+        self._warned_plain = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        s = crawler.settings
+        auth = s.get("SITEMAP_AUTH") or None
+        headers = [parse_header(h) for h in s.getlist("SITEMAP_HEADERS")]
+        cookies = [parse_cookie(c) for c in s.getlist("SITEMAP_COOKIES")]
+        if not (auth or headers or cookies):
+            raise NotConfigured("no credentials for the site (SITEMAP_AUTH, _COOKIES, _HEADERS)")
+        assert crawler.stats is not None
+        return cls(
+            RunState.of(crawler).start_url,  # NotConfigured: not our spider
+            headers=headers,
+            auth=parse_auth(auth) if auth else None,
+            cookies=cookies,
+            stats=crawler.stats,
+        )
+
+    def process_request(self, request: Request) -> None:
+        if site_of(request.url) == self.site:
+            self._add(request)
+            return
+        # Another host (a robots.txt redirect is the only way there): nothing of ours.
+        stripped = False
+        for name in self.ours:
+            if name in request.headers:
+                del request.headers[name]
+                stripped = True
+        present = request.headers.get(b"Cookie")
+        if self.cookie_names and present:
+            kept = self._others(request)
+            if len(kept) != len(present.decode("latin-1").split(";")):
+                stripped = True
+            if kept:
+                request.headers[b"Cookie"] = "; ".join(kept)
+            else:
+                del request.headers[b"Cookie"]
+        if stripped:
+            self.stats.inc_value("sitemap/access/stripped")
+
+    def _others(self, request: Request) -> list[str]:
+        """The pairs of the request's Cookie header that are not ours."""
+        present = request.headers.get(b"Cookie") or b""
+        return [
+            c.strip()
+            for c in present.decode("latin-1").split(";")
+            if c.strip() and c.partition("=")[0].strip() not in self.cookie_names
+        ]
+
+    def _add(self, request: Request) -> None:
+        for name, value in self.headers:
+            request.headers[name] = value
+        if self.authorization is not None:
+            request.headers[b"Authorization"] = self.authorization
+            if request.url.startswith("http:") and not self._warned_plain:
+                self._warned_plain = True
+                logger.warning(
+                    "basic auth is sent over plain http to %s (logged once)", request.url
+                )
+        if self.cookies:
+            mine = [f"{n}={v}" for n, v in self.cookies]
+            request.headers[b"Cookie"] = "; ".join([*self._others(request), *mine])

@@ -1,0 +1,598 @@
+"""The headless Chromium that renders pages: scrapy-playwright's download handler,
+made polite and bounded for a crawl (issue #16).
+
+Imported only when a page is first rendered (:mod:`crawler.fetch.renderhandler`). It
+drives the system's Chromium (``SITEMAP_RENDER_BROWSER``, else ``chromium`` on
+PATH: :func:`crawler.fetch.rendering.find_browser`) through Playwright's
+``executable_path``, with :data:`crawler.fetch.rendering.LAUNCH_ARGS`; no browser is
+downloaded. Within it:
+
+- **What goes out.** Every request the page makes passes a route handler
+  (:meth:`Browser._route`): images, fonts, media, stylesheets, beacons and the like
+  (:data:`ABORTED_TYPES`) and analytics on the crawled host (:data:`ANALYTICS`) are
+  not loaded; a request to another host than the crawled one is blocked; one to the
+  crawled host goes out only if robots.txt, as the crawl read it, allows it.
+  Service workers are blocked. The browser sends the crawl's User-Agent.
+- **One request to the site a page.** The raw answer the crawl has
+  (``meta["sitemap_render_document"]``, set by :mod:`crawler.fetch.rendering`) answers the
+  browser's request for the document (``route.fulfill``).
+- **A cache for the crawl** (:class:`ResourceCache`). Playwright turns the browser's
+  HTTP cache off while requests are routed; scripts, and data asked a second time,
+  are fetched once (``route.fetch``) and kept as their headers allow
+  (:func:`freshness`).
+- **When a page is done.** After the load event, as soon as nothing is pending: no
+  request in flight (counted from the page's request events) and none of the page's
+  own fetches and XHRs unanswered or unread (counted in the page by
+  :data:`INIT_SCRIPT`), twice in a row a task apart; at most
+  ``SITEMAP_RENDER_TIMEOUT`` seconds (an unsettled page is read as it is then).
+  Navigation itself is capped by the same timeout; a page that fails to load fails
+  its request, and the spider judges it on its raw HTML.
+- **What is kept besides the DOM.** URLs a script passed to ``history.pushState``
+  or ``replaceState`` (a client-side router's routes) are added to the DOM read as
+  ``<a href>`` links; uncaught script errors are counted and noted.
+- **Bounds.** At most ``SITEMAP_RENDER_CONCURRENCY`` pages at once (``"auto"``:
+  :func:`render_concurrency`); pages are kept open and reused from one URL to the
+  next within a context (routed once); a browser context is closed and a fresh one
+  opened after ``SITEMAP_RENDER_CONTEXT_PAGES`` pages (its storage and the memory
+  of its pages go with it); a browser that dies is launched again on the next page
+  (scrapy-playwright's ``PLAYWRIGHT_RESTART_DISCONNECTED_BROWSER``).
+
+Settings: ``SITEMAP_RENDER_BROWSER``, ``SITEMAP_RENDER_CONCURRENCY``,
+``SITEMAP_RENDER_CONTEXT_PAGES``, ``SITEMAP_RENDER_TIMEOUT``; any ``PLAYWRIGHT_*``
+setting of scrapy-playwright (``PLAYWRIGHT_LAUNCH_OPTIONS`` is merged over ours).
+Meta keys set on a rendered response: ``sitemap_render_pushed`` (the router's
+URLs), ``sitemap_render_errors`` (uncaught script errors),
+``sitemap_render_settled``.
+Stats: ``sitemap/render/pages``, ``sitemap/render/requests/<resource type>`` (let
+out), ``sitemap/render/aborted/<resource type|analytics>``,
+``sitemap/render/document_from_raw``, ``sitemap/render/cache/<stored|hits>``,
+``sitemap/render/pages_reused``, ``sitemap/render/concurrency``,
+``sitemap/render/blocked/other_host``, ``sitemap/render/blocked/robots``,
+``sitemap/render/unsettled``, ``sitemap/render/script_errors``,
+``sitemap/render/contexts``; scrapy-playwright's own ``playwright/...``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import logging
+import os
+import re
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Page
+from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
+
+from crawler.core.urls import site_of
+from crawler.fetch.rendering import LAUNCH_ARGS, find_browser
+from crawler.fetch.robots import robots_allows
+
+if TYPE_CHECKING:
+    from playwright.async_api import Request as BrowserRequest
+    from playwright.async_api import Route
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request, Response
+    from scrapy.settings import BaseSettings
+
+logger = logging.getLogger(__name__)
+
+#: How often the page looks whether its own fetches are done (in the page: no
+#: round trip to it).
+POLL_MS = 10
+#: Not loaded: a page's links and metadata do not depend on them (nor on its layout).
+ABORTED_TYPES = frozenset(
+    {
+        "image",
+        "font",
+        "media",
+        "stylesheet",
+        "texttrack",
+        "ping",
+        "beacon",
+        "manifest",
+        "eventsource",
+        "websocket",
+    }
+)
+#: Analytics and tags on the crawled host itself (other hosts are blocked anyway).
+ANALYTICS = re.compile(
+    r"/(?:gtag/js|gtm\.js|analytics\.js|ga\.js|matomo\.(?:js|php)|piwik\.(?:js|php)"
+    r"|plausible(?:\.[\w.]+)?\.js|collect|g/collect|beacon|_vercel/insights|cdn-cgi/rum)(?:$|[/?])"
+)
+#: What the per-crawl cache keeps: the bundles and data an application fetches again
+#: and again; at most :data:`CACHE_BYTES` in all, :data:`CACHE_ENTRY_BYTES` an entry.
+CACHED_TYPES = frozenset({"script", "fetch", "xhr"})
+CACHE_BYTES = 64 * 1024 * 1024
+CACHE_ENTRY_BYTES = 4 * 1024 * 1024
+#: Headers of the raw response not given to the browser with its (decoded) body.
+_HOP_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding", "connection"})
+
+# Run in every page before its own scripts: counts the page's own fetches and XHRs
+# until their answers are read (and the callbacks that read them have run), and
+# notes the URLs a client-side router pushes.
+INIT_SCRIPT = """
+(() => {
+  const w = window;
+  w.__sitemapPending = 0;
+  w.__sitemapPushed = [];
+  const done = () => { setTimeout(() => { w.__sitemapPending -= 1; }, 0); };
+  for (const name of ["pushState", "replaceState"]) {
+    const original = history[name];
+    history[name] = function (state, title, url) {
+      if (url !== undefined && url !== null) {
+        try { w.__sitemapPushed.push(new URL(String(url), location.href).href); } catch (e) {}
+      }
+      return original.apply(this, arguments);
+    };
+  }
+  const fetch0 = w.fetch;
+  if (fetch0) {
+    w.fetch = function () {
+      w.__sitemapPending += 1;
+      let answer;
+      try { answer = fetch0.apply(this, arguments); } catch (e) { done(); throw e; }
+      return answer.then((response) => {
+        for (const m of ["json", "text", "arrayBuffer", "blob", "formData"]) {
+          const read = response[m];
+          if (typeof read !== "function") continue;
+          response[m] = function () {
+            w.__sitemapPending += 1;
+            return read.apply(this, arguments).finally(done);
+          };
+        }
+        done();
+        return response;
+      }, (error) => { done(); throw error; });
+    };
+  }
+  const XHR = w.XMLHttpRequest;
+  if (XHR) {
+    const send = XHR.prototype.send;
+    XHR.prototype.send = function () {
+      w.__sitemapPending += 1;
+      this.addEventListener("loadend", done);
+      return send.apply(this, arguments);
+    };
+  }
+})();
+"""
+
+# Resolves once the page has nothing of its own pending (two looks in a row, a
+# macrotask apart), or false at the cap (ms); with the router's URLs.
+_SETTLE = """(cap) => new Promise((resolve) => {
+  const w = window, end = Date.now() + cap;
+  let idle = 0;
+  const look = () => {
+    idle = (w.__sitemapPending || 0) <= 0 ? idle + 1 : 0;
+    if (idle >= 2) return resolve([true, w.__sitemapPushed || []]);
+    if (Date.now() >= end) return resolve([false, w.__sitemapPushed || []]);
+    setTimeout(look, idle ? 0 : POLL_MS);
+  };
+  look();
+})""".replace("POLL_MS", str(POLL_MS))
+
+# Adds the router's URLs that the DOM does not link to as links, before it is read.
+_ADD_LINKS = """(urls) => {
+  const have = new Set(Array.from(document.querySelectorAll("a[href]"), a => a.href));
+  const holder = document.createElement("nav");
+  holder.setAttribute("data-sitemap-crawler", "history");
+  for (const url of urls) {
+    if (have.has(url)) continue;
+    have.add(url);
+    const a = document.createElement("a");
+    a.href = url;
+    holder.appendChild(a);
+  }
+  if (holder.childNodes.length) (document.body || document.documentElement).appendChild(holder);
+}"""
+
+
+class RenderTimeout(Exception):
+    """A page's scripts kept it busy past ``SITEMAP_RENDER_TIMEOUT``."""
+
+
+def render_concurrency(settings: BaseSettings) -> int:
+    """Pages rendered at once: ``SITEMAP_RENDER_CONCURRENCY``, or for ``"auto"`` two
+    per core the crawl may use, within the site's politeness budget
+    (``CONCURRENT_REQUESTS_PER_DOMAIN``), at most 8."""
+    value = settings.get("SITEMAP_RENDER_CONCURRENCY")
+    if value != "auto":
+        return max(1, int(value))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    polite = settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN") or settings.getint(
+        "CONCURRENT_REQUESTS"
+    )
+    return max(1, min(2 * (cores or 1), polite or 1, 8))
+
+
+class _PageState:
+    """One open page's requests in flight and script errors, for its current URL."""
+
+    def __init__(self) -> None:
+        self.inflight: set[BrowserRequest] = set()
+        self.started = 0
+        self.idle = asyncio.Event()
+        self.idle.set()
+        self.errors: list[str] = []
+        # The URL being rendered, and the raw answer that serves its document request.
+        self.url = ""
+        self.document: tuple[int, dict[str, str], bytes] | None = None
+
+    def reset(self, url: str, document: tuple[int, dict[str, str], bytes] | None) -> None:
+        self.inflight.clear()
+        self.idle.set()
+        self.errors = []
+        self.url, self.document = url, document
+
+    def began(self, preq: BrowserRequest) -> None:
+        self.inflight.add(preq)
+        self.started += 1
+        self.idle.clear()
+
+    def ended(self, preq: BrowserRequest) -> None:
+        self.inflight.discard(preq)
+        if not self.inflight:
+            self.idle.set()
+
+    def error(self, error: object) -> None:
+        self.errors.append(str(error)[:300])
+
+
+class _Entry:
+    __slots__ = ("status", "headers", "body", "expires")
+
+    def __init__(self, status: int, headers: dict[str, str], body: bytes, expires: float) -> None:
+        self.status, self.headers, self.body, self.expires = status, headers, body, expires
+
+
+def freshness(headers: dict[str, str], now: float) -> float | None:
+    """Until when (a time.time()) a 200 answer with *headers* may be reused within the
+    crawl, or None when it may not be stored: ``no-store``, ``no-cache``, ``max-age=0``,
+    ``Vary: *`` or an ``Expires`` in the past say not; ``max-age`` (else ``Expires``)
+    says how long; without either, for the rest of the crawl (one snapshot of the site)."""
+    control = headers.get("cache-control", "").lower()
+    directives = {
+        d.strip().partition("=")[0]: d.strip().partition("=")[2] for d in control.split(",")
+    }
+    if "no-store" in directives or "no-cache" in directives:
+        return None
+    if headers.get("vary", "").strip() == "*":
+        return None
+    if "max-age" in directives:
+        try:
+            age = int(directives["max-age"].strip('"'))
+        except ValueError:
+            return None
+        return now + age if age > 0 else None
+    if "expires" in headers:
+        parsed = email.utils.parsedate_tz(headers["expires"])
+        if parsed is None:
+            return None
+        expires = float(email.utils.mktime_tz(parsed))
+        if "date" in headers and (date := email.utils.parsedate_tz(headers["date"])):
+            expires = now + expires - email.utils.mktime_tz(date)
+        return expires if expires > now else None
+    return float("inf")
+
+
+class ResourceCache:
+    """Scripts and data the pages of one crawl fetch again and again (Playwright turns
+    the browser's own HTTP cache off while requests are routed), least recently used
+    first out past :data:`CACHE_BYTES`."""
+
+    def __init__(self, budget: int = CACHE_BYTES) -> None:
+        self.budget = budget
+        self.size = 0
+        self.entries: OrderedDict[str, _Entry] = OrderedDict()
+        self.seen: set[str] = set()
+
+    def get(self, url: str) -> _Entry | None:
+        entry = self.entries.get(url)
+        if entry is None:
+            return None
+        if entry.expires <= time.time():
+            self._drop(url)
+            return None
+        self.entries.move_to_end(url)
+        return entry
+
+    def put(self, url: str, status: int, headers: dict[str, str], body: bytes) -> bool:
+        if status != 200 or len(body) > CACHE_ENTRY_BYTES:
+            return False
+        expires = freshness(headers, time.time())
+        if expires is None:
+            return False
+        self._drop(url)
+        kept = {k: v for k, v in headers.items() if k not in _HOP_HEADERS}
+        self.entries[url] = _Entry(status, kept, body, expires)
+        self.size += len(body)
+        while self.size > self.budget and self.entries:
+            self._drop(next(iter(self.entries)))
+        return url in self.entries
+
+    def _drop(self, url: str) -> None:
+        entry = self.entries.pop(url, None)
+        if entry is not None:
+            self.size -= len(entry.body)
+
+
+class Browser(ScrapyPlaywrightDownloadHandler):
+    """scrapy-playwright's handler with the crawl's rules (see the module docstring)."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler)
+        s = crawler.settings
+        self.crawler = crawler
+        self.timeout = s.getfloat("SITEMAP_RENDER_TIMEOUT")
+        self.context_pages = s.getint("SITEMAP_RENDER_CONTEXT_PAGES")
+        concurrency = render_concurrency(s)
+        self.slots = asyncio.Semaphore(concurrency)
+        assert crawler.stats is not None
+        crawler.stats.set_value("sitemap/render/concurrency", concurrency)
+        self.config.browser_type_name = "chromium"
+        self.config.launch_options = {
+            "headless": True,
+            "executable_path": find_browser(s),
+            "args": list(LAUNCH_ARGS),
+            "timeout": self.timeout * 1000 * 2,
+            **self.config.launch_options,
+        }
+        self.config.max_pages_per_context = concurrency
+        self.config.navigation_timeout_ms = self.timeout * 1000
+        self.allows: Callable[[str], bool] = robots_allows(crawler)
+        self.site: tuple[str, int | None] | None = None
+        # Context recycling: the context new pages open in, and its pages so far.
+        self.generation = 0
+        self.served = 0
+        self.open_pages: dict[str, int] = {}
+        # Pages kept open between URLs, by context; what each open page is doing.
+        self.idle_pages: dict[str, list[Page]] = {}
+        self.states: dict[int, _PageState] = {}
+        self.cache = ResourceCache()
+
+    async def start(self) -> None:
+        """Start Playwright's driver (the browser is launched with the first page)."""
+        await self._launch()
+
+    async def download_request(self, request: Request) -> Response:
+        if self.site is None:
+            spider = self.crawler.spider
+            start = getattr(spider, "start_url", None) or request.url
+            self.site = site_of(start)
+        stats = self.crawler.stats
+        assert stats is not None
+        document = request.meta.pop("sitemap_render_document", None)
+        async with self.slots:
+            name = f"render-{self.generation}"
+            self.served += 1
+            if self.served >= self.context_pages:
+                self.generation, self.served = self.generation + 1, 0
+            request.meta["playwright_context"] = name
+            request.meta["playwright_include_page"] = True
+            idle = self.idle_pages.get(name)
+            while idle:
+                page = idle.pop()
+                if not page.is_closed():
+                    request.meta["playwright_page"] = page
+                    stats.inc_value("sitemap/render/pages_reused")
+                    break
+            request.meta["sitemap_render_document"] = document
+            self.open_pages[name] = self.open_pages.get(name, 0) + 1
+            keep = False
+            try:
+                response: Response = await super().download_request(request)
+                keep = bool(request.meta.get("sitemap_render_settled"))
+            finally:
+                request.meta.pop("sitemap_render_document", None)
+                request.meta.pop("playwright_include_page", None)
+                page = request.meta.pop("playwright_page", None)
+                self.open_pages[name] -= 1
+                current = name == f"render-{self.generation}"
+                retire = self.open_pages[name] == 0 and not current
+                if retire:
+                    del self.open_pages[name]
+                if page is not None and not page.is_closed():
+                    if keep and current:
+                        self.idle_pages.setdefault(name, []).append(page)
+                    else:
+                        # A page that did not settle may still be busy: not reused.
+                        await self._close_page(page)
+                if retire:
+                    await self._retire(name)
+        stats.inc_value("sitemap/render/pages")
+        return response
+
+    async def _close_page(self, page: Page) -> None:
+        self.states.pop(id(page), None)
+        with contextlib.suppress(PlaywrightError):
+            await page.close()
+
+    async def _retire(self, name: str) -> None:
+        """Close the context *name*, done with its pages."""
+        for page in self.idle_pages.pop(name, []):
+            self.states.pop(id(page), None)
+        wrapper = self.context_wrappers.get(name)
+        if wrapper is not None:
+            assert self.crawler.stats is not None
+            self.crawler.stats.inc_value("sitemap/render/contexts")
+            try:
+                await wrapper.context.close()
+            except PlaywrightError:  # the browser went first
+                self.context_wrappers.pop(name, None)
+
+    async def _create_browser_context(
+        self, name: str, context_kwargs: dict[str, Any] | None, spider: Spider | None = None
+    ) -> Any:
+        # The crawl's User-Agent on every request the browser makes, and a small window.
+        kwargs = {
+            "user_agent": self.crawler.settings.get("USER_AGENT"),
+            "viewport": {"width": 800, "height": 600},
+            **(context_kwargs or {}),
+        }
+        return await super()._create_browser_context(name, kwargs, spider)
+
+    async def _create_page(self, request: Request, spider: Spider) -> Page:
+        try:
+            page: Page = await asyncio.wait_for(super()._create_page(request, spider), self.timeout)
+        except TimeoutError:
+            # A context whose browser died before it heard so: Playwright's new_page
+            # waits without a limit, and every render behind it would wait too. The
+            # context is dropped (the next page opens a new one, in a browser
+            # launched again) and this render fails: its page is judged raw.
+            name = request.meta.get("playwright_context", "default")
+            self.context_wrappers.pop(name, None)
+            raise PlaywrightError(f"the browser opened no page in {self.timeout:g} s") from None
+        await page.add_init_script(INIT_SCRIPT)
+        state = self.states[id(page)] = _PageState()
+        page.on("request", state.began)
+        page.on("requestfinished", state.ended)
+        page.on("requestfailed", state.ended)
+        page.on("pageerror", state.error)
+        page.on("close", self._forget)
+
+        async def handle(route: Route, preq: BrowserRequest) -> None:
+            try:
+                await self._route(route, preq, state)
+            except PlaywrightError as error:  # the page went meanwhile
+                logger.debug("render: %s: %s", preq.url, error)
+
+        # Routed once for the page's life (its URLs change, the handler reads them
+        # from its state), not again for every URL.
+        await page.route("**", handle)
+        return page
+
+    def _forget(self, page: Page) -> None:
+        self.states.pop(id(page), None)
+
+    async def _download_request_with_retry(self, request: Request, spider: Spider) -> Response:
+        """scrapy-playwright's, less what this handler does otherwise: a page is
+        routed once when it is opened (:meth:`_create_page`)."""
+        page = request.meta.get("playwright_page")
+        if not isinstance(page, Page) or page.is_closed():
+            page = await self._create_page(request=request, spider=spider)
+            request.meta["playwright_page"] = page
+        state = self.states.get(id(page))
+        if state is not None:
+            state.reset(request.url, request.meta.pop("sitemap_render_document", None))
+            request.meta["sitemap_render_errors"] = state.errors
+        try:
+            response: Response = await self._download_request_with_page(request, page, spider)
+        except Exception:
+            await self._close_page(page)
+            raise
+        return response
+
+    async def _apply_page_methods(self, page: Page, request: Request, spider: Spider) -> None:
+        await super()._apply_page_methods(page, request, spider)
+        await self._settle(page, request)
+
+    async def _settle(self, page: Page, request: Request) -> None:
+        """Wait until neither the network (the page's requests, counted by their
+        events) nor the page's own fetches have anything pending, at most the
+        timeout; then add the router's URLs to the DOM as links."""
+        stats = self.crawler.stats
+        assert stats is not None
+        state = self.states.get(id(page)) or _PageState()
+        deadline = time.monotonic() + self.timeout
+        pushed: list[str] = []
+        settled = False
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                await asyncio.wait_for(state.idle.wait(), left)
+            except TimeoutError:
+                break
+            mark = state.started
+            left = max(0.1, deadline - time.monotonic())
+            try:
+                # A page stuck in a script never answers: bounded by the deadline.
+                quiet, pushed = await asyncio.wait_for(
+                    page.evaluate(_SETTLE, int(left * 1000)), left + 0.5
+                )
+            except PlaywrightError:  # navigating (a script's redirect): look again
+                await asyncio.sleep(0.05)
+                continue
+            except TimeoutError:
+                raise RenderTimeout(f"the page did not answer in {self.timeout:g} s") from None
+            if quiet and state.idle.is_set() and state.started == mark:
+                settled = True
+                break
+            if not quiet:
+                break
+        if not settled:
+            stats.inc_value("sitemap/render/unsettled")
+        if request.meta.get("sitemap_render_errors"):
+            stats.inc_value("sitemap/render/script_errors")
+        request.meta["sitemap_render_settled"] = settled
+        request.meta["sitemap_render_pushed"] = pushed
+        if pushed:
+            with contextlib.suppress(PlaywrightError):
+                await page.evaluate(_ADD_LINKS, pushed)
+
+    async def _route(self, route: Route, preq: BrowserRequest, state: _PageState) -> None:
+        stats = self.crawler.stats
+        assert stats is not None
+        if self._blocked(preq):
+            await route.abort()
+            return
+        kind = preq.resource_type
+        target = preq.url
+        if state.document is not None and target == state.url and preq.is_navigation_request():
+            status, headers, body = state.document
+            state.document = None  # the first request for it only
+            if preq.method == "GET":
+                stats.inc_value("sitemap/render/document_from_raw")
+                await route.fulfill(status=status, headers=headers, body=body)
+                return
+        stats.inc_value(f"sitemap/render/requests/{kind}")
+        if kind in CACHED_TYPES and preq.method == "GET":
+            entry = self.cache.get(target)
+            if entry is not None:
+                stats.inc_value("sitemap/render/cache/hits")
+                await route.fulfill(status=entry.status, headers=entry.headers, body=entry.body)
+                return
+            # A script is fetched to be kept at once (bundles are shared by the
+            # routes); data once seen twice.
+            if kind == "script" or target in self.cache.seen:
+                answer = await route.fetch()
+                data = await answer.body()
+                if self.cache.put(target, answer.status, answer.headers, data):
+                    stats.inc_value("sitemap/render/cache/stored")
+                await route.fulfill(response=answer, body=data)
+                return
+            if len(self.cache.seen) < 100_000:
+                self.cache.seen.add(target)
+        await route.continue_()
+
+    def _blocked(self, preq: BrowserRequest) -> bool:
+        """Whether the page's request *preq* is stopped (see the module docstring)."""
+        stats = self.crawler.stats
+        assert stats is not None
+        kind = preq.resource_type
+        if kind in ABORTED_TYPES:
+            stats.inc_value(f"sitemap/render/aborted/{kind}")
+            return True
+        url = preq.url
+        if not url.startswith(("http://", "https://")):
+            return False  # data: and blob: are the page's own
+        if site_of(url) != self.site:
+            stats.inc_value("sitemap/render/blocked/other_host")
+            logger.debug("render: blocked %s (another host)", url)
+            return True
+        if not self.allows(url):
+            stats.inc_value("sitemap/render/blocked/robots")
+            logger.debug("render: blocked %s (robots.txt)", url)
+            return True
+        if kind != "document" and ANALYTICS.search(url.split("#")[0]):
+            stats.inc_value("sitemap/render/aborted/analytics")
+            return True
+        return False

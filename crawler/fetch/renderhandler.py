@@ -1,0 +1,54 @@
+"""The crawl's HTTP(S) download handler: Scrapy's own, plus a headless Chromium for
+the pages that must be rendered (issue #16).
+
+A request without ``meta["playwright"]`` is downloaded by Scrapy's
+``HTTP11DownloadHandler``, exactly as without rendering: nothing else is imported,
+started or paid for. The first request with it starts the browser side
+(:class:`crawler.fetch.browser.Browser`, scrapy-playwright's download handler driving
+the system's Chromium); a crawl that renders nothing never imports Playwright nor
+starts its driver. :mod:`crawler.fetch.rendering` decides which pages are rendered.
+
+Settings: those of :mod:`crawler.fetch.browser`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request, Response
+
+    from crawler.fetch.browser import Browser
+
+
+class RenderDownloadHandler(HTTP11DownloadHandler):
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler)
+        self.crawler = crawler
+        self._browser: Browser | None = None
+        self._starting = asyncio.Lock()
+
+    async def download_request(self, request: Request) -> Response:
+        if not request.meta.get("playwright"):
+            return await super().download_request(request)
+        browser = self._browser or await self._start()
+        return await browser.download_request(request)
+
+    async def _start(self) -> Browser:
+        async with self._starting:
+            if self._browser is None:
+                from crawler.fetch.browser import Browser
+
+                browser = Browser(self.crawler)
+                await browser.start()
+                self._browser = browser
+        return self._browser
+
+    async def close(self) -> None:
+        if self._browser is not None:
+            await self._browser.close()
+        await super().close()

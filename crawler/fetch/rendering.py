@@ -1,0 +1,244 @@
+"""Which pages are rendered in a headless Chromium, and why (issue #16).
+
+Sites built by JavaScript (React, Vue, Angular apps, client-side routers, lists
+filled by ``fetch()``) send an *application shell*: raw HTML with no content and no
+links, which a script fills in. Search engines render such pages; a crawl that
+reads raw HTML only finds their home page. This module holds the rule that picks
+the pages to render (docs/rendering.md) and builds the request that renders one:
+
+- every page is fetched raw first, as today, and its raw HTML analysed
+  (:mod:`crawler.page.analysis`, which notes the signs of a shell:
+  :func:`crawler.page.appshell.shell_signs`);
+- ``SITEMAP_RENDER = "never"``: nothing is rendered;
+- ``"auto"`` (the default): a 200 HTML page is rendered when its URL matches a
+  ``SITEMAP_RENDER_INCLUDE`` regex, or when its raw HTML has fewer than
+  ``SITEMAP_RENDER_SHELL_LINKS`` links to the crawled host *and* a sign of a shell:
+  an empty mount element (``<div id="root"></div>``, ``#app``, ``#__next``,
+  ``<app-root>``...: no link in it, under 100 characters of text), a ``<noscript>``
+  asking for JavaScript, or a body of scripts with under 100 characters of text.
+  (A server-rendered page whose list a script fills from an API is not told from
+  its raw HTML: inline scripts that do so are common on plain sites too, Sphinx's
+  search page among them. ``SITEMAP_RENDER_INCLUDE`` names such pages.)
+- ``"always"``: every 200 HTML page is rendered;
+- never a page whose raw HTML (or headers) say ``noindex``: Google does not render
+  those, and a noindex in the raw HTML stands whatever a script does; nor an
+  instant meta refresh, which is a redirect.
+
+A page to render is asked again through the browser (:meth:`RenderPolicy.request`:
+``meta["playwright"]``, which :mod:`crawler.fetch.renderhandler` sends to
+scrapy-playwright; every other request keeps Scrapy's own handler), and judged on
+its rendered DOM with the raw response's status and headers. Why it was rendered,
+or why it could not be, goes into its record (``render``, a ledger column).
+
+Without scrapy-playwright or a Chromium (:func:`unavailable`), ``"auto"`` judges
+every page on its raw HTML and the summary says how many pages wanted rendering;
+the ``crawl`` command refuses ``"always"`` with what to install.
+
+Settings: ``SITEMAP_RENDER``, ``SITEMAP_RENDER_BROWSER``, ``SITEMAP_RENDER_INCLUDE``,
+``SITEMAP_RENDER_SHELL_LINKS`` (and those of :mod:`crawler.fetch.renderhandler`).
+Meta keys of a render request: ``playwright``, ``sitemap_render`` (why),
+``sitemap_render_document`` (the raw answer that serves the browser's document request),
+``playwright_context_kwargs``, ``autothrottle_dont_adjust_delay``.
+Stats: ``sitemap/render/wanted`` (pages asked through the browser),
+``sitemap/render/reason/<always|include|shell>``, ``sitemap/render/unavailable``
+(pages that wanted rendering, judged raw for want of a browser),
+``sitemap/render/skipped/noindex``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+from typing import TYPE_CHECKING, Any
+
+from crawler.core.items import PageRequest
+from crawler.core.urls import site_of
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from scrapy.settings import BaseSettings
+    from scrapy.statscollectors import StatsCollector
+
+    from crawler.page.analysis import PageAnalysis
+
+MODES = ("never", "auto", "always")
+#: Headers of a raw answer not passed on with its (decoded) body.
+_HOP_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding", "connection"})
+
+#: The switches Chromium needs here: headless on a machine with no screen, no
+#: network but the crawled site's, maybe as root (--no-sandbox); without the
+#: background-networking ones Chromium keeps trying to reach Google's hosts.
+LAUNCH_ARGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--disable-dev-shm-usage",
+    # Nothing a crawl looks at: extensions, audio, translation, crash reports...
+    "--disable-extensions",
+    "--disable-default-apps",
+    "--mute-audio",
+    "--disable-breakpad",
+    "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication",
+    "--no-default-browser-check",
+    "--hide-scrollbars",
+    # ... and a small window: less to lay out and paint.
+    "--window-size=800,600",
+    # Pages rendering in the background keep their timers at full speed.
+    "--disable-background-timer-throttling",
+    "--disable-renderer-backgrounding",
+    "--disable-backgrounding-occluded-windows",
+)
+
+#: What to install, in one line each.
+INSTALL_EXTRA = 'rendering needs scrapy-playwright: pip install -e ".[render]"'
+INSTALL_BROWSER = "rendering needs a Chromium: apt-get install chromium (or --browser PATH)"
+
+
+def find_browser(settings: BaseSettings) -> str | None:
+    """The Chromium to drive: ``SITEMAP_RENDER_BROWSER`` when it names an executable
+    file, else ``chromium`` or ``chromium-browser`` on PATH; None when there is none."""
+    named = settings.get("SITEMAP_RENDER_BROWSER")
+    if named:
+        return str(named) if os.path.isfile(named) and os.access(named, os.X_OK) else None
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def unavailable(settings: BaseSettings) -> str | None:
+    """What to install before pages can be rendered (one line), or None when the
+    extra and a browser are there (or nothing is ever rendered)."""
+    if settings.get("SITEMAP_RENDER") == "never":
+        return None
+    for module in ("scrapy_playwright", "playwright"):
+        try:
+            if importlib.util.find_spec(module) is None:
+                return INSTALL_EXTRA
+        except (ImportError, ValueError):  # a broken install, or one blocked
+            return INSTALL_EXTRA
+    if find_browser(settings) is None:
+        named = settings.get("SITEMAP_RENDER_BROWSER")
+        if named:
+            return f"rendering needs a Chromium: {named} is not an executable file"
+        return INSTALL_BROWSER
+    return None
+
+
+class RenderPolicy:
+    """Decides which raw pages of a crawl of *start_url* are rendered (see the module
+    docstring); *problem*: what is missing to render (None: nothing)."""
+
+    def __init__(
+        self,
+        start_url: str,
+        *,
+        mode: str,
+        include: list[str],
+        shell_links: int,
+        problem: str | None,
+        stats: StatsCollector,
+    ) -> None:
+        self.site = site_of(start_url)
+        self.mode = mode
+        self.include = [re.compile(p) for p in include]
+        self.shell_links = shell_links
+        self.problem = problem
+        self.stats = stats
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, start_url: str) -> RenderPolicy:
+        s = crawler.settings
+        assert crawler.stats is not None
+        return cls(
+            start_url,
+            mode=s.get("SITEMAP_RENDER") or "never",
+            include=s.getlist("SITEMAP_RENDER_INCLUDE"),
+            shell_links=s.getint("SITEMAP_RENDER_SHELL_LINKS"),
+            problem=unavailable(s),
+            stats=crawler.stats,
+        )
+
+    def why(self, url: str, analysis: PageAnalysis) -> str | None:
+        """Why the raw page of *url* (a 200 HTML page, analysed) must be rendered, or
+        None. (When it must but :attr:`problem` says it cannot, the caller judges it
+        raw and notes why.)"""
+        if self.mode == "never":
+            return None
+        reason = None
+        if self.mode == "always":
+            reason, kind = "always", "always"
+        elif any(p.search(url) for p in self.include):
+            reason, kind = "matches --render-include", "include"
+        elif analysis.shell is not None:
+            ours = sum(1 for link in analysis.links if link is not None and self._ours(link.url))
+            if ours < self.shell_links:
+                reason, kind = f"{analysis.shell}, {ours} links to the site", "shell"
+        if reason is None:
+            return None
+        facts = analysis.facts
+        if facts.refresh is not None and facts.refresh[0] <= 0:
+            return None  # an instant refresh: a redirect
+        if facts.robots.noindex:
+            self.stats.inc_value("sitemap/render/skipped/noindex")
+            return None
+        self.stats.inc_value(f"sitemap/render/reason/{kind}")
+        return reason
+
+    def _ours(self, url: str) -> bool:
+        return site_of(url) == self.site
+
+    def request(
+        self,
+        response: Response,
+        reason: str,
+        *,
+        callback: Callable[..., Any],
+        errback: Callable[..., Any],
+    ) -> PageRequest:
+        """The raw *response*'s page asked again, through the browser: same URL and
+        crawl meta, not conditional (the raw answer was a 200), past the dupe filter."""
+        self.stats.inc_value("sitemap/render/wanted")
+        meta = {
+            k: v
+            for k, v in response.meta.items()
+            if k.startswith("sitemap_") or k in ("handle_httpstatus_all", "dont_redirect")
+        }
+        meta.update(
+            playwright=True,
+            sitemap_render=reason,
+            # A render's latency is the browser's work, not the server's answer: it
+            # must not move AutoThrottle's delay for the host's other requests.
+            autothrottle_dont_adjust_delay=True,
+            # Service workers would fetch past the route handler's checks.
+            playwright_context_kwargs={"service_workers": "block"},
+            # The raw answer serves the browser's request for the document: a
+            # rendered page costs one request to the site, not two.
+            sitemap_render_document=(
+                response.status,
+                {
+                    k.decode("latin-1").lower(): b", ".join(v).decode("latin-1")
+                    for k, v in response.headers.items()
+                    if k.decode("latin-1").lower() not in _HOP_HEADERS
+                },
+                response.body,
+            ),
+        )
+        return PageRequest(
+            response.url,
+            callback=callback,
+            errback=errback,
+            meta=meta,
+            dont_filter=True,
+            priority=response.request.priority if response.request is not None else 0,
+        )

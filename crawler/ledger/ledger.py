@@ -1,0 +1,901 @@
+"""The crawl's ledger: one row per discovered URL with its decision and reason.
+
+The ledger is the crawl's state store (issue #2): an SQLite database in the state
+directory, written as the crawl goes and read back, in sorted order and without
+loading it into memory, by the sitemap publisher. Later commands (audit, nightly
+runs) query the same tables. ``export_jsonl`` writes a copy for people.
+
+The schema (tables ``urls``, ``aliases`` and ``meta``, every column, every
+decision with its reasons, and the files of the state directory) is documented in
+one place, docs/ledger.md, which tests/test_docs.py holds to :data:`SCHEMA`; the
+decisions themselves are :mod:`crawler.core.decisions`.
+
+This module is the ledger's one access layer: every SQL statement on its tables is
+here (:class:`Ledger` for the running crawl, :class:`LedgerReader` for a filed
+ledger read by the next run, ``explain`` and the audit), which is why it is longer
+than the others; tests/test_oneplace.py keeps SQL on these tables out of every
+other module.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from crawler.core.decisions import (
+    CANONICAL,
+    ERROR,
+    LISTED,
+    QUEUED,
+    REDIRECT,
+    REPLAYABLE,
+    RULE_DEPTH,
+    STATUS,
+    target_key,
+)
+from crawler.core.items import FOUND_SITEMAP, UrlRecord
+from crawler.core.urls import url_key
+from crawler.sitemaps.entry import ChangeFreq
+from crawler.sitemaps.entryrows import EntryRows
+
+if TYPE_CHECKING:
+    from typing import Self
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS urls (
+    key TEXT PRIMARY KEY,
+    url TEXT NOT NULL,
+    decision TEXT NOT NULL,
+    reason TEXT NOT NULL DEFAULT '',
+    target TEXT,
+    target_key TEXT,
+    status INTEGER,
+    depth INTEGER,
+    referrer TEXT,
+    content_type TEXT,
+    last_modified TEXT,
+    loc TEXT,
+    lastmod TEXT,
+    warnings TEXT,
+    content_hash TEXT,
+    etag TEXT,
+    main_hash TEXT,
+    lastmod_source TEXT,
+    changed_at TEXT,
+    first_seen REAL,
+    links TEXT,
+    unfollowed TEXT,
+    alternates TEXT,
+    images TEXT,
+    videos TEXT,
+    news TEXT,
+    problems TEXT,
+    extras TEXT,
+    title TEXT,
+    listed_at TEXT,
+    lastmod_moved_at TEXT,
+    history TEXT,
+    section TEXT,
+    changefreq TEXT,
+    priority TEXT,
+    found_by TEXT,
+    found_from TEXT,
+    robots TEXT,
+    elapsed REAL,
+    size INTEGER,
+    render TEXT,
+    rule TEXT,
+    lastmod_from TEXT,
+    page_dates TEXT,
+    updated REAL NOT NULL
+) WITHOUT ROWID;
+-- The listed pages in publishing order (listed_entries, and the comparisons with
+-- the previous run). It covers those queries, so SQLite reads neither the table's
+-- wide rows (links, hashes) nor sorts; "decision" is in it because SQLite takes
+-- a partial index as covering only when the columns of its WHERE clause are in
+-- it. It replaces urls_listed (loc only) of earlier ledgers, a prefix of it.
+CREATE INDEX IF NOT EXISTS urls_listed_sorted ON urls (loc, lastmod, decision)
+    WHERE decision = 'listed';
+DROP INDEX IF EXISTS urls_listed;
+-- The rows the writer reads (LISTED_ROWS), covered the same way: every column of
+-- crawler.sitemaps.entryrows.ROW_COLUMNS (a rich entry's extensions, its section, changefreq and
+-- priority, all NULL for a plain one), in the writer's order: by section (the
+-- default, NULL, first), then address.
+CREATE INDEX IF NOT EXISTS urls_listed_rows
+    ON urls (section, loc, lastmod, extras, changefreq, priority, decision)
+    WHERE decision = 'listed';
+DROP INDEX IF EXISTS urls_listed_entries;
+CREATE TABLE IF NOT EXISTS aliases (
+    alias TEXT PRIMARY KEY,
+    key TEXT NOT NULL
+) WITHOUT ROWID;
+-- Query parameters learned not to change the pages of a path (crawler.crawl.params);
+-- the next run starts from them.
+CREATE TABLE IF NOT EXISTS params (
+    path TEXT NOT NULL,
+    name TEXT NOT NULL,
+    learned_at REAL NOT NULL,
+    PRIMARY KEY (path, name)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS meta (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+"""
+
+COLUMNS = (
+    "key",
+    "url",
+    "decision",
+    "reason",
+    "target",
+    "target_key",
+    "status",
+    "depth",
+    "referrer",
+    "content_type",
+    "last_modified",
+    "loc",
+    "lastmod",
+    "warnings",
+    "content_hash",
+    "etag",
+    "main_hash",
+    "lastmod_source",
+    "changed_at",
+    "first_seen",
+    "links",
+    "unfollowed",
+    "alternates",
+    "images",
+    "videos",
+    "news",
+    "problems",
+    "extras",
+    "title",
+    "listed_at",
+    "lastmod_moved_at",
+    "history",
+    "section",
+    "changefreq",
+    "priority",
+    "found_by",
+    "found_from",
+    "robots",
+    "elapsed",
+    "size",
+    "render",
+    "rule",
+    "lastmod_from",
+    "page_dates",
+    "updated",
+)
+#: The type of a column added to an earlier ledger (TEXT unless named here).
+_ADDED_TYPES = {"elapsed": "REAL", "size": "INTEGER"}
+
+#: Set when a URL is first found (its ``queued`` record, or a decision the frontier
+#: makes at once); a final decision made later keeps them (and a referrer a seed
+#: got when a page linked to it: Ledger.linked).
+_KEPT = ("found_by", "found_from", "referrer")
+
+_INSERT = f"INSERT INTO urls ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
+# A final decision replaces a ``queued`` placeholder, never another final decision
+# (the first one about a URL wins), except a depth cap: a URL left out for depth is
+# judged after all when a shorter path to it turns up.
+_RECORD = (
+    _INSERT
+    + " ON CONFLICT (key) DO UPDATE SET "
+    + ", ".join(
+        f"{c} = coalesce(excluded.{c}, urls.{c})" if c in _KEPT else f"{c} = excluded.{c}"
+        for c in COLUMNS
+        if c != "key"
+    )
+    + f" WHERE urls.decision = '{QUEUED}'"
+    + f" OR urls.rule = '{RULE_DEPTH}'"
+)
+_QUEUE = _INSERT + " ON CONFLICT (key) DO NOTHING"
+
+_ADDED = (
+    "SELECT loc FROM main.urls WHERE decision = 'listed' AND loc NOT IN"
+    " (SELECT loc FROM prev.urls WHERE decision = 'listed' AND loc IS NOT NULL) ORDER BY loc"
+)
+_REMOVED = (
+    "SELECT loc FROM prev.urls WHERE decision = 'listed' AND loc NOT IN"
+    " (SELECT loc FROM main.urls WHERE decision = 'listed' AND loc IS NOT NULL) ORDER BY loc"
+)
+_ALL_LISTED = "SELECT loc FROM urls WHERE decision = 'listed' ORDER BY loc"
+_LASTMOD_CHANGES = (
+    "SELECT m.loc, p.lastmod, m.lastmod FROM main.urls AS m JOIN prev.urls AS p ON m.loc = p.loc"
+    " WHERE m.decision = 'listed' AND p.decision = 'listed' AND m.lastmod IS NOT p.lastmod"
+    " ORDER BY m.loc"
+)
+
+#: The writer's rows (crawler.sitemaps.entryrows.ROW_COLUMNS), answered from urls_listed_rows.
+LISTED_ROWS = (
+    "SELECT loc, lastmod, extras, section, changefreq, priority FROM urls"
+    f" WHERE decision = '{LISTED}' ORDER BY section, loc"
+)
+
+#: The same rows, when no rule set a section, changefreq or priority.
+LISTED_ROWS_PLAIN = LISTED_ROWS.replace(", section, changefreq, priority FROM", " FROM")
+
+#: How many writes go into one transaction.
+COMMIT_EVERY = 2000
+
+
+class LedgerError(Exception):
+    """A ledger file that cannot be read (the message names it and says why)."""
+
+
+class LedgerReader:
+    """The queries that read a ledger: the running one (:class:`Ledger`, which
+    writes it too) and a filed one opened read-only (:meth:`open`): the previous
+    run's (:mod:`crawler.ledger.previous`), ``explain``'s and the audit's. No other module
+    holds SQL on the ledger's tables (tests/test_oneplace.py greps for it)."""
+
+    path: Path
+    _db: sqlite3.Connection
+
+    def __init__(self, path: Path, db: sqlite3.Connection) -> None:
+        self.path = path
+        self._db = db
+
+    @classmethod
+    def open(cls, path: Path, *, immutable: bool = False) -> Self:
+        """The ledger at *path*, read-only (a running crawl is not disturbed); with
+        *immutable*, as an immutable file when even that cannot be (a read-only
+        directory without the ledger's -shm file: nothing writes a filed ledger).
+        Raises LedgerError when it cannot be read as a ledger."""
+        failure: sqlite3.Error | None = None
+        for mode in ("mode=ro", "immutable=1") if immutable else ("mode=ro",):
+            try:
+                db = sqlite3.connect(
+                    f"{Path(path).absolute().as_uri()}?{mode}", uri=True, check_same_thread=False
+                )
+            except sqlite3.Error as e:
+                failure = e
+                continue
+            try:
+                db.execute("SELECT key, url, decision FROM urls LIMIT 1").fetchall()
+            except sqlite3.Error as e:
+                db.close()
+                failure = e
+                continue
+            return cls(Path(path), db)
+        raise LedgerError(f"cannot read the ledger {path}: {failure}")
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._db.close()
+
+    def columns(self) -> set[str]:
+        """The columns of the ``urls`` table (an earlier version wrote fewer)."""
+        return {row[1] for row in self._db.execute("PRAGMA table_info(urls)")}
+
+    def get_meta(self, name: str, default: Any = None) -> Any:
+        try:
+            row = self._db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+        except sqlite3.OperationalError:  # a ledger older than the meta table
+            return default
+        return json.loads(row[0]) if row else default
+
+    def learned_params(self) -> dict[str, list[str]]:
+        """Path -> the parameters learned not to change its pages (crawler.crawl.params;
+        none in a ledger older than the ``params`` table)."""
+        learned: dict[str, list[str]] = {}
+        try:
+            rows = self._db.execute("SELECT path, name FROM params ORDER BY path, name")
+            found = rows.fetchall()
+        except sqlite3.OperationalError:
+            return learned
+        for path, name in found:
+            learned.setdefault(path, []).append(name)
+        return learned
+
+    def row(self, key: str | None) -> dict[str, Any] | None:
+        """The row of the URL with dedup key *key*, if known."""
+        if key is None:
+            return None
+        return self._dict(self._db.execute("SELECT * FROM urls WHERE key = ?", (key,)))
+
+    def decision_of(self, key: str) -> tuple[str, str, str | None] | None:
+        """``(decision, reason, target)`` of the URL with dedup key *key*, if known."""
+        row = self._db.execute(
+            "SELECT decision, reason, target FROM urls WHERE key = ?", (key,)
+        ).fetchone()
+        return None if row is None else (row[0], row[1], row[2])
+
+    def rows(self, **where: Any) -> Iterator[dict[str, Any]]:
+        """Rows as dicts, ordered by URL; ``where`` filters on equal columns."""
+        for name in where:
+            if name not in COLUMNS:
+                raise ValueError(f"unknown ledger column: {name}")
+        clause = " AND ".join(f"{name} = ?" for name in where)
+        sql = "SELECT * FROM urls" + (f" WHERE {clause}" if clause else "") + " ORDER BY url"
+        return self._dicts(self._db.execute(sql, tuple(where.values())))
+
+    def conditional_rows(self) -> Iterator[dict[str, Any]]:
+        """The records a conditional request can be made from (and a 304 replays):
+        fetched with a 200, a replayable decision, and an ETag or a Last-Modified."""
+        marks = ",".join("?" * len(REPLAYABLE))
+        return self._dicts(
+            self._db.execute(
+                f"SELECT * FROM urls WHERE status = 200 AND decision IN ({marks}) "
+                "AND (etag IS NOT NULL OR last_modified IS NOT NULL)",
+                sorted(REPLAYABLE),
+            )
+        )
+
+    def listed_count(self) -> int:
+        row = self._db.execute("SELECT count(*) FROM urls WHERE decision = ?", (LISTED,)).fetchone()
+        return int(row[0])
+
+    def aliases(self) -> dict[str, str]:
+        return dict(self._db.execute("SELECT alias, key FROM aliases"))
+
+    def alias(self, form: str) -> str | None:
+        """The key of the URL *form* is an alias of, if it is one."""
+        row = self._db.execute("SELECT key FROM aliases WHERE alias = ?", (form,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def aliases_of(self, key: str) -> list[str]:
+        return [
+            r[0]
+            for r in self._db.execute(
+                "SELECT alias FROM aliases WHERE key = ? ORDER BY alias", (key,)
+            )
+        ]
+
+    def by_loc(self, loc: str) -> dict[str, Any] | None:
+        """The listed row published as *loc*."""
+        # The decision a literal, so that SQLite uses the partial index on loc.
+        return self._dict(
+            self._db.execute(f"SELECT * FROM urls WHERE decision = '{LISTED}' AND loc = ?", (loc,))
+        )
+
+    def rank(self, section: str | None, loc: str) -> int:
+        """How many listed pages of *section* come before *loc* in the writer's
+        order (``urls_listed_rows``: section, then address)."""
+        row = self._db.execute(
+            f"SELECT count(*) FROM urls WHERE decision = '{LISTED}' AND section IS ? AND loc < ?",
+            (section, loc),
+        ).fetchone()
+        return int(row[0])
+
+    def rows_from(self, prefix: str) -> list[dict[str, Any]]:
+        """``key``, ``url``, ``rule`` and ``referrer`` of the rows whose URL starts
+        with *prefix* (``rule`` NULL in a ledger without that column)."""
+        rule = "rule" if "rule" in self.columns() else "NULL AS rule"
+        return list(
+            self._dicts(
+                self._db.execute(
+                    f"SELECT key, url, {rule}, referrer FROM urls WHERE url >= ? AND url < ?",
+                    (prefix, prefix + "\U0010ffff"),
+                )
+            )
+        )
+
+    def queued(self) -> int | None:
+        """How many URLs the frontier queued (no rule refused them); None for a
+        ledger without the ``rule`` column."""
+        if "rule" not in self.columns():
+            return None
+        return int(self._db.execute("SELECT count(*) FROM urls WHERE rule IS NULL").fetchone()[0])
+
+    def referring(self, url: str) -> dict[str, dict[str, Any]]:
+        """How the crawled pages refer to *url* without the crawl following it (the
+        ``unfollowed`` column): by kind, the number of pages and the first of them (a
+        listed one first, then the shallowest), with its robots directives. A scan of
+        the ledger, as the shortest path is: one question, asked once."""
+        try:
+            rows = self._dicts(
+                self._db.execute(
+                    "SELECT url, decision, depth, robots, unfollowed FROM urls"
+                    " WHERE instr(unfollowed || char(10), ?) > 0",
+                    (f" {url}\n",),
+                )
+            )
+        except sqlite3.Error:  # a ledger older than these columns
+            return {}
+        found: dict[str, dict[str, Any]] = {}
+        for row in rows:
+            rank = (row["decision"] != LISTED, row["depth"] or 0, row["url"])
+            for line in str(row["unfollowed"]).split("\n"):
+                kind, _, target = line.partition(" ")
+                if target != url:
+                    continue
+                seen = found.get(kind)
+                if seen is None:
+                    found[kind] = seen = {"pages": 0, "rank": rank}
+                    seen.update(page=row["url"], robots=row["robots"])
+                seen["pages"] += 1
+                if rank < seen["rank"]:
+                    seen.update(rank=rank, page=row["url"], robots=row["robots"])
+        for seen in found.values():
+            del seen["rank"]
+        return found
+
+    def keys_by_url(self) -> dict[str, str]:
+        """Every row's key by its (normalised) URL."""
+        return {str(url): str(key) for key, url in self._db.execute("SELECT key, url FROM urls")}
+
+    @staticmethod
+    def _dicts(cur: sqlite3.Cursor) -> Iterator[dict[str, Any]]:
+        names = [d[0] for d in cur.description]
+        return (dict(zip(names, row, strict=True)) for row in cur)
+
+    def _dict(self, cur: sqlite3.Cursor) -> dict[str, Any] | None:
+        return next(self._dicts(cur), None)
+
+
+class Ledger(LedgerReader):
+    """An SQLite ledger at *path* (created if missing), read and written."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # A URI connection, so that a previous ledger can be attached read-only.
+        self._db = sqlite3.connect(
+            self.path.absolute().as_uri(), uri=True, isolation_level="DEFERRED"
+        )
+        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.execute("PRAGMA synchronous = NORMAL")
+        self._add_missing_columns()
+        self._db.executescript(SCHEMA)
+        self._pending = 0
+
+    def _add_missing_columns(self) -> None:
+        """A ledger an earlier version wrote lacks the newer columns (the rich data
+        of issue #14): add them, empty, before the indexes that use them."""
+        have = {row[1] for row in self._db.execute("PRAGMA table_info(urls)")}
+        if not have:
+            return  # a new ledger: SCHEMA makes the table
+        for column in COLUMNS:
+            if column not in have:
+                kind = _ADDED_TYPES.get(column, "TEXT")
+                self._db.execute(f"ALTER TABLE urls ADD COLUMN {column} {kind}")
+        self._db.commit()
+
+    # -- writing -----------------------------------------------------------------
+
+    def record(self, rec: UrlRecord) -> bool:
+        """Record *rec*; return False when the URL already had a final decision."""
+        assert rec.key is not None
+        row = (
+            rec.key,
+            rec.url,
+            rec.decision,
+            rec.reason,
+            rec.target,
+            target_key(rec.target),
+            rec.status,
+            rec.depth,
+            rec.referrer,
+            rec.content_type,
+            rec.last_modified,
+            rec.loc,
+            rec.lastmod,
+            json.dumps(rec.warnings) if rec.warnings else None,
+            rec.content_hash,
+            rec.etag,
+            rec.main_hash,
+            rec.lastmod_source,
+            rec.changed_at,
+            rec.first_seen,
+            "\n".join(rec.links) if rec.links else None,
+            "\n".join(rec.unfollowed) if rec.unfollowed else None,
+            _json(rec.alternates),
+            _json(rec.images),
+            _json(rec.videos),
+            _json(rec.news),
+            _json(rec.problems),
+            None,  # extras: decided when the books are closed
+            rec.title,
+            rec.listed_at,
+            rec.lastmod_moved_at,
+            rec.history,
+            rec.section,
+            rec.changefreq,
+            rec.priority,
+            rec.found_by,
+            rec.found_from,
+            rec.robots,
+            rec.elapsed,
+            rec.size,
+            rec.render,
+            rec.rule,
+            rec.lastmod_from,
+            rec.page_verdicts,
+            time.time(),
+        )
+        cur = self._db.execute(_QUEUE if rec.decision == QUEUED else _RECORD, row)
+        written = cur.rowcount > 0
+        if rec.raw_url and rec.raw_url != rec.url:
+            self.add_alias(rec.raw_url, rec.key)
+        if not written and rec.decision != QUEUED:
+            # The same page reached under another form: keep it as an alias.
+            self.add_alias(rec.url, rec.key)
+        self._tick()
+        return written
+
+    def linked(self, key: str, referrer: str) -> None:
+        """A URL found in a sitemap is linked from *referrer* too: its first linking
+        page, kept in ``referrer`` (a seed's is NULL until then)."""
+        self._db.execute(
+            "UPDATE urls SET referrer = ? WHERE key = ? AND referrer IS NULL",
+            (referrer, key),
+        )
+        self._tick()
+
+    def add_alias(self, alias: str, key: str) -> None:
+        self._db.execute(
+            "INSERT INTO aliases (alias, key) VALUES (?, ?) ON CONFLICT DO NOTHING",
+            (alias, key),
+        )
+        self._tick()
+
+    def set_meta(self, name: str, value: Any) -> None:
+        self._db.execute(
+            "INSERT INTO meta (name, value) VALUES (?, ?) "
+            "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            (name, json.dumps(value)),
+        )
+        self._tick()
+
+    # -- closing the books (the rules are crawler.core.decisions.close_books) ------------
+
+    def redecide_queued(self, decision: str, reason: str) -> int:
+        """Give every URL still ``queued`` *decision* and *reason*; return how many."""
+        cur = self._db.execute(
+            "UPDATE urls SET decision = ?, reason = ?, updated = ? WHERE decision = ?",
+            (decision, reason, time.time(), QUEUED),
+        )
+        return cur.rowcount
+
+    def listed_by_content(self) -> Iterator[list[str]]:
+        """The URLs of each body (``content_hash``) that more than one listed page has."""
+        cur = self._db.execute(
+            "SELECT content_hash, url FROM urls WHERE decision = ? AND content_hash IN ("
+            "  SELECT content_hash FROM urls WHERE decision = ? AND content_hash IS NOT NULL"
+            "  GROUP BY content_hash HAVING count(*) > 1"
+            ") ORDER BY content_hash",
+            (LISTED, LISTED),
+        )
+        group: list[str] = []
+        current = None
+        for content_hash, url in cur:
+            if content_hash != current and group:
+                yield group
+                group = []
+            current = content_hash
+            group.append(url)
+        if group:
+            yield group
+
+    def redecide(self, changes: Iterable[tuple[str, str, str, str | None]]) -> None:
+        """Apply ``(url, decision, reason, target)`` changes; a page that is no longer
+        listed loses its published address."""
+        self._db.executemany(
+            "UPDATE urls SET decision = ?, reason = ?, target = ?, target_key = ?, loc = NULL "
+            "WHERE url = ?",
+            [(d, reason, t, target_key(t), url) for url, d, reason, t in changes],
+        )
+
+    def query_rows(self) -> Iterator[tuple[str, str, str | None]]:
+        """``(url, decision, target)`` of every URL with a query, by URL."""
+        yield from self._db.execute(
+            "SELECT url, decision, target FROM urls WHERE instr(url, '?') > 0 ORDER BY url"
+        ).fetchall()
+
+    def decision_by_url(self, url: str) -> tuple[str, str | None] | None:
+        """``(decision, target)`` of *url* (normalised), if known."""
+        row = self._db.execute(
+            "SELECT decision, target FROM urls WHERE key = ?", (url_key(url),)
+        ).fetchone()
+        return None if row is None else (row[0], row[1])
+
+    def learn_param(self, path: str, name: str, learned: bool) -> None:
+        """Keep (*learned*) or forget that parameter *name* does not change the pages
+        of *path* (crawler.crawl.params)."""
+        if learned:
+            self._db.execute(
+                "INSERT INTO params (path, name, learned_at) VALUES (?, ?, ?)"
+                " ON CONFLICT DO NOTHING",
+                (path, name, time.time()),
+            )
+        else:
+            self._db.execute("DELETE FROM params WHERE path = ? AND name = ?", (path, name))
+        self._tick()
+
+    def hops(self) -> dict[str, str]:
+        """The key of every redirect and canonical -> the key of its target."""
+        return dict(
+            self._db.execute(
+                "SELECT key, target_key FROM urls WHERE decision IN (?, ?) "
+                "AND target_key IS NOT NULL",
+                (REDIRECT, CANONICAL),
+            )
+        )
+
+    def append_reasons(self, notes: Iterable[tuple[str, str]]) -> None:
+        """Append each ``(key, text)`` note to that URL's reason."""
+        self._db.executemany(
+            "UPDATE urls SET reason = reason || ? WHERE key = ?", [(n, k) for k, n in notes]
+        )
+
+    def page_dated(self, value: str) -> Iterator[dict[str, Any]]:
+        """The listed pages whose lastmod is *value*, taken from their own metadata
+        (the lastmod pipeline's template dates)."""
+        cur = self._db.execute(
+            "SELECT key, main_hash, content_hash, page_dates FROM urls"
+            " WHERE decision = ? AND lastmod_source = 'page' AND lastmod = ?",
+            (LISTED, value),
+        )
+        names = [d[0] for d in cur.description]
+        for row in cur.fetchall():
+            yield dict(zip(names, row, strict=True))
+
+    def set_lastmod(
+        self,
+        key: str,
+        lastmod: str | None,
+        source: str | None,
+        lastmod_from: str | None,
+        changed_at: str | None,
+        page_dates: str | None,
+    ) -> None:
+        """A listed page's lastmod decided again once the crawl is over."""
+        self._db.execute(
+            "UPDATE urls SET lastmod = ?, lastmod_source = ?, lastmod_from = ?,"
+            " changed_at = ?, page_dates = ? WHERE key = ?",
+            (lastmod, source, lastmod_from, changed_at, page_dates, key),
+        )
+        self._tick()
+
+    def _tick(self) -> None:
+        self._pending += 1
+        if self._pending >= COMMIT_EVERY:
+            self.commit()
+
+    def commit(self) -> None:
+        self._db.commit()
+        self._pending = 0
+
+    def close(self) -> None:
+        self.commit()
+        self._db.close()
+
+    # -- reading -----------------------------------------------------------------
+
+    def listed_entries(
+        self,
+        changefreq: ChangeFreq | None = None,
+        priority: Decimal | None = None,
+        per_row: bool = True,
+    ) -> EntryRows:
+        """The listed pages, sorted by published address and streamed from disk, as
+        sitemap entries with ``changefreq`` and ``priority`` (the same for all).
+
+        Iterating gives checked :class:`~crawler.sitemaps.entry.SitemapEntry` objects (a bad
+        ``loc`` raises ``ValueError``); :class:`~crawler.publish.writer.SitemapSetWriter`
+        reads them in checked batches instead (:class:`~crawler.sitemaps.entryrows.EntryRows`).
+        A row carries its entry's extensions (``extras``, settled when the books are
+        closed: :mod:`crawler.publish.richentries`), its section and its own changefreq and
+        priority (:mod:`pipelines.rules`), in :data:`crawler.sitemaps.entryrows.ROW_COLUMNS`'
+        order, sorted by section (the default first) and address. The query is
+        answered from the covering index ``urls_listed_rows``, in its order: no sort,
+        and no visit to the table's wide rows. The decision is a literal so that
+        SQLite can match the partial index's WHERE clause.
+        """
+        # Without rules every section, changefreq and priority is NULL: the three
+        # columns that can hold something are read (wider rows cost sqlite3 about
+        # 0.2 s a million: bench/README.md), in the same order, from the same index.
+        cursor = self._db.execute(LISTED_ROWS if per_row else LISTED_ROWS_PLAIN)
+        return EntryRows(cursor, changefreq, priority)
+
+    # -- rich entries (crawler.publish.richentries) -----------------------------------------
+
+    def rich_rows(
+        self,
+    ) -> Iterator[tuple[str, str, str, str | None, str | None, str | None, str | None]]:
+        """``(key, url, loc, alternates, images, videos, problems)`` of every listed
+        page with rich data (JSON columns), by URL."""
+        yield from self._db.execute(
+            "SELECT key, url, loc, alternates, images, videos, problems FROM urls"
+            " WHERE decision = ? AND (alternates IS NOT NULL OR images IS NOT NULL"
+            " OR videos IS NOT NULL OR problems IS NOT NULL) ORDER BY url",
+            (LISTED,),
+        ).fetchall()
+
+    def set_rich(self, key: str, extras: str | None, problems: list[str]) -> None:
+        """Store a listed page's settled extensions (the writer's JSON) and problems."""
+        self._db.execute(
+            "UPDATE urls SET extras = ?, problems = ? WHERE key = ?",
+            (extras, _json(problems), key),
+        )
+        self._tick()
+
+    def news_rows(self) -> Iterator[tuple[str, str]]:
+        """``(loc, news)`` of every listed page that is a news article."""
+        yield from self._db.execute(
+            "SELECT loc, news FROM urls WHERE decision = ? AND news IS NOT NULL ORDER BY loc",
+            (LISTED,),
+        )
+
+    def changed_rows(
+        self, since: str
+    ) -> Iterator[tuple[str, str | None, str | None, str | None, str | None]]:
+        """``(loc, lastmod, listed_at, lastmod_moved_at, title)`` of the listed pages
+        whose lastmod, listing or lastmod move may be as recent as *since* (a W3C
+        date; compared as text, so the caller gives a day's slack and checks)."""
+        yield from self._db.execute(
+            "SELECT loc, lastmod, listed_at, lastmod_moved_at, title FROM urls"
+            " WHERE decision = ? AND (lastmod >= ? OR listed_at >= ? OR lastmod_moved_at >= ?)",
+            (LISTED, since, since, since),
+        )
+
+    def latest_change(self) -> str | None:
+        """The latest lastmod, listing or lastmod move of any listed page (text order:
+        the caller checks)."""
+        row = self._db.execute(
+            "SELECT max(max(coalesce(lastmod, ''), coalesce(listed_at, ''),"
+            " coalesce(lastmod_moved_at, ''))) FROM urls WHERE decision = ?",
+            (LISTED,),
+        ).fetchone()
+        return row[0] or None
+
+    def rich_problems(self) -> Iterator[tuple[str, list[str]]]:
+        """``(url, problems)`` of every page with problems in its rich data."""
+        for url, problems in self._db.execute(
+            "SELECT url, problems FROM urls WHERE problems IS NOT NULL ORDER BY url"
+        ):
+            yield url, json.loads(problems)
+
+    def listed_unlinked(self) -> int:
+        """Listed pages found in a sitemap that no crawled page links to (orphans)."""
+        row = self._db.execute(
+            "SELECT count(*) FROM urls WHERE decision = ? AND found_by = ? AND referrer IS NULL",
+            (LISTED, FOUND_SITEMAP),
+        ).fetchone()
+        return int(row[0])
+
+    def counts(self) -> dict[str, int]:
+        return dict(self._db.execute("SELECT decision, count(*) FROM urls GROUP BY decision"))
+
+    # -- the HTML report's figures (crawler.publish.report) -----------------------------------
+
+    def status_counts(self) -> dict[int, int]:
+        """HTTP status -> URLs answered with it (a 304 replay counts as its 200)."""
+        return dict(
+            self._db.execute(
+                "SELECT status, count(*) FROM urls WHERE status IS NOT NULL"
+                " GROUP BY status ORDER BY status"
+            )
+        )
+
+    def depth_counts(self) -> dict[int, tuple[int, int]]:
+        """Link depth -> (URLs found at it, of which listed)."""
+        return {
+            depth: (n, listed)
+            for depth, n, listed in self._db.execute(
+                "SELECT depth, count(*), coalesce(sum(decision = ?), 0) FROM urls"
+                " WHERE depth IS NOT NULL GROUP BY depth ORDER BY depth",
+                (LISTED,),
+            )
+        }
+
+    def top(self, column: str, most: int) -> list[tuple[str, str, float]]:
+        """``(url, decision, value)`` of the *most* URLs with the largest *column*
+        (``elapsed`` or ``size``), largest first."""
+        if column not in ("elapsed", "size"):
+            raise ValueError(f"not a measured column: {column}")
+        return [
+            (url, decision, value)
+            for url, decision, value in self._db.execute(
+                f"SELECT url, decision, {column} FROM urls WHERE {column} IS NOT NULL"
+                f" ORDER BY {column} DESC, url LIMIT ?",
+                (most,),
+            )
+        ]
+
+    def listed_in_section(self, section: str | None, most: int) -> list[tuple[str, str | None]]:
+        """The first *most* listed pages of *section* (None: the default one), by
+        published address: ``(loc, lastmod)`` (from the covering index)."""
+        cur = self._db.execute(
+            f"SELECT loc, lastmod FROM urls WHERE decision = '{LISTED}' AND section IS ?"
+            " ORDER BY section, loc LIMIT ?",
+            (section, most),
+        )
+        return [(loc, lastmod) for loc, lastmod in cur]
+
+    def decided(self, decision: str, most: int) -> Iterator[dict[str, Any]]:
+        """The first *most* URLs (by URL) with *decision*: url, reason, target,
+        status, referrer."""
+        cur = self._db.execute(
+            "SELECT url, reason, target, status, referrer FROM urls WHERE decision = ?"
+            " ORDER BY url LIMIT ?",
+            (decision, most),
+        )
+        for url, reason, target, status, referrer in cur:
+            yield {
+                "url": url,
+                "reason": reason,
+                "target": target,
+                "status": status,
+                "referrer": referrer,
+            }
+
+    def error_counts(self) -> tuple[int, int]:
+        """(pages fetched, pages that failed: 5xx or no response)."""
+        fetched, failed = self._db.execute(
+            "SELECT count(*), coalesce(sum(decision = ? OR (decision = ? AND status >= 500)), 0)"
+            " FROM urls WHERE status IS NOT NULL OR decision = ?",
+            (ERROR, STATUS, ERROR),
+        ).fetchone()
+        return fetched, failed
+
+    def _attach(self, previous: Path) -> None:
+        if self._attached():
+            self._db.execute("DETACH DATABASE prev")
+        self._db.execute(
+            "ATTACH DATABASE ? AS prev", (Path(previous).absolute().as_uri() + "?mode=ro",)
+        )
+
+    def _attached(self) -> bool:
+        return any(row[1] == "prev" for row in self._db.execute("PRAGMA database_list"))
+
+    def count_removed(self, previous: Path) -> int:
+        """Listed URLs of the *previous* ledger that this one no longer lists."""
+        self._attach(previous)
+        row = self._db.execute(_REMOVED.replace("SELECT loc", "SELECT count(*)", 1)).fetchone()
+        return int(row[0])
+
+    def changes_since(
+        self, previous: Path | None
+    ) -> tuple[Iterator[str], Iterator[str], Iterator[dict[str, Any]]]:
+        """(added, removed, lastmod changes) of the listed set since *previous* (None:
+        no previous run, every listed URL is added), each streamed from disk when it
+        is iterated (a million added URLs are no list in memory)."""
+        if previous is None:
+            return self._locs(_ALL_LISTED), iter(()), iter(())
+        self._attach(previous)
+        changed = (
+            {"url": loc, "old": old, "new": new} for loc, old, new in self._lazy(_LASTMOD_CHANGES)
+        )
+        return self._locs(_ADDED), self._locs(_REMOVED), changed
+
+    def _lazy(self, query: str) -> Iterator[tuple[Any, ...]]:
+        # A generator: the query runs when iteration starts, so several can be handed
+        # out at once and read one after the other.
+        yield from self._db.execute(query)
+
+    def _locs(self, query: str) -> Iterator[str]:
+        return (row[0] for row in self._lazy(query))
+
+    def export_jsonl(self, path: Path) -> int:
+        """Write every row as one JSON object a line; return the row count."""
+        tmp = path.with_name(f".{path.name}.tmp")
+        n = 0
+        with tmp.open("w", encoding="utf-8") as f:
+            for row in self.rows():
+                if row["warnings"]:
+                    row["warnings"] = json.loads(row["warnings"])
+                f.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+                n += 1
+        tmp.replace(path)
+        return n
+
+
+def _json(value: object) -> str | None:
+    """A JSON column: None (NULL) for nothing, as a plain page has."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")) if value else None

@@ -1,0 +1,43 @@
+"""What the previous successful run learned: the state a nightly run starts from.
+
+The previous run's ledger (``ledger.sqlite`` in the state directory) stays in place
+until this run succeeds, so it is read here, read-only, one URL at a time: the
+validators for conditional requests, the record a 304 replays, the content hash
+and lastmod that honest lastmod builds on, first-seen times, and the published set
+a new one is compared with (issue #4). The queries are the ledger's own
+(:class:`crawler.ledger.ledger.LedgerReader`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from crawler.ledger.ledger import LedgerError, LedgerReader
+
+#: The columns without which a ledger has no history to offer (an earlier version's).
+HISTORY = frozenset({"etag", "main_hash", "links"})
+
+
+class PreviousRun(LedgerReader):
+    """The previous run's ledger, read-only (see the module docstring)."""
+
+    @classmethod
+    def find(cls, path: Path) -> PreviousRun | None:
+        """The ledger at *path*, or None: none there, unreadable, or written before
+        it kept the history a nightly run builds on."""
+        if not path.is_file():
+            return None
+        try:
+            previous = cls.open(path)
+        except LedgerError:
+            return None
+        if not previous.columns() >= HISTORY:
+            previous.close()
+            return None
+        return previous
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The previous row of the URL with dedup key *key* (as
+        :meth:`crawler.distributed.previous.RedisPrevious.get`)."""
+        return self.row(key)

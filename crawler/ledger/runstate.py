@@ -1,0 +1,309 @@
+"""The state of one run: where it publishes and keeps its books, and what the
+previous run left.
+
+One :class:`RunState` per crawler owns everything that belongs to the run rather
+than to one component:
+
+- the state paths (:class:`crawler.core.paths.CrawlPaths`: ``SITEMAP_OUT_DIR``,
+  ``SITEMAP_STATE_DIR``);
+- the lock: one run per state directory at a time. Two nightly runs on the same
+  state would interleave their ledgers and race to publish, so an exclusive,
+  non-blocking ``flock`` on ``STATE/lock`` is taken before any file is opened; a
+  second run finds it taken, is *locked out* (it touches no file, and its spider is
+  closed at once) and says so. The kernel drops the lock if the process dies, so a
+  crash never leaves a stale one;
+- the previous successful run (:class:`crawler.ledger.previous.PreviousRun`, read-only):
+  validators for conditional requests, the records a 304 replays, the evidence
+  behind lastmod, first-seen times, the published set a new one is compared with;
+- the running ledger (``ledger.running.sqlite``, :class:`crawler.ledger.ledger.Ledger`),
+  continued by ``--resume`` and otherwise started afresh, and what becomes of it
+  when the run ends (:meth:`RunState.end`: ``ledger.sqlite`` when the run did its
+  job, ``ledger.failed.sqlite`` otherwise, kept as it is for ``--resume``);
+- Scrapy's ``JOBDIR`` of the run (the resumable queue and spider state): cleared
+  when a new run starts, removed once the run is over unless it can be resumed;
+- the public-URL mapping (``--base-url``, :class:`crawler.core.publicurl.PublicUrls`);
+- why the run cannot do its job, once anything finds out (:meth:`RunState.fail`:
+  robots.txt or the start URL unreachable, the state locked).
+
+It is the first extension in ``EXTENSIONS``: Scrapy builds it after the spider and
+before every other extension, the engine, its middlewares and pipelines, and the
+spider's rooms; it takes the start URL from the spider. Every component gets that
+one instance with :meth:`RunState.of` (Scrapy's ``crawler.get_extension(RunState)``
+finds it too, once the extensions are built); nothing else builds one. A process
+with no ``SITEMAP_OUT_DIR`` (a distributed worker) has no state: no lock, no ledger,
+no previous run.
+
+Settings: ``SITEMAP_OUT_DIR``, ``SITEMAP_STATE_DIR``, ``SITEMAP_INCREMENTAL``,
+``SITEMAP_RESUME``, ``SITEMAP_BASE_URL``, ``JOBDIR``.
+Stats: ``sitemap/locked``, ``sitemap/fatal``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import shutil
+import weakref
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.defer import deferred_from_coro
+
+from crawler.core.outcome import RunOutcome
+from crawler.core.paths import LEDGER_FAILED, LOCK, CrawlPaths
+from crawler.core.publicurl import PublicUrls
+from crawler.ledger.ledger import Ledger
+from crawler.ledger.previous import PreviousRun
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
+
+logger = logging.getLogger(__name__)
+
+_states: weakref.WeakKeyDictionary[Crawler, RunState] = weakref.WeakKeyDictionary()
+
+
+def holder(state: Path) -> str | None:
+    """Who holds the lock of the state directory *state*, if anyone: the command
+    line asks before it starts, so that a busy state costs one line, not a crawl."""
+    path = state / LOCK
+    if not path.exists():
+        return None
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+        return f"another run (pid {pid}) is using the state directory {state}"
+    finally:
+        os.close(fd)  # also releases the lock if we got it
+    return None
+
+
+def _start_url(crawler: Crawler) -> str | None:
+    try:
+        spider = crawler.spider
+    except RuntimeError:  # Scrapy's late attribute: no spider yet
+        return None
+    url = getattr(spider, "start_url", None)
+    return url if isinstance(url, str) else None
+
+
+class RunState:
+    """The run's state (see the module docstring). *paths*: None for a process that
+    keeps none; *incremental*: start from the previous run; *resume*: continue the
+    interrupted run's ledger; *job*: Scrapy's ``JOBDIR``, if any."""
+
+    def __init__(
+        self,
+        start_url: str,
+        public: PublicUrls,
+        paths: CrawlPaths | None,
+        stats: StatsCollector,
+        *,
+        incremental: bool,
+        resume: bool,
+        job: Path | None,
+    ) -> None:
+        self.start_url = start_url
+        self.public = public
+        self.paths = paths
+        self.stats = stats
+        self.incremental = incremental
+        self.resume = resume
+        self.job = job
+        self.started = datetime.now(UTC)
+        self.previous: PreviousRun | None = None
+        self.ledger: Ledger | None = None
+        self.locked_out = False
+        self.fatal: str | None = None
+        self.unfetched: tuple[str, str] | None = None  # see fail()
+        #: How the run ended, set by the publisher (None until then, or in a
+        #: process that keeps no books): the command's answer, not the stats.
+        self.outcome: RunOutcome | None = None
+        self.resumable = False
+        self._lock: int | None = None
+        self._crawler: Crawler | None = None  # set by from_crawler()
+
+    @property
+    def run_time(self) -> str:
+        """When the run started, as a W3C datetime (the time of what it finds new)."""
+        return self.started.strftime("%Y-%m-%dT%H:%M:%S+00:00")
+
+    @classmethod
+    def of(cls, crawler: Crawler) -> RunState:
+        """The crawler's run state: the one Scrapy built as the first extension.
+
+        Raises ``NotConfigured`` where there is none (the extension is off, or the
+        spider has no start URL): a component that needs it is then not ours to run.
+        """
+        state = _states.get(crawler)
+        if state is None:
+            raise NotConfigured("no run state (a spider with a start URL, the RunState extension)")
+        return state
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RunState:
+        """As an extension (the first, so that the lock is taken before any other
+        component opens a file), with the start URL of the spider Scrapy built before
+        its extensions: the one instance of the crawler, which :meth:`of` finds."""
+        start_url = _start_url(crawler)
+        if start_url is None:
+            raise NotConfigured("the run state needs a spider with a start URL")
+        assert crawler.stats is not None
+        s = crawler.settings
+        state = cls(
+            start_url,
+            PublicUrls.from_settings(start_url, s),
+            CrawlPaths.from_settings(s) if s.get("SITEMAP_OUT_DIR") else None,
+            crawler.stats,
+            incremental=s.getbool("SITEMAP_INCREMENTAL"),
+            resume=s.getbool("SITEMAP_RESUME"),
+            job=Path(s["JOBDIR"]) if s.get("JOBDIR") else None,
+        )
+        state.open()
+        _states[crawler] = state
+        crawler.signals.connect(state._spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(state._engine_stopped, signal=signals.engine_stopped)
+        state._crawler = crawler
+        return state
+
+    # -- the run starts ------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Take the lock, then open what the run reads and writes."""
+        if self.paths is None:
+            return
+        if not self._acquire(self.paths):
+            return
+        if self.job is not None and not self.resume:
+            # A new night starts clean, even after an interrupted run.
+            shutil.rmtree(self.job, ignore_errors=True)
+        if self.incremental:
+            self.previous = PreviousRun.find(self.paths.ledger)
+        path = self.paths.running_ledger
+        if not (self.resume and self.job is not None and path.exists()):
+            for stale in (
+                path,
+                path.with_name(path.name + "-wal"),
+                path.with_name(path.name + "-shm"),
+            ):
+                stale.unlink(missing_ok=True)
+        self.ledger = Ledger(path)
+        self.ledger.set_meta("start_url", self.start_url)
+        self.ledger.set_meta("run_started", self.run_time)
+        self.ledger.set_meta(
+            "settings_base_url", self.public.public_prefix if self.public.rewrites else None
+        )
+
+    def _acquire(self, paths: CrawlPaths) -> bool:
+        paths.state.mkdir(parents=True, exist_ok=True)
+        path = paths.state / LOCK
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+                os.close(fd)
+                self.locked_out = True
+                self.stats.set_value("sitemap/locked", True)
+                self.fail(
+                    f"another run (pid {pid}) is using the state directory {paths.state}; "
+                    "this one did nothing"
+                )
+                return False
+            # The run that held it removes the file before it lets go: if the name
+            # is no longer this file, lock the one that is there now.
+            try:
+                if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                    break
+            except FileNotFoundError:
+                pass
+            os.close(fd)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._lock = fd
+        return True
+
+    def _spider_opened(self) -> None:
+        if self.locked_out:
+            assert self._crawler is not None  # of() sets it when it connects this
+            engine = self._crawler.engine
+            assert engine is not None
+            deferred_from_coro(engine.close_spider_async(reason="state_locked"))
+
+    # -- while it runs -------------------------------------------------------------------
+
+    def fail(self, message: str, unfetched: tuple[str, str] | None = None) -> None:
+        """The run cannot do its job (robots.txt or the start URL unreachable, say):
+        it will publish nothing. The first reason stands. *unfetched*: the decision
+        and reason of the URLs it leaves unfetched (``fetch-error`` for a host that
+        cannot be reached, say), rather than ``cap-reached``."""
+        if self.fatal is None:
+            self.fatal = message
+            self.unfetched = unfetched
+            self.stats.set_value("sitemap/fatal", message)
+            logger.error(message)
+
+    # -- the run ends ---------------------------------------------------------------------
+
+    def end(self, good: bool, resumable: bool) -> None:
+        """Close the running ledger and file it: ``ledger.sqlite`` when the run did its
+        job (*good*), ``ledger.failed.sqlite`` otherwise, or left as it is to be
+        continued (*resumable*)."""
+        self.resumable = resumable
+        self._close_files()
+        if self.paths is None or resumable:
+            return
+        running = self.paths.running_ledger
+        if running.exists():
+            running.replace(self.paths.ledger if good else self.paths.state / LEDGER_FAILED)
+
+    def _close_files(self) -> None:
+        if self.ledger is not None:
+            self.ledger.close()
+            self.ledger = None
+        if self.previous is not None:
+            self.previous.close()
+            self.previous = None
+
+    def _engine_stopped(self) -> None:
+        # After the scheduler and Scrapy's SpiderState wrote what they keep in JOBDIR.
+        self._close_files()
+        if self._lock is None:
+            return  # locked out: the JOBDIR is the other run's
+        if self.job is not None and not self.resumable:
+            shutil.rmtree(self.job, ignore_errors=True)
+        self._release()
+
+    def abandon(self) -> None:
+        """The run was stopped at once (a second Ctrl-C): its reactor is gone and no
+        signal will come. File the running ledger as failed, drop the ``JOBDIR``
+        (nothing consistent was saved to resume from) and let go of the lock. The
+        published set and the last good ledger are untouched."""
+        self._close_files()
+        if self._lock is None:
+            return
+        if self.paths is not None and self.paths.running_ledger.exists():
+            self.paths.running_ledger.replace(self.paths.state / LEDGER_FAILED)
+        if self.job is not None:
+            shutil.rmtree(self.job, ignore_errors=True)
+        self._release()
+
+    def _release(self) -> None:
+        assert self._lock is not None and self.paths is not None
+        # Removed while held, so that no run locks a file that is going away.
+        (self.paths.state / LOCK).unlink(missing_ok=True)
+        os.close(self._lock)  # releases the lock
+        self._lock = None
+
+    @classmethod
+    def existing(cls, crawler: Crawler) -> RunState | None:
+        """The crawler's run state if one was built (None where :meth:`of` raises)."""
+        return _states.get(crawler)

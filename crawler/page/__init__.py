@@ -1,0 +1,1 @@
+"""Reading one HTML page: links, directives, canonicals, dates, rich data, content hashes."""

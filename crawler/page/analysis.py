@@ -1,0 +1,233 @@
+"""What the crawl needs from an HTML page's body, in one small value.
+
+Parsing a page and reading it (links, robots directives, canonicals, lastmod
+metadata, the content hashes behind lastmod) is most of a crawl's CPU on pages of
+real size. :func:`analyse_response` does all of it and returns a
+:class:`PageAnalysis`: the page's facts (:mod:`crawler.page.links`), its links resolved,
+normalised, keyed and each once (:class:`~crawler.page.links.LinkResolver`), and both
+content hashes (:mod:`crawler.page.content`). The page judge (:mod:`crawler.crawl.judge`)
+decides from it.
+
+With :class:`Rich` options on, it also reads what a rich sitemap entry needs
+(issue #14): the hreflang alternates the page declares (:mod:`crawler.page.hreflang`),
+its images, videos and news publication (:mod:`crawler.page.pagemedia`), as
+:class:`RichFacts`, with every URL normalised by the crawl's rules.
+
+The work runs in a worker process of the page-parsing pool (:mod:`crawler.page.parsepool`,
+which calls :func:`analyse` with the response's parts) or in the crawl's process: the
+result is the same either way, and the tests check that it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from scrapy.http import HtmlResponse
+
+from crawler.core.urls import normalize_url
+from crawler.page.appshell import shell_signs
+from crawler.page.content import bag_hash, main_content
+from crawler.page.hreflang import declared
+from crawler.page.links import LinkResolver, PageFacts, Resolved, page_facts, parse_html
+from crawler.page.pagemedia import NewsFacts, VideoFacts, images, news, videos
+from crawler.page.softnotfound import PagePrint, page_print, says_not_found
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+#: The media types read as HTML pages.
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+
+
+@dataclass(frozen=True, slots=True)
+class Rich:
+    """What rich data the crawl wants from its pages (all off: none is read)."""
+
+    hreflang: bool = False
+    images: bool = False
+    videos: bool = False
+    news: bool = False
+
+    def __bool__(self) -> bool:
+        return self.hreflang or self.images or self.videos or self.news
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> Rich:
+        return cls(
+            hreflang=settings.getbool("SITEMAP_HREFLANG"),
+            images=settings.getbool("SITEMAP_IMAGES"),
+            videos=settings.getbool("SITEMAP_VIDEOS"),
+            news=bool(settings.get("SITEMAP_NEWS_PUBLICATION")),
+        )
+
+
+#: No rich data: a plain crawl.
+NO_RICH = Rich()
+
+
+@dataclass(frozen=True, slots=True)
+class RichFacts:
+    """A page's rich data: declared alternates ``(code, URL)``, image URLs, videos
+    and its news publication; URLs absolute and normalised (the videos' as the page
+    gave them, absolute)."""
+
+    alternates: tuple[tuple[str, str], ...] = ()
+    images: tuple[str, ...] = ()
+    videos: tuple[VideoFacts, ...] = ()
+    news: NewsFacts | None = None
+
+
+@dataclass(slots=True)
+class PageAnalysis:
+    facts: PageFacts
+    # facts.hrefs resolved (LinkResolver.resolve_all): absolute, normalised, keyed
+    # and fingerprinted, None for a link that is not http(s); each once, in page
+    # order (every None kept), and facts.hrefs left empty. Joining and normalising
+    # was the largest part of the crawl process's own work on a page.
+    links: list[Resolved | None]
+    encoding: str  # the response's encoding (declared, or detected from the body)
+    content_hash: str  # of the whole body
+    main_hash: str | None  # of the main content (crawler.page.content)
+    rich: RichFacts | None = None  # with Rich options on
+    # The soft-404 fingerprint (crawler.page.softnotfound), when asked for: only on a
+    # site whose probe was answered with 200.
+    soft_print: PagePrint | None = None
+    # The main content's hash whatever its order (crawler.page.content.bag_hash), for a
+    # page with a query or one that links to its own path with one (crawler.crawl.params
+    # learns from it that ?sort= does not change a page).
+    bag_hash: str | None = None
+    # The sign that the raw page is an application shell a script fills in
+    # (crawler.page.appshell.shell_signs), or None.
+    shell: str | None = None
+    # facts.unfollowed resolved: (kind, normalised URL), each pair once, in page
+    # order (the http(s) ones); facts.unfollowed left empty. For explain (issue 24).
+    unfollowed: tuple[tuple[str, str], ...] = ()
+    # The evidence that the page says it is not there, and is thin
+    # (crawler.page.softnotfound.says_not_found), or None.
+    not_found: str | None = None
+
+
+def analyse_response(
+    response: HtmlResponse,
+    agents: Iterable[str],
+    volatile: Iterable[str],
+    resolver: LinkResolver,
+    rich: Rich = NO_RICH,
+    prints: bool | str = False,
+) -> PageAnalysis:
+    """The analysis of an HTML *response* (see the module docstring); *prints*: with
+    its soft-404 fingerprint (``"exact"``: without its simhash)."""
+    root = parse_html(response)
+    facts = page_facts(response, agents, root)
+    # Before the main-content hash strips <noscript>.
+    shell = shell_signs(root, len(facts.hrefs))
+    encoding = response.encoding
+    links = _distinct(resolver.resolve_all(facts.base, facts.hrefs, encoding))
+    # Resolved, the raw hrefs are spent: not sent back (half the result's size).
+    facts.hrefs = []
+    kinds = [kind for kind, _ in facts.unfollowed]
+    refs = resolver.resolve_all(facts.base, [href for _, href in facts.unfollowed], encoding)
+    unfollowed = tuple(
+        dict.fromkeys((kind, ref.url) for kind, ref in zip(kinds, refs, strict=True) if ref)
+    )
+    facts.unfollowed = []
+    # Before the main-content hash, which strips scripts (JSON-LD) from the tree.
+    rich_facts = _rich(response, root, facts.base, rich, resolver) if rich else None
+    main_hash, text = main_content(root, volatile)
+    base = response.url.partition("?")[0] + "?"
+    variants = "?" in response.url or any(
+        link is not None and link.url.startswith(base) for link in links
+    )
+    bag = bag_hash(root) if variants else None
+    return PageAnalysis(
+        facts=facts,
+        links=links,
+        encoding=encoding,
+        content_hash=hashlib.blake2b(response.body, digest_size=16).hexdigest(),
+        rich=rich_facts,
+        main_hash=main_hash,
+        soft_print=page_print(text, response.url, prints is True) if prints else None,
+        bag_hash=bag,
+        shell=shell,
+        unfollowed=unfollowed,
+        not_found=says_not_found(root, facts.title, len(text)),  # last: it strips the tree
+    )
+
+
+def not_found_print(response: HtmlResponse, volatile: Iterable[str]) -> PagePrint | None:
+    """The words' print (no simhash) of the site's own "not found" page, as the soft-404
+    probe got it answered 404: a page answered 200 with the same main text is one."""
+    _, text = main_content(parse_html(response), volatile)
+    return page_print(text, response.url, similar=False)
+
+
+def _rich(
+    response: HtmlResponse, root: object, base: str, rich: Rich, resolver: LinkResolver
+) -> RichFacts:
+    def normal(url: str) -> str | None:
+        return normalize_url(
+            url,
+            strip_params=resolver.strip_params,
+            extra_strip=resolver.extra_strip,
+            encoding=response.encoding,
+        )
+
+    alternates: list[tuple[str, str]] = []
+    if rich.hreflang:
+        for code, href in declared(root, response, base):
+            if (url := normal(href)) is not None:
+                alternates.append((code, url))
+    found_images: list[str] = []
+    if rich.images:
+        for image in images(root, base):
+            url = normal(image)
+            if url is not None and url not in found_images:
+                found_images.append(url)
+    return RichFacts(
+        alternates=tuple(alternates),
+        images=tuple(found_images),
+        videos=videos(root, base, response.url) if rich.videos else (),
+        news=news(root, response) if rich.news else None,
+    )
+
+
+def _distinct(links: list[Resolved | None]) -> list[Resolved | None]:
+    """*links* without repeats, in order, but every None kept (each is a link the
+    crawl counts as not http(s)): the spider judges a link once per page, and the
+    result crosses the process boundary smaller (pages repeat their navigation)."""
+    seen: set[Resolved] = set()
+    out: list[Resolved | None] = []
+    for link in links:
+        if link is None:
+            out.append(link)
+        elif link not in seen:
+            seen.add(link)
+            out.append(link)
+    return out
+
+
+# A worker's resolvers, one per crawl configuration (their caches are what counts).
+_resolvers: dict[tuple[bool, tuple[str, ...]], LinkResolver] = {}
+
+
+def analyse(
+    url: str,
+    status: int,
+    headers: dict[bytes, list[bytes]],
+    body: bytes,
+    agents: tuple[str, ...],
+    volatile: tuple[str, ...],
+    strip: tuple[bool, tuple[str, ...]],
+    rich: Rich = NO_RICH,
+    prints: bool | str = False,
+) -> PageAnalysis:
+    """:func:`analyse_response` of the response made of these parts (in a worker);
+    *strip*: the crawl's (``SITEMAP_STRIP_PARAMS``, ``SITEMAP_STRIP_EXTRA``)."""
+    resolver = _resolvers.get(strip)
+    if resolver is None:
+        resolver = _resolvers[strip] = LinkResolver(strip_params=strip[0], extra_strip=strip[1])
+    response = HtmlResponse(url=url, status=status, headers=headers, body=body)
+    return analyse_response(response, agents, volatile, resolver, rich, prints)

@@ -1,0 +1,93 @@
+"""The hash of a page's main content: what "the page changed" means for lastmod.
+
+When a server sends no usable Last-Modified, lastmod comes from evidence: the time
+a change of this hash was first seen (issue #4, "Honest lastmod"). The hash covers
+the page's text and the targets of its links and images, and leaves out what
+changes on every request without the page changing: scripts, styles, comments,
+``<noscript>``, ``<template>``, and the volatile regions the user names with CSS
+selectors (``SITEMAP_VOLATILE_SELECTORS``, e.g. ``.timestamp`` or ``#csrf``).
+Whitespace is left out, so re-indented or minified markup is no change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from typing import Any
+
+from cssselect import GenericTranslator
+from lxml import etree
+
+_DROPPED_TAGS = ("script", "style", "noscript", "template")
+_TRANSLATOR = GenericTranslator()
+
+
+# Stored hashes carry their version: a hash of another version (an earlier release
+# of sitemap-crawler) is not compared with this one (see :func:`same_content`).
+VERSION = "m2-"
+
+
+def main_content_hash(root: Any, volatile: Iterable[str] = ()) -> str | None:
+    """A hex digest of the main content of a page's lxml tree *root*, or None for a
+    page with no tree.
+
+    The text is taken with all whitespace removed, so re-indented or minified markup
+    is no change. The tree is changed (the dropped elements are removed from it):
+    call this last.
+    """
+    return main_content(root, volatile)[0]
+
+
+def main_content(root: Any, volatile: Iterable[str] = ()) -> tuple[str | None, str]:
+    """:func:`main_content_hash` and the main text it hashed (whitespace as in the
+    page; empty for a page with no tree), which the soft-404 fingerprint reads
+    (:mod:`crawler.page.softnotfound`). Call :func:`bag_hash` after it, if at all."""
+    if root is None or not hasattr(root, "iter"):
+        return None, ""
+    for selector in volatile:
+        for el in root.xpath(_TRANSLATOR.css_to_xpath(selector)):
+            el.clear(keep_tail=True)  # its text and attributes go; its tail stays
+    # In libxml2 (C): a copy of the tree and a walk over it in Python took several
+    # times longer than fetching the page.
+    etree.strip_elements(root, etree.Comment, *_DROPPED_TAGS, with_tail=False)
+    text = etree.tostring(root, method="text", encoding="unicode")
+    digest = hashlib.blake2b("".join(text.split()).encode("utf-8"), digest_size=16)
+    for el in root.iter("a", "img", "link"):
+        for attr in ("href", "src"):
+            value = el.get(attr)
+            if value:
+                digest.update(b"\0" + value.strip().encode("utf-8"))
+    return VERSION + digest.hexdigest(), text
+
+
+def bag_hash(root: Any) -> str | None:
+    """A hash of what the main content holds, whatever its order: its text pieces
+    and link targets, sorted. A list sorted another way (``?sort=price``) has the
+    bag of the unsorted one (crawler.crawl.params compares it). Call it after
+    :func:`main_content`, which strips the tree."""
+    if root is None or not hasattr(root, "iter"):
+        return None
+    pieces = ["".join(t.split()) for t in root.itertext()]
+    for el in root.iter("a", "img", "link"):
+        for attr in ("href", "src"):
+            value = el.get(attr)
+            if value:
+                pieces.append("\0" + value.strip())
+    digest = hashlib.blake2b(digest_size=16)
+    for piece in sorted(p for p in pieces if p):
+        digest.update(piece.encode("utf-8") + b"\n")
+    return VERSION + digest.hexdigest()
+
+
+def same_content(
+    prev_main: str | None, main: str | None, prev_body: str | None, body: str | None
+) -> bool | None:
+    """Whether a page's main content is unchanged since the previous run: compared
+    by main-content hash when both are of this version, else by the hash of the
+    whole body (equal bytes: unchanged; else counted as changed). None when there is
+    nothing to compare."""
+    if prev_main is not None and main is not None and prev_main[:3] == main[:3]:
+        return prev_main == main
+    if prev_body is not None and body is not None:
+        return prev_body == body
+    return None

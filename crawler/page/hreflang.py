@@ -1,0 +1,357 @@
+"""hreflang: the alternates a page declares, and which of them hold up (issue #14).
+
+Google's rules, from "Tell Google about localized versions of your page"
+(https://developers.google.com/search/docs/specialty/international/localized-versions,
+quoted where quoted, paraphrased elsewhere):
+
+* where: ``<link rel="alternate" hreflang="..." href="...">`` in the page's
+  ``<head>``, HTTP ``Link: <url>; rel="alternate"; hreflang="..."`` headers, or a
+  sitemap's ``xhtml:link`` (what we write); the three methods are equivalent;
+* the code: an ISO 639-1 language, optionally followed by an ISO 3166-1 alpha-2
+  region, a script variation given in ISO 15924, or ``x-default`` (the section on
+  supported language/region codes): ``en-UK`` is wrong (the United Kingdom is
+  ``GB``), a region alone is wrong, and ``_`` is no separator. Case does not
+  matter;
+* "Each language version must list itself as well as all other language versions"
+  (the guidelines for all methods);
+* return links: "If two pages don't both point to each other, the tags will be
+  ignored" (same guidelines);
+* an alternate that is not indexable (noindex, a redirect, an error, canonicalised
+  elsewhere) is no version of anything in search, and a sitemap lists the canonical
+  URLs one wants in search only
+  (https://developers.google.com/search/docs/crawling-indexing/sitemaps/build-sitemap),
+  so it is not written either.
+
+What this module does with them:
+
+:func:`valid_code` is Google's code check, over pycountry's ISO 639-1, ISO 15924 and
+ISO 3166-1 lists (sets built once, at import).
+
+:func:`declared` reads one page's declarations (head links and Link headers),
+during the crawl; the integrator normalises their hrefs with the crawl's rules.
+
+:func:`verify` runs once the crawl is over, over every listed page's declarations,
+and says for each page which alternates to write and what is wrong. The rules, for
+a page P that declares alternates:
+
+1. its declarations are taken once each (a code compared case-insensitively);
+2. a declaration with an invalid code is dropped: ``invalid code 'en-UK'``;
+3. a code given to two URLs is dropped with both its URLs (Google cannot tell
+   which one is meant): ``two URLs for 'de'``;
+4. the self-reference. Google's documentation says each version "must list
+   itself", so a page that does not is not repaired here (we do not make up the
+   code it would have): ``does not list itself``, and nothing is written for it. A
+   page whose only self-references were dropped by 2. or 3. writes nothing either
+   (its problems say why). Other pages do not write such a page as their
+   alternate: ``alternate X does not list itself`` (``... with a valid code``);
+5. each other member X:
+
+   * X on the crawl's own site (``crawler.core.urls.site_of``: host and port, http and
+     https alike) or listed: X must be listed (``alternate X is {reason}``, the
+     reason from *listed*), must declare P (``no return link from X``), with a
+     valid code that it does not also give to another URL (``no valid return
+     link from X``: Google ignores such a declaration, and X's own problems say
+     why), and must list itself (4.);
+   * X on one of *alternate_hosts*: written as declared, unverified (we did not
+     crawl it);
+   * X elsewhere: ``alternate X is on another host (not verified;
+     --alternate-host writes it)``;
+
+6. a cluster whose only remaining member is P itself writes nothing.
+
+So on the crawl's own site what is written is symmetric: P writes X exactly when
+X writes P, and both write themselves; a sitemap never carries half a pair.
+
+Codes are written as the page declared them; the pairs of a page sorted by code
+(case-insensitively), then href. Everything here is pure and deterministic.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urljoin
+
+import pycountry
+from scrapy.http import Response
+
+from crawler.core.urls import host_port, site_of
+from crawler.page.links import clean_href
+
+__all__ = ["Verdict", "declared", "valid_code", "verify"]
+
+# ISO 639-1 (the two-letter codes of pycountry's ISO 639-3 table), ISO 15924 and
+# ISO 3166-1 alpha-2, lowercase.
+_LANGUAGES: frozenset[str] = frozenset(
+    lang.alpha_2.lower() for lang in pycountry.languages if hasattr(lang, "alpha_2")
+)
+_SCRIPTS: frozenset[str] = frozenset(script.alpha_4.lower() for script in pycountry.scripts)
+_REGIONS: frozenset[str] = frozenset(country.alpha_2.lower() for country in pycountry.countries)
+X_DEFAULT = "x-default"
+
+
+def valid_code(code: str) -> bool:
+    """True for an hreflang value Google accepts: ``x-default``, or an ISO 639-1
+    language, then optionally an ISO 15924 script, then optionally an ISO 3166-1
+    alpha-2 region, joined by ``-`` (``en``, ``en-gb``, ``zh-Hant-TW``), in any
+    case. Not ``en-UK`` (no such region), ``eng`` (ISO 639-2), ``en_GB`` (``_``),
+    ``de-DE-x`` (more parts), or a value with spaces around it."""
+    if not code.isascii():
+        return False
+    lowered = code.lower()
+    if lowered == X_DEFAULT:
+        return True
+    parts = lowered.split("-")
+    if len(parts) > 3 or parts[0] not in _LANGUAGES:
+        return False
+    rest = parts[1:]
+    if rest and len(rest[0]) == 4:
+        if rest[0] not in _SCRIPTS:
+            return False
+        rest = rest[1:]
+    if not rest:
+        return True
+    return len(rest) == 1 and len(rest[0]) == 2 and rest[0] in _REGIONS
+
+
+# -- declarations of one page ------------------------------------------------------
+
+# RFC 8288, section 3: link-value = "<" URI-Reference ">" *( OWS ";" OWS link-param ),
+# link-param = token BWS [ "=" BWS ( token / quoted-string ) ]; link-values are
+# separated by commas (outside <> and quoted strings).
+_LINK_VALUE = re.compile(
+    r"<(?P<target>[^>]*)>(?P<params>(?:\s*;\s*[^;,=\s]+(?:\s*=\s*(?:\"(?:[^\"\\]|\\.)*\"|[^;,]*))?)*)"
+)
+_LINK_PARAM = re.compile(
+    r";\s*(?P<name>[^;,=\s]+)(?:\s*=\s*(?:\"(?P<quoted>(?:[^\"\\]|\\.)*)\"|(?P<token>[^;,]*)))?"
+)
+_QUOTED_PAIR = re.compile(r"\\(.)")
+
+
+def _link_header_values(value: str) -> Iterator[tuple[str, dict[str, str]]]:
+    """(target, parameters) of each link-value of one ``Link`` header; a parameter
+    named twice keeps its first value (RFC 8288, 3.3 says so of ``rel``); names are
+    lowercased."""
+    for link in _LINK_VALUE.finditer(value):
+        params: dict[str, str] = {}
+        for param in _LINK_PARAM.finditer(link.group("params")):
+            name = param.group("name").lower()
+            if param.group("quoted") is not None:
+                text = _QUOTED_PAIR.sub(r"\1", param.group("quoted"))
+            else:
+                text = (param.group("token") or "").strip()
+            params.setdefault(name, text)
+        yield link.group("target"), params
+
+
+def declared(root: Any, response: Response, base: str) -> tuple[tuple[str, str], ...]:
+    """The (code, href) alternates one page declares, in order of appearance: first
+    HTTP ``Link`` headers with ``rel="alternate"`` and an ``hreflang`` (several per
+    header, several headers; their targets resolved against the response's URL, as
+    RFC 8288, 3.1 says: a ``<base href>`` does not apply to headers), then
+    ``<link rel="alternate" hreflang="..." href="...">`` in the head (*rel* may hold
+    other tokens; case does not matter; a link the parser put in the body, as a
+    browser would, is not read, as Google does not), their hrefs resolved against
+    *base* (the page's ``<base href>``, else its URL).
+
+    The code is given as written, stripped (:func:`verify` judges it); hrefs are
+    absolute but not normalised (the integrator applies the crawl's rules); a link
+    without an href is skipped. A pair already seen (the code compared
+    case-insensitively) is given once. *root* is the page's tree, from
+    :func:`crawler.page.links.parse_html`.
+    """
+    found: list[tuple[str, str]] = []
+    seen: set[tuple[str, str]] = set()
+
+    def add(code: str, href: str) -> None:
+        key = (code.lower(), href)
+        if key not in seen:
+            seen.add(key)
+            found.append((code, href))
+
+    for raw in response.headers.getlist(b"Link"):
+        for target, params in _link_header_values(raw.decode("latin-1")):
+            if "alternate" not in params.get("rel", "").lower().split():
+                continue
+            code = params.get("hreflang")
+            href = clean_href(target)
+            if code is not None and href:
+                add(code.strip(), urljoin(response.url, href))
+
+    if root is not None and hasattr(root, "xpath"):
+        for link in root.xpath("/html/head/link[@rel][@hreflang][@href]"):
+            if "alternate" not in link.get("rel", "").lower().split():
+                continue
+            href = clean_href(link.get("href", ""))
+            if href:
+                add(link.get("hreflang", "").strip(), urljoin(base, href))
+    return tuple(found)
+
+
+# -- the cluster check -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What :func:`verify` found. *written*: page -> the (code, href) alternates to
+    write for it, itself included, sorted by code; a page with none is absent.
+    *problems*: page -> what is wrong with its declarations, in words, each once,
+    in the order of its declarations; a page with none is absent."""
+
+    written: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    problems: dict[str, list[str]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"written": {page: [[code, href], ...]}, "problems": {page: [text, ...]}}``."""
+        return {
+            "written": {
+                page: [list(pair) for pair in pairs] for page, pairs in self.written.items()
+            },
+            "problems": {page: list(texts) for page, texts in self.problems.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Verdict:
+        return cls(
+            written={
+                page: tuple((str(code), str(href)) for code, href in pairs)
+                for page, pairs in data.get("written", {}).items()
+            },
+            problems={
+                page: [str(t) for t in texts] for page, texts in data.get("problems", {}).items()
+            },
+        )
+
+
+@dataclass(slots=True)
+class _Page:
+    """One page's declarations, read once: rules 1 to 4 of the module docstring."""
+
+    valid: list[tuple[str, str]]  # valid codes given to one URL each, in order
+    valid_hrefs: set[str]
+    declared_hrefs: set[str]  # every href it declares, whatever the code
+    lists_self: bool  # declares its own URL, with any code
+    self_ok: bool  # ... with a valid code of its own
+    problems: list[str]
+
+
+def _read(url: str, declarations: Sequence[tuple[str, str]]) -> _Page:
+    pairs: list[tuple[str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    for code, href in declarations:
+        key = (code.lower(), href)
+        if key not in seen:
+            seen.add(key)
+            pairs.append((code, href))
+    problems: list[str] = []
+    hrefs_of: dict[str, set[str]] = {}
+    for code, href in pairs:
+        if valid_code(code):
+            hrefs_of.setdefault(code.lower(), set()).add(href)
+        else:
+            problems.append(f"invalid code {code!r}")
+    doubled: set[str] = set()
+    for code, _ in pairs:
+        lowered = code.lower()
+        if len(hrefs_of.get(lowered, ())) > 1 and lowered not in doubled:
+            doubled.add(lowered)
+            problems.append(f"two URLs for {code!r}")
+    valid = [(c, h) for c, h in pairs if c.lower() in hrefs_of and c.lower() not in doubled]
+    valid_hrefs = {h for _, h in valid}
+    declared_hrefs = {h for _, h in pairs}
+    lists_self = url in declared_hrefs
+    if pairs and not lists_self:
+        problems.append("does not list itself")
+    return _Page(valid, valid_hrefs, declared_hrefs, lists_self, url in valid_hrefs, problems)
+
+
+def verify(
+    pages: Mapping[str, Sequence[tuple[str, str]]],
+    listed: Callable[[str], str | None],
+    alternate_hosts: frozenset[str] = frozenset(),
+) -> Verdict:
+    """Check every page's hreflang cluster, as the module docstring says.
+
+    *pages*: the normalised URL of each listed page -> the (code, normalised href)
+    pairs it declares (:func:`declared`, normalised); a page there that *listed*
+    says is not listed is left out, as if absent. *listed*: for a URL, None when
+    it is listed, else why not (``"noindex"``, ``"redirect"``,
+    ``"canonicalised to X"``, ``"not crawled"``...). *alternate_hosts*: host names
+    (lowercase, as normalised URLs have them; any scheme and port) whose alternates
+    are written as declared, unverified; the crawl's own site needs no entry.
+    """
+    read = {url: _read(url, decl) for url, decl in pages.items()}
+    reasons: dict[str, str | None] = {}
+    hosts = frozenset(h.lower() for h in alternate_hosts)
+
+    def reason(url: str) -> str | None:
+        if url not in reasons:
+            reasons[url] = listed(url)
+        return reasons[url]
+
+    written: dict[str, tuple[tuple[str, str], ...]] = {}
+    problems: dict[str, list[str]] = {}
+    for url in sorted(read):
+        if reason(url) is not None:
+            continue  # not listed after all: nothing of it is written
+        page = read[url]
+        notes = list(page.problems)
+        keep: list[tuple[str, str]] = []
+        judged: dict[str, bool] = {}  # member -> kept, each judged once
+        site = site_of(url)
+        for code, href in page.valid:
+            if href == url:
+                keep.append((code, href))
+                continue
+            if href not in judged:
+                judged[href] = _member(url, href, site, read, reason, hosts, notes)
+            if judged[href]:
+                keep.append((code, href))
+        if page.self_ok and any(href != url for _, href in keep):
+            written[url] = tuple(sorted(keep, key=lambda pair: (pair[0].lower(), pair[1])))
+        unique = list(dict.fromkeys(notes))
+        if unique:
+            problems[url] = unique
+    return Verdict(written, problems)
+
+
+def _member(
+    url: str,
+    href: str,
+    site: tuple[str, int | None] | None,
+    read: Mapping[str, _Page],
+    reason: Callable[[str], str | None],
+    hosts: frozenset[str],
+    notes: list[str],
+) -> bool:
+    """Whether the alternate *href* of the page *url* is written (rule 5); a reason
+    added to *notes* when it is not."""
+    why = reason(href)
+    if site_of(href) != site and why is not None:
+        found = host_port(href)
+        if found is not None and found[0] in hosts:
+            return True
+        if found is not None:
+            notes.append(
+                f"alternate {href} is on another host (not verified; --alternate-host writes it)"
+            )
+            return False
+    if why is not None:
+        notes.append(f"alternate {href} is {why}")
+        return False
+    other = read.get(href)
+    if other is None or url not in other.declared_hrefs:
+        notes.append(f"no return link from {href}")
+        return False
+    if url not in other.valid_hrefs:
+        notes.append(f"no valid return link from {href}")
+        return False
+    if not other.self_ok:
+        if other.lists_self:
+            notes.append(f"alternate {href} does not list itself with a valid code")
+        else:
+            notes.append(f"alternate {href} does not list itself")
+        return False
+    return True

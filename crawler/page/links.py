@@ -1,0 +1,343 @@
+"""Link discovery and the indexing signals of one HTML page.
+
+One pass over the parsed page (lxml, through the response's selector) collects what
+the spider needs to decide about the page and where to go next (issue #2,
+"Crawling"):
+
+* links to follow: ``<a href>``, ``<area href>``, ``<link rel=alternate hreflang>``,
+  resolved against ``<base href>``; ``rel=nofollow`` links are skipped, and a page
+  with ``nofollow`` in its robots meta tag or X-Robots-Tag gives none;
+* what the page refers to that the crawl does not follow, for ``explain`` (issue
+  24): its ``rel=nofollow`` links (all its links, on a nofollow page) and what it
+  embeds: ``<img src>``, ``<link rel=stylesheet href>``, ``<script src>``;
+* canonicals: ``<link rel=canonical>`` in the head and HTTP ``Link`` headers with
+  ``rel=canonical`` (a canonical in the body is ignored, as search engines do);
+* ``noindex`` from ``<meta name=robots|googlebot|OUR-TOKEN>`` and ``X-Robots-Tag``
+  (unprefixed, or prefixed with one of those agents);
+* meta refresh (through Scrapy's ``get_meta_refresh``);
+* the dates the page declares (metadata, JSON-LD, microdata), for when
+  Last-Modified is missing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+from urllib.parse import urljoin
+
+from lxml import etree
+from scrapy.http import HtmlResponse, Response
+from scrapy.utils.response import get_base_url, get_meta_refresh
+
+from crawler.core.lastmod import Declared, page_dates
+from crawler.core.seen import fingerprint
+from crawler.core.urls import normalize_url, url_key
+
+# Robots directives that are not user-agent names, so "noindex: x" is not a prefix.
+_DIRECTIVES = frozenset(
+    {
+        "all",
+        "noindex",
+        "nofollow",
+        "none",
+        "noarchive",
+        "nosnippet",
+        "notranslate",
+        "noimageindex",
+        "unavailable_after",
+        "max-snippet",
+        "max-image-preview",
+        "max-video-preview",
+        "indexifembedded",
+        "nocache",
+    }
+)
+# HTML "whitespace" stripped from attribute URLs, plus tabs and newlines inside them
+# (the URL standard removes those too).
+_URL_STRIP = " \t\n\r\f"
+# The end tags of the document. libxml2's HTML parser stops at </html> (and what
+# follows </body> is lost with it); a browser goes on reading what follows into the
+# body (HTML's "after body" and "after after body" insertion modes), and so do
+# search engines: issue #19, links after </html> of a broken template.
+_DOCUMENT_END = re.compile(r"</(?:body|html)\s*>", re.I)
+_TAB_NL = re.compile(r"[\t\n\r]")
+
+
+@dataclass(slots=True)
+class RobotsDirectives:
+    noindex: str | None = None  # where it came from, e.g. "meta robots"
+    nofollow: str | None = None
+
+
+@dataclass(slots=True)
+class PageFacts:
+    # Links to follow as the page wrote them, and the base URL they are relative
+    # to: the spider resolves them through a LinkResolver.
+    hrefs: list[str] = field(default_factory=list)
+    base: str = ""
+    canonicals: list[str] = field(default_factory=list)
+    refresh: tuple[float, str] | None = None
+    robots: RobotsDirectives = field(default_factory=RobotsDirectives)
+    # The dates the page declares (crawler.core.lastmod.page_dates), in the order believed.
+    page_dates: list[Declared] = field(default_factory=list)
+    title: str | None = None  # <title>, whitespace collapsed (the delta feed's entry title)
+    # What the page refers to without the crawl following it, as (kind, href as
+    # written): "nofollow" links, and the "image", "stylesheet" and "script" it embeds.
+    unfollowed: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def links(self) -> list[str]:
+        """The links to follow, absolute."""
+        return [urljoin(self.base, clean_href(href)) for href in self.hrefs]
+
+
+def clean_href(href: str) -> str:
+    return _TAB_NL.sub("", href.strip(_URL_STRIP))
+
+
+def _title(root: Any) -> str | None:
+    """The page's ``<title>`` (the first), whitespace collapsed, at most 500 characters."""
+    for element in root.iter("title"):
+        text = " ".join((element.text or "").split())
+        return text[:500] or None
+    return None
+
+
+def header_directives(response: Response, agents: Iterable[str]) -> RobotsDirectives:
+    """``X-Robots-Tag`` directives that apply to one of *agents* (lowercase)."""
+    found = RobotsDirectives()
+    wanted = set(agents)
+    for raw in response.headers.getlist(b"X-Robots-Tag"):
+        value = raw.decode("latin-1")
+        agent = None
+        head, sep, rest = value.partition(":")
+        if sep and head.strip().lower() not in _DIRECTIVES:
+            agent = head.strip().lower()
+            value = rest
+        if agent is not None and agent not in wanted:
+            continue
+        label = f"X-Robots-Tag ({agent})" if agent else "X-Robots-Tag"
+        _apply(value, label, found)
+    return found
+
+
+def _apply(value: str, label: str, found: RobotsDirectives) -> None:
+    tokens = {t.strip().lower() for t in value.split(",")}
+    if "noindex" in tokens or "none" in tokens:
+        found.noindex = found.noindex or label
+    if "nofollow" in tokens or "none" in tokens:
+        found.nofollow = found.nofollow or label
+
+
+def link_header_canonicals(response: Response) -> list[str]:
+    """Targets of HTTP ``Link: <url>; rel="canonical"`` headers (RFC 8288)."""
+    out = []
+    for raw in response.headers.getlist(b"Link"):
+        value = raw.decode("latin-1")
+        for m in re.finditer(r"<([^>]*)>\s*((?:;[^,<]*)*)", value):
+            params = m.group(2)
+            rel = re.search(r";\s*rel\s*=\s*\"?([^\";]*)\"?", params, re.I)
+            if rel and "canonical" in rel.group(1).lower().split():
+                out.append(urljoin(response.url, m.group(1).strip()))
+    return out
+
+
+def parse_html(response: HtmlResponse) -> Any:
+    """The page's lxml tree, parsed as Scrapy's ``response.selector`` parses it
+    (parsel's ``create_root_node``: the decoded text, NULs removed, as UTF-8, huge
+    trees allowed), but with lxml's own element classes: lxml.html's class lookup,
+    run in Python for every element the crawl touches, cost as much as the parse.
+    (Parsing in a thread pool, where libxml2 runs without the GIL, was tried: no
+    faster on two cores, and more CPU time.)"""
+    text = reopen_body(response.text.strip().replace("\x00", ""))
+    body = text.encode("utf-8") or b"<html/>"
+    parser = etree.HTMLParser(recover=True, encoding="utf-8", huge_tree=True)
+    root = etree.fromstring(body, parser=parser, base_url=response.url)
+    if root is None:
+        root = etree.fromstring(b"<html/>", parser=parser, base_url=response.url)
+    return root
+
+
+def reopen_body(text: str) -> str:
+    """*text* without its ``</body>`` and ``</html>`` end tags when anything but
+    white space follows its first ``</html>``: a browser reads such content into the
+    body (an end tag of the document is a parse error it recovers from there),
+    libxml2 drops it (what comes between ``</body>`` and ``</html>`` it keeps). A
+    well-formed page is returned as it is.
+
+    One substring search finds ``</html`` (a second one ``</HTML`` when there is no
+    lower-case one; a mixed-case ``</Html>`` is not looked for): a case-insensitive
+    regex over the page cost about 5% of its parse, the search about 2%."""
+    first = text.find("</html")
+    if first < 0:
+        first = text.find("</HTML")
+        if first < 0:
+            return text
+    rest = text[first:]
+    if not _DOCUMENT_END.sub("", rest).strip():
+        return text
+    return _DOCUMENT_END.sub("", text)
+
+
+def page_facts(response: HtmlResponse, agents: Iterable[str], root: Any = None) -> PageFacts:
+    """Everything the spider needs from an HTML page (*root*: its tree, when the
+    caller has parsed it with :func:`parse_html`)."""
+    agents = [a.lower() for a in agents]
+    facts = PageFacts(robots=header_directives(response, agents))
+    if root is None:
+        root = response.selector.root
+    if root is None or not hasattr(root, "iter"):
+        return facts
+    base = facts.base = get_base_url(response)
+
+    meta_names = {"robots", *agents}
+    for meta in root.iter("meta"):
+        name = (meta.get("name") or "").strip().lower()
+        if name in meta_names:
+            _apply(meta.get("content") or "", f"meta {name}", facts.robots)
+
+    for link in root.xpath("/html/head/link[@rel][@href]"):
+        rels = link.get("rel", "").lower().split()
+        if "canonical" in rels:
+            facts.canonicals.append(urljoin(base, clean_href(link.get("href", ""))))
+    facts.canonicals.extend(link_header_canonicals(response))
+
+    interval, url = get_meta_refresh(response, ignore_tags=["noscript"])
+    if url is not None and interval is not None:
+        facts.refresh = (interval, url)
+
+    body = response.body
+    structured = b"dateModified" in body or b"datePublished" in body
+    facts.page_dates = page_dates(root, response.url, facts.canonicals, structured)
+    facts.title = _title(root)
+
+    hrefs, unfollowed = facts.hrefs, facts.unfollowed
+    page_nofollow = bool(facts.robots.nofollow)
+    for el in root.iter("a", "area", "link", "img", "script"):
+        tag = el.tag
+        if tag == "img" or tag == "script":
+            src = el.get("src")
+            if src:
+                unfollowed.append(("image" if tag == "img" else "script", src))
+            continue
+        href = el.get("href")
+        if not href:
+            continue
+        rel = el.get("rel")
+        if tag == "link":
+            rels = rel.lower().split() if rel is not None else ()
+            if "stylesheet" in rels:
+                unfollowed.append(("stylesheet", href))
+            if page_nofollow or "alternate" not in rels or el.get("hreflang") is None:
+                continue
+        elif page_nofollow or (rel is not None and "nofollow" in rel.lower().split()):
+            unfollowed.append(("nofollow", href))
+            continue
+        hrefs.append(href)
+    return facts
+
+
+class Resolved(NamedTuple):
+    raw: str  # the href joined with its base, without fragment, as a browser requests it
+    url: str  # its normalised form (crawler.core.urls.normalize_url)
+    key: str  # the dedup key of url (crawler.core.urls.url_key)
+    fp: int  # the key's fingerprint (crawler.core.seen.fingerprint)
+
+
+class LinkResolver:
+    """``href`` -> (absolute, normalised, key), once per distinct href and base.
+
+    Joining and normalising are most of a crawler's per-link cost, and most links
+    repeat: every page of a directory carries the same navigation. A relative
+    reference that does not start with ``#`` or ``?`` resolves the same against
+    every base in one directory, a root-relative one against every base of one
+    origin, an absolute one against any base; so the cache is keyed on that part
+    of the base only. The cache is bounded: it is emptied when it reaches
+    *max_entries* (65,536 entries: about 40 MB), so memory stays flat on a site of
+    any size.
+    """
+
+    def __init__(
+        self,
+        *,
+        strip_params: bool = True,
+        extra_strip: Iterable[str] = (),
+        max_entries: int = 1 << 16,
+    ) -> None:
+        self.strip_params = strip_params
+        self.extra_strip = tuple(extra_strip)
+        self.max_entries = max_entries
+        self._cache: dict[tuple[str, str, str], Resolved | None] = {}
+
+    def resolve(self, base: str, href: str, encoding: str = "utf-8") -> Resolved | None:
+        """The link *href* (as written in the page) on a page at *base*, or None for
+        a link that is not an http(s) URL."""
+        return self.resolve_all(base, (href,), encoding)[0]
+
+    def resolve_all(
+        self, base: str, hrefs: Iterable[str], encoding: str = "utf-8"
+    ) -> list[Resolved | None]:
+        """:meth:`resolve` for every href of one page."""
+        directory = _directory(base)
+        cache, out = self._cache, []
+        for href in hrefs:
+            # clean_href, without copies for the usual href that needs no cleaning
+            href = href.strip(_URL_STRIP)
+            if "\n" in href or "\t" in href or "\r" in href:
+                href = _TAB_NL.sub("", href)
+            if href and href[0] <= " ":
+                href = href.lstrip(_C0_OR_SPACE)  # as urlsplit does
+            # The fragment never reaches the server and makes no other form of a
+            # URL; dropping it lets "page.html#a" and "page.html#b" share an entry.
+            href = href.partition("#")[0]
+            # The part of the base that the join depends on (or more): the whole
+            # base for "", "?q", "http:x" (relative to a base of that scheme) and
+            # "//" (an empty authority: relative too); the directory for the rest.
+            if (
+                not href
+                or href[0] == "?"
+                or (":" in href and _SCHEME_ONLY.match(href))
+                or ("//" in href and _EMPTY_AUTHORITY.match(href))
+            ):
+                key = (base, href, encoding)
+            else:
+                key = (directory, href, encoding)
+            try:
+                out.append(cache[key])
+                continue
+            except KeyError:
+                pass
+            raw = urljoin(base, href).partition("#")[0]
+            url = normalize_url(
+                raw, strip_params=self.strip_params, extra_strip=self.extra_strip, encoding=encoding
+            )
+            if url is None:
+                found = None
+            else:
+                key_ = url_key(url)
+                found = Resolved(raw, url, key_, fingerprint(key_))
+            if len(cache) >= self.max_entries:
+                cache.clear()
+            cache[key] = found
+            out.append(found)
+        return out
+
+
+def _directory(base: str) -> str:
+    """The base's directory: what a path-relative reference is resolved against (for
+    a base without a path, the whole base)."""
+    scheme, sep, rest = base.partition("://")
+    rest = rest.partition("#")[0].partition("?")[0]
+    if not sep or "/" not in rest:
+        return base
+    return scheme + sep + rest.rpartition("/")[0] + "/"
+
+
+# A scheme followed by no "//": "http:x" (relative to an http base), "mailto:x".
+_SCHEME_ONLY = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:(?!//)")
+# An empty authority and no path: "//", "http://?q".
+_EMPTY_AUTHORITY = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*:)?//(?:\?|$)")
+# What urlsplit (so urljoin) strips from the start of a URL.
+_C0_OR_SPACE = "".join(map(chr, range(0x21)))

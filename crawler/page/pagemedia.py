@@ -1,0 +1,329 @@
+"""The rich data of one page: its images, its videos, its publication (issue #14).
+
+Pure functions over a parsed page (the lxml root from
+:func:`crawler.page.links.parse_html`) that give what Google's sitemap extensions carry.
+The results are small and picklable (tuples, frozen dataclasses with slots), as the
+page analysis may run in a worker process, and each result type has ``to_json()``
+and ``from_json()`` for the ledger. Which URLs may be written (host, robots.txt) is
+the caller's decision, made with the crawl's scope: every URL here is absolute and
+not normalised.
+
+:func:`images`, for image sitemaps
+(https://developers.google.com/search/docs/crawling-indexing/sitemaps/image-sitemaps:
+``image:loc``, at most 1,000 per page). Read in page order, each URL once:
+
+* ``<img src>``; the largest candidate of ``<img srcset>`` and of
+  ``<picture><source srcset>`` (by ``w`` descriptor, else ``x``, else the first;
+  the srcset grammar of
+  https://html.spec.whatwg.org/multipage/images.html#parsing-a-srcset-attribute);
+* the lazy-loading attributes ``data-src``, ``data-srcset``, ``data-lazy-src`` (the
+  image a script puts in place: Google renders pages, so it sees it);
+* ``<meta property="og:image">`` (and ``og:image:url``; ``name=`` too, as sites
+  write it): https://ogp.me/#structured; ``<link rel="image_src">``.
+
+Left out: ``data:`` and ``blob:`` URLs (and anything else that is not http(s): a
+sitemap holds URLs Google can fetch), and images declared 1x1 or smaller
+(``width``/``height`` attributes, or ``width``/``height`` in ``style``, in pixels,
+the style winning): tracking pixels, no content.
+
+:func:`videos`, for video sitemaps: :mod:`crawler.page.pagevideos`, re-exported here.
+
+:func:`news`, for news sitemaps
+(https://developers.google.com/search/docs/crawling-indexing/sitemaps/news-sitemap):
+the publication date from ``<meta property="article:published_time">``
+(https://ogp.me/#type_article), else the ``datePublished`` of a JSON-LD
+``NewsArticle``/``Article``/``BlogPosting`` (or a subtype) at a block's top level,
+in a list, ``@graph`` or ``mainEntity``; the title from ``og:title``, else that
+article's ``headline``, else ``<title>``; the language from ``<html lang>`` (else
+the ``Content-Language`` header) as news sitemaps want it: an ISO 639 code of two
+or three letters, except ``zh-cn`` and ``zh-tw`` for Simplified and Traditional
+Chinese (``zh-Hans``, ``zh-SG`` -> ``zh-cn``; ``zh-Hant``, ``zh-HK``, ``zh-MO`` ->
+``zh-tw``; the script decides before the region). No date, no news.
+
+Malformed data is skipped, never raised: broken JSON-LD costs its block only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pycountry
+from scrapy.http import Response
+
+from crawler.core.lastmod import w3c_datetime
+from crawler.page.pageread import (
+    MAX_DEPTH,
+    absolute,
+    first_text,
+    html_title,
+    item_types,
+    jsonld_blocks,
+    page_metas,
+    text_value,
+)
+from crawler.page.pagevideos import VideoFacts, videos
+from crawler.sitemaps.limits import MAX_IMAGES_PER_URL
+
+__all__ = ["NewsFacts", "VideoFacts", "images", "news", "news_language", "videos"]
+
+_HTML_SPACE = " \t\n\r\f"
+
+
+# -- images --------------------------------------------------------------------------
+
+
+def _srcset(value: str) -> list[tuple[str, str]]:
+    """(URL, descriptors) of each candidate of a srcset, as the HTML standard
+    splits them (a URL may hold commas; a candidate ends at a comma after it)."""
+    out: list[tuple[str, str]] = []
+    pos, end = 0, len(value)
+    while True:
+        while pos < end and (value[pos] in _HTML_SPACE or value[pos] == ","):
+            pos += 1
+        if pos >= end:
+            return out
+        start = pos
+        while pos < end and value[pos] not in _HTML_SPACE:
+            pos += 1
+        url, descriptors = value[start:pos], ""
+        if url.endswith(","):
+            url = url.rstrip(",")
+        else:
+            start, depth = pos, 0
+            while pos < end:
+                char = value[pos]
+                if char == "(":
+                    depth += 1
+                elif char == ")" and depth:
+                    depth -= 1
+                elif char == "," and not depth:
+                    break
+                pos += 1
+            descriptors = value[start:pos].strip()
+            pos += 1
+        if url:
+            out.append((url, descriptors))
+
+
+_W = re.compile(r"(\d+)w", re.ASCII)
+_X = re.compile(r"(\d+(?:\.\d+)?|\.\d+)x", re.ASCII)
+
+
+def _largest(value: str | None) -> str | None:
+    """The candidate of a srcset with the largest width (``w``), else the largest
+    density (``x``; none is 1x), else the first; the first of equals."""
+    if not value:
+        return None
+    candidates = _srcset(value)
+    if not candidates:
+        return None
+    widths: list[tuple[int, str]] = []
+    densities: list[tuple[float, str]] = []
+    for url, descriptors in candidates:
+        for token in descriptors.split():
+            if m := _W.fullmatch(token):
+                widths.append((int(m.group(1)), url))
+            elif m := _X.fullmatch(token):
+                densities.append((float(m.group(1)), url))
+    if widths:
+        return max(widths, key=lambda c: c[0])[1]
+    if densities:
+        described = {url for _, url in densities}
+        densities += [(1.0, url) for url, _ in candidates if url not in described]
+        best = max(d for d, _ in densities)
+        return next(url for d, url in densities if d == best)
+    return candidates[0][0]
+
+
+_PIXELS = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(?:px)?\s*(?:!\s*important)?\s*", re.I | re.A)
+
+
+def _pixels(value: str | None) -> float | None:
+    if value is None:
+        return None
+    m = _PIXELS.fullmatch(value)
+    return float(m.group(1)) if m else None
+
+
+def _tiny(img: Any) -> bool:
+    """Declared 1x1 or smaller (a tracking pixel): by attributes, or by ``style``,
+    which wins over them."""
+    width, height = _pixels(img.get("width")), _pixels(img.get("height"))
+    for declaration in (img.get("style") or "").split(";"):
+        name, _, value = declaration.partition(":")
+        name = name.strip().lower()
+        if name == "width":
+            width = _pixels(value)
+        elif name == "height":
+            height = _pixels(value)
+    return width is not None and height is not None and width <= 1 and height <= 1
+
+
+def images(root: Any, base: str, limit: int = MAX_IMAGES_PER_URL) -> tuple[str, ...]:
+    """The image URLs of a page (see the module docstring): absolute against
+    *base* (the page's ``<base href>``, else its URL), in page order, each once, at
+    most *limit*."""
+    found: dict[str, None] = {}
+    if limit <= 0 or root is None or not hasattr(root, "iter"):
+        return ()
+    for el in root.iter("img", "source", "meta", "link"):
+        tag = el.tag
+        if tag == "img":
+            if _tiny(el):
+                continue
+            candidates = [
+                el.get("src"),
+                _largest(el.get("srcset")),
+                el.get("data-src"),
+                _largest(el.get("data-srcset")),
+                el.get("data-lazy-src"),
+            ]
+        elif tag == "source":
+            # libxml2 does not know <source> is void: a source's siblings become
+            # its children, so its container is its first ancestor of another tag.
+            parent = el.getparent()
+            while parent is not None and parent.tag == "source":
+                parent = parent.getparent()
+            if parent is None or parent.tag != "picture":
+                continue  # <video>/<audio> sources are not images
+            candidates = [_largest(el.get("srcset")), _largest(el.get("data-srcset"))]
+        elif tag == "meta":
+            key = (el.get("property") or el.get("name") or "").strip().lower()
+            if key not in ("og:image", "og:image:url"):
+                continue
+            candidates = [el.get("content")]
+        else:
+            if "image_src" not in (el.get("rel") or "").lower().split():
+                continue
+            candidates = [el.get("href")]
+        for candidate in candidates:
+            url = absolute(base, candidate)
+            if url is not None and url not in found:
+                found[url] = None
+                if len(found) >= limit:
+                    return tuple(found)
+    return tuple(found)
+
+
+# -- news ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NewsFacts:
+    """An article's publication, as a news sitemap's ``news:news`` carries it
+    (the publication's name is the crawl's setting, not the page's).
+
+    JSON: ``{"publication_date": ..., "title": ..., "language": ...}``."""
+
+    publication_date: str  # W3C date or date-time
+    title: str | None = None
+    language: str | None = None  # ISO 639, or zh-cn / zh-tw
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "publication_date": self.publication_date,
+            "title": self.title,
+            "language": self.language,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> NewsFacts:
+        return cls(data["publication_date"], data.get("title"), data.get("language"))
+
+
+# schema.org's Article types a news page uses: Article, NewsArticle and its subtypes,
+# BlogPosting and LiveBlogPosting.
+_ARTICLES = frozenset(
+    {
+        "Article",
+        "NewsArticle",
+        "AnalysisNewsArticle",
+        "AskPublicNewsArticle",
+        "BackgroundNewsArticle",
+        "OpinionNewsArticle",
+        "ReportageNewsArticle",
+        "ReviewNewsArticle",
+        "BlogPosting",
+        "LiveBlogPosting",
+    }
+)
+# ISO 639: the two-letter codes (639-1) and the three-letter ones (639-2/T and B,
+# 639-3), lowercase.
+_ISO639 = frozenset(
+    code.lower()
+    for lang in pycountry.languages
+    for code in (
+        getattr(lang, "alpha_2", None),
+        getattr(lang, "alpha_3", None),
+        getattr(lang, "bibliographic", None),
+    )
+    if code
+)
+
+
+def _articles(node: Any, depth: int = 0) -> Iterator[Mapping[str, Any]]:
+    """Article objects of a JSON-LD block: at its top level, in lists, ``@graph``
+    and ``mainEntity`` (not in other properties: an article's ``citation`` is not
+    the page)."""
+    if depth > MAX_DEPTH:
+        return
+    if isinstance(node, list):
+        for item in node:
+            yield from _articles(item, depth + 1)
+    elif isinstance(node, dict):
+        if item_types(node) & _ARTICLES:
+            yield node
+        for key in ("@graph", "mainEntity"):
+            if key in node:
+                yield from _articles(node[key], depth + 1)
+
+
+def news_language(tag: str) -> str | None:
+    """A language tag (``<html lang>``) as news sitemaps want it: the primary
+    subtag lowercased if it is an ISO 639 code, ``zh-cn`` or ``zh-tw`` for Chinese
+    written in Simplified or Traditional characters (by script, else by region),
+    else None."""
+    parts = tag.strip().replace("_", "-").lower().split("-")
+    primary, rest = parts[0], parts[1:]
+    if not primary.isascii() or primary not in _ISO639:
+        return None
+    if primary == "zh":
+        if "hans" in rest:
+            return "zh-cn"
+        if "hant" in rest:
+            return "zh-tw"
+        if any(r in ("cn", "sg") for r in rest):
+            return "zh-cn"
+        if any(r in ("tw", "hk", "mo") for r in rest):
+            return "zh-tw"
+    return primary
+
+
+def news(root: Any, response: Response) -> NewsFacts | None:
+    """The page's publication (see the module docstring), or None when it gives no
+    publication date that is a W3C date or date-time with a time zone."""
+    if root is None or not hasattr(root, "iter"):
+        return None
+    metas = page_metas(root)
+    published = next(
+        (d for d in map(w3c_datetime, metas.get("article:published_time", ())) if d), None
+    )
+    headline: str | None = None
+    for block in jsonld_blocks(root):
+        for article in _articles(block):
+            if headline is None:
+                headline = text_value(article.get("headline"))
+            if published is None:
+                published = w3c_datetime(text_value(article.get("datePublished")) or "")
+    if published is None:
+        return None
+    title = first_text(metas.get("og:title")) or headline or html_title(root)
+    html = root if root.tag == "html" else next(iter(root.iter("html")), None)
+    tag = None if html is None else html.get("lang") or html.get("xml:lang")
+    if not tag:
+        header = response.headers.get(b"Content-Language")
+        tag = header.decode("latin-1").split(",")[0] if header else None
+    return NewsFacts(published, title, news_language(tag) if tag else None)

@@ -1,0 +1,129 @@
+"""Reading a parsed page's shared data: its meta tags, title, JSON-LD blocks, and
+schema.org values (texts, URLs, booleans) as the rich-data readers
+(:mod:`crawler.page.pagemedia`, :mod:`crawler.page.pagevideos`) take them.
+
+Malformed data gives ``None``, never an exception.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+from urllib.parse import urljoin
+
+from crawler.page.links import clean_href
+
+MAX_DEPTH = 32  # nesting of JSON-LD and microdata items read
+HTTP = frozenset({"http", "https"})
+
+
+def absolute(base: str, value: Any) -> str | None:
+    """*value* (an attribute, a JSON-LD string) as an absolute http(s) URL, or None."""
+    if not isinstance(value, str):
+        return None
+    href = clean_href(value)
+    if not href:
+        return None
+    url = urljoin(base, href)
+    return url if url.partition(":")[0].lower() in HTTP else None
+
+
+def page_metas(root: Any) -> dict[str, list[str]]:
+    """``<meta>`` content by property (or name), lowercased key, in page order."""
+    found: dict[str, list[str]] = {}
+    for meta in root.iter("meta"):
+        content = meta.get("content")
+        key = (meta.get("property") or meta.get("name") or "").strip().lower()
+        if content is not None and key:
+            found.setdefault(key, []).append(content)
+    return found
+
+
+def first_text(values: list[str] | None) -> str | None:
+    for value in values or ():
+        text = " ".join(value.split())
+        if text:
+            return text
+    return None
+
+
+def html_title(root: Any) -> str | None:
+    for title in root.xpath("//title[not(ancestor::svg)]"):
+        text = " ".join("".join(title.itertext()).split())
+        if text:
+            return text
+    return None
+
+
+def jsonld_blocks(root: Any) -> Iterator[Any]:
+    for script in root.iter("script"):
+        kind = (script.get("type") or "").partition(";")[0].strip().lower()
+        if kind != "application/ld+json":
+            continue
+        try:
+            yield json.loads(script.text or "")
+        except (ValueError, RecursionError):
+            continue  # trailing commas, unescaped quotes...: this block only
+
+
+def item_types(node: Mapping[str, Any]) -> set[str]:
+    """The schema.org type names of a JSON-LD object or microdata item, without
+    their vocabulary: ``VideoObject``, ``http://schema.org/VideoObject``,
+    ``schema:VideoObject`` are all ``VideoObject``."""
+    raw = node.get("@type")
+    names = raw if isinstance(raw, list) else [raw]
+    return {re.split(r"[/#:]", n.strip())[-1] for n in names if isinstance(n, str)}
+
+
+def text_value(value: Any) -> str | None:
+    """A property's text: a string (whitespace collapsed), a number, a
+    ``{"@value": ...}``, or the first of a list that is one."""
+    if isinstance(value, list):
+        for item in value:
+            text = text_value(item)
+            if text is not None:
+                return text
+        return None
+    if isinstance(value, dict):
+        return text_value(value.get("@value"))
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, str):
+        return " ".join(value.split()) or None
+    return None
+
+
+def url_value(base: str, value: Any) -> str | None:
+    """A property's URL: a string, an object's ``url``/``contentUrl``/``@id``, or
+    the first of a list that gives one."""
+    if isinstance(value, list):
+        for item in value:
+            url = url_value(base, item)
+            if url is not None:
+                return url
+        return None
+    if isinstance(value, dict):
+        for key in ("url", "contentUrl", "@id"):
+            url = url_value(base, value.get(key))
+            if url is not None:
+                return url
+        return None
+    return absolute(base, value)
+
+
+def bool_value(value: Any) -> bool | None:
+    if isinstance(value, list):
+        return bool_value(value[0]) if value else None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        word = re.split(r"[/#:]", value.strip())[-1].lower()
+        if word in ("true", "yes"):
+            return True
+        if word in ("false", "no"):
+            return False
+    return None

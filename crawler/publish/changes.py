@@ -1,0 +1,57 @@
+"""What changed lately: the delta feed's entries, from the ledger (issue #15).
+
+A listed page's change time is the latest of its lastmod, the run that first listed
+it, and the run that saw its lastmod move (:mod:`pipelines.history`; the first run is
+the baseline and lists nothing as new). The feed (``changes.atom``,
+:mod:`crawler.publish.feed`) holds the pages whose change time falls within the last
+``SITEMAP_FEED_DAYS`` days before the run, newest first, at most ``SITEMAP_FEED_MAX``.
+An unchanged site gives the same entries, so its feed is republished byte for byte.
+
+Settings: ``SITEMAP_FEED``, ``SITEMAP_FEED_DAYS``, ``SITEMAP_FEED_MAX``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from crawler.core.lastmod import lastmod_datetime
+from crawler.publish.feed import FeedEntry
+
+if TYPE_CHECKING:
+    from crawler.ledger.ledger import Ledger
+
+
+def _when(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return lastmod_datetime(value)
+    except ValueError:
+        return None
+
+
+def feed_entries(ledger: Ledger, now: datetime, days: int, most: int) -> list[FeedEntry]:
+    """The feed's entries as of *now* (see the module docstring)."""
+    start = now - timedelta(days=days)
+    since = (start - timedelta(days=1)).strftime("%Y-%m-%d")  # text compare: a day's slack
+    found: list[tuple[datetime, str, str, str | None]] = []
+    for loc, lastmod, listed_at, moved_at, title in ledger.changed_rows(since):
+        times = [
+            (t, text) for text in (lastmod, listed_at, moved_at) if text and (t := _when(text))
+        ]
+        if not times:
+            continue
+        when, text = max(times, key=lambda pair: pair[0])
+        if start <= when <= now + timedelta(days=1):
+            found.append((when, loc, text, title))
+    found.sort(key=lambda item: (-item[0].timestamp(), item[1]))
+    return [FeedEntry(loc, text, title) for _, loc, text, title in found[:most]]
+
+
+def feed_updated(ledger: Ledger, entries: list[FeedEntry]) -> str:
+    """The feed's own ``<updated>``: its newest entry's, else the site's latest
+    change (so an unchanged site republishes the same bytes), else the epoch."""
+    if entries:
+        return entries[0].updated
+    return ledger.latest_change() or "1970-01-01T00:00:00+00:00"

@@ -1,0 +1,198 @@
+"""What the rich entries of a set hold, settled once the crawl is over (issue #14).
+
+During the crawl the page judge (:mod:`crawler.crawl.judge`) keeps, for each listed page,
+what the page declares: its hreflang alternates, its images (ours that robots.txt
+lets us fetch, and those of ``--image-host``), its complete videos, its news
+publication (the ledger's ``alternates``, ``images``, ``videos``, ``news``
+columns; a 304 replays them). Whether an alternate holds up depends on the other
+pages (are they listed? do they link back?), so the entries are settled here, over
+the whole ledger:
+
+- :func:`settle` runs the hreflang cluster check (:func:`crawler.page.hreflang.verify`)
+  over every listed page's declarations, and stores each rich page's extensions as
+  the writer reads them (the ledger's ``extras``: :func:`crawler.sitemaps.extras.extras_json`)
+  and its problems in words (``problems``: "hreflang: no return link from X",
+  "video X not written: no thumbnail_loc"). Addresses are published ones
+  (``--base-url``); alternates on an ``--alternate-host`` are written as declared.
+- :func:`news_entries` gives the news sitemap's entries: listed articles published
+  within 48 hours before the run's reference time (``SITEMAP_NEWS_TIME``, by
+  default when the run started), newest first.
+
+Plain pages have no rich data and no ``extras``: a plain site's files do not change.
+
+Settings: ``SITEMAP_ALTERNATE_HOSTS``, ``SITEMAP_NEWS_PUBLICATION``,
+``SITEMAP_NEWS_TIME``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from crawler.core import decisions as d
+from crawler.core.lastmod import lastmod_datetime
+from crawler.core.urls import site_of, url_key
+from crawler.page.hreflang import verify
+from crawler.sitemaps.entry import Alternate, News, SitemapEntry, Video
+from crawler.sitemaps.extras import extras_json
+
+if TYPE_CHECKING:
+    from crawler.core.publicurl import PublicUrls
+    from crawler.ledger.ledger import Ledger
+
+#: How far back a news sitemap reaches: "articles published in the last two days".
+NEWS_WINDOW = timedelta(hours=48)
+
+
+@dataclass
+class RichCounts:
+    """What the set's rich entries hold, for the stats, the summary and report.json."""
+
+    alternates: int = 0
+    images: int = 0
+    videos: int = 0
+    news: int = 0
+    problems: int = 0
+
+    @property
+    def extensions(self) -> frozenset[str]:
+        """The extensions the urlset files use (the namespaces they declare)."""
+        used = {"xhtml": self.alternates, "image": self.images, "video": self.videos}
+        return frozenset(name for name, n in used.items() if n)
+
+
+@dataclass(frozen=True)
+class _Row:
+    key: str
+    url: str
+    loc: str
+    alternates: list[tuple[str, str]]
+    images: list[str]
+    videos: list[dict[str, Any]]
+    problems: list[str] = field(default_factory=list)
+
+
+def _not_listed(ledger: Ledger) -> Any:
+    """For a crawl URL: None when it is listed, else why not, in words."""
+
+    def why(url: str) -> str | None:
+        row = ledger.decision_of(url_key(url))
+        if row is None:
+            return "not crawled"
+        decision, reason, target = row
+        if decision == d.LISTED:
+            return None
+        if decision == d.NOINDEX:
+            return "noindex"
+        if decision == d.REDIRECT:
+            return f"a redirect to {target}"
+        if decision == d.CANONICAL:
+            return f"canonicalised to {target}"
+        if decision == d.DUPLICATE:
+            return f"a duplicate of {target}"
+        if decision == d.STATUS:
+            return reason  # "HTTP 404"
+        return f"not listed ({decision})"
+
+    return why
+
+
+def settle(ledger: Ledger, public: PublicUrls, alternate_hosts: frozenset[str]) -> RichCounts:
+    """Settle every rich page's extensions and problems in *ledger* (see the module
+    docstring); return what the set holds."""
+    rows = list(_rich_rows(ledger, public))
+    pages = {row.url: row.alternates for row in rows if row.alternates}
+    verdict = verify(pages, _not_listed(ledger), alternate_hosts)
+    counts = RichCounts()
+    for row in rows:
+        problems = list(row.problems)
+        problems.extend(f"hreflang: {text}" for text in verdict.problems.get(row.url, ()))
+        alternates = []
+        for code, href in verdict.written.get(row.url, ()):
+            loc = public.loc(href) if site_of(href) == site_of(row.url) else href
+            alternates.append(Alternate(code, loc or href))
+        videos = []
+        for data in row.videos:
+            try:
+                videos.append(_video(data, public))
+            except ValueError as e:
+                name = data.get("content_loc") or data.get("player_loc") or "?"
+                problems.append(f"video {name} not written: {e}")
+        images = [public.loc(image) or image for image in row.images]
+        entry = SitemapEntry(
+            row.loc, None, alternates=tuple(alternates), images=tuple(images), videos=tuple(videos)
+        )
+        ledger.set_rich(row.key, extras_json(entry), problems)
+        counts.alternates += len(alternates)
+        counts.images += len(images)
+        counts.videos += len(videos)
+        counts.problems += len(problems)
+    ledger.commit()
+    return counts
+
+
+def _rich_rows(ledger: Ledger, public: PublicUrls) -> Iterator[_Row]:
+    for key, url, loc, alternates, images, videos, problems in ledger.rich_rows():
+        declared = [
+            (str(code), public.to_crawl(str(href))) for code, href in json.loads(alternates or "[]")
+        ]
+        yield _Row(
+            key,
+            url,
+            loc,
+            declared,
+            json.loads(images or "[]"),
+            json.loads(videos or "[]"),
+            json.loads(problems or "[]"),
+        )
+
+
+def _video(data: dict[str, Any], public: PublicUrls) -> Video:
+    def address(name: str) -> str | None:
+        value = data.get(name)
+        return None if value is None else public.loc(value) or value
+
+    title = data.get("title") or ""
+    return Video(
+        thumbnail_loc=address("thumbnail_loc") or "",
+        title=title,
+        description=data.get("description") or "",
+        content_loc=address("content_loc"),
+        player_loc=address("player_loc"),
+        duration=data.get("duration"),
+        publication_date=data.get("publication_date"),
+        expiration_date=data.get("expiration_date"),
+        family_friendly=data.get("family_friendly"),
+        live=data.get("live"),
+    )
+
+
+def news_entries(
+    ledger: Ledger, publication: str, now: datetime
+) -> tuple[list[SitemapEntry], list[tuple[str, str]]]:
+    """The news sitemap's entries (listed articles published within
+    :data:`NEWS_WINDOW` before *now*, newest first) and the articles of the window
+    that cannot be written, with why: ``(loc, reason)``."""
+    entries: list[tuple[datetime, SitemapEntry]] = []
+    problems: list[tuple[str, str]] = []
+    for loc, news in ledger.news_rows():
+        data = json.loads(news)
+        published = lastmod_datetime(data["publication_date"])
+        if not now - NEWS_WINDOW <= published <= now:
+            continue
+        try:
+            entry = SitemapEntry(
+                loc,
+                None,
+                news=News(publication, data.get("language") or "", data["publication_date"],
+                          data.get("title") or ""),
+            )  # fmt: skip
+        except ValueError as e:
+            problems.append((loc, f"news: not written: {e}"))
+            continue
+        entries.append((published, entry))
+    entries.sort(key=lambda pair: (-pair[0].timestamp(), pair[1].loc))
+    return [entry for _, entry in entries], problems

@@ -1,0 +1,379 @@
+"""``report.html``: a run's report for people, beside ``report.json`` (issue #17).
+
+Rendered from the same :class:`crawler.publish.report.RunModel` that ``report.json`` is
+written from, after it (the lengths of the streamed lists are known then), so every
+figure on the page is the JSON's (:mod:`crawler.publish.htmlpage` says how figures are
+marked). What it shows: the publish decision and why (an unchanged set says so, and when it
+was first published), the run's times in UTC; the run's figures; what changed since
+the last run (added, removed, lastmod changes, with the URLs); the listed URLs, by
+section when there are sections; excluded URLs by decision as a chart, each decision
+opening its URLs with their reasons and targets (from the ledger); the links to other
+hosts, apart (they are not the site's pages); status codes; the depth distribution; the
+slowest and largest pages; sections and rich entries; and a history chart of the
+runs kept in the state directory.
+
+Each URL list shows its first ``cap`` URLs (``SITEMAP_REPORT_HTML_URLS``) and says
+how many more there are and where: report.json, or the ledger (``ledger.jsonl``).
+"""
+
+from __future__ import annotations
+
+from itertools import islice
+from typing import TYPE_CHECKING, Any
+
+from crawler.core.decisions import OFF_HOST
+from crawler.publish.htmlpage import (
+    DEFAULT_CAP,
+    bar_chart,
+    esc,
+    figure,
+    history_table,
+    inline_figure,
+    line_chart,
+    link,
+    more_note,
+    page,
+    span,
+    table,
+    when,
+)
+from crawler.publish.report import DEFAULT_SECTION, Stream
+
+if TYPE_CHECKING:
+    from crawler.ledger.ledger import Ledger
+    from crawler.publish.report import RunModel
+
+#: How each outcome reads, and its colour.
+OUTCOMES = {
+    "published": ("good", "The new sitemap set was published."),
+    "crawled": ("good", "The crawl finished; publishing is off."),
+    "refused": ("bad", "Nothing was published: the run looks broken; the previous set is kept."),
+    "interrupted": ("warn", "The run was interrupted; nothing was published."),
+    "failed": ("bad", "The run failed; nothing was published."),
+    "output-error": ("bad", "The set could not be written; nothing was published."),
+}
+
+#: Where the full lists are, for a capped group.
+IN_JSON = "report.json"
+IN_LEDGER = "the ledger (ledger.jsonl, or ledger.failed.sqlite after a run that did not publish)"
+IN_LEDGER_LISTED = "the ledger (ledger.jsonl: the rows whose decision is listed)"
+
+
+def render_run(model: RunModel, ledger: Ledger, cap: int = DEFAULT_CAP) -> str:
+    """The page of the run *model* describes; *ledger* gives the listed and excluded
+    URLs."""
+    f = model.fields
+    parts = [_head(f), _figures(model), _changes(model, cap), _listed(f, ledger, cap)]
+    parts += [_excluded(f, ledger, cap), _other_hosts(f, ledger, cap)]
+    parts += [_statuses(f), _depths(f), _costly(f), _rich(model, cap), _history(f), _footer()]
+    data = {k: v for k, v in f.items() if not isinstance(v, Stream)}
+    data["lengths"] = dict(model.lengths)
+    return page(f"Crawl report: {f['start_url'] or ''}", "\n".join(parts), data)
+
+
+def _head(f: dict[str, Any]) -> str:
+    tone, sentence = OUTCOMES.get(f["outcome"], ("warn", ""))
+    if f["published"] and f.get("set_unchanged"):
+        sentence = (
+            "The sitemap set is unchanged since the last run: no file was rewritten"
+            f" (first published {when(f.get('published_since'))})."
+        )
+    started, finished = when(f["started"]), when(f["finished"])
+    if started[:10] == finished[:10]:
+        finished = finished[11:]  # the same day: the time says it
+    seconds = f["duration_seconds"]
+    took = inline_figure("duration_seconds", seconds) + " s"
+    if seconds is not None and seconds >= 60:
+        took = f"{span(seconds)} ({took})"
+    return (
+        f"<h1>Crawl report: {esc(f['start_url'])}</h1>"
+        f'<p class="muted">Started {esc(started)}, finished {esc(finished)}, after {took}.</p>'
+        f'<div class="decision {tone}" data-outcome="{esc(f["outcome"])}">'
+        f"<strong>{esc(f['outcome'])}</strong> {esc(sentence)}<br>"
+        f"<span>Why: {esc(f['message'])}</span>"
+        + (f"<br><span>Index: <code>{esc(f['index'])}</code></span>" if f["index"] else "")
+        + "</div>"
+    )
+
+
+def _figures(model: RunModel) -> str:
+    f, n = model.fields, model.lengths
+    tiles = [
+        figure("pages_fetched", f["pages_fetched"], "pages fetched"),
+        figure("conditional_requests", f["conditional_requests"], "asked conditionally"),
+        figure("not_modified", f["not_modified"], "not modified (304)"),
+        figure("listed", f["listed"], "listed"),
+        figure("excluded_total", f["excluded_total"], "excluded"),
+        figure("other_hosts", f["other_hosts"], "links to other hosts"),
+        figure("queued", f["queued"], "not fetched yet"),
+    ]
+    for name, label in (
+        ("added", "added"),
+        ("removed", "removed"),
+        ("lastmod_changes", "lastmod changes"),
+    ):
+        if f[name] is not None:
+            tiles.append(figure(name, n.get(name, 0), label))
+    tiles.append(figure("files_written", f["files_written"], "files written"))
+    tiles.append(figure("files_unchanged", f["files_unchanged"], "files unchanged"))
+    return (
+        '<h2>Figures</h2><div class="figures">'
+        + "".join(tiles)
+        + '</div><div class="filters"><input type="search" data-filter '
+        'placeholder="Filter every URL list below (words in URL, reason or target)" '
+        'aria-label="filter the URL lists"></div>'
+    )
+
+
+def _changes(model: RunModel, cap: int) -> str:
+    f, n = model.fields, model.lengths
+    title = (
+        "What the refused set would have changed"
+        if f["outcome"] == "refused"
+        else ("Since the last run")
+    )
+    out = [f"<h2>{esc(title)}</h2>"]
+    if f["added"] is None:
+        return out[0] + (
+            '<p class="muted">Nothing to compare: the run neither published nor finished '
+            "its crawl.</p>"
+        )
+    if f["first_run"]:
+        out.append('<p class="muted">The first run: every listed URL is new.</p>')
+    for name, label in (("added", "Added"), ("removed", "Removed")):
+        total = n.get(name, 0)
+        rows = [[link(url)] for url in islice(f[name](), cap)]
+        out.append(
+            f'<details data-group data-class="{name}"{" open" if 0 < total <= 50 else ""}>'
+            f"<summary>{label}: {inline_figure(name, total)} URLs"
+            f' <span class="muted">(<span data-shown>{len(rows)}</span> shown)</span></summary>'
+            + (table(["URL"], rows) if rows else '<p class="muted">None.</p>')
+            + more_note(total, len(rows), IN_JSON)
+            + "</details>"
+        )
+    total = n.get("lastmod_changes", 0)
+    rows = [
+        [link(c["url"]), esc(c["old"] or "-"), esc(c["new"] or "-")]
+        for c in islice(f["lastmod_changes"](), cap)
+    ]
+    out.append(
+        '<details data-group data-class="lastmod"'
+        + (" open" if 0 < total <= 50 else "")
+        + f"><summary>Lastmod changes: {inline_figure('lastmod_changes', total)}"
+        f' <span class="muted">(<span data-shown>{len(rows)}</span> shown)</span></summary>'
+        + (
+            table(["URL", "old lastmod", "new lastmod"], rows)
+            if rows
+            else '<p class="muted">None.</p>'
+        )
+        + more_note(total, len(rows), IN_JSON)
+        + "</details>"
+    )
+    return "".join(out)
+
+
+def _listed(f: dict[str, Any], ledger: Ledger, cap: int) -> str:
+    """What is in the sitemap: the listed URLs, by section when there are sections,
+    each group capped, the rest in the ledger."""
+    sections: dict[str, int] = f["sections"]
+    groups = (
+        [(name, count, f"sections.{name}") for name, count in sections.items()]
+        if sections
+        else [(DEFAULT_SECTION, f["listed"], "listed")]
+    )
+    out = ["<h2>Listed URLs</h2>"]
+    if not f["listed"]:
+        return out[0] + '<p class="muted">None.</p>'
+    for name, count, path in groups:
+        rows = [
+            [link(loc), esc(lastmod or "-")]
+            for loc, lastmod in ledger.listed_in_section(
+                None if name == DEFAULT_SECTION else name, cap
+            )
+        ]
+        label = f"Section {name}" if sections and name != DEFAULT_SECTION else "Listed"
+        if sections and name == DEFAULT_SECTION:
+            label = "The default section"
+        out.append(
+            f'<details data-group data-class="listed"{" open" if 0 < count <= 50 else ""}>'
+            f"<summary>{esc(label)}: {inline_figure(path, count)} URLs"
+            f' <span class="muted">(<span data-shown>{len(rows)}</span> shown)</span></summary>'
+            + (table(["URL", "lastmod"], rows) if rows else '<p class="muted">None.</p>')
+            + more_note(count, len(rows), IN_LEDGER_LISTED)
+            + "</details>"
+        )
+    return "".join(out)
+
+
+def _other_hosts(f: dict[str, Any], ledger: Ledger, cap: int) -> str:
+    """The links to other hosts: not the site's pages, so apart from its exclusions."""
+    count = f["other_hosts"]
+    out = "<h2>Links to other hosts</h2>"
+    if not count:
+        return out + '<p class="muted">None.</p>'
+    rows = [
+        [link(r["url"]), link(r["referrer"]) if r["referrer"] else ""]
+        for r in ledger.decided(OFF_HOST, cap)
+    ]
+    return (
+        out
+        + '<p class="muted">Not crawled: the crawl stays on the site\'s host.</p>'
+        + f'<details data-group data-class="{OFF_HOST}"><summary>Links to other hosts: '
+        f"{inline_figure('other_hosts', count)}"
+        f' <span class="muted">(<span data-shown>{len(rows)}</span> shown)</span></summary>'
+        + table(["URL", "found on"], rows, url_columns=(0, 1))
+        + more_note(count, len(rows), IN_LEDGER)
+        + "</details>"
+    )
+
+
+def _excluded(f: dict[str, Any], ledger: Ledger, cap: int) -> str:
+    excluded: dict[str, int] = f["excluded"]
+    bars = [
+        (name, count, f"excluded.{name}")
+        for name, count in sorted(excluded.items(), key=lambda kv: (-kv[1], kv[0]))
+        if count and name != OFF_HOST
+    ]
+    out = [
+        "<h2>Excluded, by decision</h2>",
+        bar_chart(bars, title="Excluded URLs by decision"),
+    ]
+    for name, count, _ in bars:
+        rows = [
+            [
+                link(r["url"]),
+                esc(r["reason"]),
+                link(r["target"]) if r["target"] else "",
+                esc(r["status"] if r["status"] is not None else ""),
+                link(r["referrer"]) if r["referrer"] else "",
+            ]
+            for r in ledger.decided(name, cap)
+        ]
+        out.append(
+            f'<details data-group data-class="{esc(name)}"><summary>{esc(name)}: '
+            f"{inline_figure(f'excluded.{name}', count)}"
+            f' <span class="muted">(<span data-shown>{len(rows)}</span> shown)</span></summary>'
+            + table(["URL", "reason", "target", "status", "found on"], rows, url_columns=(0, 2, 4))
+            + more_note(count, len(rows), IN_LEDGER)
+            + "</details>"
+        )
+    return "".join(out)
+
+
+def _statuses(f: dict[str, Any]) -> str:
+    codes: dict[str, int] = f["status_codes"]
+    bars = [(code, count, f"status_codes.{code}") for code, count in codes.items()]
+    return "<h2>Status codes</h2>" + bar_chart(bars, title="URLs by HTTP status")
+
+
+def _depths(f: dict[str, Any]) -> str:
+    depths: dict[str, dict[str, int]] = f["depths"]
+    rows = [
+        [
+            esc(depth),
+            inline_figure(f"depths.{depth}.urls", d["urls"]),
+            inline_figure(f"depths.{depth}.listed", d["listed"]),
+        ]
+        for depth, d in depths.items()
+    ]
+    bars = [(f"depth {depth}", d["urls"], f"depths.{depth}.urls") for depth, d in depths.items()]
+    return (
+        "<h2>Depth</h2>"
+        + bar_chart(bars, title="URLs found at each link depth")
+        + table(["depth", "URLs", "listed"], rows, numeric=(0, 1, 2), url_columns=())
+    )
+
+
+def _costly(f: dict[str, Any]) -> str:
+    slow = [
+        [link(p["url"]), esc(p["decision"]), inline_figure(f"slowest.{i}.seconds", p["seconds"])]
+        for i, p in enumerate(f["slowest"])
+    ]
+    large = [
+        [link(p["url"]), esc(p["decision"]), inline_figure(f"largest.{i}.bytes", p["bytes"])]
+        for i, p in enumerate(f["largest"])
+    ]
+    none = '<p class="muted">No page was fetched this run.</p>'
+    return (
+        "<h2>Slowest pages</h2>"
+        + (table(["URL", "decision", "seconds"], slow, numeric=(2,)) if slow else none)
+        + "<h2>Largest pages</h2>"
+        + (table(["URL", "decision", "bytes"], large, numeric=(2,)) if large else none)
+    )
+
+
+def _rich(model: RunModel, cap: int) -> str:
+    f = model.fields
+    out = []
+    sections: dict[str, int] = f["sections"]
+    if sections:
+        out.append("<h2>Sections</h2>")
+        out.append(
+            bar_chart(
+                [(name, n, f"sections.{name}") for name, n in sections.items()],
+                title="Listed URLs per section",
+            )
+        )
+    rich: dict[str, int] = f["rich"]
+    if any(rich.values()):
+        out.append('<h2>Rich entries</h2><div class="figures">')
+        for name, label in (
+            ("alternates", "hreflang alternates"),
+            ("images", "images"),
+            ("videos", "videos"),
+            ("news", "news articles"),
+            ("problems", "left out"),
+        ):
+            out.append(figure(f"rich.{name}", rich[name], label))
+        out.append("</div>")
+        total = model.lengths.get("rich_problems", 0)
+        if total:
+            rows = [
+                [link(p["url"]), "<br>".join(esc(x) for x in p["problems"])]
+                for p in islice(f["rich_problems"](), cap)
+            ]
+            out.append(
+                '<details data-group data-class="rich"><summary>Pages with rich data left out: '
+                f"{inline_figure('rich_problems', total)}</summary>"
+                + table(["URL", "left out"], rows)
+                + more_note(total, len(rows), IN_JSON)
+                + "</details>"
+            )
+    return "".join(out)
+
+
+def _history(f: dict[str, Any]) -> str:
+    runs: list[dict[str, Any]] = f["history"]
+    labels = [when(r.get("started")) for r in runs]
+    chart = line_chart(
+        labels,
+        [
+            ("listed", [r.get("listed") for r in runs], "a", "history.{i}.listed"),
+            ("excluded", [r.get("excluded") for r in runs], "b", "history.{i}.excluded"),
+        ],
+        title="Listed and excluded URLs over the runs",
+    )
+    last = "the last run" if len(runs) == 1 else f"the last {len(runs)} runs"
+    return (
+        f"<h2>History: {last}</h2>"
+        + chart
+        + history_table(
+            runs,
+            "The runs, newest first",
+            "started",
+            [
+                ("outcome", "outcome", False),
+                ("listed", "listed", True),
+                ("excluded", "excluded", True),
+                ("fetched", "pages_fetched", True),
+            ],
+        )
+    )
+
+
+def _footer() -> str:
+    return (
+        '<p class="muted">Written by sitemap-crawler beside report.json, from the same '
+        "figures. Every URL's decision is in the ledger (ledger.sqlite, ledger.jsonl) of "
+        "the state directory.</p>"
+    )

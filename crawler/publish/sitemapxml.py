@@ -1,0 +1,276 @@
+"""Render sitemap entries as the text of a ``<urlset>`` (or a text sitemap's lines).
+
+What :mod:`crawler.publish.writer` writes into its child files, an entry or a batch of
+:class:`~crawler.sitemaps.entryrows.EntryBatch` rows at a time: the sitemaps.org elements,
+then Google's extensions (``<xhtml:link>``, ``<image:image>``, ``<video:video>``,
+``<news:news>``) in the order their schemas require, escaped for XML; the
+``<urlset>`` and ``<sitemapindex>`` headers and footers; and the latest
+``lastmod`` of a file's entries, found without a datetime per entry.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Iterable
+from decimal import Decimal
+from typing import Final
+
+from crawler.sitemaps.entry import ChangeFreq, News, SitemapEntry, Video
+from crawler.sitemaps.entryrows import EntryBatch
+from crawler.sitemaps.limits import IMAGE_NS, NEWS_NS, SITEMAP_NS, VIDEO_NS, XHTML_NS
+
+_XML_DECLARATION: Final = '<?xml version="1.0" encoding="UTF-8"?>\n'
+# ASCII: as many bytes as characters.
+_URLSET_HEADER: Final = f'{_XML_DECLARATION}<urlset xmlns="{SITEMAP_NS}">\n'
+#: The extensions a writer may be told a set uses, by the prefix it writes them with.
+EXTENSIONS: Final = frozenset({"xhtml", "image", "video", "news"})
+# Their namespaces, declared in this order (the order of the elements in a <url>).
+_EXTENSION_NS: Final = (
+    ("xhtml", XHTML_NS),
+    ("image", IMAGE_NS),
+    ("video", VIDEO_NS),
+    ("news", NEWS_NS),
+)
+URLSET_FOOTER: Final = "</urlset>\n"
+INDEX_HEADER: Final = f'{_XML_DECLARATION}<sitemapindex xmlns="{SITEMAP_NS}">\n'.encode()
+INDEX_FOOTER: Final = b"</sitemapindex>\n"
+
+
+def urlset_header(extensions: frozenset[str]) -> str:
+    if not extensions:
+        return _URLSET_HEADER  # a plain set keeps its bytes
+    declarations = "".join(
+        f' xmlns:{prefix}="{namespace}"'
+        for prefix, namespace in _EXTENSION_NS
+        if prefix in extensions
+    )
+    return f'{_XML_DECLARATION}<urlset xmlns="{SITEMAP_NS}"{declarations}>\n'
+
+
+def escape(text: str) -> str:
+    # Character data needs only &, < and > escaped ("&" first, or the "&" of
+    # "&lt;" would be escaped again); quotes matter in attributes only, and the
+    # one with data in it (xhtml:link's href) goes through _escape_attribute().
+    # Most URLs have none of the three, and a scan for a character is cheaper
+    # than a replace() that finds nothing.
+    if "&" in text:
+        text = text.replace("&", "&amp;")
+    if "<" in text:
+        text = text.replace("<", "&lt;")
+    if ">" in text:
+        text = text.replace(">", "&gt;")
+    return text
+
+
+# Few distinct priorities per set (usually one, SITEMAP_PRIORITY), each formatted
+# once. Equal Decimals ("0.5", "0.50") format alike, so sharing a result is safe.
+@functools.lru_cache(maxsize=64)
+def _format_priority(priority: Decimal) -> str:
+    # "0.5", "1.0", "0.0". format "f", not str(): str(Decimal("0E-7")) is an
+    # exponent form that xsd:decimal rejects. normalize() drops trailing zeros;
+    # copy_abs() turns a "-0" into "0".
+    value = priority.normalize()
+    if not value:
+        value = value.copy_abs()
+    text = format(value, "f")
+    return text if "." in text else f"{text}.0"
+
+
+# Few distinct pairs per set (the set-wide one, a few rules' own), each made once.
+@functools.lru_cache(maxsize=256)
+def _optional_tags(changefreq: ChangeFreq | None, priority: Decimal | None) -> str:
+    optional = "" if changefreq is None else f"<changefreq>{changefreq.value}</changefreq>"
+    if priority is not None:
+        optional += f"<priority>{_format_priority(priority)}</priority>"
+    return optional
+
+
+def _escape_text(text: str) -> str:
+    # The extensions' texts (titles, descriptions, names) come from pages and
+    # may hold a CR, which a reader would turn into LF unless it is a reference.
+    text = escape(text)
+    return text.replace("\r", "&#13;") if "\r" in text else text
+
+
+def _escape_attribute(text: str) -> str:
+    # Attribute values are written between double quotes; both quotes are
+    # escaped all the same. (An href has passed check_loc: no whitespace, which
+    # attribute-value normalisation would otherwise change.)
+    return escape(text).replace('"', "&quot;").replace("'", "&apos;")
+
+
+def _yes_no(value: bool) -> str:
+    return "yes" if value else "no"
+
+
+def _render_video(video: Video) -> str:
+    # The order sitemap-video.xsd's <xsd:sequence> requires: thumbnail_loc,
+    # title, description, content_loc, player_loc, duration, expiration_date,
+    # (rating, content_segment_loc, view_count), publication_date, (tag,
+    # category), family_friendly, (restriction ... platform), live.
+    parts = [
+        "<video:video>",
+        f"<video:thumbnail_loc>{escape(video.thumbnail_loc)}</video:thumbnail_loc>",
+        f"<video:title>{_escape_text(video.title)}</video:title>",
+        f"<video:description>{_escape_text(video.description)}</video:description>",
+    ]
+    if video.content_loc is not None:
+        parts.append(f"<video:content_loc>{escape(video.content_loc)}</video:content_loc>")
+    if video.player_loc is not None:
+        parts.append(f"<video:player_loc>{escape(video.player_loc)}</video:player_loc>")
+    if video.duration is not None:
+        parts.append(f"<video:duration>{video.duration}</video:duration>")
+    if video.expiration_date is not None:
+        parts.append(f"<video:expiration_date>{video.expiration_date}</video:expiration_date>")
+    if video.publication_date is not None:
+        parts.append(f"<video:publication_date>{video.publication_date}</video:publication_date>")
+    if video.family_friendly is not None:
+        parts.append(
+            f"<video:family_friendly>{_yes_no(video.family_friendly)}</video:family_friendly>"
+        )
+    if video.live is not None:
+        parts.append(f"<video:live>{_yes_no(video.live)}</video:live>")
+    parts.append("</video:video>")
+    return "".join(parts)
+
+
+def _render_news_element(news: News) -> str:
+    # sitemap-news.xsd's order: publication (name, language), publication_date, title.
+    return (
+        f"<news:news><news:publication><news:name>{_escape_text(news.publication_name)}"
+        f"</news:name><news:language>{news.language}</news:language></news:publication>"
+        f"<news:publication_date>{news.publication_date}</news:publication_date>"
+        f"<news:title>{_escape_text(news.title)}</news:title></news:news>"
+    )
+
+
+def _render_extensions(entry: SitemapEntry, extensions: frozenset[str]) -> str:
+    """The extension elements of ``entry``, in the order the schemas want;
+    ``ValueError`` for one that is not among ``extensions`` (not declared)."""
+    used: list[str] = []
+    parts: list[str] = []
+    if entry.alternates:
+        used.append("xhtml")
+        parts.extend(
+            # hreflang has matched Alternate's pattern: letters, digits, "-".
+            f'<xhtml:link rel="alternate" hreflang="{alternate.hreflang}"'
+            f' href="{_escape_attribute(alternate.href)}"/>'
+            for alternate in entry.alternates
+        )
+    if entry.images:
+        used.append("image")
+        parts.extend(
+            f"<image:image><image:loc>{escape(image)}</image:loc></image:image>"
+            for image in entry.images
+        )
+    if entry.videos:
+        used.append("video")
+        parts.extend(map(_render_video, entry.videos))
+    if entry.news is not None:
+        used.append("news")
+        parts.append(_render_news_element(entry.news))
+    undeclared = [name for name in used if name not in extensions]
+    if undeclared:
+        raise ValueError(
+            f"entry {entry.loc[:80]!r} uses the {', '.join(undeclared)} extension(s), which"
+            f" the writer does not declare (extensions={sorted(extensions)})"
+        )
+    return "".join(parts)
+
+
+def render_xml(entry: SitemapEntry, extensions: frozenset[str] = frozenset()) -> str:
+    # SitemapEntry has checked loc (no control characters), lastmod (digits and
+    # separators only) and the rest, so escaping loc is all that is left.
+    optional = _optional_tags(entry.changefreq, entry.priority)
+    if entry.lastmod is not None:
+        optional = f"<lastmod>{entry.lastmod}</lastmod>{optional}"
+    if entry.alternates or entry.images or entry.videos or entry.news is not None:
+        optional += _render_extensions(entry, extensions)
+    return f"<url><loc>{escape(entry.loc)}</loc>{optional}</url>\n"
+
+
+def render_txt(entry: SitemapEntry, extensions: frozenset[str] = frozenset()) -> str:
+    # (extensions: the signature of render_xml(); a text sitemap declares none.)
+    if entry.extended:
+        raise ValueError(f"a text sitemap cannot hold extensions: {entry.loc[:80]!r}")
+    return f"{entry.loc}\n"
+
+
+def render_news(entry: SitemapEntry) -> str:
+    # A news sitemap's <url>: the loc and the news, nothing else (Google's
+    # example has neither lastmod nor the other extensions).
+    if entry.news is None:
+        raise ValueError(f"a news sitemap entry needs news: {entry.loc[:80]!r}")
+    return f"<url><loc>{escape(entry.loc)}</loc>{_render_news_element(entry.news)}</url>\n"
+
+
+def render_xml_batch(batch: EntryBatch, extensions: frozenset[str]) -> list[str]:
+    # What render_xml() makes of each entry of the batch, a list at a time;
+    # the few with extensions, one by one.
+    texts = _render_plain_xml_batch(batch)
+    for i, entry in batch.extended.items():
+        texts[i] = render_xml(entry, extensions)
+    return texts
+
+
+def _render_plain_xml_batch(batch: EntryBatch) -> list[str]:
+    locs = batch.locs
+    joined = "\n".join(locs)
+    if "&" in joined or "<" in joined or ">" in joined:
+        # No loc holds a "\n" (check_loc): escape them all in one go.
+        locs = escape(joined).split("\n")
+    changefreqs, priorities = batch.changefreqs, batch.priorities
+    optionals: Iterable[str]
+    if changefreqs is None and priorities is None:
+        optionals = itertools.repeat(_optional_tags(batch.changefreq, batch.priority))
+    else:  # rows with their own changefreq or priority (the batch's, where theirs is None)
+        count = len(locs)
+        optionals = map(
+            _optional_tags,
+            [batch.changefreq] * count if changefreqs is None else changefreqs,
+            [batch.priority] * count if priorities is None else priorities,
+        )
+    return [
+        f"<url><loc>{loc}</loc>{optional}</url>\n"
+        if lastmod is None
+        else f"<url><loc>{loc}</loc><lastmod>{lastmod}</lastmod>{optional}</url>\n"
+        for loc, lastmod, optional in zip(locs, batch.lastmods, optionals, strict=False)
+    ]
+
+
+def render_txt_batch(batch: EntryBatch, extensions: frozenset[str]) -> list[str]:
+    for entry in batch.extended.values():
+        render_txt(entry)  # raises ValueError
+    return [f"{loc}\n" for loc in batch.locs]
+
+
+def utc_key(lastmod: str) -> str | None:
+    """``YYYY-MM-DDThh:mm:ss`` (UTC) for the lastmod forms crawler.core.lastmod writes,
+    a date or a ``+00:00`` date-time without a fraction, else ``None``.
+
+    Fixed-width digits: these keys sort as the instants they stand for, so the
+    latest lastmod of a file is found without a datetime per entry. ``lastmod``
+    has passed SitemapEntry's check, so its length tells its form.
+    """
+    if len(lastmod) == 10:  # YYYY-MM-DD: midnight UTC, as lastmod_datetime() has it
+        return lastmod + "T00:00:00"
+    if len(lastmod) == 25 and lastmod.endswith("+00:00"):
+        return lastmod[:19]
+    return None
+
+
+def latest_utc(lastmods: list[str | None]) -> str | None:
+    """The latest of ``lastmods``, every one ``None``, a date or a ``+00:00``
+    date-time without a fraction (EntryBatch.utc); of equal instants, the first.
+
+    For these forms, text order is time order (a date sorts before any time of
+    its day), except that a date and its day's ``T00:00:00+00:00`` are one
+    instant: max() takes the date-time, and the date wins if it came first.
+    """
+    latest = max(filter(None, lastmods), default=None)
+    if latest is not None and latest.endswith("T00:00:00+00:00"):
+        date = latest[:10]
+        if date in lastmods and lastmods.index(date) < lastmods.index(latest):
+            return date
+    return latest

@@ -1,0 +1,160 @@
+"""The ``<!DOCTYPE>``: reported, checked, and never loaded or expanded.
+
+A sitemap has no use for a DTD, and a DTD is how XXE (an external entity that reads a
+local file or an internal URL) and billion-laughs (entities that expand
+exponentially) attacks work. So lxml never reads the document's own DTD:
+
+* :func:`read_doctype` reports it (``dtd``, with the external DTD it names) and
+  each entity it declares (``entity-declaration``: "declares an external entity
+  'x' (SYSTEM 'file:///etc/passwd'): not loaded", or an internal entity and its
+  value, not expanded), at the declaration's line;
+* the declaration is checked on its own, as a document of nothing but itself, by
+  lxml with entities, DTD loading and the network off and a resolver that refuses
+  every external resource (:func:`~.strict.safe_parser`): a malformed internal
+  subset is an ``xml-error`` at its line, and nothing it names is read;
+* the document that lxml then parses has, in place of the declaration, one written
+  here (:attr:`Doctype.replacement`, the same number of lines): the same general
+  entity names, each an internal entity whose text is its own reference. A
+  reference ``&xxe;`` is then read as the literal text ``&xxe;`` (lxml keeps it as
+  an entity node, never substituted), exactly as the tolerant reading repairs an
+  undefined one, without any ``xml-error``: the document is well-formed, and the
+  declaration's problem has said what the entity is.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Final
+
+from lxml import etree
+
+from crawler.sitemaps.model import Problems, quote
+from crawler.sitemaps.strict import lxml_failure, safe_parser
+
+__all__ = ["Doctype", "read_doctype"]
+
+# Quoted literals and comments inside the declaration, to skip (a comment may
+# hold anything, a literal a ">").
+_LITERAL = rb"\"[^\"]*\"|'[^']*'"
+_COMMENT = re.compile(rb"<!--.*?(?:-->|\Z)", re.DOTALL)
+_EXTERNAL_ID = re.compile(
+    rb"\s*(?P<kind>SYSTEM|PUBLIC)\s*(?P<first>"
+    + _LITERAL
+    + rb")(?:\s*(?P<second>"
+    + _LITERAL
+    + rb"))?"
+)
+_DOCTYPE_HEAD = re.compile(rb"<!DOCTYPE\s+(?P<name>[^\s\[>]+)", re.IGNORECASE)
+_ENTITY = re.compile(
+    rb"<!ENTITY\s+(?P<parameter>%\s+)?(?P<name>[^\s\"'>%]+)"
+    rb"(?:\s*(?P<value>" + _LITERAL + rb")|(?P<external>" + _EXTERNAL_ID.pattern + rb"))?"
+)
+# Entity names we declare again for lxml: a plain XML name, and not one of the
+# five XML predefines (which may only be declared with their own values).
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+_PREDEFINED: Final = frozenset({"amp", "lt", "gt", "quot", "apos"})
+
+
+@dataclass(slots=True)
+class Doctype:
+    """What a ``<!DOCTYPE>`` declares, and the declaration lxml reads instead."""
+
+    name: str
+    general: list[str] = field(default_factory=list)
+    replacement: bytes = b""
+
+
+def _text(literal: bytes | None, encoding: str) -> str:
+    return "" if literal is None else literal[1:-1].decode(encoding, "replace")
+
+
+def _external(match: re.Match[bytes], encoding: str) -> str:
+    kind = match.group("kind").decode("ascii")
+    first, second = _text(match.group("first"), encoding), match.group("second")
+    if kind == "SYSTEM":
+        return f"SYSTEM {quote(first)}"
+    return f"PUBLIC {quote(first)}" + (
+        f" {quote(_text(second, encoding))}" if second is not None else ""
+    )
+
+
+def read_doctype(
+    problems: Problems, declaration: bytes, line: int, root: str, encoding: str
+) -> Doctype:
+    """Report ``declaration`` (the whole ``<!DOCTYPE ...>``, starting at ``line``)
+    and its entities into ``problems``, check it, and write its replacement.
+
+    ``root`` is the document's root element name, the replacement's name.
+    """
+    head = _DOCTYPE_HEAD.match(declaration)
+    name = head.group("name").decode(encoding, "replace") if head else root
+    external = _EXTERNAL_ID.match(declaration, head.end()) if head else None
+    if external is not None:
+        problems.new(
+            "dtd",
+            f"a <!DOCTYPE {name}> declaration with an external DTD"
+            f" ({_external(external, encoding)}): not loaded",
+            line,
+        )
+    else:
+        problems.new("dtd", f"a <!DOCTYPE {name}> declaration; ignored (no DTD is loaded)", line)
+    doctype = Doctype(name)
+    # Comments are blanked (their newlines kept) so that what they hold is no
+    # declaration, and lines still count right.
+    text = _COMMENT.sub(lambda m: re.sub(rb"[^\n]", b" ", m.group()), declaration)
+    seen: set[str] = set()
+    # The line of each declaration, counted on from the one before (counting from
+    # the start each time made 80,000 declarations cost minutes).
+    at, counted = line, 0
+    for found in _ENTITY.finditer(text):
+        entity = found.group("name").decode(encoding, "replace")
+        parameter = found.group("parameter") is not None
+        at += text.count(b"\n", counted, found.start())
+        counted = found.start()
+        what = "parameter entity" if parameter else "entity"
+        if found.group("external") is not None:
+            ids = _EXTERNAL_ID.match(found.group("external"))
+            assert ids is not None  # the same pattern matched it
+            message = (
+                f"declares an external {what} {entity!r} ({_external(ids, encoding)}): not loaded"
+            )
+        elif found.group("value") is not None:
+            value = _text(found.group("value"), encoding)
+            message = f"declares the {what} {entity!r} as {quote(value)}: not expanded"
+        else:
+            message = f"declares the {what} {entity!r} (not well-formed): not expanded"
+        if not parameter:
+            message += f"; &{entity}; is read as that text"
+            if entity not in seen and _PLAIN_NAME.fullmatch(entity) and entity not in _PREDEFINED:
+                seen.add(entity)
+                doctype.general.append(entity)
+        problems.new("entity-declaration", message, at)
+    _check(problems, declaration, line, encoding)
+    doctype.replacement = _replacement(root, doctype.general, declaration.count(b"\n"))
+    return doctype
+
+
+def _check(problems: Problems, declaration: bytes, line: int, encoding: str) -> None:
+    """The declaration as a document of its own (and an empty root): an
+    ``xml-error`` when lxml finds it malformed. Nothing is expanded or loaded."""
+    parser = safe_parser(encoding=encoding)
+    try:
+        etree.fromstring(declaration + b"<x/>", parser)
+    except etree.LxmlError as exc:
+        message, at = lxml_failure(exc)
+        problems.new(
+            "xml-error",
+            f"the <!DOCTYPE> is not well-formed: {message}",
+            line if at is None else line + at - 1,
+        )
+
+
+def _replacement(root: str, general: list[str], newlines: int) -> bytes:
+    """A declaration of ``general`` entities, each one's text its own reference
+    (``&#38;#38;`` is ``&#38;`` once declared, ``&`` once read), on one line, then
+    the original's newlines; nothing at all when there are no entities."""
+    if not general:
+        return b"\n" * newlines
+    entities = "".join(f'<!ENTITY {name} "&#38;#38;{name};">' for name in general)
+    return f"<!DOCTYPE {root} [{entities}]>".encode() + b"\n" * newlines

@@ -1,0 +1,456 @@
+"""One ``<url>`` of a sitemap, as a read-only value, and many of them at once.
+
+Modelled on ultimate-sitemap-parser's slotted page objects: the entry checks
+itself once, when it is made, so the writer can render it without looking
+again, and a bad value fails where it was produced rather than in a half-written
+file.
+
+An entry may carry Google's sitemap extensions: hreflang alternates
+(:class:`Alternate`, written as ``<xhtml:link>``), image locs (``<image:image>``),
+:class:`Video` and :class:`News` objects. They are checked like the rest (limits
+from :mod:`crawler.sitemaps.limits`, the rules of Google's schemas in ``tests/xsd/``).
+
+Many entries at once, as the ledger's rows and checked batches, are
+:mod:`crawler.sitemaps.entryrows`; the extensions as the JSON the ledger keeps,
+:mod:`crawler.sitemaps.extras`.
+
+:class:`~crawler.sitemaps.entryrows.EntryBatch` holds consecutive entries as two lists
+(locs, lastmods) and
+checks them together: publishing a million URLs, a Python object and a few
+function calls per URL cost more than compressing the files at gzip level 6.
+:class:`EntryRows` turns database rows into either form; it is what
+:meth:`crawler.ledger.ledger.Ledger.listed_entries` returns. A row is ``(loc, lastmod)``
+or ``(loc, lastmod, extras)``, ``extras`` being ``None`` (a plain entry, which
+takes the batch path above) or the JSON text of the entry's extensions
+(:func:`extras_json` writes it, :func:`entry_extras` reads it: the one place
+that knows the format), for the few entries that have them, which are checked
+and rendered one by one.
+
+A row may also say where and how it is published (issue 15): the full row is
+``(loc, lastmod, extras, section, changefreq, priority)`` (:data:`ROW_COLUMNS`),
+and any prefix of two columns or more is a row too. ``section`` names the
+section of the set the entry is written in (:func:`check_section`; ``None``:
+the default section, whose files are named as before sections existed); rows
+come ordered by section, the default section first, so that the ledger streams
+them in one query (``ORDER BY section, loc``) and the writer starts a section's
+files when the section changes. ``changefreq`` and ``priority`` are the row's
+own (``"daily"``, ``"0.8"``), checked as a :class:`SitemapEntry`'s are (a bad
+one refuses the set, naming the loc), or ``None`` for the set-wide values
+:class:`EntryRows` is given. A batch whose rows all have ``None`` in the three
+optional columns is checked and rendered as plain rows always were.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from crawler.core.lastmod import lastmod_datetime
+from crawler.sitemaps.limits import (
+    MAX_IMAGES_PER_URL,
+    MAX_LOC_LENGTH,
+    MAX_VIDEO_DESCRIPTION_LENGTH,
+    MAX_VIDEO_DURATION,
+    MAX_VIDEO_TITLE_LENGTH,
+    MIN_LOC_LENGTH,
+    MIN_VIDEO_DURATION,
+)
+
+__all__ = [
+    "Alternate",
+    "ChangeFreq",
+    "News",
+    "SitemapEntry",
+    "Video",
+    "check_lastmod",
+    "check_loc",
+]
+
+# Whitespace (every character str.isspace() knows, NBSP included) and controls
+# (C0, DEL, C1) are never part of a URL, and a safe_url_string() result has
+# none. Most controls, lone surrogates and U+FFFE/U+FFFF cannot appear in an
+# XML 1.0 document at all, and readers strip leading and trailing whitespace
+# from <loc> (Scrapy's Sitemap does): rejecting them here is what lets the
+# writer escape only &, < and > and have the URL read back unchanged.
+_FORBIDDEN_IN_LOC = re.compile(
+    "[\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ud800-\udfff\ufffe\uffff]"
+)
+# Scheme, then an authority with a non-empty host (a name or an [IPv6]
+# literal), an optional userinfo and port. A regex rather than urlsplit(): on
+# Python 3.11 urlsplit() goes through an lru_cache that a crawl's unique URLs
+# only ever miss, and it was two thirds of the cost of making an entry.
+_ABSOLUTE_HTTP_URL = re.compile(
+    r"https?://(?:[^/?#@]*@)?(?:\[[0-9a-f:.]+\]|[^/?#@:\[\]]+)(?::[0-9]+)?(?=[/?#]|$)",
+    re.ASCII | re.IGNORECASE,
+)
+# A "%" must start a %XX escape (RFC 3986, 2.1).
+_BAD_PERCENT = re.compile(r"%(?![0-9a-f]{2})", re.ASCII | re.IGNORECASE)
+# The common case, checked in one fullmatch: what safe_url_string() makes of a
+# page's URL. A host of letters, digits, "." and "-", an optional port, then
+# printable ASCII without space, "#", "[", "]" or a "%" outside a %XX escape.
+# Everything it matches passes the full check (tests/test_writer.py holds it
+# to that); anything else, an IRI or a fragment say, gets the full check. It
+# halves the cost of a check, which publishing pays once per URL
+# (bench/write.py). Explicit ranges: re.IGNORECASE makes sre twice as slow.
+# Possessive quantifiers (*+, Python 3.11): no part can end in two places (each
+# class excludes what follows it), so none needs backtracking, and sre is a
+# third faster without keeping the means to.
+_PATH_CHAR = r"[\x21\x22\x24\x26-\x5a\x5c\x5e-\x7e]"
+_COMMON_LOC = re.compile(
+    rf"https?://[A-Za-z0-9.-]++(?::[0-9]++)?+"
+    rf"(?:/{_PATH_CHAR}*+(?:%[0-9A-Fa-f]{{2}}{_PATH_CHAR}*+)*+)?+"
+)
+# The lastmod forms crawler.core.lastmod writes (a date, or a UTC date-time without
+# a fraction): for these, datetime.fromisoformat() is all that is left of
+# lastmod_datetime()'s check (the range of each field; the zone is in range).
+_COMMON_LASTMOD = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}(?:T[0-9]{2}:[0-9]{2}:[0-9]{2}\+00:00)?")
+# The same, for many values joined with "\n" (which neither lets through): one
+# fullmatch() for a batch, with no call per value.
+#: Many common locs (or lastmods), one a line: a batch checked at once
+#: (:class:`crawler.sitemaps.entryrows.EntryBatch`).
+COMMON_LOCS = re.compile(rf"(?:{_COMMON_LOC.pattern})(?:\n(?:{_COMMON_LOC.pattern}))*+")
+COMMON_LASTMODS = re.compile(rf"(?:{_COMMON_LASTMOD.pattern})(?:\n(?:{_COMMON_LASTMOD.pattern}))*")
+_PRIORITY_MIN = Decimal("0.0")
+_PRIORITY_MAX = Decimal("1.0")
+# What XML 1.0 cannot hold at all, even escaped (its production "Char"): C0
+# controls other than tab, LF and CR, lone surrogates (which UTF-8 cannot encode
+# either), U+FFFE and U+FFFF. A title with one would make the file unreadable.
+_NOT_XML_CHAR = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+# xhtml-link.xsd's hreflang: an ISO 639 language, an optional ISO 15924 script
+# and an optional ISO 3166-1 alpha-2 (or UN M.49) region, or "x-default".
+_HREFLANG = re.compile(
+    r"x-default|[a-zA-Z]{2,3}(?:-[a-zA-Z]{4})?(?:-(?:[a-zA-Z]{2}|[0-9]{3}))?", re.ASCII
+)
+# sitemap-news.xsd's <news:language>: "an ISO 639 Language Code (either 2 or 3
+# letters) ... Exception: For Chinese, please use zh-cn for Simplified Chinese or
+# zh-tw for Traditional Chinese." Lowercase, as the schema's pattern has it.
+_NEWS_LANGUAGE = re.compile(r"zh-cn|zh-tw|[a-z]{2,3}", re.ASCII)
+
+
+def check_loc(loc: str) -> None:
+    """Raise ``ValueError`` unless ``loc`` may be published as a ``<loc>``.
+
+    That is: an absolute ``http``/``https`` URL with a host, 12 to 2,047
+    characters (limits.py), without whitespace or control characters, and
+    without what makes ``xsd:anyURI`` (tLoc) fail in libxml2, the validator
+    behind lxml and xmllint: a "%" that starts no %XX escape, "[" or "]" outside
+    an IPv6 host, a second "#". Non-ASCII (an IRI) is allowed; the protocol
+    accepts RFC 3987 IRIs and the file is UTF-8. Characters such as "<" or "{"
+    are not URI characters either, but validators and search engines escape
+    them rather than fail; the crawler publishes safe_url_string() results,
+    which have none of these anyway.
+    """
+    if not isinstance(loc, str):
+        raise ValueError(f"loc must be a str, not {type(loc).__name__}")
+    if MIN_LOC_LENGTH <= len(loc) <= MAX_LOC_LENGTH and _COMMON_LOC.fullmatch(loc) is not None:
+        return
+    _check_loc_fully(loc)
+
+
+def _check_loc_fully(loc: str) -> None:
+    # check_loc() without its fast path; tests compare the two.
+    if not MIN_LOC_LENGTH <= len(loc) <= MAX_LOC_LENGTH:
+        raise ValueError(
+            f"loc must be {MIN_LOC_LENGTH} to {MAX_LOC_LENGTH} characters long,"
+            f" not {len(loc)}: {loc[:80]!r}"
+        )
+    if _FORBIDDEN_IN_LOC.search(loc):
+        raise ValueError(f"loc contains whitespace or control characters: {loc[:80]!r}")
+    authority = _ABSOLUTE_HTTP_URL.match(loc)
+    if authority is None:
+        raise ValueError(f"loc must be an absolute http(s) URL with a host: {loc[:80]!r}")
+    rest = loc[authority.end() :]
+    if "[" in rest or "]" in rest or rest.count("#") > 1 or _BAD_PERCENT.search(loc):
+        raise ValueError(f"loc is not a valid URI (bad %-escape, [ ] or #): {loc[:80]!r}")
+
+
+def check_lastmod(lastmod: str) -> None:
+    """Raise ``ValueError`` unless ``lastmod`` may be published as a ``<lastmod>``
+    (:func:`crawler.core.lastmod.lastmod_datetime` is the definition)."""
+    if isinstance(lastmod, str) and _COMMON_LASTMOD.fullmatch(lastmod) is not None:
+        datetime.fromisoformat(lastmod)  # raises ValueError ("2025-02-30")
+    else:
+        lastmod_datetime(lastmod)  # raises ValueError
+
+
+def _check_url(value: object, what: str) -> None:
+    # The extensions' URLs (image:loc, xhtml:link href, the video locs) are
+    # xsd:anyURI like <loc>, and read back the same way: the same rules.
+    try:
+        check_loc(value)  # type: ignore[arg-type]  # check_loc() checks the type too
+    except ValueError as exc:
+        raise ValueError(f"{what} is not a valid URL: {exc}") from None
+
+
+def _check_text(value: object, what: str, max_length: int | None = None) -> None:
+    if not isinstance(value, str):
+        raise ValueError(f"{what} must be a str, not {type(value).__name__}")
+    # Readers strip surrounding whitespace (ultimate-sitemap-parser, Scrapy): a
+    # blank title is a missing one.
+    if not value.strip():
+        raise ValueError(f"{what} must not be empty")
+    if max_length is not None and len(value) > max_length:
+        raise ValueError(
+            f"{what} must be at most {max_length} characters, not {len(value)}: {value[:80]!r}"
+        )
+    if _NOT_XML_CHAR.search(value):
+        raise ValueError(f"{what} contains characters XML cannot hold: {value[:80]!r}")
+
+
+def _check_date(value: object, what: str) -> None:
+    # The extensions' dates are xsd:date or xsd:dateTime, as <lastmod> is.
+    try:
+        check_lastmod(value)  # type: ignore[arg-type]  # lastmod_datetime() checks the type
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what} is not a W3C datetime: {value!r} ({exc})") from None
+
+
+def _check_yes_no(value: object, what: str) -> None:
+    if value is not None and not isinstance(value, bool):
+        raise ValueError(f"{what} must be True, False or None, not {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Alternate:
+    """An hreflang alternate of a page: ``<xhtml:link rel="alternate"
+    hreflang="..." href="..."/>``. ``hreflang`` is a language (``en``), with an
+    optional script and region (``zh-Hant-TW``, ``en-GB``), or ``x-default``;
+    ``href`` is checked as a ``<loc>`` is."""
+
+    hreflang: str
+    href: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.hreflang, str) or _HREFLANG.fullmatch(self.hreflang) is None:
+            raise ValueError(
+                f"hreflang must be a language with an optional script and region"
+                f" (en, en-GB, zh-Hant-TW) or x-default, not {self.hreflang!r}"
+            )
+        _check_url(self.href, "alternate href")
+
+
+@dataclass(frozen=True, slots=True)
+class Video:
+    """A ``<video:video>`` of a page, as Google's video sitemap extension has it.
+
+    ``thumbnail_loc``, ``title`` (100 characters at most) and ``description``
+    (2,048 at most) are required, and one of ``content_loc`` (the video file)
+    and ``player_loc`` (a player for it). ``duration`` is in whole seconds, 1 to
+    28,800; ``publication_date`` and ``expiration_date`` are W3C datetimes as
+    ``lastmod`` is; ``family_friendly`` and ``live`` are written as yes/no.
+    """
+
+    thumbnail_loc: str
+    title: str
+    description: str
+    content_loc: str | None = None
+    player_loc: str | None = None
+    duration: int | None = None
+    publication_date: str | None = None
+    expiration_date: str | None = None
+    family_friendly: bool | None = None
+    live: bool | None = None
+
+    def __post_init__(self) -> None:
+        _check_url(self.thumbnail_loc, "video thumbnail_loc")
+        _check_text(self.title, "video title", MAX_VIDEO_TITLE_LENGTH)
+        _check_text(self.description, "video description", MAX_VIDEO_DESCRIPTION_LENGTH)
+        if self.content_loc is None and self.player_loc is None:
+            raise ValueError(f"a video needs a content_loc or a player_loc: {self.title[:80]!r}")
+        if self.content_loc is not None:
+            _check_url(self.content_loc, "video content_loc")
+        if self.player_loc is not None:
+            _check_url(self.player_loc, "video player_loc")
+        duration = self.duration
+        if duration is not None and (
+            not isinstance(duration, int)
+            or isinstance(duration, bool)
+            or not MIN_VIDEO_DURATION <= duration <= MAX_VIDEO_DURATION
+        ):
+            raise ValueError(
+                f"video duration must be whole seconds, {MIN_VIDEO_DURATION} to"
+                f" {MAX_VIDEO_DURATION}, not {duration!r}"
+            )
+        if self.publication_date is not None:
+            _check_date(self.publication_date, "video publication_date")
+        if self.expiration_date is not None:
+            _check_date(self.expiration_date, "video expiration_date")
+        _check_yes_no(self.family_friendly, "video family_friendly")
+        _check_yes_no(self.live, "video live")
+
+
+@dataclass(frozen=True, slots=True)
+class News:
+    """A ``<news:news>`` of an article, as Google News sitemaps have it: the
+    publication's name and language (an ISO 639 code of 2 or 3 lowercase
+    letters, or ``zh-cn``/``zh-tw``), the article's publication date (a W3C
+    datetime) and its title."""
+
+    publication_name: str
+    language: str
+    publication_date: str
+    title: str
+
+    def __post_init__(self) -> None:
+        _check_text(self.publication_name, "news publication_name")
+        if not isinstance(self.language, str) or _NEWS_LANGUAGE.fullmatch(self.language) is None:
+            raise ValueError(
+                "news language must be an ISO 639 code of 2 or 3 lowercase letters,"
+                f" or zh-cn or zh-tw, not {self.language!r}"
+            )
+        _check_date(self.publication_date, "news publication_date")
+        _check_text(self.title, "news title")
+
+
+class ChangeFreq(enum.Enum):
+    """``<changefreq>`` values, as enumerated by ``sitemap.xsd`` (tChangeFreq)."""
+
+    ALWAYS = "always"
+    HOURLY = "hourly"
+    DAILY = "daily"
+    WEEKLY = "weekly"
+    MONTHLY = "monthly"
+    YEARLY = "yearly"
+    NEVER = "never"
+
+
+# init=False: the __init__ below checks and converts the values first, then sets
+# each field once through its slot. The generated __init__ of a frozen dataclass
+# sets fields with object.__setattr__(), and __post_init__ would set the converted
+# ones again: that made an entry cost twice as much, paid once per published URL.
+@dataclass(frozen=True, slots=True, init=False)
+class SitemapEntry:
+    """A page as it is published in a sitemap.
+
+    ``loc`` is the real, safe URL (absolute ``http``/``https``, 12 to 2,047
+    characters, no whitespace or control characters); ``lastmod`` a W3C datetime
+    string as produced by :mod:`crawler.core.lastmod` (``YYYY-MM-DD`` or a date-time
+    with seconds and a zone); ``priority`` between 0.0 and 1.0. A ``str``
+    changefreq and an ``int``/``float``/``str`` priority are converted; anything
+    invalid raises ``ValueError``.
+
+    The extensions, keyword-only: ``alternates`` (:class:`Alternate`), ``images``
+    (image URLs, checked as locs, 1,000 at most), ``videos`` (:class:`Video`) and
+    ``news`` (:class:`News`). Lists are kept as tuples.
+    """
+
+    loc: str
+    lastmod: str | None = None
+    changefreq: ChangeFreq | None = None
+    priority: Decimal | None = None
+    alternates: tuple[Alternate, ...] = field(default=(), kw_only=True)
+    images: tuple[str, ...] = field(default=(), kw_only=True)
+    videos: tuple[Video, ...] = field(default=(), kw_only=True)
+    news: News | None = field(default=None, kw_only=True)
+
+    def __init__(
+        self,
+        loc: str,
+        lastmod: str | None = None,
+        changefreq: ChangeFreq | None = None,
+        priority: Decimal | None = None,
+        *,
+        alternates: Iterable[Alternate] = (),
+        images: Iterable[str] = (),
+        videos: Iterable[Video] = (),
+        news: News | None = None,
+    ) -> None:
+        check_loc(loc)
+        if lastmod is not None:
+            check_lastmod(lastmod)
+        if changefreq is not None:
+            changefreq = self._checked_changefreq(changefreq)
+        if priority is not None:
+            priority = self._checked_priority(priority)
+        _set_loc(self, loc)
+        _set_lastmod(self, lastmod)
+        _set_changefreq(self, changefreq)
+        _set_priority(self, priority)
+        # Plain entries, nearly all of them, skip the checks below at the cost of
+        # one test.
+        if alternates or images or videos or news is not None:
+            alternates, images, videos = _checked_extensions(alternates, images, videos, news)
+        else:  # empty lists, None
+            alternates = images = videos = ()
+        _set_alternates(self, alternates)
+        _set_images(self, images)
+        _set_videos(self, videos)
+        _set_news(self, news)
+
+    @property
+    def extended(self) -> bool:
+        """Whether the entry has any extension."""
+        return bool(self.alternates or self.images or self.videos or self.news is not None)
+
+    @staticmethod
+    def _checked_changefreq(value: object) -> ChangeFreq:
+        return value if isinstance(value, ChangeFreq) else ChangeFreq(value)
+
+    @staticmethod
+    def _checked_priority(value: object) -> Decimal:
+        if isinstance(value, bool):
+            raise ValueError(f"priority must be a number, not {value!r}")
+        try:
+            # Through str() so that 0.1 (a float) becomes Decimal("0.1"), not
+            # 0.1000000000000000055511151231257827...
+            priority = value if isinstance(value, Decimal) else Decimal(str(value))
+        except InvalidOperation:
+            raise ValueError(f"priority must be a number, not {value!r}") from None
+        if not priority.is_finite() or not _PRIORITY_MIN <= priority <= _PRIORITY_MAX:
+            raise ValueError(f"priority must be between 0.0 and 1.0, not {value!r}")
+        return priority
+
+
+def _as_tuple(values: object, what: str) -> tuple[Any, ...]:
+    # A str is iterable too: images="https://..." would be a tuple of characters.
+    if isinstance(values, str | bytes):
+        raise ValueError(f"{what} must be a sequence of values, not a {type(values).__name__}")
+    try:
+        return tuple(values)  # type: ignore[arg-type]
+    except TypeError:
+        raise ValueError(f"{what} must be a sequence, not {type(values).__name__}") from None
+
+
+def _checked_extensions(
+    alternates: Iterable[Alternate],
+    images: Iterable[str],
+    videos: Iterable[Video],
+    news: News | None,
+) -> tuple[tuple[Alternate, ...], tuple[str, ...], tuple[Video, ...]]:
+    # The value objects checked themselves when they were made: what is left
+    # is that they are what they say, and the count of images.
+    alternates_tuple = _as_tuple(alternates, "alternates")
+    for alternate in alternates_tuple:
+        if not isinstance(alternate, Alternate):
+            raise ValueError(f"alternates must be Alternate objects, not {alternate!r}")
+    images_tuple = _as_tuple(images, "images")
+    if len(images_tuple) > MAX_IMAGES_PER_URL:
+        raise ValueError(
+            f"at most {MAX_IMAGES_PER_URL:,} images per URL, not {len(images_tuple):,}"
+        )
+    for image in images_tuple:
+        _check_url(image, "image loc")
+    videos_tuple = _as_tuple(videos, "videos")
+    for video in videos_tuple:
+        if not isinstance(video, Video):
+            raise ValueError(f"videos must be Video objects, not {video!r}")
+    if news is not None and not isinstance(news, News):
+        raise ValueError(f"news must be a News object or None, not {news!r}")
+    return alternates_tuple, images_tuple, videos_tuple
+
+
+# The slots' own setters: they store a value without going through the frozen
+# class's __setattr__ (which raises). Only SitemapEntry.__init__ uses them.
+_set_loc = SitemapEntry.__dict__["loc"].__set__
+_set_lastmod = SitemapEntry.__dict__["lastmod"].__set__
+_set_changefreq = SitemapEntry.__dict__["changefreq"].__set__
+_set_priority = SitemapEntry.__dict__["priority"].__set__
+_set_alternates = SitemapEntry.__dict__["alternates"].__set__
+_set_images = SitemapEntry.__dict__["images"].__set__
+_set_videos = SitemapEntry.__dict__["videos"].__set__
+_set_news = SitemapEntry.__dict__["news"].__set__

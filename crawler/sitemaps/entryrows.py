@@ -1,0 +1,479 @@
+"""Many sitemap entries at once: the ledger's rows, checked in batches, with sections.
+
+:class:`EntryBatch` holds consecutive entries as two lists (locs, lastmods) and
+checks them together: publishing a million URLs, a Python object and a few function
+calls per URL cost more than compressing the files at gzip level 6.
+:class:`EntryRows` turns database rows into either form; it is what
+:meth:`crawler.ledger.ledger.Ledger.listed_entries` returns. A row is ``(loc, lastmod)``
+or ``(loc, lastmod, extras)``, ``extras`` being ``None`` (a plain entry, which
+takes the batch path above) or the JSON text of the entry's extensions
+(:mod:`crawler.sitemaps.extras`), for the few entries that have them, which are checked and
+rendered one by one (:class:`crawler.sitemaps.entry.SitemapEntry`).
+
+A row may also say where and how it is published (issue 15): the full row is
+``(loc, lastmod, extras, section, changefreq, priority)`` (:data:`ROW_COLUMNS`),
+and any prefix of two columns or more is a row too. ``section`` names the
+section of the set the entry is written in (:func:`check_section`; ``None``:
+the default section, whose files are named as before sections existed); rows
+come ordered by section, the default section first, so that the ledger streams
+them in one query (``ORDER BY section, loc``) and the writer starts a section's
+files when the section changes. ``changefreq`` and ``priority`` are the row's
+own (``"daily"``, ``"0.8"``), checked as a :class:`~crawler.sitemaps.entry.SitemapEntry`'s
+are (a bad one refuses the set, naming the loc), or ``None`` for the set-wide values
+:class:`EntryRows` is given. A batch whose rows all have ``None`` in the three
+optional columns is checked and rendered as plain rows always were.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from itertools import groupby, islice
+from typing import Any, TypeVar
+
+from crawler.sitemaps.entry import (
+    COMMON_LASTMODS,
+    COMMON_LOCS,
+    ChangeFreq,
+    SitemapEntry,
+    check_lastmod,
+    check_loc,
+)
+from crawler.sitemaps.extras import entry_extras
+from crawler.sitemaps.limits import (
+    MAX_LOC_LENGTH,
+    MIN_LOC_LENGTH,
+)
+
+__all__ = [
+    "EntryBatch",
+    "EntryRow",
+    "EntryRows",
+    "MAX_SECTION_LENGTH",
+    "NEWS_SECTION",
+    "ROW_COLUMNS",
+    "check_section",
+]
+
+#: The longest section name (:func:`check_section`).
+MAX_SECTION_LENGTH = 40
+#: The section name the news sitemaps' files have (``sitemap-news-NNNNN-<h>``):
+#: no other section may take it.
+NEWS_SECTION = "news"
+# Starts with a letter: a name of digits would make "sitemap-NAME-NNNNN-<h>"
+# look like the start of a default section's "sitemap-NNNNN-<h>".
+_SECTION_NAME = re.compile(rf"[a-z][a-z0-9-]{{0,{MAX_SECTION_LENGTH - 1}}}", re.ASCII)
+
+
+def check_section(section: str) -> None:
+    """Raise ``ValueError`` unless ``section`` may name a section of a sitemap set.
+
+    That is 1 to 40 characters of ``a-z``, ``0-9`` and ``-``, the first a letter,
+    and not ``news`` (the news sitemaps' name). The name becomes part of the
+    section's file names (``sitemap-NAME-NNNNN-<h>.xml.gz``), hence the narrow
+    alphabet: no path separator, no dot, no case to fold, and nothing that could
+    pass for the number of a default section's file.
+    """
+    if not isinstance(section, str) or _SECTION_NAME.fullmatch(section) is None:
+        raise ValueError(
+            f"a section name must be 1 to {MAX_SECTION_LENGTH} characters of a-z, 0-9 and '-',"
+            f" the first a letter, not {section!r:.80}"
+        )
+    if section == NEWS_SECTION:
+        raise ValueError(f"the section name {NEWS_SECTION!r} is reserved for the news sitemaps")
+
+
+def _row_section(section: object, loc: object) -> None:
+    try:
+        check_section(section)  # type: ignore[arg-type]  # check_section() checks the type too
+    except ValueError as exc:
+        raise ValueError(f"bad section of {str(loc)[:80]!r}: {exc}") from None
+
+
+# A ledger's rows carry few distinct values (a rule's), each checked once. typed:
+# else True, 1 and 1.0 would share an entry, and a bool priority is refused.
+_cached_changefreq = functools.lru_cache(maxsize=256, typed=True)(SitemapEntry._checked_changefreq)
+_cached_priority = functools.lru_cache(maxsize=256, typed=True)(SitemapEntry._checked_priority)
+
+_T = TypeVar("_T")
+
+
+def _row_value(
+    value: object,
+    loc: object,
+    what: str,
+    cached: Callable[[object], _T],
+    check: Callable[[object], _T],
+) -> _T:
+    """A row's own changefreq or priority, checked; ``ValueError`` naming the loc."""
+    try:
+        try:
+            return cached(value)
+        except TypeError:  # unhashable: checked without the cache
+            return check(value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"bad {what} of {str(loc)[:80]!r}: {exc}") from None
+
+
+def _row_changefreq(value: object, loc: object) -> ChangeFreq:
+    return _row_value(
+        value, loc, "changefreq", _cached_changefreq, SitemapEntry._checked_changefreq
+    )
+
+
+def _row_priority(value: object, loc: object) -> Decimal:
+    return _row_value(value, loc, "priority", _cached_priority, SitemapEntry._checked_priority)
+
+
+@dataclass(frozen=True, slots=True)
+class EntryBatch:
+    """Consecutive sitemap entries of one section, checked together: the same
+    rules, and the same ``ValueError`` for the first bad entry, as making a
+    :class:`SitemapEntry` of each in turn.
+
+    The common case (what ``_COMMON_LOC`` and ``_COMMON_LASTMOD`` match) is
+    checked a list at a time: one regex match over the values joined with
+    ``"\n"``, and ``datetime.fromisoformat`` through ``map()``, with no Python
+    call per value. A batch with anything else (an IRI, a fragment, a zone other
+    than UTC, a bad value) is checked entry by entry. ``utc`` tells that every
+    lastmod is a date or a ``+00:00`` date-time without a fraction, which the
+    writer may then compare as text.
+
+    ``extras``, when given, holds each entry's extensions as JSON text
+    (:func:`entry_extras`) or ``None``. The entries that have some are made into
+    :class:`SitemapEntry` objects, checked, and kept in ``extended`` by their
+    position; a bad one raises ``ValueError`` as a bad loc does, naming the loc.
+
+    ``section``: the section the entries are written in (:func:`check_section`;
+    ``None``, the default section). ``changefreq`` and ``priority`` are every
+    entry's, unless ``row_changefreqs`` or ``row_priorities`` give an entry its
+    own (``None``: the batch's): checked as :class:`SitemapEntry` checks them (a
+    :class:`ChangeFreq` value, a number from 0.0 to 1.0 such as ``"0.8"``), a bad
+    one raising ``ValueError`` that names the loc. The values entries are written
+    with are then in ``changefreqs`` and ``priorities``, one per entry, or those
+    are ``None`` when no entry has its own (the batch's for all).
+    """
+
+    locs: list[str]
+    lastmods: list[str | None]
+    changefreq: ChangeFreq | None = None
+    priority: Decimal | None = None
+    extras: list[str | None] | None = None
+    section: str | None = None
+    row_changefreqs: Sequence[object] | None = field(default=None, repr=False)
+    row_priorities: Sequence[object] | None = field(default=None, repr=False)
+    utc: bool = field(init=False, default=False, repr=False, compare=False)
+    extended: dict[int, SitemapEntry] = field(
+        init=False, default_factory=dict, repr=False, compare=False
+    )
+    changefreqs: list[ChangeFreq | None] | None = field(
+        init=False, default=None, repr=False, compare=False
+    )
+    priorities: list[Decimal | None] | None = field(
+        init=False, default=None, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        count = len(self.locs)
+        if len(self.lastmods) != count:
+            raise ValueError("an EntryBatch needs as many lastmods as locs")
+        extras = self.extras
+        if extras is not None and len(extras) != count:
+            raise ValueError("an EntryBatch needs as many extras as locs")
+        row_changefreqs, row_priorities = self.row_changefreqs, self.row_priorities
+        if row_changefreqs is not None and len(row_changefreqs) != count:
+            raise ValueError("an EntryBatch needs as many row_changefreqs as locs")
+        if row_priorities is not None and len(row_priorities) != count:
+            raise ValueError("an EntryBatch needs as many row_priorities as locs")
+        if self.changefreq is not None:
+            _set_batch_changefreq(self, SitemapEntry._checked_changefreq(self.changefreq))
+        if self.priority is not None:
+            _set_batch_priority(self, SitemapEntry._checked_priority(self.priority))
+        if self.section is not None and count:
+            _row_section(self.section, self.locs[0])
+        own = row_changefreqs is not None or row_priorities is not None
+        locs = self.locs
+        present = [lastmod for lastmod in self.lastmods if lastmod is not None]
+        try:
+            locs_text, lastmods_text = "\n".join(locs), "\n".join(present)
+            fast = (
+                min(map(len, locs), default=MIN_LOC_LENGTH) >= MIN_LOC_LENGTH
+                and max(map(len, locs), default=0) <= MAX_LOC_LENGTH
+                # A "\n" inside a value would pass for a separator.
+                and locs_text.count("\n") == len(locs) - 1
+                and COMMON_LOCS.fullmatch(locs_text) is not None
+            )
+            utc = not present or (
+                lastmods_text.count("\n") == len(present) - 1
+                and COMMON_LASTMODS.fullmatch(lastmods_text) is not None
+            )
+            # maxlen=0: run fromisoformat over them (it raises for "2025-02-30"), keep nothing.
+            deque(map(datetime.fromisoformat, present), maxlen=0)
+            if own and fast and utc:
+                # Every loc and lastmod is good: the rows' own values, in one go.
+                _set_batch_changefreqs(
+                    self, _own_values(row_changefreqs, self.changefreq, _cached_changefreq)
+                )
+                _set_batch_priorities(
+                    self, _own_values(row_priorities, self.priority, _cached_priority)
+                )
+        except (TypeError, ValueError):
+            # Not a str, a date that does not exist, a bad changefreq or priority:
+            # the entry-by-entry check below raises the error for the first such entry.
+            fast = utc = False
+        if not (fast and utc):
+            if extras is None and not own:
+                # What SitemapEntry(loc, lastmod) checks, in its order, with its
+                # messages, without making the entry (whose extension fields cost a
+                # third more to set than the check of a common loc).
+                for loc, lastmod in zip(locs, self.lastmods, strict=True):
+                    check_loc(loc)  # raises ValueError
+                    if lastmod is not None:
+                        check_lastmod(lastmod)
+            else:
+                self._check_rows()
+        elif extras is not None:
+            # Every loc, lastmod and value is good: the extras are all that can fail.
+            changefreqs, priorities = self.changefreqs, self.priorities
+            for i, text in enumerate(extras):
+                if text is not None:
+                    self._extend(
+                        i,
+                        _row_entry(locs[i], self.lastmods[i], None, None, text),
+                        self.changefreq if changefreqs is None else changefreqs[i],
+                        self.priority if priorities is None else priorities[i],
+                    )
+        _set_batch_utc(self, utc)
+
+    def _check_rows(self) -> None:
+        # Row by row, in order, so that the first bad row raises, whatever is bad
+        # in it: loc, lastmod, changefreq, priority, extras (as EntryRows' rows
+        # are checked when iterated).
+        extras, row_changefreqs, row_priorities = (
+            self.extras,
+            self.row_changefreqs,
+            self.row_priorities,
+        )
+        count = len(self.locs)
+        changefreqs = None if row_changefreqs is None else [self.changefreq] * count
+        priorities = None if row_priorities is None else [self.priority] * count
+        for i, (loc, lastmod) in enumerate(zip(self.locs, self.lastmods, strict=True)):
+            check_loc(loc)
+            if lastmod is not None:
+                check_lastmod(lastmod)
+            changefreq, priority = self.changefreq, self.priority
+            if changefreqs is not None and row_changefreqs is not None:
+                value = row_changefreqs[i]
+                if value is not None:
+                    changefreq = changefreqs[i] = _row_changefreq(value, loc)
+            if priorities is not None and row_priorities is not None:
+                value = row_priorities[i]
+                if value is not None:
+                    priority = priorities[i] = _row_priority(value, loc)
+            text = None if extras is None else extras[i]
+            if text is not None:
+                self._extend(i, _row_entry(loc, lastmod, None, None, text), changefreq, priority)
+        _set_batch_changefreqs(self, changefreqs)
+        _set_batch_priorities(self, priorities)
+
+    def _extend(
+        self, i: int, entry: SitemapEntry, changefreq: ChangeFreq | None, priority: Decimal | None
+    ) -> None:
+        # Checked without changefreq and priority, which are checked already;
+        # the entry the writer renders has them.
+        if entry.extended:
+            self.extended[i] = SitemapEntry(
+                entry.loc,
+                entry.lastmod,
+                changefreq,
+                priority,
+                alternates=entry.alternates,
+                images=entry.images,
+                videos=entry.videos,
+                news=entry.news,
+            )
+
+    def __len__(self) -> int:
+        return len(self.locs)
+
+    def __iter__(self) -> Iterator[SitemapEntry]:
+        count, extended = len(self.locs), self.extended
+        changefreqs = self.changefreqs or [self.changefreq] * count
+        priorities = self.priorities or [self.priority] * count
+        for i, (loc, lastmod, changefreq, priority) in enumerate(
+            zip(self.locs, self.lastmods, changefreqs, priorities, strict=True)
+        ):
+            if i in extended:
+                yield extended[i]
+            else:
+                yield SitemapEntry(loc, lastmod, changefreq, priority)
+
+
+def _own_values(
+    values: Sequence[object] | None, default: _T | None, check: Callable[[object], _T]
+) -> list[_T | None] | None:
+    # The values entries are written with: a row's own (checked), else the default.
+    if values is None:
+        return None
+    return [default if value is None else check(value) for value in values]
+
+
+def _row_entry(
+    loc: str,
+    lastmod: str | None,
+    changefreq: ChangeFreq | None,
+    priority: Decimal | None,
+    extras: str,
+) -> SitemapEntry:
+    """The entry of a row with extras. The loc's and lastmod's own errors come
+    first, with SitemapEntry's messages; a bad extension's says whose it is."""
+    check_loc(loc)
+    if lastmod is not None:
+        check_lastmod(lastmod)
+    try:
+        return SitemapEntry(loc, lastmod, changefreq, priority, **entry_extras(extras))
+    except ValueError as exc:
+        raise ValueError(f"bad extras of {loc[:80]!r}: {exc}") from None
+
+
+#: A row of :class:`EntryRows`: ``(loc, lastmod, extras, section, changefreq,
+#: priority)``, or its first 2 to 5 columns (the others ``None``). ``extras``: the
+#: JSON text of :func:`extras_json`; ``section``: a name (:func:`check_section`),
+#: ``None`` for the default section; ``changefreq``: a :class:`ChangeFreq` value
+#: (``"daily"``); ``priority``: a decimal string (``"0.8"``). ``None`` anywhere
+#: but in ``loc``: none (``changefreq``, ``priority``: the set-wide value).
+EntryRow = (
+    tuple[str, str | None]
+    | tuple[str, str | None, str | None]
+    | tuple[str, str | None, str | None, str | None]
+    | tuple[str, str | None, str | None, str | None, str | None]
+    | tuple[str, str | None, str | None, str | None, str | None, str | None]
+)
+#: The columns of an :data:`EntryRow`, in their order.
+ROW_COLUMNS = ("loc", "lastmod", "extras", "section", "changefreq", "priority")
+_ROW_SHAPE = (
+    "entry rows must be (loc, lastmod, extras, section, changefreq, priority) tuples,"
+    " or their first 2 to 5 columns, all rows alike"
+)
+
+
+class EntryRows:
+    """Sitemap entries from database rows (:data:`EntryRow`): ``(loc, lastmod,
+    extras, section, changefreq, priority)``, or the first 2 to 5 of those
+    columns; one pass, as the rows (a database cursor) allow.
+
+    ``changefreq`` and ``priority`` are the set-wide values, for the rows whose
+    own are ``None`` (or that have no such column). Rows with a ``section`` must
+    come together, the default section's (``None``) first, each section's rows
+    in publishing order: ``ORDER BY section, loc`` in SQLite, where NULL sorts
+    first. (The writer refuses a section that comes back.)
+
+    Iterating gives one :class:`SitemapEntry` a row (a section is checked but not
+    kept: an entry does not know where it is written); :meth:`batches` gives
+    :class:`EntryBatch` objects, each of one section, which is how
+    :class:`crawler.publish.writer.SitemapSetWriter` reads them.
+    """
+
+    def __init__(
+        self,
+        rows: Iterable[EntryRow],
+        changefreq: ChangeFreq | None = None,
+        priority: Decimal | None = None,
+    ) -> None:
+        self._rows = iter(rows)
+        # Checked now, once, rather than with every entry.
+        self.changefreq = (
+            None if changefreq is None else SitemapEntry._checked_changefreq(changefreq)
+        )
+        self.priority = None if priority is None else SitemapEntry._checked_priority(priority)
+
+    def __iter__(self) -> Iterator[SitemapEntry]:
+        default_changefreq, default_priority = self.changefreq, self.priority
+        section: object = None
+        rows: Iterator[tuple[Any, ...]] = self._rows  # EntryRow's shapes, told apart by length
+        for row in rows:
+            width = len(row)
+            if width == 2 or width == 3 and row[2] is None:
+                yield SitemapEntry(row[0], row[1], default_changefreq, default_priority)
+                continue
+            if not 3 <= width <= 6:
+                raise ValueError(_ROW_SHAPE)
+            loc, lastmod, extras = row[0], row[1], row[2]
+            if width > 3 and row[3] != section:
+                section = row[3]
+                if section is not None:
+                    _row_section(section, loc)
+            own_changefreq = row[4] if width > 4 else None
+            own_priority = row[5] if width > 5 else None
+            if own_changefreq is None and own_priority is None:
+                changefreq, priority = default_changefreq, default_priority
+            else:
+                # The row's errors in its order: loc, lastmod, then the values.
+                check_loc(loc)
+                if lastmod is not None:
+                    check_lastmod(lastmod)
+                changefreq = (
+                    default_changefreq
+                    if own_changefreq is None
+                    else _row_changefreq(own_changefreq, loc)
+                )
+                priority = (
+                    default_priority if own_priority is None else _row_priority(own_priority, loc)
+                )
+            if extras is None:
+                yield SitemapEntry(loc, lastmod, changefreq, priority)
+            else:
+                yield _row_entry(loc, lastmod, changefreq, priority, extras)
+
+    def batches(self, size: int = 4096) -> Iterator[EntryBatch]:
+        """The rows, up to ``size`` at a time, as checked batches; a batch ends
+        where the section changes."""
+        while rows := list(islice(self._rows, size)):
+            try:
+                columns = list(zip(*rows, strict=True))
+            except ValueError:  # rows of different lengths
+                raise ValueError(_ROW_SHAPE) from None
+            if not 2 <= len(columns) <= 6:
+                raise ValueError(_ROW_SHAPE)
+            if len(columns) < 4 or columns[3].count(columns[3][0]) == len(rows):
+                yield self._batch(columns)
+                continue
+            # Where the section changes, a batch ends.
+            start = 0
+            for _, run in groupby(columns[3]):
+                stop = start + sum(1 for _ in run)
+                yield self._batch([column[start:stop] for column in columns])
+                start = stop
+
+    def _batch(self, columns: list[tuple[Any, ...]]) -> EntryBatch:
+        # A column that is missing or all None is none at all: a batch of plain
+        # rows takes the path it always did.
+        count = len(columns[0])
+
+        def column(i: int) -> list[Any] | None:
+            if len(columns) <= i or columns[i].count(None) == count:
+                return None
+            return list(columns[i])
+
+        return EntryBatch(
+            list(columns[0]),
+            list(columns[1]),
+            self.changefreq,
+            self.priority,
+            column(2),
+            columns[3][0] if len(columns) > 3 else None,
+            column(4),
+            column(5),
+        )
+
+
+_set_batch_changefreq = EntryBatch.__dict__["changefreq"].__set__
+_set_batch_priority = EntryBatch.__dict__["priority"].__set__
+_set_batch_utc = EntryBatch.__dict__["utc"].__set__
+_set_batch_changefreqs = EntryBatch.__dict__["changefreqs"].__set__
+_set_batch_priorities = EntryBatch.__dict__["priorities"].__set__

@@ -1,0 +1,268 @@
+"""The values the sitemap parser hands back, and the list that caps its problems.
+
+:class:`Kind` (what a file turned out to be), :class:`Problem` (one fault, with its
+stable code), :class:`Entry` (one listed URL, as the file wrote it) and
+:class:`ParsedSitemap` (all of it). :class:`Problems` is how every reader collects
+them: in order, at most :data:`MAX_PROBLEMS_PER_CODE` of each code, the rest counted.
+"""
+
+from __future__ import annotations
+
+import itertools
+import queue
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from enum import Enum
+from typing import Final, overload
+
+__all__ = ["MAX_PROBLEMS_PER_CODE", "Entry", "Kind", "ParsedSitemap", "Problem", "Rereading"]
+
+# A hostile file can hold millions of bad entries; past this many problems of
+# one code the rest are counted, not listed ("problems-suppressed").
+MAX_PROBLEMS_PER_CODE: Final = 1000
+# How much of a value a message quotes: a 10 MB <loc> must not become a 10 MB
+# message.
+_QUOTE = 100
+
+
+class Kind(str, Enum):  # noqa: UP042 (the issue's API: str and Enum, as callers expect)
+    """What a fetched sitemap turned out to be."""
+
+    URLSET = "urlset"
+    INDEX = "sitemapindex"
+    TEXT = "text"
+    RSS = "rss"
+    ATOM = "atom"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One fault: a stable machine ``code``, one human line, and where, when known.
+
+    ``line`` counts lines of the decompressed document, from 1. The codes:
+
+    * the file: ``not-a-sitemap``, ``too-large``, ``gzip-bomb``, ``double-gzip``,
+      ``too-many-gzip-layers``, ``gzip-error``, ``gzip-truncated``,
+      ``gzip-trailing-data``, ``not-utf8``, ``encoding-error``,
+      ``whitespace-before-declaration``, ``dtd``, ``entity-declaration``,
+      ``xml-error``, ``truncated``, ``no-namespace``, ``wrong-namespace``,
+      ``too-many-urls``, ``too-many-sitemaps``, ``problems-suppressed``,
+      ``parser-error`` (a bug of ours, logged);
+    * an entry: ``missing-loc``, ``empty-loc``, ``whitespace-around-loc``,
+      ``whitespace-in-loc``, ``relative-loc``, ``invalid-loc``,
+      ``loc-too-long``, ``invalid-lastmod``, ``lastmod-no-timezone``,
+      ``lastmod-future``, ``invalid-changefreq``, ``invalid-priority``,
+      ``too-many-images``, ``invalid-alternate``, ``unknown-element``,
+      ``duplicate-element``, ``duplicate-loc``, ``out-of-scope``, ``namespace-mismatch``,
+      ``unescaped-ampersand``, ``undefined-entity``, ``not-a-url`` (text).
+
+    ``index-lists-index`` is the caller's to report: only it follows the index.
+
+    ``url`` is the URL of the entry a problem is about (issue 17): its ``loc`` as
+    written, resolved against the sitemap's address when it is relative; None for a
+    problem about the whole file, or about an entry without a URL (``missing-loc``,
+    ``empty-loc``).
+    """
+
+    code: str
+    message: str
+    line: int | None = None
+    url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One listed URL (for an index, one listed sitemap), as the file wrote it.
+
+    ``loc`` has its surrounding whitespace stripped and its entities decoded
+    (``&amp;`` is ``&``); ``lastmod``, ``changefreq`` and ``priority`` are the raw
+    text, stripped, not checked (see :func:`crawler.sitemaps.checks.check_entry`);
+    for RSS ``lastmod`` is the ``pubDate`` and for Atom the ``<updated>``. ``line`` is
+    the line of the ``<loc>`` (of the text line, of the ``<link>``). ``alternates``
+    are the ``xhtml:link rel=alternate`` (hreflang, href) pairs; ``media_alternates``
+    the (media, href) pairs of those with a ``media`` query and no hreflang (Google's
+    annotation of a separate mobile URL).
+    """
+
+    loc: str
+    lastmod: str | None
+    changefreq: str | None
+    priority: str | None
+    line: int | None
+    alternates: tuple[tuple[str, str], ...] = ()
+    images: int = 0
+    media_alternates: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(slots=True)
+class ParsedSitemap:
+    """What :func:`crawler.sitemaps.parse.parse_sitemap` read.
+
+    ``size`` is the number of decompressed bytes read; ``complete`` is ``False``
+    when reading stopped before the end of the data (the byte cap, a broken or
+    cut-off gzip stream, a document that ends mid-entry or before its root is
+    closed). ``entry_count`` is how many entries were read: ``len(entries)``, or,
+    when they were handed to a consumer as they were read (``on_entries``) and
+    ``entries`` is empty, how many it was given. ``entries`` is a list, or, for a
+    file of many entries, a :class:`Rereading` of the data (a sequence that reads
+    them again each time it is iterated, and holds none).
+    """
+
+    kind: Kind
+    entries: Sequence[Entry]
+    problems: list[Problem]
+    namespace: str | None
+    compressed_layers: int
+    size: int
+    complete: bool
+    entry_count: int = 0
+
+
+class Problems:
+    """Problems in order, at most MAX_PROBLEMS_PER_CODE of each code."""
+
+    def __init__(self) -> None:
+        self.items: list[Problem] = []
+        self.counts: dict[str, int] = {}
+        # The problems found while one entry is read, before its URL is known.
+        self.held: list[Problem] | None = None
+
+    def add(self, problem: Problem) -> None:
+        if self.held is not None:
+            self.held.append(problem)
+            return
+        count = self.counts.get(problem.code, 0) + 1
+        self.counts[problem.code] = count
+        if count <= MAX_PROBLEMS_PER_CODE:
+            self.items.append(problem)
+
+    def new(self, code: str, message: str, line: int | None = None, url: str | None = None) -> None:
+        self.add(Problem(code, message, line, url))
+
+    def hold(self) -> None:
+        """Keep the problems found from now on, until :meth:`release`: those of one
+        entry's element, read before its URL is."""
+        self.held = []
+
+    def release(self, url: str | None) -> None:
+        """Add the held problems, each naming *url* (the entry's) unless it names one."""
+        held, self.held = self.held or [], None
+        for problem in held:
+            named = problem.url is not None or url is None
+            self.add(problem if named else replace(problem, url=url))
+
+    def has(self, code: str) -> bool:
+        return code in self.counts
+
+    def summaries(self) -> list[Problem]:
+        return [
+            Problem(
+                "problems-suppressed",
+                f"{count - MAX_PROBLEMS_PER_CODE:,} more {code!r} problems not listed",
+            )
+            for code, count in self.counts.items()
+            if count > MAX_PROBLEMS_PER_CODE
+        ]
+
+
+def quote(value: str) -> str:
+    """``value`` for a message: repr'd, and cut after 100 characters."""
+    if len(value) > _QUOTE:
+        return repr(value[:_QUOTE]) + "..."
+    return repr(value)
+
+
+# The parse of a Rereading, for one iteration: it hands over batches of entries.
+Reread = Callable[[Callable[[list[Entry]], None]], object]
+
+
+class _Stop(Exception):
+    """Raised in a Rereading's parse when its reader has stopped reading."""
+
+
+_DONE = object()
+
+
+class Rereading(Sequence[Entry]):
+    """The entries of a document, read again from its data whenever they are iterated
+    (``reread(consumer)`` parses it, handing the entries to *consumer* in batches), so
+    that none is held: what a plain :func:`~crawler.sitemaps.parse.parse_sitemap`
+    call returns for a file of many entries. ``len()`` is free; iterating costs a
+    parse (run in a thread, a batch or two ahead of the reader, stopped when the reader
+    stops); an index or a slice reads up to it. Equal to a list of the same entries.
+    """
+
+    def __init__(self, count: int, reread: Reread) -> None:
+        self._count = count
+        self._reread = reread
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[Entry]:
+        batches: queue.Queue[object] = queue.Queue(maxsize=2)
+        stopped = threading.Event()
+
+        def hand(batch: list[Entry]) -> None:
+            while not stopped.is_set():
+                try:
+                    batches.put(batch, timeout=0.5)
+                    return
+                except queue.Full:
+                    continue
+            raise _Stop
+
+        def run() -> None:
+            try:
+                self._reread(hand)
+            except _Stop:
+                pass
+            except BaseException as exc:  # handed to the reader, raised there
+                batches.put(exc)
+            batches.put(_DONE)
+
+        thread = threading.Thread(target=run, name="sitemap-rereading", daemon=True)
+        thread.start()
+        try:
+            while (item := batches.get()) is not _DONE:
+                if isinstance(item, BaseException):
+                    raise item
+                assert isinstance(item, list)
+                yield from item
+        finally:
+            stopped.set()
+            while thread.is_alive():  # let a blocked put through, to see the stop
+                try:
+                    batches.get(timeout=0.1)
+                except queue.Empty:
+                    continue
+            thread.join()
+
+    @overload
+    def __getitem__(self, index: int) -> Entry: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Entry]: ...
+
+    def __getitem__(self, index: int | slice) -> Entry | list[Entry]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self._count)
+            if step < 0:
+                return list(self)[index]
+            return list(itertools.islice(self, start, stop, step))
+        position = index + self._count if index < 0 else index
+        if not 0 <= position < self._count:
+            raise IndexError("entry index out of range")
+        return next(itertools.islice(self, position, None))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, tuple, Rereading)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<Rereading of {self._count:,} entries>"

@@ -1,0 +1,400 @@
+"""The parser's entry point: :func:`parse_sitemap` finds the format and dispatches.
+
+Undo gzip (:mod:`.decompress`); find the encoding (a UTF-8 BOM is dropped, UTF-16
+and a declared encoding that Python knows transcoded to UTF-8, and reported: lxml
+never reads an encoding by a name it may spell otherwise; a label that cannot be
+right, or a codec of no text such as ``hex``, is reported and read as UTF-8); then
+the format,
+from the content, never from the URL: text that does not start with ``<`` goes to
+:mod:`.text`, XML to the reader its root names (``<urlset>``, ``<sitemapindex>``:
+:mod:`.urlset`; ``<rss>``, ``<rdf:RDF>``, ``<feed>``: :mod:`.feeds`), anything
+else, an HTML page above all, is ``not-a-sitemap``. XML is read by :mod:`.strict`,
+and, from its first error on, by :mod:`.tolerant` (each entry is read once, so it
+can be handed over as soon as it is: ``on_entries``).
+
+Before lxml sees a document, a ``<!DOCTYPE>`` is reported, checked and replaced
+(:mod:`.dtd`): lxml never reads the document's own DTD, whatever its settings.
+The document itself is never copied whole (but for a file in another encoding than
+UTF-8, transcoded, and a tolerant reading around a ``<!DOCTYPE>``): lxml is fed from
+views of it.
+"""
+
+from __future__ import annotations
+
+import codecs
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final
+
+from crawler.sitemaps.checks import Scope, aware
+from crawler.sitemaps.decompress import decompress
+from crawler.sitemaps.dtd import read_doctype
+from crawler.sitemaps.feeds import AtomSink, RssSink
+from crawler.sitemaps.limits import MAX_BYTES_PER_FILE
+from crawler.sitemaps.model import Entry, Kind, ParsedSitemap, Rereading
+from crawler.sitemaps.reading import ConsumerFailed, Reading, Sink
+from crawler.sitemaps.strict import Failed, read_strict
+from crawler.sitemaps.text import read_text
+from crawler.sitemaps.tolerant import Tolerant
+from crawler.sitemaps.urlset import SitemapSink
+
+__all__ = ["DEFAULT_MAX_BYTES", "KEPT_ENTRIES", "parse_sitemap"]
+
+logger = logging.getLogger(__name__)
+
+# The default cap: one byte over the protocol's 50 MiB, so that a file that is
+# over the limit can be told from one that is exactly at it.
+DEFAULT_MAX_BYTES: Final = MAX_BYTES_PER_FILE + 1
+
+#: Entries that a call without ``on_entries`` keeps in a list (about 8 MB); a file of
+#: more gets a :class:`~.model.Rereading` instead, which holds none.
+KEPT_ENTRIES: Final = 10_000
+
+_ROOTS: Final[dict[str, tuple[Kind, str, type[Sink]]]] = {
+    "urlset": (Kind.URLSET, "url", SitemapSink),
+    "sitemapindex": (Kind.INDEX, "sitemap", SitemapSink),
+    "rss": (Kind.RSS, "item", RssSink),
+    "RDF": (Kind.RSS, "item", RssSink),  # RSS 1.0: <rdf:RDF> with <item>s beside the <channel>
+    "feed": (Kind.ATOM, "entry", AtomSink),
+}
+_NON_SPACE = re.compile(rb"\S")
+_XML_DECLARATION = re.compile(rb"<\?xml\s[^>]*?encoding\s*=\s*([\"'])([A-Za-z0-9._-]+)\1")
+_ENCODING_IN_DECLARATION = re.compile(rb"(<\?xml\s[^>]*?encoding\s*=\s*)([\"'])[A-Za-z0-9._-]+\2")
+_NAME = re.compile(rb"[^\s/>!?<]+")
+_PROLOG_MISC = re.compile(rb"(?:\s+|<\?.*?\?>|<!--.*?-->)*", re.DOTALL)
+_DOCTYPE_NAME = re.compile(rb"\s*([^\s\[>]+)")
+# Inside <!DOCTYPE ...>: quoted strings, comments (an unterminated one runs to
+# the end, in one match, not one scan per "<!--") and the brackets and ">".
+_DOCTYPE_TOKEN = re.compile(rb"\"[^\"]*\"|'[^']*'|<!--.*?(?:-->|\Z)|[\[\]>]", re.DOTALL)
+# The start tag of a root this parser reads, for a <!DOCTYPE> that never ends.
+_KNOWN_ROOT = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?(?:urlset|sitemapindex|rss|RDF|feed)[\s>/]")
+
+
+def parse_sitemap(
+    data: bytes,
+    *,
+    url: str | None = None,
+    base_url: str | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    now: datetime | None = None,
+    on_entries: Callable[[list[Entry]], None] | None = None,
+) -> ParsedSitemap:
+    """Read a sitemap, sitemap index, text list, RSS or Atom feed, gzipped or not.
+
+    ``data`` is the body as fetched; ``url``, when given, is where it came from,
+    for the protocol's location rule (``out-of-scope``: a sitemap lists only
+    URLs of its own scheme and host, under its own directory) and to resolve a
+    relative ``loc`` for the URL its problems name; ``base_url``, when given, is
+    that address without the location rule (the audit judges the location of what a
+    sitemap lists itself, in crawl space). Reading stops
+    after ``max_bytes`` decompressed bytes. ``now`` (default: the current time)
+    decides which lastmod is in the future.
+
+    Every listed URL that could be read is an :class:`~.model.Entry`; every
+    fault is a :class:`~.model.Problem`, and :func:`~.checks.check_entry` runs
+    on every entry (for RSS the ``pubDate`` is checked as an RFC 822 date
+    instead). Never raises: an unexpected failure is a ``parser-error`` problem
+    (and is logged).
+
+    ``on_entries``, when given, is called with the entries in document order, in
+    lists of up to 1,000, as they are read, and none is kept: the result's
+    ``entries`` is then empty and its ``entry_count`` says how many there were. So
+    memory follows a batch, not the file (but for 12 bytes a loc, to find duplicate
+    locs); the audit stores each batch. An exception raised by ``on_entries`` is
+    raised again here.
+
+    Without ``on_entries`` the call streams too: ``entries`` is a list of them all
+    when there are at most :data:`KEPT_ENTRIES`, and otherwise a
+    :class:`~.model.Rereading`, a sequence that reads them again from ``data`` each
+    time it is iterated (and holds on to ``data``), so that a dense 50 MiB file does
+    not cost a few hundred MB of entries (``bench/parse_memory.py``).
+    """
+    if on_entries is None:
+        return _plain(data, url, base_url, max_bytes, aware(now))
+    reading = Reading(
+        now=aware(now), scope=Scope.of(url), base=base_url or url, consumer=on_entries
+    )
+    body, layers = b"", 0
+    try:
+        body, layers, problems = decompress(data, max_bytes)
+        for problem in problems:
+            reading.problems.add(problem)
+        stopped = any(
+            problem.code in ("too-large", "gzip-bomb", "gzip-error", "gzip-truncated")
+            for problem in problems
+        )
+        if len(body) > MAX_BYTES_PER_FILE and not reading.problems.has("too-large"):
+            reading.problems.new(
+                "too-large",
+                f"{len(body):,} bytes uncompressed, over the protocol's {MAX_BYTES_PER_FILE:,}",
+            )
+        if stopped:
+            reading.complete = False
+        _read(reading, body, stopped)
+        reading.finish()
+    except ConsumerFailed as exc:  # the caller's exception, not the document's fault
+        assert exc.__cause__ is not None
+        raise exc.__cause__ from None
+    except Exception as exc:  # the contract is "a value, never an exception"
+        logger.exception("sitemap parser failed on %s", url or "a document")
+        reading.problems.new("parser-error", f"the parser failed: {type(exc).__name__}: {exc}")
+        reading.complete = False
+    return reading.result(layers, len(body))
+
+
+def _plain(
+    data: bytes, url: str | None, base_url: str | None, max_bytes: int, now: datetime
+) -> ParsedSitemap:
+    """A call without a consumer: the entries kept while they are few, read again
+    when they are many."""
+    kept: list[Entry] = []
+    many = False
+
+    def keep(batch: list[Entry]) -> None:
+        nonlocal many
+        if many:
+            return
+        kept.extend(batch)
+        if len(kept) > KEPT_ENTRIES:
+            many = True
+            kept.clear()
+
+    def reread(consumer: Callable[[list[Entry]], None]) -> object:
+        return parse_sitemap(
+            data, url=url, base_url=base_url, max_bytes=max_bytes, now=now, on_entries=consumer
+        )
+
+    result = parse_sitemap(
+        data, url=url, base_url=base_url, max_bytes=max_bytes, now=now, on_entries=keep
+    )
+    result.entries = Rereading(result.entry_count, reread) if many else kept
+    return result
+
+
+def _read(reading: Reading, body: bytes, stopped: bool) -> None:
+    """Find the format of a decompressed document and hand it to its reader.
+
+    The document is not copied: what is skipped at its start (a BOM, whitespace
+    before the XML declaration) is an offset, not a slice."""
+    doc, start = _to_utf8(reading, body)
+    first = _NON_SPACE.search(doc, start)
+    if first is None:
+        reading.not_a_sitemap("empty file")
+        return
+    if doc[first.start() : first.start() + 1] != b"<":
+        read_text(reading, doc, stopped, start)
+        return
+    line_offset = 0
+    if first.start() > start and doc.startswith(b"<?xml", first.start()):
+        # Often a blank line printed by a CMS plugin before the declaration;
+        # XML allows nothing there.
+        line_offset = doc.count(b"\n", start, first.start())
+        reading.problems.new(
+            "whitespace-before-declaration",
+            "whitespace before <?xml ...?>, which must come first",
+            1,
+        )
+        start = first.start()
+    _read_xml(reading, doc, start, line_offset, stopped)
+
+
+def _to_utf8(reading: Reading, doc: bytes) -> tuple[bytes, int]:
+    """Skip a UTF-8 BOM; transcode UTF-16; note a declared non-UTF-8 encoding.
+    Returns the document and where it starts."""
+    if doc.startswith(codecs.BOM_UTF8):
+        return doc, len(codecs.BOM_UTF8)
+    utf16 = None
+    if doc.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        utf16 = "utf-16"
+    elif doc.startswith(b"<\0"):
+        utf16 = "utf-16-le"
+    elif doc.startswith(b"\0<"):
+        utf16 = "utf-16-be"
+    if utf16 is not None:
+        reading.problems.new("not-utf8", "the file is UTF-16; the protocol requires UTF-8")
+        text = doc.decode(utf16, "replace")
+        return _ENCODING_IN_DECLARATION.sub(rb"\1\2UTF-8\2", text.encode("utf-8"), count=1), 0
+    first = _NON_SPACE.search(doc, 0, 1024)
+    declared = _XML_DECLARATION.match(doc, first.start()) if first is not None else None
+    if declared is None:
+        return doc, 0
+    name = declared.group(2).decode("ascii")
+    try:
+        info = codecs.lookup(name)
+    except LookupError:
+        info = None
+    codec = info.name if info is not None else ""
+    if codec in ("utf-8", "ascii"):
+        return doc, 0
+    if info is not None and not getattr(info, "_is_text_encoding", True):
+        # hex, base64, rot13, zlib...: Python's codecs, but not of text.
+        reading.problems.new(
+            "not-utf8", f"declared encoding {name!r} is not a text encoding; read as UTF-8", 1
+        )
+        return _ENCODING_IN_DECLARATION.sub(rb"\1\2UTF-8\2", doc, count=1), 0
+    if codec and not codec.startswith(("utf-16", "utf-32", "utf-8")):
+        decoded = _decoded(reading, doc, codec, declared.end())
+        if decoded is not None:
+            # EUC-KR, Shift_JIS, ISO-8859-1, windows-1252...: transcoded to UTF-8 here
+            # (a copy, for this rare case), so that lxml never has to know the
+            # encoding by Python's name ("euc_kr", "latin-1": it spells them
+            # otherwise, or knows them not).
+            reading.problems.new(
+                "not-utf8", f"declared encoding {name!r}; the protocol requires UTF-8", 1
+            )
+            return _ENCODING_IN_DECLARATION.sub(
+                rb"\1\2UTF-8\2", decoded.encode("utf-8", "replace"), count=1
+            ), 0
+    # Unknown, "UTF-16" on a file whose bytes are ASCII-compatible (no BOM, no NUL
+    # bytes), or an encoding the declaration itself cannot be in (EBCDIC's cp037): a
+    # wrong label. Read as UTF-8, and tell lxml so (a copy, for this rare case).
+    reading.problems.new("not-utf8", f"declared encoding {name!r} is wrong; read as UTF-8", 1)
+    return _ENCODING_IN_DECLARATION.sub(rb"\1\2UTF-8\2", doc, count=1), 0
+
+
+def _decoded(reading: Reading, doc: bytes, codec: str, declaration_end: int) -> str | None:
+    """*doc* decoded from *codec* (bytes not in it replaced by U+FFFD, with an
+    ``encoding-error``), or None when its XML declaration, read as ASCII, does not
+    read the same in *codec*: the label cannot be right."""
+    head = doc[:declaration_end]
+    try:
+        if head.decode(codec) != head.decode("ascii"):
+            return None
+        try:
+            return doc.decode(codec)
+        except UnicodeDecodeError:
+            reading.problems.new(
+                "encoding-error", f"bytes that are not {codec}; replaced by U+FFFD"
+            )
+            return doc.decode(codec, "replace")
+    except (UnicodeError, LookupError, ValueError, TypeError):
+        # A codec that cannot decode at all ("undefined", "idna" on a document).
+        return None
+
+
+@dataclass(slots=True)
+class _Prolog:
+    """What comes before the root element."""
+
+    root_position: int | None = None
+    root_name: str | None = None
+    doctype: tuple[int, int] | None = None
+    doctype_name: str | None = None
+
+
+def _doctype_end(doc: bytes, start: int) -> int:
+    # The end of <!DOCTYPE ... [ internal subset ]>: the first ">" outside
+    # quotes, comments and the [ ] subset. Unterminated: the end of the data.
+    depth = 0
+    for token in _DOCTYPE_TOKEN.finditer(doc, start + len(b"<!DOCTYPE")):
+        text = token.group()
+        if text == b"[":
+            depth += 1
+        elif text == b"]":
+            depth = max(depth - 1, 0)
+        elif text == b">" and depth == 0:
+            return token.end()
+    return len(doc)
+
+
+def _root_follows(doc: bytes, position: int) -> bool:
+    skipped = _PROLOG_MISC.match(doc, position)
+    position = skipped.end() if skipped is not None else position
+    return doc.startswith(b"<", position) and not doc.startswith((b"<?", b"<!"), position)
+
+
+def _scan_prolog(doc: bytes, start: int) -> _Prolog:
+    """Find the DOCTYPE and the root element's name, past whitespace, comments
+    and processing instructions (skipped by one regex match per run, so that
+    a file of a million "<?a?>" costs no Python loop)."""
+    prolog = _Prolog()
+    position = start
+    while True:
+        skipped = _PROLOG_MISC.match(doc, position)
+        position = skipped.end() if skipped is not None else position
+        if doc[position : position + 9].upper() == b"<!DOCTYPE":
+            end = _doctype_end(doc, position)
+            if end == len(doc) or not _root_follows(doc, end):
+                # A quote or bracket left open ran the declaration into the
+                # document: it ends where a sitemap's root starts (the
+                # declaration's own check reports what is wrong with it).
+                root = _KNOWN_ROOT.search(doc, position + 9)
+                if root is not None and root.start() < end:
+                    end = root.start()
+            name = _DOCTYPE_NAME.match(doc, position + 9)
+            prolog.doctype = (position, end)
+            prolog.doctype_name = name.group(1).decode("ascii", "replace") if name else None
+            position = end
+            continue
+        if doc.startswith(b"<", position) and not doc.startswith((b"<?", b"<!"), position):
+            name = _NAME.match(doc, position + 1)
+            if name is not None:
+                prolog.root_position = position
+                prolog.root_name = name.group().decode("utf-8", "replace")
+        # Anything else (text, an unterminated comment, the end): no root here.
+        return prolog
+
+
+def _read_xml(reading: Reading, doc: bytes, start: int, line_offset: int, stopped: bool) -> None:
+    """Read an XML document (``doc`` from ``start``): its root says the format; the
+    strict reader reads its entries if it is well-formed, the tolerant one if not."""
+    prolog = _scan_prolog(doc, start)
+    root_local = (prolog.root_name or "").rpartition(":")[2]
+    if (prolog.doctype_name or "").lower() == "html" or root_local.lower() == "html":
+        reading.not_a_sitemap("an HTML page, not a sitemap")
+        return
+    view = memoryview(doc)
+    # What lxml reads: the document, without a copy, or, around a <!DOCTYPE>, the
+    # parts before and after it and our declaration between them.
+    pieces: list[bytes | memoryview] = [view[start:]]
+    general: list[str] = []
+    if prolog.doctype is not None:
+        begin, end = prolog.doctype
+        doctype = read_doctype(
+            reading.problems,
+            doc[begin:end],
+            doc.count(b"\n", start, begin) + 1 + line_offset,
+            prolog.root_name or "x",
+            reading.encoding,
+        )
+        general = doctype.general
+        # lxml reads our declaration (same lines), never the document's own.
+        pieces = [view[start:begin], doctype.replacement, view[end:]]
+        if prolog.root_position is not None:
+            prolog.root_position += len(doctype.replacement) - (end - begin)
+    elif doc.find(b"<!ENTITY", start) >= 0:
+        reading.problems.new("entity-declaration", "an <!ENTITY> declaration; not expanded")
+    if prolog.root_name is None or prolog.root_position is None:
+        reading.not_a_sitemap("XML without a root element")
+        return
+    prefix, _, local = prolog.root_name.rpartition(":")
+    if local not in _ROOTS:
+        reading.not_a_sitemap(
+            f"root element <{prolog.root_name}> is not urlset, sitemapindex, rss or feed"
+        )
+        return
+    reading.kind, block, sink_class = _ROOTS[local]
+    sink = reading.sink = reading.new_sink(sink_class, block, local)
+    try:
+        read_strict(sink, pieces, prefix, local, block, line_offset, stopped)
+    except Failed as failure:
+        if failure.real:
+            reading.problems.new(
+                "xml-error", f"not well-formed XML: {failure.message}", failure.line
+            )
+        # The tolerant reading goes on with the same sink, past the entries
+        # the strict one read (they may have been handed over already).
+        if len(pieces) == 1:
+            text, text_start = doc, start
+        else:
+            # Around a <!DOCTYPE>: one copy, for the tolerant reading's scan.
+            text, text_start = b"".join(pieces), 0
+        root_at = prolog.root_position - start + text_start
+        Tolerant(
+            reading, sink, text, text_start, root_at, prefix, local, block, line_offset, general
+        ).run(stopped, failure.read)
+    if stopped:
+        reading.complete = False

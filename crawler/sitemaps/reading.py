@@ -1,0 +1,353 @@
+"""One reading of a document: what it collects, whatever the format.
+
+:class:`Reading` is the state of one :func:`~crawler.sitemaps.parse.parse_sitemap`
+call: the file-level problems, the format found, the encoding, whether the data was
+read to its end, and the :class:`Sink` of entries. :class:`Sink` takes each entry
+as a format's reader finds it and applies what holds for every format: the count
+caps (50,000 URLs, 50,000 sitemaps), :class:`~crawler.sitemaps.checks.Checker`,
+the location rule, duplicate locs, the namespace of the root. How an entry is read
+out of its element is the format's: :mod:`.urlset` and :mod:`.feeds` subclass
+:class:`Sink`; plain text (:mod:`.text`) adds its lines to a :class:`Sink` itself.
+
+With a consumer (``parse_sitemap(..., on_entries=...)``) the sink hands its entries
+over in batches of :data:`ENTRY_BATCH` as they are read and keeps none: what a
+reading holds is then a batch, the problems (capped per code) and, to find
+duplicate locs, :class:`SeenLocs`, 16 bytes a slot, not the locs themselves.
+"""
+
+from __future__ import annotations
+
+import itertools
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final
+
+from crawler.sitemaps.checks import LOC_FAULTS, Checker, Scope, entry_url
+from crawler.sitemaps.limits import MAX_SITEMAPS_PER_INDEX, MAX_URLS_PER_FILE
+from crawler.sitemaps.model import Entry, Kind, ParsedSitemap, Problem, Problems, quote
+
+#: Entries handed to a consumer at a time.
+ENTRY_BATCH: Final = 1000
+
+Consumer = Callable[[list[Entry]], None]
+# Lines are kept in 32 bits (a 50 MiB file has at most 52 million).
+_MAX_LINE: Final = 2**31 - 1
+
+
+class ConsumerFailed(Exception):
+    """The consumer of a reading's entries raised: its exception is the cause, and
+    parse_sitemap re-raises it (it is not the document's fault)."""
+
+
+class SeenLocs:
+    """The locs a file has listed, with the line of each one's first listing.
+
+    An open-addressing table of 64-bit hashes (Python's ``hash`` of the loc) and lines
+    in two arrays, at most two thirds full: 12 bytes a slot, about 6 MB for the
+    336,000 entries of a dense 50 MiB file (9 MB while it doubles), where a dict of
+    the locs took over 60 MB. A false duplicate needs two locs of one file with the
+    same 64-bit hash: about one chance in 10^8 for 336,000 locs.
+    """
+
+    __slots__ = ("hashes", "lines", "mask", "used")
+
+    def __init__(self, slots: int = 1024) -> None:
+        self.hashes = array("q", bytes(8 * slots))
+        self.lines = array("i", bytes(4 * slots))
+        self.mask = slots - 1
+        self.used = 0
+
+    def first(self, loc: str, line: int) -> int | None:
+        """None the first time ``loc`` is seen (and ``line`` is kept); after
+        that, the line kept the first time."""
+        key = hash(loc) or 1  # 0 marks a free slot
+        hashes, mask = self.hashes, self.mask
+        slot = key & mask
+        while True:
+            found = hashes[slot]
+            if found == key:
+                return self.lines[slot]
+            if found == 0:
+                break
+            slot = (slot + 1) & mask
+        hashes[slot] = key
+        self.lines[slot] = min(line, _MAX_LINE)
+        self.used += 1
+        if self.used * 3 > (mask + 1) * 2:
+            self._grow()
+        return None
+
+    def _grow(self) -> None:
+        hashes, lines = self.hashes, self.lines
+        size = 2 * len(hashes)
+        self.hashes = array("q", bytes(8 * size))
+        self.lines = array("i", bytes(4 * size))
+        self.mask = mask = size - 1
+        new_hashes, new_lines = self.hashes, self.lines
+        for key, line in zip(hashes, lines, strict=True):
+            if key:
+                slot = key & mask
+                while new_hashes[slot]:
+                    slot = (slot + 1) & mask
+                new_hashes[slot] = key
+                new_lines[slot] = line
+
+
+def split_tag(tag: str) -> tuple[str | None, str]:
+    """An lxml tag, ``{namespace}local``, as (namespace or None, local name)."""
+    if tag[:1] == "{":
+        namespace, _, local = tag[1:].partition("}")
+        return namespace, local
+    return None, tag
+
+
+def element_text(element: Any) -> str:
+    """All the text in an element, its children's included."""
+    if len(element) == 0:
+        return element.text or ""
+    return "".join(element.itertext())
+
+
+@dataclass(slots=True)
+class Sink:
+    """Entries and entry-level problems of one reading of the document.
+
+    The XML readers (:mod:`.strict`, :mod:`.tolerant`) call :meth:`on_root` once,
+    then :meth:`on_block` for each entry element and :meth:`unknown` for anything
+    else under the root; a subclass per format says what namespace the root needs
+    and how a block becomes an :class:`Entry`.
+    """
+
+    kind: Kind
+    block: str
+    root_local: str
+    now: datetime
+    scope: Scope | None
+    # The sitemap's address, against which a relative loc is resolved for the URL
+    # its problems name.
+    base: str | None = None
+    namespace: str | None = None
+    # Problems the reader found in the next block before it was read (a repaired
+    # raw "&"): they are that block's entry's.
+    carried: list[Problem] = field(default_factory=list)
+    # Every entry, or, with a consumer, those not handed over yet.
+    entries: list[Entry] = field(default_factory=list)
+    consumer: Consumer | None = None
+    count: int = 0
+    problems: Problems = field(default_factory=Problems)
+    seen: SeenLocs = field(default_factory=SeenLocs)
+    blocks: int = 0
+    rooted: bool = False  # on_root was called
+    # Set by the tolerant reading while it reads a block that was never closed:
+    # such a block without a loc is counted in its "not closed" problem instead.
+    unclosed: bool = False
+    unclosed_without_loc: int = 0
+    checker: Checker = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.checker = Checker(self.now)
+
+    # -- what a format decides
+
+    def expected_namespace(self, namespace: str | None) -> str | None:
+        """The namespace the root must be in (None: any, or none); the format's."""
+        return None
+
+    def read_block(self, element: Any, offset: int) -> Entry | None:
+        """One entry element as an :class:`Entry` (None: a problem says why)."""
+        raise NotImplementedError(f"no block reader for {self.kind.value}")
+
+    def unknown(self, element: Any, offset: int) -> None:
+        """Something under the root that is not an entry; only sitemaps object."""
+
+    # -- root
+
+    def on_root(self, namespace: str | None, line: int | None) -> None:
+        self.rooted = True
+        self.namespace = namespace
+        expected = self.expected_namespace(namespace)
+        if expected is None:
+            return
+        if namespace is None:
+            self.problems.new(
+                "no-namespace",
+                f"<{self.root_local}> has no namespace; expected {expected}",
+                line,
+            )
+        elif namespace != expected:
+            self.problems.new(
+                "wrong-namespace",
+                f"<{self.root_local}> is in namespace {namespace}; expected {expected}",
+                line,
+            )
+
+    # -- blocks
+
+    def on_block(self, element: Any, offset: int) -> None:
+        self.count_block((element.sourceline or 0) + offset)
+        # What is wrong inside the element is found before its URL is read: held,
+        # then added naming the entry's URL (issue 17).
+        self.problems.hold()
+        carried, self.carried = self.carried, []
+        for problem in carried:
+            self.problems.add(problem)
+        entry = None
+        try:
+            entry = self.read_block(element, offset)
+        finally:
+            self.problems.release(None if entry is None else entry_url(entry.loc, self.base))
+        if entry is not None:
+            self.add(entry)
+
+    def count_block(self, line: int | None) -> None:
+        self.blocks += 1
+        limit = MAX_SITEMAPS_PER_INDEX if self.kind is Kind.INDEX else MAX_URLS_PER_FILE
+        if self.blocks == limit + 1:
+            code, what = (
+                ("too-many-sitemaps", "sitemaps")
+                if self.kind is Kind.INDEX
+                else ("too-many-urls", "URLs")
+            )
+            # Reported once, at the first one over; reading goes on, since the
+            # audit must still see them.
+            self.problems.new(code, f"more than {limit:,} {what} in one file", line)
+
+    def add(self, entry: Entry) -> None:
+        checked = self.checker.check(entry, pubdate=self.kind is Kind.RSS, base=self.base)
+        for problem in checked:
+            self.problems.add(problem)
+        loc_fault = any(problem.code in LOC_FAULTS for problem in checked)
+        url = entry_url(entry.loc, self.base)
+        if (
+            self.scope is not None
+            and not loc_fault
+            and not self.scope.allows(entry.loc, same_directory=self.kind is not Kind.INDEX)
+        ):
+            self.problems.new(
+                "out-of-scope",
+                f"{quote(entry.loc)} is outside what a sitemap at this URL may list"
+                " (same scheme and host, under its directory), unless robots.txt"
+                " submits it for that host",
+                entry.line,
+                url,
+            )
+        first = self.seen.first(entry.loc, entry.line or 0)
+        if first is not None:
+            self.problems.new(
+                "duplicate-loc",
+                f"{quote(entry.loc)} is listed again (first at line {first})",
+                entry.line,
+                url,
+            )
+        self.entries.append(entry)
+        self.count += 1
+        if self.consumer is not None and len(self.entries) >= ENTRY_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        """Hand the entries read so far to the consumer, if there is one."""
+        if self.consumer is None or not self.entries:
+            return
+        batch, self.entries = self.entries, []
+        try:
+            self.consumer(batch)
+        except Exception as exc:
+            raise ConsumerFailed from exc
+
+    def missing_loc(self, message: str, line: int | None) -> None:
+        """An entry element without its URL (``missing-loc``)."""
+        if self.unclosed:
+            self.unclosed_without_loc += 1
+        else:
+            self.problems.new("missing-loc", message, line)
+
+    def loc_value(self, raw: str, line: int | None, block_line: int | None) -> str | None:
+        """The URL of a ``<loc>`` (``<link>``) as written, stripped; None if empty."""
+        loc = raw.strip()
+        if not loc:
+            self.problems.new("empty-loc", f"empty <loc> in <{self.block}>", line or block_line)
+            return None
+        if loc != raw:
+            # xsd:anyURI collapses whitespace, so this is valid, but it is a
+            # template bug, and readers that do not strip get a wrong URL.
+            self.problems.new(
+                "whitespace-around-loc",
+                f"whitespace around the URL {quote(loc)}",
+                line,
+                entry_url(loc, self.base),
+            )
+        return loc
+
+
+@dataclass(slots=True)
+class Reading:
+    """One call of :func:`~crawler.sitemaps.parse.parse_sitemap`."""
+
+    now: datetime
+    scope: Scope | None
+    problems: Problems = field(default_factory=Problems)
+    base: str | None = None
+    kind: Kind = Kind.UNKNOWN
+    sink: Sink | None = None
+    complete: bool = True
+    encoding: str = "utf-8"
+    consumer: Consumer | None = None
+
+    def new_sink(self, sink_class: type[Sink], block: str, root_local: str) -> Sink:
+        """A sink for this reading's entries (handing them to its consumer, if any)."""
+        sink = sink_class(self.kind, block, root_local, self.now, self.scope, self.base)
+        sink.consumer = self.consumer
+        return sink
+
+    def not_a_sitemap(self, message: str) -> None:
+        self.kind = Kind.UNKNOWN
+        self.problems.new("not-a-sitemap", message)
+
+    def decode(self, part: bytes, line: int = 1) -> str:
+        """A part of the document (starting at ``line``) as text, in the encoding
+        found; bad bytes become U+FFFD, and the first part with any is reported."""
+        try:
+            return part.decode(self.encoding)
+        except UnicodeDecodeError as exc:
+            if not self.problems.has("encoding-error"):
+                self.problems.new(
+                    "encoding-error",
+                    f"bytes that are not {self.encoding}; replaced by U+FFFD",
+                    line + part.count(b"\n", 0, exc.start),
+                )
+            return part.decode(self.encoding, "replace")
+
+    def finish(self) -> None:
+        """Hand the last entries to the consumer."""
+        if self.sink is not None:
+            self.sink.flush()
+
+    def result(self, layers: int, size: int) -> ParsedSitemap:
+        entries: list[Entry] = []
+        namespace = None
+        count = 0
+        collectors = [self.problems]
+        if self.sink is not None:
+            entries = self.sink.entries
+            namespace = self.sink.namespace
+            count = self.sink.count
+            collectors.append(self.sink.problems)
+        # Document order; problems about the whole file (no line) first.
+        problems = sorted(
+            itertools.chain.from_iterable(collector.items for collector in collectors),
+            key=lambda problem: (problem.line is not None, problem.line or 0),
+        )
+        for collector in collectors:
+            problems.extend(collector.summaries())
+        return ParsedSitemap(
+            kind=self.kind,
+            entries=entries,
+            problems=problems,
+            namespace=namespace,
+            compressed_layers=layers,
+            size=size,
+            complete=self.complete,
+            entry_count=count,
+        )

@@ -1,0 +1,294 @@
+"""The strict reading: lxml's pull parser over a well-formed document.
+
+A strict parse comes first: fast, and exact when the file is well-formed. The
+document is parsed as a stream (``XMLPullParser``) fed 64 KiB at a time from views of
+the data, and each entry is cleared once read, so memory follows the entry being
+read, not a DOM of the file, nor a copy of it. lxml runs with
+``resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False``
+(:data:`SAFE_PARSER_OPTIONS`, for the tolerant reading and the ``<!DOCTYPE>`` check
+too) and a resolver that answers every request for an external resource with
+nothing (:func:`safe_parser`): nothing is ever expanded or fetched, and an XXE
+reference or a billion-laughs entity stays the literal text ``&name;``. At the first
+XML error the parse stops with :class:`Failed`, which says which entry blocks were
+read (:class:`Read`), and :mod:`.tolerant` reads the rest of the document: each
+entry is read once, so it can be handed over as soon as it is (``on_entries``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from lxml import etree
+
+from crawler.sitemaps.reading import Sink, split_tag
+
+# lxml settings for everything read here: no DTD, no entity expansion, no
+# network, libxml2's default size limits (huge_tree=False).
+SAFE_PARSER_OPTIONS: dict[str, Any] = {
+    "resolve_entities": False,
+    "no_network": True,
+    "load_dtd": False,
+    "dtd_validation": False,
+    "attribute_defaults": False,
+    "huge_tree": False,
+    "remove_comments": True,
+    "remove_pis": True,
+    "strip_cdata": True,
+    "collect_ids": False,
+}
+# lxml is fed this much at a time. libxml2's push parser buffers in proportion:
+# fed a MiB at a time it held about 12 MB more at its peak than fed 64 KiB at a
+# time, for no measurable gain in speed (50 MiB sitemap, bench/parse_memory.py).
+_FEED_STEP = 64 * 1024
+# Fed this much with nothing reported, the parser is taken to be stalled (see
+# _stalled): what it holds meanwhile stays under this, not the rest of the file.
+_STALL = 4 * 1024 * 1024
+# Blocks held inside another one, at most (see _Events).
+_MAX_NESTED = 1000
+
+
+class _Refuse(etree.Resolver):
+    """Every external resource (a DTD, an entity, a relative or file: URL) is
+    empty: with the options above libxml2 should ask for none, and would get
+    nothing if it did."""
+
+    # lxml calls resolve(url, public_id, context); lxml-stubs leave out the context.
+    def resolve(self, system_url: str, public_id: str, context: Any) -> Any:  # type: ignore[override]
+        return self.resolve_string("", context, base_url=None)
+
+
+def safe_parser(encoding: str | None = None) -> etree.XMLParser:
+    """An lxml parser with :data:`SAFE_PARSER_OPTIONS` and a resolver that refuses
+    everything; ``encoding`` overrides the document's own declaration."""
+    parser = etree.XMLParser(encoding=encoding, **SAFE_PARSER_OPTIONS)
+    parser.resolvers.add(_Refuse())
+    return parser
+
+
+_LXML_POSITION = re.compile(r",? line \d+, column \d+$")
+
+
+class Failed(Exception):
+    """The strict parse met an XML error: the tolerant reading takes over.
+
+    ``read_below`` and ``read_above`` say which blocks the strict reading has
+    already handed to the sink, by their order of appearance (see
+    :class:`Read`): the tolerant reading goes on with the same sink and skips
+    those, so that no entry is read twice, even once handed over.
+    """
+
+    def __init__(
+        self, message: str, line: int | None, read: Read | None = None, *, real: bool = True
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.read = read or Read()
+        # False when the strict reading stopped without finding an error (it
+        # stalled: see _stalled): the tolerant one goes on, with no xml-error.
+        self.real = real
+
+
+class Read:
+    """Which blocks a reading has handed over, by their number in the order their
+    start tags appear (counting only those the tolerant scan sees too: in the
+    root's prefix or in none): every number below ``below``, and those in
+    ``above`` (a block inside another ends, and is read, before it)."""
+
+    __slots__ = ("above", "below")
+
+    def __init__(self) -> None:
+        self.below = 0
+        self.above: set[int] = set()
+
+    def add(self, number: int) -> None:
+        if number != self.below:
+            self.above.add(number)
+            return
+        self.below += 1
+        while self.below in self.above:
+            self.above.discard(self.below)
+            self.below += 1
+
+    def __contains__(self, number: object) -> bool:
+        return isinstance(number, int) and (number < self.below or number in self.above)
+
+
+def lxml_failure(exc: Exception) -> tuple[str, int | None]:
+    """lxml's error message and line.
+
+    With resolve_entities=False the feed parser can raise a bare "no element
+    found" at line 0 for an undefined entity; the real error is then the last
+    one in its error log (which may also hold older, unrelated entries).
+    """
+    message = _LXML_POSITION.sub("", getattr(exc, "msg", None) or str(exc))
+    line = getattr(exc, "lineno", None) or None
+    if line is None:
+        errors = [
+            entry
+            for entry in getattr(exc, "error_log", None) or ()
+            if entry.level >= etree.ErrorLevels.ERROR
+        ]
+        if errors:
+            return errors[-1].message.strip(), errors[-1].line or None
+    return message, line
+
+
+def chunks(pieces: Sequence[bytes | memoryview]) -> Iterator[bytes]:
+    """The document, given as consecutive pieces (views of the data, not copies of
+    it), a feed step at a time."""
+    for piece in pieces:
+        view = memoryview(piece)
+        for start in range(0, len(view), _FEED_STEP):
+            yield bytes(view[start : start + _FEED_STEP])
+
+
+def read_strict(
+    sink: Sink,
+    pieces: Sequence[bytes | memoryview],
+    prefix: str,
+    local: str,
+    block: str,
+    line_offset: int,
+    stopped: bool,
+) -> None:
+    """Read a document into ``sink`` as a stream, one ``block`` element at a time.
+
+    ``pieces`` are the document's consecutive parts; ``prefix`` and ``local`` the
+    root's; ``line_offset`` is added to every line. Raises :class:`Failed` at the
+    first XML error, saying which blocks were read; when ``stopped`` (the data was
+    cut by our cap) the end of the data is not an error.
+    """
+    parser = etree.XMLPullParser(
+        events=("start", "end"), tag=[f"{{*}}{local}", f"{{*}}{block}"], **SAFE_PARSER_OPTIONS
+    )
+    parser.resolvers.add(_Refuse())
+    events = _Events(sink, block, prefix or None, line_offset)
+    quiet = 0  # bytes fed since the parser last reported anything
+    lines = 1  # the line the data fed so far ends on
+    try:
+        for chunk in chunks(pieces):
+            parser.feed(chunk)
+            lines += chunk.count(b"\n")
+            quiet = 0 if events.take(parser) else quiet + len(chunk)
+            if quiet > _STALL:
+                _stalled(parser, events, lines, line_offset)
+                return
+        if not stopped:
+            # close() raises on a document cut short. When we cut it (the
+            # byte cap), every entry that ended has been read already.
+            parser.close()
+            events.take(parser)
+    except etree.LxmlError as exc:
+        message, line = lxml_failure(exc)
+        raise Failed(message, None if line is None else line + line_offset, events.read) from None
+
+
+def _stalled(parser: Any, events: _Events, lines: int, line_offset: int) -> None:
+    """The parser has reported nothing for :data:`_STALL` bytes: it is most likely
+    waiting for a ";" after a raw "&" (libxml2's push parser reads no reference
+    before its ";" is in), holding all it is fed meanwhile. Stop feeding it, and
+    make it parse what it holds: its error is the document's, and the tolerant
+    reading goes on from there. If it finds nothing wrong but the end of what it
+    was fed (a legitimately long stretch without an entry), the tolerant reading
+    goes on all the same, with no ``xml-error``."""
+    try:
+        parser.close()
+    except etree.LxmlError as exc:
+        message, line = lxml_failure(exc)
+        if line is not None and line < lines:
+            raise Failed(message, line + line_offset, events.read) from None
+        raise Failed("", None, events.read, real=False) from None
+    events.take(parser)  # it was the end of the document after all
+
+
+class _Events:
+    """What the pull parser reports, handed to the sink; each entry freed once read.
+
+    A block inside another (a ``<url>`` in a ``<url>``: most often one whose
+    ``</url>`` is missing, so that every later one nests in it) is read with the
+    outermost one, when that ends, in document order: an outer block is never read
+    after the ones it holds. When it holds more than :data:`_MAX_NESTED`, the
+    strict reading stops there (it cannot hold them all) and the tolerant one reads
+    on from the outer block, which it sees as not closed.
+    """
+
+    def __init__(self, sink: Sink, block: str, prefix: str | None, offset: int) -> None:
+        self.sink = sink
+        self.block = block
+        self.prefix = prefix
+        self.offset = offset
+        self.root: Any = None
+        self.block_tags: set[str] = set()
+        self.started = 0  # blocks started, counted as Read counts them
+        self.depth = 0  # blocks open now
+        # The numbers of the outermost open block and of those it holds, in
+        # document order (None for a block the tolerant scan does not count).
+        self.numbers: list[int | None] = []
+        self.read = Read()
+
+    def is_block(self, tag: Any) -> bool:
+        if tag in self.block_tags:
+            return True
+        if not isinstance(tag, str) or split_tag(tag)[1] != self.block:
+            return False
+        self.block_tags.add(tag)
+        return True
+
+    def take(self, parser: Any) -> int:
+        """Handle the pending events; returns how many there were."""
+        sink, offset = self.sink, self.offset
+        count = 0
+        for action, element in parser.read_events():
+            count += 1
+            if action == "start":
+                if self.root is None:
+                    self.root = element
+                    sink.on_root(split_tag(element.tag)[0], (element.sourceline or 1) + offset)
+                elif self.is_block(element.tag):
+                    number = None
+                    if element.prefix in (self.prefix, None):
+                        number = self.started
+                        self.started += 1
+                    if self.depth == 0:
+                        self.numbers = []
+                    self.numbers.append(number)
+                    self.depth += 1
+                continue
+            root = self.root
+            if element is root:
+                for child in root:
+                    sink.unknown(child, offset)
+                continue
+            tag = element.tag
+            if not self.is_block(tag):
+                continue
+            self.depth -= 1
+            if self.depth > 0:
+                # Inside another block: read with it, when it ends.
+                if len(self.numbers) > _MAX_NESTED:
+                    raise Failed("", None, self.read, real=False)
+                continue
+            if len(self.numbers) == 1:
+                sink.on_block(element, offset)
+            else:
+                for held in element.iter(*self.block_tags):
+                    sink.on_block(held, offset)
+            for number in self.numbers:
+                if number is not None:
+                    self.read.add(number)
+            # Free what has been read: the entry's children, then everything
+            # before it under its parent (lxml's documented iterparse idiom).
+            element.clear()
+            parent = element.getparent()
+            if parent is not None:
+                if parent is root:
+                    # Usually just the previous entry; anything else is unknown.
+                    for previous in element.itersiblings(preceding=True):
+                        if previous.tag != tag:
+                            sink.unknown(previous, offset)
+                while element.getprevious() is not None:
+                    del parent[0]
+        return count
