@@ -17,13 +17,8 @@ import pytest
 import pytest_twisted
 from twisted.internet.defer import Deferred
 
-from crawler.audit.report import (
-    AuditReport,
-    build_report,
-    failures,
-    format_summary,
-    write_report,
-)
+from crawler.audit.report import AuditReport, build_report, write_report
+from crawler.audit.summary import failures, format_summary
 from tests.conftest import ROOT, MockServer, NetworkWatch, crawl_settings, run_crawl
 
 # path -> (class, reason fragment, found by the crawl)
