@@ -32,6 +32,10 @@ on a page whose robots directives say nofollow) is not followed. Then it gets th
 run's rule book applied to it (the frontier's, built from what the run recorded:
 :mod:`crawler.audit.explainrules`), then robots.txt as the run read it; a URL it saw gets
 the same judgement as ``rules``.
+
+It is one long module on purpose: one URL's whole story (its decisions, its
+path from the start URL, how pages refer to it, the rules) is told from one
+reading of the ledger.
 """
 
 from __future__ import annotations

@@ -36,6 +36,9 @@ from it and the crawl's ledger by :mod:`crawler.audit.report`.
 Settings: ``SITEMAP_AUDIT_STORE``, ``SITEMAP_AUDIT_LEDGER``, ``SITEMAP_AUDIT_SITEMAPS``,
 ``SITEMAP_AUDIT_MAX_DEPTH``, ``SITEMAP_AUDIT_MAX_BYTES``, and the page judge's.
 Stats: ``sitemap/audit/sitemaps``, ``sitemap/audit/listings``, ``sitemap/audit/fetched``.
+
+It is one long module on purpose: finding, reading and judging a site's sitemaps
+share the spider's state (what was asked, what is still to come).
 """
 
 from __future__ import annotations

@@ -10,6 +10,9 @@ process coordinates a distributed crawl (:mod:`crawler.distributed`).
 This module defines no Scrapy command on purpose: ``scrapy crawl site -a url=...``
 from the project root is Scrapy's own ``crawl`` command running the same spider,
 with any option given as its ``SITEMAP_*`` setting.
+
+It is one long module on purpose: about half of it declares the crawl's options,
+whose help and defaults come from settings/.
 """
 
 from __future__ import annotations

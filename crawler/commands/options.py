@@ -9,6 +9,9 @@ file holds any long option (``max-pages = 1000``, ``include = ["..."]``,
 ``[settings]`` for ``-s``), converted by the same argparse actions as the command
 line, which wins (:func:`load_config`); the Python API (:mod:`crawler.api`) goes
 through the same mapping with keyword arguments (:func:`apply_options`).
+
+It is one long module on purpose: the options every command shares and their one
+mapping onto settings, for the command line, ``--config`` and the Python API alike.
 """
 
 from __future__ import annotations

@@ -18,6 +18,9 @@ missing or malformed date and never raises (as Scrapy's ``rfc1123_to_epoch``).
 :func:`lastmod_datetime` is the strict check used for a value that is about to be
 written: the intersection of the W3C Datetime note (which requires a time zone on
 a time) and the XSD's ``xsd:date | xsd:dateTime`` (which requires seconds).
+
+It is one long module on purpose: the guards a date from the headers meets and
+those a date the page declares meets are one rule book, read together.
 """
 
 from __future__ import annotations

@@ -76,6 +76,10 @@ The published URL is the normalised one, with its query in the site's order.
 The dedup key of :func:`url_key` is a second, canonical form (w3lib's
 ``canonicalize_url``, which sorts the query and so merges ``?a=1&b=2`` with
 ``?b=2&a=1``); it is only ever compared, never published.
+
+It is one long module on purpose: every place that keys or publishes a URL calls
+it, and its rules (the URL standard's steps, session identifiers, stripped
+parameters) must change together.
 """
 
 from __future__ import annotations

@@ -38,6 +38,9 @@ Settings: ``SITEMAP_LISTED_TYPES``, ``SITEMAP_SOFT404_CONTENT``, ``SITEMAP_STRIP
 ``SITEMAP_STRIP_EXTRA``, ``USER_AGENT``, ``ROBOTSTXT_USER_AGENT``.
 Stats: ``sitemap/conditional/not_modified``, ``sitemap/ignored/scheme``,
 ``sitemap/warnings/canonical``, ``sitemap/too_large`` (pages over the size cap).
+
+It is one long module on purpose: every decision about a fetched response is
+made here and nowhere else, so that they are read, and changed, side by side.
 """
 
 from __future__ import annotations

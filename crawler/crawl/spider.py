@@ -47,6 +47,9 @@ Stats: ``sitemap/soft404/probes``, ``sitemap/soft404/probe_status``,
 shell), ``sitemap/render/failed`` (renders that failed: judged on the raw HTML),
 ``sitemap/render/unavailable`` (pages that wanted rendering, judged on the raw HTML
 for want of a browser).
+
+It is one long module on purpose: the spider's callbacks (pages, renders, the
+probe, sitemaps) each yield one item, and share the rooms it wires.
 """
 
 from __future__ import annotations

@@ -50,6 +50,9 @@ out), ``sitemap/render/aborted/<resource type|analytics>``,
 ``sitemap/render/blocked/other_host``, ``sitemap/render/blocked/robots``,
 ``sitemap/render/unsettled``, ``sitemap/render/script_errors``,
 ``sitemap/render/contexts``; scrapy-playwright's own ``playwright/...``.
+
+It is one long module on purpose: the handler, the routing, the per-crawl cache
+and the settling of a render share one page state.
 """
 
 from __future__ import annotations

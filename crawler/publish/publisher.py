@@ -49,6 +49,9 @@ published last time, byte for byte), ``sitemap/urls_written``,
 :data:`crawler.core.decisions.LEARNED`), ``sitemap/learned/parameters`` (path -> the
 parameters learned not to change its pages), ``sitemap/learned/calendars`` (the
 calendar sequences cut).
+
+It is one long module on purpose: closing the books, the refusals, writing the
+set and the reports happen in one order, with one failure path.
 """
 
 from __future__ import annotations
