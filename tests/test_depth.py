@@ -56,6 +56,7 @@ def test_a_depth_cap_is_lifted_by_a_shorter_path(tmp_path: Path) -> None:
     from crawler.core.urls import url_key
     from crawler.crawl.spider import SiteSpider
     from crawler.ledger.ledger import Ledger
+    from crawler.ledger.runstate import RunState
 
     project = project_settings(
         {
@@ -66,6 +67,9 @@ def test_a_depth_cap_is_lifted_by_a_shorter_path(tmp_path: Path) -> None:
     )
     crawler = get_crawler(SiteSpider, dict(project))
     spider = SiteSpider.from_crawler(crawler, url="http://h.test/")
+    # As Crawler.crawl does: the spider first, then the run state, the first extension.
+    crawler.spider = spider
+    RunState.from_crawler(crawler)
     crawler.stats.open_spider()
     deep = list(spider.discover("http://h.test/target.html", depth=4, referrer=None))
     assert [(r.decision, r.reason) for r in deep] == [("cap-reached", "max depth 3")]
