@@ -56,7 +56,7 @@ from crawler.core.decisions import LISTED  # noqa: E402
 from crawler.ledger.ledger import COLUMNS, Ledger  # noqa: E402
 from crawler.publish.publisher import SitemapOutput  # noqa: E402
 from crawler.publish.writer import CHILD_NAME_RE, SitemapSetWriter  # noqa: E402
-from crawler.sitemaps.entry import EntryRows  # noqa: E402
+from crawler.sitemaps.entryrows import EntryRows  # noqa: E402
 from crawler.sitemaps.limits import SITEMAP_NS  # noqa: E402
 from tests.xsd import XSD_DIR  # noqa: E402
 
