@@ -69,11 +69,12 @@ def test_a_hang_fails_one_test_and_the_suite_goes_on(tmp_path: Path) -> None:
     (tmp_path / "test_hanging.py").write_text(HANGING)
     run = subprocess.run(
         [
-            *(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"),
+            # -rN: no short summary, so each message is counted once however wide the terminal.
+            *(sys.executable, "-m", "pytest", "-q", "-rN", "-p", "no:cacheprovider"),
             *("--reactor=asyncio", "--rootdir", str(tmp_path), str(tmp_path)),
         ],
         cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "300"},
         capture_output=True,
         text=True,
         timeout=240,
