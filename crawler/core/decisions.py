@@ -76,33 +76,15 @@ FINAL_DECISIONS = (
 #: ``sitemap/excluded/<decision>``, set from the closed books.
 LEARNED = (IGNORED_PARAM, FACET, CALENDAR, SOFT_404)
 
-#: Decisions reached by fetching the URL (or by robots.txt and host rules): the audit
-#: trusts them. Caps, traps and exclusions are not judgements of the page.
-JUDGED = frozenset(
-    {
-        LISTED,
-        REDIRECT,
-        CANONICAL,
-        NOINDEX,
-        STATUS,
-        NON_HTML,
-        OTHER_SCHEME,
-        DUPLICATE,
-        INVALID,
-        ERROR,
-        TOO_LARGE,
-        ROBOTS,
-        OFF_HOST,
-        NON_PUBLIC,
-        SOFT_404,
-    }
-)
-
 #: Decisions by the crawl's rules about a URL it met and did not judge: its scope
 #: (--include/--exclude, the length of a loc), its caps, traps and learned query
 #: parameters. The audit reports a listed URL so decided as ``excluded``, never as an
 #: orphan, and does not fetch it (the user's rules said not to).
 RULED_OUT = frozenset({TOO_LONG, EXCLUDED, TRAP, CAP, IGNORED_PARAM, FACET, CALENDAR})
+
+#: Decisions reached by fetching the URL (or by robots.txt and host rules): the audit
+#: trusts them. Caps, traps and exclusions are not judgements of the page.
+JUDGED = frozenset(FINAL_DECISIONS) - RULED_OUT
 
 #: Decisions about a 200 page that a 304 can stand for: the next run asks such a
 #: page conditionally, and replays the decision when it is not modified.

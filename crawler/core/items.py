@@ -14,11 +14,8 @@ from typing import Any
 
 from scrapy import Request, Spider
 
-# How a URL was first found (the ledger's ``found_by``, issue #19): one of the start
-# URLs, a line of the --urls file, an entry of one of the site's sitemaps
-# (--seed-sitemaps), or, for all the rest, a page: its link, its redirect, canonical
-# or refresh target. ``found_from`` names the seed's source (the sitemap, the file);
-# a page's is the ``referrer``.
+# How a URL was first found (the ledger's ``found_by``): a seed (a start URL, a line of
+# --urls, a sitemap entry), or a page's link, redirect, canonical or refresh target.
 FOUND_START = "start"
 FOUND_URL_FILE = "url-file"
 FOUND_SITEMAP = "sitemap"
@@ -47,76 +44,52 @@ class UrlRecord:
     status: int | None = None
     depth: int | None = None
     referrer: str | None = None
-    # How it was first found (FOUND_*), and the seed's source (set by the frontier on
-    # the ``queued`` record; the ledger keeps them when the final decision comes).
+    # How it was first found (FOUND_*) and the seed's source: set on the ``queued`` record.
     found_by: str | None = None
     found_from: str | None = None
-    # The rule of the frontier's rule book that refused it (crawler.core.decisions.RULES;
-    # None for a URL the frontier queued).
-    rule: str | None = None
+    rule: str | None = None  # the rule book's rule that refused it (decisions.RULES)
     content_type: str | None = None
     last_modified: str | None = None
     date: str | None = None
-    # The dates the page declares (crawler.core.lastmod.Declared), in the order believed:
-    # the lastmod pipeline guards them and picks one.
+    # The dates the page declares (lastmod.Declared), in the order believed.
     page_dates: list[Any] = field(default_factory=list)
     title: str | None = None
     content_hash: str | None = None
     etag: str | None = None
     main_hash: str | None = None
-    # The main content's hash whatever its order (crawler.page.content.bag_hash): what
-    # crawler.crawl.params learns from besides main_hash; not kept in the ledger.
-    bag_hash: str | None = None
+    bag_hash: str | None = None  # main_hash whatever the order (page.content); not kept
     links: list[str] = field(default_factory=list)
-    # What the page refers to on its site without the crawl following it, as
-    # "KIND URL" (KIND: nofollow, image, stylesheet, script; URL normalised): kept
-    # for explain (issue 24).
+    # What it refers to without the crawl following it, as "KIND URL" (for explain).
     unfollowed: list[str] = field(default_factory=list)
-    # A listed page's rich data (issue #14), JSON-able: the hreflang alternates it
-    # declares ([code, URL]), its images, its complete videos (VideoFacts.to_json),
-    # its news publication (NewsFacts.to_json), and what was left out, in words.
+    # A listed page's rich data (issue #14), JSON-able; ``problems``: what was left out.
     alternates: list[list[str]] = field(default_factory=list)
     images: list[str] = field(default_factory=list)
     videos: list[dict[str, Any]] = field(default_factory=list)
     news: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
-    # Whether the page was rendered in a headless Chromium and why, or why not
-    # (crawler.fetch.rendering; None: its raw HTML showed no need).
-    render: str | None = None
-    # Set when a 304 replays the previous run's record: lastmod etc. are final.
-    replayed: bool = False
-    # Set when the URL was asked conditionally (and answered, or failed).
-    conditional: bool = False
-    # The dedup key (filled by the frontier when it keys the URL, else by the
-    # normalise pipeline) and, for a listed page, the published address (the judge).
-    key: str | None = None
-    loc: str | None = None
-    # Filled by the pipelines.
+    render: str | None = None  # rendered in Chromium and why, or why not (fetch.rendering)
+    replayed: bool = False  # a 304 replayed the previous run's record
+    conditional: bool = False  # asked conditionally
+    key: str | None = None  # the dedup key
+    loc: str | None = None  # a listed page's published address
+    # Filled by the pipelines: the lastmod, where it came from, every declaration's
+    # verdict (JSON), the change history (pipelines/history.py) and the rules' values.
     lastmod: str | None = None
     lastmod_source: str | None = None
-    # Which declaration gave a page-sourced lastmod ("JSON-LD WebPage dateModified"),
-    # and every declaration with what became of it (JSON: [label, value, verdict]).
     lastmod_from: str | None = None
     page_verdicts: str | None = None
     changed_at: str | None = None
     first_seen: float | None = None
-    # The change history of a listed page (pipelines/history.py): the run that first
-    # listed it, the run that saw its lastmod move, and one flag a run ("1": changed).
     listed_at: str | None = None
     lastmod_moved_at: str | None = None
     history: str | None = None
-    # Its entry's section, changefreq and priority by the user's rules (pipelines/rules.py).
     section: str | None = None
     changefreq: str | None = None
     priority: str | None = None
     warnings: list[str] = field(default_factory=list)
-    # The robots directives the response gave that apply to us, where each came
-    # from: "noindex (meta robots), nofollow (X-Robots-Tag)" (None: none). Kept for
-    # `explain` (issue 17); the decision is made from them by the judge.
+    # The robots directives that apply to us, and where each came from (for explain).
     robots: str | None = None
-    # What the fetch cost (the HTML report's slowest and largest pages, issue #17):
-    # Scrapy's download latency in seconds, and the body's bytes (decompressed; a
-    # 304 keeps the size of the body it replays).
+    # What the fetch cost: download latency in seconds, and the decompressed body's bytes.
     elapsed: float | None = None
     size: int | None = None
 

@@ -1,4 +1,4 @@
-"""One ``<url>`` of a sitemap, as a read-only value, and many of them at once.
+"""One ``<url>`` of a sitemap, as a read-only value.
 
 Modelled on ultimate-sitemap-parser's slotted page objects: the entry checks
 itself once, when it is made, so the writer can render it without looking
@@ -10,34 +10,9 @@ An entry may carry Google's sitemap extensions: hreflang alternates
 :class:`Video` and :class:`News` objects. They are checked like the rest (limits
 from :mod:`crawler.sitemaps.limits`, the rules of Google's schemas in ``tests/xsd/``).
 
-Many entries at once, as the ledger's rows and checked batches, are
+Many entries at once (the ledger's rows, checked batches) are
 :mod:`crawler.sitemaps.entryrows`; the extensions as the JSON the ledger keeps,
 :mod:`crawler.sitemaps.extras`.
-
-:class:`~crawler.sitemaps.entryrows.EntryBatch` holds consecutive entries as two lists
-(locs, lastmods) and
-checks them together: publishing a million URLs, a Python object and a few
-function calls per URL cost more than compressing the files at gzip level 6.
-:class:`EntryRows` turns database rows into either form; it is what
-:meth:`crawler.ledger.ledger.Ledger.listed_entries` returns. A row is ``(loc, lastmod)``
-or ``(loc, lastmod, extras)``, ``extras`` being ``None`` (a plain entry, which
-takes the batch path above) or the JSON text of the entry's extensions
-(:func:`extras_json` writes it, :func:`entry_extras` reads it: the one place
-that knows the format), for the few entries that have them, which are checked
-and rendered one by one.
-
-A row may also say where and how it is published (issue 15): the full row is
-``(loc, lastmod, extras, section, changefreq, priority)`` (:data:`ROW_COLUMNS`),
-and any prefix of two columns or more is a row too. ``section`` names the
-section of the set the entry is written in (:func:`check_section`; ``None``:
-the default section, whose files are named as before sections existed); rows
-come ordered by section, the default section first, so that the ledger streams
-them in one query (``ORDER BY section, loc``) and the writer starts a section's
-files when the section changes. ``changefreq`` and ``priority`` are the row's
-own (``"daily"``, ``"0.8"``), checked as a :class:`SitemapEntry`'s are (a bad
-one refuses the set, naming the loc), or ``None`` for the set-wide values
-:class:`EntryRows` is given. A batch whose rows all have ``None`` in the three
-optional columns is checked and rendered as plain rows always were.
 """
 
 from __future__ import annotations
@@ -71,80 +46,55 @@ __all__ = [
     "check_loc",
 ]
 
-# Whitespace (every character str.isspace() knows, NBSP included) and controls
-# (C0, DEL, C1) are never part of a URL, and a safe_url_string() result has
-# none. Most controls, lone surrogates and U+FFFE/U+FFFF cannot appear in an
-# XML 1.0 document at all, and readers strip leading and trailing whitespace
-# from <loc> (Scrapy's Sitemap does): rejecting them here is what lets the
+# Whitespace (NBSP included) and controls are never part of a URL, XML 1.0 cannot
+# hold most of them, and readers strip them around <loc>: refusing them lets the
 # writer escape only &, < and > and have the URL read back unchanged.
 _FORBIDDEN_IN_LOC = re.compile(
     "[\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ud800-\udfff\ufffe\uffff]"
 )
-# Scheme, then an authority with a non-empty host (a name or an [IPv6]
-# literal), an optional userinfo and port. A regex rather than urlsplit(): on
-# Python 3.11 urlsplit() goes through an lru_cache that a crawl's unique URLs
-# only ever miss, and it was two thirds of the cost of making an entry.
+# Scheme, then an authority with a non-empty host and optional userinfo and port. Not
+# urlsplit(): its lru_cache, which unique URLs only miss, was 2/3 of an entry's cost.
 _ABSOLUTE_HTTP_URL = re.compile(
     r"https?://(?:[^/?#@]*@)?(?:\[[0-9a-f:.]+\]|[^/?#@:\[\]]+)(?::[0-9]+)?(?=[/?#]|$)",
     re.ASCII | re.IGNORECASE,
 )
 # A "%" must start a %XX escape (RFC 3986, 2.1).
 _BAD_PERCENT = re.compile(r"%(?![0-9a-f]{2})", re.ASCII | re.IGNORECASE)
-# The common case, checked in one fullmatch: what safe_url_string() makes of a
-# page's URL. A host of letters, digits, "." and "-", an optional port, then
-# printable ASCII without space, "#", "[", "]" or a "%" outside a %XX escape.
-# Everything it matches passes the full check (tests/test_writer.py holds it
-# to that); anything else, an IRI or a fragment say, gets the full check. It
-# halves the cost of a check, which publishing pays once per URL
-# (bench/write.py). Explicit ranges: re.IGNORECASE makes sre twice as slow.
-# Possessive quantifiers (*+, Python 3.11): no part can end in two places (each
-# class excludes what follows it), so none needs backtracking, and sre is a
-# third faster without keeping the means to.
+# The common case in one fullmatch (what safe_url_string() makes of a page's URL):
+# everything it matches passes the full check (tests/test_writer.py holds it to that),
+# and it halves the cost publishing pays per URL (bench/write.py). Explicit ranges:
+# re.IGNORECASE makes sre twice as slow; possessive quantifiers: no part can end in two
+# places, and sre is a third faster without keeping backtracking points.
 _PATH_CHAR = r"[\x21\x22\x24\x26-\x5a\x5c\x5e-\x7e]"
 _COMMON_LOC = re.compile(
     rf"https?://[A-Za-z0-9.-]++(?::[0-9]++)?+"
     rf"(?:/{_PATH_CHAR}*+(?:%[0-9A-Fa-f]{{2}}{_PATH_CHAR}*+)*+)?+"
 )
-# The lastmod forms crawler.core.lastmod writes (a date, or a UTC date-time without
-# a fraction): for these, datetime.fromisoformat() is all that is left of
-# lastmod_datetime()'s check (the range of each field; the zone is in range).
+# The lastmod forms crawler.core.lastmod writes: for these, datetime.fromisoformat()
+# is all that is left of lastmod_datetime()'s check.
 _COMMON_LASTMOD = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}(?:T[0-9]{2}:[0-9]{2}:[0-9]{2}\+00:00)?")
-# The same, for many values joined with "\n" (which neither lets through): one
-# fullmatch() for a batch, with no call per value.
-#: Many common locs (or lastmods), one a line: a batch checked at once
-#: (:class:`crawler.sitemaps.entryrows.EntryBatch`).
+#: Many common locs (or lastmods), one a line (which neither lets through): a batch
+#: checked in one fullmatch() (:class:`crawler.sitemaps.entryrows.EntryBatch`).
 COMMON_LOCS = re.compile(rf"(?:{_COMMON_LOC.pattern})(?:\n(?:{_COMMON_LOC.pattern}))*+")
 COMMON_LASTMODS = re.compile(rf"(?:{_COMMON_LASTMOD.pattern})(?:\n(?:{_COMMON_LASTMOD.pattern}))*")
 _PRIORITY_MIN = Decimal("0.0")
 _PRIORITY_MAX = Decimal("1.0")
-# What XML 1.0 cannot hold at all, even escaped (its production "Char"): C0
-# controls other than tab, LF and CR, lone surrogates (which UTF-8 cannot encode
-# either), U+FFFE and U+FFFF. A title with one would make the file unreadable.
+# What XML 1.0 cannot hold at all, even escaped (its production "Char").
 _NOT_XML_CHAR = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 # xhtml-link.xsd's hreflang: an ISO 639 language, an optional ISO 15924 script
 # and an optional ISO 3166-1 alpha-2 (or UN M.49) region, or "x-default".
 _HREFLANG = re.compile(
     r"x-default|[a-zA-Z]{2,3}(?:-[a-zA-Z]{4})?(?:-(?:[a-zA-Z]{2}|[0-9]{3}))?", re.ASCII
 )
-# sitemap-news.xsd's <news:language>: "an ISO 639 Language Code (either 2 or 3
-# letters) ... Exception: For Chinese, please use zh-cn for Simplified Chinese or
-# zh-tw for Traditional Chinese." Lowercase, as the schema's pattern has it.
+# sitemap-news.xsd's <news:language>: ISO 639, 2 or 3 letters, or zh-cn / zh-tw.
 _NEWS_LANGUAGE = re.compile(r"zh-cn|zh-tw|[a-z]{2,3}", re.ASCII)
 
 
 def check_loc(loc: str) -> None:
-    """Raise ``ValueError`` unless ``loc`` may be published as a ``<loc>``.
-
-    That is: an absolute ``http``/``https`` URL with a host, 12 to 2,047
-    characters (limits.py), without whitespace or control characters, and
-    without what makes ``xsd:anyURI`` (tLoc) fail in libxml2, the validator
-    behind lxml and xmllint: a "%" that starts no %XX escape, "[" or "]" outside
-    an IPv6 host, a second "#". Non-ASCII (an IRI) is allowed; the protocol
-    accepts RFC 3987 IRIs and the file is UTF-8. Characters such as "<" or "{"
-    are not URI characters either, but validators and search engines escape
-    them rather than fail; the crawler publishes safe_url_string() results,
-    which have none of these anyway.
-    """
+    """Raise ``ValueError`` unless ``loc`` may be published as a ``<loc>``: an absolute
+    http(s) URL with a host, 12 to 2,047 characters, without whitespace or controls,
+    nor what makes libxml2's ``xsd:anyURI`` fail (a "%" that starts no %XX escape, "["
+    or "]" outside an IPv6 host, a second "#"). An IRI (non-ASCII) is allowed."""
     if not isinstance(loc, str):
         raise ValueError(f"loc must be a str, not {type(loc).__name__}")
     if MIN_LOC_LENGTH <= len(loc) <= MAX_LOC_LENGTH and _COMMON_LOC.fullmatch(loc) is not None:
@@ -190,8 +140,7 @@ def _check_url(value: object, what: str) -> None:
 def _check_text(value: object, what: str, max_length: int | None = None) -> None:
     if not isinstance(value, str):
         raise ValueError(f"{what} must be a str, not {type(value).__name__}")
-    # Readers strip surrounding whitespace (ultimate-sitemap-parser, Scrapy): a
-    # blank title is a missing one.
+    # Readers strip surrounding whitespace: a blank title is a missing one.
     if not value.strip():
         raise ValueError(f"{what} must not be empty")
     if max_length is not None and len(value) > max_length:
@@ -319,10 +268,8 @@ class ChangeFreq(enum.Enum):
     NEVER = "never"
 
 
-# init=False: the __init__ below checks and converts the values first, then sets
-# each field once through its slot. The generated __init__ of a frozen dataclass
-# sets fields with object.__setattr__(), and __post_init__ would set the converted
-# ones again: that made an entry cost twice as much, paid once per published URL.
+# init=False: the __init__ below sets each field once through its slot; a frozen
+# dataclass's own (object.__setattr__, then __post_init__) made an entry cost twice.
 @dataclass(frozen=True, slots=True, init=False)
 class SitemapEntry:
     """A page as it is published in a sitemap.
@@ -371,8 +318,6 @@ class SitemapEntry:
         _set_lastmod(self, lastmod)
         _set_changefreq(self, changefreq)
         _set_priority(self, priority)
-        # Plain entries, nearly all of them, skip the checks below at the cost of
-        # one test.
         if alternates or images or videos or news is not None:
             alternates, images, videos = _checked_extensions(alternates, images, videos, news)
         else:  # empty lists, None
@@ -422,8 +367,7 @@ def _checked_extensions(
     videos: Iterable[Video],
     news: News | None,
 ) -> tuple[tuple[Alternate, ...], tuple[str, ...], tuple[Video, ...]]:
-    # The value objects checked themselves when they were made: what is left
-    # is that they are what they say, and the count of images.
+    # The value objects checked themselves: what is left is their types, and the images.
     alternates_tuple = _as_tuple(alternates, "alternates")
     for alternate in alternates_tuple:
         if not isinstance(alternate, Alternate):
@@ -444,8 +388,7 @@ def _checked_extensions(
     return alternates_tuple, images_tuple, videos_tuple
 
 
-# The slots' own setters: they store a value without going through the frozen
-# class's __setattr__ (which raises). Only SitemapEntry.__init__ uses them.
+# The slots' own setters, past the frozen class's __setattr__ (SitemapEntry.__init__).
 _set_loc = SitemapEntry.__dict__["loc"].__set__
 _set_lastmod = SitemapEntry.__dict__["lastmod"].__set__
 _set_changefreq = SitemapEntry.__dict__["changefreq"].__set__

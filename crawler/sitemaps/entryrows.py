@@ -1,27 +1,19 @@
 """Many sitemap entries at once: the ledger's rows, checked in batches, with sections.
 
-:class:`EntryBatch` holds consecutive entries as two lists (locs, lastmods) and
-checks them together: publishing a million URLs, a Python object and a few function
-calls per URL cost more than compressing the files at gzip level 6.
-:class:`EntryRows` turns database rows into either form; it is what
-:meth:`crawler.ledger.ledger.Ledger.listed_entries` returns. A row is ``(loc, lastmod)``
-or ``(loc, lastmod, extras)``, ``extras`` being ``None`` (a plain entry, which
-takes the batch path above) or the JSON text of the entry's extensions
-(:mod:`crawler.sitemaps.extras`), for the few entries that have them, which are checked and
-rendered one by one (:class:`crawler.sitemaps.entry.SitemapEntry`).
+:class:`EntryBatch` holds consecutive entries as two lists (locs, lastmods) and checks
+them together: publishing a million URLs, a Python object and a few calls per URL cost
+more than compressing the files at gzip level 6. :class:`EntryRows` turns database rows
+into either form (:meth:`crawler.ledger.ledger.Ledger.listed_entries` returns one).
 
-A row may also say where and how it is published (issue 15): the full row is
-``(loc, lastmod, extras, section, changefreq, priority)`` (:data:`ROW_COLUMNS`),
-and any prefix of two columns or more is a row too. ``section`` names the
-section of the set the entry is written in (:func:`check_section`; ``None``:
-the default section, whose files are named as before sections existed); rows
-come ordered by section, the default section first, so that the ledger streams
-them in one query (``ORDER BY section, loc``) and the writer starts a section's
-files when the section changes. ``changefreq`` and ``priority`` are the row's
-own (``"daily"``, ``"0.8"``), checked as a :class:`~crawler.sitemaps.entry.SitemapEntry`'s
-are (a bad one refuses the set, naming the loc), or ``None`` for the set-wide values
-:class:`EntryRows` is given. A batch whose rows all have ``None`` in the three
-optional columns is checked and rendered as plain rows always were.
+A row is ``(loc, lastmod, extras, section, changefreq, priority)`` (:data:`ROW_COLUMNS`)
+or any prefix of two columns or more. ``extras`` is ``None`` (a plain entry, which takes
+the batch path) or the JSON of the entry's extensions (:mod:`crawler.sitemaps.extras`),
+checked and rendered one by one. ``section`` names the section of the set the entry is
+written in (:func:`check_section`; ``None``: the default one); rows come ordered by
+section, the default first (``ORDER BY section, loc``), and the writer starts a
+section's files when it changes. ``changefreq`` and ``priority`` are the row's own
+(``"daily"``, ``"0.8"``; a bad one refuses the set, naming the loc), or ``None`` for
+the set-wide values :class:`EntryRows` is given.
 """
 
 from __future__ import annotations
@@ -45,10 +37,7 @@ from crawler.sitemaps.entry import (
     check_loc,
 )
 from crawler.sitemaps.extras import entry_extras
-from crawler.sitemaps.limits import (
-    MAX_LOC_LENGTH,
-    MIN_LOC_LENGTH,
-)
+from crawler.sitemaps.limits import MAX_LOC_LENGTH, MIN_LOC_LENGTH
 
 __all__ = [
     "EntryBatch",
@@ -132,31 +121,19 @@ def _row_priority(value: object, loc: object) -> Decimal:
 
 @dataclass(frozen=True, slots=True)
 class EntryBatch:
-    """Consecutive sitemap entries of one section, checked together: the same
-    rules, and the same ``ValueError`` for the first bad entry, as making a
-    :class:`SitemapEntry` of each in turn.
+    """Consecutive sitemap entries of one section, checked together: the same rules,
+    and the same ``ValueError`` for the first bad entry, as a :class:`SitemapEntry` of
+    each in turn. The common case is checked a list at a time (one regex match over
+    the values joined with ``"\n"``, ``datetime.fromisoformat`` through ``map()``);
+    a batch with anything else is checked entry by entry. ``utc``: every lastmod is a
+    date or a ``+00:00`` date-time without a fraction (the writer compares them as text).
 
-    The common case (what ``_COMMON_LOC`` and ``_COMMON_LASTMOD`` match) is
-    checked a list at a time: one regex match over the values joined with
-    ``"\n"``, and ``datetime.fromisoformat`` through ``map()``, with no Python
-    call per value. A batch with anything else (an IRI, a fragment, a zone other
-    than UTC, a bad value) is checked entry by entry. ``utc`` tells that every
-    lastmod is a date or a ``+00:00`` date-time without a fraction, which the
-    writer may then compare as text.
-
-    ``extras``, when given, holds each entry's extensions as JSON text
-    (:func:`entry_extras`) or ``None``. The entries that have some are made into
-    :class:`SitemapEntry` objects, checked, and kept in ``extended`` by their
-    position; a bad one raises ``ValueError`` as a bad loc does, naming the loc.
-
-    ``section``: the section the entries are written in (:func:`check_section`;
-    ``None``, the default section). ``changefreq`` and ``priority`` are every
-    entry's, unless ``row_changefreqs`` or ``row_priorities`` give an entry its
-    own (``None``: the batch's): checked as :class:`SitemapEntry` checks them (a
-    :class:`ChangeFreq` value, a number from 0.0 to 1.0 such as ``"0.8"``), a bad
-    one raising ``ValueError`` that names the loc. The values entries are written
-    with are then in ``changefreqs`` and ``priorities``, one per entry, or those
-    are ``None`` when no entry has its own (the batch's for all).
+    ``extras``: each entry's extensions as JSON text or ``None``; the entries that have
+    some are checked :class:`SitemapEntry` objects in ``extended``, by position.
+    ``changefreq`` and ``priority`` are every entry's unless ``row_changefreqs`` or
+    ``row_priorities`` give one its own (``None``: the batch's); the values written are
+    then in ``changefreqs`` and ``priorities``, one per entry (``None``: the batch's
+    for all). A bad value raises ``ValueError`` naming the loc.
     """
 
     locs: list[str]
@@ -254,11 +231,8 @@ class EntryBatch:
         # Row by row, in order, so that the first bad row raises, whatever is bad
         # in it: loc, lastmod, changefreq, priority, extras (as EntryRows' rows
         # are checked when iterated).
-        extras, row_changefreqs, row_priorities = (
-            self.extras,
-            self.row_changefreqs,
-            self.row_priorities,
-        )
+        extras, row_changefreqs = self.extras, self.row_changefreqs
+        row_priorities = self.row_priorities
         count = len(self.locs)
         changefreqs = None if row_changefreqs is None else [self.changefreq] * count
         priorities = None if row_priorities is None else [self.priority] * count
@@ -341,12 +315,7 @@ def _row_entry(
         raise ValueError(f"bad extras of {loc[:80]!r}: {exc}") from None
 
 
-#: A row of :class:`EntryRows`: ``(loc, lastmod, extras, section, changefreq,
-#: priority)``, or its first 2 to 5 columns (the others ``None``). ``extras``: the
-#: JSON text of :func:`extras_json`; ``section``: a name (:func:`check_section`),
-#: ``None`` for the default section; ``changefreq``: a :class:`ChangeFreq` value
-#: (``"daily"``); ``priority``: a decimal string (``"0.8"``). ``None`` anywhere
-#: but in ``loc``: none (``changefreq``, ``priority``: the set-wide value).
+#: A row of :class:`EntryRows` (see the module's docstring), or its first 2 to 5 columns.
 EntryRow = (
     tuple[str, str | None]
     | tuple[str, str | None, str | None]
@@ -363,20 +332,13 @@ _ROW_SHAPE = (
 
 
 class EntryRows:
-    """Sitemap entries from database rows (:data:`EntryRow`): ``(loc, lastmod,
-    extras, section, changefreq, priority)``, or the first 2 to 5 of those
-    columns; one pass, as the rows (a database cursor) allow.
+    """Sitemap entries from database rows (:data:`EntryRow`), in one pass (a cursor).
 
-    ``changefreq`` and ``priority`` are the set-wide values, for the rows whose
-    own are ``None`` (or that have no such column). Rows with a ``section`` must
-    come together, the default section's (``None``) first, each section's rows
-    in publishing order: ``ORDER BY section, loc`` in SQLite, where NULL sorts
-    first. (The writer refuses a section that comes back.)
-
-    Iterating gives one :class:`SitemapEntry` a row (a section is checked but not
-    kept: an entry does not know where it is written); :meth:`batches` gives
-    :class:`EntryBatch` objects, each of one section, which is how
-    :class:`crawler.publish.writer.SitemapSetWriter` reads them.
+    ``changefreq`` and ``priority`` are the set-wide values, for the rows whose own are
+    ``None``. Rows of a section come together, the default section's first (the writer
+    refuses a section that comes back). Iterating gives one :class:`SitemapEntry` a row
+    (the section checked, not kept); :meth:`batches` gives :class:`EntryBatch` objects
+    of one section each, as :class:`crawler.publish.writer.SitemapSetWriter` reads them.
     """
 
     def __init__(

@@ -1,22 +1,15 @@
 """The parser's entry point: :func:`parse_sitemap` finds the format and dispatches.
 
-Undo gzip (:mod:`.decompress`); find the encoding (a UTF-8 BOM is dropped, UTF-16
-and a declared encoding that Python knows transcoded to UTF-8, and reported: lxml
-never reads an encoding by a name it may spell otherwise; a label that cannot be
-right, or a codec of no text such as ``hex``, is reported and read as UTF-8); then
-the format,
-from the content, never from the URL: text that does not start with ``<`` goes to
-:mod:`.text`, XML to the reader its root names (``<urlset>``, ``<sitemapindex>``:
-:mod:`.urlset`; ``<rss>``, ``<rdf:RDF>``, ``<feed>``: :mod:`.feeds`), anything
-else, an HTML page above all, is ``not-a-sitemap``. XML is read by :mod:`.strict`,
-and, from its first error on, by :mod:`.tolerant` (each entry is read once, so it
-can be handed over as soon as it is: ``on_entries``).
-
-Before lxml sees a document, a ``<!DOCTYPE>`` is reported, checked and replaced
-(:mod:`.dtd`): lxml never reads the document's own DTD, whatever its settings.
-The document itself is never copied whole (but for a file in another encoding than
-UTF-8, transcoded, and a tolerant reading around a ``<!DOCTYPE>``): lxml is fed from
-views of it.
+Undo gzip (:mod:`.decompress`); find the encoding (a UTF-8 BOM is dropped; UTF-16 and
+a declared encoding Python knows are transcoded to UTF-8 and reported, so lxml never
+reads an encoding by a name it may spell otherwise; a label that cannot be right is
+reported and read as UTF-8); then the format, from the content, never from the URL:
+text that does not start with ``<`` goes to :mod:`.text`, XML to the reader its root
+names (:mod:`.urlset`, :mod:`.feeds`), anything else (an HTML page above all) is
+``not-a-sitemap``. XML is read by :mod:`.strict` and, from its first error on, by
+:mod:`.tolerant`. A ``<!DOCTYPE>`` is reported, checked and replaced first (:mod:`.dtd`).
+The document is never copied whole (but when transcoded, or for a tolerant reading
+around a ``<!DOCTYPE>``): lxml is fed from views of it.
 """
 
 from __future__ import annotations
@@ -84,33 +77,22 @@ def parse_sitemap(
 ) -> ParsedSitemap:
     """Read a sitemap, sitemap index, text list, RSS or Atom feed, gzipped or not.
 
-    ``data`` is the body as fetched; ``url``, when given, is where it came from,
-    for the protocol's location rule (``out-of-scope``: a sitemap lists only
-    URLs of its own scheme and host, under its own directory) and to resolve a
-    relative ``loc`` for the URL its problems name; ``base_url``, when given, is
-    that address without the location rule (the audit judges the location of what a
-    sitemap lists itself, in crawl space). Reading stops
-    after ``max_bytes`` decompressed bytes. ``now`` (default: the current time)
-    decides which lastmod is in the future.
+    ``url``, when given, is where ``data`` came from: for the protocol's location rule
+    (``out-of-scope``) and to resolve a relative ``loc`` for the URL its problems name;
+    ``base_url`` is that address without the location rule (the audit judges that
+    itself, in crawl space). Reading stops after ``max_bytes`` decompressed bytes.
+    ``now`` (default: the current time) decides which lastmod is in the future.
 
-    Every listed URL that could be read is an :class:`~.model.Entry`; every
-    fault is a :class:`~.model.Problem`, and :func:`~.checks.check_entry` runs
-    on every entry (for RSS the ``pubDate`` is checked as an RFC 822 date
-    instead). Never raises: an unexpected failure is a ``parser-error`` problem
-    (and is logged).
+    Every listed URL that could be read is an :class:`~.model.Entry`; every fault a
+    :class:`~.model.Problem` (:func:`~.checks.check_entry` runs on every entry). Never
+    raises: an unexpected failure is a logged ``parser-error`` problem.
 
-    ``on_entries``, when given, is called with the entries in document order, in
-    lists of up to 1,000, as they are read, and none is kept: the result's
-    ``entries`` is then empty and its ``entry_count`` says how many there were. So
-    memory follows a batch, not the file (but for 12 bytes a loc, to find duplicate
-    locs); the audit stores each batch. An exception raised by ``on_entries`` is
-    raised again here.
-
-    Without ``on_entries`` the call streams too: ``entries`` is a list of them all
-    when there are at most :data:`KEPT_ENTRIES`, and otherwise a
-    :class:`~.model.Rereading`, a sequence that reads them again from ``data`` each
-    time it is iterated (and holds on to ``data``), so that a dense 50 MiB file does
-    not cost a few hundred MB of entries (``bench/parse_memory.py``).
+    ``on_entries``, when given, is called with the entries in document order, in lists
+    of up to 1,000, as they are read, and none is kept (``entries`` is empty,
+    ``entry_count`` says how many): memory follows a batch, not the file. Its
+    exceptions are raised again here. Without it, ``entries`` is a list when there are
+    at most :data:`KEPT_ENTRIES`, else a :class:`~.model.Rereading` that reads them
+    again from ``data`` each time it is iterated (``bench/parse_memory.py``).
     """
     if on_entries is None:
         return _plain(data, url, base_url, max_bytes, aware(now))
@@ -148,8 +130,7 @@ def parse_sitemap(
 def _plain(
     data: bytes, url: str | None, base_url: str | None, max_bytes: int, now: datetime
 ) -> ParsedSitemap:
-    """A call without a consumer: the entries kept while they are few, read again
-    when they are many."""
+    """A call without a consumer: the entries kept while few, read again when many."""
     kept: list[Entry] = []
     many = False
 
@@ -175,10 +156,8 @@ def _plain(
 
 
 def _read(reading: Reading, body: bytes, stopped: bool) -> None:
-    """Find the format of a decompressed document and hand it to its reader.
-
-    The document is not copied: what is skipped at its start (a BOM, whitespace
-    before the XML declaration) is an offset, not a slice."""
+    """Find the format of a decompressed document and hand it to its reader (what is
+    skipped at its start is an offset, not a slice: no copy)."""
     doc, start = _to_utf8(reading, body)
     first = _NON_SPACE.search(doc, start)
     if first is None:
@@ -201,6 +180,11 @@ def _read(reading: Reading, body: bytes, stopped: bool) -> None:
     _read_xml(reading, doc, start, line_offset, stopped)
 
 
+def _relabelled(doc: bytes) -> bytes:
+    """*doc* with its XML declaration saying UTF-8."""
+    return _ENCODING_IN_DECLARATION.sub(rb"\1\2UTF-8\2", doc, count=1)
+
+
 def _to_utf8(reading: Reading, doc: bytes) -> tuple[bytes, int]:
     """Skip a UTF-8 BOM; transcode UTF-16; note a declared non-UTF-8 encoding.
     Returns the document and where it starts."""
@@ -216,7 +200,7 @@ def _to_utf8(reading: Reading, doc: bytes) -> tuple[bytes, int]:
     if utf16 is not None:
         reading.problems.new("not-utf8", "the file is UTF-16; the protocol requires UTF-8")
         text = doc.decode(utf16, "replace")
-        return _ENCODING_IN_DECLARATION.sub(rb"\1\2UTF-8\2", text.encode("utf-8"), count=1), 0
+        return _relabelled(text.encode("utf-8")), 0
     first = _NON_SPACE.search(doc, 0, 1024)
     declared = _XML_DECLARATION.match(doc, first.start()) if first is not None else None
     if declared is None:
@@ -234,25 +218,20 @@ def _to_utf8(reading: Reading, doc: bytes) -> tuple[bytes, int]:
         reading.problems.new(
             "not-utf8", f"declared encoding {name!r} is not a text encoding; read as UTF-8", 1
         )
-        return _ENCODING_IN_DECLARATION.sub(rb"\1\2UTF-8\2", doc, count=1), 0
+        return _relabelled(doc), 0
     if codec and not codec.startswith(("utf-16", "utf-32", "utf-8")):
         decoded = _decoded(reading, doc, codec, declared.end())
         if decoded is not None:
-            # EUC-KR, Shift_JIS, ISO-8859-1, windows-1252...: transcoded to UTF-8 here
-            # (a copy, for this rare case), so that lxml never has to know the
-            # encoding by Python's name ("euc_kr", "latin-1": it spells them
-            # otherwise, or knows them not).
+            # EUC-KR, Shift_JIS, windows-1252...: transcoded (a copy, for this rare
+            # case), so that lxml never has to know Python's name for the encoding.
             reading.problems.new(
                 "not-utf8", f"declared encoding {name!r}; the protocol requires UTF-8", 1
             )
-            return _ENCODING_IN_DECLARATION.sub(
-                rb"\1\2UTF-8\2", decoded.encode("utf-8", "replace"), count=1
-            ), 0
-    # Unknown, "UTF-16" on a file whose bytes are ASCII-compatible (no BOM, no NUL
-    # bytes), or an encoding the declaration itself cannot be in (EBCDIC's cp037): a
-    # wrong label. Read as UTF-8, and tell lxml so (a copy, for this rare case).
+            return _relabelled(decoded.encode("utf-8", "replace")), 0
+    # Unknown, "UTF-16" on ASCII-compatible bytes, or an encoding the declaration
+    # itself cannot be in (EBCDIC's cp037): a wrong label. Read as UTF-8.
     reading.problems.new("not-utf8", f"declared encoding {name!r} is wrong; read as UTF-8", 1)
-    return _ENCODING_IN_DECLARATION.sub(rb"\1\2UTF-8\2", doc, count=1), 0
+    return _relabelled(doc), 0
 
 
 def _decoded(reading: Reading, doc: bytes, codec: str, declaration_end: int) -> str | None:
@@ -300,9 +279,12 @@ def _doctype_end(doc: bytes, start: int) -> int:
     return len(doc)
 
 
-def _root_follows(doc: bytes, position: int) -> bool:
+def _past_misc(doc: bytes, position: int) -> int:
     skipped = _PROLOG_MISC.match(doc, position)
-    position = skipped.end() if skipped is not None else position
+    return position if skipped is None else skipped.end()
+
+
+def _is_element(doc: bytes, position: int) -> bool:
     return doc.startswith(b"<", position) and not doc.startswith((b"<?", b"<!"), position)
 
 
@@ -313,11 +295,10 @@ def _scan_prolog(doc: bytes, start: int) -> _Prolog:
     prolog = _Prolog()
     position = start
     while True:
-        skipped = _PROLOG_MISC.match(doc, position)
-        position = skipped.end() if skipped is not None else position
+        position = _past_misc(doc, position)
         if doc[position : position + 9].upper() == b"<!DOCTYPE":
             end = _doctype_end(doc, position)
-            if end == len(doc) or not _root_follows(doc, end):
+            if end == len(doc) or not _is_element(doc, _past_misc(doc, end)):
                 # A quote or bracket left open ran the declaration into the
                 # document: it ends where a sitemap's root starts (the
                 # declaration's own check reports what is wrong with it).
@@ -329,7 +310,7 @@ def _scan_prolog(doc: bytes, start: int) -> _Prolog:
             prolog.doctype_name = name.group(1).decode("ascii", "replace") if name else None
             position = end
             continue
-        if doc.startswith(b"<", position) and not doc.startswith((b"<?", b"<!"), position):
+        if _is_element(doc, position):
             name = _NAME.match(doc, position + 1)
             if name is not None:
                 prolog.root_position = position
@@ -393,8 +374,8 @@ def _read_xml(reading: Reading, doc: bytes, start: int, line_offset: int, stoppe
             # Around a <!DOCTYPE>: one copy, for the tolerant reading's scan.
             text, text_start = b"".join(pieces), 0
         root_at = prolog.root_position - start + text_start
-        Tolerant(
-            reading, sink, text, text_start, root_at, prefix, local, block, line_offset, general
-        ).run(stopped, failure.read)
+        Tolerant(reading, sink, text, text_start, root_at, prefix, line_offset, general).run(
+            stopped, failure.read
+        )
     if stopped:
         reading.complete = False

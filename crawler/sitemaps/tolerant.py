@@ -28,7 +28,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from lxml import etree
@@ -92,6 +92,7 @@ class _Block:
     closed: bool
 
 
+@dataclass
 class Tolerant:
     """Read a document that is not well-formed, one entry block at a time.
 
@@ -102,39 +103,26 @@ class Tolerant:
     ``reading``.
     """
 
-    def __init__(
-        self,
-        reading: Reading,
-        sink: Sink,
-        text: bytes,
-        start: int,
-        root_at: int,
-        prefix: str,
-        local: str,
-        block: str,
-        line_offset: int,
-        declared: list[str] | None = None,
-    ) -> None:
-        self.reading = reading
-        self.text = text
-        self.start = start
-        self.root_at = root_at
-        self.prefix = prefix
-        self.local = local
-        self.block = block
-        self.line_offset = line_offset
-        self.sink = sink
+    reading: Reading
+    sink: Sink
+    text: bytes
+    start: int
+    root_at: int
+    prefix: str
+    line_offset: int
+    # The entities the document's <!DOCTYPE> declares: each block is parsed after the
+    # same one-line declaration as the strict reading's (.dtd), so that a reference to
+    # one is read as its literal text, not repaired.
+    declared: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        prefix, local, block = self.prefix, self.sink.root_local, self.sink.block
+        self.local, self.block = local, block
         self.parser = safe_parser()
-        # The entities the document's <!DOCTYPE> declares: each block is parsed
-        # after the same one-line declaration as the strict reading's (.dtd), so
-        # that a reference to one is read as its literal text, not repaired.
-        declared = declared or []
-        self.prelude = (
-            "".join(f'<!ENTITY {name} "&#38;#38;{name};">' for name in declared) if declared else ""
-        )
+        self.prelude = "".join(f'<!ENTITY {name} "&#38;#38;{name};">' for name in self.declared)
         self.ampersand = _AMPERSAND
-        if declared:
-            names = "|".join(re.escape(name) for name in declared)
+        if self.declared:
+            names = "|".join(re.escape(name) for name in self.declared)
             self.ampersand = re.compile(
                 _AMPERSAND.pattern.replace("#x[0-9a-fA-F]+);", f"#x[0-9a-fA-F]+|{names});", 1),
                 re.DOTALL,
@@ -144,8 +132,7 @@ class Tolerant:
         self.block_qname = f"{prefix}:{block}" if prefix else block
         # Block tags in the root's prefix or in none (RSS 1.0 has <rdf:RDF>
         # around unprefixed <item>s).
-        prefixes = "|".join(re.escape(p) for p in {prefix, ""} if p)
-        prefix_pattern = f"(?:(?:{prefixes}):)?" if prefixes else ""
+        prefix_pattern = f"(?:{re.escape(prefix)}:)?" if prefix else ""
         self.tokens = re.compile(
             (
                 r"<!--.*?(?:-->|\Z)|<!\[CDATA\[.*?(?:\]\]>|\Z)"
@@ -156,7 +143,7 @@ class Tolerant:
         )
         self.root_close = re.compile(rf"</{re.escape(qualified)}\s*>".encode())
         self.wrapper_text = f"<{local}>"
-        self._line, self._position = 1, start
+        self._line, self._position = 1, self.start
         # Blocks never closed: how many, and the first lines (one problem at the end).
         self.unclosed = 0
         self.unclosed_lines: list[int] = []
