@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import itertools
+import threading
 import tracemalloc
 import zlib
 from collections import Counter
@@ -1020,6 +1021,20 @@ def test_plain_call_keeps_a_small_file_entries_and_rereads_a_large_one() -> None
     del first
     assert [e.loc for e in itertools.islice(result.entries, 3)] == [
         f"https://example.com/{i}" for i in range(3)
+    ]
+
+
+def test_a_rereading_left_half_way_holds_no_thread() -> None:
+    large = urlset(*[url(f"https://example.com/{i}") for i in range(KEPT_ENTRIES + 1)])
+    entries = parse(large).entries
+    before = threading.active_count()
+    reader = iter(entries)
+    assert next(reader).loc == "https://example.com/0"
+    # The parse waits inside the iterator, not in a thread of its own.
+    assert threading.active_count() == before
+    assert [e.loc for e in itertools.islice(reader, 2)] == [
+        "https://example.com/1",
+        "https://example.com/2",
     ]
 
 

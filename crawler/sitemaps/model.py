@@ -9,8 +9,6 @@ them: in order, at most :data:`MAX_PROBLEMS_PER_CODE` of each code, the rest cou
 from __future__ import annotations
 
 import itertools
-import queue
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
@@ -174,27 +172,16 @@ def quote(value: str) -> str:
     return repr(value)
 
 
-# The parse of a Rereading, for one iteration: it hands over batches of entries.
-Reread = Callable[[Callable[[list[Entry]], None]], object]
-
-
-class _Stop(Exception):
-    """Raised in a Rereading's parse when its reader has stopped reading."""
-
-
-_DONE = object()
-
-
 class Rereading(Sequence[Entry]):
     """The entries of a document, read again from its data whenever they are iterated
-    (``reread(consumer)`` parses it, handing the entries to *consumer* in batches), so
-    that none is held: what a plain :func:`~crawler.sitemaps.parse.parse_sitemap`
-    call returns for a file of many entries. ``len()`` is free; iterating costs a
-    parse (run in a thread, a batch or two ahead of the reader, stopped when the reader
-    stops); an index or a slice reads up to it. Equal to a list of the same entries.
+    (``reread()`` parses it, giving the entries in batches), so that none is held: what
+    a plain :func:`~crawler.sitemaps.parse.parse_sitemap` call returns for a file of
+    many entries. ``len()`` is free; iterating costs a parse, a batch at a time as the
+    reader reads (the parse is a generator: it stops where the reader stops); an index
+    or a slice reads up to it. Equal to a list of the same entries.
     """
 
-    def __init__(self, count: int, reread: Reread) -> None:
+    def __init__(self, count: int, reread: Callable[[], Iterator[list[Entry]]]) -> None:
         self._count = count
         self._reread = reread
 
@@ -202,43 +189,8 @@ class Rereading(Sequence[Entry]):
         return self._count
 
     def __iter__(self) -> Iterator[Entry]:
-        batches: queue.Queue[object] = queue.Queue(maxsize=2)
-        stopped = threading.Event()
-
-        def hand(batch: list[Entry]) -> None:
-            while not stopped.is_set():
-                try:
-                    batches.put(batch, timeout=0.5)
-                    return
-                except queue.Full:
-                    continue
-            raise _Stop
-
-        def run() -> None:
-            try:
-                self._reread(hand)
-            except _Stop:
-                pass
-            except BaseException as exc:  # handed to the reader, raised there
-                batches.put(exc)
-            batches.put(_DONE)
-
-        thread = threading.Thread(target=run, name="sitemap-rereading", daemon=True)
-        thread.start()
-        try:
-            while (item := batches.get()) is not _DONE:
-                if isinstance(item, BaseException):
-                    raise item
-                assert isinstance(item, list)
-                yield from item
-        finally:
-            stopped.set()
-            while thread.is_alive():  # let a blocked put through, to see the stop
-                try:
-                    batches.get(timeout=0.1)
-                except queue.Empty:
-                    continue
-            thread.join()
+        for batch in self._reread():
+            yield from batch
 
     @overload
     def __getitem__(self, index: int) -> Entry: ...

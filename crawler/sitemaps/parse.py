@@ -15,9 +15,10 @@ around a ``<!DOCTYPE>``): lxml is fed from views of it.
 from __future__ import annotations
 
 import codecs
+import itertools
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
@@ -28,7 +29,7 @@ from crawler.sitemaps.dtd import read_doctype
 from crawler.sitemaps.feeds import AtomSink, RssSink
 from crawler.sitemaps.limits import MAX_BYTES_PER_FILE
 from crawler.sitemaps.model import Entry, Kind, ParsedSitemap, Rereading
-from crawler.sitemaps.reading import ConsumerFailed, Reading, Sink
+from crawler.sitemaps.reading import ENTRY_BATCH, Reading, Sink
 from crawler.sitemaps.strict import Failed, read_strict
 from crawler.sitemaps.text import read_text
 from crawler.sitemaps.tolerant import Tolerant
@@ -94,14 +95,59 @@ def parse_sitemap(
     at most :data:`KEPT_ENTRIES`, else a :class:`~.model.Rereading` that reads them
     again from ``data`` each time it is iterated (``bench/parse_memory.py``).
     """
-    if on_entries is None:
-        return _plain(data, url, base_url, max_bytes, aware(now))
-    reading = Reading(
-        now=aware(now), scope=Scope.of(url), base=base_url or url, consumer=on_entries
-    )
-    body, layers = b"", 0
+    args = (data, url, base_url, max_bytes, aware(now))
+    if on_entries is not None:
+        return _handed(_parse(*args), on_entries)
+    # Without a consumer: the entries kept while few, read again when many.
+    kept: list[Entry] = []
+    read = 0
+
+    def keep(batch: list[Entry]) -> None:
+        nonlocal read
+        read += len(batch)
+        if read <= KEPT_ENTRIES:
+            kept.extend(batch)
+        else:
+            kept.clear()
+
+    result = _handed(_parse(*args), keep)
+    many = result.entry_count > KEPT_ENTRIES
+    result.entries = Rereading(result.entry_count, lambda: _parse(*args)) if many else kept
+    return result
+
+
+def _handed(
+    batches: Generator[list[Entry], None, ParsedSitemap], consumer: Callable[[list[Entry]], None]
+) -> ParsedSitemap:
+    """Hand each batch of a reading to *consumer*; the reading's result."""
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration as done:
+            result: ParsedSitemap = done.value
+            return result
+        consumer(batch)
+
+
+def _parse(
+    data: bytes, url: str | None, base_url: str | None, max_bytes: int, now: datetime
+) -> Generator[list[Entry], None, ParsedSitemap]:
+    """The entries, :data:`~.reading.ENTRY_BATCH` at a time (the last batch shorter) as
+    they are read; returns the result (its ``entries`` empty)."""
+    reading = Reading(now=now, scope=Scope.of(url), base=base_url or url)
+    for end in itertools.chain(_steps(reading, data, max_bytes, url), [True]):
+        entries = [] if reading.sink is None else reading.sink.entries
+        while len(entries) >= ENTRY_BATCH or (end and entries):
+            yield entries[:ENTRY_BATCH]
+            del entries[:ENTRY_BATCH]
+    return reading.result()
+
+
+def _steps(reading: Reading, data: bytes, max_bytes: int, url: str | None) -> Iterator[None]:
+    """The reading, a step at a time (see :mod:`.reading`)."""
     try:
-        body, layers, problems = decompress(data, max_bytes)
+        body, reading.layers, problems = decompress(data, max_bytes)
+        reading.size = len(body)
         for problem in problems:
             reading.problems.add(problem)
         stopped = any(
@@ -115,47 +161,14 @@ def parse_sitemap(
             )
         if stopped:
             reading.complete = False
-        _read(reading, body, stopped)
-        reading.finish()
-    except ConsumerFailed as exc:  # the caller's exception, not the document's fault
-        assert exc.__cause__ is not None
-        raise exc.__cause__ from None
+        yield from _read(reading, body, stopped)
     except Exception as exc:  # the contract is "a value, never an exception"
         logger.exception("sitemap parser failed on %s", url or "a document")
         reading.problems.new("parser-error", f"the parser failed: {type(exc).__name__}: {exc}")
         reading.complete = False
-    return reading.result(layers, len(body))
 
 
-def _plain(
-    data: bytes, url: str | None, base_url: str | None, max_bytes: int, now: datetime
-) -> ParsedSitemap:
-    """A call without a consumer: the entries kept while few, read again when many."""
-    kept: list[Entry] = []
-    many = False
-
-    def keep(batch: list[Entry]) -> None:
-        nonlocal many
-        if many:
-            return
-        kept.extend(batch)
-        if len(kept) > KEPT_ENTRIES:
-            many = True
-            kept.clear()
-
-    def reread(consumer: Callable[[list[Entry]], None]) -> object:
-        return parse_sitemap(
-            data, url=url, base_url=base_url, max_bytes=max_bytes, now=now, on_entries=consumer
-        )
-
-    result = parse_sitemap(
-        data, url=url, base_url=base_url, max_bytes=max_bytes, now=now, on_entries=keep
-    )
-    result.entries = Rereading(result.entry_count, reread) if many else kept
-    return result
-
-
-def _read(reading: Reading, body: bytes, stopped: bool) -> None:
+def _read(reading: Reading, body: bytes, stopped: bool) -> Iterator[None]:
     """Find the format of a decompressed document and hand it to its reader (what is
     skipped at its start is an offset, not a slice: no copy)."""
     doc, start = _to_utf8(reading, body)
@@ -164,7 +177,7 @@ def _read(reading: Reading, body: bytes, stopped: bool) -> None:
         reading.not_a_sitemap("empty file")
         return
     if doc[first.start() : first.start() + 1] != b"<":
-        read_text(reading, doc, stopped, start)
+        yield from read_text(reading, doc, stopped, start)
         return
     line_offset = 0
     if first.start() > start and doc.startswith(b"<?xml", first.start()):
@@ -177,7 +190,7 @@ def _read(reading: Reading, body: bytes, stopped: bool) -> None:
             1,
         )
         start = first.start()
-    _read_xml(reading, doc, start, line_offset, stopped)
+    yield from _read_xml(reading, doc, start, line_offset, stopped)
 
 
 def _relabelled(doc: bytes) -> bytes:
@@ -319,7 +332,9 @@ def _scan_prolog(doc: bytes, start: int) -> _Prolog:
         return prolog
 
 
-def _read_xml(reading: Reading, doc: bytes, start: int, line_offset: int, stopped: bool) -> None:
+def _read_xml(
+    reading: Reading, doc: bytes, start: int, line_offset: int, stopped: bool
+) -> Iterator[None]:
     """Read an XML document (``doc`` from ``start``): its root says the format; the
     strict reader reads its entries if it is well-formed, the tolerant one if not."""
     prolog = _scan_prolog(doc, start)
@@ -358,9 +373,9 @@ def _read_xml(reading: Reading, doc: bytes, start: int, line_offset: int, stoppe
         )
         return
     reading.kind, block, sink_class = _ROOTS[local]
-    sink = reading.sink = reading.new_sink(sink_class, block, local)
+    sink = reading.new_sink(sink_class, block, local)
     try:
-        read_strict(sink, pieces, prefix, local, block, line_offset, stopped)
+        yield from read_strict(sink, pieces, prefix, local, block, line_offset, stopped)
     except Failed as failure:
         if failure.real:
             reading.problems.new(
@@ -374,8 +389,7 @@ def _read_xml(reading: Reading, doc: bytes, start: int, line_offset: int, stoppe
             # Around a <!DOCTYPE>: one copy, for the tolerant reading's scan.
             text, text_start = b"".join(pieces), 0
         root_at = prolog.root_position - start + text_start
-        Tolerant(reading, sink, text, text_start, root_at, prefix, line_offset, general).run(
-            stopped, failure.read
-        )
+        tolerant = Tolerant(reading, sink, text, text_start, root_at, prefix, line_offset, general)
+        yield from tolerant.run(stopped, failure.read)
     if stopped:
         reading.complete = False

@@ -9,17 +9,16 @@ the location rule, duplicate locs, the namespace of the root. How an entry is re
 out of its element is the format's: :mod:`.urlset` and :mod:`.feeds` subclass
 :class:`Sink`; plain text (:mod:`.text`) adds its lines to a :class:`Sink` itself.
 
-With a consumer (``parse_sitemap(..., on_entries=...)``) the sink hands its entries
-over in batches of :data:`ENTRY_BATCH` as they are read and keeps none: what a
-reading holds is then a batch, the problems (capped per code) and, to find
-duplicate locs, :class:`SeenLocs`, 16 bytes a slot, not the locs themselves.
+The readers are generators that yield after each step (a chunk fed to lxml, a batch
+of blocks, a line), so that :mod:`.parse` can hand the sink's entries over in batches
+of :data:`ENTRY_BATCH` as they are read: what a reading holds is then a batch, the
+problems (capped per code) and, to find duplicate locs, :class:`SeenLocs`.
 """
 
 from __future__ import annotations
 
 import itertools
 from array import array
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
@@ -31,14 +30,8 @@ from crawler.sitemaps.model import Entry, Kind, ParsedSitemap, Problem, Problems
 #: Entries handed to a consumer at a time.
 ENTRY_BATCH: Final = 1000
 
-Consumer = Callable[[list[Entry]], None]
 # Lines are kept in 32 bits (a 50 MiB file has at most 52 million).
 _MAX_LINE: Final = 2**31 - 1
-
-
-class ConsumerFailed(Exception):
-    """The consumer of a reading's entries raised: its exception is the cause, and
-    parse_sitemap re-raises it (it is not the document's fault)."""
 
 
 class SeenLocs:
@@ -132,9 +125,8 @@ class Sink:
     # Problems the reader found in the next block before it was read (a repaired
     # raw "&"): they are that block's entry's.
     carried: list[Problem] = field(default_factory=list)
-    # Every entry, or, with a consumer, those not handed over yet.
+    # The entries not handed over yet.
     entries: list[Entry] = field(default_factory=list)
-    consumer: Consumer | None = None
     count: int = 0
     problems: Problems = field(default_factory=Problems)
     seen: SeenLocs = field(default_factory=SeenLocs)
@@ -243,18 +235,6 @@ class Sink:
             )
         self.entries.append(entry)
         self.count += 1
-        if self.consumer is not None and len(self.entries) >= ENTRY_BATCH:
-            self.flush()
-
-    def flush(self) -> None:
-        """Hand the entries read so far to the consumer, if there is one."""
-        if self.consumer is None or not self.entries:
-            return
-        batch, self.entries = self.entries, []
-        try:
-            self.consumer(batch)
-        except Exception as exc:
-            raise ConsumerFailed from exc
 
     def missing_loc(self, message: str, line: int | None) -> None:
         """An entry element without its URL (``missing-loc``)."""
@@ -293,13 +273,12 @@ class Reading:
     sink: Sink | None = None
     complete: bool = True
     encoding: str = "utf-8"
-    consumer: Consumer | None = None
+    layers: int = 0  # gzip layers removed
+    size: int = 0  # decompressed bytes
 
     def new_sink(self, sink_class: type[Sink], block: str, root_local: str) -> Sink:
-        """A sink for this reading's entries (handing them to its consumer, if any)."""
-        sink = sink_class(self.kind, block, root_local, self.now, self.scope, self.base)
-        sink.consumer = self.consumer
-        return sink
+        self.sink = sink_class(self.kind, block, root_local, self.now, self.scope, self.base)
+        return self.sink
 
     def not_a_sitemap(self, message: str) -> None:
         self.kind = Kind.UNKNOWN
@@ -319,12 +298,7 @@ class Reading:
                 )
             return part.decode(self.encoding, "replace")
 
-    def finish(self) -> None:
-        """Hand the last entries to the consumer."""
-        if self.sink is not None:
-            self.sink.flush()
-
-    def result(self, layers: int, size: int) -> ParsedSitemap:
+    def result(self) -> ParsedSitemap:
         entries: list[Entry] = []
         namespace = None
         count = 0
@@ -346,8 +320,8 @@ class Reading:
             entries=entries,
             problems=problems,
             namespace=namespace,
-            compressed_layers=layers,
-            size=size,
+            compressed_layers=self.layers,
+            size=self.size,
             complete=self.complete,
             entry_count=count,
         )

@@ -153,8 +153,9 @@ def read_strict(
     block: str,
     line_offset: int,
     stopped: bool,
-) -> None:
-    """Read a document into ``sink`` as a stream, one ``block`` element at a time.
+) -> Iterator[None]:
+    """Read a document into ``sink`` as a stream, one ``block`` element at a time,
+    yielding after each chunk fed.
 
     ``pieces`` are the document's consecutive parts; ``prefix`` and ``local`` the
     root's; ``line_offset`` is added to every line. Raises :class:`Failed` at the
@@ -176,6 +177,7 @@ def read_strict(
             if quiet > _STALL:
                 _stalled(parser, events, lines, line_offset)
                 return
+            yield
         if not stopped:
             # close() raises on a document cut short. When we cut it (the
             # byte cap), every entry that ended has been read already.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Iterator
 
 from crawler.sitemaps.model import Entry, Kind, quote
 from crawler.sitemaps.reading import Reading, Sink
@@ -23,9 +24,9 @@ _HTTP_TEXT = re.compile(r"https?://", re.IGNORECASE)
 _TEXT_LINE = re.compile(rb"[^\S\n]*(\S[^\n]*)")
 
 
-def read_text(reading: Reading, doc: bytes, stopped: bool, start: int = 0) -> None:
+def read_text(reading: Reading, doc: bytes, stopped: bool, start: int = 0) -> Iterator[None]:
     """Read ``doc`` from ``start`` as a list of URLs into ``reading`` (or find it is
-    none)."""
+    none), yielding after each line."""
     if b"\0" in doc[start : start + 4096]:
         reading.not_a_sitemap("binary data, not XML or a list of URLs")
         return
@@ -39,7 +40,7 @@ def read_text(reading: Reading, doc: bytes, stopped: bool, start: int = 0) -> No
         return
     reading.kind = Kind.TEXT
     # Lines are not elements: a plain Sink, fed through add().
-    sink = reading.sink = reading.new_sink(Sink, "line", "text")
+    sink = reading.new_sink(Sink, "line", "text")
     position, line = start, 1
     # A file cut by the byte cap ends in part of a URL: not an entry.
     cut_at = len(doc) if stopped and not doc.endswith(b"\n") else None
@@ -57,3 +58,4 @@ def read_text(reading: Reading, doc: bytes, stopped: bool, start: int = 0) -> No
             continue
         sink.count_block(line)
         sink.add(Entry(loc=value, lastmod=None, changefreq=None, priority=None, line=line))
+        yield

@@ -154,10 +154,10 @@ class Tolerant:
         self._position = position
         return self._line + self.line_offset
 
-    def run(self, stopped: bool, read: Read | None = None) -> None:
+    def run(self, stopped: bool, read: Read | None = None) -> Iterator[None]:
         """Read every block into the sink, a batch at a time as the scan finds
-        them, but those the strict reading has read (``read``); report a document
-        cut short."""
+        them (yielding after each), but those the strict reading has read
+        (``read``); report a document cut short."""
         self._line, self._position = 1, self.start
         wrapper, body_start = self.wrapper()
         self.wrapper_text = wrapper
@@ -176,12 +176,14 @@ class Tolerant:
                     last = None
                 if batch:
                     self.read_batch(batch)
+                    yield
                     batch = []
                 continue
             if last is not None:
                 batch.append(self.count_unclosed(last))
                 if len(batch) == _BATCH:
                     self.read_batch(batch)
+                    yield
                     batch = []
             last = block
         truncated_line = None
