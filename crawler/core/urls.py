@@ -1,85 +1,54 @@
 """THE URL normalisation of the project, and the dedup key built on it.
 
-Every URL that the crawler follows, records or publishes goes through
-:func:`normalize_url` once, so there is exactly one answer to "which URL is
-this?". The rules follow RFC 3986 section 6.2.2 (syntax-based normalisation)
-and the URL living standard where browsers and RFC 3986 differ, plus the
-parameter stripping that the user can switch off. Scrapy's maintainers prefer
-"more duplicate requests" over merging two URLs that a server may treat
-differently, so nothing else is changed.
+Every URL the crawler follows, records or publishes goes through :func:`normalize_url`
+once, so there is one answer to "which URL is this?". The rules are RFC 3986's
+syntax-based normalisation (6.2.2) and the URL standard where browsers differ from it,
+plus parameter stripping the user can switch off; nothing else is changed (Scrapy's
+maintainers prefer duplicate requests to merging URLs a server may tell apart).
 
-:func:`normalize_url` takes an *absolute* URL (the caller has joined it with its
-base already) and returns a pure-ASCII URI, or ``None`` when the URL cannot be
-parsed or must not be crawled:
+:func:`normalize_url` takes an *absolute* URL (already joined with its base) and returns
+a pure-ASCII URI, or ``None`` when it cannot be parsed or must not be crawled:
 
-1.  Leading and trailing C0 controls and spaces are stripped and ASCII tabs and
-    newlines removed, as the URL standard (and so every browser) does. A lone
-    surrogate becomes U+FFFD, as in a browser's USVString conversion.
-2.  Only ``http`` and ``https`` are accepted (``mailto:``, ``javascript:``,
-    ``ftp:``, ``file:``, ``data:``, ... give ``None``), and the scheme must be
-    followed by ``//`` and a non-empty host.
-3.  ``\\`` before the query is read as ``/``, as the URL standard (and Scrapy's
-    own ``safe_url_string``, which every ``Request`` URL goes through) does for
-    http(s): no client can send a raw ``\\`` in a path, and all of them send
-    ``/``. In the query a ``\\`` is percent-encoded like any other unsafe
-    character.
-4.  A URL with userinfo (``user:pass@``, even an empty one) gives ``None``: a
-    crawler must not publish credentials.
-5.  The scheme and host are lowercased. A non-ASCII (or percent-encoded) host
-    is mapped with UTS #46 (non-transitional, as browsers do) and converted to
-    punycode with the ``idna`` package (IDNA 2008), or with the stdlib's IDNA
-    2003 codec when ``idna`` is not installed. A host that cannot be encoded,
-    or whose ASCII form is not a sequence of 1-63 character labels of
-    ``[a-z0-9_-]`` separated by dots (at most 253 characters) gives ``None``.
-    A trailing dot is kept: ``example.com.`` is a different origin. IPv6
-    literals must be valid (no zone id, no IPvFuture) and are only lowercased.
-6.  The port must be decimal and at most 65535 (``:99999`` or ``:abc`` gives
-    ``None``); it is written without leading zeros, and the default port
-    (http 80, https 443) and an empty port (``host:``) are removed.
-7.  Percent-encoding is normalised in the path and the query: hex digits are
-    uppercased; an encoded unreserved character (``A-Z a-z 0-9 - . _ ~``) is
-    decoded; an encoded reserved character stays encoded (``%2F`` is not
-    ``/``, ``%3F`` is not ``?``); a ``%`` not followed by two hex digits
-    becomes ``%25``; every character that is not allowed in a URI component
-    (controls, space, ``"``, ``<``, ``>``, the backtick, ``{``, ``}``, ``|``,
-    ``\\``, ``^``, ``[``, ``]``, non-ASCII) is percent-encoded. Characters
-    that RFC 3986 allows (such as ``'``, ``!``, ``$``, ``+``, ``:``, ``@``)
-    are kept as they are, so the output is not longer than needed. Non-ASCII
-    characters are encoded as UTF-8 in the path and with the page's
-    ``encoding`` in the query, as browsers do; a character that the page
-    encoding cannot represent becomes ``&#NNNN;``, percent-encoded (the URL
-    standard's rule), and a page encoding that is unknown or not
-    ASCII-compatible (UTF-16, UTF-32, EBCDIC) falls back to UTF-8 (browsers do
-    this for UTF-16).
+1.  Leading and trailing C0 controls and spaces are stripped, ASCII tabs and newlines
+    removed (the URL standard); a lone surrogate becomes U+FFFD.
+2.  Only ``http`` and ``https``, followed by ``//`` and a non-empty host.
+3.  ``\\`` before the query is read as ``/``, as the URL standard and Scrapy's
+    ``safe_url_string`` do for http(s); in the query it is percent-encoded.
+4.  A URL with userinfo (``user:pass@``, even empty) gives ``None``: a crawler must
+    not publish credentials.
+5.  The scheme and host are lowercased. A non-ASCII (or percent-encoded) host is
+    mapped with UTS #46 (non-transitional, as browsers do) and converted to punycode
+    (``idna``, IDNA 2008; the stdlib's IDNA 2003 codec without it). A host that cannot
+    be encoded, or whose ASCII form is not dot-separated labels of 1-63 characters of
+    ``[a-z0-9_-]`` (253 at most) gives ``None``. A trailing dot is kept (another
+    origin). IPv6 literals must be valid (no zone id, no IPvFuture); only lowercased.
+6.  The port must be decimal and at most 65535; it is written without leading zeros,
+    and a default (http 80, https 443) or empty port is removed.
+7.  Percent-encoding in the path and query: hex digits uppercased; an encoded
+    unreserved character (``A-Z a-z 0-9 - . _ ~``) decoded; an encoded reserved one
+    kept (``%2F`` is not ``/``); a ``%`` without two hex digits becomes ``%25``; every
+    character not allowed in the component (controls, space, ``"<>`{}|\\^[]``,
+    non-ASCII) encoded, and nothing else (``'!$+:@`` stay). Non-ASCII is UTF-8 in the
+    path and the page's ``encoding`` in the query, as browsers do (a character it
+    cannot represent becomes ``&#NNNN;``, encoded; an unknown or ASCII-incompatible
+    encoding falls back to UTF-8).
 8.  With ``strip_params`` (the default), session-identifier matrix parameters
     (``;jsessionid=...``, any spelling :func:`is_session_param` knows) on the last
-    path segment are removed (case-insensitively).
-9.  Dot segments are removed (RFC 3986 section 5.2.4, ``..`` above the root
-    stays at the root); duplicate slashes are kept, since servers may route
-    ``//a`` and ``/a`` differently. An empty path becomes ``/``.
+    path segment are removed.
+9.  Dot segments are removed (RFC 3986 5.2.4; ``..`` above the root stays at the
+    root); duplicate slashes are kept. An empty path becomes ``/``.
 10. The fragment is dropped: it never reaches the server.
-11. The query keeps its order and its blank values (``?a=&b``). With
-    ``strip_params``, every parameter whose name, compared case-insensitively,
-    is in :data:`TRACKING_PARAMS`, starts with ``utm_``, is a session identifier
-    in any spelling (:func:`is_session_param`: ``ASPSESSIONIDQQGGQGPG``,
-    ``sessionid``, ``session_id``, ``sessid``, ...) or is in ``extra_strip`` is
-    removed (``strip_params=False`` removes nothing, not
-    even ``extra_strip``). If the query ends up empty, or was empty to begin
-    with (``http://example.com/?``), the ``?`` goes too.
+11. The query keeps its order and blank values. With ``strip_params``, a parameter
+    whose name (case-insensitively) is in :data:`TRACKING_PARAMS`, starts with
+    ``utm_``, is a session identifier (:func:`is_session_param`) or is in
+    ``extra_strip`` is removed. An empty query loses its ``?``.
 
-Nothing else is touched: no trailing-slash changes, no lowercasing of the path,
-no ``index.html`` or ``www.`` removal, no sorting of the query. The function is
-idempotent: ``normalize_url(normalize_url(u)) == normalize_url(u)`` whenever
-the inner call is not ``None``.
+Nothing else is touched (no trailing-slash change, no path lowercasing, no
+``index.html`` or ``www.`` removal, no query sorting), and the function is idempotent.
+The dedup key (:func:`url_key`) is a second form, compared and never published.
 
-The published URL is the normalised one, with its query in the site's order.
-The dedup key of :func:`url_key` is a second, canonical form (w3lib's
-``canonicalize_url``, which sorts the query and so merges ``?a=1&b=2`` with
-``?b=2&a=1``); it is only ever compared, never published.
-
-It is one long module on purpose: every place that keys or publishes a URL calls
-it, and its rules (the URL standard's steps, session identifiers, stripped
-parameters) must change together.
+One long module on purpose: every place that keys or publishes a URL calls it, and its
+rules must change together.
 """
 
 from __future__ import annotations

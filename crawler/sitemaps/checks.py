@@ -1,11 +1,13 @@
 """The protocol's checks on one entry, and the location rule for a whole file.
 
-``loc`` (an absolute http(s) URL of at most 2,047 characters), ``lastmod`` (a W3C
-datetime, not in the future), ``changefreq`` (one of seven values), ``priority``
-(0.0 to 1.0), RSS ``pubDate`` (an RFC 822 date), images and alternates (hreflang, media):
-:func:`check_entry` for one entry, :class:`Checker` for a whole file (each
-distinct value judged once). :class:`Scope` is the protocol's "Sitemap file
-location": the URLs a sitemap at a given URL may list.
+``loc``: an absolute http(s) URL (``relative-loc``, ``invalid-loc``), at most 2,047
+characters (``loc-too-long``), no whitespace (``whitespace-in-loc``); ``lastmod``: a W3C
+datetime (``invalid-lastmod``), with a zone if it has a time (``lastmod-no-timezone``),
+not more than a day ahead (``lastmod-future``); RSS ``pubDate``: an RFC 822 date;
+``changefreq``: one of seven values; ``priority``: 0.0 to 1.0; at most 1,000 images;
+hreflang and media alternates absolute http(s) URLs (``invalid-alternate``).
+:func:`check_entry` for one entry, :class:`Checker` for a whole file (each distinct
+value judged once). :class:`Scope` is the protocol's "Sitemap file location".
 """
 
 from __future__ import annotations
@@ -156,8 +158,8 @@ def aware(now: datetime | None) -> datetime:
 
 
 class Checker:
-    """check_entry() with memory: a file repeats a few lastmod, changefreq and
-    priority values thousands of times, so each distinct value is judged once."""
+    """check_entry() with memory: a file repeats a few values thousands of times, so
+    each distinct value is judged once."""
 
     _CACHE_SIZE = 4096
 
@@ -174,10 +176,8 @@ class Checker:
         value: str,
         judge: Callable[[str], tuple[str, str] | None],
     ) -> tuple[str, str] | None:
-        try:
+        if value in cache:
             return cache[value]
-        except KeyError:
-            pass
         if len(cache) >= self._CACHE_SIZE:
             cache.clear()  # a file of unique dates: memory stays bounded
         fault = cache[value] = judge(value)
@@ -238,19 +238,8 @@ class Checker:
 
 
 def check_entry(entry: Entry, *, now: datetime, base: str | None = None) -> list[Problem]:
-    """The protocol's checks on one entry; problems carry ``entry.line``, and its
-    URL (resolved against the sitemap's address *base* when relative: :func:`entry_url`).
-
-    ``loc``: an absolute http(s) URL (``relative-loc``, ``invalid-loc``), at most
-    2,047 characters (``loc-too-long``), no whitespace (``whitespace-in-loc``);
-    ``lastmod``: a W3C datetime (``invalid-lastmod``), with a time zone if it has
-    a time (``lastmod-no-timezone``), not more than a day after ``now``
-    (``lastmod-future``); ``changefreq``: one of the seven values
-    (``invalid-changefreq``); ``priority``: a decimal from 0.0 to 1.0
-    (``invalid-priority``); at most 1,000 images (``too-many-images``); each
-    hreflang or media alternate an absolute http(s) URL (``invalid-alternate``). A naive
-    ``now`` is taken as UTC. Never raises.
-    """
+    """The protocol's checks on one entry (see the module's docstring; a naive ``now``
+    is UTC); problems carry ``entry.line`` and its URL (:func:`entry_url`). Never raises."""
     return Checker(now).check(entry, base=base)
 
 

@@ -1,11 +1,9 @@
 """Undo gzip, safely: found by its magic bytes, at most two layers, a bomb stopped.
 
-gzip is recognised by its magic bytes (never by a file name or a header), up to
-two layers (a ``.xml.gz`` served again with ``Content-Encoding: gzip``), and
-inflated in bounded steps (``zlib.decompressobj`` with ``max_length``), so a gzip
-bomb stops at ``max_bytes`` having allocated about that much. A corrupt, cut-off or
-padded stream is a :class:`~crawler.sitemaps.model.Problem`, never an
-exception.
+gzip is recognised by its magic bytes (never a file name or header), up to two layers
+(a ``.xml.gz`` served again with ``Content-Encoding: gzip``), and inflated in bounded
+steps (``zlib.decompressobj`` with ``max_length``), so a bomb stops at ``max_bytes``. A
+corrupt, cut-off or padded stream is a :class:`~crawler.sitemaps.model.Problem`.
 """
 
 from __future__ import annotations
@@ -23,15 +21,12 @@ __all__ = ["decompress"]
 _GZIP_MAGIC = b"\x1f\x8b"
 # 16 + MAX_WBITS: a gzip header and trailer, nothing else (not raw zlib).
 _GZIP_WBITS = 16 + zlib.MAX_WBITS
-# Inflate at most this much per call: the unit of memory a bomb can cost us
-# beyond max_bytes.
+# Inflate at most this much per call: what a bomb can cost beyond max_bytes.
 _INFLATE_STEP = 64 * 1024
 _MAX_GZIP_LAYERS = 2
-# Deflate cannot do better than about 1032:1 (zeros). Real sitemaps, even very
-# repetitive ones, stay far below: measured at gzip -9, 60,000 pretty-printed
-# <url>s with one lastmod, changefreq and priority 58:1, the same compact 47:1,
-# 20 hreflang alternates a URL 32:1. A stream that reaches the cap at over 200:1
-# is a bomb; either way reading stops, only the code differs.
+# Deflate does at most about 1032:1; real sitemaps stay far below (measured at gzip
+# -9: 58:1 for 60,000 repetitive <url>s). Over 200:1 at the cap is a bomb (reading
+# stops either way; only the code differs).
 _BOMB_RATIO = 200
 
 
@@ -40,9 +35,9 @@ class _GzipState:
     """What one gzip layer saw; filled in while its generator runs."""
 
     consumed: int = 0
-    error: str | None = None
-    trailing: bool = False
-    finished: bool = False
+    error: str | None = None  # corrupt
+    trailing: bool = False  # bytes after the last member that are no gzip member
+    finished: bool = False  # the last member was complete
 
 
 def _slices(data: bytes) -> Iterator[memoryview]:
@@ -52,12 +47,8 @@ def _slices(data: bytes) -> Iterator[memoryview]:
 
 
 def _gunzip(source: Iterable[bytes | memoryview], state: _GzipState) -> Iterator[bytes]:
-    """Inflate a gzip stream (any number of members) in steps of _INFLATE_STEP.
-
-    Never raises: a corrupt stream sets ``state.error``, bytes after the last
-    member that are not a gzip member set ``state.trailing``, and
-    ``state.finished`` says whether the last member was complete.
-    """
+    """Inflate a gzip stream (any number of members) in steps of _INFLATE_STEP. Never
+    raises: see :class:`_GzipState` for what went wrong."""
     inflater = zlib.decompressobj(_GZIP_WBITS)
     in_member = True  # inside a member that has produced or consumed something
     first_member = True
@@ -120,16 +111,10 @@ def _gzip_problems(state: _GzipState, layer: str, stopped: bool) -> list[Problem
 
 
 def decompress(data: bytes, max_bytes: int) -> tuple[bytes, int, list[Problem]]:
-    """Undo gzip, found by its magic bytes (not a file name), up to two layers.
-
-    Returns the document (at most ``max_bytes`` bytes), how many gzip layers
-    were removed, and the problems: ``too-large`` when there was more than
-    ``max_bytes`` (or ``gzip-bomb`` when that much came out of a stream that
-    inflates by over 200:1), ``double-gzip``, ``too-many-gzip-layers``,
-    ``gzip-error``, ``gzip-truncated``, ``gzip-trailing-data``. Data that is
-    not gzip is returned as it is, capped the same way. Never raises, and never
-    holds much more than ``max_bytes`` of output: each inflate step is bounded.
-    """
+    """The document (at most ``max_bytes``, gzip or not), how many gzip layers were
+    removed, and the problems: ``too-large`` (or ``gzip-bomb`` over 200:1),
+    ``double-gzip``, ``too-many-gzip-layers``, ``gzip-error``, ``gzip-truncated``,
+    ``gzip-trailing-data``. Never raises, nor holds much more than ``max_bytes``."""
     problems: list[Problem] = []
     if not data.startswith(_GZIP_MAGIC):
         if len(data) > max_bytes:

@@ -1,24 +1,13 @@
 """The ``<!DOCTYPE>``: reported, checked, and never loaded or expanded.
 
-A sitemap has no use for a DTD, and a DTD is how XXE (an external entity that reads a
-local file or an internal URL) and billion-laughs (entities that expand
-exponentially) attacks work. So lxml never reads the document's own DTD:
-
-* :func:`read_doctype` reports it (``dtd``, with the external DTD it names) and
-  each entity it declares (``entity-declaration``: "declares an external entity
-  'x' (SYSTEM 'file:///etc/passwd'): not loaded", or an internal entity and its
-  value, not expanded), at the declaration's line;
-* the declaration is checked on its own, as a document of nothing but itself, by
-  lxml with entities, DTD loading and the network off and a resolver that refuses
-  every external resource (:func:`~.strict.safe_parser`): a malformed internal
-  subset is an ``xml-error`` at its line, and nothing it names is read;
-* the document that lxml then parses has, in place of the declaration, one written
-  here (:attr:`Doctype.replacement`, the same number of lines): the same general
-  entity names, each an internal entity whose text is its own reference. A
-  reference ``&xxe;`` is then read as the literal text ``&xxe;`` (lxml keeps it as
-  an entity node, never substituted), exactly as the tolerant reading repairs an
-  undefined one, without any ``xml-error``: the document is well-formed, and the
-  declaration's problem has said what the entity is.
+A sitemap has no use for a DTD, and a DTD is how XXE and billion-laughs attacks work,
+so lxml never reads the document's own. :func:`read_doctype` reports it (``dtd``) and
+each entity it declares (``entity-declaration``, external or internal, with its value),
+checks it alone with a safe parser (:func:`~.strict.safe_parser`; malformed:
+``xml-error``), and writes the declaration lxml reads instead
+(:attr:`Doctype.replacement`, as many lines): the same general entity names, each an
+internal entity whose text is its own reference, so that ``&xxe;`` is read as the
+literal text ``&xxe;``, as the tolerant reading repairs an undefined one.
 """
 
 from __future__ import annotations
@@ -82,11 +71,8 @@ def _external(match: re.Match[bytes], encoding: str) -> str:
 def read_doctype(
     problems: Problems, declaration: bytes, line: int, root: str, encoding: str
 ) -> Doctype:
-    """Report ``declaration`` (the whole ``<!DOCTYPE ...>``, starting at ``line``)
-    and its entities into ``problems``, check it, and write its replacement.
-
-    ``root`` is the document's root element name, the replacement's name.
-    """
+    """Report ``declaration`` (the whole ``<!DOCTYPE ...>``, starting at ``line``) and
+    its entities into ``problems``, check it, and write its replacement (named ``root``)."""
     head = _DOCTYPE_HEAD.match(declaration)
     name = head.group("name").decode(encoding, "replace") if head else root
     external = _EXTERNAL_ID.match(declaration, head.end()) if head else None
@@ -104,8 +90,7 @@ def read_doctype(
     # declaration, and lines still count right.
     text = _COMMENT.sub(lambda m: re.sub(rb"[^\n]", b" ", m.group()), declaration)
     seen: set[str] = set()
-    # The line of each declaration, counted on from the one before (counting from
-    # the start each time made 80,000 declarations cost minutes).
+    # Lines counted on from the declaration before (from the start, 80,000 took minutes).
     at, counted = line, 0
     for found in _ENTITY.finditer(text):
         entity = found.group("name").decode(encoding, "replace")
@@ -156,5 +141,9 @@ def _replacement(root: str, general: list[str], newlines: int) -> bytes:
     the original's newlines; nothing at all when there are no entities."""
     if not general:
         return b"\n" * newlines
-    entities = "".join(f'<!ENTITY {name} "&#38;#38;{name};">' for name in general)
-    return f"<!DOCTYPE {root} [{entities}]>".encode() + b"\n" * newlines
+    return f"<!DOCTYPE {root} [{entities(general)}]>".encode() + b"\n" * newlines
+
+
+def entities(general: list[str]) -> str:
+    """Declarations of ``general`` entities, each one's text its own reference."""
+    return "".join(f'<!ENTITY {name} "&#38;#38;{name};">' for name in general)

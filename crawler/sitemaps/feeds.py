@@ -1,12 +1,10 @@
 """RSS and Atom feeds: one ``<item>`` or ``<entry>`` element as an entry.
 
-Google reads feeds as sitemaps: the URL of an RSS 2.0 (or 1.0) ``<item>`` is its
-``<link>`` and its date the ``pubDate`` (or ``dc:date``), an RFC 822 date checked
-as such; the URL of an Atom 1.0 (or 0.3) ``<entry>`` is its ``<link href>`` with
-``rel="alternate"`` (or no rel) and its date the ``<updated>`` (0.3:
-``<modified>``, or ``<issued>`` for an entry without one). Feeds have no changefreq
-or priority. The Atom root must be in the Atom namespace; RSS 2.0 has none, and RSS
-1.0 its own.
+Google reads feeds as sitemaps: an RSS 2.0 (or 1.0) ``<item>``'s URL is its ``<link>``,
+its date the ``pubDate`` (or ``dc:date``), an RFC 822 date; an Atom 1.0 (or 0.3)
+``<entry>``'s URL is its ``<link href>`` with ``rel="alternate"`` (or none), its date
+the ``<updated>`` (0.3: ``<modified>``, else ``<issued>``). No changefreq or priority.
+The Atom root must be in the Atom namespace.
 """
 
 from __future__ import annotations
@@ -20,8 +18,6 @@ from crawler.sitemaps.reading import Sink, element_text, split_tag
 ATOM_NS: Final = "http://www.w3.org/2005/Atom"
 # Atom 0.3 predates the RFC; Google still lists it among the feeds it reads.
 ATOM03_NS: Final = "http://purl.org/atom/ns#"
-# RSS 1.0 has a namespace of its own, which no check asks for (RSS 2.0 has none).
-RSS1_NS: Final = "http://purl.org/rss/1.0/"
 DC_NS: Final = "http://purl.org/dc/elements/1.1/"
 
 

@@ -1,9 +1,9 @@
 """The values the sitemap parser hands back, and the list that caps its problems.
 
-:class:`Kind` (what a file turned out to be), :class:`Problem` (one fault, with its
-stable code), :class:`Entry` (one listed URL, as the file wrote it) and
-:class:`ParsedSitemap` (all of it). :class:`Problems` is how every reader collects
-them: in order, at most :data:`MAX_PROBLEMS_PER_CODE` of each code, the rest counted.
+:class:`Kind`, :class:`Problem` (one fault, with its stable code), :class:`Entry` (one
+listed URL, as the file wrote it), :class:`ParsedSitemap` (all of it); every reader
+collects problems in :class:`Problems`: in order, at most
+:data:`MAX_PROBLEMS_PER_CODE` of each code, the rest counted.
 """
 
 from __future__ import annotations
@@ -16,11 +16,9 @@ from typing import Final, overload
 
 __all__ = ["MAX_PROBLEMS_PER_CODE", "Entry", "Kind", "ParsedSitemap", "Problem", "Rereading"]
 
-# A hostile file can hold millions of bad entries; past this many problems of
-# one code the rest are counted, not listed ("problems-suppressed").
+# Past this many problems of one code the rest are counted ("problems-suppressed").
 MAX_PROBLEMS_PER_CODE: Final = 1000
-# How much of a value a message quotes: a 10 MB <loc> must not become a 10 MB
-# message.
+# How much of a value a message quotes (a 10 MB <loc> is no 10 MB message).
 _QUOTE = 100
 
 
@@ -56,12 +54,9 @@ class Problem:
       ``duplicate-element``, ``duplicate-loc``, ``out-of-scope``, ``namespace-mismatch``,
       ``unescaped-ampersand``, ``undefined-entity``, ``not-a-url`` (text).
 
-    ``index-lists-index`` is the caller's to report: only it follows the index.
-
-    ``url`` is the URL of the entry a problem is about (issue 17): its ``loc`` as
-    written, resolved against the sitemap's address when it is relative; None for a
-    problem about the whole file, or about an entry without a URL (``missing-loc``,
-    ``empty-loc``).
+    (``index-lists-index`` is the caller's: only it follows the index.) ``url`` is the
+    URL of the entry a problem is about: its ``loc``, resolved against the sitemap's
+    address when relative; None for the whole file, or an entry without a URL.
     """
 
     code: str
@@ -74,14 +69,12 @@ class Problem:
 class Entry:
     """One listed URL (for an index, one listed sitemap), as the file wrote it.
 
-    ``loc`` has its surrounding whitespace stripped and its entities decoded
-    (``&amp;`` is ``&``); ``lastmod``, ``changefreq`` and ``priority`` are the raw
-    text, stripped, not checked (see :func:`crawler.sitemaps.checks.check_entry`);
-    for RSS ``lastmod`` is the ``pubDate`` and for Atom the ``<updated>``. ``line`` is
-    the line of the ``<loc>`` (of the text line, of the ``<link>``). ``alternates``
-    are the ``xhtml:link rel=alternate`` (hreflang, href) pairs; ``media_alternates``
-    the (media, href) pairs of those with a ``media`` query and no hreflang (Google's
-    annotation of a separate mobile URL).
+    ``loc`` is stripped, its entities decoded; ``lastmod`` (RSS: the ``pubDate``, Atom:
+    ``<updated>``), ``changefreq`` and ``priority`` are the raw text, stripped, not
+    checked (:func:`crawler.sitemaps.checks.check_entry`). ``line`` is the ``<loc>``'s.
+    ``alternates``: the ``xhtml:link rel=alternate`` (hreflang, href) pairs;
+    ``media_alternates``: the (media, href) pairs of those with a ``media`` query and
+    no hreflang (Google's annotation of a separate mobile URL).
     """
 
     loc: str
@@ -98,14 +91,11 @@ class Entry:
 class ParsedSitemap:
     """What :func:`crawler.sitemaps.parse.parse_sitemap` read.
 
-    ``size`` is the number of decompressed bytes read; ``complete`` is ``False``
-    when reading stopped before the end of the data (the byte cap, a broken or
-    cut-off gzip stream, a document that ends mid-entry or before its root is
-    closed). ``entry_count`` is how many entries were read: ``len(entries)``, or,
-    when they were handed to a consumer as they were read (``on_entries``) and
-    ``entries`` is empty, how many it was given. ``entries`` is a list, or, for a
-    file of many entries, a :class:`Rereading` of the data (a sequence that reads
-    them again each time it is iterated, and holds none).
+    ``size``: decompressed bytes read; ``complete`` is ``False`` when reading stopped
+    before the end of the data (the byte cap, a broken gzip stream, a document that
+    ends mid-entry or before its root is closed). ``entry_count``: how many entries
+    were read (``entries`` is empty when they were handed to ``on_entries``).
+    ``entries`` is a list, or for a file of many, a :class:`Rereading` of the data.
     """
 
     kind: Kind
@@ -124,7 +114,7 @@ class Problems:
     def __init__(self) -> None:
         self.items: list[Problem] = []
         self.counts: dict[str, int] = {}
-        # The problems found while one entry is read, before its URL is known.
+        # The problems of the entry being read, before its URL is known.
         self.held: list[Problem] | None = None
 
     def add(self, problem: Problem) -> None:
@@ -140,8 +130,7 @@ class Problems:
         self.add(Problem(code, message, line, url))
 
     def hold(self) -> None:
-        """Keep the problems found from now on, until :meth:`release`: those of one
-        entry's element, read before its URL is."""
+        """Keep the problems found from now on, until :meth:`release`."""
         self.held = []
 
     def release(self, url: str | None) -> None:

@@ -1,18 +1,16 @@
 """One reading of a document: what it collects, whatever the format.
 
 :class:`Reading` is the state of one :func:`~crawler.sitemaps.parse.parse_sitemap`
-call: the file-level problems, the format found, the encoding, whether the data was
-read to its end, and the :class:`Sink` of entries. :class:`Sink` takes each entry
-as a format's reader finds it and applies what holds for every format: the count
-caps (50,000 URLs, 50,000 sitemaps), :class:`~crawler.sitemaps.checks.Checker`,
-the location rule, duplicate locs, the namespace of the root. How an entry is read
-out of its element is the format's: :mod:`.urlset` and :mod:`.feeds` subclass
-:class:`Sink`; plain text (:mod:`.text`) adds its lines to a :class:`Sink` itself.
+call (file-level problems, format, encoding, whether the data was read to its end);
+its :class:`Sink` takes each entry as a format's reader finds it and applies what
+holds for every format: the count caps, :class:`~crawler.sitemaps.checks.Checker`,
+the location rule, duplicate locs, the root's namespace. :mod:`.urlset` and
+:mod:`.feeds` subclass :class:`Sink`; :mod:`.text` adds its lines to one itself.
 
 The readers are generators that yield after each step (a chunk fed to lxml, a batch
-of blocks, a line), so that :mod:`.parse` can hand the sink's entries over in batches
-of :data:`ENTRY_BATCH` as they are read: what a reading holds is then a batch, the
-problems (capped per code) and, to find duplicate locs, :class:`SeenLocs`.
+of blocks, a line), so that :mod:`.parse` hands the sink's entries over in batches of
+:data:`ENTRY_BATCH` as they are read: a reading holds a batch, the problems (capped
+per code) and, to find duplicate locs, :class:`SeenLocs`.
 """
 
 from __future__ import annotations
@@ -35,14 +33,11 @@ _MAX_LINE: Final = 2**31 - 1
 
 
 class SeenLocs:
-    """The locs a file has listed, with the line of each one's first listing.
-
-    An open-addressing table of 64-bit hashes (Python's ``hash`` of the loc) and lines
-    in two arrays, at most two thirds full: 12 bytes a slot, about 6 MB for the
-    336,000 entries of a dense 50 MiB file (9 MB while it doubles), where a dict of
-    the locs took over 60 MB. A false duplicate needs two locs of one file with the
-    same 64-bit hash: about one chance in 10^8 for 336,000 locs.
-    """
+    """The locs a file has listed, with the line of each one's first listing: an
+    open-addressing table of 64-bit hashes and lines in two arrays, at most two thirds
+    full (about 6 MB for the 336,000 entries of a dense 50 MiB file, where a dict of the
+    locs took 60 MB). A false duplicate needs two locs with one 64-bit hash: about one
+    chance in 10^8 for 336,000 locs."""
 
     __slots__ = ("hashes", "lines", "mask", "used")
 
@@ -105,25 +100,19 @@ def element_text(element: Any) -> str:
 
 @dataclass(slots=True)
 class Sink:
-    """Entries and entry-level problems of one reading of the document.
-
-    The XML readers (:mod:`.strict`, :mod:`.tolerant`) call :meth:`on_root` once,
-    then :meth:`on_block` for each entry element and :meth:`unknown` for anything
-    else under the root; a subclass per format says what namespace the root needs
-    and how a block becomes an :class:`Entry`.
-    """
+    """Entries and entry-level problems of one reading of the document. The XML
+    readers call :meth:`on_root` once, then :meth:`on_block` for each entry element and
+    :meth:`unknown` for anything else under the root; a subclass per format says what
+    namespace the root needs and how a block becomes an :class:`Entry`."""
 
     kind: Kind
     block: str
     root_local: str
     now: datetime
     scope: Scope | None
-    # The sitemap's address, against which a relative loc is resolved for the URL
-    # its problems name.
-    base: str | None = None
+    base: str | None = None  # the sitemap's address, to resolve a relative loc
     namespace: str | None = None
-    # Problems the reader found in the next block before it was read (a repaired
-    # raw "&"): they are that block's entry's.
+    # Problems found in the next block before it was read (a repaired raw "&").
     carried: list[Problem] = field(default_factory=list)
     # The entries not handed over yet.
     entries: list[Entry] = field(default_factory=list)
@@ -132,8 +121,7 @@ class Sink:
     seen: SeenLocs = field(default_factory=SeenLocs)
     blocks: int = 0
     rooted: bool = False  # on_root was called
-    # Set by the tolerant reading while it reads a block that was never closed:
-    # such a block without a loc is counted in its "not closed" problem instead.
+    # While the tolerant reading reads an unclosed block (no loc: counted, not reported).
     unclosed: bool = False
     unclosed_without_loc: int = 0
     checker: Checker = field(init=False)
@@ -179,8 +167,7 @@ class Sink:
 
     def on_block(self, element: Any, offset: int) -> None:
         self.count_block((element.sourceline or 0) + offset)
-        # What is wrong inside the element is found before its URL is read: held,
-        # then added naming the entry's URL (issue 17).
+        # Problems inside the element are held until its URL is read, to name it.
         self.problems.hold()
         carried, self.carried = self.carried, []
         for problem in carried:
@@ -202,8 +189,7 @@ class Sink:
                 if self.kind is Kind.INDEX
                 else ("too-many-urls", "URLs")
             )
-            # Reported once, at the first one over; reading goes on, since the
-            # audit must still see them.
+            # Once, at the first one over; reading goes on: the audit must see them.
             self.problems.new(code, f"more than {limit:,} {what} in one file", line)
 
     def add(self, entry: Entry) -> None:
@@ -250,8 +236,7 @@ class Sink:
             self.problems.new("empty-loc", f"empty <loc> in <{self.block}>", line or block_line)
             return None
         if loc != raw:
-            # xsd:anyURI collapses whitespace, so this is valid, but it is a
-            # template bug, and readers that do not strip get a wrong URL.
+            # Valid xsd:anyURI, but a template bug: readers that do not strip misread it.
             self.problems.new(
                 "whitespace-around-loc",
                 f"whitespace around the URL {quote(loc)}",
@@ -299,15 +284,8 @@ class Reading:
             return part.decode(self.encoding, "replace")
 
     def result(self) -> ParsedSitemap:
-        entries: list[Entry] = []
-        namespace = None
-        count = 0
-        collectors = [self.problems]
-        if self.sink is not None:
-            entries = self.sink.entries
-            namespace = self.sink.namespace
-            count = self.sink.count
-            collectors.append(self.sink.problems)
+        sink = self.sink
+        collectors = [self.problems] if sink is None else [self.problems, sink.problems]
         # Document order; problems about the whole file (no line) first.
         problems = sorted(
             itertools.chain.from_iterable(collector.items for collector in collectors),
@@ -317,11 +295,11 @@ class Reading:
             problems.extend(collector.summaries())
         return ParsedSitemap(
             kind=self.kind,
-            entries=entries,
+            entries=[] if sink is None else sink.entries,
             problems=problems,
-            namespace=namespace,
+            namespace=None if sink is None else sink.namespace,
             compressed_layers=self.layers,
             size=self.size,
             complete=self.complete,
-            entry_count=count,
+            entry_count=0 if sink is None else sink.count,
         )

@@ -1,17 +1,12 @@
 """The strict reading: lxml's pull parser over a well-formed document.
 
-A strict parse comes first: fast, and exact when the file is well-formed. The
-document is parsed as a stream (``XMLPullParser``) fed 64 KiB at a time from views of
-the data, and each entry is cleared once read, so memory follows the entry being
-read, not a DOM of the file, nor a copy of it. lxml runs with
-``resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False``
-(:data:`SAFE_PARSER_OPTIONS`, for the tolerant reading and the ``<!DOCTYPE>`` check
-too) and a resolver that answers every request for an external resource with
-nothing (:func:`safe_parser`): nothing is ever expanded or fetched, and an XXE
-reference or a billion-laughs entity stays the literal text ``&name;``. At the first
-XML error the parse stops with :class:`Failed`, which says which entry blocks were
-read (:class:`Read`), and :mod:`.tolerant` reads the rest of the document: each
-entry is read once, so it can be handed over as soon as it is (``on_entries``).
+Fast, and exact when the file is well-formed. ``XMLPullParser`` is fed 64 KiB at a
+time from views of the data, and each entry is cleared once read: memory follows the
+entry, not a DOM of the file. lxml never expands or fetches anything
+(:data:`SAFE_PARSER_OPTIONS`, and a resolver that refuses every external resource:
+:func:`safe_parser`), so an XXE or billion-laughs reference stays the text ``&name;``.
+At the first XML error the parse stops with :class:`Failed`, which says which blocks
+were read (:class:`Read`), and :mod:`.tolerant` reads the rest.
 """
 
 from __future__ import annotations

@@ -16,11 +16,8 @@ from crawler.sitemaps.model import Entry, Kind, quote
 from crawler.sitemaps.reading import Reading, Sink
 
 _HTTP_TEXT = re.compile(r"https?://", re.IGNORECASE)
-# A text line with something on it: group 1 is the line from its first
-# non-blank character. Blank runs are skipped by the regex engine, not by a
-# Python loop, so a file of 50 MiB of newlines costs no time. The bytes are
-# matched as they are (every encoding read here keeps ASCII's newlines) and each
-# line is decoded alone: the file is never copied whole into a str.
+# A line with something on it (group 1: from its first non-blank character). Blank
+# runs are skipped by the regex engine, not a Python loop; each line is decoded alone.
 _TEXT_LINE = re.compile(rb"[^\S\n]*(\S[^\n]*)")
 
 

@@ -1,26 +1,16 @@
 """The tolerant reading: a document that is not well-formed, one entry block at a time.
 
-When the strict parse (:mod:`.strict`) reports an error, that error becomes an
-``xml-error`` problem and the file is read on here: a scan cuts it into ``<url>``
-(``<sitemap>``, ``<item>``, ``<entry>``) blocks with a tokenizer, skips those the
-strict reading has read already (into the same sink: no entry is read twice) and
-parses each other block on its own, inside a copy of the root's start tag for its
-namespaces (in batches of 256 as the scan finds them, one by one only where a batch
-fails). The scan matches the document's bytes, and each batch is decoded alone:
-memory follows a batch, not the file. A block that still
-fails is repaired: a raw ``&`` (``unescaped-ampersand``) or an undefined entity
-such as ``&nbsp;`` (``undefined-entity``) is taken as literal text, because search
-engines tolerate the raw ``&`` and the audit should compare the URL the site
-meant. An entity the ``<!DOCTYPE>`` declares is not undefined: each batch is parsed
-after the same one-line declaration as the strict reading's (:mod:`.dtd`), so a
-reference to it is read as its literal text. A block that fails even then gives its
-``<loc>`` by regex, with an ``xml-error`` of its own. Blocks that are never closed
-(cut at the next block's start tag) are one ``xml-error`` with their count and first
-lines, however many there are. A file cut off mid-entry gives every complete entry
-before the cut, a ``truncated`` problem and ``complete=False``. The file-level
-``xml-error`` (lxml's message and line) is kept beside the per-entry diagnosis: a
-search engine may reject a file that is not well-formed as a whole. A file cut by
-our own byte cap is not "truncated": ``too-large`` says why it ends.
+After the strict parse's first error (an ``xml-error``), a scan cuts the document into
+``<url>`` (``<sitemap>``, ``<item>``, ``<entry>``) blocks, skips those the strict
+reading has read (same sink: no entry is read twice) and parses the others inside a
+copy of the root's start tag, 256 at a time (one by one where a batch fails; each
+batch decoded alone, so memory follows a batch). A block that still fails is repaired:
+a raw ``&`` (``unescaped-ampersand``) or an undefined entity (``undefined-entity``) is
+taken as literal text, as search engines do (entities the ``<!DOCTYPE>`` declares are
+declared again, as in :mod:`.dtd`); failing even then, its ``<loc>`` is taken by regex,
+with an ``xml-error``. Unclosed blocks are one ``xml-error`` however many there are. A
+file cut off mid-entry gives every complete entry, ``truncated`` and
+``complete=False`` (unless our byte cap cut it: ``too-large`` says why it ends).
 """
 
 from __future__ import annotations
@@ -34,11 +24,11 @@ from typing import Any
 from lxml import etree
 
 from crawler.sitemaps.checks import entry_url
-from crawler.sitemaps.limits import SITEMAP_NS
+from crawler.sitemaps.dtd import entities
+from crawler.sitemaps.limits import IMAGE_NS, SITEMAP_NS, XHTML_NS
 from crawler.sitemaps.model import Entry, Kind, Problem
 from crawler.sitemaps.reading import Reading, Sink, split_tag
 from crawler.sitemaps.strict import Read, lxml_failure, safe_parser
-from crawler.sitemaps.urlset import IMAGE_NS, XHTML_NS
 
 # The tolerant scan parses this many blocks as one small document, and falls
 # back to one at a time only for a batch that fails.
@@ -119,7 +109,7 @@ class Tolerant:
         prefix, local, block = self.prefix, self.sink.root_local, self.sink.block
         self.local, self.block = local, block
         self.parser = safe_parser()
-        self.prelude = "".join(f'<!ENTITY {name} "&#38;#38;{name};">' for name in self.declared)
+        self.prelude = entities(self.declared)
         self.ampersand = _AMPERSAND
         if self.declared:
             names = "|".join(re.escape(name) for name in self.declared)

@@ -1,16 +1,12 @@
 """Urlsets and sitemap indexes: reading one ``<url>`` or ``<sitemap>`` element.
 
-:class:`SitemapSink` takes the ``loc``, ``lastmod``, ``changefreq`` and
-``priority`` children (the first of each; a second is ``duplicate-element``),
-counts ``image:image`` children and keeps ``xhtml:link rel=alternate`` links (hreflang
-pairs, and Google's mobile annotation: ``media`` and no ``hreflang``), and reports
-elements of the sitemap namespace it does not know (``unknown-element``); elements
-of other namespaces are extensions (news, video, ...) and are allowed. A field that
-is missing in its block's namespace is taken from a child of the same name in
-another one, as ultimate-sitemap-parser and Scrapy read it, with a
-``namespace-mismatch`` (``<loc xmlns="...">`` inside a ``<url>`` of the 0.9
-namespace, a bare ``<loc>`` in an ``<sm:url>``). The root must be in the 0.9
-namespace (``no-namespace``, ``wrong-namespace``).
+:class:`SitemapSink` takes the first ``loc``, ``lastmod``, ``changefreq`` and
+``priority`` child (a second is ``duplicate-element``), counts ``image:image``, keeps
+``xhtml:link rel=alternate`` links (hreflang pairs, and Google's mobile annotation:
+``media``, no ``hreflang``) and reports unknown elements of the sitemap namespace
+(``unknown-element``; other namespaces are extensions). A field missing in its block's
+namespace is taken from a child of that name in another one, as Scrapy reads it, with
+a ``namespace-mismatch``. The root must be in the 0.9 namespace.
 """
 
 from __future__ import annotations
@@ -18,12 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from crawler.sitemaps.limits import SITEMAP_NS
+from crawler.sitemaps.limits import IMAGE_NS, SITEMAP_NS, XHTML_NS
 from crawler.sitemaps.model import Entry, Kind
 from crawler.sitemaps.reading import Sink, element_text, split_tag
-
-XHTML_NS: Final = "http://www.w3.org/1999/xhtml"
-IMAGE_NS: Final = "http://www.google.com/schemas/sitemap-image/1.1"
 
 _IMAGE_TAG: Final = f"{{{IMAGE_NS}}}image"
 _XHTML_LINK_TAG: Final = f"{{{XHTML_NS}}}link"
@@ -56,9 +49,8 @@ class SitemapSink(Sink):
         )
 
     def _field_tags(self, block_tag: str) -> tuple[str | None, dict[str, str]]:
-        # The block's namespace, and qualified tag -> field name, so that each
-        # child costs one dict lookup instead of splitting its tag (the hot loop
-        # of a 50,000-URL file).
+        # The block's namespace, and qualified tag -> field name: one dict lookup a
+        # child (the hot loop) instead of splitting its tag.
         found = self.field_tags.get(block_tag)
         if found is None:
             namespace, _ = split_tag(block_tag)
@@ -71,8 +63,7 @@ class SitemapSink(Sink):
         namespace, tags = self._field_tags(element.tag)
         fields = _SITEMAP_FIELDS[self.kind]
         values: dict[str, Any] = {}
-        # Fields in another namespace than the block's: used only where the
-        # block's own namespace has none (a namespace-mismatch).
+        # Fields in another namespace than the block's: used where it has none.
         foreign: dict[str, Any] = {}
         alternates: list[tuple[str, str]] = []
         media: list[tuple[str, str]] = []
@@ -116,18 +107,12 @@ class SitemapSink(Sink):
         loc = self.loc_value(element_text(loc_element), loc_line, loc_line)
         if loc is None:
             return None
-        lastmod = values.get("lastmod")
-        changefreq = values.get("changefreq")
-        priority = values.get("priority")
+        lastmod, changefreq, priority = (
+            None if value is None else element_text(value).strip()
+            for value in map(values.get, ("lastmod", "changefreq", "priority"))
+        )
         return Entry(
-            loc,
-            None if lastmod is None else element_text(lastmod).strip(),
-            None if changefreq is None else element_text(changefreq).strip(),
-            None if priority is None else element_text(priority).strip(),
-            loc_line,
-            tuple(alternates),
-            images,
-            tuple(media),
+            loc, lastmod, changefreq, priority, loc_line, tuple(alternates), images, tuple(media)
         )
 
     def _take_foreign(
