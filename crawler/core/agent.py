@@ -1,18 +1,11 @@
 """Who the crawl says it is: the product token of its User-Agent, and the agents
 whose robots directives apply to it.
 
-Sites name a crawler in robots.txt (``User-agent: AcmeBot``) and in robots meta tags
-(``<meta name="acmebot" ...>``) by its *product token*, the first word of its
-User-Agent header without the version (RFC 9309, section 2.2.1):
-
-- ``AcmeBot/1.0 (+https://acme.example/bot)`` -> ``AcmeBot``;
-- the "compatible" form that many crawlers send so that sites serve them what a
-  browser gets, ``Mozilla/5.0 (compatible; AcmeBot/1.0; +https://acme.example/bot)``,
-  names the crawler inside the comment: its token is ``AcmeBot`` too, not
-  ``Mozilla``.
-
-A product token is made of letters, digits, ``_`` and ``-`` (RFC 9309 allows letters,
-``_`` and ``-``; digits are accepted as well, since real crawler names carry them).
+Sites name a crawler in robots.txt and robots meta tags by its *product token*, the
+first word of its User-Agent without the version (RFC 9309, 2.2.1):
+``AcmeBot/1.0 (+https://acme.example/bot)`` -> ``AcmeBot``, and so does the
+"compatible" form, ``Mozilla/5.0 (compatible; AcmeBot/1.0; +https://...)``. A token is
+letters, digits (which real names carry, though RFC 9309 has none), ``_`` and ``-``.
 ``ROBOTSTXT_USER_AGENT`` (``--robots-agent``) sets the token outright.
 """
 
@@ -32,10 +25,7 @@ def is_product_token(text: str) -> bool:
 
 
 def product_token(user_agent: str) -> str:
-    """The product token of a User-Agent string: ``Foo/1.0 (+url)`` -> ``Foo``, and
-    ``Mozilla/5.0 (compatible; Foo/1.0; +url)`` -> ``Foo``. The token is the leading
-    run of letters, digits, ``_`` and ``-`` of the product's name (empty when the
-    User-Agent has none)."""
+    """The product token of a User-Agent string (empty when it has none)."""
     text = user_agent.strip()
     if not text:
         return ""

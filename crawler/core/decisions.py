@@ -1,13 +1,10 @@
 """Every decision the crawl can make about a URL, and the rules that close the books.
 
-Each discovered URL ends with exactly one final decision and a reason (issue #2,
-"Deciding what goes in the sitemap"). The decisions about one URL are made where
-the facts are: the frontier (:mod:`crawler.crawl.frontier`) decides what is out of scope
-or capped when it discovers a URL, the page judge (:mod:`crawler.crawl.judge`) decides
-about a fetched page. What can only be decided once the crawl is over is decided
-here (:func:`close_books`): URLs that were queued and never fetched, byte-identical
-listed pages, and redirect and canonical chains. docs/ledger.md lists every
-decision with its typical reasons.
+Each discovered URL ends with exactly one final decision and a reason, made where the
+facts are: the frontier (:mod:`crawler.crawl.frontier`) for scope and caps, the page
+judge (:mod:`crawler.crawl.judge`) for a fetched page, and here (:func:`close_books`)
+what only the whole crawl can tell: URLs never fetched, byte-identical listed pages,
+redirect and canonical chains. docs/ledger.md lists every decision and its reasons.
 """
 
 from __future__ import annotations
@@ -220,13 +217,10 @@ def close_books(
     variants: Callable[[Books], Iterable[tuple[str, str, str, str | None]]] | None = None,
 ) -> int:
     """Decide what only the whole crawl can tell, in the running ledger: every URL
-    still queued is ``cap-reached`` (reason *unfetched*: :data:`UNFETCHED`, or
-    :data:`UNFETCHED_TIME`); *variants* decides about the query variants (those that
-    differ only in learned parameters are one page, facet combinations and the
-    variants over a path's budget are not listed: :func:`crawler.crawl.params.settler`);
-    listed pages with byte-identical bodies are one page (:func:`duplicates`);
-    redirect and canonical hops that lead to another hop are marked a chain or a
-    loop (:func:`chains`). Returns how many URLs were left unfetched."""
+    still queued is ``cap-reached`` (reason *unfetched*); *variants* decides about
+    the query variants (:func:`crawler.crawl.params.settler`); byte-identical listed
+    pages are one page (:func:`duplicates`); hops that lead to a hop are marked
+    (:func:`chains`). Returns how many URLs were left unfetched."""
     left = ledger.redecide_queued(CAP, unfetched)
     if variants is not None:
         ledger.redecide(list(variants(ledger)))
@@ -238,10 +232,9 @@ def close_books(
 
 
 def duplicates(groups: Iterable[list[str]]) -> list[tuple[str, str, str, str]]:
-    """Listed pages whose bodies are identical (``/`` and ``/index.html`` of a static
-    site, say) are one page: the shortest URL stays listed, the others become
-    ``duplicate`` with it as target. *groups*: the URLs of each body listed more than
-    once. Returns ``(url, decision, reason, target)`` for each page that changes."""
+    """Listed pages with identical bodies (*groups*) are one page: the shortest URL
+    stays listed, the others become ``duplicate`` of it. Returns ``(url, decision,
+    reason, target)`` for each page that changes."""
     changes: list[tuple[str, str, str, str]] = []
     for urls in groups:
         keeper = min(urls, key=lambda u: (len(u), u))

@@ -1,10 +1,6 @@
 """The items the spider yields: one decision about one URL, and the decisions one
-response led to, as one item.
-
-Every URL the crawl discovers ends with exactly one final decision and a reason
-(:mod:`crawler.core.decisions`). The frontier and the page judge fill the decision and
-the facts they saw; the pipelines add the derived fields (``key``, ``lastmod``,
-``first_seen``) and record it in the ledger.
+response led to, as one item. The frontier and the page judge fill the decision and
+the facts they saw; the pipelines add the derived fields and record it in the ledger.
 """
 
 from __future__ import annotations
@@ -116,13 +112,10 @@ class Linked:
 
 @dataclass(slots=True)
 class PageRecords:
-    """The records and aliases that one response led to (its own record, and those
-    of the URLs it links to), in the order they were decided, as one item. Scrapy
-    gives every item a task, three pipeline calls, a signal and a log record, which
-    cost more than the recording (bench/README.md, "One item per response"). The
-    pipelines treat each entry as they treat a lone item. ``meta`` is the meta of the
-    request it answers (a distributed crawl ends the request's claim with the item),
-    ``fetched`` whether a response came."""
+    """The records and aliases one response led to, in the order decided, as one item:
+    Scrapy's cost per item is more than the recording (bench/README.md, "One item per
+    response"). ``meta`` is the meta of the request it answers (a distributed crawl
+    ends the request's claim with it), ``fetched`` whether a response came."""
 
     records: list[UrlRecord | Alias | Linked]
     meta: dict[str, Any] = field(default_factory=dict)
@@ -130,12 +123,10 @@ class PageRecords:
 
 
 class PageRequest(Request):
-    """A request of the crawl: Scrapy's own, but written to the JOBDIR queue (or
-    scrapy-redis's) without a search for its callbacks' names. Scrapy's
-    :meth:`Request.to_dict` finds them with ``inspect.getmembers(spider)`` for every
-    request queued, a measurable share of a large crawl (bench/README.md). The
-    callbacks are the spider's own methods, so their names are their ``__name__``;
-    :func:`scrapy.utils.request.request_from_dict` reads them back as usual."""
+    """A request of the crawl, written to the JOBDIR (or scrapy-redis) queue without
+    Scrapy's ``inspect.getmembers(spider)`` per request (a measurable share of a large
+    crawl, bench/README.md): its callbacks are the spider's methods, named by
+    ``__name__``, and ``request_from_dict`` reads them back as usual."""
 
     def to_dict(self, *, spider: Spider | None = None) -> dict[str, Any]:
         d = {

@@ -1,13 +1,9 @@
 """How a run ended, as a value: what the publisher hands the command.
 
-The publisher (:mod:`crawler.publish.publisher`) builds one :class:`RunOutcome` at
-the end of a run and keeps it on the run state
-(:attr:`RunState.outcome <crawler.ledger.runstate.RunState.outcome>`); the
-command that ran the spider (:func:`crawler.commands.process.run_spider`) reads it
-from there and returns it in a :class:`SpiderRun`, with Scrapy's close reason and
-the run's fatal problem. The exit status, IndexNow (:mod:`crawler.commands.notify`)
-and the Python API decide on these fields. Scrapy's stats carry the same figures
-for the summary and the logs, and are never read back to decide anything.
+The publisher builds one :class:`RunOutcome` at the end of a run and keeps it on the run
+state (:attr:`crawler.ledger.runstate.RunState.outcome`); the command that ran the
+spider (:func:`crawler.commands.process.run_spider`) returns it in a :class:`SpiderRun`.
+The exit status, IndexNow and the Python API decide on these fields, never on stats.
 """
 
 from __future__ import annotations
@@ -26,8 +22,8 @@ GOOD: frozenset[str] = frozenset({"published", "crawled"})
 
 @dataclass(frozen=True, slots=True)
 class Published:
-    """Where a published set went: the index file, its public address, and whether
-    no run had published before (a first run: IndexNow submits nothing unless asked)."""
+    """Where a published set went, and whether it is the first (IndexNow then submits
+    nothing unless asked)."""
 
     index_path: Path
     index_url: str
@@ -54,9 +50,8 @@ class RunOutcome:
 @dataclass(frozen=True, slots=True)
 class SpiderRun:
     """One spider run as the command sees it: the exit status, the publisher's
-    :class:`RunOutcome` (None when it never ran: a fetching worker, or a crawl that
-    never got going), Scrapy's close reason (None when the spider never closed), the
-    run's fatal problem, if any, and the stats (for the summary only)."""
+    :class:`RunOutcome` (None when it never ran), Scrapy's close reason, the run's fatal
+    problem, and the stats (for the summary only)."""
 
     code: int
     outcome: RunOutcome | None

@@ -1,19 +1,13 @@
 """The crawl's seen-set: a compact set of URL keys.
 
-A crawl keeps every URL key it has met, to give each URL one decision. Kept as
-strings, a million keys take about 150 MB; kept as 64-bit fingerprints (BLAKE2b of
-the key) in a set of ints, about 70 MB; here, about 25 MB. Two distinct keys share
-a fingerprint with probability about n**2 / 2**65: 3e-8 for a million URLs, 3e-6 for
-ten million. The fingerprint is stable across processes (unlike ``hash()``), so the
-set can be pickled into the JOBDIR state and resumed.
-
-The newest fingerprints (up to *spill*, 262,144 by default: 18 MB) are in a Python
-set, where a lookup is one hash probe; a site of fewer URLs never has anything
-else. Past that the set is sorted into a run, an array of unsigned 64-bit integers
-at 8 bytes each, and emptied. Runs of equal length are merged, so there are at
-most log2(n / spill) + 1 of them (three at a million URLs), and finding an older
-fingerprint is a binary search in each. A discarded fingerprint that is in a run
-is remembered as gone until it is added again.
+A million keys take about 150 MB as strings, 70 MB as 64-bit fingerprints (BLAKE2b of
+the key) in a set of ints, 25 MB here. Two keys share a fingerprint with probability
+about n**2 / 2**65 (3e-8 for a million URLs); the fingerprint is stable across
+processes, so the set can be pickled into the JOBDIR state. The newest fingerprints
+(up to *spill*, 262,144 by default) are in a set; past that the set is sorted into a
+run (an array of unsigned 64-bit integers) and emptied. Runs of equal length are
+merged (log2(n / spill) + 1 at most) and searched by bisection. A discarded
+fingerprint that is in a run is remembered as gone until it is added again.
 """
 
 from __future__ import annotations
@@ -36,8 +30,7 @@ def fingerprint(key: str) -> int:
 
 
 class SeenKeys:
-    """A set of URL keys, stored as fingerprints. ``in``, ``add`` and ``discard`` take
-    keys; the ``*_fp`` forms take fingerprints a caller has already computed."""
+    """A set of URL keys, stored as fingerprints (the ``*_fp`` methods take those)."""
 
     __slots__ = ("_fps", "_runs", "_gone", "_spill")
 

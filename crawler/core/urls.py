@@ -87,11 +87,8 @@ __all__ = [
 TRACKING_PARAMS: Final[frozenset[str]] = frozenset(
     {"gclid", "fbclid", "jsessionid", "phpsessid", "sid"}
 )
-"""Query parameters removed by default (lowercase; matched case-insensitively).
-
-Names starting with ``utm_`` are removed as well, by prefix, so they are not
-listed here; so are session identifiers in any spelling (:func:`is_session_param`).
-"""
+"""Query parameters removed by default (lowercase; matched case-insensitively), besides
+``utm_*`` and session identifiers in any spelling (:func:`is_session_param`)."""
 
 SESSION_PARAMS: Final[frozenset[str]] = frozenset(
     {
@@ -106,18 +103,15 @@ SESSION_PARAMS: Final[frozenset[str]] = frozenset(
         "oscsid",  # osCommerce
     }
 )
-"""Session-identifier parameter names, lowercase, with ``_`` and ``-`` taken out
-(``session_id``, ``Session-ID`` and ``SESSIONID`` are one spelling); ASP's
-``ASPSESSIONID`` is matched as a prefix (IIS appends letters of its own:
-``ASPSESSIONIDQQGGQGPG``). Issue #19: a session identifier names the visitor, never
-the page, so two URLs that differ in one are one page."""
+"""Session-identifier parameter names, lowercase, without ``_`` and ``-``
+(``Session-ID`` is ``sessionid``); ASP's ``ASPSESSIONID`` is a prefix (IIS appends
+letters). A session identifier names the visitor, never the page."""
 
 
 @dataclass(frozen=True, slots=True)
 class Stripping:
-    """The query parameters a crawl's URLs drop from their normal form: the tracking
-    and session ones (*params*, ``SITEMAP_STRIP_PARAMS``) and the site's own
-    (*extra*, ``SITEMAP_STRIP_EXTRA``). The one place these settings are read."""
+    """The query parameters a crawl's URLs drop: the tracking and session ones
+    (``SITEMAP_STRIP_PARAMS``) and the site's own (``SITEMAP_STRIP_EXTRA``)."""
 
     params: bool
     extra: tuple[str, ...]
@@ -182,13 +176,8 @@ def normalize_url(
     extra_strip: Iterable[str] = (),
     encoding: str = "utf-8",
 ) -> str | None:
-    """Return the normalised form of the absolute URL *url*, or ``None``.
-
-    The rules are those of the module docstring. *encoding* is the encoding of
-    the page the URL comes from; it only affects non-ASCII characters of the
-    query. *extra_strip* names query parameters to remove on top of
-    :data:`TRACKING_PARAMS` (only when *strip_params* is true).
-    """
+    """The normalised form of the absolute URL *url*, or ``None`` (the module's
+    rules); *encoding* is the page's, for non-ASCII in the query."""
     parts = _split(url)
     if parts is None:
         return None
@@ -218,38 +207,22 @@ def normalize_url(
 
 @functools.lru_cache(maxsize=1 << 16)
 def url_key(normalized_url: str) -> str:
-    """Return the dedup key of a URL that :func:`normalize_url` returned.
-
-    This is w3lib's ``canonicalize_url`` (the form Scrapy's request
-    fingerprints are built on): among other things it sorts the query, so two
-    orders of the same parameters share a key. It also reads the query as form
-    data, so ``?q=a+b`` and ``?q=a%20b`` share a key, as do ``?a`` and
-    ``?a=``: the same merges as Scrapy's duplicate filter. It is for
-    comparisons only; the published URL keeps the order of the site.
-
-    Cached: most links repeat on every page of a site (navigation, footers), so
-    one canonicalisation per distinct URL is enough.
-    """
+    """The dedup key of a URL :func:`normalize_url` returned: w3lib's
+    ``canonicalize_url``, as Scrapy's fingerprints (the query sorted and read as form
+    data: ``?q=a+b`` is ``?q=a%20b``, ``?a`` is ``?a=``). For comparisons only.
+    Cached: most links repeat on every page of a site."""
     return canonicalize_url(normalized_url, keep_fragments=False)
 
 
 def is_http_url(url: str) -> bool:
-    """Tell whether *url* is an absolute http(s) URL with a valid host and port.
-
-    Userinfo does not make it false (it is still an http URL);
-    :func:`normalize_url` is the judge of what may be published.
-    """
+    """Whether *url* is an absolute http(s) URL with a valid host and port (userinfo
+    or not: :func:`normalize_url` judges what may be published)."""
     return host_port(url) is not None
 
 
 def host_port(url: str) -> tuple[str, int] | None:
-    """Return ``(host, port)`` of an absolute http(s) URL, or ``None``.
-
-    The host is lowercased and in punycode, as in :func:`normalize_url` (an
-    IPv6 address comes without its brackets, as ``urlsplit().hostname`` gives
-    it); the port is the effective one, the scheme's default when the URL has
-    none.
-    """
+    """``(host, port)`` of an absolute http(s) URL, or ``None``: the host as
+    :func:`normalize_url` writes it (IPv6 without brackets), the effective port."""
     found = _scheme_host_port(url)
     return None if found is None else found[1:]
 
@@ -473,14 +446,9 @@ def _remove_dot_segments(path: str) -> str:
 
 
 def site_of(url: str) -> tuple[str, int | None] | None:
-    """The site a URL belongs to for discovery: its host, and its port when that
-    is not the scheme's default.
-
-    http and https of one host are one site (issue #2: ``http://example.com/`` and
-    ``https://example.com/`` are crawled together, though only the start URL's
-    scheme is listed), while another port or any other host name, subdomains
-    included, is another site.
-    """
+    """The site a URL belongs to for discovery: its host, and its port when not the
+    scheme's default (http and https of one host are one site; another port or host
+    name, subdomains included, is another)."""
     found = _scheme_host_port(url)
     if found is None:
         return None

@@ -159,11 +159,6 @@ def _check_date(value: object, what: str) -> None:
         raise ValueError(f"{what} is not a W3C datetime: {value!r} ({exc})") from None
 
 
-def _check_yes_no(value: object, what: str) -> None:
-    if value is not None and not isinstance(value, bool):
-        raise ValueError(f"{what} must be True, False or None, not {value!r}")
-
-
 @dataclass(frozen=True, slots=True)
 class Alternate:
     """An hreflang alternate of a page: ``<xhtml:link rel="alternate"
@@ -185,14 +180,9 @@ class Alternate:
 
 @dataclass(frozen=True, slots=True)
 class Video:
-    """A ``<video:video>`` of a page, as Google's video sitemap extension has it.
-
-    ``thumbnail_loc``, ``title`` (100 characters at most) and ``description``
-    (2,048 at most) are required, and one of ``content_loc`` (the video file)
-    and ``player_loc`` (a player for it). ``duration`` is in whole seconds, 1 to
-    28,800; ``publication_date`` and ``expiration_date`` are W3C datetimes as
-    ``lastmod`` is; ``family_friendly`` and ``live`` are written as yes/no.
-    """
+    """A ``<video:video>`` of a page (Google's extension): a thumbnail, title and
+    description, and a ``content_loc`` (the file) or a ``player_loc``; ``duration`` in
+    whole seconds; dates as ``lastmod``; ``family_friendly`` and ``live`` yes/no."""
 
     thumbnail_loc: str
     title: str
@@ -211,10 +201,9 @@ class Video:
         _check_text(self.description, "video description", MAX_VIDEO_DESCRIPTION_LENGTH)
         if self.content_loc is None and self.player_loc is None:
             raise ValueError(f"a video needs a content_loc or a player_loc: {self.title[:80]!r}")
-        if self.content_loc is not None:
-            _check_url(self.content_loc, "video content_loc")
-        if self.player_loc is not None:
-            _check_url(self.player_loc, "video player_loc")
+        for name in ("content_loc", "player_loc"):
+            if getattr(self, name) is not None:
+                _check_url(getattr(self, name), f"video {name}")
         duration = self.duration
         if duration is not None and (
             not isinstance(duration, int)
@@ -225,12 +214,13 @@ class Video:
                 f"video duration must be whole seconds, {MIN_VIDEO_DURATION} to"
                 f" {MAX_VIDEO_DURATION}, not {duration!r}"
             )
-        if self.publication_date is not None:
-            _check_date(self.publication_date, "video publication_date")
-        if self.expiration_date is not None:
-            _check_date(self.expiration_date, "video expiration_date")
-        _check_yes_no(self.family_friendly, "video family_friendly")
-        _check_yes_no(self.live, "video live")
+        for name in ("publication_date", "expiration_date"):
+            if getattr(self, name) is not None:
+                _check_date(getattr(self, name), f"video {name}")
+        for name in ("family_friendly", "live"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, bool):
+                raise ValueError(f"video {name} must be True, False or None, not {value!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,18 +262,11 @@ class ChangeFreq(enum.Enum):
 # dataclass's own (object.__setattr__, then __post_init__) made an entry cost twice.
 @dataclass(frozen=True, slots=True, init=False)
 class SitemapEntry:
-    """A page as it is published in a sitemap.
-
-    ``loc`` is the real, safe URL (absolute ``http``/``https``, 12 to 2,047
-    characters, no whitespace or control characters); ``lastmod`` a W3C datetime
-    string as produced by :mod:`crawler.core.lastmod` (``YYYY-MM-DD`` or a date-time
-    with seconds and a zone); ``priority`` between 0.0 and 1.0. A ``str``
-    changefreq and an ``int``/``float``/``str`` priority are converted; anything
-    invalid raises ``ValueError``.
-
-    The extensions, keyword-only: ``alternates`` (:class:`Alternate`), ``images``
-    (image URLs, checked as locs, 1,000 at most), ``videos`` (:class:`Video`) and
-    ``news`` (:class:`News`). Lists are kept as tuples.
+    """A page as it is published in a sitemap: ``loc`` (:func:`check_loc`), ``lastmod``
+    (:func:`check_lastmod`), ``changefreq`` (a ``str`` converted) and ``priority`` (0.0
+    to 1.0; a number or ``str`` converted); invalid: ``ValueError``. The extensions,
+    keyword-only, kept as tuples: ``alternates``, ``images`` (checked as locs, 1,000
+    at most), ``videos``, ``news``.
     """
 
     loc: str

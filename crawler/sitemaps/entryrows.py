@@ -157,16 +157,12 @@ class EntryBatch:
 
     def __post_init__(self) -> None:
         count = len(self.locs)
-        if len(self.lastmods) != count:
-            raise ValueError("an EntryBatch needs as many lastmods as locs")
+        for name in ("lastmods", "extras", "row_changefreqs", "row_priorities"):
+            values = getattr(self, name)
+            if values is not None and len(values) != count:
+                raise ValueError(f"an EntryBatch needs as many {name} as locs")
         extras = self.extras
-        if extras is not None and len(extras) != count:
-            raise ValueError("an EntryBatch needs as many extras as locs")
         row_changefreqs, row_priorities = self.row_changefreqs, self.row_priorities
-        if row_changefreqs is not None and len(row_changefreqs) != count:
-            raise ValueError("an EntryBatch needs as many row_changefreqs as locs")
-        if row_priorities is not None and len(row_priorities) != count:
-            raise ValueError("an EntryBatch needs as many row_priorities as locs")
         if self.changefreq is not None:
             _set_batch_changefreq(self, SitemapEntry._checked_changefreq(self.changefreq))
         if self.priority is not None:

@@ -34,15 +34,11 @@ _NEWS_KEYS: tuple[str, ...] = tuple(News.__dataclass_fields__)
 
 
 def extras_json(entry: SitemapEntry) -> str | None:
-    """The extensions of ``entry`` as the JSON text :func:`entry_extras` reads,
-    or ``None`` for an entry without any (store NULL: the plain, fast path).
-
-    ``{"alternates": [[hreflang, href], ...], "images": [loc, ...],
-    "videos": [{field: value, ...}, ...], "news": {field: value, ...}}``: each key
-    only when the entry has some; video and news fields are named as the
-    :class:`Video` and :class:`News` fields, a video's ``None`` fields left out.
-    Compact and in a fixed order, so that an unchanged entry stores the same text.
-    """
+    """The extensions of ``entry`` as JSON, or ``None`` without any (the fast path):
+    ``{"alternates": [[hreflang, href], ...], "images": [loc, ...], "videos":
+    [{field: value, ...}, ...], "news": {field: value, ...}}``, each key only when
+    the entry has some, a video's ``None`` fields left out; compact and in a fixed
+    order, so that an unchanged entry stores the same text."""
     if not entry.extended:
         return None
     extras: dict[str, Any] = {}
@@ -77,11 +73,8 @@ def _list(value: object, what: str) -> list[Any]:
 
 def entry_extras(extras: str | None) -> Extensions:
     """The extensions in ``extras`` (:func:`extras_json`'s format), checked, as
-    keyword arguments of :class:`SitemapEntry`; ``{}`` for ``None``.
-
-    Anything wrong (not JSON, an unknown key, a value of the wrong type, a value
-    the value objects refuse) raises ``ValueError`` saying what.
-    """
+    keyword arguments of :class:`SitemapEntry` (``{}`` for ``None``); anything wrong
+    raises ``ValueError`` saying what."""
     if extras is None:
         return {}
     if not isinstance(extras, str):

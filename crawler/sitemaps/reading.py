@@ -51,36 +51,29 @@ class SeenLocs:
         """None the first time ``loc`` is seen (and ``line`` is kept); after
         that, the line kept the first time."""
         key = hash(loc) or 1  # 0 marks a free slot
-        hashes, mask = self.hashes, self.mask
-        slot = key & mask
-        while True:
-            found = hashes[slot]
-            if found == key:
-                return self.lines[slot]
-            if found == 0:
-                break
-            slot = (slot + 1) & mask
-        hashes[slot] = key
-        self.lines[slot] = min(line, _MAX_LINE)
+        slot = self._slot(key)
+        if self.hashes[slot] == key:
+            return self.lines[slot]
+        self.hashes[slot], self.lines[slot] = key, min(line, _MAX_LINE)
         self.used += 1
-        if self.used * 3 > (mask + 1) * 2:
-            self._grow()
+        if self.used * 3 > (self.mask + 1) * 2:  # grow
+            old = zip(self.hashes, self.lines, strict=True)
+            size = 2 * (self.mask + 1)
+            self.hashes, self.lines = array("q", bytes(8 * size)), array("i", bytes(4 * size))
+            self.mask = size - 1
+            for key, line in old:
+                if key:
+                    slot = self._slot(key)
+                    self.hashes[slot], self.lines[slot] = key, line
         return None
 
-    def _grow(self) -> None:
-        hashes, lines = self.hashes, self.lines
-        size = 2 * len(hashes)
-        self.hashes = array("q", bytes(8 * size))
-        self.lines = array("i", bytes(4 * size))
-        self.mask = mask = size - 1
-        new_hashes, new_lines = self.hashes, self.lines
-        for key, line in zip(hashes, lines, strict=True):
-            if key:
-                slot = key & mask
-                while new_hashes[slot]:
-                    slot = (slot + 1) & mask
-                new_hashes[slot] = key
-                new_lines[slot] = line
+    def _slot(self, key: int) -> int:
+        """Where ``key`` is, or the free slot where it goes."""
+        hashes, mask = self.hashes, self.mask
+        slot = key & mask
+        while hashes[slot] not in (0, key):
+            slot = (slot + 1) & mask
+        return slot
 
 
 def split_tag(tag: str) -> tuple[str | None, str]:

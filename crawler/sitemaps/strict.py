@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from lxml import etree
@@ -65,38 +66,28 @@ def safe_parser(encoding: str | None = None) -> etree.XMLParser:
 _LXML_POSITION = re.compile(r",? line \d+, column \d+$")
 
 
+@dataclass(eq=False)
 class Failed(Exception):
-    """The strict parse met an XML error: the tolerant reading takes over.
+    """The strict parse met an XML error: the tolerant reading takes over, skipping
+    the blocks already read (``read``)."""
 
-    ``read_below`` and ``read_above`` say which blocks the strict reading has
-    already handed to the sink, by their order of appearance (see
-    :class:`Read`): the tolerant reading goes on with the same sink and skips
-    those, so that no entry is read twice, even once handed over.
-    """
-
-    def __init__(
-        self, message: str, line: int | None, read: Read | None = None, *, real: bool = True
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.line = line
-        self.read = read or Read()
-        # False when the strict reading stopped without finding an error (it
-        # stalled: see _stalled): the tolerant one goes on, with no xml-error.
-        self.real = real
+    message: str
+    line: int | None
+    read: Read
+    # False when the strict reading stopped without finding an error (it stalled,
+    # or blocks nest too deep): the tolerant one goes on, with no xml-error.
+    real: bool = True
 
 
+@dataclass(slots=True)
 class Read:
     """Which blocks a reading has handed over, by their number in the order their
     start tags appear (counting only those the tolerant scan sees too: in the
     root's prefix or in none): every number below ``below``, and those in
     ``above`` (a block inside another ends, and is read, before it)."""
 
-    __slots__ = ("above", "below")
-
-    def __init__(self) -> None:
-        self.below = 0
-        self.above: set[int] = set()
+    below: int = 0
+    above: set[int] = field(default_factory=set)
 
     def add(self, number: int) -> None:
         if number != self.below:
@@ -112,12 +103,8 @@ class Read:
 
 
 def lxml_failure(exc: Exception) -> tuple[str, int | None]:
-    """lxml's error message and line.
-
-    With resolve_entities=False the feed parser can raise a bare "no element
-    found" at line 0 for an undefined entity; the real error is then the last
-    one in its error log (which may also hold older, unrelated entries).
-    """
+    """lxml's error message and line (for a bare "no element found" at line 0, the
+    feed parser's answer to an undefined entity, the last error of its log)."""
     message = _LXML_POSITION.sub("", getattr(exc, "msg", None) or str(exc))
     line = getattr(exc, "lineno", None) or None
     if line is None:
@@ -149,14 +136,9 @@ def read_strict(
     line_offset: int,
     stopped: bool,
 ) -> Iterator[None]:
-    """Read a document into ``sink`` as a stream, one ``block`` element at a time,
-    yielding after each chunk fed.
-
-    ``pieces`` are the document's consecutive parts; ``prefix`` and ``local`` the
-    root's; ``line_offset`` is added to every line. Raises :class:`Failed` at the
-    first XML error, saying which blocks were read; when ``stopped`` (the data was
-    cut by our cap) the end of the data is not an error.
-    """
+    """Read the document's ``pieces`` into ``sink`` as a stream, one ``block`` element
+    at a time, yielding after each chunk fed. Raises :class:`Failed` at the first XML
+    error; when ``stopped`` (cut by our cap) the end of the data is not one."""
     parser = etree.XMLPullParser(
         events=("start", "end"), tag=[f"{{*}}{local}", f"{{*}}{block}"], **SAFE_PARSER_OPTIONS
     )
@@ -184,13 +166,10 @@ def read_strict(
 
 
 def _stalled(parser: Any, events: _Events, lines: int, line_offset: int) -> None:
-    """The parser has reported nothing for :data:`_STALL` bytes: it is most likely
-    waiting for a ";" after a raw "&" (libxml2's push parser reads no reference
-    before its ";" is in), holding all it is fed meanwhile. Stop feeding it, and
-    make it parse what it holds: its error is the document's, and the tolerant
-    reading goes on from there. If it finds nothing wrong but the end of what it
-    was fed (a legitimately long stretch without an entry), the tolerant reading
-    goes on all the same, with no ``xml-error``."""
+    """Nothing reported for :data:`_STALL` bytes: most likely libxml2 waits for the
+    ";" after a raw "&", holding all it is fed. Make it parse what it holds: its
+    error is the document's; without one (a long stretch without an entry), the
+    tolerant reading goes on all the same, with no ``xml-error``."""
     try:
         parser.close()
     except etree.LxmlError as exc:
@@ -203,14 +182,9 @@ def _stalled(parser: Any, events: _Events, lines: int, line_offset: int) -> None
 
 class _Events:
     """What the pull parser reports, handed to the sink; each entry freed once read.
-
-    A block inside another (a ``<url>`` in a ``<url>``: most often one whose
-    ``</url>`` is missing, so that every later one nests in it) is read with the
-    outermost one, when that ends, in document order: an outer block is never read
-    after the ones it holds. When it holds more than :data:`_MAX_NESTED`, the
-    strict reading stops there (it cannot hold them all) and the tolerant one reads
-    on from the outer block, which it sees as not closed.
-    """
+    A block inside another (most often one whose ``</url>`` is missing) is read with
+    the outermost, when that ends, in document order; past :data:`_MAX_NESTED` the
+    tolerant reading takes over from the outer block."""
 
     def __init__(self, sink: Sink, block: str, prefix: str | None, offset: int) -> None:
         self.sink = sink
