@@ -101,7 +101,12 @@ def entry_url(loc: str, base: str | None) -> str:
         return loc
 
 
-def _lastmod_fault(value: str, now: datetime) -> tuple[str, str] | None:
+# A judge of one field's value: None, or a problem's code and message.
+Fault = tuple[str, str] | None
+Judge = Callable[[str, datetime], Fault]
+
+
+def _lastmod_fault(value: str, now: datetime) -> Fault:
     text = value.strip()
     normalised = w3c_datetime(text) if _W3C_LASTMOD.fullmatch(text) else None
     if normalised is None:
@@ -113,7 +118,7 @@ def _lastmod_fault(value: str, now: datetime) -> tuple[str, str] | None:
     return None
 
 
-def _pubdate_fault(value: str, now: datetime) -> tuple[str, str] | None:
+def _pubdate_fault(value: str, now: datetime) -> Fault:
     # RSS 2.0 dates are RFC 822 (RFC 2822 in practice), not W3C: kept raw, and
     # checked here as what they are.
     try:
@@ -127,7 +132,7 @@ def _pubdate_fault(value: str, now: datetime) -> tuple[str, str] | None:
     return None
 
 
-def _changefreq_fault(value: str) -> tuple[str, str] | None:
+def _changefreq_fault(value: str, now: datetime) -> Fault:
     # xsd:token collapses whitespace; the enumeration itself is case-sensitive.
     if value.strip() in _CHANGEFREQS:
         return None
@@ -137,7 +142,7 @@ def _changefreq_fault(value: str) -> tuple[str, str] | None:
     )
 
 
-def _priority_fault(value: str) -> tuple[str, str] | None:
+def _priority_fault(value: str, now: datetime) -> Fault:
     text = value.strip()
     if _DECIMAL.fullmatch(text):
         try:
@@ -165,23 +170,7 @@ class Checker:
 
     def __init__(self, now: datetime) -> None:
         self.now = aware(now)
-        self.lastmods: dict[str, tuple[str, str] | None] = {}
-        self.pubdates: dict[str, tuple[str, str] | None] = {}
-        self.changefreqs: dict[str, tuple[str, str] | None] = {}
-        self.priorities: dict[str, tuple[str, str] | None] = {}
-
-    def _judge(
-        self,
-        cache: dict[str, tuple[str, str] | None],
-        value: str,
-        judge: Callable[[str], tuple[str, str] | None],
-    ) -> tuple[str, str] | None:
-        if value in cache:
-            return cache[value]
-        if len(cache) >= self._CACHE_SIZE:
-            cache.clear()  # a file of unique dates: memory stays bounded
-        fault = cache[value] = judge(value)
-        return fault
+        self.verdicts: dict[Judge, dict[str, Fault]] = {}  # each judge's, by value
 
     def check(
         self, entry: Entry, *, pubdate: bool = False, base: str | None = None
@@ -196,25 +185,21 @@ class Checker:
 
     def _check(self, entry: Entry, pubdate: bool) -> list[Problem]:
         line = entry.line
-        problems: list[Problem] = []
         loc_problem = _check_url(entry.loc, line, "loc")
-        if loc_problem is not None:
-            problems.append(loc_problem)
-        faults = []
-        if entry.lastmod is not None:
-            if pubdate:
-                faults.append(
-                    self._judge(self.pubdates, entry.lastmod, lambda v: _pubdate_fault(v, self.now))
-                )
-            else:
-                faults.append(
-                    self._judge(self.lastmods, entry.lastmod, lambda v: _lastmod_fault(v, self.now))
-                )
-        if entry.changefreq is not None:
-            faults.append(self._judge(self.changefreqs, entry.changefreq, _changefreq_fault))
-        if entry.priority is not None:
-            faults.append(self._judge(self.priorities, entry.priority, _priority_fault))
-        for fault in faults:
+        problems = [] if loc_problem is None else [loc_problem]
+        for value, judge in (
+            (entry.lastmod, _pubdate_fault if pubdate else _lastmod_fault),
+            (entry.changefreq, _changefreq_fault),
+            (entry.priority, _priority_fault),
+        ):
+            if value is None:
+                continue
+            verdicts = self.verdicts.setdefault(judge, {})
+            if value not in verdicts:
+                if len(verdicts) >= self._CACHE_SIZE:
+                    verdicts.clear()  # a file of unique dates: memory stays bounded
+                verdicts[value] = judge(value, self.now)
+            fault = verdicts[value]
             if fault is not None:
                 problems.append(Problem(fault[0], fault[1], line))
         if entry.images > MAX_IMAGES_PER_URL:

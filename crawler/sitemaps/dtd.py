@@ -54,33 +54,29 @@ class Doctype:
     replacement: bytes = b""
 
 
-def _text(literal: bytes | None, encoding: str) -> str:
-    return "" if literal is None else literal[1:-1].decode(encoding, "replace")
+def _text(literal: bytes | None) -> str:
+    return "" if literal is None else literal[1:-1].decode("utf-8", "replace")
 
 
-def _external(match: re.Match[bytes], encoding: str) -> str:
+def _external(match: re.Match[bytes]) -> str:
     kind = match.group("kind").decode("ascii")
-    first, second = _text(match.group("first"), encoding), match.group("second")
+    first, second = _text(match.group("first")), match.group("second")
     if kind == "SYSTEM":
         return f"SYSTEM {quote(first)}"
-    return f"PUBLIC {quote(first)}" + (
-        f" {quote(_text(second, encoding))}" if second is not None else ""
-    )
+    return f"PUBLIC {quote(first)}" + (f" {quote(_text(second))}" if second is not None else "")
 
 
-def read_doctype(
-    problems: Problems, declaration: bytes, line: int, root: str, encoding: str
-) -> Doctype:
+def read_doctype(problems: Problems, declaration: bytes, line: int, root: str) -> Doctype:
     """Report ``declaration`` (the whole ``<!DOCTYPE ...>``, starting at ``line``) and
     its entities into ``problems``, check it, and write its replacement (named ``root``)."""
     head = _DOCTYPE_HEAD.match(declaration)
-    name = head.group("name").decode(encoding, "replace") if head else root
+    name = head.group("name").decode("utf-8", "replace") if head else root
     external = _EXTERNAL_ID.match(declaration, head.end()) if head else None
     if external is not None:
         problems.new(
             "dtd",
             f"a <!DOCTYPE {name}> declaration with an external DTD"
-            f" ({_external(external, encoding)}): not loaded",
+            f" ({_external(external)}): not loaded",
             line,
         )
     else:
@@ -93,7 +89,7 @@ def read_doctype(
     # Lines counted on from the declaration before (from the start, 80,000 took minutes).
     at, counted = line, 0
     for found in _ENTITY.finditer(text):
-        entity = found.group("name").decode(encoding, "replace")
+        entity = found.group("name").decode("utf-8", "replace")
         parameter = found.group("parameter") is not None
         at += text.count(b"\n", counted, found.start())
         counted = found.start()
@@ -101,11 +97,9 @@ def read_doctype(
         if found.group("external") is not None:
             ids = _EXTERNAL_ID.match(found.group("external"))
             assert ids is not None  # the same pattern matched it
-            message = (
-                f"declares an external {what} {entity!r} ({_external(ids, encoding)}): not loaded"
-            )
+            message = f"declares an external {what} {entity!r} ({_external(ids)}): not loaded"
         elif found.group("value") is not None:
-            value = _text(found.group("value"), encoding)
+            value = _text(found.group("value"))
             message = f"declares the {what} {entity!r} as {quote(value)}: not expanded"
         else:
             message = f"declares the {what} {entity!r} (not well-formed): not expanded"
@@ -115,15 +109,15 @@ def read_doctype(
                 seen.add(entity)
                 doctype.general.append(entity)
         problems.new("entity-declaration", message, at)
-    _check(problems, declaration, line, encoding)
+    _check(problems, declaration, line)
     doctype.replacement = _replacement(root, doctype.general, declaration.count(b"\n"))
     return doctype
 
 
-def _check(problems: Problems, declaration: bytes, line: int, encoding: str) -> None:
+def _check(problems: Problems, declaration: bytes, line: int) -> None:
     """The declaration as a document of its own (and an empty root): an
     ``xml-error`` when lxml finds it malformed. Nothing is expanded or loaded."""
-    parser = safe_parser(encoding=encoding)
+    parser = safe_parser(encoding="utf-8")
     try:
         etree.fromstring(declaration + b"<x/>", parser)
     except etree.LxmlError as exc:

@@ -354,7 +354,6 @@ def _read_xml(
             doc[begin:end],
             doc.count(b"\n", start, begin) + 1 + line_offset,
             prolog.root_name or "x",
-            reading.encoding,
         )
         general = doctype.general
         # lxml reads our declaration (same lines), never the document's own.

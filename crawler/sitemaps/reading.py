@@ -1,7 +1,7 @@
 """One reading of a document: what it collects, whatever the format.
 
 :class:`Reading` is the state of one :func:`~crawler.sitemaps.parse.parse_sitemap`
-call (file-level problems, format, encoding, whether the data was read to its end);
+call (file-level problems, format, whether the data was read to its end);
 its :class:`Sink` takes each entry as a format's reader finds it and applies what
 holds for every format: the count caps, :class:`~crawler.sitemaps.checks.Checker`,
 the location rule, duplicate locs, the root's namespace. :mod:`.urlset` and
@@ -250,7 +250,6 @@ class Reading:
     kind: Kind = Kind.UNKNOWN
     sink: Sink | None = None
     complete: bool = True
-    encoding: str = "utf-8"
     layers: int = 0  # gzip layers removed
     size: int = 0  # decompressed bytes
 
@@ -263,18 +262,18 @@ class Reading:
         self.problems.new("not-a-sitemap", message)
 
     def decode(self, part: bytes, line: int = 1) -> str:
-        """A part of the document (starting at ``line``) as text, in the encoding
-        found; bad bytes become U+FFFD, and the first part with any is reported."""
+        """A part of the (UTF-8) document, starting at ``line``, as text; bad bytes
+        become U+FFFD, and the first part with any is reported."""
         try:
-            return part.decode(self.encoding)
+            return part.decode()
         except UnicodeDecodeError as exc:
             if not self.problems.has("encoding-error"):
                 self.problems.new(
                     "encoding-error",
-                    f"bytes that are not {self.encoding}; replaced by U+FFFD",
+                    "bytes that are not utf-8; replaced by U+FFFD",
                     line + part.count(b"\n", 0, exc.start),
                 )
-            return part.decode(self.encoding, "replace")
+            return part.decode(errors="replace")
 
     def result(self) -> ParsedSitemap:
         sink = self.sink

@@ -29,10 +29,7 @@ def read_text(reading: Reading, doc: bytes, stopped: bool, start: int = 0) -> It
         return
     lines = _TEXT_LINE.finditer(doc, start)
     head = list(itertools.islice(lines, 10))
-    if not any(
-        _HTTP_TEXT.match(match.group(1).decode(reading.encoding, "replace").strip())
-        for match in head
-    ):
+    if not any(_HTTP_TEXT.match(match.group(1).decode(errors="replace").strip()) for match in head):
         reading.not_a_sitemap("neither XML nor a list of URLs")
         return
     reading.kind = Kind.TEXT

@@ -158,24 +158,16 @@ class Tolerant:
         batch: list[_Block] = []
         last: _Block | None = None  # held back: a cut-off last block is not read
         for number, block in enumerate(self.blocks(body_start, region_end)):
-            if read is not None and number in read:
-                # A batch is parsed with the text between its blocks: one that
-                # was read must not be inside it. Read what comes before.
-                if last is not None:
-                    batch.append(self.count_unclosed(last))
-                    last = None
-                if batch:
-                    self.read_batch(batch)
-                    yield
-                    batch = []
-                continue
+            # A batch is parsed with the text between its blocks: one that was read
+            # must not be inside it. Read what comes before.
+            skip = read is not None and number in read
             if last is not None:
                 batch.append(self.count_unclosed(last))
-                if len(batch) == _BATCH:
-                    self.read_batch(batch)
-                    yield
-                    batch = []
-            last = block
+            last = None if skip else block
+            if batch and (skip or len(batch) == _BATCH):
+                self.read_batch(batch)
+                yield
+                batch = []
         truncated_line = None
         if last is not None:
             if not last.closed and closed_root is None:
@@ -219,17 +211,11 @@ class Tolerant:
         """A start tag to put each block in (the root's own, for its namespaces)."""
         found = _ROOT_START.match(self.text, self.root_at)
         body_start = found.end() if found else self.root_at + 1
-        tag = found.group().decode(self.reading.encoding, "replace") if found else ""
+        tag = found.group().decode(errors="replace") if found else ""
         candidates = []
         if found and not tag.endswith("/>"):
             candidates.append(_flatten(tag))
-        declarations = (
-            " ".join(
-                x.decode(self.reading.encoding, "replace") for x in _XMLNS.findall(tag.encode())
-            )
-            if found
-            else ""
-        )
+        declarations = " ".join(x.decode() for x in _XMLNS.findall(tag.encode()))
         qualified = f"{self.prefix}:{self.local}" if self.prefix else self.local
         candidates.append(_flatten(f"<{qualified} {declarations}>"))
         candidates.append(
