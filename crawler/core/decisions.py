@@ -178,10 +178,9 @@ def render(kind: str, values: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Refusal:
-    """Why a URL is not fetched, as facts: the *decision* recorded, the *rule* of the
-    rule book that made it (:data:`RULES`), the *kind* of refusal and its *values*
-    (which limit, which pattern, which path), and a *target* (the page it stands
-    for). Its :attr:`reason` is rendered from them; nothing parses it back."""
+    """Why a URL is not fetched, as facts: the *decision*, the *rule* (:data:`RULES`),
+    the *kind* of refusal and its *values*, a *target* (the page it stands for). Its
+    :attr:`reason` is rendered from them; nothing parses it back."""
 
     decision: str
     rule: str

@@ -161,10 +161,8 @@ def _check_date(value: object, what: str) -> None:
 
 @dataclass(frozen=True, slots=True)
 class Alternate:
-    """An hreflang alternate of a page: ``<xhtml:link rel="alternate"
-    hreflang="..." href="..."/>``. ``hreflang`` is a language (``en``), with an
-    optional script and region (``zh-Hant-TW``, ``en-GB``), or ``x-default``;
-    ``href`` is checked as a ``<loc>`` is."""
+    """An hreflang alternate of a page (``<xhtml:link rel="alternate" ...>``): a language
+    with an optional script and region (``zh-Hant-TW``), or ``x-default``; an href."""
 
     hreflang: str
     href: str
@@ -225,10 +223,8 @@ class Video:
 
 @dataclass(frozen=True, slots=True)
 class News:
-    """A ``<news:news>`` of an article, as Google News sitemaps have it: the
-    publication's name and language (an ISO 639 code of 2 or 3 lowercase
-    letters, or ``zh-cn``/``zh-tw``), the article's publication date (a W3C
-    datetime) and its title."""
+    """A ``<news:news>`` of an article (Google News): the publication's name and
+    language, the article's publication date and title."""
 
     publication_name: str
     language: str

@@ -51,8 +51,7 @@ __all__ = [
 
 #: The longest section name (:func:`check_section`).
 MAX_SECTION_LENGTH = 40
-#: The section name the news sitemaps' files have (``sitemap-news-NNNNN-<h>``):
-#: no other section may take it.
+#: The news sitemaps' section name (``sitemap-news-NNNNN-<h>``), reserved.
 NEWS_SECTION = "news"
 # Starts with a letter: a name of digits would make "sitemap-NAME-NNNNN-<h>"
 # look like the start of a default section's "sitemap-NNNNN-<h>".
@@ -60,13 +59,9 @@ _SECTION_NAME = re.compile(rf"[a-z][a-z0-9-]{{0,{MAX_SECTION_LENGTH - 1}}}", re.
 
 
 def check_section(section: str) -> None:
-    """Raise ``ValueError`` unless ``section`` may name a section of a sitemap set.
-
-    That is 1 to 40 characters of ``a-z``, ``0-9`` and ``-``, the first a letter,
-    and not ``news`` (the news sitemaps' name). The name becomes part of the
-    section's file names (``sitemap-NAME-NNNNN-<h>.xml.gz``), hence the narrow
-    alphabet: no path separator, no dot, no case to fold, and nothing that could
-    pass for the number of a default section's file.
+    """Raise ``ValueError`` unless ``section`` may name a section of a sitemap set: 1
+    to 40 characters of ``a-z``, ``0-9`` and ``-``, the first a letter, not ``news``. A
+    narrow alphabet: the name is part of file names (``sitemap-NAME-NNNNN-<h>.xml.gz``).
     """
     if not isinstance(section, str) or _SECTION_NAME.fullmatch(section) is None:
         raise ValueError(
@@ -351,42 +346,9 @@ class EntryRows:
         self.priority = None if priority is None else SitemapEntry._checked_priority(priority)
 
     def __iter__(self) -> Iterator[SitemapEntry]:
-        default_changefreq, default_priority = self.changefreq, self.priority
-        section: object = None
-        rows: Iterator[tuple[Any, ...]] = self._rows  # EntryRow's shapes, told apart by length
-        for row in rows:
-            width = len(row)
-            if width == 2 or width == 3 and row[2] is None:
-                yield SitemapEntry(row[0], row[1], default_changefreq, default_priority)
-                continue
-            if not 3 <= width <= 6:
-                raise ValueError(_ROW_SHAPE)
-            loc, lastmod, extras = row[0], row[1], row[2]
-            if width > 3 and row[3] != section:
-                section = row[3]
-                if section is not None:
-                    _row_section(section, loc)
-            own_changefreq = row[4] if width > 4 else None
-            own_priority = row[5] if width > 5 else None
-            if own_changefreq is None and own_priority is None:
-                changefreq, priority = default_changefreq, default_priority
-            else:
-                # The row's errors in its order: loc, lastmod, then the values.
-                check_loc(loc)
-                if lastmod is not None:
-                    check_lastmod(lastmod)
-                changefreq = (
-                    default_changefreq
-                    if own_changefreq is None
-                    else _row_changefreq(own_changefreq, loc)
-                )
-                priority = (
-                    default_priority if own_priority is None else _row_priority(own_priority, loc)
-                )
-            if extras is None:
-                yield SitemapEntry(loc, lastmod, changefreq, priority)
-            else:
-                yield _row_entry(loc, lastmod, changefreq, priority, extras)
+        # A batch a row: each row is checked, with the same errors, as it comes.
+        for batch in self.batches(1):
+            yield from batch
 
     def batches(self, size: int = 4096) -> Iterator[EntryBatch]:
         """The rows, up to ``size`` at a time, as checked batches; a batch ends

@@ -54,6 +54,12 @@ _ROOTS: Final[dict[str, tuple[Kind, str, type[Sink]]]] = {
     "RDF": (Kind.RSS, "item", RssSink),  # RSS 1.0: <rdf:RDF> with <item>s beside the <channel>
     "feed": (Kind.ATOM, "entry", AtomSink),
 }
+_UTF16: Final = (
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+    (b"<\0", "utf-16-le"),
+    (b"\0<", "utf-16-be"),
+)
 _NON_SPACE = re.compile(rb"\S")
 _XML_DECLARATION = re.compile(rb"<\?xml\s[^>]*?encoding\s*=\s*([\"'])([A-Za-z0-9._-]+)\1")
 _ENCODING_IN_DECLARATION = re.compile(rb"(<\?xml\s[^>]*?encoding\s*=\s*)([\"'])[A-Za-z0-9._-]+\2")
@@ -203,17 +209,10 @@ def _to_utf8(reading: Reading, doc: bytes) -> tuple[bytes, int]:
     Returns the document and where it starts."""
     if doc.startswith(codecs.BOM_UTF8):
         return doc, len(codecs.BOM_UTF8)
-    utf16 = None
-    if doc.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        utf16 = "utf-16"
-    elif doc.startswith(b"<\0"):
-        utf16 = "utf-16-le"
-    elif doc.startswith(b"\0<"):
-        utf16 = "utf-16-be"
-    if utf16 is not None:
-        reading.problems.new("not-utf8", "the file is UTF-16; the protocol requires UTF-8")
-        text = doc.decode(utf16, "replace")
-        return _relabelled(text.encode("utf-8")), 0
+    for start, utf16 in _UTF16:
+        if doc.startswith(start):
+            reading.problems.new("not-utf8", "the file is UTF-16; the protocol requires UTF-8")
+            return _relabelled(doc.decode(utf16, "replace").encode()), 0
     first = _NON_SPACE.search(doc, 0, 1024)
     declared = _XML_DECLARATION.match(doc, first.start()) if first is not None else None
     if declared is None:

@@ -84,14 +84,9 @@ class _Block:
 
 @dataclass
 class Tolerant:
-    """Read a document that is not well-formed, one entry block at a time.
-
-    ``text`` holds the document from ``start`` (its bytes, never decoded whole: the
-    scan matches bytes, and each batch of blocks is decoded alone) and ``root_at``
-    is where its root element starts; the entries go to ``sink`` batch by batch,
-    and what concerns the whole file (a ``truncated`` problem, ``complete``) to
-    ``reading``.
-    """
+    """Read a document that is not well-formed, one entry block at a time: ``text``
+    from ``start`` (bytes: each batch is decoded alone), its root at ``root_at``; the
+    entries go to ``sink``, what concerns the whole file to ``reading``."""
 
     reading: Reading
     sink: Sink
