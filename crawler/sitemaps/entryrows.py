@@ -195,16 +195,7 @@ class EntryBatch:
             # the entry-by-entry check below raises the error for the first such entry.
             fast = utc = False
         if not (fast and utc):
-            if extras is None and not own:
-                # What SitemapEntry(loc, lastmod) checks, in its order, with its
-                # messages, without making the entry (whose extension fields cost a
-                # third more to set than the check of a common loc).
-                for loc, lastmod in zip(locs, self.lastmods, strict=True):
-                    check_loc(loc)  # raises ValueError
-                    if lastmod is not None:
-                        check_lastmod(lastmod)
-            else:
-                self._check_rows()
+            self._check_rows()
         elif extras is not None:
             # Every loc, lastmod and value is good: the extras are all that can fail.
             changefreqs, priorities = self.changefreqs, self.priorities
@@ -219,9 +210,9 @@ class EntryBatch:
         _set_batch_utc(self, utc)
 
     def _check_rows(self) -> None:
-        # Row by row, in order, so that the first bad row raises, whatever is bad
-        # in it: loc, lastmod, changefreq, priority, extras (as EntryRows' rows
-        # are checked when iterated).
+        # Row by row, in order, so that the first bad row raises, whatever is bad in it
+        # (loc, lastmod, changefreq, priority, extras), as SitemapEntry would: without
+        # making the entry (its extension fields cost a third more than the check).
         extras, row_changefreqs = self.extras, self.row_changefreqs
         row_priorities = self.row_priorities
         count = len(self.locs)
