@@ -25,12 +25,9 @@ SEEDS = (FOUND_START, FOUND_URL_FILE, FOUND_SITEMAP)
 
 @dataclass(slots=True)
 class UrlRecord:
-    """What the crawl decided about one URL.
-
-    ``url`` is the normalised URL (see :mod:`crawler.core.urls`); ``raw_url`` the form it
-    was found in, when different (an alias). ``target`` is where a redirect or a
-    canonical points. HTTP header values are kept raw; the pipelines interpret them.
-    """
+    """What the crawl decided about one URL (normalised; ``raw_url``: the form it was
+    found in, when different). ``target``: where a redirect or canonical points. HTTP
+    header values are kept raw; the pipelines interpret them."""
 
     url: str
     decision: str

@@ -1,15 +1,10 @@
 """Crawling one address, publishing for another (``--base-url``).
 
-Teams crawl a staging host or a local build whose pages will be public elsewhere.
 The *start prefix* is the start URL up to the last ``/`` of its path; the *public
-prefix* is ``SITEMAP_BASE_URL`` (or the start prefix itself when none is given).
-Every published ``<loc>``, pages and index entries alike, is the crawled URL with
-the start prefix replaced by the public prefix; a canonical that points at the
-public address of a page is read back into crawl space, so it counts as
-self-canonical (issue #2, "Crawling one address, publishing for another").
-
-With a base URL, a same-host page outside the start prefix has no public address:
-it is crawled for discovery but not listed.
+prefix* is ``SITEMAP_BASE_URL`` (or the start prefix). Every published ``<loc>`` is the
+crawled URL with the one replaced by the other; a canonical that points at a page's
+public address is read back into crawl space (so it counts as self-canonical). With a
+base URL, a same-host page outside the start prefix is crawled but not listed.
 """
 
 from __future__ import annotations

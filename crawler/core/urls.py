@@ -60,6 +60,7 @@ import re
 import string
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
+from urllib.parse import unquote_to_bytes
 
 from w3lib.url import canonicalize_url
 
@@ -300,7 +301,7 @@ def _normalise_host(host: str) -> str | None:
     if "%" in host:
         # The URL standard percent-decodes the host (as UTF-8) before IDNA.
         try:
-            host = _unquote_to_bytes(host).decode("utf-8")
+            host = unquote_to_bytes(host).decode("utf-8")
         except UnicodeDecodeError:
             return None
     if not host.isascii():
@@ -328,15 +329,6 @@ def _to_ascii(host: str) -> str | None:
         )
     except UnicodeError:  # idna.IDNAError is a UnicodeError
         return None
-
-
-def _unquote_to_bytes(text: str) -> bytes:
-    """Percent-decode *text* (UTF-8 for the rest); a malformed escape stays as it is."""
-    return re.sub(
-        rb"%([0-9A-Fa-f]{2})",
-        lambda m: bytes([int(m.group(1), 16)]),
-        text.encode("utf-8"),
-    )
 
 
 @functools.lru_cache(maxsize=64)
@@ -415,34 +407,21 @@ def _strip_query(query: str, extra_strip: Iterable[str], encoding: str) -> str:
 
 
 def _remove_dot_segments(path: str) -> str:
-    """RFC 3986 section 5.2.4, ``remove_dot_segments``, step by step."""
+    """RFC 3986 section 5.2.4, ``remove_dot_segments``, for a path that starts with
+    ``/`` (or is empty): a segment at a time."""
     if "." not in path:
         return path
+    segments = path.split("/")[1:]
     output: list[str] = []
-    while path:
-        if path.startswith("../"):  # A
-            path = path[3:]
-        elif path.startswith("./") or path.startswith("/./"):
-            path = path[2:]
-        elif path == "/.":
-            path = "/"
-        elif path.startswith("/../"):  # C
-            path = path[3:]
+    for segment in segments:
+        if segment == "..":
             if output:
                 output.pop()
-        elif path == "/..":
-            path = "/"
-            if output:
-                output.pop()
-        elif path in {".", ".."}:  # D
-            path = ""
-        else:  # E: move the first segment (with its leading "/") to the output
-            end = path.find("/", 1)
-            if end == -1:
-                end = len(path)
-            output.append(path[:end])
-            path = path[end:]
-    return "".join(output)
+        elif segment != ".":
+            output.append(segment)
+    if segments[-1] in (".", ".."):
+        output.append("")  # "/a/." is "/a/"
+    return "/" + "/".join(output)
 
 
 def site_of(url: str) -> tuple[str, int | None] | None:

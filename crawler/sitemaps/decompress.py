@@ -143,16 +143,13 @@ def decompress(data: bytes, max_bytes: int) -> tuple[bytes, int, list[Problem]]:
             )
 
     buffer = io.BytesIO()
-    total = 0
     capped = False
     for piece in stream:
-        if total + len(piece) > max_bytes:
-            buffer.write(piece[: max_bytes - total])
-            total = max_bytes
+        room = max_bytes - buffer.tell()
+        buffer.write(piece[:room])  # the piece itself when it fits: no copy
+        if len(piece) > room:
             capped = True
             break
-        buffer.write(piece)
-        total += len(piece)
 
     if capped:
         ratio = max_bytes / max(outer.consumed, 1)

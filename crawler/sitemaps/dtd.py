@@ -28,11 +28,7 @@ __all__ = ["Doctype", "read_doctype"]
 _LITERAL = rb"\"[^\"]*\"|'[^']*'"
 _COMMENT = re.compile(rb"<!--.*?(?:-->|\Z)", re.DOTALL)
 _EXTERNAL_ID = re.compile(
-    rb"\s*(?P<kind>SYSTEM|PUBLIC)\s*(?P<first>"
-    + _LITERAL
-    + rb")(?:\s*(?P<second>"
-    + _LITERAL
-    + rb"))?"
+    rb"\s*(?P<kind>SYSTEM|PUBLIC)\s*(?P<first>%s)(?:\s*(?P<second>%s))?" % (_LITERAL, _LITERAL)
 )
 _DOCTYPE_HEAD = re.compile(rb"<!DOCTYPE\s+(?P<name>[^\s\[>]+)", re.IGNORECASE)
 _ENTITY = re.compile(

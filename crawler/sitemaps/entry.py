@@ -1,18 +1,11 @@
 """One ``<url>`` of a sitemap, as a read-only value.
 
-Modelled on ultimate-sitemap-parser's slotted page objects: the entry checks
-itself once, when it is made, so the writer can render it without looking
-again, and a bad value fails where it was produced rather than in a half-written
-file.
-
-An entry may carry Google's sitemap extensions: hreflang alternates
-(:class:`Alternate`, written as ``<xhtml:link>``), image locs (``<image:image>``),
-:class:`Video` and :class:`News` objects. They are checked like the rest (limits
-from :mod:`crawler.sitemaps.limits`, the rules of Google's schemas in ``tests/xsd/``).
-
-Many entries at once (the ledger's rows, checked batches) are
-:mod:`crawler.sitemaps.entryrows`; the extensions as the JSON the ledger keeps,
-:mod:`crawler.sitemaps.extras`.
+The entry checks itself once, when it is made (as ultimate-sitemap-parser's slotted
+page objects do), so the writer renders it without looking again, and a bad value fails
+where it was produced rather than in a half-written file. Google's extensions
+(:class:`Alternate`, image locs, :class:`Video`, :class:`News`) are checked likewise
+(limits from :mod:`crawler.sitemaps.limits`, Google's schemas in ``tests/xsd/``). Many
+entries at once: :mod:`crawler.sitemaps.entryrows`; their JSON: :mod:`.extras`.
 """
 
 from __future__ import annotations

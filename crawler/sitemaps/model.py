@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Final, overload
 
@@ -35,28 +35,25 @@ class Kind(str, Enum):  # noqa: UP042 (the issue's API: str and Enum, as callers
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """One fault: a stable machine ``code``, one human line, and where, when known.
-
-    ``line`` counts lines of the decompressed document, from 1. The codes:
+    """One fault: a stable machine ``code``, one human line, and where, when known
+    (``line``, of the decompressed document, from 1). The codes:
 
     * the file: ``not-a-sitemap``, ``too-large``, ``gzip-bomb``, ``double-gzip``,
-      ``too-many-gzip-layers``, ``gzip-error``, ``gzip-truncated``,
-      ``gzip-trailing-data``, ``not-utf8``, ``encoding-error``,
-      ``whitespace-before-declaration``, ``dtd``, ``entity-declaration``,
-      ``xml-error``, ``truncated``, ``no-namespace``, ``wrong-namespace``,
-      ``too-many-urls``, ``too-many-sitemaps``, ``problems-suppressed``,
-      ``parser-error`` (a bug of ours, logged);
+      ``too-many-gzip-layers``, ``gzip-error``, ``gzip-truncated``, ``gzip-trailing-data``,
+      ``not-utf8``, ``encoding-error``, ``whitespace-before-declaration``, ``dtd``,
+      ``entity-declaration``, ``xml-error``, ``truncated``, ``no-namespace``,
+      ``wrong-namespace``, ``too-many-urls``, ``too-many-sitemaps``,
+      ``problems-suppressed``, ``parser-error`` (a bug of ours, logged);
     * an entry: ``missing-loc``, ``empty-loc``, ``whitespace-around-loc``,
-      ``whitespace-in-loc``, ``relative-loc``, ``invalid-loc``,
-      ``loc-too-long``, ``invalid-lastmod``, ``lastmod-no-timezone``,
-      ``lastmod-future``, ``invalid-changefreq``, ``invalid-priority``,
-      ``too-many-images``, ``invalid-alternate``, ``unknown-element``,
-      ``duplicate-element``, ``duplicate-loc``, ``out-of-scope``, ``namespace-mismatch``,
-      ``unescaped-ampersand``, ``undefined-entity``, ``not-a-url`` (text).
+      ``whitespace-in-loc``, ``relative-loc``, ``invalid-loc``, ``loc-too-long``,
+      ``invalid-lastmod``, ``lastmod-no-timezone``, ``lastmod-future``,
+      ``invalid-changefreq``, ``invalid-priority``, ``too-many-images``,
+      ``invalid-alternate``, ``unknown-element``, ``duplicate-element``, ``duplicate-loc``,
+      ``out-of-scope``, ``namespace-mismatch``, ``unescaped-ampersand``,
+      ``undefined-entity``, ``not-a-url`` (text).
 
-    (``index-lists-index`` is the caller's: only it follows the index.) ``url`` is the
-    URL of the entry a problem is about: its ``loc``, resolved against the sitemap's
-    address when relative; None for the whole file, or an entry without a URL.
+    ``url``: the URL of the entry a problem is about (its ``loc``, resolved against the
+    sitemap's address); None for the whole file, or an entry without a URL.
     """
 
     code: str
@@ -108,14 +105,14 @@ class ParsedSitemap:
     entry_count: int = 0
 
 
+@dataclass(slots=True)
 class Problems:
     """Problems in order, at most MAX_PROBLEMS_PER_CODE of each code."""
 
-    def __init__(self) -> None:
-        self.items: list[Problem] = []
-        self.counts: dict[str, int] = {}
-        # The problems of the entry being read, before its URL is known.
-        self.held: list[Problem] | None = None
+    items: list[Problem] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    # The problems of the entry being read, before its URL is known.
+    held: list[Problem] | None = None
 
     def add(self, problem: Problem) -> None:
         if self.held is not None:
@@ -162,13 +159,10 @@ def quote(value: str) -> str:
 
 
 class Rereading(Sequence[Entry]):
-    """The entries of a document, read again from its data whenever they are iterated
-    (``reread()`` parses it, giving the entries in batches), so that none is held: what
-    a plain :func:`~crawler.sitemaps.parse.parse_sitemap` call returns for a file of
-    many entries. ``len()`` is free; iterating costs a parse, a batch at a time as the
-    reader reads (the parse is a generator: it stops where the reader stops); an index
-    or a slice reads up to it. Equal to a list of the same entries.
-    """
+    """The entries of a document, read again from its data (``reread()``, a generator
+    of batches) whenever they are iterated, so that none is held. ``len()`` is free;
+    iterating costs a parse, as far as the reader reads; an index or a slice reads up
+    to it. Equal to a list of the same entries."""
 
     def __init__(self, count: int, reread: Callable[[], Iterator[list[Entry]]]) -> None:
         self._count = count

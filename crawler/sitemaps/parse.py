@@ -84,15 +84,12 @@ def parse_sitemap(
 ) -> ParsedSitemap:
     """Read a sitemap, sitemap index, text list, RSS or Atom feed, gzipped or not.
 
-    ``url``, when given, is where ``data`` came from: for the protocol's location rule
-    (``out-of-scope``) and to resolve a relative ``loc`` for the URL its problems name;
-    ``base_url`` is that address without the location rule (the audit judges that
-    itself, in crawl space). Reading stops after ``max_bytes`` decompressed bytes.
-    ``now`` (default: the current time) decides which lastmod is in the future.
-
-    Every listed URL that could be read is an :class:`~.model.Entry`; every fault a
-    :class:`~.model.Problem` (:func:`~.checks.check_entry` runs on every entry). Never
-    raises: an unexpected failure is a logged ``parser-error`` problem.
+    ``url``: where ``data`` came from, for the location rule (``out-of-scope``) and to
+    resolve a relative ``loc`` for its problems; ``base_url``: that address without the
+    location rule. Reading stops after ``max_bytes`` decompressed bytes. ``now``
+    (default: the current time) decides which lastmod is in the future. Every URL that
+    could be read is an :class:`~.model.Entry`, every fault a :class:`~.model.Problem`.
+    Never raises: an unexpected failure is a logged ``parser-error`` problem.
 
     ``on_entries``, when given, is called with the entries in document order, in lists
     of up to 1,000, as they are read, and none is kept (``entries`` is empty,

@@ -175,13 +175,12 @@ class Sink:
 
     def count_block(self, line: int | None) -> None:
         self.blocks += 1
-        limit = MAX_SITEMAPS_PER_INDEX if self.kind is Kind.INDEX else MAX_URLS_PER_FILE
+        limit, code, what = (
+            (MAX_SITEMAPS_PER_INDEX, "too-many-sitemaps", "sitemaps")
+            if self.kind is Kind.INDEX
+            else (MAX_URLS_PER_FILE, "too-many-urls", "URLs")
+        )
         if self.blocks == limit + 1:
-            code, what = (
-                ("too-many-sitemaps", "sitemaps")
-                if self.kind is Kind.INDEX
-                else ("too-many-urls", "URLs")
-            )
             # Once, at the first one over; reading goes on: the audit must see them.
             self.problems.new(code, f"more than {limit:,} {what} in one file", line)
 

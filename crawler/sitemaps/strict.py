@@ -180,25 +180,25 @@ def _stalled(parser: Any, events: _Events, lines: int, line_offset: int) -> None
     events.take(parser)  # it was the end of the document after all
 
 
+@dataclass
 class _Events:
     """What the pull parser reports, handed to the sink; each entry freed once read.
     A block inside another (most often one whose ``</url>`` is missing) is read with
     the outermost, when that ends, in document order; past :data:`_MAX_NESTED` the
     tolerant reading takes over from the outer block."""
 
-    def __init__(self, sink: Sink, block: str, prefix: str | None, offset: int) -> None:
-        self.sink = sink
-        self.block = block
-        self.prefix = prefix
-        self.offset = offset
-        self.root: Any = None
-        self.block_tags: set[str] = set()
-        self.started = 0  # blocks started, counted as Read counts them
-        self.depth = 0  # blocks open now
-        # The numbers of the outermost open block and of those it holds, in
-        # document order (None for a block the tolerant scan does not count).
-        self.numbers: list[int | None] = []
-        self.read = Read()
+    sink: Sink
+    block: str
+    prefix: str | None
+    offset: int
+    root: Any = None
+    block_tags: set[str] = field(default_factory=set)
+    started: int = 0  # blocks started, counted as Read counts them
+    depth: int = 0  # blocks open now
+    # The numbers of the outermost open block and of those it holds, in document
+    # order (None for a block the tolerant scan does not count).
+    numbers: list[int | None] = field(default_factory=list)
+    read: Read = field(default_factory=Read)
 
     def is_block(self, tag: Any) -> bool:
         if tag in self.block_tags:
