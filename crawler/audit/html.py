@@ -21,9 +21,9 @@ from crawler.publish.htmlpage import (
     bar_chart,
     esc,
     figure,
-    history_table,
+    group,
+    history_chart,
     inline_figure,
-    line_chart,
     link,
     more_note,
     number,
@@ -97,23 +97,16 @@ def _coverage(data: dict[str, Any]) -> str:
         figure("counts.protocol", counts["protocol"], "protocol problems"),
     ]
     history: list[dict[str, Any]] = data.get("history") or []
-    chart = line_chart(
-        [when(h.get("generated")) for h in history],
-        [("coverage %", [h.get("coverage") for h in history], "a", "history.{i}.coverage")],
-        title="Coverage over the audits of this site",
-        percent=True,
-    )
     last = "the last audit" if len(history) == 1 else f"the last {len(history)} audits"
     return (
         '<h2>Coverage</h2><p class="muted">The share of the indexable pages the crawl '
         "found that the sitemaps list.</p>"
         f'<div class="figures">{"".join(tiles)}</div>'
         f"<h2>Coverage over {last}</h2>"
-        + chart
-        + history_table(
+        + history_chart(
             history,
-            "The audits, newest first",
             "generated",
+            [("coverage %", "coverage")],
             [
                 ("coverage %", "coverage", True),
                 ("listed indexable", "covered", True),
@@ -121,6 +114,9 @@ def _coverage(data: dict[str, Any]) -> str:
                 ("URLs", "listed", True),
                 ("problems", "problems", True),
             ],
+            title="Coverage over the audits of this site",
+            summary="The audits, newest first",
+            percent=True,
         )
     )
 
@@ -143,9 +139,9 @@ def _classes(data: dict[str, Any], cap: int) -> str:
     ]
     by_class: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
     for u in urls:
-        group = by_class.get(u["class"])
-        if group is not None and len(group) < cap:
-            group.append(u)
+        members = by_class.get(u["class"])
+        if members is not None and len(members) < cap:
+            members.append(u)
     for name in names:
         rows = [
             [
@@ -158,21 +154,17 @@ def _classes(data: dict[str, Any], cap: int) -> str:
             ]
             for u in by_class[name]
         ]
-        out.append(
-            f'<details data-group data-class="{esc(name)}"'
-            + ("" if name == "indexable" else " open" if counts[name] <= 200 else "")
-            + f"><summary>{esc(name)}: {inline_figure(f'counts.{name}', counts[name])}"
-            f' <span class="muted">{esc(MEANINGS[name])} (<span data-shown>{len(rows)}'
-            "</span> shown)</span></summary>"
-            + table(
-                ["URL", "reason", "target", "found by crawl", "sitemaps", "flags"],
-                rows,
-                url_columns=(0, 2, 4),
-                row_class=[name] * len(rows),
-            )
-            + more_note(counts[name], len(rows), f"audit.json and {name}.csv")
-            + "</details>"
+        body = table(
+            ["URL", "reason", "target", "found by crawl", "sitemaps", "flags"],
+            rows,
+            url_columns=(0, 2, 4),
+            row_class=[name] * len(rows),
         )
+        count = counts[name]
+        summary = f"{esc(name)}: {inline_figure(f'counts.{name}', count)}"
+        where, note = f"audit.json and {name}.csv", f"{esc(MEANINGS[name])} "
+        opened = name != "indexable" and count <= 200
+        out.append(group(name, summary, len(rows), body, count, where, opened=opened, note=note))
     if not names:
         out.append('<p class="muted">No URL to classify.</p>')
     return "".join(out)

@@ -91,6 +91,7 @@ from typing import Final
 from urllib.parse import urlsplit
 
 from crawler.core.lastmod import lastmod_datetime
+from crawler.publish.childfile import fsync_dir, write_synced
 from crawler.sitemaps.entry import check_lastmod, check_loc
 from crawler.sitemaps.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
 
@@ -284,8 +285,7 @@ def write_feed(path: Path, data: bytes) -> Path:
         # published feed must be readable by the web server (umask decides).
         with open(temp, "wb") as stream:
             stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
+            write_synced(stream)
     except BaseException:
         discard(temp)
         raise
@@ -299,12 +299,7 @@ def publish_feed(temp: Path, final: Path) -> None:
     if temp.parent.resolve() != final.parent.resolve():
         raise ValueError(f"{temp} and {final} are not in the same directory")
     os.replace(temp, final)
-    # The rename is durable only once the directory itself is synced.
-    fd = os.open(final.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_dir(final.parent)
 
 
 def discard(temp: Path) -> None:

@@ -29,33 +29,22 @@ The rules, from the documentation (quoted where quoted, paraphrased elsewhere):
   matching the schema) and ``429 Too Many Requests`` ("potential Spam") are not; nor
   are server errors (5xx).
 
-What this module does with them:
+What this module does with them: :func:`submit` drops repeated URLs (the first kept,
+in order), splits them into batches of at most *batch* (10,000) and POSTs each in turn.
+Any 2xx submits the batch. 429, 5xx and no answer at all are retried, at most
+*retries* times, after ``backoff * 2**n`` seconds before retry *n* (1, 2, 4 s by
+default) or the answer's ``Retry-After`` (in seconds; an HTTP-date is not read), at
+most :data:`MAX_DELAY` (60 s). Anything else (400, 403, 422, another 4xx, a redirect,
+which is not followed: urllib would turn the POST into a GET) fails the batch at once.
+The first failed batch ends the submission: the later ones carry the same host, key
+and key location, and an endpoint that kept failing or asked us to slow down is not
+sent more; the :class:`Outcome` lists them as not sent. A usage error (an invalid key,
+a key location or URL not on ``host``, a URL outside the key file's directory) raises
+:class:`ValueError` before anything is sent: it would only be refused (422).
 
-:func:`submit` takes the run's URLs (a plain list, after the crawl, outside
-Scrapy's reactor), drops repeats (first occurrence kept, order kept), splits them
-into batches of at most *batch* (10,000) URLs and POSTs each in turn:
-
-* 200, 202 (and any other 2xx): the batch is submitted;
-* 429, 5xx, and no answer at all (refused connection, time-out, reset): retried,
-  at most *retries* times, after ``backoff * 2**n`` seconds before retry *n*
-  (1, 2, 4 s by default), or after the answer's ``Retry-After`` (in seconds; an
-  HTTP-date is not read) when it has one; a wait is at most
-  :data:`MAX_DELAY` (60 s). A batch that still fails is failed;
-* anything else (400, 403, 422, another 4xx, a redirect, which is not followed:
-  urllib would turn the POST into a GET) fails the batch at once.
-
-The first failed batch ends the submission: the later batches carry the same host,
-key and key location (400, 403, 422 would refuse them the same way), and an
-endpoint that kept failing or asked us to slow down is not sent more. They are
-listed as not sent, and the :class:`Outcome` says so. A usage error (an invalid
-key, a key location or a URL not on ``host``, a URL outside the key file's
-directory) raises :class:`ValueError` before anything is sent: such a request
-would only be refused (422). Nothing is sent for an empty list.
-
-:func:`check_key` fetches the key file as an engine would and says what is wrong
-with it, in one line, or None. A redirect is reported, not followed: the key file
-must be served at the location given. Its content must be the key, exactly; one
-trailing line break (``\\n`` or ``\\r\\n``), which editors add, is allowed.
+:func:`check_key` fetches the key file as an engine would and says what is wrong with
+it, in one line, or None. A redirect is reported, not followed. Its content must be
+the key, exactly, but for one trailing line break (``\\n`` or ``\\r\\n``).
 
 Why the standard library's urllib, and not Scrapy or another client: this is one
 short exchange per run, made after Scrapy has stopped, from plain code; urllib

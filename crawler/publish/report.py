@@ -118,12 +118,12 @@ def duration(stats: dict[str, Any]) -> float | None:
 TOP_PAGES = 20
 
 
+@dataclass(frozen=True, slots=True)
 class Stream:
     """A list field of the report, streamed from the ledger each time it is read
     (report.json reads it whole, the HTML page its first few)."""
 
-    def __init__(self, factory: Callable[[], Iterator[Any]]) -> None:
-        self.factory = factory
+    factory: Callable[[], Iterator[Any]]
 
     def __call__(self) -> Iterator[Any]:
         return self.factory()
@@ -277,19 +277,6 @@ def write_json(path: Path, model: RunModel) -> dict[str, int]:
     tmp.replace(path)
     model.lengths = written
     return written
-
-
-def write_report(
-    path: Path,
-    stats: dict[str, Any],
-    ledger: Ledger,
-    previous: Path | None,
-    outcome: str,
-    message: str,
-) -> dict[str, int]:
-    """Write ``report.json`` to *path* (atomically) and return how many URLs were
-    ``added``, ``removed`` and had ``lastmod_changes`` (and ``rich_problems``)."""
-    return write_json(path, run_model(stats, ledger, previous, outcome, message))
 
 
 def _write_list(f: TextIO, values: Iterator[Any]) -> int:
