@@ -75,6 +75,15 @@ class _Row:
     problems: list[str] = field(default_factory=list)
 
 
+# Why an alternate is not listed, by its decision.
+_NOT_LISTED = {
+    d.NOINDEX: "noindex",
+    d.REDIRECT: "a redirect to {target}",
+    d.CANONICAL: "canonicalised to {target}",
+    d.DUPLICATE: "a duplicate of {target}",
+}
+
+
 def _not_listed(ledger: Ledger) -> Any:
     """For a crawl URL: None when it is listed, else why not, in words."""
 
@@ -85,17 +94,9 @@ def _not_listed(ledger: Ledger) -> Any:
         decision, reason, target = row
         if decision == d.LISTED:
             return None
-        if decision == d.NOINDEX:
-            return "noindex"
-        if decision == d.REDIRECT:
-            return f"a redirect to {target}"
-        if decision == d.CANONICAL:
-            return f"canonicalised to {target}"
-        if decision == d.DUPLICATE:
-            return f"a duplicate of {target}"
         if decision == d.STATUS:
             return reason  # "HTTP 404"
-        return f"not listed ({decision})"
+        return _NOT_LISTED.get(decision, f"not listed ({decision})").format(target=target)
 
     return why
 
@@ -139,15 +140,8 @@ def _rich_rows(ledger: Ledger, public: PublicUrls) -> Iterator[_Row]:
         declared = [
             (str(code), public.to_crawl(str(href))) for code, href in json.loads(alternates or "[]")
         ]
-        yield _Row(
-            key,
-            url,
-            loc,
-            declared,
-            json.loads(images or "[]"),
-            json.loads(videos or "[]"),
-            json.loads(problems or "[]"),
-        )
+        lists = (json.loads(text or "[]") for text in (images, videos, problems))
+        yield _Row(key, url, loc, declared, *lists)
 
 
 def _video(data: dict[str, Any], public: PublicUrls) -> Video:

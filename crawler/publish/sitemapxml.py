@@ -100,37 +100,34 @@ def _escape_attribute(text: str) -> str:
     return escape(text).replace('"', "&quot;").replace("'", "&apos;")
 
 
-def _yes_no(value: bool) -> str:
-    return "yes" if value else "no"
+# A video's optional elements, in the order sitemap-video.xsd's <xsd:sequence> requires
+# (after thumbnail_loc, title and description; rating, tag, platform... are not written).
+_VIDEO_OPTIONAL: Final = (
+    "content_loc",
+    "player_loc",
+    "duration",
+    "expiration_date",
+    "publication_date",
+    "family_friendly",
+    "live",
+)
 
 
 def _render_video(video: Video) -> str:
-    # The order sitemap-video.xsd's <xsd:sequence> requires: thumbnail_loc,
-    # title, description, content_loc, player_loc, duration, expiration_date,
-    # (rating, content_segment_loc, view_count), publication_date, (tag,
-    # category), family_friendly, (restriction ... platform), live.
     parts = [
         "<video:video>",
         f"<video:thumbnail_loc>{escape(video.thumbnail_loc)}</video:thumbnail_loc>",
         f"<video:title>{_escape_text(video.title)}</video:title>",
         f"<video:description>{_escape_text(video.description)}</video:description>",
     ]
-    if video.content_loc is not None:
-        parts.append(f"<video:content_loc>{escape(video.content_loc)}</video:content_loc>")
-    if video.player_loc is not None:
-        parts.append(f"<video:player_loc>{escape(video.player_loc)}</video:player_loc>")
-    if video.duration is not None:
-        parts.append(f"<video:duration>{video.duration}</video:duration>")
-    if video.expiration_date is not None:
-        parts.append(f"<video:expiration_date>{video.expiration_date}</video:expiration_date>")
-    if video.publication_date is not None:
-        parts.append(f"<video:publication_date>{video.publication_date}</video:publication_date>")
-    if video.family_friendly is not None:
-        parts.append(
-            f"<video:family_friendly>{_yes_no(video.family_friendly)}</video:family_friendly>"
-        )
-    if video.live is not None:
-        parts.append(f"<video:live>{_yes_no(video.live)}</video:live>")
+    for name in _VIDEO_OPTIONAL:
+        value = getattr(video, name)
+        if isinstance(value, bool):  # family_friendly, live
+            value = "yes" if value else "no"
+        elif name.endswith("_loc") and value is not None:
+            value = escape(value)
+        if value is not None:
+            parts.append(f"<video:{name}>{value}</video:{name}>")
     parts.append("</video:video>")
     return "".join(parts)
 
