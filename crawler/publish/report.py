@@ -3,44 +3,9 @@
 Both come from the same figures: Scrapy's stats (the crawl's contract), which the
 publisher sets from the ledger's closed books (decision counts) and from
 ``report.json`` as it is written (the counts of its lists). The summary is a few
-lines for a terminal or a cron mail; ``report.json`` (schema
-``sitemap-crawler/run/1``) has the full lists:
-
-``start_url``, ``started``, ``finished``, ``duration_seconds``, ``outcome``,
-``message``, ``published`` (bool), ``pages_fetched``, ``conditional_requests``
-(asked conditionally and answered), ``not_modified``, ``listed``, ``excluded``
-(decision -> count), ``queued`` (URLs an interrupted run had not fetched yet),
-``added`` and ``removed`` (published URLs since the previous run),
-``lastmod_changes`` (``{url, old, new}``), ``files_written`` (files of the set
-written this run) and ``files_unchanged`` (files already published byte for byte,
-left untouched), ``published_since`` (when the set now published was first
-published: an unchanged night keeps the date), ``set_unchanged`` (the set is the
-one published last time, byte for byte), ``index``,
-``robots`` (``{token, group}``: the product token matched against the start URL's
-robots.txt, the group that applied: the token, ``*`` or ``none``, its ``state``:
-``parsed``, ``unavailable`` (a 404, say: everything allowed) or ``unreachable`` (a
-5xx or no answer: nothing fetched), and ``why``: ``HTTP 404``...), ``learned``
-(``{parameters, calendars, soft404}``: path -> the query parameters learned not to
-change its pages, the calendar sequences cut, and the soft-404 probe's
-``{probes, probe_status, detected}``; issue #19), ``rich``
-(``{alternates, images, videos, news, problems}``: what the rich entries hold,
-issue #14) and ``rich_problems`` (``{url, problems}``: the hreflang alternates and
-videos left out of a page's entry, and why), ``budget`` (``{stopped, unfetched}``:
-which budget stopped the crawl, ``--max-time`` say, and how many URLs it left found
-but not fetched; null when none did), ``seeds`` (``{start, url_file, sitemap,
-sitemaps_read, listed_unlinked}``: the URLs each kind of seed brought, the sitemaps
-read for seeds, and the listed pages that only a sitemap led to: orphans).
-
-``first_run``: no earlier run to compare with (every listed URL is added). For
-the HTML report (issue #17, ``report.html`` beside it, :mod:`crawler.publish.runhtml`;
-both are written from one :class:`RunModel`): ``excluded_total`` (the site's URLs
-excluded: ``excluded`` less ``off-host``), ``other_hosts`` (the links to other
-hosts, ``off-host``: not the site's, so apart), ``status_codes``
-(HTTP status -> URLs), ``depths`` (link depth -> ``{urls, listed}``), ``slowest``
-(``{url, decision, seconds}``) and ``largest`` (``{url, decision, bytes}``), the
-:data:`TOP_PAGES` slowest fetches and largest bodies, and ``history``: the runs kept
-in the state directory's ``runs.json``, oldest first, this one last
-(:mod:`crawler.publish.reporthistory`).
+lines for a terminal or a cron mail; ``report.json`` (schema ``sitemap-crawler/run/1``,
+its fields in docs/nightly.md, "The report") has the full lists, and ``report.html``
+(:mod:`crawler.publish.runhtml`) is written from the same :class:`RunModel`.
 
 ``added``, ``removed`` and ``lastmod_changes`` say what the run changed: they are
 null for a run that neither published nor finished its crawl (interrupted,
@@ -73,17 +38,9 @@ COMPARABLE = frozenset({"published", "crawled", "refused"})
 SUMMARY_PATHS = 3
 
 
-def decision_counts(stats: dict[str, Any]) -> dict[str, int]:
-    return {k[len(PREFIX) :]: int(v) for k, v in sorted(stats.items()) if k.startswith(PREFIX)}
-
-
-def section_counts(stats: dict[str, Any]) -> dict[str, int]:
-    """URLs written per section (none without --section rules)."""
-    return {
-        k[len(SECTION_PREFIX) :]: int(v)
-        for k, v in sorted(stats.items())
-        if k.startswith(SECTION_PREFIX)
-    }
+def decision_counts(stats: dict[str, Any], prefix: str = PREFIX) -> dict[str, int]:
+    """URLs per decision; with *prefix* SECTION_PREFIX, URLs written per section."""
+    return {k[len(prefix) :]: int(v) for k, v in sorted(stats.items()) if k.startswith(prefix)}
 
 
 def seed_counts(stats: dict[str, Any]) -> dict[str, int]:
@@ -204,7 +161,7 @@ def run_model(
             "state": stats.get("sitemap/robots/state"),
             "why": stats.get("sitemap/robots/why"),
         },
-        "sections": section_counts(stats),
+        "sections": decision_counts(stats, SECTION_PREFIX),
         "rich": {
             name: stats.get(f"sitemap/rich/{name}", 0)
             for name in ("alternates", "images", "videos", "news", "problems")
@@ -414,11 +371,8 @@ def format_summary(stats: dict[str, Any]) -> str:
             f"stopped early: {budget}; {stats.get('sitemap/budget/unfetched', 0)} URLs found"
             " but not fetched (cap-reached)"
         )
-    sections = {
-        k[len(SECTION_PREFIX) :]: v for k, v in stats.items() if k.startswith(SECTION_PREFIX)
-    }
-    if sections:
-        lines.append("sections: " + ", ".join(f"{n} {c}" for n, c in sorted(sections.items())))
+    if sections := decision_counts(stats, SECTION_PREFIX):
+        lines.append("sections: " + ", ".join(f"{n} {c}" for n, c in sections.items()))
     outcome = stats.get("sitemap/outcome")
     if outcome == "published":
         lines.append(

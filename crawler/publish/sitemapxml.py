@@ -51,7 +51,7 @@ def urlset_header(extensions: frozenset[str]) -> str:
 def escape(text: str) -> str:
     # Character data needs only &, < and > escaped ("&" first, or the "&" of
     # "&lt;" would be escaped again); quotes matter in attributes only, and the
-    # one with data in it (xhtml:link's href) goes through _escape_attribute().
+    # one with data in it (xhtml:link's href) goes through escape_attribute().
     # Most URLs have none of the three, and a scan for a character is cheaper
     # than a replace() that finds nothing.
     if "&" in text:
@@ -86,14 +86,14 @@ def _optional_tags(changefreq: ChangeFreq | None, priority: Decimal | None) -> s
     return optional
 
 
-def _escape_text(text: str) -> str:
+def escape_text(text: str) -> str:
     # The extensions' texts (titles, descriptions, names) come from pages and
     # may hold a CR, which a reader would turn into LF unless it is a reference.
     text = escape(text)
     return text.replace("\r", "&#13;") if "\r" in text else text
 
 
-def _escape_attribute(text: str) -> str:
+def escape_attribute(text: str) -> str:
     # Attribute values are written between double quotes; both quotes are
     # escaped all the same. (An href has passed check_loc: no whitespace, which
     # attribute-value normalisation would otherwise change.)
@@ -117,8 +117,8 @@ def _render_video(video: Video) -> str:
     parts = [
         "<video:video>",
         f"<video:thumbnail_loc>{escape(video.thumbnail_loc)}</video:thumbnail_loc>",
-        f"<video:title>{_escape_text(video.title)}</video:title>",
-        f"<video:description>{_escape_text(video.description)}</video:description>",
+        f"<video:title>{escape_text(video.title)}</video:title>",
+        f"<video:description>{escape_text(video.description)}</video:description>",
     ]
     for name in _VIDEO_OPTIONAL:
         value = getattr(video, name)
@@ -135,10 +135,10 @@ def _render_video(video: Video) -> str:
 def _render_news_element(news: News) -> str:
     # sitemap-news.xsd's order: publication (name, language), publication_date, title.
     return (
-        f"<news:news><news:publication><news:name>{_escape_text(news.publication_name)}"
+        f"<news:news><news:publication><news:name>{escape_text(news.publication_name)}"
         f"</news:name><news:language>{news.language}</news:language></news:publication>"
         f"<news:publication_date>{news.publication_date}</news:publication_date>"
-        f"<news:title>{_escape_text(news.title)}</news:title></news:news>"
+        f"<news:title>{escape_text(news.title)}</news:title></news:news>"
     )
 
 
@@ -152,7 +152,7 @@ def _render_extensions(entry: SitemapEntry, extensions: frozenset[str]) -> str:
         parts.extend(
             # hreflang has matched Alternate's pattern: letters, digits, "-".
             f'<xhtml:link rel="alternate" hreflang="{alternate.hreflang}"'
-            f' href="{_escape_attribute(alternate.href)}"/>'
+            f' href="{escape_attribute(alternate.href)}"/>'
             for alternate in entry.alternates
         )
     if entry.images:
