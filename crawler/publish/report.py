@@ -266,18 +266,15 @@ def learned_line(stats: dict[str, Any]) -> str | None:
 
 
 def format_summary(stats: dict[str, Any]) -> str:
+    get = stats.get
     counts = decision_counts(stats)
     listed = counts.pop("listed", 0)
-    fetched = pages_fetched(stats)
-    line = f"pages fetched: {fetched}"
-    conditional = stats.get("sitemap/conditional/requests", 0)
-    if conditional:
-        line += (
-            f" ({conditional} conditional, "
-            f"{stats.get('sitemap/conditional/not_modified', 0)} not modified)"
-        )
+    line = f"pages fetched: {pages_fetched(stats)}"
+    if conditional := get("sitemap/conditional/requests", 0):
+        not_modified = get("sitemap/conditional/not_modified", 0)
+        line += f" ({conditional} conditional, {not_modified} not modified)"
     lines = [line]
-    robots, why = stats.get("sitemap/robots/state"), stats.get("sitemap/robots/why")
+    robots, why = get("sitemap/robots/state"), get("sitemap/robots/why")
     if robots == "unavailable":
         lines.append(f"robots.txt: not there ({why}), so everything is allowed")
     elif robots == "unreachable":
@@ -285,8 +282,8 @@ def format_summary(stats: dict[str, Any]) -> str:
             f"robots.txt: unreachable ({why}), so nothing may be fetched until it can be"
             " read (RFC 9309)"
         )
-    elif (group := stats.get("sitemap/robots/group")) is not None:
-        token = stats.get("sitemap/robots/token")
+    elif (group := get("sitemap/robots/group")) is not None:
+        token = get("sitemap/robots/token")
         lines.append(
             f"robots.txt: no group for {token} or for every agent (everything allowed)"
             if group == "none"
@@ -296,55 +293,47 @@ def format_summary(stats: dict[str, Any]) -> str:
     lines.append(f"listed: {listed}")
     other_hosts = counts.pop(OFF_HOST, 0)
     if any(counts.values()):
-        lines.append(
-            "excluded: "
-            + ", ".join(
-                f"{name} {n}" for name, n in sorted(counts.items(), key=lambda kv: -kv[1]) if n
-            )
-        )
+        by_count = sorted(counts.items(), key=lambda kv: -kv[1])
+        lines.append("excluded: " + ", ".join(f"{name} {n}" for name, n in by_count if n))
     if other_hosts:
         lines.append(f"links to other hosts: {other_hosts} (not crawled)")
     if learned := learned_line(stats):
         lines.append(learned)
-    if templates := stats.get("sitemap/lastmod/template_dates"):
+    if templates := get("sitemap/lastmod/template_dates"):
         lines.append(
             "lastmod: not believed, a date that many pages declare alike (a template): "
             + ", ".join(f"{value} ({n} pages)" for value, n in templates.items())
         )
-    if wanted := stats.get("sitemap/render/wanted", 0):
-        failed = stats.get("sitemap/render/failed", 0)
+    if wanted := get("sitemap/render/wanted", 0):
+        failed = get("sitemap/render/failed", 0)
         line = f"rendered in Chromium: {wanted - failed} pages"
         if failed:
             line += f", {failed} failed (judged on their raw HTML)"
-        blocked = stats.get("sitemap/render/blocked/other_host", 0) + stats.get(
-            "sitemap/render/blocked/robots", 0
-        )
+        blocked = sum(get(f"sitemap/render/blocked/{k}", 0) for k in ("other_host", "robots"))
         if blocked:
             line += f"; {blocked} requests of theirs blocked (other hosts, robots.txt)"
         lines.append(line)
-    if unavailable := stats.get("sitemap/render/unavailable", 0):
+    if unavailable := get("sitemap/render/unavailable", 0):
         lines.append(
             f"warning: {unavailable} pages look built by JavaScript but were judged on "
-            f"their raw HTML ({stats.get('sitemap/render/problem')})"
+            f"their raw HTML ({get('sitemap/render/problem')})"
         )
     if "sitemap/added" in stats:
         changed = (
             f"{stats['sitemap/added']} added, {stats['sitemap/removed']} removed, "
             f"{stats['sitemap/lastmod_changes']} lastmod changes"
         )
-        if stats.get("sitemap/outcome") == "refused":
-            lines.append(f"the refused set would have made: {changed}")
-        else:
-            lines.append(f"since the last run: {changed}")
-    rich = {
-        n: stats.get(f"sitemap/rich/{n}", 0) for n in ("alternates", "images", "videos", "news")
-    }
-    if any(rich.values()) or stats.get("sitemap/rich/problems"):
+        what = "since the last run"
+        if get("sitemap/outcome") == "refused":
+            what = "the refused set would have made"
+        lines.append(f"{what}: {changed}")
+    rich = {n: get(f"sitemap/rich/{n}", 0) for n in ("alternates", "images", "videos", "news")}
+    if any(rich.values()) or get("sitemap/rich/problems"):
         line = (
             f"rich entries: {rich['alternates']} hreflang alternates, {rich['images']} images, "
             f"{rich['videos']} videos, {rich['news']} news articles"
         )
-        if problems := stats.get("sitemap/rich/problems", 0):
+        if problems := get("sitemap/rich/problems", 0):
             line += f"; {problems} left out (rich_problems in report.json)"
         lines.append(line)
     seeds = seed_counts(stats)
@@ -358,40 +347,36 @@ def format_summary(stats: dict[str, Any]) -> str:
                 f" ({seeds['listed_unlinked']} listed that no link leads to)"
             )
         lines.append(line)
-    if too_large := stats.get("sitemap/too_large"):
+    if too_large := get("sitemap/too_large"):
         lines.append(
             f"too large: {too_large} pages over the download size cap (DOWNLOAD_MAXSIZE);"
             " not failures"
         )
-    seconds = duration(stats)
-    if seconds is not None:
+    if (seconds := duration(stats)) is not None:
         lines.append(f"duration: {seconds:.1f} s")
-    if budget := stats.get("sitemap/budget"):
+    if budget := get("sitemap/budget"):
         lines.append(
-            f"stopped early: {budget}; {stats.get('sitemap/budget/unfetched', 0)} URLs found"
+            f"stopped early: {budget}; {get('sitemap/budget/unfetched', 0)} URLs found"
             " but not fetched (cap-reached)"
         )
     if sections := decision_counts(stats, SECTION_PREFIX):
         lines.append("sections: " + ", ".join(f"{n} {c}" for n, c in sections.items()))
-    outcome = stats.get("sitemap/outcome")
+    outcome = get("sitemap/outcome")
     if outcome == "published":
         lines.append(
-            f"files: {stats.get('sitemap/files_written', 0)} written, "
-            f"{stats.get('sitemap/files_unchanged', 0)} unchanged "
-            f"({stats.get('sitemap/urls_written', 0)} URLs) "
-            f"+ index {stats.get('sitemap/index_path')}"
+            f"files: {get('sitemap/files_written', 0)} written, "
+            f"{get('sitemap/files_unchanged', 0)} unchanged "
+            f"({get('sitemap/urls_written', 0)} URLs) + index {get('sitemap/index_path')}"
         )
-        lines.append("add to robots.txt:")
-        lines.append(f"Sitemap: {stats.get('sitemap/index_url')}")
-        if stats.get("sitemap/feed_url"):
+        lines += ["add to robots.txt:", f"Sitemap: {get('sitemap/index_url')}"]
+        if get("sitemap/feed_url"):
             lines.append(f"Sitemap: {stats['sitemap/feed_url']}")
     elif outcome:
         # Why is the command's last line (and the report's message): said once.
         lines.append(f"not published ({outcome})")
-    if stats.get("sitemap/report_path"):
-        lines.append(f"report: {stats['sitemap/report_path']}")
-    if stats.get("sitemap/report_html_path"):
-        lines.append(f"html report: {stats['sitemap/report_html_path']}")
-    if stats.get("sitemap/indexnow"):
+    for key, label in (("report_path", "report"), ("report_html_path", "html report")):
+        if get(f"sitemap/{key}"):
+            lines.append(f"{label}: {stats[f'sitemap/{key}']}")
+    if get("sitemap/indexnow"):
         lines.append(str(stats["sitemap/indexnow"]))
     return "\n".join(lines)
