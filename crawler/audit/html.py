@@ -2,14 +2,9 @@
 
 Rendered from the same dict ``audit.json`` is written from
 (:meth:`crawler.audit.report.AuditReport.to_json`), so every figure on the page is
-the JSON's (:mod:`crawler.publish.htmlpage` says how figures are marked). What it shows:
-coverage as a figure and as a chart over the past audits of the site (``history``);
-the classes as a chart; every class with its URLs, reasons and targets, filtered by a
-search box and a check box per class; the sitemap files; and the protocol problems
-with their sitemap file, line and entry URL.
-
-Each group shows its first ``cap`` URLs (``SITEMAP_REPORT_HTML_URLS``); the rest are
-in ``audit.json`` and the class's CSV file.
+the JSON's (:mod:`crawler.publish.htmlpage` says how figures are marked). Each group
+shows its first ``cap`` URLs (``SITEMAP_REPORT_HTML_URLS``); the rest are in
+``audit.json`` and the class's CSV file.
 """
 
 from __future__ import annotations

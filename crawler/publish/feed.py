@@ -170,11 +170,7 @@ def render_feed(
     ``ValueError`` for a bad URL, date or text, a URL listed twice, or a feed
     over the sitemap limits (50,000 entries, 50 MiB).
     """
-    for value, what in (
-        (feed_id, "feed_id"),
-        (self_url, "self_url"),
-        (site_url, "site_url"),
-    ):
+    for value, what in ((feed_id, "feed_id"), (self_url, "self_url"), (site_url, "site_url")):
         _check_url(value, what)
     _check_text(title, "feed title")
     _check_updated(empty_updated, "empty_updated")

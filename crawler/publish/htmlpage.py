@@ -161,24 +161,18 @@ def number(value: object) -> str:
 def figure(path: str, value: object, label: str) -> str:
     """A figure tile: *value* (the number at *path* in the JSON) and its *label*."""
     return (
-        f'<div class="figure"><span class="n" data-figure="{esc(path)}" '
-        f'data-value="{esc(_raw(value))}">{esc(number(value))}</span>'
-        f'<span class="l">{esc(label)}</span></div>'
+        f'<div class="figure"><span class="n"{_figure_attrs(path, value)}>{esc(number(value))}'
+        f'</span><span class="l">{esc(label)}</span></div>'
     )
 
 
 def inline_figure(path: str, value: object) -> str:
     """A figure inside a sentence or a table cell."""
-    return (
-        f'<span data-figure="{esc(path)}" data-value="{esc(_raw(value))}">'
-        f"{esc(number(value))}</span>"
-    )
+    return f"<span{_figure_attrs(path, value)}>{esc(number(value))}</span>"
 
 
 def _figure_attrs(path: str | None, value: object) -> str:
-    if path is None:
-        return ""
-    return f' data-figure="{esc(path)}" data-value="{esc(_raw(value))}"'
+    return "" if path is None else f' data-figure="{esc(path)}" data-value="{esc(_raw(value))}"'
 
 
 def _raw(value: object) -> str:

@@ -9,25 +9,16 @@ passed on to every engine taking part.
 The rules, from the documentation (quoted where quoted, paraphrased elsewhere):
 
 * the key: "a minimum of 8 and a maximum of 128" characters, "lowercase characters
-  (a-z), uppercase characters (A-Z), numbers (0-9), and dashes (-)"
-  (:func:`valid_key`);
+  (a-z), uppercase characters (A-Z), numbers (0-9), and dashes (-)" (:func:`valid_key`);
 * ownership: the site serves a UTF-8 text file whose content is the key, by default
-  at the root of the host, ``https://<host>/<key>.txt``; or anywhere on the same
-  host, named in the request's ``keyLocation``, in which case the key is good for
-  the URLs under that file's directory only ("a key file located at
-  http://example.com/catalog/key12457EDd.txt can include any URLs starting with
-  http://example.com/catalog/ but cannot include URLs starting with
-  http://example.com/help/") (:func:`key_location`, :func:`check_key`);
+  ``https://<host>/<key>.txt``; or anywhere on the same host, named in the request's
+  ``keyLocation``, and then the key is good for the URLs under that file's directory
+  only (:func:`key_location`, :func:`check_key`);
 * a submission: ``POST`` with ``Content-Type: application/json; charset=utf-8`` of
   ``{"host": ..., "key": ..., "keyLocation": ..., "urlList": [...]}``, "up to
-  10,000 URLs per post", every URL on ``host`` ("mixing http and https URLs if
-  needed") (:func:`submit`);
-* the answers: ``200 OK`` (URLs submitted) and ``202 Accepted`` (URLs received, key
-  validation pending) are success; ``400 Bad Request`` (invalid format), ``403
-  Forbidden`` (key not valid: "key not found, file found but key not in the file"),
-  ``422 Unprocessable Entity`` (URLs which don't belong to the host, or a key not
-  matching the schema) and ``429 Too Many Requests`` ("potential Spam") are not; nor
-  are server errors (5xx).
+  10,000 URLs per post", every URL on ``host`` (:func:`submit`);
+* the answers: 200 and 202 are success; 400, 403, 422 and 429 are not (their meanings:
+  ``_MEANINGS``), nor are server errors (5xx).
 
 What this module does with them: :func:`submit` drops repeated URLs (the first kept,
 in order), splits them into batches of at most *batch* (10,000) and POSTs each in turn.
@@ -63,6 +54,7 @@ import re
 import time
 import urllib.error
 import urllib.request
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from email.message import Message
@@ -325,13 +317,8 @@ def _outcome(results: list[BatchResult], chunks: list[list[str]], endpoint: str)
     requests = f" in {len(chunks):,} requests" if len(chunks) > 1 else ""
     last = results[-1]
     if last.ok:
-        kinds = dict.fromkeys(_status_text(r.status) for r in results)
-        answers = "; ".join(
-            f"{sum(1 for r in results if _status_text(r.status) == k)} x {k}"
-            if len(kinds) > 1
-            else k
-            for k in kinds
-        )
+        kinds = Counter(_status_text(r.status) for r in results)
+        answers = "; ".join(f"{n} x {k}" if len(kinds) > 1 else k for k, n in kinds.items())
         message = (
             f"IndexNow: {_plural(submitted, 'URL')} submitted to {endpoint}{requests} ({answers})"
         )

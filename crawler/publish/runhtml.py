@@ -3,17 +3,8 @@
 Rendered from the same :class:`crawler.publish.report.RunModel` that ``report.json`` is
 written from, after it (the lengths of the streamed lists are known then), so every
 figure on the page is the JSON's (:mod:`crawler.publish.htmlpage` says how figures are
-marked). What it shows: the publish decision and why (an unchanged set says so, and when it
-was first published), the run's times in UTC; the run's figures; what changed since
-the last run (added, removed, lastmod changes, with the URLs); the listed URLs, by
-section when there are sections; excluded URLs by decision as a chart, each decision
-opening its URLs with their reasons and targets (from the ledger); the links to other
-hosts, apart (they are not the site's pages); status codes; the depth distribution; the
-slowest and largest pages; sections and rich entries; and a history chart of the
-runs kept in the state directory.
-
-Each URL list shows its first ``cap`` URLs (``SITEMAP_REPORT_HTML_URLS``) and says
-how many more there are and where: report.json, or the ledger (``ledger.jsonl``).
+marked). Each URL list shows its first ``cap`` URLs (``SITEMAP_REPORT_HTML_URLS``) and
+says how many more there are and where: report.json, or the ledger (``ledger.jsonl``).
 """
 
 from __future__ import annotations
@@ -262,21 +253,19 @@ def _depths(f: dict[str, Any]) -> str:
 
 
 def _costly(f: dict[str, Any]) -> str:
-    slow = [
-        [link(p["url"]), esc(p["decision"]), inline_figure(f"slowest.{i}.seconds", p["seconds"])]
-        for i, p in enumerate(f["slowest"])
-    ]
-    large = [
-        [link(p["url"]), esc(p["decision"]), inline_figure(f"largest.{i}.bytes", p["bytes"])]
-        for i, p in enumerate(f["largest"])
-    ]
-    none = '<p class="muted">No page was fetched this run.</p>'
-    return (
-        "<h2>Slowest pages</h2>"
-        + (table(["URL", "decision", "seconds"], slow, numeric=(2,)) if slow else none)
-        + "<h2>Largest pages</h2>"
-        + (table(["URL", "decision", "bytes"], large, numeric=(2,)) if large else none)
-    )
+    out = []
+    for key, unit, title in (("slowest", "seconds", "Slowest"), ("largest", "bytes", "Largest")):
+        rows = [
+            [link(p["url"]), esc(p["decision"]), inline_figure(f"{key}.{i}.{unit}", p[unit])]
+            for i, p in enumerate(f[key])
+        ]
+        out.append(f"<h2>{title} pages</h2>")
+        out.append(
+            table(["URL", "decision", unit], rows, numeric=(2,))
+            if rows
+            else '<p class="muted">No page was fetched this run.</p>'
+        )
+    return "".join(out)
 
 
 def _rich(model: RunModel, cap: int) -> str:

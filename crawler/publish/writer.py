@@ -9,20 +9,13 @@ holds ``max_urls`` entries or when the next entry would take it over ``max_bytes
 uncompressed (the protocol counts the uncompressed size); an entry, its extensions
 included, is never split.
 
-Google's extensions (hreflang alternates, images, videos, news) are written in an
-entry's ``<url>`` after the sitemaps.org elements (sitemap.xsd's ``<url>`` ends with
-``<xsd:any namespace="##other">``). The writer is told which extensions the set uses and
-declares those namespaces, and only those, on every ``<urlset>``: a plain set is byte
-for byte what it was before extensions existed, and an entry with an undeclared
-extension is refused rather than written into a file no reader could resolve.
-
-Sections (issue 15): rows of an EntryRows may carry a section, and are then written in
-files of their own, ``sitemap-NAME-NNNNN-<h>.xml.gz``, numbered from 00001 in each
-section, all listed in the one index; the default section keeps
-``sitemap-NNNNN-<h>.xml.gz``. The rows come ordered by section, the default section
-first; a section that comes back is refused. Google News wants sitemaps of its own, at
-most 1,000 ``<url>`` each: the entries given as ``news`` go, as ``<loc>`` and
-``<news:news>`` only, into ``sitemap-news-NNNNN-<h>.xml.gz``, listed after the others.
+The set declares the namespaces of the extensions it uses (hreflang alternates, images,
+videos, news), and only those, on every ``<urlset>``: a plain set is byte for byte what
+it was before extensions existed, and an entry with an undeclared extension is refused
+rather than written into a file no reader could resolve. Rows of an EntryRows with a
+section (issue 15) go into files of their own, ``sitemap-NAME-NNNNN-<h>.xml.gz``,
+numbered from 00001 in each section; news entries, as ``<loc>`` and ``<news:news>``
+only, into ``sitemap-news-NNNNN-<h>.xml.gz`` (Google News wants sitemaps of their own).
 
 Why the child files have content-addressed names (``<h>``: the first 10 hex digits of
 the SHA-256 of the uncompressed content): publishing must be atomic for the whole set,
@@ -218,7 +211,6 @@ class SitemapSetWriter:
             or CHILD_NAME_RE.match(index_name)
         ):
             raise ValueError(f"index_name must be a plain file name of its own: {index_name!r}")
-        self._check_base_url(index_base_url, fmt, gzip)
         self.out_dir = Path(out_dir)
         self.index_base_url = index_base_url
         self.fmt = fmt
@@ -228,7 +220,7 @@ class SitemapSetWriter:
         self.index_name = index_name
         self.compresslevel = compresslevel
         self.extensions = extensions
-
+        self._check_base_url()
         gz = ".gz" if gzip else ""
         header, footer = (urlset_header(extensions), URLSET_FOOTER) if fmt == "xml" else ("", "")
         # The series being written: the default section's first, then each
@@ -256,13 +248,13 @@ class SitemapSetWriter:
         #: After publish(): the index was there already, byte for byte (untouched).
         self.index_unchanged = False
 
-    @staticmethod
-    def _check_base_url(base: str, fmt: str, gzip: bool, prefix: str = "sitemap") -> None:
+    def _check_base_url(self, prefix: str = "sitemap", fmt: str | None = None) -> None:
+        base = self.index_base_url
         if not isinstance(base, str) or not base.endswith("/"):
             raise ValueError(f"index_base_url must end with '/': {base!r}")
         # Every child name of a kind has the same length, so one sample checks
         # them all: each index <loc> obeys the same rules as a page's.
-        sample = f"{base}{prefix}-00001-0123456789.{fmt}{'.gz' if gzip else ''}"
+        sample = f"{base}{prefix}-00001-0123456789.{fmt or self.fmt}{'.gz' if self.gzip else ''}"
         try:
             check_loc(sample)
         except ValueError as exc:
@@ -341,7 +333,7 @@ class SitemapSetWriter:
             )
         prefix = f"sitemap-{section}"
         # A section's names are longer than the default section's.
-        self._check_base_url(self.index_base_url, self.fmt, self.gzip, prefix)
+        self._check_base_url(prefix)
         self._series = _Series(
             section, prefix, series.suffix, series.header, series.footer, self.max_urls
         )
@@ -365,7 +357,7 @@ class SitemapSetWriter:
         while chunk := list(islice(iterator, _CHUNK_ENTRIES)):
             if not checked_base:
                 # Checked only when there are news: their names are longer.
-                self._check_base_url(self.index_base_url, "xml", self.gzip, self._news.prefix)
+                self._check_base_url(self._news.prefix, "xml")
                 checked_base = True
             texts = list(map(render_news, chunk))  # ValueError for an entry without news
             # The index's <lastmod> of a news sitemap is its latest publication
