@@ -155,12 +155,7 @@ def run_model(
         "published_since": stats.get("sitemap/published_since"),
         "set_unchanged": bool(stats.get("sitemap/set_unchanged")),
         "index": stats.get("sitemap/index_path"),
-        "robots": {
-            "token": stats.get("sitemap/robots/token"),
-            "group": stats.get("sitemap/robots/group"),
-            "state": stats.get("sitemap/robots/state"),
-            "why": stats.get("sitemap/robots/why"),
-        },
+        "robots": {k: stats.get(f"sitemap/robots/{k}") for k in ("token", "group", "state", "why")},
         "sections": decision_counts(stats, SECTION_PREFIX),
         "rich": {
             name: stats.get(f"sitemap/rich/{name}", 0)
