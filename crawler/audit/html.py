@@ -33,6 +33,15 @@ MEANINGS = {
     "missing": "indexable, found by the crawl, in no sitemap",
 }
 
+#: The table of the past audits: (heading, key, is a figure) per column.
+_HISTORY_COLUMNS = (
+    ("coverage %", "coverage", True),
+    ("listed indexable", "covered", True),
+    ("indexable found", "indexable_found", True),
+    ("URLs", "listed", True),
+    ("problems", "problems", True),
+)
+
 
 def render_audit(data: dict[str, Any], cap: int = h.DEFAULT_CAP) -> str:
     """The page of the audit whose ``audit.json`` is *data*."""
@@ -88,13 +97,7 @@ def _coverage(data: dict[str, Any]) -> str:
             history,
             "generated",
             [("coverage %", "coverage")],
-            [
-                ("coverage %", "coverage", True),
-                ("listed indexable", "covered", True),
-                ("indexable found", "indexable_found", True),
-                ("URLs", "listed", True),
-                ("problems", "problems", True),
-            ],
+            _HISTORY_COLUMNS,
             title="Coverage over the audits of this site",
             summary="The audits, newest first",
             percent=True,

@@ -21,9 +21,6 @@ the previous run published (``SITEMAP_FORCE`` overrides both). The run state the
 files the ledger (:meth:`RunState.end <crawler.ledger.runstate.RunState.end>`), so the
 next run still starts from the last good state. Its settings and ``sitemap/*`` stats
 are listed in docs/reference.md.
-
-It is one long module on purpose: closing the books, the refusals, writing the
-set and the reports happen in one order, with one failure path.
 """
 
 from __future__ import annotations
@@ -122,8 +119,7 @@ class SitemapOutput:
         news: list[SitemapEntry] | None = None,
     ) -> tuple[Path, list[WrittenFile]]:
         """Stream the ledger's listed pages into a new sitemap set in *out* and publish
-        it (bench/write.py times this step on its own); *extensions*: those the rich
-        entries use, *news*: the news sitemap's entries."""
+        it (bench/write.py times this step on its own)."""
         return publish_sitemaps(
             out,
             ledger.listed_entries(self.changefreq, self.priority, self.per_row),
@@ -298,18 +294,12 @@ class SitemapPublisher:
         for decision in LEARNED:
             if decided.get(decision):
                 self.stats.set_value(f"sitemap/excluded/{decision}", decided[decision])
-        learned = ledger.learned_params()
-        if learned:
+        if learned := ledger.learned_params():
             self.stats.set_value("sitemap/learned/parameters", learned)
-        calendars = len(
-            {
-                dated.template
-                for row in ledger.rows(decision=CALENDAR)
-                if (dated := date_of(row["url"])) is not None
-            }
-        )
-        if calendars:
-            self.stats.set_value("sitemap/learned/calendars", calendars)
+        rows = ledger.rows(decision=CALENDAR)
+        templates = {dated.template for row in rows if (dated := date_of(row["url"])) is not None}
+        if templates:
+            self.stats.set_value("sitemap/learned/calendars", len(templates))
 
     def _publish(self, ledger: Ledger, reason: str) -> tuple[Outcome, str]:
         state = self.state
@@ -486,9 +476,7 @@ class SitemapPublisher:
 
 
 def _published_note(files: int, unchanged: int, same_set: bool) -> str:
-    """What the publish did to the files, for the message: "2 files written", or for
-    the set published last time (*same_set*) "the set is unchanged since the last
-    run: 1 file left untouched"."""
+    """What the publish did to the files, for the message: "2 files written"."""
     plural = "file" if files == 1 else "files"
     if same_set:
         return f"the set is unchanged since the last run: {files} {plural} left untouched"

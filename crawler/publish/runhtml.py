@@ -118,11 +118,9 @@ def _figures(model: RunModel) -> str:
 
 def _changes(model: RunModel, cap: int) -> str:
     f, n = model.fields, model.lengths
-    title = (
-        "What the refused set would have changed"
-        if f["outcome"] == "refused"
-        else ("Since the last run")
-    )
+    title = "Since the last run"
+    if f["outcome"] == "refused":
+        title = "What the refused set would have changed"
     out = [f"<h2>{esc(title)}</h2>"]
     if f["added"] is None:
         return out[0] + (
