@@ -277,34 +277,29 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
                 reason,
             )
             return previous
-        if origin == self._start_origin():
-            if not site_down:  # the summary's robots.txt line; the error says the rest
-                self._stats.set_value("sitemap/robots/state", "unreachable")
-                self._stats.set_value("sitemap/robots/why", reason)
-            state = RunState.of(self.crawler)
-            # What the URLs this run did not fetch are: the site cannot be reached, or
-            # RFC 9309 (2.3.1.4) disallows everything while its robots.txt cannot be read.
-            state.fail(
-                f"cannot reach {origin} ({reason}); nothing was crawled"
-                if site_down
-                else f"robots.txt of {origin} is unreachable ({reason}); nothing is crawled",
-                unfetched=(
-                    (ERROR, f"not fetched: cannot reach {origin} ({reason})")
-                    if site_down
-                    else (
-                        ROBOTS,
-                        f"not fetched: robots.txt is unreachable ({reason}), which "
-                        "disallows everything until it can be read (RFC 9309)",
-                    )
-                ),
-            )
-            call_later(0, self._close, "robots_unreachable")
-        else:
+        if origin != self._start_origin():
             logger.warning(
                 "robots.txt of %s is unreachable (%s): everything there is disallowed",
                 origin,
                 reason,
             )
+            return _DisallowAll(reason)
+        # What the URLs this run did not fetch are: the site cannot be reached, or
+        # RFC 9309 (2.3.1.4) disallows everything while its robots.txt cannot be read.
+        if site_down:
+            message = f"cannot reach {origin} ({reason}); nothing was crawled"
+            unfetched = (ERROR, f"not fetched: cannot reach {origin} ({reason})")
+        else:  # the summary's robots.txt line; the error says the rest
+            self._stats.set_value("sitemap/robots/state", "unreachable")
+            self._stats.set_value("sitemap/robots/why", reason)
+            message = f"robots.txt of {origin} is unreachable ({reason}); nothing is crawled"
+            unfetched = (
+                ROBOTS,
+                f"not fetched: robots.txt is unreachable ({reason}), which disallows"
+                " everything until it can be read (RFC 9309)",
+            )
+        RunState.of(self.crawler).fail(message, unfetched=unfetched)
+        call_later(0, self._close, "robots_unreachable")
         return _DisallowAll(reason)
 
     def _record(self, origin: str, rp: RobotParser | None, body: bytes | None = None) -> None:

@@ -1,24 +1,16 @@
 """What the rich entries of a set hold, settled once the crawl is over (issue #14).
 
 During the crawl the page judge (:mod:`crawler.crawl.judge`) keeps, for each listed page,
-what the page declares: its hreflang alternates, its images (ours that robots.txt
-lets us fetch, and those of ``--image-host``), its complete videos, its news
-publication (the ledger's ``alternates``, ``images``, ``videos``, ``news``
-columns; a 304 replays them). Whether an alternate holds up depends on the other
-pages (are they listed? do they link back?), so the entries are settled here, over
-the whole ledger:
-
-- :func:`settle` runs the hreflang cluster check (:func:`crawler.page.hreflang.verify`)
-  over every listed page's declarations, and stores each rich page's extensions as
-  the writer reads them (the ledger's ``extras``: :func:`crawler.sitemaps.extras.extras_json`)
-  and its problems in words (``problems``: "hreflang: no return link from X",
-  "video X not written: no thumbnail_loc"). Addresses are published ones
-  (``--base-url``); alternates on an ``--alternate-host`` are written as declared.
-- :func:`news_entries` gives the news sitemap's entries: listed articles published
-  within 48 hours before the run's reference time (``SITEMAP_NEWS_TIME``, by
-  default when the run started), newest first.
-
-Plain pages have no rich data and no ``extras``: a plain site's files do not change.
+what the page declares: its hreflang alternates, images, complete videos and news
+publication (the ledger's ``alternates``, ``images``, ``videos``, ``news`` columns).
+Whether an alternate holds up depends on the other pages (are they listed? do they link
+back?), so the entries are settled here, over the whole ledger: :func:`settle` runs the
+hreflang cluster check (:func:`crawler.page.hreflang.verify`) and stores each rich page's
+extensions as the writer reads them (``extras``) and its problems in words
+(``problems``); :func:`news_entries` gives the news sitemap's entries. Addresses are
+published ones (``--base-url``); alternates on an ``--alternate-host`` are written as
+declared. Plain pages have no rich data and no ``extras``: a plain site's files do not
+change.
 
 Settings: ``SITEMAP_ALTERNATE_HOSTS``, ``SITEMAP_NEWS_PUBLICATION``,
 ``SITEMAP_NEWS_TIME``.
