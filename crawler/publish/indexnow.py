@@ -358,15 +358,7 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
     """Redirects are answers, not followed: a redirected POST would become a GET,
     and a key file must be served at its own location."""
 
-    def redirect_request(
-        self,
-        req: urllib.request.Request,
-        fp: Any,
-        code: int,
-        msg: str,
-        headers: Message,
-        newurl: str,
-    ) -> urllib.request.Request | None:
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
         return None
 
 
