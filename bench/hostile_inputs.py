@@ -47,7 +47,7 @@ def dtd() -> None:
 
 
 def robots() -> None:
-    from crawler.fetch.robots import RobotsRules
+    from crawler.fetch.robotsrules import RobotsRules
 
     logging.disable(logging.WARNING)  # the rules dropped, once
     lines = ["User-agent: *"] + [f"Disallow: /*{i:05d}x*q{i % 97}*z" for i in range(20_000)]

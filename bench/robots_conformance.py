@@ -5,7 +5,7 @@ Runs conformance cases through
 - **protego**: Scrapy's Protego parser as the crawler used it before
   (``scrapy.robotstxt.ProtegoRobotParser``: the body decoded by Scrapy, then
   ``Protego.can_fetch(url, agent)``);
-- **ours**: :class:`crawler.fetch.robots.RobotsRules` (RFC 9309 lines and
+- **ours**: :class:`crawler.fetch.robotsrules.RobotsRules` (RFC 9309 lines and
   groups, Protego's matching), asked with the same agent;
 
 and prints how many expectations each meets, per suite and kind. Suites:
@@ -46,7 +46,7 @@ from scrapy.robotstxt import decode_robotstxt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from crawler.fetch.robots import RobotsRules  # noqa: E402
+from crawler.fetch.robotsrules import RobotsRules  # noqa: E402
 
 STANDARD, GOOGLE = "standard", "google-specific"
 

@@ -17,12 +17,8 @@ from scrapy.http import Request
 
 from crawler.core.agent import is_product_token, product_token, robots_agents, token_of
 from crawler.fetch.hostguard import ROBOTS_TXT, HostGuardMiddleware, OffHostRequest
-from crawler.fetch.robots import (
-    MAX_WILDCARD_RULES,
-    RobotsRules,
-    RobotsTxtParser,
-    whole_lines,
-)
+from crawler.fetch.robots import whole_lines
+from crawler.fetch.robotsrules import MAX_WILDCARD_RULES, RobotsRules, RobotsTxtParser
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "sitemap-crawler"

@@ -266,7 +266,7 @@ class RunRules:
             return _check(name, None, "unknown: this ledger keeps no robots.txt")
         if robots.get("state") == "unavailable" or robots.get("text") is None:
             return _check(name, True, "robots.txt was unavailable: all allowed")
-        from crawler.fetch.robots import RobotsRules
+        from crawler.fetch.robotsrules import RobotsRules
 
         rules = RobotsRules(str(robots["text"]))
         token = str(robots.get("token") or "")

@@ -2,35 +2,16 @@
 
 Rendered from the same dict ``audit.json`` is written from
 (:meth:`crawler.audit.report.AuditReport.to_json`), so every figure on the page is
-the JSON's (:mod:`crawler.publish.htmlpage` says how figures are marked). What it shows:
-coverage as a figure and as a chart over the past audits of the site (``history``);
-the classes as a chart; every class with its URLs, reasons and targets, filtered by a
-search box and a check box per class; the sitemap files; and the protocol problems
-with their sitemap file, line and entry URL.
-
-Each group shows its first ``cap`` URLs (``SITEMAP_REPORT_HTML_URLS``); the rest are
-in ``audit.json`` and the class's CSV file.
+the JSON's (:mod:`crawler.publish.htmlpage` says how figures are marked). Each group
+shows its first ``cap`` URLs (``SITEMAP_REPORT_HTML_URLS``); the rest are in
+``audit.json`` and the class's CSV file.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from crawler.publish.htmlpage import (
-    DEFAULT_CAP,
-    bar_chart,
-    esc,
-    figure,
-    history_table,
-    inline_figure,
-    line_chart,
-    link,
-    more_note,
-    number,
-    page,
-    table,
-    when,
-)
+from crawler.publish import htmlpage as h
 
 #: How each class reads.
 MEANINGS = {
@@ -52,19 +33,28 @@ MEANINGS = {
     "missing": "indexable, found by the crawl, in no sitemap",
 }
 
+#: The table of the past audits: (heading, key, is a figure) per column.
+_HISTORY_COLUMNS = (
+    ("coverage %", "coverage", True),
+    ("listed indexable", "covered", True),
+    ("indexable found", "indexable_found", True),
+    ("URLs", "listed", True),
+    ("problems", "problems", True),
+)
 
-def render_audit(data: dict[str, Any], cap: int = DEFAULT_CAP) -> str:
+
+def render_audit(data: dict[str, Any], cap: int = h.DEFAULT_CAP) -> str:
     """The page of the audit whose ``audit.json`` is *data*."""
     parts = [_head(data), _coverage(data), _classes(data, cap), _problems(data, cap)]
     parts += [_sitemaps(data), _footer()]
     summary = {k: v for k, v in data.items() if k not in ("urls", "problems")}
-    return page(f"Sitemap audit: {data['site']}", "\n".join(parts), summary)
+    return h.page(f"Sitemap audit: {data['site']}", "\n".join(parts), summary)
 
 
 def _head(data: dict[str, Any]) -> str:
     out = [
-        f"<h1>Sitemap audit: {esc(data['site'])}</h1>",
-        f'<p class="muted">Generated {esc(when(data["generated"]))}.</p>',
+        f"<h1>Sitemap audit: {h.esc(data['site'])}</h1>",
+        f'<p class="muted">Generated {h.esc(h.when(data["generated"]))}.</p>',
     ]
     if data["no_sitemap"]:
         out.append(
@@ -74,7 +64,7 @@ def _head(data: dict[str, Any]) -> str:
     if data["not_audited"]:
         out.append(
             '<div class="decision warn">'
-            f"{inline_figure('not_audited', data['not_audited'])} entries were not audited: "
+            f"{h.inline_figure('not_audited', data['not_audited'])} entries were not audited: "
             "past the first 50,000 of their file, the protocol's limit.</div>"
         )
     return "".join(out)
@@ -84,43 +74,33 @@ def _coverage(data: dict[str, Any]) -> str:
     cov = data["coverage"]
     counts: dict[str, int] = data["counts"]
     tiles = [
-        figure("coverage.percent", cov["percent"], "coverage, %"),
-        figure("coverage.covered", cov["covered"], "indexable pages listed"),
-        figure("coverage.indexable_found", cov["indexable_found"], "indexable pages found"),
-        figure("counts.missing", counts["missing"], "missing from the sitemaps"),
-        figure(
+        h.figure("coverage.percent", cov["percent"], "coverage, %"),
+        h.figure("coverage.covered", cov["covered"], "indexable pages listed"),
+        h.figure("coverage.indexable_found", cov["indexable_found"], "indexable pages found"),
+        h.figure("counts.missing", counts["missing"], "missing from the sitemaps"),
+        h.figure(
             "counts.dead-orphan",
             counts["dead-orphan"],
             "dead orphans (flag dead-orphan, dead-orphan.csv)",
         ),
-        figure("counts.duplicate-listing", counts["duplicate-listing"], "listed twice"),
-        figure("counts.protocol", counts["protocol"], "protocol problems"),
+        h.figure("counts.duplicate-listing", counts["duplicate-listing"], "listed twice"),
+        h.figure("counts.protocol", counts["protocol"], "protocol problems"),
     ]
     history: list[dict[str, Any]] = data.get("history") or []
-    chart = line_chart(
-        [when(h.get("generated")) for h in history],
-        [("coverage %", [h.get("coverage") for h in history], "a", "history.{i}.coverage")],
-        title="Coverage over the audits of this site",
-        percent=True,
-    )
     last = "the last audit" if len(history) == 1 else f"the last {len(history)} audits"
     return (
         '<h2>Coverage</h2><p class="muted">The share of the indexable pages the crawl '
         "found that the sitemaps list.</p>"
         f'<div class="figures">{"".join(tiles)}</div>'
         f"<h2>Coverage over {last}</h2>"
-        + chart
-        + history_table(
+        + h.history_chart(
             history,
-            "The audits, newest first",
             "generated",
-            [
-                ("coverage %", "coverage", True),
-                ("listed indexable", "covered", True),
-                ("indexable found", "indexable_found", True),
-                ("URLs", "listed", True),
-                ("problems", "problems", True),
-            ],
+            [("coverage %", "coverage")],
+            _HISTORY_COLUMNS,
+            title="Coverage over the audits of this site",
+            summary="The audits, newest first",
+            percent=True,
         )
     )
 
@@ -131,48 +111,44 @@ def _classes(data: dict[str, Any], cap: int) -> str:
     names = [name for name in MEANINGS if counts.get(name)]
     bars = [(name, counts[name], f"counts.{name}") for name in names]
     boxes = "".join(
-        f'<label><input type="checkbox" data-class-toggle="{esc(name)}" checked> '
-        f"{esc(name)} ({counts[name]})</label>"
+        f'<label><input type="checkbox" data-class-toggle="{h.esc(name)}" checked> '
+        f"{h.esc(name)} ({counts[name]})</label>"
         for name in [*names, *(["protocol"] if counts.get("protocol") else [])]
     )
     out = [
         "<h2>Classes</h2>",
-        bar_chart(bars, title="Listed URLs by class"),
+        h.bar_chart(bars, title="Listed URLs by class"),
         '<div class="filters"><input type="search" data-filter placeholder="Filter: words in '
         'URL, reason, target or sitemap" aria-label="filter the URLs">' + boxes + "</div>",
     ]
     by_class: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
     for u in urls:
-        group = by_class.get(u["class"])
-        if group is not None and len(group) < cap:
-            group.append(u)
+        members = by_class.get(u["class"])
+        if members is not None and len(members) < cap:
+            members.append(u)
     for name in names:
         rows = [
             [
-                link(u["url"]),
-                esc(u["reason"]),
-                link(u["target"]) if u["target"] else "",
+                h.link(u["url"]),
+                h.esc(u["reason"]),
+                h.link(u["target"]) if u["target"] else "",
                 "yes" if u["found_by_crawl"] else "no",
-                "<br>".join(link(s) for s in u["sitemaps"]),
-                esc(", ".join(u["flags"])),
+                "<br>".join(h.link(s) for s in u["sitemaps"]),
+                h.esc(", ".join(u["flags"])),
             ]
             for u in by_class[name]
         ]
-        out.append(
-            f'<details data-group data-class="{esc(name)}"'
-            + ("" if name == "indexable" else " open" if counts[name] <= 200 else "")
-            + f"><summary>{esc(name)}: {inline_figure(f'counts.{name}', counts[name])}"
-            f' <span class="muted">{esc(MEANINGS[name])} (<span data-shown>{len(rows)}'
-            "</span> shown)</span></summary>"
-            + table(
-                ["URL", "reason", "target", "found by crawl", "sitemaps", "flags"],
-                rows,
-                url_columns=(0, 2, 4),
-                row_class=[name] * len(rows),
-            )
-            + more_note(counts[name], len(rows), f"audit.json and {name}.csv")
-            + "</details>"
+        body = h.table(
+            ["URL", "reason", "target", "found by crawl", "sitemaps", "flags"],
+            rows,
+            url_columns=(0, 2, 4),
+            row_class=[name] * len(rows),
         )
+        count = counts[name]
+        summary = f"{h.esc(name)}: {h.inline_figure(f'counts.{name}', count)}"
+        where, note = f"audit.json and {name}.csv", f"{h.esc(MEANINGS[name])} "
+        opened = name != "indexable" and count <= 200
+        out.append(h.group(name, summary, len(rows), body, count, where, opened=opened, note=note))
     if not names:
         out.append('<p class="muted">No URL to classify.</p>')
     return "".join(out)
@@ -183,11 +159,11 @@ def _problems(data: dict[str, Any], cap: int) -> str:
     shown = problems[:cap]
     rows = [
         [
-            esc(p["code"]),
-            esc(p["message"]),
-            link(p["sitemap"]),
-            esc(p["line"] if p["line"] is not None else ""),
-            link(p["url"]) if p["url"] else "",
+            h.esc(p["code"]),
+            h.esc(p["message"]),
+            h.link(p["sitemap"]),
+            h.esc(p["line"] if p["line"] is not None else ""),
+            h.link(p["url"]) if p["url"] else "",
         ]
         for p in shown
     ]
@@ -195,9 +171,9 @@ def _problems(data: dict[str, Any], cap: int) -> str:
     for p in problems:
         codes[p["code"]] = codes.get(p["code"], 0) + 1
     return (
-        f"<h2>Protocol problems: {inline_figure('problems', len(problems))}</h2>"
+        f"<h2>Protocol problems: {h.inline_figure('problems', len(problems))}</h2>"
         + (
-            bar_chart(
+            h.bar_chart(
                 [(c, n, None) for c, n in sorted(codes.items(), key=lambda kv: -kv[1])],
                 title="Protocol problems by code",
             )
@@ -207,14 +183,14 @@ def _problems(data: dict[str, Any], cap: int) -> str:
         + (
             '<details data-group data-class="protocol" open><summary>Problems '
             f"(<span data-shown>{len(rows)}</span> shown)</summary>"
-            + table(
+            + h.table(
                 ["code", "message", "sitemap", "line", "entry URL"],
                 rows,
                 numeric=(3,),
                 url_columns=(2, 4),
                 row_class=["protocol"] * len(rows),
             )
-            + more_note(len(problems), len(rows), "audit.json and problems.csv")
+            + h.more_note(len(problems), len(rows), "audit.json and problems.csv")
             + "</details>"
             if rows
             else ""
@@ -226,13 +202,13 @@ def _sitemaps(data: dict[str, Any]) -> str:
     sitemaps: list[dict[str, Any]] = data["sitemaps"]
     rows = [
         [
-            link(sm["url"]),
-            esc(sm["via"]),
-            esc(sm["kind"] or "-"),
-            esc(sm["status"] if sm["status"] is not None else "-"),
-            inline_figure(f"sitemaps.{i}.entries", sm["entries"]),
-            esc(len(sm["problems"])),
-            esc(sm.get("not_audited") or 0),
+            h.link(sm["url"]),
+            h.esc(sm["via"]),
+            h.esc(sm["kind"] or "-"),
+            h.esc(sm["status"] if sm["status"] is not None else "-"),
+            h.inline_figure(f"sitemaps.{i}.entries", sm["entries"]),
+            h.esc(len(sm["problems"])),
+            h.esc(sm.get("not_audited") or 0),
         ]
         for i, sm in enumerate(sitemaps)
     ]
@@ -242,16 +218,16 @@ def _sitemaps(data: dict[str, Any]) -> str:
     read = data.get("sitemaps_read", len(sitemaps))
     tried = len(sitemaps) - read
     return (
-        f"<h2>Sitemap files: {inline_figure('sitemaps_read', read)}</h2>"
+        f"<h2>Sitemap files: {h.inline_figure('sitemaps_read', read)}</h2>"
         + (
-            f'<p class="muted">Read {number(read)}; {number(tried)} other '
+            f'<p class="muted">Read {h.number(read)}; {h.number(tried)} other '
             f"{'place' if tried == 1 else 'places'} tried gave none (the status or the "
             "problems say why).</p>"
             if tried
             else ""
         )
         + '<div data-group data-class="sitemaps">'
-        + table(
+        + h.table(
             ["sitemap", "found via", "kind", "status", "entries", "problems", "not audited"],
             rows,
             numeric=(3, 4, 5, 6),
@@ -259,7 +235,7 @@ def _sitemaps(data: dict[str, Any]) -> str:
         + "</div>"
         + (
             "<h2>Sections</h2>"
-            + bar_chart(
+            + h.bar_chart(
                 [(n, c, f"sections.{n}") for n, c in sections.items()],
                 title="Entries per section",
             )

@@ -1,37 +1,25 @@
 """Downloader middleware: the credentials of a staging or private site, for it alone.
 
-A staging site sits behind HTTP basic auth, a cookie or a header of its own
-(issue #19). ``--auth USER:PASSWORD`` (or the ``SITEMAP_AUTH`` environment variable,
-or ``auth`` in ``--config``: out of the shell's history), ``--cookie NAME=VALUE`` and
-``--header "Name: value"`` (both repeatable) are sent with every request to the
-crawled site (:func:`crawler.core.urls.site_of`: its host and port), robots.txt and the
-sitemaps included, and to no other host, ever:
+``--auth USER:PASSWORD`` (or ``SITEMAP_AUTH`` in the environment or ``--config``: out
+of the shell's history), ``--cookie NAME=VALUE`` and ``--header "Name: value"`` are
+sent with every request to the crawled site (:func:`crawler.core.urls.site_of`: its
+host and port), robots.txt and the sitemaps included, and to no other host, ever:
 
-* a request for another host gets none of them, and loses any that a redirect
-  carried over: Scrapy's ``RedirectMiddleware`` drops ``Authorization`` and
-  ``Cookie`` on a redirect to another domain, but copies every other header (a
-  ``--header`` token would follow a robots.txt redirect to another host);
-* the credentials live in settings of our own (``SITEMAP_AUTH``,
-  ``SITEMAP_COOKIES``, ``SITEMAP_HEADERS``), never in ``DEFAULT_REQUEST_HEADERS``,
-  which Scrapy writes into its log with the overridden settings; no log line, ledger
-  row or report names a value (a bad one is reported without it).
+* a request for another host gets none of them, and loses any that a redirect carried
+  over (Scrapy's ``RedirectMiddleware`` drops ``Authorization`` and ``Cookie`` on a
+  redirect to another domain, but copies every other header);
+* they live in settings of our own, never in ``DEFAULT_REQUEST_HEADERS``, which Scrapy
+  logs with the overridden settings; no log line, ledger row or report names a value.
 
-Scrapy's ``HttpAuthMiddleware`` does the same for basic auth with spider attributes
-(``http_user``, ``http_auth_domain``), not settings, and covers neither cookies nor
-headers; one middleware for the three keeps the rule in one place.
-
-The cookie is merged into the ``Cookie`` header after Scrapy's cookie middleware
-(700) has written the jar's cookies there, so it goes with the site's own cookies
-(a ``Cookie`` header set earlier is replaced by the jar's) and never into the jar: a
-cookie jar ignores ports (RFC 6265), and would send it to another server of the
-same host name (found by a test: a robots.txt redirect to another port).
-
-This middleware sits after the cookie middleware (700) and before the proxy
-middleware (750) in request order.
+Scrapy's ``HttpAuthMiddleware`` takes spider attributes, not settings, and covers
+neither cookies nor headers; one middleware for the three keeps the rule in one place.
+The cookie is merged into the ``Cookie`` header after Scrapy's cookie middleware (700)
+has written the jar's cookies there, and never goes into the jar: a jar ignores ports
+(RFC 6265), and would send it to another server of the same host name. This middleware
+sits between the cookie (700) and proxy (750) middlewares.
 
 Settings: ``SITEMAP_AUTH``, ``SITEMAP_COOKIES``, ``SITEMAP_HEADERS``.
-Stats: ``sitemap/access/stripped`` (requests to another host that carried one of
-them and lost it here).
+Stats: ``sitemap/access/stripped`` (requests to another host that lost one of them here).
 """
 
 from __future__ import annotations

@@ -65,7 +65,6 @@ class HostGuardMiddleware:
             self.stats.inc_value("sitemap/hostguard/refused")
             logger.warning("Refused a request to another host: %s", request.url)
             raise OffHostRequest(f"off-host request refused: {request.url}")
-        return None
 
 
 def _robots_txt(request: Request) -> bool:

@@ -26,23 +26,14 @@ The rules of an origin are fetched again once older than ``SITEMAP_ROBOTS_MAX_AG
 wait for the new rules. A re-fetch that finds robots.txt unreachable keeps the
 rules it had (RFC 9309 2.4 allows the cached copy then) instead of stopping.
 
-The parser is :class:`crawler.fetch.robotsrules.RobotsTxtParser`
-(``ROBOTSTXT_PARSER``, importable from here too): RFC 9309 lines and groups, Protego's
-matching.
+The parser is :class:`crawler.fetch.robotsrules.RobotsTxtParser` (``ROBOTSTXT_PARSER``):
+RFC 9309 lines and groups, Protego's matching.
 
 Settings: ``ROBOTSTXT_OBEY``, ``ROBOTSTXT_PARSER``, ``ROBOTSTXT_USER_AGENT``,
 ``SITEMAP_ROBOTS_MAX_AGE``, ``SITEMAP_ROBOTS_MAX_BYTES``.
 Meta keys: ``dont_obey_robotstxt``; robots.txt requests carry
 :data:`~crawler.fetch.hostguard.ROBOTS_TXT`.
-Stats: ``robotstxt/*`` as Scrapy's, ``sitemap/robots/unreachable``,
-``sitemap/robots/unavailable``, ``sitemap/robots/truncated``,
-``sitemap/robots/rules_dropped``,
-``sitemap/robots/refetched``, and for the start URL's origin
-``sitemap/robots/token`` (our product token), ``sitemap/robots/group`` (the group
-that applied: our token, ``*``, or ``none``), ``sitemap/robots/state`` (``parsed``;
-``unavailable``: a 4xx, say, so everything is allowed; ``unreachable``: a 5xx, a 429
-or no answer, so nothing is fetched) and ``sitemap/robots/why`` (for the last two:
-``HTTP 404``, ``connection refused``...).
+Stats: ``robotstxt/*`` as Scrapy's, and ``sitemap/robots/*`` (docs/reference.md).
 """
 
 from __future__ import annotations
@@ -68,30 +59,12 @@ from twisted.internet.defer import Deferred
 from crawler.core.agent import token_of
 from crawler.core.decisions import ERROR, ROBOTS
 from crawler.fetch.hostguard import ROBOTS_TXT, OffHostRequest
-from crawler.fetch.robotsrules import (
-    MAX_WILDCARD_RULES,
-    NO_GROUP,
-    URL_AUTHORITY,
-    UTF8_BOM,
-    RobotsRules,
-    RobotsTxtParser,
-)
+from crawler.fetch.robotsrules import NO_GROUP, URL_AUTHORITY, UTF8_BOM, RobotsTxtParser
 from crawler.ledger.runstate import RunState
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
-
-# The parser's names are importable from here too (ROBOTSTXT_PARSER names this module).
-__all__ = [
-    "MAX_WILDCARD_RULES",
-    "RobotsDisallowed",
-    "RobotsRules",
-    "RobotsTxtParser",
-    "StrictRobotsTxtMiddleware",
-    "robots_allows",
-    "whole_lines",
-]
 
 logger = logging.getLogger(__name__)
 
@@ -283,7 +256,9 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
     def _unavailable(self, origin: str, reason: str) -> None:
         logger.info("robots.txt of %s unavailable (%s): everything allowed", origin, reason)
         self._stats.inc_value("sitemap/robots/unavailable")
-        self._record(origin, None, why=reason)
+        self._record(origin, None)
+        if origin == self._start_origin():
+            self._stats.set_value("sitemap/robots/why", reason)
 
     def _unreachable(
         self,
@@ -302,43 +277,32 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
                 reason,
             )
             return previous
-        if origin == self._start_origin():
-            if not site_down:  # the summary's robots.txt line; the error says the rest
-                self._stats.set_value("sitemap/robots/state", "unreachable")
-                self._stats.set_value("sitemap/robots/why", reason)
-            state = RunState.of(self.crawler)
-            # What the URLs this run did not fetch are: the site cannot be reached, or
-            # RFC 9309 (2.3.1.4) disallows everything while its robots.txt cannot be read.
-            state.fail(
-                f"cannot reach {origin} ({reason}); nothing was crawled"
-                if site_down
-                else f"robots.txt of {origin} is unreachable ({reason}); nothing is crawled",
-                unfetched=(
-                    (ERROR, f"not fetched: cannot reach {origin} ({reason})")
-                    if site_down
-                    else (
-                        ROBOTS,
-                        f"not fetched: robots.txt is unreachable ({reason}), which "
-                        "disallows everything until it can be read (RFC 9309)",
-                    )
-                ),
-            )
-            call_later(0, self._close, "robots_unreachable")
-        else:
+        if origin != self._start_origin():
             logger.warning(
                 "robots.txt of %s is unreachable (%s): everything there is disallowed",
                 origin,
                 reason,
             )
+            return _DisallowAll(reason)
+        # What the URLs this run did not fetch are: the site cannot be reached, or
+        # RFC 9309 (2.3.1.4) disallows everything while its robots.txt cannot be read.
+        if site_down:
+            message = f"cannot reach {origin} ({reason}); nothing was crawled"
+            unfetched = (ERROR, f"not fetched: cannot reach {origin} ({reason})")
+        else:  # the summary's robots.txt line; the error says the rest
+            self._stats.set_value("sitemap/robots/state", "unreachable")
+            self._stats.set_value("sitemap/robots/why", reason)
+            message = f"robots.txt of {origin} is unreachable ({reason}); nothing is crawled"
+            unfetched = (
+                ROBOTS,
+                f"not fetched: robots.txt is unreachable ({reason}), which disallows"
+                " everything until it can be read (RFC 9309)",
+            )
+        RunState.of(self.crawler).fail(message, unfetched=unfetched)
+        call_later(0, self._close, "robots_unreachable")
         return _DisallowAll(reason)
 
-    def _record(
-        self,
-        origin: str,
-        rp: RobotParser | None,
-        body: bytes | None = None,
-        why: str | None = None,
-    ) -> None:
+    def _record(self, origin: str, rp: RobotParser | None, body: bytes | None = None) -> None:
         """The token, and the group that applies, for the start URL's origin; and in
         the ledger's ``meta`` (``robots``), the rules read, so that ``explain`` can
         tell whether a URL the crawl never saw would have been allowed."""
@@ -353,8 +317,6 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
                 self._stats.set_value("sitemap/robots/rules_dropped", dropped)
         self._stats.set_value("sitemap/robots/group", group)
         self._stats.set_value("sitemap/robots/state", "unavailable" if rp is None else "parsed")
-        if why is not None:
-            self._stats.set_value("sitemap/robots/why", why)
         ledger = RunState.of(self.crawler).ledger
         if ledger is not None:
             ledger.set_meta(

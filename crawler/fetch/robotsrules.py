@@ -3,34 +3,29 @@
 The parser (:class:`RobotsTxtParser`, ``ROBOTSTXT_PARSER``) *replaces* Protego's line
 handling and group selection and *keeps* Protego for matching:
 
-* lines end at CR, LF or CRLF; ``#`` starts a comment; a key is read before the
-  first ``:`` (or, with no colon, as the first of two words); ``user-agent``,
-  ``allow``, ``disallow`` (and the usual misspellings), ``sitemap`` and
-  ``crawl-delay`` are known, any other line is an other record (RFC 9309 2.2.4)
-  that is ignored and does not end a group (Protego let it split one: rules after
-  it were lost);
+* lines end at CR, LF or CRLF; ``#`` starts a comment; a key is read before the first
+  ``:`` (or, with no colon, as the first of two words); ``user-agent``, ``allow``,
+  ``disallow`` (and the usual misspellings), ``sitemap`` and ``crawl-delay`` are
+  known; any other line is an other record (RFC 9309 2.2.4), ignored, and does not end
+  a group (Protego let it split one: rules after it were lost);
 * a group is one or more ``user-agent`` lines and the rules after them, ended by the
-  next ``user-agent`` line after a rule (``crawl-delay`` counts as one here, as
-  Protego and the crawlers that read it have it: a group of only ``Crawl-delay``
-  for one bot is common); rules before any ``user-agent`` line belong to no group;
-* a ``user-agent`` line names the agent spelled by its leading letters, digits,
-  ``_`` and ``-`` (``*`` alone, or followed by a space, is every agent). The group
-  that applies is the one whose name *equals* our product token, case-insensitively
-  (RFC 9309 2.2.1; Protego matched a name found anywhere at a word start in ours, so
-  ``User-agent: sitemap`` or ``User-agent: s`` applied to ``sitemap-crawler``);
-  groups naming us are merged, and ``*`` groups (merged) apply when none does;
-* the rules of the selected group are handed to Protego as one ``*`` group: its
-  wildcards, ``$``, longest match (``allow`` winning a tie), percent-encoding and
-  its speed are kept as they are. ``Crawl-delay`` is the largest the selected
-  groups give;
-* the work of one question is bounded: Protego rules out every plain prefix at once,
-  but tries wildcard patterns (``*``, ``$``) one by one, so 20,000 of them (a hostile
-  file within 500 KiB) cost 0.09 s a question on a 2 KB URL. The selected groups keep
-  their first :data:`MAX_WILDCARD_RULES` wildcard rules, in file order; the rest are
-  dropped, logged and counted (``sitemap/robots/rules_dropped``);
-* a question is answered whatever the URL: its scheme and authority are never
-  parsed (rules match the path and query; a host such as ``[::1`` or ``[zz]`` made
-  Protego raise), and bytes that are not UTF-8 (raw, or a lone surrogate) are
+  next ``user-agent`` line after a rule (``crawl-delay`` counts as one here, as the
+  crawlers that read it have it); rules before any ``user-agent`` line are in no group;
+* a ``user-agent`` line names the agent spelled by its leading letters, digits, ``_``
+  and ``-`` (``*`` alone is every agent). The group that applies is the one whose name
+  *equals* our product token, case-insensitively (RFC 9309 2.2.1; Protego matched a
+  name found at any word start in ours, so ``User-agent: s`` applied to
+  ``sitemap-crawler``); groups naming us are merged, and ``*`` groups apply when none
+  does;
+* the selected rules are handed to Protego as one ``*`` group: its wildcards, ``$``,
+  longest match, percent-encoding and speed are kept. ``Crawl-delay`` is the largest
+  the selected groups give;
+* the work of one question is bounded: Protego tries wildcard patterns one by one, so
+  20,000 of them (a hostile file within 500 KiB) cost 0.09 s a question. Only the
+  first :data:`MAX_WILDCARD_RULES` wildcard rules are kept; the rest are dropped,
+  logged and counted (``sitemap/robots/rules_dropped``);
+* a question is answered whatever the URL: its scheme and authority are never parsed
+  (a host such as ``[::1`` made Protego raise), and bytes that are not UTF-8 are
   percent-encoded, as they are sent.
 """
 

@@ -9,11 +9,10 @@ says it is overloaded. This subclass adds two floors (issue #2, "Safe defaults")
   time with no jitter, so the delay is a true minimum between requests;
 * on 429 or 503 the slot's delay doubles (at least ``Retry-After`` when the server
   sends one, in seconds or as an HTTP date), up to ``AUTOTHROTTLE_MAX_DELAY``. That
-  wait is a floor, counted
-  from the answer: the slot's next request leaves no sooner, whatever Scrapy's
-  randomised delay (``RANDOMIZE_DOWNLOAD_DELAY``, 0.5 to 1.5 times the delay) or
-  AutoThrottle's adaptation in the meantime would say; the slot's jitter is off until
-  that request has left, and back after. This holds for robots.txt and pages alike.
+  wait is a floor, counted from the answer: the slot's next request leaves no sooner,
+  whatever Scrapy's randomised delay (``RANDOMIZE_DOWNLOAD_DELAY``) or AutoThrottle's
+  adaptation would say; the slot's jitter is off until that request has left. This
+  holds for robots.txt and pages alike.
 
 With ``AUTOTHROTTLE_ENABLED = False`` the floors still apply; only the adaptive part
 is off.
@@ -35,8 +34,6 @@ from scrapy import signals
 from scrapy.extensions.throttle import AutoThrottle
 
 if TYPE_CHECKING:
-    from typing import Self
-
     from scrapy import Spider
     from scrapy.core.downloader import Slot
     from scrapy.crawler import Crawler
@@ -74,10 +71,6 @@ class PoliteThrottle(AutoThrottle):
         self.floors: dict[str, float] = {}
         self.waits: dict[str, _Wait] = {}
         crawler.signals.connect(self._robots_parsed, signal=signals.robots_parsed)
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
 
     def _spider_opened(self, spider: Spider) -> None:
         if self.adaptive:

@@ -161,24 +161,18 @@ def number(value: object) -> str:
 def figure(path: str, value: object, label: str) -> str:
     """A figure tile: *value* (the number at *path* in the JSON) and its *label*."""
     return (
-        f'<div class="figure"><span class="n" data-figure="{esc(path)}" '
-        f'data-value="{esc(_raw(value))}">{esc(number(value))}</span>'
-        f'<span class="l">{esc(label)}</span></div>'
+        f'<div class="figure"><span class="n"{_figure_attrs(path, value)}>{esc(number(value))}'
+        f'</span><span class="l">{esc(label)}</span></div>'
     )
 
 
 def inline_figure(path: str, value: object) -> str:
     """A figure inside a sentence or a table cell."""
-    return (
-        f'<span data-figure="{esc(path)}" data-value="{esc(_raw(value))}">'
-        f"{esc(number(value))}</span>"
-    )
+    return f"<span{_figure_attrs(path, value)}>{esc(number(value))}</span>"
 
 
 def _figure_attrs(path: str | None, value: object) -> str:
-    if path is None:
-        return ""
-    return f' data-figure="{esc(path)}" data-value="{esc(_raw(value))}"'
+    return "" if path is None else f' data-figure="{esc(path)}" data-value="{esc(_raw(value))}"'
 
 
 def _raw(value: object) -> str:
@@ -219,20 +213,55 @@ def more_note(total: int, shown: int, where: str) -> str:
     return f'<p class="more">{shown} of {total} shown; {rest} in {esc(where)}.</p>'
 
 
+def group(
+    cls: str,
+    summary: str,
+    shown: int,
+    body: str,
+    total: int,
+    where: str,
+    *,
+    opened: bool = False,
+    note: str = "",
+) -> str:
+    """A capped list in a ``<details>`` the filter knows (``data-group``): *summary*
+    (trusted HTML), then *note* and how many rows are shown; *body*, and where the rest
+    of the *total* is."""
+    return (
+        f'<details data-group data-class="{esc(cls)}"{" open" if opened else ""}>'
+        f'<summary>{summary} <span class="muted">{note}(<span data-shown>{shown}</span>'
+        " shown)</span></summary>" + body + more_note(total, shown, where) + "</details>"
+    )
+
+
 def plural(n: int, one: str, many: str | None = None) -> str:
     """*n* and the noun: "1 file", "2 files" (*many*: an irregular plural)."""
     return f"{n} {one if n == 1 else many or one + 's'}"
 
 
-def history_table(
+def history_chart(
     history: Sequence[dict[str, Any]],
-    summary: str,
     time_key: str,
+    lines: Sequence[tuple[str, str]],
     columns: Sequence[tuple[str, str, bool]],
+    *,
+    title: str,
+    summary: str,
+    percent: bool = False,
 ) -> str:
-    """The kept runs (or audits), newest first, in a ``<details>`` opened by
-    *summary*: each row's *time_key*, then per column ``(heading, key, is a
-    figure)`` its value, a figure marked ``history.{i}.{key}``."""
+    """The kept runs (or audits), oldest first, as a line chart *title*d, one line per
+    ``(name, key)`` of *lines*; then newest first in a ``<details>`` opened by *summary*:
+    each row's *time_key*, then per column ``(heading, key, is a figure)`` its value, a
+    figure marked ``history.{i}.{key}``."""
+    chart = line_chart(
+        [when(h.get(time_key)) for h in history],
+        [
+            (name, [h.get(key) for h in history], "abc"[n], f"history.{{i}}.{key}")
+            for n, (name, key) in enumerate(lines)
+        ],
+        title=title,
+        percent=percent,
+    )
     rows = [
         [esc(when(h.get(time_key)))]
         + [
@@ -242,7 +271,8 @@ def history_table(
         for i, h in reversed(list(enumerate(history)))
     ]
     return (
-        f"<details><summary>{summary}</summary>"
+        chart
+        + f"<details><summary>{summary}</summary>"
         + table(
             [time_key, *(heading for heading, _, _ in columns)],
             rows,

@@ -9,53 +9,33 @@ passed on to every engine taking part.
 The rules, from the documentation (quoted where quoted, paraphrased elsewhere):
 
 * the key: "a minimum of 8 and a maximum of 128" characters, "lowercase characters
-  (a-z), uppercase characters (A-Z), numbers (0-9), and dashes (-)"
-  (:func:`valid_key`);
+  (a-z), uppercase characters (A-Z), numbers (0-9), and dashes (-)" (:func:`valid_key`);
 * ownership: the site serves a UTF-8 text file whose content is the key, by default
-  at the root of the host, ``https://<host>/<key>.txt``; or anywhere on the same
-  host, named in the request's ``keyLocation``, in which case the key is good for
-  the URLs under that file's directory only ("a key file located at
-  http://example.com/catalog/key12457EDd.txt can include any URLs starting with
-  http://example.com/catalog/ but cannot include URLs starting with
-  http://example.com/help/") (:func:`key_location`, :func:`check_key`);
+  ``https://<host>/<key>.txt``; or anywhere on the same host, named in the request's
+  ``keyLocation``, and then the key is good for the URLs under that file's directory
+  only (:func:`key_location`, :func:`check_key`);
 * a submission: ``POST`` with ``Content-Type: application/json; charset=utf-8`` of
   ``{"host": ..., "key": ..., "keyLocation": ..., "urlList": [...]}``, "up to
-  10,000 URLs per post", every URL on ``host`` ("mixing http and https URLs if
-  needed") (:func:`submit`);
-* the answers: ``200 OK`` (URLs submitted) and ``202 Accepted`` (URLs received, key
-  validation pending) are success; ``400 Bad Request`` (invalid format), ``403
-  Forbidden`` (key not valid: "key not found, file found but key not in the file"),
-  ``422 Unprocessable Entity`` (URLs which don't belong to the host, or a key not
-  matching the schema) and ``429 Too Many Requests`` ("potential Spam") are not; nor
-  are server errors (5xx).
+  10,000 URLs per post", every URL on ``host`` (:func:`submit`);
+* the answers: 200 and 202 are success; 400, 403, 422 and 429 are not (their meanings:
+  ``_MEANINGS``), nor are server errors (5xx).
 
-What this module does with them:
+What this module does with them: :func:`submit` drops repeated URLs (the first kept,
+in order), splits them into batches of at most *batch* (10,000) and POSTs each in turn.
+Any 2xx submits the batch. 429, 5xx and no answer at all are retried, at most
+*retries* times, after ``backoff * 2**n`` seconds before retry *n* (1, 2, 4 s by
+default) or the answer's ``Retry-After`` (in seconds; an HTTP-date is not read), at
+most :data:`MAX_DELAY` (60 s). Anything else (400, 403, 422, another 4xx, a redirect,
+which is not followed: urllib would turn the POST into a GET) fails the batch at once.
+The first failed batch ends the submission: the later ones carry the same host, key
+and key location, and an endpoint that kept failing or asked us to slow down is not
+sent more; the :class:`Outcome` lists them as not sent. A usage error (an invalid key,
+a key location or URL not on ``host``, a URL outside the key file's directory) raises
+:class:`ValueError` before anything is sent: it would only be refused (422).
 
-:func:`submit` takes the run's URLs (a plain list, after the crawl, outside
-Scrapy's reactor), drops repeats (first occurrence kept, order kept), splits them
-into batches of at most *batch* (10,000) URLs and POSTs each in turn:
-
-* 200, 202 (and any other 2xx): the batch is submitted;
-* 429, 5xx, and no answer at all (refused connection, time-out, reset): retried,
-  at most *retries* times, after ``backoff * 2**n`` seconds before retry *n*
-  (1, 2, 4 s by default), or after the answer's ``Retry-After`` (in seconds; an
-  HTTP-date is not read) when it has one; a wait is at most
-  :data:`MAX_DELAY` (60 s). A batch that still fails is failed;
-* anything else (400, 403, 422, another 4xx, a redirect, which is not followed:
-  urllib would turn the POST into a GET) fails the batch at once.
-
-The first failed batch ends the submission: the later batches carry the same host,
-key and key location (400, 403, 422 would refuse them the same way), and an
-endpoint that kept failing or asked us to slow down is not sent more. They are
-listed as not sent, and the :class:`Outcome` says so. A usage error (an invalid
-key, a key location or a URL not on ``host``, a URL outside the key file's
-directory) raises :class:`ValueError` before anything is sent: such a request
-would only be refused (422). Nothing is sent for an empty list.
-
-:func:`check_key` fetches the key file as an engine would and says what is wrong
-with it, in one line, or None. A redirect is reported, not followed: the key file
-must be served at the location given. Its content must be the key, exactly; one
-trailing line break (``\\n`` or ``\\r\\n``), which editors add, is allowed.
+:func:`check_key` fetches the key file as an engine would and says what is wrong with
+it, in one line, or None. A redirect is reported, not followed. Its content must be
+the key, exactly, but for one trailing line break (``\\n`` or ``\\r\\n``).
 
 Why the standard library's urllib, and not Scrapy or another client: this is one
 short exchange per run, made after Scrapy has stopped, from plain code; urllib
@@ -74,6 +54,7 @@ import re
 import time
 import urllib.error
 import urllib.request
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from email.message import Message
@@ -336,13 +317,8 @@ def _outcome(results: list[BatchResult], chunks: list[list[str]], endpoint: str)
     requests = f" in {len(chunks):,} requests" if len(chunks) > 1 else ""
     last = results[-1]
     if last.ok:
-        kinds = dict.fromkeys(_status_text(r.status) for r in results)
-        answers = "; ".join(
-            f"{sum(1 for r in results if _status_text(r.status) == k)} x {k}"
-            if len(kinds) > 1
-            else k
-            for k in kinds
-        )
+        kinds = Counter(_status_text(r.status) for r in results)
+        answers = "; ".join(f"{n} x {k}" if len(kinds) > 1 else k for k, n in kinds.items())
         message = (
             f"IndexNow: {_plural(submitted, 'URL')} submitted to {endpoint}{requests} ({answers})"
         )
@@ -382,15 +358,7 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
     """Redirects are answers, not followed: a redirected POST would become a GET,
     and a key file must be served at its own location."""
 
-    def redirect_request(
-        self,
-        req: urllib.request.Request,
-        fp: Any,
-        code: int,
-        msg: str,
-        headers: Message,
-        newurl: str,
-    ) -> urllib.request.Request | None:
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
         return None
 
 

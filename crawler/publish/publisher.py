@@ -6,14 +6,11 @@ succeeded. So this extension runs on ``spider_closed`` (after the item pipelines
 it closes the books of the running ledger (:func:`crawler.core.decisions.close_books`),
 decides whether to publish, streams the listed pages from the ledger in order into
 :class:`crawler.publish.writer.SitemapSetWriter` (:class:`SitemapOutput`), and writes the
-run report (``report.json`` in the state directory, :func:`crawler.publish.report.write_report`).
+run report (``report.json`` in the state directory, :func:`crawler.publish.report.write_json`).
 
-A crawl stopped by its time budget (``--max-time``: Scrapy's
-``CLOSESPIDER_TIMEOUT``) finished its job as far as it could: Scrapy let the
-requests in flight finish and sent no other, so what was judged is published, under
-the same refusals as any run; the URLs found but never fetched are ``cap-reached``
-(issue #19: the close reason used to count as a failure, and a run with a time
-budget published nothing).
+A crawl stopped by its time budget (``--max-time``: Scrapy's ``CLOSESPIDER_TIMEOUT``)
+finished its job as far as it could: what was judged is published, under the same
+refusals as any run; the URLs found but never fetched are ``cap-reached``.
 
 It publishes nothing, and leaves the previous set untouched, when the crawl did not
 finish normally (interrupted; robots.txt or the start URL unreachable, the state
@@ -21,42 +18,13 @@ locked: :attr:`RunState.fatal <crawler.ledger.runstate.RunState.fatal>`), listed
 nothing, or looks broken (issue #4): more than ``SITEMAP_MAX_ERROR_RATE`` of the
 fetched pages failed, or the new set drops more than ``SITEMAP_MAX_DROP`` of the URLs
 the previous run published (``SITEMAP_FORCE`` overrides both). The run state then
-files the ledger: ``ledger.sqlite`` (plus a JSON Lines copy) when the run did its job,
-``ledger.failed.sqlite`` otherwise, so the next run still starts from the last good
-state; an interrupted run with a ``JOBDIR`` keeps ``ledger.running.sqlite`` for
-``--resume``.
-
-Settings: ``SITEMAP_PUBLISH`` (off: crawl and keep the ledger only),
-``SITEMAP_FORCE``, ``SITEMAP_MAX_DROP``, ``SITEMAP_MAX_ERROR_RATE``,
-``SITEMAP_DEDUPE_CONTENT``, ``SITEMAP_FORMAT``, ``SITEMAP_GZIP``,
-``SITEMAP_MAX_URLS_PER_FILE``, ``SITEMAP_MAX_BYTES_PER_FILE``,
-``SITEMAP_CHANGEFREQ``, ``SITEMAP_PRIORITY``, ``SITEMAP_MAX_VARIANTS_PER_PATH``,
-``JOBDIR``, ``SITEMAP_REPORT_HTML`` and ``SITEMAP_REPORT_HTML_URLS`` (report.html,
-issue #17).
-Stats: ``sitemap/outcome`` (``published``, ``crawled``, ``refused``, ``interrupted``,
-``failed``, ``output-error``), ``sitemap/message``, ``sitemap/decision/<decision>``
-(set from the closed books), ``sitemap/files_written`` (the files of the set
-written; those already published byte for byte are left untouched and counted
-in ``sitemap/files_unchanged``), ``sitemap/published_since`` (when the set now
-published was first published), ``sitemap/set_unchanged`` (the set is the one
-published last time, byte for byte), ``sitemap/urls_written``,
-``sitemap/index_path``, ``sitemap/index_url``, ``sitemap/report_path``,
-``sitemap/report_html_path``,
-``sitemap/added``, ``sitemap/removed``, ``sitemap/lastmod_changes``,
-``sitemap/budget`` (which budget stopped the crawl, in words) and
-``sitemap/budget/unfetched`` (the URLs it left found but not fetched).
-``sitemap/excluded/<decision>`` (the decisions the crawl learned its way to:
-:data:`crawler.core.decisions.LEARNED`), ``sitemap/learned/parameters`` (path -> the
-parameters learned not to change its pages), ``sitemap/learned/calendars`` (the
-calendar sequences cut).
-
-It is one long module on purpose: closing the books, the refusals, writing the
-set and the reports happen in one order, with one failure path.
+files the ledger (:meth:`RunState.end <crawler.ledger.runstate.RunState.end>`), so the
+next run still starts from the last good state. Its settings and ``sitemap/*`` stats
+are listed in docs/reference.md.
 """
 
 from __future__ import annotations
 
-import filecmp
 import logging
 from dataclasses import dataclass
 from datetime import datetime
@@ -84,7 +52,8 @@ from crawler.crawl.params import settler
 from crawler.ledger.runstate import RunState
 from crawler.page.analysis import Rich
 from crawler.publish.changes import feed_entries, feed_updated
-from crawler.publish.feed import discard, publish_feed, render_feed, write_feed
+from crawler.publish.childfile import same_bytes
+from crawler.publish.feed import FEED_NAME, discard, publish_feed, render_feed, write_feed
 from crawler.publish.htmlpage import write_html
 from crawler.publish.report import DEFAULT_SECTION, PREFIX, format_summary, run_model, write_json
 from crawler.publish.reporthistory import RUNS_KEPT, append_history
@@ -105,13 +74,13 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: The delta feed's name, beside the index.
-FEED_NAME = "changes.atom"
 #: Close reasons of a crawl stopped by a budget (Scrapy's CloseSpider extension)
 #: that publishes what it judged, in words for the summary. Only time: the other
 #: CLOSESPIDER_* closes stay a crawl that did not finish (--max-pages is the page
 #: budget that publishes, with its URLs left cap-reached as it goes).
 BUDGETS = {"closespider_timeout": "the time budget (--max-time) ran out"}
+# Rules that give entries a section, changefreq or priority of their own.
+_PER_ROW = ("SITEMAP_SECTIONS", "SITEMAP_CHANGEFREQ_RULES", "SITEMAP_PRIORITY_RULES")
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,14 +107,7 @@ class SitemapOutput:
             max_bytes=settings.getint("SITEMAP_MAX_BYTES_PER_FILE"),
             changefreq=ChangeFreq(changefreq) if changefreq else None,
             priority=Decimal(str(priority)) if priority not in (None, "") else None,
-            per_row=any(
-                settings.getlist(name)
-                for name in (
-                    "SITEMAP_SECTIONS",
-                    "SITEMAP_CHANGEFREQ_RULES",
-                    "SITEMAP_PRIORITY_RULES",
-                )
-            ),
+            per_row=any(map(settings.getlist, _PER_ROW)),
         )
 
     def write(
@@ -157,8 +119,7 @@ class SitemapOutput:
         news: list[SitemapEntry] | None = None,
     ) -> tuple[Path, list[WrittenFile]]:
         """Stream the ledger's listed pages into a new sitemap set in *out* and publish
-        it (bench/write.py times this step on its own); *extensions*: those the rich
-        entries use, *news*: the news sitemap's entries."""
+        it (bench/write.py times this step on its own)."""
         return publish_sitemaps(
             out,
             ledger.listed_entries(self.changefreq, self.priority, self.per_row),
@@ -214,59 +175,42 @@ class FeedRules:
         )
 
 
+@dataclass(eq=False)
 class SitemapPublisher:
     """Publishes the run of *state* (see the module docstring). *publish*: write the
     set (off: crawl only); *force*: publish a run that looks broken, or what an
     interrupted one found; *resumable*: an interrupted run can be continued (it has a
     ``JOBDIR``)."""
 
-    def __init__(
-        self,
-        state: RunState,
-        stats: StatsCollector,
-        output: SitemapOutput,
-        *,
-        rich: RichRules,
-        feed: FeedRules,
-        publish: bool,
-        force: bool,
-        dedupe_content: bool,
-        max_variants: int,
-        max_drop: float,
-        max_error_rate: float,
-        resumable: bool,
-        report_html: bool,
-        report_urls: int,
-    ) -> None:
-        self.state = state
-        self.stats = stats
-        self.output = output
-        self.rich = rich
-        self.feed = feed
-        self.publish = publish
-        self.force = force
-        self.dedupe_content = dedupe_content
-        self.max_variants = max_variants
-        self.max_drop = max_drop
-        self.max_error_rate = max_error_rate
-        self.resumable = resumable
-        self.report_html = report_html
-        self.report_urls = report_urls
-        # The extensions the rich entries use (settled when the books are closed).
-        self.extensions: frozenset[str] = frozenset()
-        # What the checks before publishing found (_refusal), for the report's "why".
-        self.checked = ""
-        # Where the set went, once published (for the run's outcome).
-        self.published: Published | None = None
+    state: RunState
+    stats: StatsCollector
+    output: SitemapOutput
+    rich: RichRules
+    feed: FeedRules
+    publish: bool
+    force: bool
+    dedupe_content: bool
+    max_variants: int
+    max_drop: float
+    max_error_rate: float
+    resumable: bool
+    report_html: bool
+    report_urls: int
+    # The extensions the rich entries use (settled when the books are closed).
+    extensions: frozenset[str] = frozenset()
+    # What the checks before publishing found (_refusal), for the report's "why".
+    checked: str = ""
+    # Where the set went, once published (for the run's outcome).
+    published: Published | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         s = crawler.settings
         assert crawler.stats is not None
         ext = cls(
-            RunState.of(crawler),
-            crawler.stats,
-            SitemapOutput.from_settings(s),
+            state=RunState.of(crawler),
+            stats=crawler.stats,
+            output=SitemapOutput.from_settings(s),
             rich=RichRules.from_settings(s),
             feed=FeedRules.from_settings(s),
             publish=s.getbool("SITEMAP_PUBLISH"),
@@ -350,18 +294,12 @@ class SitemapPublisher:
         for decision in LEARNED:
             if decided.get(decision):
                 self.stats.set_value(f"sitemap/excluded/{decision}", decided[decision])
-        learned = ledger.learned_params()
-        if learned:
+        if learned := ledger.learned_params():
             self.stats.set_value("sitemap/learned/parameters", learned)
-        calendars = len(
-            {
-                dated.template
-                for row in ledger.rows(decision=CALENDAR)
-                if (dated := date_of(row["url"])) is not None
-            }
-        )
-        if calendars:
-            self.stats.set_value("sitemap/learned/calendars", calendars)
+        rows = ledger.rows(decision=CALENDAR)
+        templates = {dated.template for row in rows if (dated := date_of(row["url"])) is not None}
+        if templates:
+            self.stats.set_value("sitemap/learned/calendars", len(templates))
 
     def _publish(self, ledger: Ledger, reason: str) -> tuple[Outcome, str]:
         state = self.state
@@ -398,7 +336,7 @@ class SitemapPublisher:
             return "output-error", f"could not publish to {state.paths.out}: {e}"
         # Right after the index: the feed describes the set now in place.
         if temp is not None:
-            if _same_bytes(temp, feed):
+            if same_bytes(temp, feed):
                 discard(temp)  # left untouched, as an unchanged sitemap file is
             else:
                 publish_feed(temp, feed)
@@ -538,23 +476,13 @@ class SitemapPublisher:
 
 
 def _published_note(files: int, unchanged: int, same_set: bool) -> str:
-    """What the publish did to the files, for the message: "2 files written", or for
-    the set published last time (*same_set*) "the set is unchanged since the last
-    run: 1 file left untouched"."""
+    """What the publish did to the files, for the message: "2 files written"."""
     plural = "file" if files == 1 else "files"
     if same_set:
         return f"the set is unchanged since the last run: {files} {plural} left untouched"
     if unchanged:
         return f"{files - unchanged} of {files} {plural} written ({unchanged} unchanged)"
     return f"{files} {plural} written"
-
-
-def _same_bytes(new: Path, old: Path) -> bool:
-    """Whether the file *old* exists and holds exactly *new*'s bytes."""
-    try:
-        return filecmp.cmp(new, old, shallow=False)
-    except OSError:
-        return False
 
 
 def _start_note(ledger: Ledger, start: str) -> str:

@@ -3,44 +3,9 @@
 Both come from the same figures: Scrapy's stats (the crawl's contract), which the
 publisher sets from the ledger's closed books (decision counts) and from
 ``report.json`` as it is written (the counts of its lists). The summary is a few
-lines for a terminal or a cron mail; ``report.json`` (schema
-``sitemap-crawler/run/1``) has the full lists:
-
-``start_url``, ``started``, ``finished``, ``duration_seconds``, ``outcome``,
-``message``, ``published`` (bool), ``pages_fetched``, ``conditional_requests``
-(asked conditionally and answered), ``not_modified``, ``listed``, ``excluded``
-(decision -> count), ``queued`` (URLs an interrupted run had not fetched yet),
-``added`` and ``removed`` (published URLs since the previous run),
-``lastmod_changes`` (``{url, old, new}``), ``files_written`` (files of the set
-written this run) and ``files_unchanged`` (files already published byte for byte,
-left untouched), ``published_since`` (when the set now published was first
-published: an unchanged night keeps the date), ``set_unchanged`` (the set is the
-one published last time, byte for byte), ``index``,
-``robots`` (``{token, group}``: the product token matched against the start URL's
-robots.txt, the group that applied: the token, ``*`` or ``none``, its ``state``:
-``parsed``, ``unavailable`` (a 404, say: everything allowed) or ``unreachable`` (a
-5xx or no answer: nothing fetched), and ``why``: ``HTTP 404``...), ``learned``
-(``{parameters, calendars, soft404}``: path -> the query parameters learned not to
-change its pages, the calendar sequences cut, and the soft-404 probe's
-``{probes, probe_status, detected}``; issue #19), ``rich``
-(``{alternates, images, videos, news, problems}``: what the rich entries hold,
-issue #14) and ``rich_problems`` (``{url, problems}``: the hreflang alternates and
-videos left out of a page's entry, and why), ``budget`` (``{stopped, unfetched}``:
-which budget stopped the crawl, ``--max-time`` say, and how many URLs it left found
-but not fetched; null when none did), ``seeds`` (``{start, url_file, sitemap,
-sitemaps_read, listed_unlinked}``: the URLs each kind of seed brought, the sitemaps
-read for seeds, and the listed pages that only a sitemap led to: orphans).
-
-``first_run``: no earlier run to compare with (every listed URL is added). For
-the HTML report (issue #17, ``report.html`` beside it, :mod:`crawler.publish.runhtml`;
-both are written from one :class:`RunModel`): ``excluded_total`` (the site's URLs
-excluded: ``excluded`` less ``off-host``), ``other_hosts`` (the links to other
-hosts, ``off-host``: not the site's, so apart), ``status_codes``
-(HTTP status -> URLs), ``depths`` (link depth -> ``{urls, listed}``), ``slowest``
-(``{url, decision, seconds}``) and ``largest`` (``{url, decision, bytes}``), the
-:data:`TOP_PAGES` slowest fetches and largest bodies, and ``history``: the runs kept
-in the state directory's ``runs.json``, oldest first, this one last
-(:mod:`crawler.publish.reporthistory`).
+lines for a terminal or a cron mail; ``report.json`` (schema ``sitemap-crawler/run/1``,
+its fields in docs/nightly.md, "The report") has the full lists, and ``report.html``
+(:mod:`crawler.publish.runhtml`) is written from the same :class:`RunModel`.
 
 ``added``, ``removed`` and ``lastmod_changes`` say what the run changed: they are
 null for a run that neither published nor finished its crawl (interrupted,
@@ -73,17 +38,9 @@ COMPARABLE = frozenset({"published", "crawled", "refused"})
 SUMMARY_PATHS = 3
 
 
-def decision_counts(stats: dict[str, Any]) -> dict[str, int]:
-    return {k[len(PREFIX) :]: int(v) for k, v in sorted(stats.items()) if k.startswith(PREFIX)}
-
-
-def section_counts(stats: dict[str, Any]) -> dict[str, int]:
-    """URLs written per section (none without --section rules)."""
-    return {
-        k[len(SECTION_PREFIX) :]: int(v)
-        for k, v in sorted(stats.items())
-        if k.startswith(SECTION_PREFIX)
-    }
+def decision_counts(stats: dict[str, Any], prefix: str = PREFIX) -> dict[str, int]:
+    """URLs per decision; with *prefix* SECTION_PREFIX, URLs written per section."""
+    return {k[len(prefix) :]: int(v) for k, v in sorted(stats.items()) if k.startswith(prefix)}
 
 
 def seed_counts(stats: dict[str, Any]) -> dict[str, int]:
@@ -118,12 +75,12 @@ def duration(stats: dict[str, Any]) -> float | None:
 TOP_PAGES = 20
 
 
+@dataclass(frozen=True, slots=True)
 class Stream:
     """A list field of the report, streamed from the ledger each time it is read
     (report.json reads it whole, the HTML page its first few)."""
 
-    def __init__(self, factory: Callable[[], Iterator[Any]]) -> None:
-        self.factory = factory
+    factory: Callable[[], Iterator[Any]]
 
     def __call__(self) -> Iterator[Any]:
         return self.factory()
@@ -198,13 +155,8 @@ def run_model(
         "published_since": stats.get("sitemap/published_since"),
         "set_unchanged": bool(stats.get("sitemap/set_unchanged")),
         "index": stats.get("sitemap/index_path"),
-        "robots": {
-            "token": stats.get("sitemap/robots/token"),
-            "group": stats.get("sitemap/robots/group"),
-            "state": stats.get("sitemap/robots/state"),
-            "why": stats.get("sitemap/robots/why"),
-        },
-        "sections": section_counts(stats),
+        "robots": {k: stats.get(f"sitemap/robots/{k}") for k in ("token", "group", "state", "why")},
+        "sections": decision_counts(stats, SECTION_PREFIX),
         "rich": {
             name: stats.get(f"sitemap/rich/{name}", 0)
             for name in ("alternates", "images", "videos", "news", "problems")
@@ -279,19 +231,6 @@ def write_json(path: Path, model: RunModel) -> dict[str, int]:
     return written
 
 
-def write_report(
-    path: Path,
-    stats: dict[str, Any],
-    ledger: Ledger,
-    previous: Path | None,
-    outcome: str,
-    message: str,
-) -> dict[str, int]:
-    """Write ``report.json`` to *path* (atomically) and return how many URLs were
-    ``added``, ``removed`` and had ``lastmod_changes`` (and ``rich_problems``)."""
-    return write_json(path, run_model(stats, ledger, previous, outcome, message))
-
-
 def _write_list(f: TextIO, values: Iterator[Any]) -> int:
     n = 0
     f.write("[")
@@ -322,18 +261,15 @@ def learned_line(stats: dict[str, Any]) -> str | None:
 
 
 def format_summary(stats: dict[str, Any]) -> str:
+    get = stats.get
     counts = decision_counts(stats)
     listed = counts.pop("listed", 0)
-    fetched = pages_fetched(stats)
-    line = f"pages fetched: {fetched}"
-    conditional = stats.get("sitemap/conditional/requests", 0)
-    if conditional:
-        line += (
-            f" ({conditional} conditional, "
-            f"{stats.get('sitemap/conditional/not_modified', 0)} not modified)"
-        )
+    line = f"pages fetched: {pages_fetched(stats)}"
+    if conditional := get("sitemap/conditional/requests", 0):
+        not_modified = get("sitemap/conditional/not_modified", 0)
+        line += f" ({conditional} conditional, {not_modified} not modified)"
     lines = [line]
-    robots, why = stats.get("sitemap/robots/state"), stats.get("sitemap/robots/why")
+    robots, why = get("sitemap/robots/state"), get("sitemap/robots/why")
     if robots == "unavailable":
         lines.append(f"robots.txt: not there ({why}), so everything is allowed")
     elif robots == "unreachable":
@@ -341,8 +277,8 @@ def format_summary(stats: dict[str, Any]) -> str:
             f"robots.txt: unreachable ({why}), so nothing may be fetched until it can be"
             " read (RFC 9309)"
         )
-    elif (group := stats.get("sitemap/robots/group")) is not None:
-        token = stats.get("sitemap/robots/token")
+    elif (group := get("sitemap/robots/group")) is not None:
+        token = get("sitemap/robots/token")
         lines.append(
             f"robots.txt: no group for {token} or for every agent (everything allowed)"
             if group == "none"
@@ -352,55 +288,47 @@ def format_summary(stats: dict[str, Any]) -> str:
     lines.append(f"listed: {listed}")
     other_hosts = counts.pop(OFF_HOST, 0)
     if any(counts.values()):
-        lines.append(
-            "excluded: "
-            + ", ".join(
-                f"{name} {n}" for name, n in sorted(counts.items(), key=lambda kv: -kv[1]) if n
-            )
-        )
+        by_count = sorted(counts.items(), key=lambda kv: -kv[1])
+        lines.append("excluded: " + ", ".join(f"{name} {n}" for name, n in by_count if n))
     if other_hosts:
         lines.append(f"links to other hosts: {other_hosts} (not crawled)")
     if learned := learned_line(stats):
         lines.append(learned)
-    if templates := stats.get("sitemap/lastmod/template_dates"):
+    if templates := get("sitemap/lastmod/template_dates"):
         lines.append(
             "lastmod: not believed, a date that many pages declare alike (a template): "
             + ", ".join(f"{value} ({n} pages)" for value, n in templates.items())
         )
-    if wanted := stats.get("sitemap/render/wanted", 0):
-        failed = stats.get("sitemap/render/failed", 0)
+    if wanted := get("sitemap/render/wanted", 0):
+        failed = get("sitemap/render/failed", 0)
         line = f"rendered in Chromium: {wanted - failed} pages"
         if failed:
             line += f", {failed} failed (judged on their raw HTML)"
-        blocked = stats.get("sitemap/render/blocked/other_host", 0) + stats.get(
-            "sitemap/render/blocked/robots", 0
-        )
+        blocked = sum(get(f"sitemap/render/blocked/{k}", 0) for k in ("other_host", "robots"))
         if blocked:
             line += f"; {blocked} requests of theirs blocked (other hosts, robots.txt)"
         lines.append(line)
-    if unavailable := stats.get("sitemap/render/unavailable", 0):
+    if unavailable := get("sitemap/render/unavailable", 0):
         lines.append(
             f"warning: {unavailable} pages look built by JavaScript but were judged on "
-            f"their raw HTML ({stats.get('sitemap/render/problem')})"
+            f"their raw HTML ({get('sitemap/render/problem')})"
         )
     if "sitemap/added" in stats:
         changed = (
             f"{stats['sitemap/added']} added, {stats['sitemap/removed']} removed, "
             f"{stats['sitemap/lastmod_changes']} lastmod changes"
         )
-        if stats.get("sitemap/outcome") == "refused":
-            lines.append(f"the refused set would have made: {changed}")
-        else:
-            lines.append(f"since the last run: {changed}")
-    rich = {
-        n: stats.get(f"sitemap/rich/{n}", 0) for n in ("alternates", "images", "videos", "news")
-    }
-    if any(rich.values()) or stats.get("sitemap/rich/problems"):
+        what = "since the last run"
+        if get("sitemap/outcome") == "refused":
+            what = "the refused set would have made"
+        lines.append(f"{what}: {changed}")
+    rich = {n: get(f"sitemap/rich/{n}", 0) for n in ("alternates", "images", "videos", "news")}
+    if any(rich.values()) or get("sitemap/rich/problems"):
         line = (
             f"rich entries: {rich['alternates']} hreflang alternates, {rich['images']} images, "
             f"{rich['videos']} videos, {rich['news']} news articles"
         )
-        if problems := stats.get("sitemap/rich/problems", 0):
+        if problems := get("sitemap/rich/problems", 0):
             line += f"; {problems} left out (rich_problems in report.json)"
         lines.append(line)
     seeds = seed_counts(stats)
@@ -414,43 +342,36 @@ def format_summary(stats: dict[str, Any]) -> str:
                 f" ({seeds['listed_unlinked']} listed that no link leads to)"
             )
         lines.append(line)
-    if too_large := stats.get("sitemap/too_large"):
+    if too_large := get("sitemap/too_large"):
         lines.append(
             f"too large: {too_large} pages over the download size cap (DOWNLOAD_MAXSIZE);"
             " not failures"
         )
-    seconds = duration(stats)
-    if seconds is not None:
+    if (seconds := duration(stats)) is not None:
         lines.append(f"duration: {seconds:.1f} s")
-    if budget := stats.get("sitemap/budget"):
+    if budget := get("sitemap/budget"):
         lines.append(
-            f"stopped early: {budget}; {stats.get('sitemap/budget/unfetched', 0)} URLs found"
+            f"stopped early: {budget}; {get('sitemap/budget/unfetched', 0)} URLs found"
             " but not fetched (cap-reached)"
         )
-    sections = {
-        k[len(SECTION_PREFIX) :]: v for k, v in stats.items() if k.startswith(SECTION_PREFIX)
-    }
-    if sections:
-        lines.append("sections: " + ", ".join(f"{n} {c}" for n, c in sorted(sections.items())))
-    outcome = stats.get("sitemap/outcome")
+    if sections := decision_counts(stats, SECTION_PREFIX):
+        lines.append("sections: " + ", ".join(f"{n} {c}" for n, c in sections.items()))
+    outcome = get("sitemap/outcome")
     if outcome == "published":
         lines.append(
-            f"files: {stats.get('sitemap/files_written', 0)} written, "
-            f"{stats.get('sitemap/files_unchanged', 0)} unchanged "
-            f"({stats.get('sitemap/urls_written', 0)} URLs) "
-            f"+ index {stats.get('sitemap/index_path')}"
+            f"files: {get('sitemap/files_written', 0)} written, "
+            f"{get('sitemap/files_unchanged', 0)} unchanged "
+            f"({get('sitemap/urls_written', 0)} URLs) + index {get('sitemap/index_path')}"
         )
-        lines.append("add to robots.txt:")
-        lines.append(f"Sitemap: {stats.get('sitemap/index_url')}")
-        if stats.get("sitemap/feed_url"):
+        lines += ["add to robots.txt:", f"Sitemap: {get('sitemap/index_url')}"]
+        if get("sitemap/feed_url"):
             lines.append(f"Sitemap: {stats['sitemap/feed_url']}")
     elif outcome:
         # Why is the command's last line (and the report's message): said once.
         lines.append(f"not published ({outcome})")
-    if stats.get("sitemap/report_path"):
-        lines.append(f"report: {stats['sitemap/report_path']}")
-    if stats.get("sitemap/report_html_path"):
-        lines.append(f"html report: {stats['sitemap/report_html_path']}")
-    if stats.get("sitemap/indexnow"):
+    for key, label in (("report_path", "report"), ("report_html_path", "html report")):
+        if get(f"sitemap/{key}"):
+            lines.append(f"{label}: {stats[f'sitemap/{key}']}")
+    if get("sitemap/indexnow"):
         lines.append(str(stats["sitemap/indexnow"]))
     return "\n".join(lines)

@@ -12,10 +12,12 @@ chart); the file is rewritten atomically.
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
 from pathlib import Path
 from typing import Any
+
+from crawler.publish.htmlpage import write_html
 
 #: Runs kept in a crawl's runs.json (two months of nightly runs).
 RUNS_KEPT = 60
@@ -57,10 +59,6 @@ def append_history(
         key=lambda e: str(e.get(key) or ""),
     )
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(entries, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)  # the history is a convenience: the report goes on
+    with contextlib.suppress(OSError):  # the history is a convenience: the report goes on
+        write_html(path, json.dumps(entries, ensure_ascii=False, indent=1) + "\n")
     return mine

@@ -1,24 +1,16 @@
 """What the rich entries of a set hold, settled once the crawl is over (issue #14).
 
 During the crawl the page judge (:mod:`crawler.crawl.judge`) keeps, for each listed page,
-what the page declares: its hreflang alternates, its images (ours that robots.txt
-lets us fetch, and those of ``--image-host``), its complete videos, its news
-publication (the ledger's ``alternates``, ``images``, ``videos``, ``news``
-columns; a 304 replays them). Whether an alternate holds up depends on the other
-pages (are they listed? do they link back?), so the entries are settled here, over
-the whole ledger:
-
-- :func:`settle` runs the hreflang cluster check (:func:`crawler.page.hreflang.verify`)
-  over every listed page's declarations, and stores each rich page's extensions as
-  the writer reads them (the ledger's ``extras``: :func:`crawler.sitemaps.extras.extras_json`)
-  and its problems in words (``problems``: "hreflang: no return link from X",
-  "video X not written: no thumbnail_loc"). Addresses are published ones
-  (``--base-url``); alternates on an ``--alternate-host`` are written as declared.
-- :func:`news_entries` gives the news sitemap's entries: listed articles published
-  within 48 hours before the run's reference time (``SITEMAP_NEWS_TIME``, by
-  default when the run started), newest first.
-
-Plain pages have no rich data and no ``extras``: a plain site's files do not change.
+what the page declares: its hreflang alternates, images, complete videos and news
+publication (the ledger's ``alternates``, ``images``, ``videos``, ``news`` columns).
+Whether an alternate holds up depends on the other pages (are they listed? do they link
+back?), so the entries are settled here, over the whole ledger: :func:`settle` runs the
+hreflang cluster check (:func:`crawler.page.hreflang.verify`) and stores each rich page's
+extensions as the writer reads them (``extras``) and its problems in words
+(``problems``); :func:`news_entries` gives the news sitemap's entries. Addresses are
+published ones (``--base-url``); alternates on an ``--alternate-host`` are written as
+declared. Plain pages have no rich data and no ``extras``: a plain site's files do not
+change.
 
 Settings: ``SITEMAP_ALTERNATE_HOSTS``, ``SITEMAP_NEWS_PUBLICATION``,
 ``SITEMAP_NEWS_TIME``.
@@ -75,6 +67,15 @@ class _Row:
     problems: list[str] = field(default_factory=list)
 
 
+# Why an alternate is not listed, by its decision.
+_NOT_LISTED = {
+    d.NOINDEX: "noindex",
+    d.REDIRECT: "a redirect to {target}",
+    d.CANONICAL: "canonicalised to {target}",
+    d.DUPLICATE: "a duplicate of {target}",
+}
+
+
 def _not_listed(ledger: Ledger) -> Any:
     """For a crawl URL: None when it is listed, else why not, in words."""
 
@@ -85,17 +86,9 @@ def _not_listed(ledger: Ledger) -> Any:
         decision, reason, target = row
         if decision == d.LISTED:
             return None
-        if decision == d.NOINDEX:
-            return "noindex"
-        if decision == d.REDIRECT:
-            return f"a redirect to {target}"
-        if decision == d.CANONICAL:
-            return f"canonicalised to {target}"
-        if decision == d.DUPLICATE:
-            return f"a duplicate of {target}"
         if decision == d.STATUS:
             return reason  # "HTTP 404"
-        return f"not listed ({decision})"
+        return _NOT_LISTED.get(decision, f"not listed ({decision})").format(target=target)
 
     return why
 
@@ -139,15 +132,8 @@ def _rich_rows(ledger: Ledger, public: PublicUrls) -> Iterator[_Row]:
         declared = [
             (str(code), public.to_crawl(str(href))) for code, href in json.loads(alternates or "[]")
         ]
-        yield _Row(
-            key,
-            url,
-            loc,
-            declared,
-            json.loads(images or "[]"),
-            json.loads(videos or "[]"),
-            json.loads(problems or "[]"),
-        )
+        lists = (json.loads(text or "[]") for text in (images, videos, problems))
+        yield _Row(key, url, loc, declared, *lists)
 
 
 def _video(data: dict[str, Any], public: PublicUrls) -> Video:

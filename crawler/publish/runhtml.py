@@ -3,17 +3,8 @@
 Rendered from the same :class:`crawler.publish.report.RunModel` that ``report.json`` is
 written from, after it (the lengths of the streamed lists are known then), so every
 figure on the page is the JSON's (:mod:`crawler.publish.htmlpage` says how figures are
-marked). What it shows: the publish decision and why (an unchanged set says so, and when it
-was first published), the run's times in UTC; the run's figures; what changed since
-the last run (added, removed, lastmod changes, with the URLs); the listed URLs, by
-section when there are sections; excluded URLs by decision as a chart, each decision
-opening its URLs with their reasons and targets (from the ledger); the links to other
-hosts, apart (they are not the site's pages); status codes; the depth distribution; the
-slowest and largest pages; sections and rich entries; and a history chart of the
-runs kept in the state directory.
-
-Each URL list shows its first ``cap`` URLs (``SITEMAP_REPORT_HTML_URLS``) and says
-how many more there are and where: report.json, or the ledger (``ledger.jsonl``).
+marked). Each URL list shows its first ``cap`` URLs (``SITEMAP_REPORT_HTML_URLS``) and
+says how many more there are and where: report.json, or the ledger (``ledger.jsonl``).
 """
 
 from __future__ import annotations
@@ -27,9 +18,9 @@ from crawler.publish.htmlpage import (
     bar_chart,
     esc,
     figure,
-    history_table,
+    group,
+    history_chart,
     inline_figure,
-    line_chart,
     link,
     more_note,
     page,
@@ -127,11 +118,9 @@ def _figures(model: RunModel) -> str:
 
 def _changes(model: RunModel, cap: int) -> str:
     f, n = model.fields, model.lengths
-    title = (
-        "What the refused set would have changed"
-        if f["outcome"] == "refused"
-        else ("Since the last run")
-    )
+    title = "Since the last run"
+    if f["outcome"] == "refused":
+        title = "What the refused set would have changed"
     out = [f"<h2>{esc(title)}</h2>"]
     if f["added"] is None:
         return out[0] + (
@@ -143,32 +132,19 @@ def _changes(model: RunModel, cap: int) -> str:
     for name, label in (("added", "Added"), ("removed", "Removed")):
         total = n.get(name, 0)
         rows = [[link(url)] for url in islice(f[name](), cap)]
-        out.append(
-            f'<details data-group data-class="{name}"{" open" if 0 < total <= 50 else ""}>'
-            f"<summary>{label}: {inline_figure(name, total)} URLs"
-            f' <span class="muted">(<span data-shown>{len(rows)}</span> shown)</span></summary>'
-            + (table(["URL"], rows) if rows else '<p class="muted">None.</p>')
-            + more_note(total, len(rows), IN_JSON)
-            + "</details>"
-        )
+        body = table(["URL"], rows) if rows else '<p class="muted">None.</p>'
+        summary = f"{label}: {inline_figure(name, total)} URLs"
+        out.append(group(name, summary, len(rows), body, total, IN_JSON, opened=0 < total <= 50))
     total = n.get("lastmod_changes", 0)
     rows = [
         [link(c["url"]), esc(c["old"] or "-"), esc(c["new"] or "-")]
         for c in islice(f["lastmod_changes"](), cap)
     ]
-    out.append(
-        '<details data-group data-class="lastmod"'
-        + (" open" if 0 < total <= 50 else "")
-        + f"><summary>Lastmod changes: {inline_figure('lastmod_changes', total)}"
-        f' <span class="muted">(<span data-shown>{len(rows)}</span> shown)</span></summary>'
-        + (
-            table(["URL", "old lastmod", "new lastmod"], rows)
-            if rows
-            else '<p class="muted">None.</p>'
-        )
-        + more_note(total, len(rows), IN_JSON)
-        + "</details>"
+    body = (
+        table(["URL", "old lastmod", "new lastmod"], rows) if rows else '<p class="muted">None.</p>'
     )
+    summary = f"Lastmod changes: {inline_figure('lastmod_changes', total)}"
+    out.append(group("lastmod", summary, len(rows), body, total, IN_JSON, opened=0 < total <= 50))
     return "".join(out)
 
 
@@ -194,13 +170,11 @@ def _listed(f: dict[str, Any], ledger: Ledger, cap: int) -> str:
         label = f"Section {name}" if sections and name != DEFAULT_SECTION else "Listed"
         if sections and name == DEFAULT_SECTION:
             label = "The default section"
+        body = table(["URL", "lastmod"], rows) if rows else '<p class="muted">None.</p>'
+        summary = f"{esc(label)}: {inline_figure(path, count)} URLs"
+        opened = 0 < count <= 50
         out.append(
-            f'<details data-group data-class="listed"{" open" if 0 < count <= 50 else ""}>'
-            f"<summary>{esc(label)}: {inline_figure(path, count)} URLs"
-            f' <span class="muted">(<span data-shown>{len(rows)}</span> shown)</span></summary>'
-            + (table(["URL", "lastmod"], rows) if rows else '<p class="muted">None.</p>')
-            + more_note(count, len(rows), IN_LEDGER_LISTED)
-            + "</details>"
+            group("listed", summary, len(rows), body, count, IN_LEDGER_LISTED, opened=opened)
         )
     return "".join(out)
 
@@ -215,15 +189,12 @@ def _other_hosts(f: dict[str, Any], ledger: Ledger, cap: int) -> str:
         [link(r["url"]), link(r["referrer"]) if r["referrer"] else ""]
         for r in ledger.decided(OFF_HOST, cap)
     ]
+    summary = f"Links to other hosts: {inline_figure('other_hosts', count)}"
+    body = table(["URL", "found on"], rows, url_columns=(0, 1))
     return (
         out
         + '<p class="muted">Not crawled: the crawl stays on the site\'s host.</p>'
-        + f'<details data-group data-class="{OFF_HOST}"><summary>Links to other hosts: '
-        f"{inline_figure('other_hosts', count)}"
-        f' <span class="muted">(<span data-shown>{len(rows)}</span> shown)</span></summary>'
-        + table(["URL", "found on"], rows, url_columns=(0, 1))
-        + more_note(count, len(rows), IN_LEDGER)
-        + "</details>"
+        + group(OFF_HOST, summary, len(rows), body, count, IN_LEDGER)
     )
 
 
@@ -249,14 +220,9 @@ def _excluded(f: dict[str, Any], ledger: Ledger, cap: int) -> str:
             ]
             for r in ledger.decided(name, cap)
         ]
-        out.append(
-            f'<details data-group data-class="{esc(name)}"><summary>{esc(name)}: '
-            f"{inline_figure(f'excluded.{name}', count)}"
-            f' <span class="muted">(<span data-shown>{len(rows)}</span> shown)</span></summary>'
-            + table(["URL", "reason", "target", "status", "found on"], rows, url_columns=(0, 2, 4))
-            + more_note(count, len(rows), IN_LEDGER)
-            + "</details>"
-        )
+        body = table(["URL", "reason", "target", "status", "found on"], rows, url_columns=(0, 2, 4))
+        summary = f"{esc(name)}: {inline_figure(f'excluded.{name}', count)}"
+        out.append(group(name, summary, len(rows), body, count, IN_LEDGER))
     return "".join(out)
 
 
@@ -285,21 +251,19 @@ def _depths(f: dict[str, Any]) -> str:
 
 
 def _costly(f: dict[str, Any]) -> str:
-    slow = [
-        [link(p["url"]), esc(p["decision"]), inline_figure(f"slowest.{i}.seconds", p["seconds"])]
-        for i, p in enumerate(f["slowest"])
-    ]
-    large = [
-        [link(p["url"]), esc(p["decision"]), inline_figure(f"largest.{i}.bytes", p["bytes"])]
-        for i, p in enumerate(f["largest"])
-    ]
-    none = '<p class="muted">No page was fetched this run.</p>'
-    return (
-        "<h2>Slowest pages</h2>"
-        + (table(["URL", "decision", "seconds"], slow, numeric=(2,)) if slow else none)
-        + "<h2>Largest pages</h2>"
-        + (table(["URL", "decision", "bytes"], large, numeric=(2,)) if large else none)
-    )
+    out = []
+    for key, unit, title in (("slowest", "seconds", "Slowest"), ("largest", "bytes", "Largest")):
+        rows = [
+            [link(p["url"]), esc(p["decision"]), inline_figure(f"{key}.{i}.{unit}", p[unit])]
+            for i, p in enumerate(f[key])
+        ]
+        out.append(f"<h2>{title} pages</h2>")
+        out.append(
+            table(["URL", "decision", unit], rows, numeric=(2,))
+            if rows
+            else '<p class="muted">No page was fetched this run.</p>'
+        )
+    return "".join(out)
 
 
 def _rich(model: RunModel, cap: int) -> str:
@@ -344,30 +308,19 @@ def _rich(model: RunModel, cap: int) -> str:
 
 def _history(f: dict[str, Any]) -> str:
     runs: list[dict[str, Any]] = f["history"]
-    labels = [when(r.get("started")) for r in runs]
-    chart = line_chart(
-        labels,
+    last = "the last run" if len(runs) == 1 else f"the last {len(runs)} runs"
+    return f"<h2>History: {last}</h2>" + history_chart(
+        runs,
+        "started",
+        [("listed", "listed"), ("excluded", "excluded")],
         [
-            ("listed", [r.get("listed") for r in runs], "a", "history.{i}.listed"),
-            ("excluded", [r.get("excluded") for r in runs], "b", "history.{i}.excluded"),
+            ("outcome", "outcome", False),
+            ("listed", "listed", True),
+            ("excluded", "excluded", True),
+            ("fetched", "pages_fetched", True),
         ],
         title="Listed and excluded URLs over the runs",
-    )
-    last = "the last run" if len(runs) == 1 else f"the last {len(runs)} runs"
-    return (
-        f"<h2>History: {last}</h2>"
-        + chart
-        + history_table(
-            runs,
-            "The runs, newest first",
-            "started",
-            [
-                ("outcome", "outcome", False),
-                ("listed", "listed", True),
-                ("excluded", "excluded", True),
-                ("fetched", "pages_fetched", True),
-            ],
-        )
+        summary="The runs, newest first",
     )
 
 

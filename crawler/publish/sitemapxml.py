@@ -51,7 +51,7 @@ def urlset_header(extensions: frozenset[str]) -> str:
 def escape(text: str) -> str:
     # Character data needs only &, < and > escaped ("&" first, or the "&" of
     # "&lt;" would be escaped again); quotes matter in attributes only, and the
-    # one with data in it (xhtml:link's href) goes through _escape_attribute().
+    # one with data in it (xhtml:link's href) goes through escape_attribute().
     # Most URLs have none of the three, and a scan for a character is cheaper
     # than a replace() that finds nothing.
     if "&" in text:
@@ -86,51 +86,48 @@ def _optional_tags(changefreq: ChangeFreq | None, priority: Decimal | None) -> s
     return optional
 
 
-def _escape_text(text: str) -> str:
+def escape_text(text: str) -> str:
     # The extensions' texts (titles, descriptions, names) come from pages and
     # may hold a CR, which a reader would turn into LF unless it is a reference.
     text = escape(text)
     return text.replace("\r", "&#13;") if "\r" in text else text
 
 
-def _escape_attribute(text: str) -> str:
+def escape_attribute(text: str) -> str:
     # Attribute values are written between double quotes; both quotes are
     # escaped all the same. (An href has passed check_loc: no whitespace, which
     # attribute-value normalisation would otherwise change.)
     return escape(text).replace('"', "&quot;").replace("'", "&apos;")
 
 
-def _yes_no(value: bool) -> str:
-    return "yes" if value else "no"
+# A video's optional elements, in the order sitemap-video.xsd's <xsd:sequence> requires
+# (after thumbnail_loc, title and description; rating, tag, platform... are not written).
+_VIDEO_OPTIONAL: Final = (
+    "content_loc",
+    "player_loc",
+    "duration",
+    "expiration_date",
+    "publication_date",
+    "family_friendly",
+    "live",
+)
 
 
 def _render_video(video: Video) -> str:
-    # The order sitemap-video.xsd's <xsd:sequence> requires: thumbnail_loc,
-    # title, description, content_loc, player_loc, duration, expiration_date,
-    # (rating, content_segment_loc, view_count), publication_date, (tag,
-    # category), family_friendly, (restriction ... platform), live.
     parts = [
         "<video:video>",
         f"<video:thumbnail_loc>{escape(video.thumbnail_loc)}</video:thumbnail_loc>",
-        f"<video:title>{_escape_text(video.title)}</video:title>",
-        f"<video:description>{_escape_text(video.description)}</video:description>",
+        f"<video:title>{escape_text(video.title)}</video:title>",
+        f"<video:description>{escape_text(video.description)}</video:description>",
     ]
-    if video.content_loc is not None:
-        parts.append(f"<video:content_loc>{escape(video.content_loc)}</video:content_loc>")
-    if video.player_loc is not None:
-        parts.append(f"<video:player_loc>{escape(video.player_loc)}</video:player_loc>")
-    if video.duration is not None:
-        parts.append(f"<video:duration>{video.duration}</video:duration>")
-    if video.expiration_date is not None:
-        parts.append(f"<video:expiration_date>{video.expiration_date}</video:expiration_date>")
-    if video.publication_date is not None:
-        parts.append(f"<video:publication_date>{video.publication_date}</video:publication_date>")
-    if video.family_friendly is not None:
-        parts.append(
-            f"<video:family_friendly>{_yes_no(video.family_friendly)}</video:family_friendly>"
-        )
-    if video.live is not None:
-        parts.append(f"<video:live>{_yes_no(video.live)}</video:live>")
+    for name in _VIDEO_OPTIONAL:
+        value = getattr(video, name)
+        if isinstance(value, bool):  # family_friendly, live
+            value = "yes" if value else "no"
+        elif name.endswith("_loc") and value is not None:
+            value = escape(value)
+        if value is not None:
+            parts.append(f"<video:{name}>{value}</video:{name}>")
     parts.append("</video:video>")
     return "".join(parts)
 
@@ -138,10 +135,10 @@ def _render_video(video: Video) -> str:
 def _render_news_element(news: News) -> str:
     # sitemap-news.xsd's order: publication (name, language), publication_date, title.
     return (
-        f"<news:news><news:publication><news:name>{_escape_text(news.publication_name)}"
+        f"<news:news><news:publication><news:name>{escape_text(news.publication_name)}"
         f"</news:name><news:language>{news.language}</news:language></news:publication>"
         f"<news:publication_date>{news.publication_date}</news:publication_date>"
-        f"<news:title>{_escape_text(news.title)}</news:title></news:news>"
+        f"<news:title>{escape_text(news.title)}</news:title></news:news>"
     )
 
 
@@ -155,7 +152,7 @@ def _render_extensions(entry: SitemapEntry, extensions: frozenset[str]) -> str:
         parts.extend(
             # hreflang has matched Alternate's pattern: letters, digits, "-".
             f'<xhtml:link rel="alternate" hreflang="{alternate.hreflang}"'
-            f' href="{_escape_attribute(alternate.href)}"/>'
+            f' href="{escape_attribute(alternate.href)}"/>'
             for alternate in entry.alternates
         )
     if entry.images:

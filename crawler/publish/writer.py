@@ -1,115 +1,70 @@
 """Write a sitemap set (rotated child files plus an index) and publish it atomically.
 
 :class:`SitemapSetWriter` streams :class:`~crawler.sitemaps.entry.SitemapEntry` objects,
-or the checked batches of an :class:`~crawler.sitemaps.entryrows.EntryRows` (what the ledger
-gives, so that publishing a million URLs makes no object per URL), into child
-files, one open (gzip) stream at a time, with plain string writes: no lxml tree
-and no list of all the entries, so a million URLs cost the memory of a few
-thousand entries and one 256 KiB buffer. Entries are rendered and fitted into
-files a list at a time. A child file is closed when it holds ``max_urls``
-entries or when the next entry would take it over ``max_bytes`` uncompressed
-(the protocol counts the uncompressed size); an entry is never split, so its
-extensions count with it. :meth:`SitemapSetWriter.publish` then moves the
-whole set into place, the index last, and only after that removes the files of
-the previous set.
+or the checked batches of an :class:`~crawler.sitemaps.entryrows.EntryRows` (so that
+publishing a million URLs makes no object per URL), into child files
+(:class:`~crawler.publish.childfile.ChildFile`), one open at a time, with plain string
+writes: no XML tree and no list of all the entries. A child file is closed when it
+holds ``max_urls`` entries or when the next entry would take it over ``max_bytes``
+uncompressed (the protocol counts the uncompressed size); an entry, its extensions
+included, is never split.
 
-Google's extensions: an entry's hreflang alternates, images, videos and news are
-written in its ``<url>`` after the sitemaps.org elements (sitemap.xsd's ``<url>``
-ends with ``<xsd:any namespace="##other">``), as ``<xhtml:link>``,
-``<image:image>``, ``<video:video>`` and ``<news:news>``, in that order. The
-writer is told which extensions the set uses (``extensions``) and declares
-those namespaces, and only those, on every ``<urlset>``: a plain set is byte for
-byte what it was before extensions existed, and an entry with an undeclared
-extension is refused rather than written into a file that no reader could
-resolve. The rows of a batch that have extensions are rendered one by one; the
-others as before.
+The set declares the namespaces of the extensions it uses (hreflang alternates, images,
+videos, news), and only those, on every ``<urlset>``: a plain set is byte for byte what
+it was before extensions existed, and an entry with an undeclared extension is refused
+rather than written into a file no reader could resolve. Rows of an EntryRows with a
+section (issue 15) go into files of their own, ``sitemap-NAME-NNNNN-<h>.xml.gz``,
+numbered from 00001 in each section; news entries, as ``<loc>`` and ``<news:news>``
+only, into ``sitemap-news-NNNNN-<h>.xml.gz`` (Google News wants sitemaps of their own).
 
-Sections (issue 15): a set may be split into named sections, each written in
-files of its own, ``sitemap-NAME-NNNNN-<h>.xml.gz``, numbered from 00001 in each
-section and rotated as the others are; they are all listed in the one index, in
-the order written. Entries without a section (the default section) keep the
-names ``sitemap-NNNNN-<h>.xml.gz``: a set without sections is byte for byte what
-it was before sections existed. A section's name is 1 to 40 characters of
-``a-z``, ``0-9`` and ``-``, the first a letter (so that no name looks like a
-file number), and not ``news``, the news sitemaps'
-(:func:`crawler.sitemaps.entryrows.check_section`).
-Sections come with the rows of an :class:`~crawler.sitemaps.entryrows.EntryRows`, one column
-of each row, the rows ordered by section, the default section first: the writer
-closes the current file and starts the next section's numbering where the
-section changes, and refuses a section that comes back (its rows were not
-together). Rows may also carry their own ``changefreq`` and ``priority``
-(:data:`crawler.sitemaps.entryrows.ROW_COLUMNS`); a batch of rows without any is rendered as
-plain rows always were.
+Why the child files have content-addressed names (``<h>``: the first 10 hex digits of
+the SHA-256 of the uncompressed content): publishing must be atomic for the whole set,
+and only the index can be swapped atomically. With fixed names the new children would
+overwrite the old ones before the new index is in place, and a crash between the two
+would leave a mixed set. With content-addressed names a new child never overwrites an
+old one with different content, so the previous set survives untouched until the new
+index is renamed over the old one; and an unchanged site gives identical names and
+bytes. A file (the index too) already there with the same bytes is left untouched, not
+renamed over, so its modification time stays for rsync, a CDN and HTTP validators
+(``WrittenFile.unchanged``).
 
-Google News wants its own sitemaps, of recent articles only and at most 1,000
-``<url>`` a file: the entries given as ``news`` are written, as ``<loc>`` and
-``<news:news>`` only, into children of their own
-(``sitemap-news-NNNNN-<h>.xml.gz``), listed in the same index after the others
-and published and removed with them.
+One sitemap set per directory: :meth:`~SitemapSetWriter.publish` removes every child
+file (:data:`CHILD_NAME_RE`) it did not write, and other writers' temporary files;
+nothing else in the directory is touched (``sitemap-blog.xml``, ``sitemap-notes.txt``).
 
-Why the child files have content-addressed names (``sitemap-00001-<h>.xml.gz``,
-``<h>`` = the first 10 hex digits of the SHA-256 of the uncompressed content):
-publishing must be atomic for the whole set, and the index is the only file
-that can be swapped atomically. With fixed names (``sitemap-1.xml.gz``) the new
-children would overwrite the old ones before the new index is in place, and a
-crash between the two would leave the old index pointing at new children (a
-mixed set, with URLs missing or listed twice). With content-addressed names a
-new child never overwrites an old one with different content, so the previous
-set survives untouched until the new index is renamed over the old one; and an
-unchanged site gives identical names and bytes (gzip with mtime 0 and no file
-name), so nothing changes for a crawler that compares them. A file (the index
-too) whose name is already there with the same bytes is left untouched, not
-renamed over: its modification time stays, so rsync, a CDN and HTTP validators
-(``Last-Modified``) see no change (``WrittenFile.unchanged``).
-
-One sitemap set per directory: :meth:`~SitemapSetWriter.publish` removes every
-``sitemap-NNNNN-<h>.*``, ``sitemap-NAME-NNNNN-<h>.*`` and ``sitemap-news-NNNNN-<h>.*``
-file it did not write (:data:`CHILD_NAME_RE`; the sections of the previous set
-need not be this one's), and other writers' temporary files; nothing else in the
-directory is touched (``sitemap-blog.xml``, ``sitemap-notes.txt``).
-
-The entries' XML is rendered by :mod:`crawler.publish.sitemapxml`. What is left here is one
-thing, kept in one module although it is long: the child files being written, their
-rotation and the publication of the set share one state (the files written, their
-names, the index) and one failure path (a crash leaves the published set as it was).
+Long, and one module: the files being written, their rotation and the publication of
+the set share one state and one failure path (a crash leaves the published set as it was).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import filecmp
 import functools
 import gc
-import gzip as gzip_module
-import hashlib
 import logging
 import os
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime
 from itertools import accumulate, islice
 from pathlib import Path
-from typing import Any, BinaryIO, Final
+from typing import Any, Final
 
-from crawler.core.lastmod import lastmod_datetime
+from crawler.publish.childfile import ChildFile, fsync_dir, same_bytes, write_synced
 from crawler.publish.sitemapxml import (
     EXTENSIONS,
     INDEX_FOOTER,
     INDEX_HEADER,
     URLSET_FOOTER,
     escape,
-    latest_utc,
     render_news,
     render_txt,
     render_txt_batch,
     render_xml,
     render_xml_batch,
     urlset_header,
-    utc_key,
 )
 from crawler.sitemaps.entry import SitemapEntry, check_loc
 from crawler.sitemaps.entryrows import MAX_SECTION_LENGTH, NEWS_SECTION, EntryRows, check_section
@@ -120,23 +75,14 @@ from crawler.sitemaps.limits import (
     MAX_URLS_PER_FILE,
 )
 
-__all__ = [
-    "CHILD_NAME_RE",
-    "EXTENSIONS",
-    "SitemapSetWriter",
-    "WrittenFile",
-    "publish_sitemaps",
-]
+__all__ = ["CHILD_NAME_RE", "EXTENSIONS", "SitemapSetWriter", "WrittenFile", "publish_sitemaps"]
 
 logger = logging.getLogger(__name__)
 
-#: The names of the child files this module writes; publish() deletes those of
-#: the previous set (and only those) once the new index is in place. The default
-#: section's ``sitemap-NNNNN-<h>.xml``/``.txt``, a section's
-#: ``sitemap-NAME-NNNNN-<h>.xml``/``.txt`` (NAME as check_section() has it: it
-#: starts with a letter, so it is never a file number, and is not ``news``) and
-#: the news sitemaps' ``sitemap-news-NNNNN-<h>.xml``, each maybe ``.gz``. A name's
-#: length fixes where NAME ends, so no two kinds can give the same name.
+#: The names of the child files: the default section's ``sitemap-NNNNN-<h>.xml``/``.txt``,
+#: a section's ``sitemap-NAME-NNNNN-<h>.xml``/``.txt`` (NAME as check_section() has it:
+#: it starts with a letter and is not ``news``) and the news sitemaps'
+#: ``sitemap-news-NNNNN-<h>.xml``, each maybe ``.gz``. No two kinds give the same name.
 CHILD_NAME_RE: Final = re.compile(
     r"^sitemap-(?:"
     rf"(?:(?!{NEWS_SECTION}-\d{{5}}-[0-9a-f]{{10}}\.)"
@@ -149,22 +95,11 @@ CHILD_NAME_RE: Final = re.compile(
 # and the default index name); a custom index name is matched separately.
 _STALE_TEMP_RE: Final = re.compile(r"^\.sitemap.*\.\d+\.tmp$")
 _FORMATS: Final = ("xml", "txt")
-# Entries are rendered to small strings, joined, encoded and handed to zlib and
-# SHA-256 in batches of about this many bytes: one GzipFile.write() per entry is
-# several times slower, and so is one encode() per entry. (The size also sets
-# where zlib's input is split, which shows in the bytes at compresslevel 0.)
-_BATCH_BYTES: Final = 256 * 1024
-# One thread that compresses and writes the child files' batches, in order.
-_COMPRESSOR: Final = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sitemap-gzip")
-# SitemapEntry objects are taken this many at a time (EntryRows in batches of
-# _ROWS_PER_BATCH): rendered, measured and fitted into files a list at a time.
+# SitemapEntry objects are rendered, measured and fitted into files this many at a time.
 _CHUNK_ENTRIES: Final = 4096
-# EntryRows are read, checked and rendered this many rows at a time, not in
-# EntryRows' 4,096. Apart from waiting for the compressor, the main thread lets
-# go of the GIL only while SQLite steps to the next row; checking and rendering
-# a batch hold it throughout, and the compressor thread, back from zlib, SHA-256
-# or a write, waits for it (up to the 5 ms switch interval): shorter batches keep
-# both threads busy (bench/README.md, "Publishing speed": the measurements).
+# EntryRows are read, checked and rendered this many rows at a time: checking and
+# rendering hold the GIL, which the compressor thread waits for (up to the 5 ms switch
+# interval); shorter batches keep both threads busy (bench/README.md, "Publishing speed").
 _ROWS_PER_BATCH: Final = 1024
 
 
@@ -191,15 +126,10 @@ class WrittenFile:
 
 @contextlib.contextmanager
 def _gc_paused() -> Iterator[None]:
-    """Pause CPython's cyclic garbage collector while entries are written.
-
-    A million rows from the ledger are a million tuples (sqlite3's), which the
-    collector counts as they are made: some 1,600 collections, a dozen of them
-    full ones, for objects that are in no reference cycle and are freed (by
-    reference counting, which goes on) a moment later. That was a sixth of the
-    time of publishing 1,000,000 URLs (bench/write.py). Only garbage in cycles
-    waits, until the collector is back on.
-    """
+    """Pause CPython's cyclic garbage collector while entries are written: a million
+    rows from the ledger are a million tuples, which the collector counts as they are
+    made (some 1,600 collections, a sixth of the time of publishing 1,000,000 URLs in
+    bench/write.py) though they are in no cycle and freed by reference counting."""
     if not gc.isenabled():
         yield
         return
@@ -210,219 +140,36 @@ def _gc_paused() -> Iterator[None]:
         gc.enable()
 
 
-def _fsync_dir(path: Path) -> None:
-    # A rename is durable only once the directory itself is synced.
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _same_bytes(new: Path, old: Path) -> bool:
-    """Whether the file *old* exists and holds exactly *new*'s bytes."""
-    try:
-        return filecmp.cmp(new, old, shallow=False)
-    except OSError:
-        return False
-
-
-def _write_synced(raw: BinaryIO) -> None:
-    raw.flush()
-    os.fsync(raw.fileno())
-
-
-class _ChildFile:
-    """The one child file being written: a temporary file, its gzip stream, and
-    the running SHA-256, size, URL count and latest lastmod."""
-
-    __slots__ = (
-        "batch",
-        "flush_at",
-        "latest",
-        "latest_key",
-        "latest_text",
-        "number",
-        "path",
-        "pending",
-        "raw",
-        "sha",
-        "size",
-        "stream",
-        "urls",
-    )
-
-    def __init__(self, path: Path, number: int, gzip: bool, compresslevel: int) -> None:
-        self.path = path
-        self.number = number
-        # open(), not tempfile.mkstemp(): mkstemp makes the file 0600, and a
-        # published sitemap must be readable by the web server (umask decides).
-        self.raw: BinaryIO = open(path, "wb")  # noqa: SIM115 - closed in finish()/abort()
-        self.stream: BinaryIO | gzip_module.GzipFile = self.raw
-        if gzip:
-            # filename="" keeps the temporary name out of the gzip header and
-            # mtime=0 keeps the time out: same content, same bytes (RFC 1952).
-            self.stream = gzip_module.GzipFile(
-                filename="", mode="wb", fileobj=self.raw, compresslevel=compresslevel, mtime=0
-            )
-        self.sha = hashlib.sha256()
-        # The write (gzip) of the previous batch, running in _COMPRESSOR's thread
-        # while this one is rendered.
-        self.pending: Future[None] | None = None
-        self.batch: list[str] = []
-        self.size = 0  # bytes, UTF-8, batch included
-        self.flush_at = _BATCH_BYTES
-        self.urls = 0
-        # The latest lastmod so far, as written (latest_text), as a utc_key()
-        # when it has one, and as a datetime once one was needed.
-        self.latest: datetime | None = None
-        self.latest_key: str | None = None
-        self.latest_text: str | None = None
-
-    def add(self, text: str, size: int) -> None:
-        """Add ``text``, ``size`` bytes in UTF-8."""
-        self.batch.append(text)
-        self.size += size
-        if self.size >= self.flush_at:
-            self.flush_batch()
-
-    def add_many(self, texts: list[str], size: int, lastmods: list[str | None], utc: bool) -> None:
-        """Add entries: ``texts``, ``size`` bytes in all, and their ``lastmods``
-        (``utc``: as EntryBatch.utc)."""
-        self.batch.extend(texts)
-        self.size += size
-        self.urls += len(texts)
-        if self.size >= self.flush_at:
-            self.flush_batch()
-        if utc:
-            latest = latest_utc(lastmods)
-            if latest is not None:
-                self.note_lastmod(latest)
-        else:
-            for lastmod in lastmods:
-                if lastmod is not None:
-                    self.note_lastmod(lastmod)
-
-    def note_lastmod(self, lastmod: str) -> None:
-        # Compared as instants: "2024-01-01T23:00:00-05:00" is later than
-        # "2024-01-02T03:00:00+00:00" though it sorts first as a string. Of
-        # equal instants ("2024-01-02", "2024-01-02T00:00:00Z"), the first stays.
-        key = utc_key(lastmod)
-        if key is not None and self.latest_key is not None:
-            if key > self.latest_key:
-                self.latest, self.latest_key, self.latest_text = None, key, lastmod
-            return
-        if self.latest_text is None:
-            self.latest_key, self.latest_text = key, lastmod
-            return
-        if lastmod == self.latest_text:
-            return
-        # Another zone, or a fraction of a second: compare as datetimes.
-        if self.latest is None:
-            self.latest = lastmod_datetime(self.latest_text)
-        moment = lastmod_datetime(lastmod)
-        if moment > self.latest:
-            self.latest, self.latest_key, self.latest_text = moment, key, lastmod
-
-    def flush_batch(self) -> None:
-        if self.batch:
-            data = "".join(self.batch).encode()
-            self.batch.clear()
-            # SHA-256, zlib, crc32 and the file write release the GIL: the batch is
-            # hashed and compressed on the other core while the next one is
-            # rendered. One batch at a time, in order: the bytes of a plain write.
-            self._wait()
-            self.pending = _COMPRESSOR.submit(self._write, data)
-        self.flush_at = self.size + _BATCH_BYTES
-
-    def _write(self, data: bytes) -> None:
-        self.sha.update(data)
-        self.stream.write(data)
-
-    def _wait(self) -> None:
-        if self.pending is not None:
-            pending, self.pending = self.pending, None
-            pending.result()  # raises what the write raised
-
-    def finish(self) -> str:
-        """Close the streams, fsync, and return the hex digest of the content."""
-        self.flush_batch()
-        self._wait()
-        if self.stream is not self.raw:
-            self.stream.close()  # writes the gzip trailer; leaves raw open
-        _write_synced(self.raw)
-        self.raw.close()
-        return self.sha.hexdigest()
-
-    def abort(self) -> None:
-        with contextlib.suppress(Exception):
-            self._wait()  # the file is being thrown away; its write error with it
-        for stream in (self.stream, self.raw):
-            # Closing after a failed write may fail again; the file is deleted
-            # by discard() anyway.
-            with contextlib.suppress(OSError, ValueError):
-                stream.close()
-
-
+@dataclass(slots=True)
 class _Series:
-    """One kind of child file (a section's sitemaps, or the news sitemaps): its
-    section, how its files are named, begin and end, how many URLs each may
-    hold, the file being written and how many were started."""
+    """One kind of child file (a section's sitemaps, or the news sitemaps): how its
+    files are named, begin and end, how many URLs each may hold, the file being
+    written and how many were started."""
 
-    __slots__ = (
-        "count",
-        "current",
-        "footer",
-        "header",
-        "max_urls",
-        "prefix",
-        "section",
-        "suffix",
-    )
-
-    def __init__(
-        self,
-        section: str | None,
-        prefix: str,
-        suffix: str,
-        header: str,
-        footer: str,
-        max_urls: int,
-    ) -> None:
-        self.section = section
-        self.prefix = prefix
-        self.suffix = suffix
-        self.header = header
-        self.footer = footer
-        self.max_urls = max_urls
-        self.current: _ChildFile | None = None
-        self.count = 0
+    section: str | None
+    prefix: str
+    suffix: str
+    header: str
+    footer: str
+    max_urls: int
+    current: ChildFile | None = None
+    count: int = 0
 
 
 class SitemapSetWriter:
-    """Write a sitemap set into ``out_dir`` under temporary names, then publish it.
+    """Write a sitemap set into ``out_dir`` under temporary names (:meth:`write`), then
+    publish it (:meth:`publish`: the children, then the index ``index_name``, always XML,
+    never gzipped, listing each child as ``index_base_url + name``); :meth:`discard`
+    removes this writer's temporary files after an error. One writer per directory.
 
-    ``write(entries, news)`` streams the entries (already sorted and
-    deduplicated: the caller's job) into child files, then the news entries
-    into news sitemaps; ``publish()`` renames them into place, then the index
-    ``index_name`` (always XML, never gzipped, listing each child as
-    ``index_base_url + name``), then deletes the previous set; ``discard()``
-    removes this writer's temporary files after an error. One writer per
-    directory at a time: publish() removes other writers' temporary files.
-
-    ``fmt`` is ``"xml"`` or ``"txt"`` (one URL per line); ``max_urls`` and
-    ``max_bytes`` (uncompressed) may be lowered from the protocol's limits, not
-    raised. ``extensions`` names the extensions the entries use, among
-    :data:`EXTENSIONS` (``"xhtml"`` for hreflang alternates, ``"image"``,
-    ``"video"``, ``"news"``): each ``<urlset>`` declares those namespaces, and an
-    entry with another raises ``ValueError``; a text sitemap takes none. News
-    sitemaps are XML whatever ``fmt`` is, gzipped as the others are, and hold at
-    most 1,000 URLs (or ``max_urls``, if lower). Each section's files (rows with
-    a section, :class:`~crawler.sitemaps.entryrows.EntryRows`) are in ``fmt``, rotated at
-    ``max_urls`` and ``max_bytes`` and numbered from 00001 in each section.
-    Invalid arguments, an entry that does not fit in an empty file, an empty set,
-    more than 50,000 files, a bad section name and a section whose rows are not
-    together raise ``ValueError``; file system errors propagate as ``OSError``.
+    ``fmt`` is ``"xml"`` or ``"txt"`` (one URL per line); ``max_urls`` and ``max_bytes``
+    (uncompressed) may be lowered from the protocol's limits, not raised. ``extensions``:
+    those the entries use, among :data:`EXTENSIONS` (``"xhtml"`` for hreflang alternates,
+    ``"image"``, ``"video"``, ``"news"``); a text sitemap takes none. News sitemaps are
+    XML whatever ``fmt`` is and hold at most 1,000 URLs (or ``max_urls``, if lower).
+    Invalid arguments, an entry that does not fit in an empty file, an empty set, more
+    than 50,000 files, a bad section name and a section whose rows are not together
+    raise ``ValueError``; file system errors propagate as ``OSError``.
     """
 
     def __init__(
@@ -464,7 +211,6 @@ class SitemapSetWriter:
             or CHILD_NAME_RE.match(index_name)
         ):
             raise ValueError(f"index_name must be a plain file name of its own: {index_name!r}")
-        self._check_base_url(index_base_url, fmt, gzip)
         self.out_dir = Path(out_dir)
         self.index_base_url = index_base_url
         self.fmt = fmt
@@ -474,7 +220,7 @@ class SitemapSetWriter:
         self.index_name = index_name
         self.compresslevel = compresslevel
         self.extensions = extensions
-
+        self._check_base_url()
         gz = ".gz" if gzip else ""
         header, footer = (urlset_header(extensions), URLSET_FOOTER) if fmt == "xml" else ("", "")
         # The series being written: the default section's first, then each
@@ -502,13 +248,13 @@ class SitemapSetWriter:
         #: After publish(): the index was there already, byte for byte (untouched).
         self.index_unchanged = False
 
-    @staticmethod
-    def _check_base_url(base: str, fmt: str, gzip: bool, prefix: str = "sitemap") -> None:
+    def _check_base_url(self, prefix: str = "sitemap", fmt: str | None = None) -> None:
+        base = self.index_base_url
         if not isinstance(base, str) or not base.endswith("/"):
             raise ValueError(f"index_base_url must end with '/': {base!r}")
         # Every child name of a kind has the same length, so one sample checks
         # them all: each index <loc> obeys the same rules as a page's.
-        sample = f"{base}{prefix}-00001-0123456789.{fmt}{'.gz' if gzip else ''}"
+        sample = f"{base}{prefix}-00001-0123456789.{fmt or self.fmt}{'.gz' if self.gzip else ''}"
         try:
             check_loc(sample)
         except ValueError as exc:
@@ -529,23 +275,12 @@ class SitemapSetWriter:
         entries: Iterable[SitemapEntry] | EntryRows,
         news: Iterable[SitemapEntry] = (),
     ) -> list[WrittenFile]:
-        """Write every child file under a temporary name in ``out_dir``, and
-        return them: the sitemaps, then the news sitemaps.
-
-        Streams ``entries`` once, then ``news``; may be called once per writer.
-        Nothing visible changes in ``out_dir`` until :meth:`publish`. Given an
-        :class:`~crawler.sitemaps.entryrows.EntryRows` (what ``Ledger.listed_entries()``
-        returns), it reads :class:`~crawler.sitemaps.entryrows.EntryBatch` objects from it
-        rather than one object per URL; rows with a section are written in that
-        section's files (which the files returned say), each section's rows
-        together, the default section's first (``ValueError`` otherwise).
-        ``SitemapEntry`` objects are all of the default section.
-
-        ``news`` are the entries of the news sitemaps, each with its ``news``,
-        as the caller chose them (Google wants articles of the last 48 hours)
-        and in their order (newest first); only their ``loc`` and ``news`` are
-        written. With none (the default), no news sitemap and the index as
-        without them.
+        """Write every child file under a temporary name in ``out_dir`` (nothing visible
+        changes until :meth:`publish`) and return them: the sitemaps, then the news
+        sitemaps. Once per writer. ``entries`` are sorted and deduplicated (the caller's
+        job); rows of an EntryRows with a section go into that section's files.
+        ``news``: the news sitemaps' entries, each with its ``news``, as the caller chose
+        them (Google wants articles of the last 48 hours), newest first.
         """
         if self._state != "new":
             raise RuntimeError(f"write() may be called once per writer (state: {self._state})")
@@ -556,28 +291,22 @@ class SitemapSetWriter:
             if isinstance(entries, EntryRows)
             else self._entry_chunks(entries)
         )
-        news_series = self._news
         try:
             with _gc_paused():
                 for section, texts, lastmods, locs, utc in chunks:
                     if section != self._series.section:
                         self._next_section(section, locs[0])
                     self._add(self._series, texts, lastmods, locs, utc)
-            main = self._series
-            if main.current is None and not self._files:
+            if self._series.current is None and not self._files:
                 # An empty urlset or sitemapindex is invalid (minOccurs 1), and
                 # publishing one would delete the previous set: refuse.
                 raise ValueError("no entries: refusing to write an empty sitemap set")
-            if main.current is not None:
-                self._finish(main, main.current)
-                main.current = None
+            self._finish(self._series)
             for _, texts, lastmods, locs, utc in self._news_chunks(news):
-                self._add(news_series, texts, lastmods, locs, utc)
-            if news_series.current is not None:
-                self._finish(news_series, news_series.current)
-                news_series.current = None
+                self._add(self._news, texts, lastmods, locs, utc)
+            self._finish(self._news)
         except BaseException:
-            for series in (self._series, news_series):
+            for series in (self._series, self._news):
                 if series.current is not None:
                     series.current.abort()
                     series.current = None
@@ -594,9 +323,7 @@ class SitemapSetWriter:
             except ValueError as exc:
                 raise ValueError(f"bad section of {loc[:80]!r}: {exc}") from None
         series = self._series
-        if series.current is not None:
-            self._finish(series, series.current)
-            series.current = None
+        self._finish(series)
         self._sections_done.add(series.section)
         if section in self._sections_done:
             what = "the default section" if section is None else f"section {section!r}"
@@ -606,7 +333,7 @@ class SitemapSetWriter:
             )
         prefix = f"sitemap-{section}"
         # A section's names are longer than the default section's.
-        self._check_base_url(self.index_base_url, self.fmt, self.gzip, prefix)
+        self._check_base_url(prefix)
         self._series = _Series(
             section, prefix, series.suffix, series.header, series.footer, self.max_urls
         )
@@ -630,7 +357,7 @@ class SitemapSetWriter:
         while chunk := list(islice(iterator, _CHUNK_ENTRIES)):
             if not checked_base:
                 # Checked only when there are news: their names are longer.
-                self._check_base_url(self.index_base_url, "xml", self.gzip, self._news.prefix)
+                self._check_base_url(self._news.prefix, "xml")
                 checked_base = True
             texts = list(map(render_news, chunk))  # ValueError for an entry without news
             # The index's <lastmod> of a news sitemap is its latest publication
@@ -673,15 +400,14 @@ class SitemapSetWriter:
             limit = min(count, start + series.max_urls - current.urls)
             stop = bisect_right(ends, before + room - current.size, start, limit)
             if stop == start:  # this file is full
-                self._finish(series, current)
-                series.current = None
+                self._finish(series)
                 continue
             fills = bisect_left(ends, before + current.flush_at - current.size, start, stop)
             stop = min(stop, fills + 1)
             current.add_many(texts[start:stop], ends[stop - 1] - before, lastmods[start:stop], utc)
             start = stop
 
-    def _start(self, series: _Series) -> _ChildFile:
+    def _start(self, series: _Series) -> ChildFile:
         if len(self._files) + 1 > MAX_SITEMAPS_PER_INDEX:
             raise ValueError(
                 f"more than {MAX_SITEMAPS_PER_INDEX} sitemap files; raise max_urls or max_bytes"
@@ -692,13 +418,18 @@ class SitemapSetWriter:
         # provisional temporary name, rename once the file is finished.
         path = self.out_dir / f".{series.prefix}-{number:05d}.{self._pid}.tmp"
         self._temps.add(path)
-        child = _ChildFile(path, number, self.gzip, self.compresslevel)
+        child = ChildFile(path, number, self.gzip, self.compresslevel)
         child.add(series.header, len(series.header))
         return child
 
-    def _finish(self, series: _Series, child: _ChildFile) -> None:
+    def _finish(self, series: _Series) -> None:
+        """Finish the series' current file, if any, and give it its final name."""
+        child = series.current
+        if child is None:
+            return
         child.add(series.footer, len(series.footer))
         digest = child.finish()
+        series.current = None
         name = f"{series.prefix}-{child.number:05d}-{digest[:10]}{series.suffix}"
         # Same directory, hence same file system: os.replace() is an atomic rename.
         temp = self.out_dir / f".{name}.{self._pid}.tmp"
@@ -731,23 +462,11 @@ class SitemapSetWriter:
         self._write_index(index_temp)
 
         for i, (written, temp) in enumerate(zip(self._files, self._final_temps, strict=True)):
-            final = self.out_dir / written.name
-            if _same_bytes(temp, final):
-                # The previous set's file, byte for byte: left as it is (its
-                # modification time too, for rsync, a CDN and HTTP validators).
-                temp.unlink()
+            if self._place(temp, self.out_dir / written.name):
                 self._files[i] = dataclasses.replace(written, unchanged=True)
-            else:
-                os.replace(temp, final)
-            self._temps.discard(temp)
-        _fsync_dir(self.out_dir)
-        self.index_unchanged = _same_bytes(index_temp, index_path)
-        if self.index_unchanged:
-            index_temp.unlink()
-        else:
-            os.replace(index_temp, index_path)
-        self._temps.discard(index_temp)
-        _fsync_dir(self.out_dir)
+        fsync_dir(self.out_dir)
+        self.index_unchanged = self._place(index_temp, index_path)
+        fsync_dir(self.out_dir)
         self._state = "published"
 
         removed = self._remove_previous({written.name for written in self._files})
@@ -762,6 +481,17 @@ class SitemapSetWriter:
         )
         return index_path
 
+    def _place(self, temp: Path, final: Path) -> bool:
+        """Rename *temp* over *final*; or, when *final* holds its bytes already, leave
+        *final* as it is (its modification time too) and return True."""
+        unchanged = same_bytes(temp, final)
+        if unchanged:
+            temp.unlink()
+        else:
+            os.replace(temp, final)
+        self._temps.discard(temp)
+        return unchanged
+
     def _write_index(self, path: Path) -> None:
         size = len(INDEX_HEADER) + len(INDEX_FOOTER)
         base = escape(self.index_base_url)
@@ -775,20 +505,22 @@ class SitemapSetWriter:
                     raise ValueError(f"the sitemap index would exceed {MAX_BYTES_PER_FILE} bytes")
                 raw.write(line)
             raw.write(INDEX_FOOTER)
-            _write_synced(raw)
+            write_synced(raw)
 
     def _remove_previous(self, keep: set[str]) -> int:
         removed = 0
         with os.scandir(self.out_dir) as listing:
             for item in listing:
                 name = item.name
-                if name in keep or not (
-                    CHILD_NAME_RE.match(name)
-                    or _STALE_TEMP_RE.match(name)
-                    or self._stale_index_temp.match(name)
+                if (
+                    name in keep
+                    or not (
+                        CHILD_NAME_RE.match(name)
+                        or _STALE_TEMP_RE.match(name)
+                        or self._stale_index_temp.match(name)
+                    )
+                    or item.is_dir(follow_symlinks=False)
                 ):
-                    continue
-                if item.is_dir(follow_symlinks=False):
                     continue
                 try:
                     os.unlink(item.path)
