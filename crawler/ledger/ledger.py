@@ -20,10 +20,12 @@ other module.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -128,55 +130,9 @@ CREATE TABLE IF NOT EXISTS meta (
 ) WITHOUT ROWID;
 """
 
-COLUMNS = (
-    "key",
-    "url",
-    "decision",
-    "reason",
-    "target",
-    "target_key",
-    "status",
-    "depth",
-    "referrer",
-    "content_type",
-    "last_modified",
-    "loc",
-    "lastmod",
-    "warnings",
-    "content_hash",
-    "etag",
-    "main_hash",
-    "lastmod_source",
-    "changed_at",
-    "first_seen",
-    "links",
-    "unfollowed",
-    "alternates",
-    "images",
-    "videos",
-    "news",
-    "problems",
-    "extras",
-    "title",
-    "listed_at",
-    "lastmod_moved_at",
-    "history",
-    "section",
-    "changefreq",
-    "priority",
-    "found_by",
-    "found_from",
-    "robots",
-    "elapsed",
-    "size",
-    "render",
-    "rule",
-    "lastmod_from",
-    "page_dates",
-    "updated",
-)
-#: The type of a column added to an earlier ledger (TEXT unless named here).
-_ADDED_TYPES = {"elapsed": "REAL", "size": "INTEGER"}
+#: The ``urls`` table's columns and their types, read from :data:`SCHEMA`.
+_TYPES = dict(re.findall(r"^    (\w+) (\w+)", SCHEMA.partition(") WITHOUT ROWID")[0], re.M))
+COLUMNS = tuple(_TYPES)
 
 #: Set when a URL is first found (its ``queued`` record, or a decision the frontier
 #: makes at once); a final decision made later keeps them (and a referrer a seed
@@ -200,14 +156,34 @@ _RECORD = (
 )
 _QUEUE = _INSERT + " ON CONFLICT (key) DO NOTHING"
 
-_ADDED = (
-    "SELECT loc FROM main.urls WHERE decision = 'listed' AND loc NOT IN"
-    " (SELECT loc FROM prev.urls WHERE decision = 'listed' AND loc IS NOT NULL) ORDER BY loc"
+
+def _json(value: object) -> str | None:
+    """A JSON column: None (NULL) for nothing, as a plain page has."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")) if value else None
+
+
+def _json_of(name: str) -> Callable[[UrlRecord], str | None]:
+    return lambda rec: _json(getattr(rec, name))
+
+
+#: How a record gives each column (its attribute of the same name unless named here).
+_CONVERT: dict[str, Callable[[UrlRecord], Any]] = {
+    "target_key": lambda rec: target_key(rec.target),
+    "warnings": lambda rec: json.dumps(rec.warnings) if rec.warnings else None,
+    "links": lambda rec: "\n".join(rec.links) if rec.links else None,
+    "unfollowed": lambda rec: "\n".join(rec.unfollowed) if rec.unfollowed else None,
+    **{c: _json_of(c) for c in ("alternates", "images", "videos", "news", "problems")},
+    "extras": lambda rec: None,  # decided when the books are closed
+    "page_dates": attrgetter("page_verdicts"),
+    "updated": lambda rec: time.time(),
+}
+_VALUES = tuple(_CONVERT.get(c, attrgetter(c)) for c in COLUMNS)
+
+_ONLY_IN = (
+    "SELECT loc FROM {}.urls WHERE decision = 'listed' AND loc NOT IN"
+    " (SELECT loc FROM {}.urls WHERE decision = 'listed' AND loc IS NOT NULL) ORDER BY loc"
 )
-_REMOVED = (
-    "SELECT loc FROM prev.urls WHERE decision = 'listed' AND loc NOT IN"
-    " (SELECT loc FROM main.urls WHERE decision = 'listed' AND loc IS NOT NULL) ORDER BY loc"
-)
+_ADDED, _REMOVED = _ONLY_IN.format("main", "prev"), _ONLY_IN.format("prev", "main")
 _ALL_LISTED = "SELECT loc FROM urls WHERE decision = 'listed' ORDER BY loc"
 _LASTMOD_CHANGES = (
     "SELECT m.loc, p.lastmod, m.lastmod FROM main.urls AS m JOIN prev.urls AS p ON m.loc = p.loc"
@@ -462,8 +438,7 @@ class Ledger(LedgerReader):
             return  # a new ledger: SCHEMA makes the table
         for column in COLUMNS:
             if column not in have:
-                kind = _ADDED_TYPES.get(column, "TEXT")
-                self._db.execute(f"ALTER TABLE urls ADD COLUMN {column} {kind}")
+                self._db.execute(f"ALTER TABLE urls ADD COLUMN {column} {_TYPES[column]}")
         self._db.commit()
 
     # -- writing -----------------------------------------------------------------
@@ -471,53 +446,7 @@ class Ledger(LedgerReader):
     def record(self, rec: UrlRecord) -> bool:
         """Record *rec*; return False when the URL already had a final decision."""
         assert rec.key is not None
-        row = (
-            rec.key,
-            rec.url,
-            rec.decision,
-            rec.reason,
-            rec.target,
-            target_key(rec.target),
-            rec.status,
-            rec.depth,
-            rec.referrer,
-            rec.content_type,
-            rec.last_modified,
-            rec.loc,
-            rec.lastmod,
-            json.dumps(rec.warnings) if rec.warnings else None,
-            rec.content_hash,
-            rec.etag,
-            rec.main_hash,
-            rec.lastmod_source,
-            rec.changed_at,
-            rec.first_seen,
-            "\n".join(rec.links) if rec.links else None,
-            "\n".join(rec.unfollowed) if rec.unfollowed else None,
-            _json(rec.alternates),
-            _json(rec.images),
-            _json(rec.videos),
-            _json(rec.news),
-            _json(rec.problems),
-            None,  # extras: decided when the books are closed
-            rec.title,
-            rec.listed_at,
-            rec.lastmod_moved_at,
-            rec.history,
-            rec.section,
-            rec.changefreq,
-            rec.priority,
-            rec.found_by,
-            rec.found_from,
-            rec.robots,
-            rec.elapsed,
-            rec.size,
-            rec.render,
-            rec.rule,
-            rec.lastmod_from,
-            rec.page_verdicts,
-            time.time(),
-        )
+        row = tuple(value(rec) for value in _VALUES)
         cur = self._db.execute(_QUEUE if rec.decision == QUEUED else _RECORD, row)
         written = cur.rowcount > 0
         if rec.raw_url and rec.raw_url != rec.url:
@@ -641,9 +570,7 @@ class Ledger(LedgerReader):
             " WHERE decision = ? AND lastmod_source = 'page' AND lastmod = ?",
             (LISTED, value),
         )
-        names = [d[0] for d in cur.description]
-        for row in cur.fetchall():
-            yield dict(zip(names, row, strict=True))
+        yield from list(self._dicts(cur))  # read before the caller writes
 
     def set_lastmod(
         self,
@@ -683,23 +610,15 @@ class Ledger(LedgerReader):
         priority: Decimal | None = None,
         per_row: bool = True,
     ) -> EntryRows:
-        """The listed pages, sorted by published address and streamed from disk, as
-        sitemap entries with ``changefreq`` and ``priority`` (the same for all).
+        """The listed pages as :class:`~crawler.sitemaps.entryrows.EntryRows` streamed
+        from disk, by section (the default first) and address, with this *changefreq*
+        and *priority* unless a row has its own: answered from the covering index
+        ``urls_listed_rows`` in its order (no sort, no visit to the wide rows; the
+        decision a literal so that SQLite matches the partial index).
 
-        Iterating gives checked :class:`~crawler.sitemaps.entry.SitemapEntry` objects (a bad
-        ``loc`` raises ``ValueError``); :class:`~crawler.publish.writer.SitemapSetWriter`
-        reads them in checked batches instead (:class:`~crawler.sitemaps.entryrows.EntryRows`).
-        A row carries its entry's extensions (``extras``, settled when the books are
-        closed: :mod:`crawler.publish.richentries`), its section and its own changefreq and
-        priority (:mod:`pipelines.rules`), in :data:`crawler.sitemaps.entryrows.ROW_COLUMNS`'
-        order, sorted by section (the default first) and address. The query is
-        answered from the covering index ``urls_listed_rows``, in its order: no sort,
-        and no visit to the table's wide rows. The decision is a literal so that
-        SQLite can match the partial index's WHERE clause.
-        """
-        # Without rules every section, changefreq and priority is NULL: the three
-        # columns that can hold something are read (wider rows cost sqlite3 about
-        # 0.2 s a million: bench/README.md), in the same order, from the same index.
+        Without *per_row* (no rule set a section, changefreq or priority) only the
+        three other columns are read: wider rows cost sqlite3 about 0.2 s a million
+        (bench/README.md)."""
         cursor = self._db.execute(LISTED_ROWS if per_row else LISTED_ROWS_PLAIN)
         return EntryRows(cursor, changefreq, priority)
 
@@ -799,41 +718,31 @@ class Ledger(LedgerReader):
         (``elapsed`` or ``size``), largest first."""
         if column not in ("elapsed", "size"):
             raise ValueError(f"not a measured column: {column}")
-        return [
-            (url, decision, value)
-            for url, decision, value in self._db.execute(
-                f"SELECT url, decision, {column} FROM urls WHERE {column} IS NOT NULL"
-                f" ORDER BY {column} DESC, url LIMIT ?",
-                (most,),
-            )
-        ]
+        return self._db.execute(
+            f"SELECT url, decision, {column} FROM urls WHERE {column} IS NOT NULL"
+            f" ORDER BY {column} DESC, url LIMIT ?",
+            (most,),
+        ).fetchall()
 
     def listed_in_section(self, section: str | None, most: int) -> list[tuple[str, str | None]]:
         """The first *most* listed pages of *section* (None: the default one), by
         published address: ``(loc, lastmod)`` (from the covering index)."""
-        cur = self._db.execute(
+        return self._db.execute(
             f"SELECT loc, lastmod FROM urls WHERE decision = '{LISTED}' AND section IS ?"
             " ORDER BY section, loc LIMIT ?",
             (section, most),
-        )
-        return [(loc, lastmod) for loc, lastmod in cur]
+        ).fetchall()
 
     def decided(self, decision: str, most: int) -> Iterator[dict[str, Any]]:
         """The first *most* URLs (by URL) with *decision*: url, reason, target,
         status, referrer."""
-        cur = self._db.execute(
-            "SELECT url, reason, target, status, referrer FROM urls WHERE decision = ?"
-            " ORDER BY url LIMIT ?",
-            (decision, most),
+        yield from self._dicts(
+            self._db.execute(
+                "SELECT url, reason, target, status, referrer FROM urls WHERE decision = ?"
+                " ORDER BY url LIMIT ?",
+                (decision, most),
+            )
         )
-        for url, reason, target, status, referrer in cur:
-            yield {
-                "url": url,
-                "reason": reason,
-                "target": target,
-                "status": status,
-                "referrer": referrer,
-            }
 
     def error_counts(self) -> tuple[int, int]:
         """(pages fetched, pages that failed: 5xx or no response)."""
@@ -894,8 +803,3 @@ class Ledger(LedgerReader):
                 n += 1
         tmp.replace(path)
         return n
-
-
-def _json(value: object) -> str | None:
-    """A JSON column: None (NULL) for nothing, as a plain page has."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")) if value else None
