@@ -1,28 +1,20 @@
 """What the crawl needs from an HTML page's body, in one small value.
 
-Parsing a page and reading it (links, robots directives, canonicals, lastmod
-metadata, the content hashes behind lastmod) is most of a crawl's CPU on pages of
-real size. :func:`analyse_response` does all of it and returns a
-:class:`PageAnalysis`: the page's facts (:mod:`crawler.page.links`), its links resolved,
-normalised, keyed and each once (:class:`~crawler.page.links.LinkResolver`), and both
-content hashes (:mod:`crawler.page.content`). The page judge (:mod:`crawler.crawl.judge`)
-decides from it.
-
-With :class:`Rich` options on, it also reads what a rich sitemap entry needs
-(issue #14): the hreflang alternates the page declares (:mod:`crawler.page.hreflang`),
-its images, videos and news publication (:mod:`crawler.page.pagemedia`), as
-:class:`RichFacts`, with every URL normalised by the crawl's rules.
-
-The work runs in a worker process of the page-parsing pool (:mod:`crawler.page.parsepool`,
-which calls :func:`analyse` with the response's parts) or in the crawl's process: the
-result is the same either way, and the tests check that it is.
-"""
+Parsing and reading a page (links, robots directives, canonicals, dates, content
+hashes) is most of a crawl's CPU on pages of real size. :func:`analyse_response` does
+it all once and returns a :class:`PageAnalysis`: the page's facts
+(:mod:`crawler.page.links`), its links resolved (:class:`~crawler.page.links.LinkResolver`),
+both content hashes (:mod:`crawler.page.content`), and with :class:`Rich` options on its
+hreflang alternates, images, videos and news publication (:class:`RichFacts`, URLs
+normalised by the crawl's rules). The page judge (:mod:`crawler.crawl.judge`) decides
+from it. It runs in a worker of :mod:`crawler.page.parsepool` (:func:`analyse`) or in
+the crawl's process, with the same result (the tests check it)."""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from typing import TYPE_CHECKING
 
 from scrapy.http import HtmlResponse
@@ -32,7 +24,8 @@ from crawler.page.appshell import shell_signs
 from crawler.page.content import bag_hash, main_content
 from crawler.page.hreflang import declared
 from crawler.page.links import LinkResolver, PageFacts, Resolved, page_facts, parse_html
-from crawler.page.pagemedia import NewsFacts, VideoFacts, images, news, videos
+from crawler.page.pagemedia import NewsFacts, images, news
+from crawler.page.pagevideos import VideoFacts, videos
 from crawler.page.softnotfound import PagePrint, page_print, says_not_found
 
 if TYPE_CHECKING:
@@ -52,16 +45,12 @@ class Rich:
     news: bool = False
 
     def __bool__(self) -> bool:
-        return self.hreflang or self.images or self.videos or self.news
+        return any(astuple(self))
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Rich:
-        return cls(
-            hreflang=settings.getbool("SITEMAP_HREFLANG"),
-            images=settings.getbool("SITEMAP_IMAGES"),
-            videos=settings.getbool("SITEMAP_VIDEOS"),
-            news=bool(settings.get("SITEMAP_NEWS_PUBLICATION")),
-        )
+        get, news = settings.getbool, bool(settings.get("SITEMAP_NEWS_PUBLICATION"))
+        return cls(get("SITEMAP_HREFLANG"), get("SITEMAP_IMAGES"), get("SITEMAP_VIDEOS"), news)
 
 
 #: No rich data: a plain crawl.

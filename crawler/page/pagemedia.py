@@ -1,59 +1,40 @@
-"""The rich data of one page: its images, its videos, its publication (issue #14).
+"""A page's images and news publication (issue #14; its videos: :mod:`crawler.page.pagevideos`).
 
-Pure functions over a parsed page (the lxml root from
-:func:`crawler.page.links.parse_html`) that give what Google's sitemap extensions carry.
-The results are small and picklable (tuples, frozen dataclasses with slots), as the
-page analysis may run in a worker process, and each result type has ``to_json()``
-and ``from_json()`` for the ledger. Which URLs may be written (host, robots.txt) is
-the caller's decision, made with the crawl's scope: every URL here is absolute and
-not normalised.
+Pure functions over a parsed page (:func:`crawler.page.links.parse_html`); the results
+are small and picklable (the analysis may run in a worker process). URLs are absolute,
+not normalised; which may be written (host, robots.txt) is the caller's decision.
 
-:func:`images`, for image sitemaps
-(https://developers.google.com/search/docs/crawling-indexing/sitemaps/image-sitemaps:
-``image:loc``, at most 1,000 per page). Read in page order, each URL once:
-
-* ``<img src>``; the largest candidate of ``<img srcset>`` and of
-  ``<picture><source srcset>`` (by ``w`` descriptor, else ``x``, else the first;
-  the srcset grammar of
-  https://html.spec.whatwg.org/multipage/images.html#parsing-a-srcset-attribute);
-* the lazy-loading attributes ``data-src``, ``data-srcset``, ``data-lazy-src`` (the
-  image a script puts in place: Google renders pages, so it sees it);
-* ``<meta property="og:image">`` (and ``og:image:url``; ``name=`` too, as sites
-  write it): https://ogp.me/#structured; ``<link rel="image_src">``.
-
-Left out: ``data:`` and ``blob:`` URLs (and anything else that is not http(s): a
-sitemap holds URLs Google can fetch), and images declared 1x1 or smaller
-(``width``/``height`` attributes, or ``width``/``height`` in ``style``, in pixels,
-the style winning): tracking pixels, no content.
-
-:func:`videos`, for video sitemaps: :mod:`crawler.page.pagevideos`, re-exported here.
+:func:`images`, for image sitemaps (at most 1,000 per page,
+https://developers.google.com/search/docs/crawling-indexing/sitemaps/image-sitemaps),
+in page order, each once: ``<img src>``; the largest candidate of ``<img srcset>`` and
+of ``<picture><source srcset>`` (by ``w``, else ``x``, else the first; the grammar of
+https://html.spec.whatwg.org/multipage/images.html#parsing-a-srcset-attribute); the
+lazy-loading ``data-src``, ``data-srcset``, ``data-lazy-src`` (Google renders pages, so
+it sees what a script puts there); ``og:image`` / ``og:image:url``
+(https://ogp.me/#structured) and ``<link rel="image_src">``. Left out: anything not
+http(s) (``data:``, ``blob:``), and images declared 1x1 or smaller by their ``width``
+and ``height`` attributes or ``style`` (which wins): tracking pixels.
 
 :func:`news`, for news sitemaps
 (https://developers.google.com/search/docs/crawling-indexing/sitemaps/news-sitemap):
-the publication date from ``<meta property="article:published_time">``
-(https://ogp.me/#type_article), else the ``datePublished`` of a JSON-LD
-``NewsArticle``/``Article``/``BlogPosting`` (or a subtype) at a block's top level,
-in a list, ``@graph`` or ``mainEntity``; the title from ``og:title``, else that
-article's ``headline``, else ``<title>``; the language from ``<html lang>`` (else
-the ``Content-Language`` header) as news sitemaps want it: an ISO 639 code of two
-or three letters, except ``zh-cn`` and ``zh-tw`` for Simplified and Traditional
-Chinese (``zh-Hans``, ``zh-SG`` -> ``zh-cn``; ``zh-Hant``, ``zh-HK``, ``zh-MO`` ->
-``zh-tw``; the script decides before the region). No date, no news.
+the date from ``article:published_time`` (https://ogp.me/#type_article), else the
+``datePublished`` of a JSON-LD article (:func:`_article`); the title from ``og:title``,
+else its ``headline``, else ``<title>``; the language from ``<html lang>`` (else
+``Content-Language``) by :func:`news_language`. No date, no news.
 
-Malformed data is skipped, never raised: broken JSON-LD costs its block only.
-"""
+Malformed data is skipped, never raised: broken JSON-LD costs its block only."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import pycountry
 from scrapy.http import Response
 
-from crawler.core.lastmod import w3c_datetime
+from crawler.core.lastmod import jsonld_walk, w3c_datetime
 from crawler.page.pageread import (
     MAX_DEPTH,
     absolute,
@@ -64,10 +45,9 @@ from crawler.page.pageread import (
     page_metas,
     text_value,
 )
-from crawler.page.pagevideos import VideoFacts, videos
 from crawler.sitemaps.limits import MAX_IMAGES_PER_URL
 
-__all__ = ["NewsFacts", "VideoFacts", "images", "news", "news_language", "videos"]
+__all__ = ["NewsFacts", "images", "news", "news_language"]
 
 _HTML_SPACE = " \t\n\r\f"
 
@@ -223,11 +203,7 @@ class NewsFacts:
     language: str | None = None  # ISO 639, or zh-cn / zh-tw
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "publication_date": self.publication_date,
-            "title": self.title,
-            "language": self.language,
-        }
+        return asdict(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> NewsFacts:
@@ -236,20 +212,13 @@ class NewsFacts:
 
 # schema.org's Article types a news page uses: Article, NewsArticle and its subtypes,
 # BlogPosting and LiveBlogPosting.
-_ARTICLES = frozenset(
-    {
-        "Article",
-        "NewsArticle",
-        "AnalysisNewsArticle",
-        "AskPublicNewsArticle",
-        "BackgroundNewsArticle",
-        "OpinionNewsArticle",
-        "ReportageNewsArticle",
-        "ReviewNewsArticle",
-        "BlogPosting",
-        "LiveBlogPosting",
-    }
-)
+# fmt: off
+_ARTICLES = frozenset({
+    "Article", "NewsArticle", "AnalysisNewsArticle", "AskPublicNewsArticle",
+    "BackgroundNewsArticle", "OpinionNewsArticle", "ReportageNewsArticle", "ReviewNewsArticle",
+    "BlogPosting", "LiveBlogPosting",
+})
+# fmt: on
 # ISO 639: the two-letter codes (639-1) and the three-letter ones (639-2/T and B,
 # 639-3), lowercase.
 _ISO639 = frozenset(
@@ -264,21 +233,10 @@ _ISO639 = frozenset(
 )
 
 
-def _articles(node: Any, depth: int = 0) -> Iterator[Mapping[str, Any]]:
-    """Article objects of a JSON-LD block: at its top level, in lists, ``@graph``
-    and ``mainEntity`` (not in other properties: an article's ``citation`` is not
-    the page)."""
-    if depth > MAX_DEPTH:
-        return
-    if isinstance(node, list):
-        for item in node:
-            yield from _articles(item, depth + 1)
-    elif isinstance(node, dict):
-        if item_types(node) & _ARTICLES:
-            yield node
-        for key in ("@graph", "mainEntity"):
-            if key in node:
-                yield from _articles(node[key], depth + 1)
+def _article(node: dict[str, Any]) -> tuple[bool, list[Any]]:
+    """Article objects are at a block's top level, in lists, ``@graph`` and
+    ``mainEntity`` (not in other properties: an article's ``citation`` is not the page)."""
+    return bool(item_types(node) & _ARTICLES), [node.get("@graph"), node.get("mainEntity")]
 
 
 def news_language(tag: str) -> str | None:
@@ -313,7 +271,7 @@ def news(root: Any, response: Response) -> NewsFacts | None:
     )
     headline: str | None = None
     for block in jsonld_blocks(root):
-        for article in _articles(block):
+        for article in jsonld_walk(block, _article, MAX_DEPTH):
             if headline is None:
                 headline = text_value(article.get("headline"))
             if published is None:
