@@ -1,42 +1,30 @@
-"""The state of one run: where it publishes and keeps its books, and what the
-previous run left.
+"""The state of one run: where it publishes and keeps its books, and what the previous
+run left. One :class:`RunState` per crawler owns what belongs to the run rather than to
+one component:
 
-One :class:`RunState` per crawler owns everything that belongs to the run rather
-than to one component:
-
-- the state paths (:class:`crawler.core.paths.CrawlPaths`: ``SITEMAP_OUT_DIR``,
-  ``SITEMAP_STATE_DIR``);
-- the lock: one run per state directory at a time. Two nightly runs on the same
-  state would interleave their ledgers and race to publish, so an exclusive,
-  non-blocking ``flock`` on ``STATE/lock`` is taken before any file is opened; a
-  second run finds it taken, is *locked out* (it touches no file, and its spider is
-  closed at once) and says so. The kernel drops the lock if the process dies, so a
-  crash never leaves a stale one;
-- the previous successful run (:class:`crawler.ledger.previous.PreviousRun`, read-only):
-  validators for conditional requests, the records a 304 replays, the evidence
-  behind lastmod, first-seen times, the published set a new one is compared with;
-- the running ledger (``ledger.running.sqlite``, :class:`crawler.ledger.ledger.Ledger`),
-  continued by ``--resume`` and otherwise started afresh, and what becomes of it
-  when the run ends (:meth:`RunState.end`: ``ledger.sqlite`` when the run did its
-  job, ``ledger.failed.sqlite`` otherwise, kept as it is for ``--resume``);
-- Scrapy's ``JOBDIR`` of the run (the resumable queue and spider state): cleared
-  when a new run starts, removed once the run is over unless it can be resumed;
+- the state paths (:class:`crawler.core.paths.CrawlPaths`);
+- the lock, one run per state directory: two nightly runs on one state would
+  interleave their ledgers and race to publish. An exclusive, non-blocking ``flock`` on
+  ``STATE/lock`` is taken before any file is opened; a second run is *locked out* (it
+  touches no file, its spider is closed at once). The kernel drops the lock of a dead
+  process, so a crash leaves no stale one;
+- the previous successful run (:class:`crawler.ledger.previous.PreviousRun`, read-only);
+- the running ledger (``ledger.running.sqlite``), continued by ``--resume``, filed when
+  the run ends (:meth:`RunState.end`: ``ledger.sqlite`` when the run did its job,
+  ``ledger.failed.sqlite`` otherwise, or kept as it is for ``--resume``);
+- Scrapy's ``JOBDIR``: cleared when a new run starts, removed once the run is over
+  unless it can be resumed;
 - the public-URL mapping (``--base-url``, :class:`crawler.core.publicurl.PublicUrls`);
-- why the run cannot do its job, once anything finds out (:meth:`RunState.fail`:
-  robots.txt or the start URL unreachable, the state locked).
+- why the run cannot do its job (:meth:`RunState.fail`).
 
 It is the first extension in ``EXTENSIONS``: Scrapy builds it after the spider and
-before every other extension, the engine, its middlewares and pipelines, and the
-spider's rooms; it takes the start URL from the spider. Every component gets that
-one instance with :meth:`RunState.of` (Scrapy's ``crawler.get_extension(RunState)``
-finds it too, once the extensions are built); nothing else builds one. A process
-with no ``SITEMAP_OUT_DIR`` (a distributed worker) has no state: no lock, no ledger,
-no previous run.
+before everything else, so the lock is taken first. Every component gets that one
+instance with :meth:`RunState.of`. A process with no ``SITEMAP_OUT_DIR`` (a distributed
+worker) has no state: no lock, no ledger, no previous run.
 
 Settings: ``SITEMAP_OUT_DIR``, ``SITEMAP_STATE_DIR``, ``SITEMAP_INCREMENTAL``,
 ``SITEMAP_RESUME``, ``SITEMAP_BASE_URL``, ``JOBDIR``.
-Stats: ``sitemap/locked``, ``sitemap/fatal``.
-"""
+Stats: ``sitemap/locked``, ``sitemap/fatal``."""
 
 from __future__ import annotations
 
@@ -45,6 +33,7 @@ import logging
 import os
 import shutil
 import weakref
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -94,41 +83,32 @@ def _start_url(crawler: Crawler) -> str | None:
     return url if isinstance(url, str) else None
 
 
+@dataclass(eq=False)
 class RunState:
     """The run's state (see the module docstring). *paths*: None for a process that
     keeps none; *incremental*: start from the previous run; *resume*: continue the
     interrupted run's ledger; *job*: Scrapy's ``JOBDIR``, if any."""
 
-    def __init__(
-        self,
-        start_url: str,
-        public: PublicUrls,
-        paths: CrawlPaths | None,
-        stats: StatsCollector,
-        *,
-        incremental: bool,
-        resume: bool,
-        job: Path | None,
-    ) -> None:
-        self.start_url = start_url
-        self.public = public
-        self.paths = paths
-        self.stats = stats
-        self.incremental = incremental
-        self.resume = resume
-        self.job = job
-        self.started = datetime.now(UTC)
-        self.previous: PreviousRun | None = None
-        self.ledger: Ledger | None = None
-        self.locked_out = False
-        self.fatal: str | None = None
-        self.unfetched: tuple[str, str] | None = None  # see fail()
-        #: How the run ended, set by the publisher (None until then, or in a
-        #: process that keeps no books): the command's answer, not the stats.
-        self.outcome: RunOutcome | None = None
-        self.resumable = False
-        self._lock: int | None = None
-        self._crawler: Crawler | None = None  # set by from_crawler()
+    start_url: str
+    public: PublicUrls
+    paths: CrawlPaths | None
+    stats: StatsCollector
+    _: KW_ONLY
+    incremental: bool
+    resume: bool
+    job: Path | None
+    started: datetime = field(init=False, default_factory=lambda: datetime.now(UTC))
+    previous: PreviousRun | None = field(init=False, default=None)
+    ledger: Ledger | None = field(init=False, default=None)
+    locked_out: bool = field(init=False, default=False)
+    fatal: str | None = field(init=False, default=None)
+    unfetched: tuple[str, str] | None = field(init=False, default=None)  # see fail()
+    #: How the run ended, set by the publisher (None until then, or in a
+    #: process that keeps no books): the command's answer, not the stats.
+    outcome: RunOutcome | None = field(init=False, default=None)
+    resumable: bool = field(init=False, default=False)
+    _lock: int | None = field(init=False, default=None)
+    _crawler: Crawler | None = field(init=False, default=None)  # set by from_crawler()
 
     @property
     def run_time(self) -> str:
