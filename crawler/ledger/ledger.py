@@ -1,21 +1,14 @@
 """The crawl's ledger: one row per discovered URL with its decision and reason.
 
-The ledger is the crawl's state store (issue #2): an SQLite database in the state
-directory, written as the crawl goes and read back, in sorted order and without
-loading it into memory, by the sitemap publisher. Later commands (audit, nightly
-runs) query the same tables. ``export_jsonl`` writes a copy for people.
+An SQLite database in the state directory (issue #2), written as the crawl goes and
+read back by the publisher, sorted and streamed; later commands (audit, nightly runs,
+``explain``) query it. The schema and every decision are documented in docs/ledger.md,
+which tests/test_docs.py holds to :data:`SCHEMA`.
 
-The schema (tables ``urls``, ``aliases`` and ``meta``, every column, every
-decision with its reasons, and the files of the state directory) is documented in
-one place, docs/ledger.md, which tests/test_docs.py holds to :data:`SCHEMA`; the
-decisions themselves are :mod:`crawler.core.decisions`.
-
-This module is the ledger's one access layer: every SQL statement on its tables is
-here (:class:`Ledger` for the running crawl, :class:`LedgerReader` for a filed
-ledger read by the next run, ``explain`` and the audit), which is why it is longer
-than the others; tests/test_oneplace.py keeps SQL on these tables out of every
-other module.
-"""
+This module is the ledger's one access layer: every SQL statement on its tables is here
+(:class:`Ledger` for the running crawl, :class:`LedgerReader` for a filed ledger), which
+is why it is longer than the others; tests/test_oneplace.py keeps SQL on these tables
+out of every other module."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ Whitespace is left out, so re-indented or minified markup is no change.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from cssselect import GenericTranslator
@@ -52,12 +52,17 @@ def main_content(root: Any, volatile: Iterable[str] = ()) -> tuple[str | None, s
     etree.strip_elements(root, etree.Comment, *_DROPPED_TAGS, with_tail=False)
     text = etree.tostring(root, method="text", encoding="unicode")
     digest = hashlib.blake2b("".join(text.split()).encode("utf-8"), digest_size=16)
+    for target in _targets(root):
+        digest.update(target.encode("utf-8"))
+    return VERSION + digest.hexdigest(), text
+
+
+def _targets(root: Any) -> Iterator[str]:
+    """The targets of the page's links and images, each after a NUL."""
     for el in root.iter("a", "img", "link"):
         for attr in ("href", "src"):
-            value = el.get(attr)
-            if value:
-                digest.update(b"\0" + value.strip().encode("utf-8"))
-    return VERSION + digest.hexdigest(), text
+            if value := el.get(attr):
+                yield "\0" + value.strip()
 
 
 def bag_hash(root: Any) -> str | None:
@@ -67,12 +72,7 @@ def bag_hash(root: Any) -> str | None:
     :func:`main_content`, which strips the tree."""
     if root is None or not hasattr(root, "iter"):
         return None
-    pieces = ["".join(t.split()) for t in root.itertext()]
-    for el in root.iter("a", "img", "link"):
-        for attr in ("href", "src"):
-            value = el.get(attr)
-            if value:
-                pieces.append("\0" + value.strip())
+    pieces = ["".join(t.split()) for t in root.itertext()] + list(_targets(root))
     digest = hashlib.blake2b(digest_size=16)
     for piece in sorted(p for p in pieces if p):
         digest.update(piece.encode("utf-8") + b"\n")

@@ -1,23 +1,14 @@
-"""Link discovery and the indexing signals of one HTML page.
-
-One pass over the parsed page (lxml, through the response's selector) collects what
-the spider needs to decide about the page and where to go next (issue #2,
-"Crawling"):
+"""Link discovery and the indexing signals of one HTML page, in one pass (issue #2):
 
 * links to follow: ``<a href>``, ``<area href>``, ``<link rel=alternate hreflang>``,
-  resolved against ``<base href>``; ``rel=nofollow`` links are skipped, and a page
-  with ``nofollow`` in its robots meta tag or X-Robots-Tag gives none;
-* what the page refers to that the crawl does not follow, for ``explain`` (issue
-  24): its ``rel=nofollow`` links (all its links, on a nofollow page) and what it
-  embeds: ``<img src>``, ``<link rel=stylesheet href>``, ``<script src>``;
-* canonicals: ``<link rel=canonical>`` in the head and HTTP ``Link`` headers with
-  ``rel=canonical`` (a canonical in the body is ignored, as search engines do);
-* ``noindex`` from ``<meta name=robots|googlebot|OUR-TOKEN>`` and ``X-Robots-Tag``
-  (unprefixed, or prefixed with one of those agents);
-* meta refresh (through Scrapy's ``get_meta_refresh``);
-* the dates the page declares (metadata, JSON-LD, microdata), for when
-  Last-Modified is missing.
-"""
+  against ``<base href>``; none with ``rel=nofollow``, none on a ``nofollow`` page;
+* what the page refers to without the crawl following it, for ``explain``: its
+  nofollow links, ``<img src>``, ``<link rel=stylesheet href>``, ``<script src>``;
+* canonicals: ``<link rel=canonical>`` in the head, ``Link`` headers (search engines
+  ignore one in the body);
+* ``noindex``/``nofollow`` from ``<meta name=robots|googlebot|OUR-TOKEN>`` and
+  ``X-Robots-Tag`` (unprefixed, or prefixed with one of those agents);
+* meta refresh (Scrapy's ``get_meta_refresh``), and the dates the page declares."""
 
 from __future__ import annotations
 
@@ -36,24 +27,13 @@ from crawler.core.seen import fingerprint
 from crawler.core.urls import normalize_url, url_key
 
 # Robots directives that are not user-agent names, so "noindex: x" is not a prefix.
-_DIRECTIVES = frozenset(
-    {
-        "all",
-        "noindex",
-        "nofollow",
-        "none",
-        "noarchive",
-        "nosnippet",
-        "notranslate",
-        "noimageindex",
-        "unavailable_after",
-        "max-snippet",
-        "max-image-preview",
-        "max-video-preview",
-        "indexifembedded",
-        "nocache",
-    }
-)
+# fmt: off
+_DIRECTIVES = frozenset({
+    "all", "noindex", "nofollow", "none", "noarchive", "nosnippet", "notranslate", "noimageindex",
+    "unavailable_after", "max-snippet", "max-image-preview", "max-video-preview",
+    "indexifembedded", "nocache",
+})
+# fmt: on
 # HTML "whitespace" stripped from attribute URLs, plus tabs and newlines inside them
 # (the URL standard removes those too).
 _URL_STRIP = " \t\n\r\f"

@@ -1,32 +1,21 @@
-"""Soft 404s: a site's "not found" page served with status 200 (issue #19).
+"""Soft 404s: a site's "not found" page served with status 200 (issue #19;
+docs/crawling.md).
 
-Some sites answer every unknown address with their "not found" page and status 200.
-Such pages are not pages of the site, and search engines leave them out ("soft
-404"). At the start of a crawl the spider asks for one address that cannot exist
-(:func:`probe_url`: ``/sitemap-crawler-probe-<random hex>``, through Scrapy, so
-robots.txt is obeyed), and a second of another shape when the first answers 200. A
-probe answered with 200 leaves its fingerprint (:func:`page_print`); a page of the
-crawl whose fingerprint matches one (:meth:`SoftNotFound.matches`) is ``soft-404``.
-A probe answered with an HTML 404 (or 410) leaves the hash of its words only: a page
-answered 200 whose main text is the site's own "not found" page's, word for word
-(its address aside), is ``soft-404`` too.
-Probes are never listed nor recorded in the ledger; their stats are
-``sitemap/soft404/probes``, ``sitemap/soft404/probe_status`` and
-``sitemap/soft404/detected``.
+Search engines leave such pages out. At the start of a crawl the spider asks, through
+Scrapy (robots.txt obeyed), for an address that cannot exist (:func:`probe_url`), and
+one of another shape when that answers 200. A probe answered 200 leaves its print
+(:func:`page_print`), and a page whose print matches (:meth:`SoftNotFound.matches`) is
+``soft-404``; one answered with an HTML 404 or 410 leaves the hash of its words only,
+which a page's main text matches word for word. Probes are never listed nor recorded.
 
-The fingerprint is made of the page's main text (:func:`crawler.page.content.main_content`)
-with the page's own address taken out, since a "not found" page often echoes it: a
-hash of its words (equal: the same page), and a 64-bit simhash of its word pairs,
-which tolerates a word or two more (a time, a counter): within
-:data:`MAX_DISTANCE` bits it is the same page. Pages with more text than
-:data:`MAX_TEXT` characters get no fingerprint (a "not found" page is short).
+The print is of the main text (:func:`crawler.page.content.main_content`) without the
+page's own address (a "not found" page often echoes it): a hash of its words, and a
+64-bit simhash of its word pairs, which tolerates a word or two (a time, a counter)
+within :data:`MAX_DISTANCE` bits. Pages over :data:`MAX_TEXT` characters get none.
 
-A real address can be a "not found" page too (a product taken down, answered 200):
-:func:`says_not_found` reads each page, and the judge leaves out one whose title,
-first heading or start of main text says the thing is not there (as words, in the
-common languages) and whose main content is thin, with that evidence as its reason
-(``SITEMAP_SOFT404_CONTENT``).
-"""
+A real address can be a "not found" page too (a product taken down):
+:func:`says_not_found` gives the evidence when the title, first heading or start of
+the main text says so and the main content is thin (``SITEMAP_SOFT404_CONTENT``)."""
 
 from __future__ import annotations
 
@@ -221,14 +210,12 @@ def _start(region: Any, chrome: bool) -> str:
 
 
 def says_not_found(root: Any, title: str | None, text_length: int = 0) -> str | None:
-    """The evidence that the page is a "not found" page answered 200, in words
-    (``title says 'Product not found'; 19 words``), or None: its title, its first
-    heading or the start of its main text says the thing is not there, and its main
-    content is thin (:data:`THIN_WORDS`). The main content is the page's ``<main>``
-    (or its ``<article>``), else its body without navigation, header, footer and
-    asides. Call it last: it may strip those from the tree. *text_length*: the
-    length of the page's whole text; a page of more than :data:`MAX_NOT_FOUND_TEXT`
-    characters is not read."""
+    """The evidence that the page is a "not found" page answered 200, in words (``title says
+    'Product not found'; 19 words``), or None: its title, first heading or main text's
+    start says so, and its main content (``<main>``, else ``<article>``, else the body
+    without navigation, header, footer and asides) is thin (:data:`THIN_WORDS`). Call it
+    last: it may strip the tree. A page whose whole text is longer than
+    :data:`MAX_NOT_FOUND_TEXT` (*text_length*) is not read."""
     if root is None or not hasattr(root, "iter") or text_length > MAX_NOT_FOUND_TEXT:
         return None
     # One walk (libxml2's, filtered by tag) finds the first of each.
