@@ -55,11 +55,8 @@ def value_rules(texts: Iterable[str]) -> list[tuple[re.Pattern[str] | None, str]
     """``REGEX=VALUE`` rules; ``auto`` alone is a rule for every page (None)."""
     rules: list[tuple[re.Pattern[str] | None, str]] = []
     for text in texts:
-        if text == AUTO:
-            rules.append((None, AUTO))
-            continue
-        pattern, value = split_rule(text, value_last=True)
-        rules.append((re.compile(pattern), value))
+        pattern, value = ("", AUTO) if text == AUTO else split_rule(text, value_last=True)
+        rules.append((re.compile(pattern) if pattern else None, value))
     return rules
 
 

@@ -306,8 +306,7 @@ class LedgerReader:
         )
 
     def listed_count(self) -> int:
-        row = self._db.execute("SELECT count(*) FROM urls WHERE decision = ?", (LISTED,)).fetchone()
-        return int(row[0])
+        return self._count("SELECT count(*) FROM urls WHERE decision = ?", LISTED)
 
     def aliases(self) -> dict[str, str]:
         return dict(self._db.execute("SELECT alias, key FROM aliases"))
@@ -335,11 +334,11 @@ class LedgerReader:
     def rank(self, section: str | None, loc: str) -> int:
         """How many listed pages of *section* come before *loc* in the writer's
         order (``urls_listed_rows``: section, then address)."""
-        row = self._db.execute(
+        return self._count(
             f"SELECT count(*) FROM urls WHERE decision = '{LISTED}' AND section IS ? AND loc < ?",
-            (section, loc),
-        ).fetchone()
-        return int(row[0])
+            section,
+            loc,
+        )
 
     def rows_from(self, prefix: str) -> list[dict[str, Any]]:
         """``key``, ``url``, ``rule`` and ``referrer`` of the rows whose URL starts
@@ -359,7 +358,7 @@ class LedgerReader:
         ledger without the ``rule`` column."""
         if "rule" not in self.columns():
             return None
-        return int(self._db.execute("SELECT count(*) FROM urls WHERE rule IS NULL").fetchone()[0])
+        return self._count("SELECT count(*) FROM urls WHERE rule IS NULL")
 
     def referring(self, url: str) -> dict[str, dict[str, Any]]:
         """How the crawled pages refer to *url* without the crawl following it (the
@@ -397,6 +396,9 @@ class LedgerReader:
     def keys_by_url(self) -> dict[str, str]:
         """Every row's key by its (normalised) URL."""
         return {str(url): str(key) for key, url in self._db.execute("SELECT key, url FROM urls")}
+
+    def _count(self, sql: str, *params: Any) -> int:
+        return int(self._db.execute(sql, params).fetchone()[0])
 
     @staticmethod
     def _dicts(cur: sqlite3.Cursor) -> Iterator[dict[str, Any]]:
@@ -675,11 +677,11 @@ class Ledger(LedgerReader):
 
     def listed_unlinked(self) -> int:
         """Listed pages found in a sitemap that no crawled page links to (orphans)."""
-        row = self._db.execute(
+        return self._count(
             "SELECT count(*) FROM urls WHERE decision = ? AND found_by = ? AND referrer IS NULL",
-            (LISTED, FOUND_SITEMAP),
-        ).fetchone()
-        return int(row[0])
+            LISTED,
+            FOUND_SITEMAP,
+        )
 
     def counts(self) -> dict[str, int]:
         return dict(self._db.execute("SELECT decision, count(*) FROM urls GROUP BY decision"))
@@ -759,8 +761,7 @@ class Ledger(LedgerReader):
     def count_removed(self, previous: Path) -> int:
         """Listed URLs of the *previous* ledger that this one no longer lists."""
         self._attach(previous)
-        row = self._db.execute(_REMOVED.replace("SELECT loc", "SELECT count(*)", 1)).fetchone()
-        return int(row[0])
+        return self._count(_REMOVED.replace("SELECT loc", "SELECT count(*)", 1))
 
     def changes_since(
         self, previous: Path | None

@@ -117,11 +117,8 @@ class RunState:
 
     @classmethod
     def of(cls, crawler: Crawler) -> RunState:
-        """The crawler's run state: the one Scrapy built as the first extension.
-
-        Raises ``NotConfigured`` where there is none (the extension is off, or the
-        spider has no start URL): a component that needs it is then not ours to run.
-        """
+        """The crawler's run state; ``NotConfigured`` where there is none (the extension is
+        off, or the spider has no start URL): a component that needs it is not ours to run."""
         state = _states.get(crawler)
         if state is None:
             raise NotConfigured("no run state (a spider with a start URL, the RunState extension)")
@@ -129,9 +126,8 @@ class RunState:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RunState:
-        """As an extension (the first, so that the lock is taken before any other
-        component opens a file), with the start URL of the spider Scrapy built before
-        its extensions: the one instance of the crawler, which :meth:`of` finds."""
+        """As the first extension (the lock is taken before any other component opens a file),
+        with the start URL of the spider Scrapy built before it."""
         start_url = _start_url(crawler)
         if start_url is None:
             raise NotConfigured("the run state needs a spider with a start URL")
@@ -168,12 +164,8 @@ class RunState:
             self.previous = PreviousRun.find(self.paths.ledger)
         path = self.paths.running_ledger
         if not (self.resume and self.job is not None and path.exists()):
-            for stale in (
-                path,
-                path.with_name(path.name + "-wal"),
-                path.with_name(path.name + "-shm"),
-            ):
-                stale.unlink(missing_ok=True)
+            for suffix in ("", "-wal", "-shm"):
+                path.with_name(path.name + suffix).unlink(missing_ok=True)
         self.ledger = Ledger(path)
         self.ledger.set_meta("start_url", self.start_url)
         self.ledger.set_meta("run_started", self.run_time)
@@ -221,10 +213,9 @@ class RunState:
     # -- while it runs -------------------------------------------------------------------
 
     def fail(self, message: str, unfetched: tuple[str, str] | None = None) -> None:
-        """The run cannot do its job (robots.txt or the start URL unreachable, say):
-        it will publish nothing. The first reason stands. *unfetched*: the decision
-        and reason of the URLs it leaves unfetched (``fetch-error`` for a host that
-        cannot be reached, say), rather than ``cap-reached``."""
+        """The run cannot do its job (robots.txt or the start URL unreachable, say) and will
+        publish nothing; the first reason stands. *unfetched*: the decision and reason of the
+        URLs it leaves unfetched (``fetch-error``, say), rather than ``cap-reached``."""
         if self.fatal is None:
             self.fatal = message
             self.unfetched = unfetched
@@ -263,10 +254,8 @@ class RunState:
         self._release()
 
     def abandon(self) -> None:
-        """The run was stopped at once (a second Ctrl-C): its reactor is gone and no
-        signal will come. File the running ledger as failed, drop the ``JOBDIR``
-        (nothing consistent was saved to resume from) and let go of the lock. The
-        published set and the last good ledger are untouched."""
+        """The run was stopped at once (a second Ctrl-C; no signal will come): file the running
+        ledger as failed, drop the ``JOBDIR`` (nothing consistent to resume from), unlock."""
         self._close_files()
         if self._lock is None:
             return

@@ -59,9 +59,7 @@ NO_RICH = Rich()
 
 @dataclass(frozen=True, slots=True)
 class RichFacts:
-    """A page's rich data: declared alternates ``(code, URL)``, image URLs, videos
-    and its news publication; URLs absolute and normalised (the videos' as the page
-    gave them, absolute)."""
+    """A page's rich data, URLs absolute and normalised (the videos' absolute only)."""
 
     alternates: tuple[tuple[str, str], ...] = ()
     images: tuple[str, ...] = ()
@@ -72,31 +70,22 @@ class RichFacts:
 @dataclass(slots=True)
 class PageAnalysis:
     facts: PageFacts
-    # facts.hrefs resolved (LinkResolver.resolve_all): absolute, normalised, keyed
-    # and fingerprinted, None for a link that is not http(s); each once, in page
-    # order (every None kept), and facts.hrefs left empty. Joining and normalising
-    # was the largest part of the crawl process's own work on a page.
+    # facts.hrefs resolved (None: not http(s)), each once in page order (every None
+    # kept), facts.hrefs left empty: joining and normalising was the largest part of
+    # the crawl process's own work on a page.
     links: list[Resolved | None]
     encoding: str  # the response's encoding (declared, or detected from the body)
     content_hash: str  # of the whole body
     main_hash: str | None  # of the main content (crawler.page.content)
     rich: RichFacts | None = None  # with Rich options on
-    # The soft-404 fingerprint (crawler.page.softnotfound), when asked for: only on a
-    # site whose probe was answered with 200.
-    soft_print: PagePrint | None = None
-    # The main content's hash whatever its order (crawler.page.content.bag_hash), for a
-    # page with a query or one that links to its own path with one (crawler.crawl.params
-    # learns from it that ?sort= does not change a page).
+    soft_print: PagePrint | None = None  # when asked for (crawler.page.softnotfound)
+    # crawler.page.content.bag_hash, for a page with a query or a link to its own path
+    # with one (crawler.crawl.params learns from it that ?sort= changes nothing).
     bag_hash: str | None = None
-    # The sign that the raw page is an application shell a script fills in
-    # (crawler.page.appshell.shell_signs), or None.
-    shell: str | None = None
-    # facts.unfollowed resolved: (kind, normalised URL), each pair once, in page
-    # order (the http(s) ones); facts.unfollowed left empty. For explain (issue 24).
+    shell: str | None = None  # crawler.page.appshell.shell_signs
+    # facts.unfollowed resolved: (kind, normalised URL), each once, for explain.
     unfollowed: tuple[tuple[str, str], ...] = ()
-    # The evidence that the page says it is not there, and is thin
-    # (crawler.page.softnotfound.says_not_found), or None.
-    not_found: str | None = None
+    not_found: str | None = None  # crawler.page.softnotfound.says_not_found
 
 
 def analyse_response(
@@ -107,8 +96,8 @@ def analyse_response(
     rich: Rich = NO_RICH,
     prints: bool | str = False,
 ) -> PageAnalysis:
-    """The analysis of an HTML *response* (see the module docstring); *prints*: with
-    its soft-404 fingerprint (``"exact"``: without its simhash)."""
+    """The analysis of an HTML *response*; *prints*: with its soft-404 fingerprint
+    (``"exact"``: without its simhash)."""
     root = parse_html(response)
     facts = page_facts(response, agents, root)
     # Before the main-content hash strips <noscript>.

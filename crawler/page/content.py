@@ -1,13 +1,8 @@
-"""The hash of a page's main content: what "the page changed" means for lastmod.
-
-When a server sends no usable Last-Modified, lastmod comes from evidence: the time
-a change of this hash was first seen (issue #4, "Honest lastmod"). The hash covers
-the page's text and the targets of its links and images, and leaves out what
-changes on every request without the page changing: scripts, styles, comments,
-``<noscript>``, ``<template>``, and the volatile regions the user names with CSS
-selectors (``SITEMAP_VOLATILE_SELECTORS``, e.g. ``.timestamp`` or ``#csrf``).
-Whitespace is left out, so re-indented or minified markup is no change.
-"""
+"""The hash of a page's main content: what "the page changed" means for lastmod (issue
+#4; docs/lastmod.md, rule 3). It covers the text (whitespace left out: re-indented or
+minified markup is no change) and the targets of links and images, not what changes
+on every request: scripts, styles, comments, ``<noscript>``, ``<template>``, and the
+regions named by ``SITEMAP_VOLATILE_SELECTORS``."""
 
 from __future__ import annotations
 
@@ -28,13 +23,8 @@ VERSION = "m2-"
 
 
 def main_content_hash(root: Any, volatile: Iterable[str] = ()) -> str | None:
-    """A hex digest of the main content of a page's lxml tree *root*, or None for a
-    page with no tree.
-
-    The text is taken with all whitespace removed, so re-indented or minified markup
-    is no change. The tree is changed (the dropped elements are removed from it):
-    call this last.
-    """
+    """A hex digest of the main content of the lxml tree *root* (None: no tree). It strips
+    the tree: call it last."""
     return main_content(root, volatile)[0]
 
 

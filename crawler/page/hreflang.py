@@ -33,8 +33,7 @@ carries half a pair. Codes are written as declared, a page's pairs sorted by cod
 from __future__ import annotations
 
 import functools
-import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin
@@ -43,7 +42,7 @@ import pycountry
 from scrapy.http import Response
 
 from crawler.core.urls import host_port, site_of
-from crawler.page.links import clean_href
+from crawler.page.links import clean_href, link_headers
 
 __all__ = ["Verdict", "declared", "valid_code", "verify"]
 
@@ -58,11 +57,10 @@ X_DEFAULT = "x-default"
 
 
 def valid_code(code: str) -> bool:
-    """True for an hreflang value Google accepts: ``x-default``, or an ISO 639-1
-    language, then optionally an ISO 15924 script, then optionally an ISO 3166-1
-    alpha-2 region, joined by ``-`` (``en``, ``en-gb``, ``zh-Hant-TW``), in any
-    case. Not ``en-UK`` (no such region), ``eng`` (ISO 639-2), ``en_GB`` (``_``),
-    ``de-DE-x`` (more parts), or a value with spaces around it."""
+    """Whether Google accepts the hreflang value: ``x-default``, or an ISO 639-1 language,
+    then optionally an ISO 15924 script and an ISO 3166-1 alpha-2 region, joined by ``-``,
+    in any case (``en``, ``en-gb``, ``zh-Hant-TW``; not ``en-UK``, ``eng``, ``en_GB``,
+    ``de-DE-x``, nor a value with spaces around it)."""
     if not code.isascii():
         return False
     lowered = code.lower()
@@ -83,33 +81,6 @@ def valid_code(code: str) -> bool:
 
 # -- declarations of one page ------------------------------------------------------
 
-# RFC 8288, section 3: link-value = "<" URI-Reference ">" *( OWS ";" OWS link-param ),
-# link-param = token BWS [ "=" BWS ( token / quoted-string ) ]; link-values are
-# separated by commas (outside <> and quoted strings).
-_LINK_VALUE = re.compile(
-    r"<(?P<target>[^>]*)>(?P<params>(?:\s*;\s*[^;,=\s]+(?:\s*=\s*(?:\"(?:[^\"\\]|\\.)*\"|[^;,]*))?)*)"
-)
-_LINK_PARAM = re.compile(
-    r";\s*(?P<name>[^;,=\s]+)(?:\s*=\s*(?:\"(?P<quoted>(?:[^\"\\]|\\.)*)\"|(?P<token>[^;,]*)))?"
-)
-_QUOTED_PAIR = re.compile(r"\\(.)")
-
-
-def _link_header_values(value: str) -> Iterator[tuple[str, dict[str, str]]]:
-    """(target, parameters) of each link-value of one ``Link`` header; a parameter
-    named twice keeps its first value (RFC 8288, 3.3 says so of ``rel``); names are
-    lowercased."""
-    for link in _LINK_VALUE.finditer(value):
-        params: dict[str, str] = {}
-        for param in _LINK_PARAM.finditer(link.group("params")):
-            name = param.group("name").lower()
-            if param.group("quoted") is not None:
-                text = _QUOTED_PAIR.sub(r"\1", param.group("quoted"))
-            else:
-                text = (param.group("token") or "").strip()
-            params.setdefault(name, text)
-        yield link.group("target"), params
-
 
 def declared(root: Any, response: Response, base: str) -> tuple[tuple[str, str], ...]:
     """The (code, href) alternates one page declares, each pair once (the code compared
@@ -119,14 +90,13 @@ def declared(root: Any, response: Response, base: str) -> tuple[tuple[str, str],
     (not one the parser put in the body: Google does not read it), resolved against
     *base*. Codes as written, stripped; hrefs absolute, not normalised."""
     found: list[tuple[str, str]] = []
-    for raw in response.headers.getlist(b"Link"):
-        for target, params in _link_header_values(raw.decode("latin-1")):
-            if "alternate" not in params.get("rel", "").lower().split():
-                continue
-            code = params.get("hreflang")
-            href = clean_href(target)
-            if code is not None and href:
-                found.append((code.strip(), urljoin(response.url, href)))
+    for target, params in link_headers(response):
+        if "alternate" not in params.get("rel", "").lower().split():
+            continue
+        code = params.get("hreflang")
+        href = clean_href(target)
+        if code is not None and href:
+            found.append((code.strip(), urljoin(response.url, href)))
 
     if root is not None and hasattr(root, "xpath"):
         for link in root.xpath("/html/head/link[@rel][@hreflang][@href]"):
@@ -151,10 +121,9 @@ def _once(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """What :func:`verify` found. *written*: page -> the (code, href) alternates to
-    write for it, itself included, sorted by code; a page with none is absent.
-    *problems*: page -> what is wrong with its declarations, in words, each once,
-    in the order of its declarations; a page with none is absent."""
+    """What :func:`verify` found: *written*, page -> the (code, href) alternates to write,
+    itself included, sorted by code; *problems*, page -> what is wrong with its
+    declarations, each once, in order. A page with none is absent from each."""
 
     written: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
     problems: dict[str, list[str]] = field(default_factory=dict)
@@ -222,16 +191,11 @@ def verify(
     listed: Callable[[str], str | None],
     alternate_hosts: frozenset[str] = frozenset(),
 ) -> Verdict:
-    """Check every page's hreflang cluster, as the module docstring says.
-
-    *pages*: the normalised URL of each listed page -> the (code, normalised href)
-    pairs it declares (:func:`declared`, normalised); a page there that *listed*
-    says is not listed is left out, as if absent. *listed*: for a URL, None when
-    it is listed, else why not (``"noindex"``, ``"redirect"``,
-    ``"canonicalised to X"``, ``"not crawled"``...). *alternate_hosts*: host names
-    (lowercase, as normalised URLs have them; any scheme and port) whose alternates
-    are written as declared, unverified; the crawl's own site needs no entry.
-    """
+    """Check every page's hreflang cluster (the module docstring's rules). *pages*: each
+    listed page's normalised URL -> the (code, normalised href) pairs it declares (a page
+    that *listed* says is not listed is left out); *listed*: for a URL, None when it is
+    listed, else why not (``"noindex"``, ``"canonicalised to X"``...); *alternate_hosts*:
+    lowercase host names whose alternates are written unverified."""
     read = {url: _read(url, decl) for url, decl in pages.items()}
     reason = functools.cache(listed)  # each URL asked once
     hosts = frozenset(h.lower() for h in alternate_hosts)

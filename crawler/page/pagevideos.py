@@ -56,13 +56,9 @@ __all__ = ["VideoFacts", "videos"]
 
 @dataclass(frozen=True, slots=True)
 class VideoFacts:
-    """One video of a page, as a video sitemap's ``video:video`` carries it.
-
-    URLs absolute (not normalised); *duration* in whole seconds (1 to 28,800);
-    dates W3C (``YYYY-MM-DD`` or ``YYYY-MM-DDThh:mm:ss+00:00``); *missing*: what
-    Google requires and the page did not give; *problems*: what was found and left
-    out, and why. JSON: an object with these field names, tuples as lists.
-    """
+    """One video of a page, as a video sitemap's ``video:video`` carries it: URLs absolute,
+    *duration* in seconds, W3C dates; *missing*: what Google requires and the page did
+    not give; *problems*: what was left out, and why. JSON: these fields, tuples as lists."""
 
     thumbnail_loc: str | None = None
     title: str | None = None
@@ -234,14 +230,11 @@ def _og_videos(metas: Mapping[str, list[str]], root: Any, base: str) -> list[dic
         content = meta.get("content")
         if content is None or not key.startswith("og:video"):
             continue
-        if key in ("og:video", "og:video:url"):
-            if not groups or "url" in groups[-1]:
+        part = "url" if key == "og:video" else key.removeprefix("og:video:")
+        if part in ("url", "secure_url", "type"):
+            if not groups or part in groups[-1]:
                 groups.append({})
-            groups[-1]["url"] = content
-        elif key in ("og:video:secure_url", "og:video:type"):
-            if not groups or key.rpartition(":")[2] in groups[-1]:
-                groups.append({})
-            groups[-1][key.rpartition(":")[2]] = content
+            groups[-1][part] = content
     out: list[dict[str, Any]] = []
     thumbnail = next((u for u in (absolute(base, v) for v in metas.get("og:image", ())) if u), None)
     for group in groups:
@@ -272,16 +265,11 @@ def _video_elements(root: Any, metas: Mapping[str, list[str]], base: str) -> lis
         poster = absolute(base, video.get("poster"))
         if poster is None:
             continue
-        src = absolute(base, video.get("src"))
-        if src is None:
-            for source in video.iter("source"):
-                src = absolute(base, source.get("src"))
-                if src is not None:
-                    break
+        sources = (absolute(base, s.get("src")) for s in video.iter("source"))
+        src = absolute(base, video.get("src")) or next((u for u in sources if u), None)
         title = text_value(video.get("title"))
         if title is None:
-            page_title = page_title or html_title(root)
-            title = page_title
+            title = page_title = page_title or html_title(root)
         out.append(
             {
                 "thumbnail_loc": poster,
@@ -292,12 +280,6 @@ def _video_elements(root: Any, metas: Mapping[str, list[str]], base: str) -> lis
             }
         )
     return out
-
-
-def _same_page(url: str | None, page: str) -> bool:
-    if url is None:
-        return False
-    return (normalize_url(url) or url) == page
 
 
 def videos(root: Any, base: str, page_url: str) -> tuple[VideoFacts, ...]:
@@ -322,7 +304,7 @@ def videos(root: Any, base: str, page_url: str) -> tuple[VideoFacts, ...]:
     merged: list[dict[str, Any]] = []
     for draft in drafts:
         for key in ("content_loc", "player_loc"):
-            if _same_page(draft.get(key), page):
+            if (url := draft.get(key)) is not None and (normalize_url(url) or url) == page:
                 draft["problems"].append(
                     f"{key} {draft[key]} is the page itself (Google: it must not be): left out"
                 )
@@ -353,6 +335,5 @@ def _facts(draft: Mapping[str, Any]) -> VideoFacts:
     if draft.get("content_loc") is None and draft.get("player_loc") is None:
         missing.append("content_loc or player_loc")
     values: dict[str, Any] = {name: draft.get(name) for name in _VIDEO_FIELDS}
-    return VideoFacts(
-        **values, missing=tuple(missing), problems=tuple(dict.fromkeys(draft["problems"]))
-    )
+    problems = tuple(dict.fromkeys(draft["problems"]))
+    return VideoFacts(**values, missing=tuple(missing), problems=problems)

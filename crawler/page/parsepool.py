@@ -330,14 +330,11 @@ def page_analyser(settings: BaseSettings) -> PageAnalyser:
 class PageAnalyser:
     """Analyses HTML responses in the shared worker pool (or in this process).
 
-    *processes*: workers (0: analyse here); *agents*: the robots-directive agents
-    that apply to the crawl; *volatile*: CSS selectors left out of the main-content
-    hash; *resolver*: this process's link resolver (a worker keeps one of its own with
-    the same settings); *local_below*: bodies smaller than this are analysed here;
-    *backlog*: pages waiting for the least busy worker at which the next one is
-    analysed here (0: never); *rich*: the rich data the crawl reads from its pages
-    (:class:`crawler.page.analysis.Rich`).
-    """
+    *processes*: workers (0: analyse here); *agents*: the robots-directive agents of the
+    crawl; *volatile*: CSS selectors left out of the main-content hash; *resolver*: this
+    process's (a worker keeps its own); *local_below*: bodies smaller than this are analysed
+    here; *backlog*: at this many pages waiting for the least busy worker the next one is
+    analysed here (0: never); *rich*: :class:`crawler.page.analysis.Rich`."""
 
     processes: int
     agents: Iterable[str]
