@@ -34,9 +34,8 @@ if TYPE_CHECKING:
 
 @dataclass(eq=False)
 class LedgerPipeline(RecordPipeline):
-    """Writes into *ledger* (None: a run that keeps no books, locked out say);
-    *previous*: the previous run, whose first-seen times carry over; *run_started*:
-    the first-seen time of a URL new in this run."""
+    """Writes into *ledger* (None: a run that keeps no books); *previous*: whose first-seen
+    times carry over; *run_started*: the first-seen time of a URL new in this run."""
 
     ledger: Ledger | None
     previous: PreviousRun | None

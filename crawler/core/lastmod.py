@@ -508,9 +508,8 @@ def _page_dates(
 
 
 def lastmod_from_page(html_root: Any, url: str = "", canonicals: Iterable[str] = ()) -> str | None:
-    """The first date of :func:`page_dates` that the page itself does not rule out,
-    or ``None`` (the guards against the response's ``Date`` and the site's template
-    dates are the lastmod pipeline's). Never raises."""
+    """The first date of :func:`page_dates` that the page itself does not rule out, or
+    ``None`` (the guards that need the response or the site are the lastmod pipeline's)."""
     for declared in page_dates(html_root, url, canonicals):
         if declared.why is None and declared.value is not None:
             return declared.value

@@ -202,10 +202,8 @@ class LedgerError(Exception):
 
 
 class LedgerReader:
-    """The queries that read a ledger: the running one (:class:`Ledger`, which
-    writes it too) and a filed one opened read-only (:meth:`open`): the previous
-    run's (:mod:`crawler.ledger.previous`), ``explain``'s and the audit's. No other module
-    holds SQL on the ledger's tables (tests/test_oneplace.py greps for it)."""
+    """The queries that read a ledger: the running one (:class:`Ledger`, which writes it
+    too), or a filed one opened read-only (:meth:`open`)."""
 
     path: Path
     _db: sqlite3.Connection
@@ -263,11 +261,10 @@ class LedgerReader:
         none in a ledger older than the ``params`` table)."""
         learned: dict[str, list[str]] = {}
         try:
-            rows = self._db.execute("SELECT path, name FROM params ORDER BY path, name")
-            found = rows.fetchall()
+            found = self._db.execute("SELECT path, name FROM params ORDER BY path, name")
         except sqlite3.OperationalError:
             return learned
-        for path, name in found:
+        for path, name in found.fetchall():
             learned.setdefault(path, []).append(name)
         return learned
 

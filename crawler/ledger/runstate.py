@@ -85,9 +85,8 @@ def _start_url(crawler: Crawler) -> str | None:
 
 @dataclass(eq=False)
 class RunState:
-    """The run's state (see the module docstring). *paths*: None for a process that
-    keeps none; *incremental*: start from the previous run; *resume*: continue the
-    interrupted run's ledger; *job*: Scrapy's ``JOBDIR``, if any."""
+    """The run's state. *paths*: None for a process that keeps none; *incremental*: start
+    from the previous run; *resume*: continue its ledger; *job*: Scrapy's ``JOBDIR``."""
 
     start_url: str
     public: PublicUrls
@@ -225,9 +224,8 @@ class RunState:
     # -- the run ends ---------------------------------------------------------------------
 
     def end(self, good: bool, resumable: bool) -> None:
-        """Close the running ledger and file it: ``ledger.sqlite`` when the run did its
-        job (*good*), ``ledger.failed.sqlite`` otherwise, or left as it is to be
-        continued (*resumable*)."""
+        """Close the running ledger and file it: ``ledger.sqlite`` when the run did its job
+        (*good*), else ``ledger.failed.sqlite``, or as it is to be continued (*resumable*)."""
         self.resumable = resumable
         self._close_files()
         if self.paths is None or resumable:

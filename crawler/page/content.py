@@ -29,9 +29,8 @@ def main_content_hash(root: Any, volatile: Iterable[str] = ()) -> str | None:
 
 
 def main_content(root: Any, volatile: Iterable[str] = ()) -> tuple[str | None, str]:
-    """:func:`main_content_hash` and the main text it hashed (whitespace as in the
-    page; empty for a page with no tree), which the soft-404 fingerprint reads
-    (:mod:`crawler.page.softnotfound`). Call :func:`bag_hash` after it, if at all."""
+    """:func:`main_content_hash` and the text it hashed (empty for no tree), for the
+    soft-404 print (:mod:`crawler.page.softnotfound`). :func:`bag_hash` may follow it."""
     if root is None or not hasattr(root, "iter"):
         return None, ""
     for selector in volatile:

@@ -35,16 +35,7 @@ import pycountry
 from scrapy.http import Response
 
 from crawler.core.lastmod import jsonld_walk, w3c_datetime
-from crawler.page.pageread import (
-    MAX_DEPTH,
-    absolute,
-    first_text,
-    html_title,
-    item_types,
-    jsonld_blocks,
-    page_metas,
-    text_value,
-)
+from crawler.page import pageread as read
 from crawler.sitemaps.limits import MAX_IMAGES_PER_URL
 
 __all__ = ["NewsFacts", "images", "news", "news_language"]
@@ -143,9 +134,8 @@ def _tiny(img: Any) -> bool:
 
 
 def images(root: Any, base: str, limit: int = MAX_IMAGES_PER_URL) -> tuple[str, ...]:
-    """The image URLs of a page (see the module docstring): absolute against
-    *base* (the page's ``<base href>``, else its URL), in page order, each once, at
-    most *limit*."""
+    """The page's image URLs, absolute against *base* (its ``<base href>``, else its URL),
+    in page order, each once, at most *limit*."""
     found: dict[str, None] = {}
     if limit <= 0 or root is None or not hasattr(root, "iter"):
         return ()
@@ -180,7 +170,7 @@ def images(root: Any, base: str, limit: int = MAX_IMAGES_PER_URL) -> tuple[str, 
                 continue
             candidates = [el.get("href")]
         for candidate in candidates:
-            url = absolute(base, candidate)
+            url = read.absolute(base, candidate)
             if url is not None and url not in found:
                 found[url] = None
                 if len(found) >= limit:
@@ -193,10 +183,8 @@ def images(root: Any, base: str, limit: int = MAX_IMAGES_PER_URL) -> tuple[str, 
 
 @dataclass(frozen=True, slots=True)
 class NewsFacts:
-    """An article's publication, as a news sitemap's ``news:news`` carries it
-    (the publication's name is the crawl's setting, not the page's).
-
-    JSON: ``{"publication_date": ..., "title": ..., "language": ...}``."""
+    """An article's publication, as a news sitemap's ``news:news`` carries it (the
+    publication's name is the crawl's setting). JSON: an object with these field names."""
 
     publication_date: str  # W3C date or date-time
     title: str | None = None
@@ -236,7 +224,7 @@ _ISO639 = frozenset(
 def _article(node: dict[str, Any]) -> tuple[bool, list[Any]]:
     """Article objects are at a block's top level, in lists, ``@graph`` and
     ``mainEntity`` (not in other properties: an article's ``citation`` is not the page)."""
-    return bool(item_types(node) & _ARTICLES), [node.get("@graph"), node.get("mainEntity")]
+    return bool(read.item_types(node) & _ARTICLES), [node.get("@graph"), node.get("mainEntity")]
 
 
 def news_language(tag: str) -> str | None:
@@ -265,20 +253,20 @@ def news(root: Any, response: Response) -> NewsFacts | None:
     publication date that is a W3C date or date-time with a time zone."""
     if root is None or not hasattr(root, "iter"):
         return None
-    metas = page_metas(root)
+    metas = read.page_metas(root)
     published = next(
         (d for d in map(w3c_datetime, metas.get("article:published_time", ())) if d), None
     )
     headline: str | None = None
-    for block in jsonld_blocks(root):
-        for article in jsonld_walk(block, _article, MAX_DEPTH):
+    for block in read.jsonld_blocks(root):
+        for article in jsonld_walk(block, _article, read.MAX_DEPTH):
             if headline is None:
-                headline = text_value(article.get("headline"))
+                headline = read.text_value(article.get("headline"))
             if published is None:
-                published = w3c_datetime(text_value(article.get("datePublished")) or "")
+                published = w3c_datetime(read.text_value(article.get("datePublished")) or "")
     if published is None:
         return None
-    title = first_text(metas.get("og:title")) or headline or html_title(root)
+    title = read.first_text(metas.get("og:title")) or headline or read.html_title(root)
     html = root if root.tag == "html" else next(iter(root.iter("html")), None)
     tag = None if html is None else html.get("lang") or html.get("xml:lang")
     if not tag:

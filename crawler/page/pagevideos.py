@@ -283,9 +283,8 @@ def _video_elements(root: Any, metas: Mapping[str, list[str]], base: str) -> lis
 
 
 def videos(root: Any, base: str, page_url: str) -> tuple[VideoFacts, ...]:
-    """The videos of a page (see the module docstring), URLs absolute against
-    *base*; *page_url*: the page's own URL, which Google forbids as a video's
-    content_loc or player_loc."""
+    """The page's videos, URLs absolute against *base*; *page_url*: the page's own URL,
+    which Google forbids as a video's content_loc or player_loc."""
     if root is None or not hasattr(root, "iter"):
         return ()
     metas = page_metas(root)

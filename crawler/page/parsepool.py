@@ -299,10 +299,8 @@ _pools: dict[int, _Pool] = {}
 
 
 def _shared_pool(processes: int, method: StartMethod = "spawn") -> _Pool:
-    """The process's pool of *processes* workers, started now if there is none;
-    spawned unless :func:`fork_workers` knows better (a crawl's process has a running
-    reactor, open sockets, SQLite connections and threads that a forked child must
-    not inherit)."""
+    """The process's pool of *processes* workers, started now if there is none: spawned
+    unless :func:`fork_workers` knows better (a running crawl's process must not fork)."""
     pool = _pools.get(processes)
     if pool is None:
         pool = _pools[processes] = _Pool(processes, method)
@@ -317,9 +315,7 @@ def _drop_pool(pool: _Pool) -> None:
 
 
 def page_analyser(settings: BaseSettings) -> PageAnalyser:
-    """The analyser of a crawl with these settings: its robots agents, its link
-    resolver (``SITEMAP_STRIP_*``), ``SITEMAP_VOLATILE_SELECTORS`` and the pool's
-    ``SITEMAP_PARSE_*``."""
+    """The analyser of a crawl with these settings."""
     strip = Stripping.from_settings(settings)
     resolver = LinkResolver(strip_params=strip.params, extra_strip=strip.extra)
     agents = robots_agents(settings["USER_AGENT"], settings.get("ROBOTSTXT_USER_AGENT"))
