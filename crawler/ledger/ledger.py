@@ -379,12 +379,9 @@ class LedgerReader:
                 kind, _, target = line.partition(" ")
                 if target != url:
                     continue
-                seen = found.get(kind)
-                if seen is None:
-                    found[kind] = seen = {"pages": 0, "rank": rank}
-                    seen.update(page=row["url"], robots=row["robots"])
+                seen = found.setdefault(kind, {"pages": 0, "rank": None})
                 seen["pages"] += 1
-                if rank < seen["rank"]:
+                if seen["rank"] is None or rank < seen["rank"]:
                     seen.update(rank=rank, page=row["url"], robots=row["robots"])
         for seen in found.values():
             del seen["rank"]

@@ -51,9 +51,6 @@ from crawler.sitemaps.limits import MAX_VIDEO_DURATION
 __all__ = ["VideoFacts", "videos"]
 
 
-# -- videos --------------------------------------------------------------------------
-
-
 @dataclass(frozen=True, slots=True)
 class VideoFacts:
     """One video of a page, as a video sitemap's ``video:video`` carries it: URLs absolute,

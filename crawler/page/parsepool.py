@@ -407,20 +407,9 @@ class PageAnalyser:
                 if self.stats is not None:
                     self.stats.inc_value("sitemap/parse/backlog")
                 return self.local(response)
-            payload = pickle.dumps(
-                (
-                    response.url,
-                    response.status,
-                    dict(response.headers),
-                    response.body,
-                    self.agents,
-                    self.volatile,
-                    self.strip,
-                    self.rich,
-                    self.prints,
-                ),
-                protocol=5,
-            )
+            page = (response.url, response.status, dict(response.headers), response.body)
+            crawl = (self.agents, self.volatile, self.strip, self.rich, self.prints)
+            payload = pickle.dumps((*page, *crawl), protocol=5)
             ok, result = pickle.loads(await channel.ask(payload))
         except WorkerGone:
             # A worker died (killed, or out of memory on a huge page): the rest of
