@@ -1,24 +1,10 @@
 """Lastmod pipeline: the ``<lastmod>`` of a listed page, from evidence only (issues #2 and
-#4; the rules, for users: docs/lastmod.md). The first that gives a date wins:
-
-1. the ``Last-Modified`` header (:func:`crawler.core.lastmod.http_date_to_w3c`), unless
-   malformed, in the future or *volatile*: within :data:`VOLATILE_SECONDS` of the
-   response's ``Date`` (stamped per request), or changed since the previous run while
-   the main content did not;
-2. the page's declarations (``SITEMAP_LASTMOD_FROM_PAGE``;
-   :func:`crawler.core.lastmod.page_dates`), the first that passes the same guards
-   (:meth:`LastmodPipeline._guard`): not after ``Date`` (beyond
-   :data:`FUTURE_TOLERANCE`), not before :data:`EARLIEST`, not within
-   :data:`PAGE_VOLATILE_SECONDS` of ``Date``, not a *template date* (one value that
-   :data:`TEMPLATE_PAGES` pages or more, and more than half of those dated so, declare:
-   the pages that took it before it was known are decided again in
-   :meth:`LastmodPipeline.close_spider`);
-3. content evidence (:mod:`crawler.page.content`): the run that first saw the main
-   content change; unchanged, the previous lastmod byte for byte, whichever rule gave it.
-
-Never "now" for a page that did not change: a search engine ignores a lastmod that is
-not accurate. A 304 replays the previous record. The previous run and this run's start
-come from :class:`crawler.ledger.runstate.RunState`.
+#4; the rules are docs/lastmod.md's). The first that gives a date wins: the
+``Last-Modified`` header unless malformed, in the future or volatile (``_header``); the
+page's first declaration that passes the guards (``_guard``; template dates are found
+as the crawl goes, and the pages that took one are decided again in ``close_spider``);
+the content's evidence (``_evidence``). Never "now" for a page that did not change: a
+search engine ignores a lastmod that is not accurate.
 
 Settings: ``SITEMAP_LASTMOD_FROM_PAGE``.
 Stats: ``sitemap/lastmod/header``, ``sitemap/lastmod/page``, ``sitemap/lastmod/content``,

@@ -67,11 +67,15 @@ def holder(state: Path) -> str | None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
-        return f"another run (pid {pid}) is using the state directory {state}"
+        return _held(fd, state)
     finally:
         os.close(fd)  # also releases the lock if we got it
     return None
+
+
+def _held(fd: int, state: Path) -> str:
+    pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+    return f"another run (pid {pid}) is using the state directory {state}"
 
 
 def _start_url(crawler: Crawler) -> str | None:
@@ -180,14 +184,11 @@ class RunState:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+                held = _held(fd, paths.state)
                 os.close(fd)
                 self.locked_out = True
                 self.stats.set_value("sitemap/locked", True)
-                self.fail(
-                    f"another run (pid {pid}) is using the state directory {paths.state}; "
-                    "this one did nothing"
-                )
+                self.fail(f"{held}; this one did nothing")
                 return False
             # The run that held it removes the file before it lets go: if the name
             # is no longer this file, lock the one that is there now.
