@@ -1,26 +1,20 @@
 """The state of one run: where it publishes and keeps its books, and what the previous
-run left. One :class:`RunState` per crawler owns what belongs to the run rather than to
-one component:
+run left. One :class:`RunState` per crawler owns what belongs to the run, not to one
+component:
 
-- the state paths (:class:`crawler.core.paths.CrawlPaths`);
-- the lock, one run per state directory: two nightly runs on one state would
-  interleave their ledgers and race to publish. An exclusive, non-blocking ``flock`` on
-  ``STATE/lock`` is taken before any file is opened; a second run is *locked out* (it
-  touches no file, its spider is closed at once). The kernel drops the lock of a dead
-  process, so a crash leaves no stale one;
-- the previous successful run (:class:`crawler.ledger.previous.PreviousRun`, read-only);
-- the running ledger (``ledger.running.sqlite``), continued by ``--resume``, filed when
-  the run ends (:meth:`RunState.end`: ``ledger.sqlite`` when the run did its job,
-  ``ledger.failed.sqlite`` otherwise, or kept as it is for ``--resume``);
-- Scrapy's ``JOBDIR``: cleared when a new run starts, removed once the run is over
-  unless it can be resumed;
-- the public-URL mapping (``--base-url``, :class:`crawler.core.publicurl.PublicUrls`);
-- why the run cannot do its job (:meth:`RunState.fail`).
+- the lock, one run per state directory (two would interleave their ledgers and race
+  to publish): a non-blocking ``flock`` on ``STATE/lock`` before any file is opened; a
+  second run is *locked out* (touches no file, its spider closed at once). The kernel
+  drops a dead process's lock: a crash leaves no stale one;
+- the previous successful run (:class:`crawler.ledger.previous.PreviousRun`);
+- the running ledger (``ledger.running.sqlite``), continued by ``--resume``, filed by
+  :meth:`RunState.end`; Scrapy's ``JOBDIR``, removed once the run cannot be resumed;
+- the state paths, the public-URL mapping (``--base-url``), and why the run cannot do
+  its job (:meth:`RunState.fail`).
 
-It is the first extension in ``EXTENSIONS``: Scrapy builds it after the spider and
-before everything else, so the lock is taken first. Every component gets that one
-instance with :meth:`RunState.of`. A process with no ``SITEMAP_OUT_DIR`` (a distributed
-worker) has no state: no lock, no ledger, no previous run.
+It is the first extension in ``EXTENSIONS``, built after the spider and before
+everything else; components get it with :meth:`RunState.of`. A process with no
+``SITEMAP_OUT_DIR`` (a distributed worker) has no state.
 
 Settings: ``SITEMAP_OUT_DIR``, ``SITEMAP_STATE_DIR``, ``SITEMAP_INCREMENTAL``,
 ``SITEMAP_RESUME``, ``SITEMAP_BASE_URL``, ``JOBDIR``.

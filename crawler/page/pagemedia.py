@@ -1,27 +1,18 @@
-"""A page's images and news publication (issue #14; its videos: :mod:`crawler.page.pagevideos`).
+"""A page's images and news publication (issue #14; docs/rich.md; its videos:
+:mod:`crawler.page.pagevideos`). Pure functions over a parsed page whose results are
+small and picklable (the analysis may run in a worker); URLs absolute, not normalised.
 
-Pure functions over a parsed page (:func:`crawler.page.links.parse_html`); the results
-are small and picklable (the analysis may run in a worker process). URLs are absolute,
-not normalised; which may be written (host, robots.txt) is the caller's decision.
+:func:`images` (https://developers.google.com/search/docs/crawling-indexing/sitemaps/image-sitemaps):
+``<img src>``, the largest candidate of a ``srcset`` (the grammar of
+https://html.spec.whatwg.org/multipage/images.html#parsing-a-srcset-attribute), the
+lazy-loading ``data-*`` attributes (Google renders pages: it sees what a script puts
+there), ``og:image`` and ``<link rel="image_src">``; not ``data:`` or ``blob:``, nor a
+tracking pixel (declared 1x1 or smaller, ``style`` winning over attributes).
 
-:func:`images`, for image sitemaps (at most 1,000 per page,
-https://developers.google.com/search/docs/crawling-indexing/sitemaps/image-sitemaps),
-in page order, each once: ``<img src>``; the largest candidate of ``<img srcset>`` and
-of ``<picture><source srcset>`` (by ``w``, else ``x``, else the first; the grammar of
-https://html.spec.whatwg.org/multipage/images.html#parsing-a-srcset-attribute); the
-lazy-loading ``data-src``, ``data-srcset``, ``data-lazy-src`` (Google renders pages, so
-it sees what a script puts there); ``og:image`` / ``og:image:url``
-(https://ogp.me/#structured) and ``<link rel="image_src">``. Left out: anything not
-http(s) (``data:``, ``blob:``), and images declared 1x1 or smaller by their ``width``
-and ``height`` attributes or ``style`` (which wins): tracking pixels.
-
-:func:`news`, for news sitemaps
-(https://developers.google.com/search/docs/crawling-indexing/sitemaps/news-sitemap):
-the date from ``article:published_time`` (https://ogp.me/#type_article), else the
-``datePublished`` of a JSON-LD article (:func:`_article`); the title from ``og:title``,
-else its ``headline``, else ``<title>``; the language from ``<html lang>`` (else
-``Content-Language``) by :func:`news_language`. No date, no news.
-
+:func:`news` (https://developers.google.com/search/docs/crawling-indexing/sitemaps/news-sitemap):
+``article:published_time`` (https://ogp.me/#type_article), else a JSON-LD article's
+``datePublished``; ``og:title``, else its ``headline``, else ``<title>``; ``<html
+lang>`` (else ``Content-Language``) by :func:`news_language`. No date, no news.
 Malformed data is skipped, never raised: broken JSON-LD costs its block only."""
 
 from __future__ import annotations

@@ -1,27 +1,17 @@
-"""A page's videos (issue #14), for video sitemaps
+"""A page's videos (issue #14; docs/rich.md), for video sitemaps
 (https://developers.google.com/search/docs/crawling-indexing/sitemaps/video-sitemaps),
-from, in this order:
+in this order: schema.org ``VideoObject`` (https://schema.org/VideoObject) in JSON-LD,
+wherever it is, and in microdata (values read as the microdata standard says;
+``itemref`` not followed); Open Graph ``og:video`` (https://ogp.me/#structured: a
+player_loc when its type is ``text/html`` or Flash, or, with no type, when the URL does
+not end in a video file extension); ``<video poster=...>``.
 
-* schema.org ``VideoObject`` (https://schema.org/VideoObject) in JSON-LD, wherever it
-  is in a block, and in microdata (its ``itemprop`` values read as the microdata
-  standard says; ``itemref`` is not followed): ``thumbnailUrl`` (or ``thumbnail``),
-  ``name``, ``description``, ``contentUrl``, ``embedUrl`` (player_loc), ``duration``
-  (ISO 8601), ``uploadDate``, ``expires``, ``isFamilyFriendly``, ``publication`` (a
-  ``BroadcastEvent``: live);
-* Open Graph ``og:video`` (``:url``, ``:secure_url`` preferred) with ``og:title``,
-  ``og:description``, ``og:image`` (https://ogp.me/#structured): a player_loc when its
-  ``og:video:type`` is ``text/html`` (or Flash), or, without a type, when the URL does
-  not end in a video file extension; else a content_loc;
-* ``<video poster=...>``: the poster, its ``src`` (or first ``<source src>``), its
-  ``title`` (else the page's), the page's meta description.
-
-The same video found twice (the same content_loc or player_loc) is one, each field
-from where it was found first. Google's rules: a duration of 1 to 28,800 seconds, no
+The same video found twice (the same content_loc or player_loc) is one, each field from
+where it was found first. Google's rules: a duration of 1 to 28,800 seconds, no
 content_loc or player_loc that is the page itself, W3C dates
 (:func:`crawler.core.lastmod.w3c_datetime`); anything else is dropped with a problem.
-``missing`` names what Google requires and the page did not give.
-
-Malformed data is skipped, never raised."""
+``missing`` names what Google requires and the page did not give. Malformed data is
+skipped, never raised."""
 
 from __future__ import annotations
 

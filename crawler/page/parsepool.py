@@ -3,23 +3,16 @@ process fetches, judges and records.
 
 Parsing and reading a page of real size costs about as much CPU as everything else the
 crawl does with it (bench/README.md, "The page-parsing workers", measures every rule
-here), so the body goes to a worker, which runs :func:`crawler.page.analysis.analyse`
-and sends back a small :class:`~crawler.page.analysis.PageAnalysis`. (Threads do not
-help: libxml2 parses without the GIL, the rest holds it.) With no pool
-(``SITEMAP_PARSE_PROCESSES = 0``, a reactor that is not asyncio's, a broken pool),
-pages are analysed in the crawl's process, with the same result.
+here; threads do not help: only libxml2 runs without the GIL). So a worker runs
+:func:`crawler.page.analysis.analyse` and sends back a small
+:class:`~crawler.page.analysis.PageAnalysis`; with no pool (none configured, a reactor
+not asyncio's, a broken pool) pages are analysed here, with the same result.
 
-One pool per process, shared by its crawls. The command line forks it before the crawl
-(:func:`fork_workers`), while the process is only its imports: up in milliseconds,
-where a spawned worker imports Scrapy again. Elsewhere it is spawned when a crawl first
-has a page to send; until its workers are up, pages are parsed here.
-
-Each worker has a socket that the reactor's asyncio loop reads and writes like any
-other connection: no thread in the crawl's process. When the workers are behind
-(``SITEMAP_PARSE_BACKLOG`` pages waiting for the least busy one) the next page is
-parsed here, so the two sides share the work; bodies under
-``SITEMAP_PARSE_LOCAL_BELOW`` cost less to parse than to send. Workers ignore SIGINT
-(Ctrl-C belongs to the crawl's process) and exit when their socket ends.
+One pool per process, shared by its crawls: forked by the command line before the
+crawl (:func:`fork_workers`: up in milliseconds), else spawned when a crawl first has a
+page to send. Each worker's socket is read by the reactor's asyncio loop: no thread
+here. When the workers are behind, or a body is too small to be worth sending, the page
+is parsed here. Workers ignore SIGINT and exit when their socket ends.
 
 Settings: ``SITEMAP_PARSE_PROCESSES``, ``SITEMAP_PARSE_LOCAL_BELOW``,
 ``SITEMAP_PARSE_BACKLOG``.

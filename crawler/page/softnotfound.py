@@ -1,21 +1,12 @@
 """Soft 404s: a site's "not found" page served with status 200 (issue #19;
-docs/crawling.md).
-
-Search engines leave such pages out. At the start of a crawl the spider asks, through
-Scrapy (robots.txt obeyed), for an address that cannot exist (:func:`probe_url`), and
-one of another shape when that answers 200. A probe answered 200 leaves its print
-(:func:`page_print`), and a page whose print matches (:meth:`SoftNotFound.matches`) is
-``soft-404``; one answered with an HTML 404 or 410 leaves the hash of its words only,
-which a page's main text matches word for word. Probes are never listed nor recorded.
-
-The print is of the main text (:func:`crawler.page.content.main_content`) without the
-page's own address (a "not found" page often echoes it): a hash of its words, and a
-64-bit simhash of its word pairs, which tolerates a word or two (a time, a counter)
-within :data:`MAX_DISTANCE` bits. Pages over :data:`MAX_TEXT` characters get none.
-
-A real address can be a "not found" page too (a product taken down):
-:func:`says_not_found` gives the evidence when the title, first heading or start of
-the main text says so and the main content is thin (``SITEMAP_SOFT404_CONTENT``)."""
+docs/crawling.md). The spider's probes (:func:`probe_url`: addresses that cannot exist)
+leave prints (:func:`page_print`) that a page matches (:meth:`SoftNotFound.matches`):
+the hash of its main text's words without its own address (a "not found" page echoes
+it), and a 64-bit simhash of its word pairs, within :data:`MAX_DISTANCE` bits (a time,
+a counter). A probe answered 404 leaves the words' hash only. Probes are never listed
+nor recorded; their stats: ``sitemap/soft404/probes``, ``sitemap/soft404/probe_status``,
+``sitemap/soft404/detected``. :func:`says_not_found` reads a real address that says it
+is not there and is thin (``SITEMAP_SOFT404_CONTENT``)."""
 
 from __future__ import annotations
 
