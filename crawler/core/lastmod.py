@@ -456,10 +456,7 @@ def _microdata(html_root: Any, url: str) -> Iterator[Declared]:
 
 
 def page_dates(
-    html_root: Any,
-    url: str = "",
-    canonicals: Iterable[str] = (),
-    structured: bool = True,
+    html_root: Any, url: str = "", canonicals: Iterable[str] = (), structured: bool = True
 ) -> list[Declared]:
     """Every date the page at *url* declares, in the order they are believed (docs/lastmod.md,
     "Which declaration"): ``article:modified_time``, ``og:updated_time``, the JSON-LD

@@ -12,13 +12,14 @@ out of every other module."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -489,16 +490,8 @@ class Ledger(LedgerReader):
             ") ORDER BY content_hash",
             (LISTED, LISTED),
         )
-        group: list[str] = []
-        current = None
-        for content_hash, url in cur:
-            if content_hash != current and group:
-                yield group
-                group = []
-            current = content_hash
-            group.append(url)
-        if group:
-            yield group
+        for _, rows in itertools.groupby(cur, key=itemgetter(0)):
+            yield [url for _, url in rows]
 
     def redecide(self, changes: Iterable[tuple[str, str, str, str | None]]) -> None:
         """Apply ``(url, decision, reason, target)`` changes; a page that is no longer

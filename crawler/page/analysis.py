@@ -158,15 +158,10 @@ def _rich(
         for code, href in declared(root, response, base):
             if (url := normal(href)) is not None:
                 alternates.append((code, url))
-    found_images: list[str] = []
-    if rich.images:
-        for image in images(root, base):
-            url = normal(image)
-            if url is not None and url not in found_images:
-                found_images.append(url)
+    found_images = (normal(image) for image in images(root, base)) if rich.images else ()
     return RichFacts(
         alternates=tuple(alternates),
-        images=tuple(found_images),
+        images=tuple(dict.fromkeys(url for url in found_images if url is not None)),
         videos=videos(root, base, response.url) if rich.videos else (),
         news=news(root, response) if rich.news else None,
     )

@@ -1,23 +1,20 @@
-"""hreflang: the alternates a page declares, and which of them hold up (issue #14).
+"""hreflang: the alternates a page declares, and which of them hold up (issue #14;
+docs/rich.md). Google's rules
+(https://developers.google.com/search/docs/specialty/international/localized-versions):
+head links, ``Link`` headers and sitemap ``xhtml:link`` are equivalent; the code check
+is :func:`valid_code`; "each language version must list itself as well as all other
+language versions"; "if two pages don't both point to each other, the tags will be
+ignored"; and a sitemap lists only the indexable URLs one wants in search.
 
-Google's rules ("Tell Google about localized versions of your page",
-https://developers.google.com/search/docs/specialty/international/localized-versions):
-head links, HTTP ``Link`` headers and sitemap ``xhtml:link`` are equivalent; a code
-is an ISO 639-1 language, then optionally an ISO 15924 script and an ISO 3166-1
-alpha-2 region, or ``x-default`` (``en-UK``, a region alone, ``_`` are wrong; case does
-not matter); "each language version must list itself as well as all other language
-versions"; "if two pages don't both point to each other, the tags will be ignored";
-and a sitemap lists only the canonical, indexable URLs one wants in search.
-
-:func:`declared` reads one page's declarations during the crawl; :func:`verify` runs
-once it is over and says, for each listed page P, what to write and what is wrong:
+:func:`declared` reads one page's declarations during the crawl; :func:`verify`, once
+it is over, says for each listed page P what to write and what is wrong:
 
 1. its declarations are taken once each (a code compared case-insensitively);
-2. a declaration with an invalid code is dropped: ``invalid code 'en-UK'``;
+2. one with an invalid code is dropped: ``invalid code 'en-UK'``;
 3. a code given to two URLs is dropped with both: ``two URLs for 'de'``;
 4. a page that does not list itself is not repaired (we do not make up its code):
-   ``does not list itself``, and nothing is written for it, nor for it as another
-   page's alternate (``alternate X does not list itself``, ``... with a valid code``);
+   ``does not list itself``; nothing is written for it, nor for it as another page's
+   alternate (``alternate X does not list itself``, ``... with a valid code``);
 5. another member X on the crawl's own site (``crawler.core.urls.site_of``) or listed
    must be listed (``alternate X is {reason}``), declare P (``no return link from
    X``) with a valid code of its own (``no valid return link from X``), and list
@@ -25,10 +22,8 @@ once it is over and says, for each listed page P, what to write and what is wron
    ``alternate X is on another host (not verified; --alternate-host writes it)``;
 6. a cluster whose only remaining member is P writes nothing.
 
-So on the crawl's own site P writes X exactly when X writes P: a sitemap never
-carries half a pair. Codes are written as declared, a page's pairs sorted by code
-(case-insensitively), then href. Everything here is pure and deterministic.
-"""
+So on the crawl's own site P writes X exactly when X writes P. Codes are written as
+declared, a page's pairs sorted by code (case-insensitively), then href."""
 
 from __future__ import annotations
 

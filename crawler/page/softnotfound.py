@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import re
 import secrets
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -86,11 +87,11 @@ def simhash(words: list[str]) -> int:
     return sum(1 << i for i in range(64) if 2 * (total >> (i * _LANE) & mask) > half)
 
 
+@dataclass(eq=False)
 class SoftNotFound:
     """The fingerprints of the site's "not found" pages found by the probes."""
 
-    def __init__(self) -> None:
-        self.prints: list[tuple[str, PagePrint]] = []  # (probe URL, its print)
+    prints: list[tuple[str, PagePrint]] = field(default_factory=list)  # (probe URL, its print)
 
     def add(self, url: str, found: PagePrint) -> None:
         self.prints.append((url, found))
