@@ -90,18 +90,14 @@ CREATE TABLE IF NOT EXISTS urls (
     page_dates TEXT,
     updated REAL NOT NULL
 ) WITHOUT ROWID;
--- The listed pages in publishing order (listed_entries, and the comparisons with
--- the previous run). It covers those queries, so SQLite reads neither the table's
--- wide rows (links, hashes) nor sorts; "decision" is in it because SQLite takes
--- a partial index as covering only when the columns of its WHERE clause are in
--- it. It replaces urls_listed (loc only) of earlier ledgers, a prefix of it.
+-- The listed pages by address (the comparisons with the previous run), covering: no
+-- sort, no visit to the wide rows; "decision" is in it because SQLite takes a partial
+-- index as covering only with its WHERE clause's columns. It replaces urls_listed.
 CREATE INDEX IF NOT EXISTS urls_listed_sorted ON urls (loc, lastmod, decision)
     WHERE decision = 'listed';
 DROP INDEX IF EXISTS urls_listed;
--- The rows the writer reads (LISTED_ROWS), covered the same way: every column of
--- crawler.sitemaps.entryrows.ROW_COLUMNS (a rich entry's extensions, its section, changefreq and
--- priority, all NULL for a plain one), in the writer's order: by section (the
--- default, NULL, first), then address.
+-- The writer's rows (LISTED_ROWS: crawler.sitemaps.entryrows.ROW_COLUMNS), covered the
+-- same way, in its order: by section (the default, NULL, first), then address.
 CREATE INDEX IF NOT EXISTS urls_listed_rows
     ON urls (section, loc, lastmod, extras, changefreq, priority, decision)
     WHERE decision = 'listed';

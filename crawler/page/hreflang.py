@@ -252,9 +252,7 @@ def _member(
         notes.append(f"no valid return link from {href}")
         return False
     if not other.self_ok:
-        if other.lists_self:
-            notes.append(f"alternate {href} does not list itself with a valid code")
-        else:
-            notes.append(f"alternate {href} does not list itself")
+        valid = " with a valid code" if other.lists_self else ""
+        notes.append(f"alternate {href} does not list itself{valid}")
         return False
     return True
