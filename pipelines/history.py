@@ -1,26 +1,18 @@
-"""History pipeline: what each listed page's nightly runs have seen change.
+"""History pipeline: what each listed page's nightly runs have seen change (issue #15),
+against the previous run's record, after the lastmod pipeline; the delta feed,
+``--changefreq auto`` and IndexNow build on it:
 
-A nightly run compares every listed page with the previous successful run's record
-(:class:`crawler.ledger.previous.PreviousRun`), after the lastmod pipeline has decided its
-lastmod, and keeps three facts the delta feed, ``--changefreq auto`` and IndexNow
-build on (issue #15):
+- ``listed_at``: the start of the run that first listed the page (none for the first,
+  baseline run's pages), kept while it stays listed;
+- ``lastmod_moved_at``: the start of the last run that saw its lastmod move;
+- ``history``: one flag a run, oldest first, :data:`HISTORY_RUNS` at most: ``1`` when
+  the run saw it change (lastmod or content), else ``0`` (a 304 is no change).
 
-- ``listed_at``: the start of the run that first listed the page. The first run is
-  the baseline: it adds nothing, so a page it lists has none; a page first listed by
-  a later run has that run's time, and keeps it while it stays listed.
-- ``lastmod_moved_at``: the start of the last run that saw the page's lastmod move
-  (a page that gains or changes its lastmod); kept from run to run.
-- ``history``: one flag a run, oldest first, at most :data:`HISTORY_RUNS` kept:
-  ``1`` when the run saw the page change (its lastmod moved, or its content), ``0``
-  when not. The first run that sees a page has nothing to compare: no flag.
-
-A 304 is a run that saw no change. Records that are not listed carry nothing.
-
-Stats: ``sitemap/history/changed``.
-"""
+Stats: ``sitemap/history/changed``."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from crawler.core.decisions import LISTED
@@ -41,14 +33,14 @@ if TYPE_CHECKING:
 HISTORY_RUNS = 30
 
 
+@dataclass(eq=False)
 class HistoryPipeline(RecordPipeline):
     """*previous*: the previous run (None: this is the baseline run); *run_time*:
     this run's start, as a W3C datetime."""
 
-    def __init__(self, stats: StatsCollector, previous: PreviousRun | None, run_time: str) -> None:
-        self.stats = stats
-        self.previous = previous
-        self.run_time = run_time
+    stats: StatsCollector
+    previous: PreviousRun | None
+    run_time: str
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:

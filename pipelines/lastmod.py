@@ -1,39 +1,10 @@
-"""Lastmod pipeline: the ``<lastmod>`` of a listed page, from evidence only.
-
-The rule (issues #2 and #4, "Honest lastmod"), in order:
-
-1. **Last-Modified.** The final response's ``Last-Modified`` (all three HTTP date
-   formats), in UTC, clamped to the ``Date`` header when later; dropped when
-   malformed or in the future. It is not used when it looks *volatile*: equal to
-   the response's own ``Date`` (stamped at request time; within
-   :data:`VOLATILE_SECONDS`, as a server stamps the two a moment apart), or
-   different from the previous run's while the page's main content is the same.
-2. **Page metadata.** ``article:modified_time``, ``og:updated_time``, JSON-LD
-   ``dateModified`` of the page's own node, microdata ``dateModified`` of its main
-   item; on a page that declares no modification date, its publication date
-   (``SITEMAP_LASTMOD_FROM_PAGE``; :func:`crawler.core.lastmod.page_dates` reads them).
-   The first declaration that passes the guards the header has is taken: not after
-   the response's ``Date`` (beyond :data:`FUTURE_TOLERANCE`), not before 1995 (a
-   placeholder), not within :data:`PAGE_VOLATILE_SECONDS` of ``Date`` (a theme
-   stamping "now"), not changed since the previous run while the main content did
-   not, and not a *template date*: one value that at least :data:`TEMPLATE_PAGES`
-   pages, and more than half of the pages dated by their metadata, declare alike.
-   A template date is found as the crawl goes; the pages that took it before are
-   decided again when the crawl is over (:meth:`LastmodPipeline.close_spider`).
-3. **Content evidence.** The time a change of the page's main-content hash
-   (:mod:`crawler.page.content`: scripts, styles, comments and
-   ``SITEMAP_VOLATILE_SELECTORS`` regions left out) was first detected. A page
-   seen for the first time has no evidence yet and gets no lastmod; a later run
-   that finds the hash changed publishes that run's start time; a run that finds
-   it unchanged keeps the previous lastmod byte for byte, whichever rule gave it
-   (so a Last-Modified that moves while the content does not keeps the date of the
-   last real change).
-
-Never "now" for a page that did not change: a search engine ignores a lastmod that
-is not accurate. A 304 replays the previous record, lastmod included.
-
-The previous run comes from the run's state
-(:class:`crawler.ledger.runstate.RunState`), and so does "this run's start time".
+"""Lastmod pipeline: the ``<lastmod>`` of a listed page, from evidence only (issues #2 and
+#4; the rules are docs/lastmod.md's). The first that gives a date wins: the
+``Last-Modified`` header unless malformed, in the future or volatile (``_header``); the
+page's first declaration that passes the guards (``_guard``; template dates are found
+as the crawl goes, and the pages that took one are decided again in ``close_spider``);
+the content's evidence (``_evidence``). Never "now" for a page that did not change: a
+search engine ignores a lastmod that is not accurate.
 
 Settings: ``SITEMAP_LASTMOD_FROM_PAGE``.
 Stats: ``sitemap/lastmod/header``, ``sitemap/lastmod/page``, ``sitemap/lastmod/content``,
@@ -41,14 +12,14 @@ Stats: ``sitemap/lastmod/header``, ``sitemap/lastmod/page``, ``sitemap/lastmod/c
 ``sitemap/lastmod/changed``; ``sitemap/lastmod/page_ignored/<why>`` (``future``,
 ``early``, ``volatile``, ``template``) for a page's declaration the guards refused,
 and ``sitemap/lastmod/template_dates`` (each template date and how many pages
-declared it).
-"""
+declared it)."""
 
 from __future__ import annotations
 
 import json
 import logging
 from collections import Counter
+from dataclasses import InitVar, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -91,30 +62,27 @@ HEADER, PAGE, CONTENT = "header", "page", "content"
 TEMPLATE_WHY = "a template date: many pages of the site declare it alike"
 
 
+@dataclass(eq=False)
 class LastmodPipeline(RecordPipeline):
     """*from_page*: fall back to page metadata; *previous*: the previous run, the
-    evidence; *run_time*: when this run started (a change detected now is dated so);
+    evidence; *started*: when this run started (a change detected now is dated so);
     *ledger*: the running ledger, where the pages that took a template date before it
     was known are decided again when the crawl is over."""
 
-    def __init__(
-        self,
-        stats: StatsCollector,
-        from_page: bool,
-        previous: PreviousRun | None,
-        run_time: datetime,
-        ledger: Ledger | None = None,
-    ) -> None:
-        self.stats = stats
-        self.from_page = from_page
-        self.previous = previous
-        self.run_time = run_time.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")
-        self.ledger = ledger
-        # How many pages took each date from their metadata (before the template
-        # rule), of how many pages so dated; the dates found to be templates.
-        self.declared: Counter[str] = Counter()
-        self.dated = 0
-        self.templates: set[str] = set()
+    stats: StatsCollector
+    from_page: bool
+    previous: PreviousRun | None
+    started: InitVar[datetime]
+    ledger: Ledger | None = None
+    run_time: str = field(init=False)
+    # How many pages took each date from their metadata (before the template rule),
+    # of how many pages so dated; the dates found to be templates.
+    declared: Counter[str] = field(init=False, default_factory=Counter)
+    dated: int = field(init=False, default=0)
+    templates: set[str] = field(init=False, default_factory=set)
+
+    def __post_init__(self, started: datetime) -> None:
+        self.run_time = started.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:

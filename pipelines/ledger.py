@@ -1,23 +1,18 @@
-"""Ledger pipeline: record every decision in the crawl's SQLite ledger.
-
-The ledger is keyed by the dedup key, so a page reached under two forms is recorded
-once and the second form kept as an alias; the first final decision about a URL
-wins (docs/ledger.md). The running ledger belongs to the run's state
-(:class:`crawler.ledger.runstate.RunState`), which opens it, continues it on
-``--resume`` and files it when the run is over. First-seen times carry over from the
-previous run's ledger. ``Sitemap:`` lines of robots.txt (Scrapy's ``robots_parsed``
-signal) are kept in the ledger's ``meta`` table. A :class:`~crawler.core.items.Linked`
-item gives a URL first found in a sitemap the page that links to it after all (its
-``referrer``: it is no orphan).
+"""Ledger pipeline: record every decision in the run's ledger
+(:class:`crawler.ledger.runstate.RunState` opens and files it). Keyed by the dedup key:
+a page reached under two forms is recorded once, the second form kept as an alias, the
+first final decision wins (docs/ledger.md). First-seen times carry over from the
+previous run; robots.txt's ``Sitemap:`` lines go to ``meta``; a
+:class:`~crawler.core.items.Linked` item gives a sitemap URL its linking page.
 
 Stats: ``sitemap/decision/<decision>`` for every final decision as it is recorded
 (the publisher sets them from the ledger once the books are closed),
 ``sitemap/conditional/requests`` (conditional requests answered or failed, whichever
-process sent them), ``sitemap/duplicates``, ``sitemap/aliases``.
-"""
+process sent them), ``sitemap/duplicates``, ``sitemap/aliases``."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
@@ -37,23 +32,16 @@ if TYPE_CHECKING:
     from crawler.ledger.previous import PreviousRun
 
 
+@dataclass(eq=False)
 class LedgerPipeline(RecordPipeline):
-    """Writes into *ledger* (None: a run that keeps no books, locked out say);
-    *previous*: the previous run, whose first-seen times carry over; *run_started*:
-    the first-seen time of a URL new in this run."""
+    """Writes into *ledger* (None: a run that keeps no books); *previous*: whose first-seen
+    times carry over; *run_started*: the first-seen time of a URL new in this run."""
 
-    def __init__(
-        self,
-        ledger: Ledger | None,
-        previous: PreviousRun | None,
-        run_started: float,
-        stats: StatsCollector,
-    ) -> None:
-        self.ledger = ledger
-        self.previous = previous
-        self.run_started = run_started
-        self.stats = stats
-        self.robots_sitemaps: list[str] = []
+    ledger: Ledger | None
+    previous: PreviousRun | None
+    run_started: float
+    stats: StatsCollector
+    robots_sitemaps: list[str] = field(init=False, default_factory=list)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:

@@ -1,17 +1,13 @@
-"""Normalisation pipeline: give each decision its normalised URL and dedup key.
+"""Normalisation pipeline: each decision's normalised URL and dedup key
+(:func:`crawler.core.urls.url_key`; an alias gets the key of the URL it is a form of).
+A record that comes keyed (the frontier's, the judge's) is taken as it is: normalising
+them again was a measurable share of a large crawl (bench/README.md).
 
-The frontier normalises and keys every URL it discovers, and the page judge keys the
-URL of every response, so a record that comes with its ``key`` is taken as it is
-(normalising the frontier's records again was a measurable share of a large crawl,
-bench/README.md); any other is normalised here, so that the ledger never holds a URL
-in any other form. ``key`` is the dedup key (:func:`crawler.core.urls.url_key`); an
-alias gets the key of the URL it is a form of.
-
-Settings: ``SITEMAP_STRIP_PARAMS``, ``SITEMAP_STRIP_EXTRA``.
-"""
+Settings: ``SITEMAP_STRIP_PARAMS``, ``SITEMAP_STRIP_EXTRA``."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from crawler.core.items import Alias, UrlRecord
@@ -24,10 +20,10 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 
+@dataclass(eq=False)
 class NormalizePipeline(RecordPipeline):
-    def __init__(self, strip_params: bool, extra_strip: tuple[str, ...]) -> None:
-        self.strip_params = strip_params
-        self.extra_strip = extra_strip
+    strip_params: bool
+    extra_strip: tuple[str, ...]
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:

@@ -1,10 +1,6 @@
-"""The base of the pipelines: each takes one record at a time, lone or in a batch.
-
-The spider yields the records and aliases of one response as one
-:class:`~crawler.core.items.PageRecords` item (Scrapy's per-item machinery cost more than
-the recording); a pipeline built on :class:`RecordPipeline` writes ``_process`` for
-one record and gets both kinds of item.
-"""
+"""The base of the pipelines: a pipeline writes ``_process`` for one record and gets both
+the lone ones and the :class:`~crawler.core.items.PageRecords` of one response (which
+the spider yields as one item: Scrapy's per-item machinery cost more than recording)."""
 
 from __future__ import annotations
 

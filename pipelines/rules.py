@@ -1,30 +1,24 @@
 """Rules pipeline: each listed page's section, changefreq and priority, by the user's
-rules (issue #15).
+rules (issue #15; docs/lastmod.md, "changefreq and priority").
 
-- ``--section NAME=REGEX`` (``SITEMAP_SECTIONS``, repeatable): the first rule whose
-  regex matches the page's published address (``re.search`` on its ``<loc>``)
-  decides its section; the rest go to the default section. Each section gets its own
-  rotated files, all listed in the one index, so that search engines report on each.
-- ``--changefreq REGEX=VALUE`` and ``--priority REGEX=VALUE`` (``SITEMAP_CHANGEFREQ_RULES``,
-  ``SITEMAP_PRIORITY_RULES``, repeatable): the first match wins; values are checked
-  against the protocol when the settings are (``crawler/commands/settingrules.py``).
-- ``--changefreq auto`` (an ``auto`` rule, matched by every page the rules before it
-  did not): derived from the page's change history (:mod:`pipelines.history`), which
-  assumes one run a day, as a nightly job makes: over the last 7 runs, changed on 5
-  or more -> ``daily``, on 1 or more -> ``weekly``; none in the last 7 but one in the
-  history kept (30 runs) -> ``monthly``; none in 30 runs -> ``yearly``. With fewer
-  than 7 runs of history there is not enough to say, and nothing is written.
+- ``--section NAME=REGEX``: the first rule whose regex matches the page's ``<loc>``
+  (``re.search``) names its section (its own files, in the one index); else the default;
+- ``--changefreq REGEX=VALUE``, ``--priority REGEX=VALUE``: the first match wins
+  (values checked with the settings: ``crawler/commands/settingrules.py``);
+- ``--changefreq auto``: from the change history (:mod:`pipelines.history`; one run a
+  day): of the last 7 runs, 5 changed or more -> ``daily``, 1 or more -> ``weekly``;
+  else one in the history -> ``monthly``; none in 30 runs -> ``yearly``; fewer than 7
+  runs: nothing.
 
-A page no rule speaks for gets the set-wide ``SITEMAP_CHANGEFREQ`` and
-``SITEMAP_PRIORITY`` (nothing, by default, as before).
+A page no rule speaks for gets ``SITEMAP_CHANGEFREQ`` and ``SITEMAP_PRIORITY``.
 
-Settings: ``SITEMAP_SECTIONS``, ``SITEMAP_CHANGEFREQ_RULES``, ``SITEMAP_PRIORITY_RULES``.
-"""
+Settings: ``SITEMAP_SECTIONS``, ``SITEMAP_CHANGEFREQ_RULES``, ``SITEMAP_PRIORITY_RULES``."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from crawler.core.decisions import LISTED
@@ -53,22 +47,16 @@ def split_rule(text: str, *, value_last: bool) -> tuple[str, str]:
 
 
 def sections(texts: Iterable[str]) -> list[tuple[str, re.Pattern[str]]]:
-    rules = []
-    for text in texts:
-        name, pattern = split_rule(text, value_last=False)
-        rules.append((name, re.compile(pattern)))
-    return rules
+    pairs = (split_rule(text, value_last=False) for text in texts)
+    return [(name, re.compile(pattern)) for name, pattern in pairs]
 
 
 def value_rules(texts: Iterable[str]) -> list[tuple[re.Pattern[str] | None, str]]:
     """``REGEX=VALUE`` rules; ``auto`` alone is a rule for every page (None)."""
     rules: list[tuple[re.Pattern[str] | None, str]] = []
     for text in texts:
-        if text == AUTO:
-            rules.append((None, AUTO))
-            continue
-        pattern, value = split_rule(text, value_last=True)
-        rules.append((re.compile(pattern), value))
+        pattern, value = ("", AUTO) if text == AUTO else split_rule(text, value_last=True)
+        rules.append((re.compile(pattern) if pattern else None, value))
     return rules
 
 
@@ -97,19 +85,14 @@ def _first(
     return None
 
 
+@dataclass(eq=False)
 class RulesPipeline(RecordPipeline):
     """Applies *section_rules* (name, pattern), *changefreq_rules* and
     *priority_rules* (pattern or None for ``auto``, value) to listed records."""
 
-    def __init__(
-        self,
-        section_rules: list[tuple[str, re.Pattern[str]]],
-        changefreq_rules: list[tuple[re.Pattern[str] | None, str]],
-        priority_rules: list[tuple[re.Pattern[str] | None, str]],
-    ) -> None:
-        self.section_rules = section_rules
-        self.changefreq_rules = changefreq_rules
-        self.priority_rules = priority_rules
+    section_rules: list[tuple[str, re.Pattern[str]]]
+    changefreq_rules: list[tuple[re.Pattern[str] | None, str]]
+    priority_rules: list[tuple[re.Pattern[str] | None, str]]
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Self:

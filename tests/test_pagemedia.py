@@ -14,7 +14,8 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.response import get_base_url
 
 from crawler.page.links import parse_html
-from crawler.page.pagemedia import NewsFacts, VideoFacts, images, news, news_language, videos
+from crawler.page.pagemedia import NewsFacts, images, news, news_language
+from crawler.page.pagevideos import VideoFacts, videos
 
 PAGE = "https://example.com/dir/page.html"
 

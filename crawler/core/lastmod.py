@@ -1,33 +1,24 @@
 """Where a page's ``<lastmod>`` comes from, and what a valid one looks like.
 
-Three sources, all turned into the one form the sitemap files carry:
-
-* the HTTP ``Last-Modified`` header (:func:`http_date_to_w3c`), in any of the
-  three date formats of RFC 9110, section 5.6.7, clamped to the ``Date`` header;
-* page metadata, ``<meta property="article:modified_time">`` /
-  ``og:updated_time``, JSON-LD ``dateModified`` of the page's own node, microdata
-  ``dateModified`` of its main item, and a publication date on a page that declares
-  no modification (:func:`page_dates`, each a :class:`Declared`; the lastmod
+* the HTTP ``Last-Modified`` header (:func:`http_date_to_w3c`), in the three date
+  formats of RFC 9110, 5.6.7, clamped to the ``Date`` header;
+* what the page declares (:func:`page_dates`, each a :class:`Declared`; the lastmod
   pipeline guards them), parsed by :func:`w3c_datetime`;
-* nothing: a page that gives no date gets no ``<lastmod>``. Google ignores a
-  lastmod that is not accurate, so we never stamp "now" on a page.
+* nothing: Google ignores a lastmod that is not accurate, so we never stamp "now".
 
-Bad data is a value, not a crash: every parser here returns ``None`` for a
-missing or malformed date and never raises (as Scrapy's ``rfc1123_to_epoch``).
+Every parser here returns ``None`` for a missing or malformed date and never raises
+(as Scrapy's ``rfc1123_to_epoch``). :func:`lastmod_datetime` is the strict check of a
+value about to be written: both the W3C Datetime note (a time needs a zone) and the
+XSD's ``xsd:date | xsd:dateTime`` (a time needs seconds).
 
-:func:`lastmod_datetime` is the strict check used for a value that is about to be
-written: the intersection of the W3C Datetime note (which requires a time zone on
-a time) and the XSD's ``xsd:date | xsd:dateTime`` (which requires seconds).
-
-It is one long module on purpose: the guards a date from the headers meets and
-those a date the page declares meets are one rule book, read together.
-"""
+One long module on purpose: the guards a date from the headers meets and those a date
+the page declares meets are one rule book, read together."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any, NamedTuple
 from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
@@ -35,6 +26,7 @@ from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 __all__ = [
     "Declared",
     "http_date_to_w3c",
+    "jsonld_walk",
     "lastmod_datetime",
     "lastmod_from_page",
     "page_dates",
@@ -57,21 +49,17 @@ _MONTHS = {
 # date. re.ASCII: \d must not match other scripts' digits.
 _TIME = r"(?P<hour>\d{2}):(?P<minute>\d{2}):(?P<second>\d{2})"
 _MONTH = r"(?P<month>[a-z]{3})"
-_IMF_FIXDATE = re.compile(
-    r"(?:(?:mon|tue|wed|thu|fri|sat|sun),\s*)?"
-    rf"(?P<day>\d{{1,2}}) {_MONTH} (?P<year>\d{{4}}) {_TIME} (?:gmt|utc)",
-    re.ASCII | re.IGNORECASE,
-)
-_RFC850_DATE = re.compile(
-    r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday), "
-    rf"(?P<day>\d{{2}})-{_MONTH}-(?P<year>\d{{2}}|\d{{4}}) {_TIME} (?:gmt|utc)",
-    re.ASCII | re.IGNORECASE,
-)
-_ASCTIME_DATE = re.compile(
-    r"(?:mon|tue|wed|thu|fri|sat|sun) "
-    rf"{_MONTH} +(?P<day>\d{{1,2}}) {_TIME} (?P<year>\d{{4}})",
-    re.ASCII | re.IGNORECASE,
-)
+_HTTP_DATES = [  # IMF-fixdate, rfc850-date, asctime-date
+    re.compile(pattern, re.ASCII | re.IGNORECASE)
+    for pattern in (
+        r"(?:(?:mon|tue|wed|thu|fri|sat|sun),\s*)?"
+        rf"(?P<day>\d{{1,2}}) {_MONTH} (?P<year>\d{{4}}) {_TIME} (?:gmt|utc)",
+        r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday), "
+        rf"(?P<day>\d{{2}})-{_MONTH}-(?P<year>\d{{2}}|\d{{4}}) {_TIME} (?:gmt|utc)",
+        r"(?:mon|tue|wed|thu|fri|sat|sun) "
+        rf"{_MONTH} +(?P<day>\d{{1,2}}) {_TIME} (?P<year>\d{{4}})",
+    )
+]
 
 # W3C Datetime (https://www.w3.org/TR/NOTE-datetime) forms found in page
 # metadata. Also accepted, because CMSs emit them: a space instead of "T", a
@@ -131,12 +119,7 @@ def _expand_two_digit_year(yy: int, rest: tuple[int, ...], now: datetime) -> int
 
 
 def _parse_http_date(text: str, now: datetime) -> datetime | None:
-    text = text.strip()
-    match = (
-        _IMF_FIXDATE.fullmatch(text)
-        or _RFC850_DATE.fullmatch(text)
-        or _ASCTIME_DATE.fullmatch(text)
-    )
+    match = next(filter(None, (p.fullmatch(text.strip()) for p in _HTTP_DATES)), None)
     if match is None:
         return None
     month = _MONTHS.get(match["month"].lower())
@@ -161,18 +144,11 @@ def http_date_to_w3c(
     *,
     now: datetime | None = None,
 ) -> str | None:
-    """Turn a ``Last-Modified`` header value into ``YYYY-MM-DDThh:mm:ss+00:00``.
-
-    Accepts the IMF-fixdate, RFC 850 and asctime formats (RFC 9110, 5.6.7), as
-    ``str`` or as the ``bytes`` Scrapy's ``Headers`` hold. ``date_header`` is the
-    response's ``Date``: "An origin server with a clock MUST NOT generate a
-    Last-Modified date that is later than the server's time of message
-    origination (Date)" (RFC 9110, 8.8.2.1), so a later value is clamped to it.
-    ``now`` (UTC) only decides the century of a two-digit year; it defaults to
-    the current time and is never returned.
-
-    Returns ``None`` for a missing or malformed value; never raises.
-    """
+    """A ``Last-Modified`` value (``str``, or ``bytes`` as Scrapy's ``Headers`` hold it) as
+    ``YYYY-MM-DDThh:mm:ss+00:00``, or ``None``; never raises. *date_header*: the response's
+    ``Date``: "An origin server with a clock MUST NOT generate a Last-Modified date that is
+    later than the server's time of message origination (Date)" (RFC 9110, 8.8.2.1), so a
+    later value is clamped to it. *now* (UTC) decides the century of a two-digit year only."""
     try:
         text = _as_text(value)
         if text is None:
@@ -196,15 +172,10 @@ def http_date_to_w3c(
 
 
 def w3c_datetime(value: str) -> str | None:
-    """Normalise a W3C Datetime from page metadata for ``<lastmod>``.
-
-    ``YYYY-MM-DD`` stays a date. ``YYYY-MM-DDThh:mm[:ss[.s]]TZD`` (TZD is ``Z``
-    or ``+hh:mm``/``-hh:mm``) becomes ``YYYY-MM-DDThh:mm:ss+00:00`` in UTC, the
-    fraction dropped. A time without a time zone is ambiguous (the server's local
-    time? UTC?) and gives ``None``, as does anything that is not a real date;
-    so do the year-only and year-month forms, which ``xsd:date`` rejects.
-    Never raises.
-    """
+    """A W3C Datetime from page metadata, for ``<lastmod>``: ``YYYY-MM-DD`` stays a date;
+    ``YYYY-MM-DDThh:mm[:ss[.s]]TZD`` becomes ``YYYY-MM-DDThh:mm:ss+00:00`` (UTC, no
+    fraction). ``None`` for a time without a zone (whose local time?), for the year and
+    year-month forms (``xsd:date`` rejects them) and for anything not a real date."""
     if not isinstance(value, str):
         return None
     match = _W3C_DATETIME.fullmatch(value.strip())
@@ -240,14 +211,9 @@ def w3c_datetime(value: str) -> str | None:
 
 
 def lastmod_datetime(value: str) -> datetime:
-    """Check a ``<lastmod>`` value about to be written and return it as an
-    aware datetime, for comparisons (a date-only value is midnight UTC).
-
-    The accepted forms are those valid for both the W3C Datetime note and the
-    XSD: ``YYYY-MM-DD`` or ``YYYY-MM-DDThh:mm:ss[.s](Z|+hh:mm|-hh:mm)`` with an
-    offset within +-14:00. Raises ``ValueError`` otherwise: a value that
-    reaches this point was built by our own code, so a bad one is a bug.
-    """
+    """A ``<lastmod>`` about to be written, checked, as an aware datetime (a date is midnight
+    UTC): ``YYYY-MM-DD`` or ``YYYY-MM-DDThh:mm:ss[.s](Z|+hh:mm|-hh:mm)`` within +-14:00.
+    ``ValueError`` otherwise: our own code built it, so a bad one is a bug."""
     if not isinstance(value, str) or _SITEMAP_LASTMOD.fullmatch(value) is None:
         raise ValueError(f"not a sitemap lastmod (W3C date or date-time with zone): {value!r}")
     moment = datetime.fromisoformat(value)
@@ -263,82 +229,34 @@ def lastmod_datetime(value: str) -> datetime:
 
 #: schema.org types that are never a page's own node: who wrote it or runs the site,
 #: the site itself, its images and media, its comments, its navigation.
-_NOT_THE_PAGE = frozenset(
-    {
-        "person",
-        "organization",
-        "corporation",
-        "localbusiness",
-        "newsmediaorganization",
-        "educationalorganization",
-        "governmentorganization",
-        "ngo",
-        "website",
-        "imageobject",
-        "mediaobject",
-        "videoobject",
-        "audioobject",
-        "comment",
-        "answer",
-        "question",
-        "review",
-        "breadcrumblist",
-        "listitem",
-        "itemlist",
-        "sitenavigationelement",
-        "wpheader",
-        "wpfooter",
-        "wpsidebar",
-        "searchaction",
-        "brand",
-        "offer",
-        "rating",
-        "aggregaterating",
-        "place",
-        "postaladdress",
-        "contactpoint",
-    }
-)
+# fmt: off
+_NOT_THE_PAGE = frozenset({
+    "person", "organization", "corporation", "localbusiness", "newsmediaorganization",
+    "educationalorganization", "governmentorganization", "ngo", "website", "imageobject",
+    "mediaobject", "videoobject", "audioobject", "comment", "answer", "question", "review",
+    "breadcrumblist", "listitem", "itemlist", "sitenavigationelement", "wpheader", "wpfooter",
+    "wpsidebar", "searchaction", "brand", "offer", "rating", "aggregaterating", "place",
+    "postaladdress", "contactpoint",
+})
 #: schema.org types of a page's main entity (besides every type ending in "Page",
 #: "Article" or "Posting").
-_MAIN_TYPES = frozenset(
-    {
-        "webpage",
-        "article",
-        "blogposting",
-        "newsarticle",
-        "techarticle",
-        "scholarlyarticle",
-        "report",
-        "product",
-        "recipe",
-        "event",
-        "course",
-        "book",
-        "movie",
-        "softwareapplication",
-        "jobposting",
-        "howto",
-        "dataset",
-        "creativework",
-        "service",
-        "faqpage",
-        "qapage",
-    }
-)
+_MAIN_TYPES = frozenset({
+    "webpage", "article", "blogposting", "newsarticle", "techarticle", "scholarlyarticle",
+    "report", "product", "recipe", "event", "course", "book", "movie", "softwareapplication",
+    "jobposting", "howto", "dataset", "creativework", "service", "faqpage", "qapage",
+})
+# fmt: on
 # A WordPress comment page (/post/comment-page-2/, ?cpage=2) names its post.
 _COMMENT_PAGE = re.compile(r"/comment-page-\d+/?$")
 
 
 class Declared(NamedTuple):
     """One date the page declares: *label* says where (``meta article:modified_time``,
-    ``JSON-LD WebPage dateModified``, ``microdata Article dateModified``), *value* is
-    the date normalised by :func:`w3c_datetime` (None: malformed), *raw* as written
-    (at most 100 characters), *published* whether it is a publication date, and *why*
-    the reason it is not the page's date when that shows in the page itself (another
-    node's date, a publication date beside a modification date, a malformed value);
-    None for a candidate. The guards that need the response (:func:`date_guard`) and
-    the whole site (a template date) are the lastmod pipeline's."""
+    ``JSON-LD WebPage dateModified``), *value* the date by :func:`w3c_datetime` (None:
+    malformed), *raw* as written (100 characters at most), *published* whether it is a
+    publication date, *why* the reason it is not the page's date when the page itself
+    shows it (None for a candidate). The guards that need the response or the whole site
+    are the lastmod pipeline's."""
 
     label: str
     value: str | None
@@ -415,20 +333,31 @@ def _node_names(node: dict[str, Any], base: str) -> list[str]:
     return found
 
 
-def _jsonld_nodes(data: Any, depth: int = 0) -> Iterator[dict[str, Any]]:
-    """The top-level nodes of a JSON-LD block: an object, a list of objects, the
-    members of an ``@graph``. Nested values (an author, an image) are not walked."""
-    if depth > _MAX_JSONLD_DEPTH:
+def jsonld_walk(
+    node: Any,
+    step: Callable[[dict[str, Any]], tuple[bool, Iterable[Any]]],
+    limit: int,
+    depth: int = 0,
+) -> Iterator[dict[str, Any]]:
+    """The objects of a JSON-LD value that *step* takes (its first answer), found in
+    lists and in the values *step* gives (its second), at most *limit* deep."""
+    if depth > limit:
         return
-    if isinstance(data, list):
-        for item in data:
-            yield from _jsonld_nodes(item, depth + 1)
-    elif isinstance(data, dict):
-        graph = data.get("@graph")
-        if any(key not in ("@context", "@graph") for key in data):
-            yield data
-        if graph is not None:
-            yield from _jsonld_nodes(graph, depth + 1)
+    if isinstance(node, list):
+        for item in node:
+            yield from jsonld_walk(item, step, limit, depth + 1)
+    elif isinstance(node, dict):
+        take, inner = step(node)
+        if take:
+            yield node
+        for value in inner:
+            yield from jsonld_walk(value, step, limit, depth + 1)
+
+
+def _top_level(node: dict[str, Any]) -> tuple[bool, Iterable[Any]]:
+    """A block's top-level nodes: an object, a list's, an ``@graph``'s members (not an
+    author, an image)."""
+    return any(k not in ("@context", "@graph") for k in node), [node.get("@graph")]
 
 
 def _declared(label: str, raw: Any, published: bool, why: str | None = None) -> Declared:
@@ -450,7 +379,7 @@ def _jsonld(html_root: Any, url: str, names: frozenset[str]) -> Iterator[Declare
             # Broken JSON-LD is common (trailing commas, unescaped quotes); it
             # costs that block, not the page.
             continue
-        nodes.extend(_jsonld_nodes(data))
+        nodes.extend(jsonld_walk(data, _top_level, _MAX_JSONLD_DEPTH))
     named = [n for n in nodes if names.intersection(_node_names(n, url))]
     if named:
         # Nodes that name this page (or its canonical target): the page's own.
@@ -529,17 +458,14 @@ def _microdata(html_root: Any, url: str) -> Iterator[Declared]:
 def page_dates(
     html_root: Any, url: str = "", canonicals: Iterable[str] = (), structured: bool = True
 ) -> list[Declared]:
-    """Every date the page at *url* declares, in the order they are believed:
-    ``article:modified_time``, ``og:updated_time``, JSON-LD ``dateModified`` of the
-    page's own node, microdata ``dateModified`` of its main item; then the
-    publication dates (``article:published_time``, ``datePublished``), which count
-    only on a page that declares no modification date. The page's own JSON-LD node
-    is the one whose ``@id``, ``url`` or ``mainEntityOfPage`` names the page or one
-    of its *canonicals* (a WordPress comment page names its post), else its main
-    entity (a ``WebPage``, an ``Article``, a ``Product`` ...); never a Person, an
-    Organization, the WebSite, an image or a comment. *structured* False: the page
-    has no JSON-LD or microdata date (its bytes hold neither ``dateModified`` nor
-    ``datePublished``), and only its ``<meta>`` are read. Never raises."""
+    """Every date the page at *url* declares, in the order they are believed (docs/lastmod.md,
+    "Which declaration"): ``article:modified_time``, ``og:updated_time``, the JSON-LD
+    ``dateModified`` of the page's own node (the one whose ``@id``, ``url`` or
+    ``mainEntityOfPage`` names the page or one of its *canonicals*, else its main entity;
+    never a Person, an Organization, the WebSite, an image or a comment), the microdata
+    ``dateModified`` of its main item; then the publication dates, which count only on a
+    page that declares no modification. *structured* False: the page's bytes hold neither
+    ``dateModified`` nor ``datePublished``, and only its ``<meta>`` are read. Never raises."""
     if html_root is None or not hasattr(html_root, "iter"):
         return []
     try:
@@ -579,9 +505,8 @@ def _page_dates(
 
 
 def lastmod_from_page(html_root: Any, url: str = "", canonicals: Iterable[str] = ()) -> str | None:
-    """The first date of :func:`page_dates` that the page itself does not rule out,
-    or ``None`` (the guards against the response's ``Date`` and the site's template
-    dates are the lastmod pipeline's). Never raises."""
+    """The first date of :func:`page_dates` that the page itself does not rule out, or
+    ``None`` (the guards that need the response or the site are the lastmod pipeline's)."""
     for declared in page_dates(html_root, url, canonicals):
         if declared.why is None and declared.value is not None:
             return declared.value

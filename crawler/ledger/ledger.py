@@ -1,29 +1,25 @@
 """The crawl's ledger: one row per discovered URL with its decision and reason.
 
-The ledger is the crawl's state store (issue #2): an SQLite database in the state
-directory, written as the crawl goes and read back, in sorted order and without
-loading it into memory, by the sitemap publisher. Later commands (audit, nightly
-runs) query the same tables. ``export_jsonl`` writes a copy for people.
+An SQLite database in the state directory (issue #2), written as the crawl goes and
+read back by the publisher, sorted and streamed; later commands (audit, nightly runs,
+``explain``) query it. The schema and every decision are documented in docs/ledger.md,
+which tests/test_docs.py holds to :data:`SCHEMA`.
 
-The schema (tables ``urls``, ``aliases`` and ``meta``, every column, every
-decision with its reasons, and the files of the state directory) is documented in
-one place, docs/ledger.md, which tests/test_docs.py holds to :data:`SCHEMA`; the
-decisions themselves are :mod:`crawler.core.decisions`.
-
-This module is the ledger's one access layer: every SQL statement on its tables is
-here (:class:`Ledger` for the running crawl, :class:`LedgerReader` for a filed
-ledger read by the next run, ``explain`` and the audit), which is why it is longer
-than the others; tests/test_oneplace.py keeps SQL on these tables out of every
-other module.
-"""
+This module is the ledger's one access layer: every SQL statement on its tables is here
+(:class:`Ledger` for the running crawl, :class:`LedgerReader` for a filed ledger), which
+is why it is longer than the others; tests/test_oneplace.py keeps SQL on these tables
+out of every other module."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -94,18 +90,14 @@ CREATE TABLE IF NOT EXISTS urls (
     page_dates TEXT,
     updated REAL NOT NULL
 ) WITHOUT ROWID;
--- The listed pages in publishing order (listed_entries, and the comparisons with
--- the previous run). It covers those queries, so SQLite reads neither the table's
--- wide rows (links, hashes) nor sorts; "decision" is in it because SQLite takes
--- a partial index as covering only when the columns of its WHERE clause are in
--- it. It replaces urls_listed (loc only) of earlier ledgers, a prefix of it.
+-- The listed pages by address (the comparisons with the previous run), covering: no
+-- sort, no visit to the wide rows; "decision" is in it because SQLite takes a partial
+-- index as covering only with its WHERE clause's columns. It replaces urls_listed.
 CREATE INDEX IF NOT EXISTS urls_listed_sorted ON urls (loc, lastmod, decision)
     WHERE decision = 'listed';
 DROP INDEX IF EXISTS urls_listed;
--- The rows the writer reads (LISTED_ROWS), covered the same way: every column of
--- crawler.sitemaps.entryrows.ROW_COLUMNS (a rich entry's extensions, its section, changefreq and
--- priority, all NULL for a plain one), in the writer's order: by section (the
--- default, NULL, first), then address.
+-- The writer's rows (LISTED_ROWS: crawler.sitemaps.entryrows.ROW_COLUMNS), covered the
+-- same way, in its order: by section (the default, NULL, first), then address.
 CREATE INDEX IF NOT EXISTS urls_listed_rows
     ON urls (section, loc, lastmod, extras, changefreq, priority, decision)
     WHERE decision = 'listed';
@@ -128,55 +120,9 @@ CREATE TABLE IF NOT EXISTS meta (
 ) WITHOUT ROWID;
 """
 
-COLUMNS = (
-    "key",
-    "url",
-    "decision",
-    "reason",
-    "target",
-    "target_key",
-    "status",
-    "depth",
-    "referrer",
-    "content_type",
-    "last_modified",
-    "loc",
-    "lastmod",
-    "warnings",
-    "content_hash",
-    "etag",
-    "main_hash",
-    "lastmod_source",
-    "changed_at",
-    "first_seen",
-    "links",
-    "unfollowed",
-    "alternates",
-    "images",
-    "videos",
-    "news",
-    "problems",
-    "extras",
-    "title",
-    "listed_at",
-    "lastmod_moved_at",
-    "history",
-    "section",
-    "changefreq",
-    "priority",
-    "found_by",
-    "found_from",
-    "robots",
-    "elapsed",
-    "size",
-    "render",
-    "rule",
-    "lastmod_from",
-    "page_dates",
-    "updated",
-)
-#: The type of a column added to an earlier ledger (TEXT unless named here).
-_ADDED_TYPES = {"elapsed": "REAL", "size": "INTEGER"}
+#: The ``urls`` table's columns and their types, read from :data:`SCHEMA`.
+_TYPES = dict(re.findall(r"^    (\w+) (\w+)", SCHEMA.partition(") WITHOUT ROWID")[0], re.M))
+COLUMNS = tuple(_TYPES)
 
 #: Set when a URL is first found (its ``queued`` record, or a decision the frontier
 #: makes at once); a final decision made later keeps them (and a referrer a seed
@@ -200,14 +146,34 @@ _RECORD = (
 )
 _QUEUE = _INSERT + " ON CONFLICT (key) DO NOTHING"
 
-_ADDED = (
-    "SELECT loc FROM main.urls WHERE decision = 'listed' AND loc NOT IN"
-    " (SELECT loc FROM prev.urls WHERE decision = 'listed' AND loc IS NOT NULL) ORDER BY loc"
+
+def _json(value: object) -> str | None:
+    """A JSON column: None (NULL) for nothing, as a plain page has."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")) if value else None
+
+
+def _json_of(name: str) -> Callable[[UrlRecord], str | None]:
+    return lambda rec: _json(getattr(rec, name))
+
+
+#: How a record gives each column (its attribute of the same name unless named here).
+_CONVERT: dict[str, Callable[[UrlRecord], Any]] = {
+    "target_key": lambda rec: target_key(rec.target),
+    "warnings": lambda rec: json.dumps(rec.warnings) if rec.warnings else None,
+    "links": lambda rec: "\n".join(rec.links) if rec.links else None,
+    "unfollowed": lambda rec: "\n".join(rec.unfollowed) if rec.unfollowed else None,
+    **{c: _json_of(c) for c in ("alternates", "images", "videos", "news", "problems")},
+    "extras": lambda rec: None,  # decided when the books are closed
+    "page_dates": attrgetter("page_verdicts"),
+    "updated": lambda rec: time.time(),
+}
+_VALUES = tuple(_CONVERT.get(c, attrgetter(c)) for c in COLUMNS)
+
+_ONLY_IN = (
+    "SELECT loc FROM {}.urls WHERE decision = 'listed' AND loc NOT IN"
+    " (SELECT loc FROM {}.urls WHERE decision = 'listed' AND loc IS NOT NULL) ORDER BY loc"
 )
-_REMOVED = (
-    "SELECT loc FROM prev.urls WHERE decision = 'listed' AND loc NOT IN"
-    " (SELECT loc FROM main.urls WHERE decision = 'listed' AND loc IS NOT NULL) ORDER BY loc"
-)
+_ADDED, _REMOVED = _ONLY_IN.format("main", "prev"), _ONLY_IN.format("prev", "main")
 _ALL_LISTED = "SELECT loc FROM urls WHERE decision = 'listed' ORDER BY loc"
 _LASTMOD_CHANGES = (
     "SELECT m.loc, p.lastmod, m.lastmod FROM main.urls AS m JOIN prev.urls AS p ON m.loc = p.loc"
@@ -233,10 +199,8 @@ class LedgerError(Exception):
 
 
 class LedgerReader:
-    """The queries that read a ledger: the running one (:class:`Ledger`, which
-    writes it too) and a filed one opened read-only (:meth:`open`): the previous
-    run's (:mod:`crawler.ledger.previous`), ``explain``'s and the audit's. No other module
-    holds SQL on the ledger's tables (tests/test_oneplace.py greps for it)."""
+    """The queries that read a ledger: the running one (:class:`Ledger`, which writes it
+    too), or a filed one opened read-only (:meth:`open`)."""
 
     path: Path
     _db: sqlite3.Connection
@@ -294,11 +258,10 @@ class LedgerReader:
         none in a ledger older than the ``params`` table)."""
         learned: dict[str, list[str]] = {}
         try:
-            rows = self._db.execute("SELECT path, name FROM params ORDER BY path, name")
-            found = rows.fetchall()
+            found = self._db.execute("SELECT path, name FROM params ORDER BY path, name")
         except sqlite3.OperationalError:
             return learned
-        for path, name in found:
+        for path, name in found.fetchall():
             learned.setdefault(path, []).append(name)
         return learned
 
@@ -337,8 +300,7 @@ class LedgerReader:
         )
 
     def listed_count(self) -> int:
-        row = self._db.execute("SELECT count(*) FROM urls WHERE decision = ?", (LISTED,)).fetchone()
-        return int(row[0])
+        return self._count("SELECT count(*) FROM urls WHERE decision = ?", LISTED)
 
     def aliases(self) -> dict[str, str]:
         return dict(self._db.execute("SELECT alias, key FROM aliases"))
@@ -366,11 +328,11 @@ class LedgerReader:
     def rank(self, section: str | None, loc: str) -> int:
         """How many listed pages of *section* come before *loc* in the writer's
         order (``urls_listed_rows``: section, then address)."""
-        row = self._db.execute(
+        return self._count(
             f"SELECT count(*) FROM urls WHERE decision = '{LISTED}' AND section IS ? AND loc < ?",
-            (section, loc),
-        ).fetchone()
-        return int(row[0])
+            section,
+            loc,
+        )
 
     def rows_from(self, prefix: str) -> list[dict[str, Any]]:
         """``key``, ``url``, ``rule`` and ``referrer`` of the rows whose URL starts
@@ -390,7 +352,7 @@ class LedgerReader:
         ledger without the ``rule`` column."""
         if "rule" not in self.columns():
             return None
-        return int(self._db.execute("SELECT count(*) FROM urls WHERE rule IS NULL").fetchone()[0])
+        return self._count("SELECT count(*) FROM urls WHERE rule IS NULL")
 
     def referring(self, url: str) -> dict[str, dict[str, Any]]:
         """How the crawled pages refer to *url* without the crawl following it (the
@@ -414,12 +376,9 @@ class LedgerReader:
                 kind, _, target = line.partition(" ")
                 if target != url:
                     continue
-                seen = found.get(kind)
-                if seen is None:
-                    found[kind] = seen = {"pages": 0, "rank": rank}
-                    seen.update(page=row["url"], robots=row["robots"])
+                seen = found.setdefault(kind, {"pages": 0, "rank": None})
                 seen["pages"] += 1
-                if rank < seen["rank"]:
+                if seen["rank"] is None or rank < seen["rank"]:
                     seen.update(rank=rank, page=row["url"], robots=row["robots"])
         for seen in found.values():
             del seen["rank"]
@@ -428,6 +387,9 @@ class LedgerReader:
     def keys_by_url(self) -> dict[str, str]:
         """Every row's key by its (normalised) URL."""
         return {str(url): str(key) for key, url in self._db.execute("SELECT key, url FROM urls")}
+
+    def _count(self, sql: str, *params: Any) -> int:
+        return int(self._db.execute(sql, params).fetchone()[0])
 
     @staticmethod
     def _dicts(cur: sqlite3.Cursor) -> Iterator[dict[str, Any]]:
@@ -462,8 +424,7 @@ class Ledger(LedgerReader):
             return  # a new ledger: SCHEMA makes the table
         for column in COLUMNS:
             if column not in have:
-                kind = _ADDED_TYPES.get(column, "TEXT")
-                self._db.execute(f"ALTER TABLE urls ADD COLUMN {column} {kind}")
+                self._db.execute(f"ALTER TABLE urls ADD COLUMN {column} {_TYPES[column]}")
         self._db.commit()
 
     # -- writing -----------------------------------------------------------------
@@ -471,53 +432,7 @@ class Ledger(LedgerReader):
     def record(self, rec: UrlRecord) -> bool:
         """Record *rec*; return False when the URL already had a final decision."""
         assert rec.key is not None
-        row = (
-            rec.key,
-            rec.url,
-            rec.decision,
-            rec.reason,
-            rec.target,
-            target_key(rec.target),
-            rec.status,
-            rec.depth,
-            rec.referrer,
-            rec.content_type,
-            rec.last_modified,
-            rec.loc,
-            rec.lastmod,
-            json.dumps(rec.warnings) if rec.warnings else None,
-            rec.content_hash,
-            rec.etag,
-            rec.main_hash,
-            rec.lastmod_source,
-            rec.changed_at,
-            rec.first_seen,
-            "\n".join(rec.links) if rec.links else None,
-            "\n".join(rec.unfollowed) if rec.unfollowed else None,
-            _json(rec.alternates),
-            _json(rec.images),
-            _json(rec.videos),
-            _json(rec.news),
-            _json(rec.problems),
-            None,  # extras: decided when the books are closed
-            rec.title,
-            rec.listed_at,
-            rec.lastmod_moved_at,
-            rec.history,
-            rec.section,
-            rec.changefreq,
-            rec.priority,
-            rec.found_by,
-            rec.found_from,
-            rec.robots,
-            rec.elapsed,
-            rec.size,
-            rec.render,
-            rec.rule,
-            rec.lastmod_from,
-            rec.page_verdicts,
-            time.time(),
-        )
+        row = tuple(value(rec) for value in _VALUES)
         cur = self._db.execute(_QUEUE if rec.decision == QUEUED else _RECORD, row)
         written = cur.rowcount > 0
         if rec.raw_url and rec.raw_url != rec.url:
@@ -571,16 +486,8 @@ class Ledger(LedgerReader):
             ") ORDER BY content_hash",
             (LISTED, LISTED),
         )
-        group: list[str] = []
-        current = None
-        for content_hash, url in cur:
-            if content_hash != current and group:
-                yield group
-                group = []
-            current = content_hash
-            group.append(url)
-        if group:
-            yield group
+        for _, rows in itertools.groupby(cur, key=itemgetter(0)):
+            yield [url for _, url in rows]
 
     def redecide(self, changes: Iterable[tuple[str, str, str, str | None]]) -> None:
         """Apply ``(url, decision, reason, target)`` changes; a page that is no longer
@@ -641,9 +548,7 @@ class Ledger(LedgerReader):
             " WHERE decision = ? AND lastmod_source = 'page' AND lastmod = ?",
             (LISTED, value),
         )
-        names = [d[0] for d in cur.description]
-        for row in cur.fetchall():
-            yield dict(zip(names, row, strict=True))
+        yield from list(self._dicts(cur))  # read before the caller writes
 
     def set_lastmod(
         self,
@@ -683,23 +588,15 @@ class Ledger(LedgerReader):
         priority: Decimal | None = None,
         per_row: bool = True,
     ) -> EntryRows:
-        """The listed pages, sorted by published address and streamed from disk, as
-        sitemap entries with ``changefreq`` and ``priority`` (the same for all).
+        """The listed pages as :class:`~crawler.sitemaps.entryrows.EntryRows` streamed
+        from disk, by section (the default first) and address, with this *changefreq*
+        and *priority* unless a row has its own: answered from the covering index
+        ``urls_listed_rows`` in its order (no sort, no visit to the wide rows; the
+        decision a literal so that SQLite matches the partial index).
 
-        Iterating gives checked :class:`~crawler.sitemaps.entry.SitemapEntry` objects (a bad
-        ``loc`` raises ``ValueError``); :class:`~crawler.publish.writer.SitemapSetWriter`
-        reads them in checked batches instead (:class:`~crawler.sitemaps.entryrows.EntryRows`).
-        A row carries its entry's extensions (``extras``, settled when the books are
-        closed: :mod:`crawler.publish.richentries`), its section and its own changefreq and
-        priority (:mod:`pipelines.rules`), in :data:`crawler.sitemaps.entryrows.ROW_COLUMNS`'
-        order, sorted by section (the default first) and address. The query is
-        answered from the covering index ``urls_listed_rows``, in its order: no sort,
-        and no visit to the table's wide rows. The decision is a literal so that
-        SQLite can match the partial index's WHERE clause.
-        """
-        # Without rules every section, changefreq and priority is NULL: the three
-        # columns that can hold something are read (wider rows cost sqlite3 about
-        # 0.2 s a million: bench/README.md), in the same order, from the same index.
+        Without *per_row* (no rule set a section, changefreq or priority) only the
+        three other columns are read: wider rows cost sqlite3 about 0.2 s a million
+        (bench/README.md)."""
         cursor = self._db.execute(LISTED_ROWS if per_row else LISTED_ROWS_PLAIN)
         return EntryRows(cursor, changefreq, priority)
 
@@ -763,11 +660,11 @@ class Ledger(LedgerReader):
 
     def listed_unlinked(self) -> int:
         """Listed pages found in a sitemap that no crawled page links to (orphans)."""
-        row = self._db.execute(
+        return self._count(
             "SELECT count(*) FROM urls WHERE decision = ? AND found_by = ? AND referrer IS NULL",
-            (LISTED, FOUND_SITEMAP),
-        ).fetchone()
-        return int(row[0])
+            LISTED,
+            FOUND_SITEMAP,
+        )
 
     def counts(self) -> dict[str, int]:
         return dict(self._db.execute("SELECT decision, count(*) FROM urls GROUP BY decision"))
@@ -799,41 +696,31 @@ class Ledger(LedgerReader):
         (``elapsed`` or ``size``), largest first."""
         if column not in ("elapsed", "size"):
             raise ValueError(f"not a measured column: {column}")
-        return [
-            (url, decision, value)
-            for url, decision, value in self._db.execute(
-                f"SELECT url, decision, {column} FROM urls WHERE {column} IS NOT NULL"
-                f" ORDER BY {column} DESC, url LIMIT ?",
-                (most,),
-            )
-        ]
+        return self._db.execute(
+            f"SELECT url, decision, {column} FROM urls WHERE {column} IS NOT NULL"
+            f" ORDER BY {column} DESC, url LIMIT ?",
+            (most,),
+        ).fetchall()
 
     def listed_in_section(self, section: str | None, most: int) -> list[tuple[str, str | None]]:
         """The first *most* listed pages of *section* (None: the default one), by
         published address: ``(loc, lastmod)`` (from the covering index)."""
-        cur = self._db.execute(
+        return self._db.execute(
             f"SELECT loc, lastmod FROM urls WHERE decision = '{LISTED}' AND section IS ?"
             " ORDER BY section, loc LIMIT ?",
             (section, most),
-        )
-        return [(loc, lastmod) for loc, lastmod in cur]
+        ).fetchall()
 
     def decided(self, decision: str, most: int) -> Iterator[dict[str, Any]]:
         """The first *most* URLs (by URL) with *decision*: url, reason, target,
         status, referrer."""
-        cur = self._db.execute(
-            "SELECT url, reason, target, status, referrer FROM urls WHERE decision = ?"
-            " ORDER BY url LIMIT ?",
-            (decision, most),
+        yield from self._dicts(
+            self._db.execute(
+                "SELECT url, reason, target, status, referrer FROM urls WHERE decision = ?"
+                " ORDER BY url LIMIT ?",
+                (decision, most),
+            )
         )
-        for url, reason, target, status, referrer in cur:
-            yield {
-                "url": url,
-                "reason": reason,
-                "target": target,
-                "status": status,
-                "referrer": referrer,
-            }
 
     def error_counts(self) -> tuple[int, int]:
         """(pages fetched, pages that failed: 5xx or no response)."""
@@ -857,8 +744,7 @@ class Ledger(LedgerReader):
     def count_removed(self, previous: Path) -> int:
         """Listed URLs of the *previous* ledger that this one no longer lists."""
         self._attach(previous)
-        row = self._db.execute(_REMOVED.replace("SELECT loc", "SELECT count(*)", 1)).fetchone()
-        return int(row[0])
+        return self._count(_REMOVED.replace("SELECT loc", "SELECT count(*)", 1))
 
     def changes_since(
         self, previous: Path | None
@@ -894,8 +780,3 @@ class Ledger(LedgerReader):
                 n += 1
         tmp.replace(path)
         return n
-
-
-def _json(value: object) -> str | None:
-    """A JSON column: None (NULL) for nothing, as a plain page has."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")) if value else None

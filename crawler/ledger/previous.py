@@ -1,12 +1,7 @@
-"""What the previous successful run learned: the state a nightly run starts from.
-
-The previous run's ledger (``ledger.sqlite`` in the state directory) stays in place
-until this run succeeds, so it is read here, read-only, one URL at a time: the
-validators for conditional requests, the record a 304 replays, the content hash
-and lastmod that honest lastmod builds on, first-seen times, and the published set
-a new one is compared with (issue #4). The queries are the ledger's own
-(:class:`crawler.ledger.ledger.LedgerReader`).
-"""
+"""What the previous successful run learned: the state a nightly run starts from (issue
+#4). Its ``ledger.sqlite`` stays in place until this run succeeds, and is read here,
+read-only, one URL at a time, with the ledger's own queries
+(:class:`crawler.ledger.ledger.LedgerReader`)."""
 
 from __future__ import annotations
 

@@ -1,42 +1,24 @@
-"""The state of one run: where it publishes and keeps its books, and what the
-previous run left.
+"""The state of one run: where it publishes and keeps its books, and what the previous
+run left. One :class:`RunState` per crawler owns what belongs to the run, not to one
+component:
 
-One :class:`RunState` per crawler owns everything that belongs to the run rather
-than to one component:
+- the lock, one run per state directory (two would interleave their ledgers and race
+  to publish): a non-blocking ``flock`` on ``STATE/lock`` before any file is opened; a
+  second run is *locked out* (touches no file, its spider closed at once). The kernel
+  drops a dead process's lock: a crash leaves no stale one;
+- the previous successful run (:class:`crawler.ledger.previous.PreviousRun`);
+- the running ledger (``ledger.running.sqlite``), continued by ``--resume``, filed by
+  :meth:`RunState.end`; Scrapy's ``JOBDIR``, removed once the run cannot be resumed;
+- the state paths, the public-URL mapping (``--base-url``), and why the run cannot do
+  its job (:meth:`RunState.fail`).
 
-- the state paths (:class:`crawler.core.paths.CrawlPaths`: ``SITEMAP_OUT_DIR``,
-  ``SITEMAP_STATE_DIR``);
-- the lock: one run per state directory at a time. Two nightly runs on the same
-  state would interleave their ledgers and race to publish, so an exclusive,
-  non-blocking ``flock`` on ``STATE/lock`` is taken before any file is opened; a
-  second run finds it taken, is *locked out* (it touches no file, and its spider is
-  closed at once) and says so. The kernel drops the lock if the process dies, so a
-  crash never leaves a stale one;
-- the previous successful run (:class:`crawler.ledger.previous.PreviousRun`, read-only):
-  validators for conditional requests, the records a 304 replays, the evidence
-  behind lastmod, first-seen times, the published set a new one is compared with;
-- the running ledger (``ledger.running.sqlite``, :class:`crawler.ledger.ledger.Ledger`),
-  continued by ``--resume`` and otherwise started afresh, and what becomes of it
-  when the run ends (:meth:`RunState.end`: ``ledger.sqlite`` when the run did its
-  job, ``ledger.failed.sqlite`` otherwise, kept as it is for ``--resume``);
-- Scrapy's ``JOBDIR`` of the run (the resumable queue and spider state): cleared
-  when a new run starts, removed once the run is over unless it can be resumed;
-- the public-URL mapping (``--base-url``, :class:`crawler.core.publicurl.PublicUrls`);
-- why the run cannot do its job, once anything finds out (:meth:`RunState.fail`:
-  robots.txt or the start URL unreachable, the state locked).
-
-It is the first extension in ``EXTENSIONS``: Scrapy builds it after the spider and
-before every other extension, the engine, its middlewares and pipelines, and the
-spider's rooms; it takes the start URL from the spider. Every component gets that
-one instance with :meth:`RunState.of` (Scrapy's ``crawler.get_extension(RunState)``
-finds it too, once the extensions are built); nothing else builds one. A process
-with no ``SITEMAP_OUT_DIR`` (a distributed worker) has no state: no lock, no ledger,
-no previous run.
+It is the first extension in ``EXTENSIONS``, built after the spider and before
+everything else; components get it with :meth:`RunState.of`. A process with no
+``SITEMAP_OUT_DIR`` (a distributed worker) has no state.
 
 Settings: ``SITEMAP_OUT_DIR``, ``SITEMAP_STATE_DIR``, ``SITEMAP_INCREMENTAL``,
 ``SITEMAP_RESUME``, ``SITEMAP_BASE_URL``, ``JOBDIR``.
-Stats: ``sitemap/locked``, ``sitemap/fatal``.
-"""
+Stats: ``sitemap/locked``, ``sitemap/fatal``."""
 
 from __future__ import annotations
 
@@ -45,6 +27,7 @@ import logging
 import os
 import shutil
 import weakref
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -78,11 +61,15 @@ def holder(state: Path) -> str | None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
-        return f"another run (pid {pid}) is using the state directory {state}"
+        return _held(fd, state)
     finally:
         os.close(fd)  # also releases the lock if we got it
     return None
+
+
+def _held(fd: int, state: Path) -> str:
+    pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+    return f"another run (pid {pid}) is using the state directory {state}"
 
 
 def _start_url(crawler: Crawler) -> str | None:
@@ -94,41 +81,31 @@ def _start_url(crawler: Crawler) -> str | None:
     return url if isinstance(url, str) else None
 
 
+@dataclass(eq=False)
 class RunState:
-    """The run's state (see the module docstring). *paths*: None for a process that
-    keeps none; *incremental*: start from the previous run; *resume*: continue the
-    interrupted run's ledger; *job*: Scrapy's ``JOBDIR``, if any."""
+    """The run's state. *paths*: None for a process that keeps none; *incremental*: start
+    from the previous run; *resume*: continue its ledger; *job*: Scrapy's ``JOBDIR``."""
 
-    def __init__(
-        self,
-        start_url: str,
-        public: PublicUrls,
-        paths: CrawlPaths | None,
-        stats: StatsCollector,
-        *,
-        incremental: bool,
-        resume: bool,
-        job: Path | None,
-    ) -> None:
-        self.start_url = start_url
-        self.public = public
-        self.paths = paths
-        self.stats = stats
-        self.incremental = incremental
-        self.resume = resume
-        self.job = job
-        self.started = datetime.now(UTC)
-        self.previous: PreviousRun | None = None
-        self.ledger: Ledger | None = None
-        self.locked_out = False
-        self.fatal: str | None = None
-        self.unfetched: tuple[str, str] | None = None  # see fail()
-        #: How the run ended, set by the publisher (None until then, or in a
-        #: process that keeps no books): the command's answer, not the stats.
-        self.outcome: RunOutcome | None = None
-        self.resumable = False
-        self._lock: int | None = None
-        self._crawler: Crawler | None = None  # set by from_crawler()
+    start_url: str
+    public: PublicUrls
+    paths: CrawlPaths | None
+    stats: StatsCollector
+    _: KW_ONLY
+    incremental: bool
+    resume: bool
+    job: Path | None
+    started: datetime = field(init=False, default_factory=lambda: datetime.now(UTC))
+    previous: PreviousRun | None = field(init=False, default=None)
+    ledger: Ledger | None = field(init=False, default=None)
+    locked_out: bool = field(init=False, default=False)
+    fatal: str | None = field(init=False, default=None)
+    unfetched: tuple[str, str] | None = field(init=False, default=None)  # see fail()
+    #: How the run ended, set by the publisher (None until then, or in a
+    #: process that keeps no books): the command's answer, not the stats.
+    outcome: RunOutcome | None = field(init=False, default=None)
+    resumable: bool = field(init=False, default=False)
+    _lock: int | None = field(init=False, default=None)
+    _crawler: Crawler | None = field(init=False, default=None)  # set by from_crawler()
 
     @property
     def run_time(self) -> str:
@@ -137,11 +114,8 @@ class RunState:
 
     @classmethod
     def of(cls, crawler: Crawler) -> RunState:
-        """The crawler's run state: the one Scrapy built as the first extension.
-
-        Raises ``NotConfigured`` where there is none (the extension is off, or the
-        spider has no start URL): a component that needs it is then not ours to run.
-        """
+        """The crawler's run state; ``NotConfigured`` where there is none (the extension is
+        off, or the spider has no start URL): a component that needs it is not ours to run."""
         state = _states.get(crawler)
         if state is None:
             raise NotConfigured("no run state (a spider with a start URL, the RunState extension)")
@@ -149,9 +123,8 @@ class RunState:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RunState:
-        """As an extension (the first, so that the lock is taken before any other
-        component opens a file), with the start URL of the spider Scrapy built before
-        its extensions: the one instance of the crawler, which :meth:`of` finds."""
+        """As the first extension (the lock is taken before any other component opens a file),
+        with the start URL of the spider Scrapy built before it."""
         start_url = _start_url(crawler)
         if start_url is None:
             raise NotConfigured("the run state needs a spider with a start URL")
@@ -188,12 +161,8 @@ class RunState:
             self.previous = PreviousRun.find(self.paths.ledger)
         path = self.paths.running_ledger
         if not (self.resume and self.job is not None and path.exists()):
-            for stale in (
-                path,
-                path.with_name(path.name + "-wal"),
-                path.with_name(path.name + "-shm"),
-            ):
-                stale.unlink(missing_ok=True)
+            for suffix in ("", "-wal", "-shm"):
+                path.with_name(path.name + suffix).unlink(missing_ok=True)
         self.ledger = Ledger(path)
         self.ledger.set_meta("start_url", self.start_url)
         self.ledger.set_meta("run_started", self.run_time)
@@ -209,14 +178,11 @@ class RunState:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+                held = _held(fd, paths.state)
                 os.close(fd)
                 self.locked_out = True
                 self.stats.set_value("sitemap/locked", True)
-                self.fail(
-                    f"another run (pid {pid}) is using the state directory {paths.state}; "
-                    "this one did nothing"
-                )
+                self.fail(f"{held}; this one did nothing")
                 return False
             # The run that held it removes the file before it lets go: if the name
             # is no longer this file, lock the one that is there now.
@@ -241,10 +207,9 @@ class RunState:
     # -- while it runs -------------------------------------------------------------------
 
     def fail(self, message: str, unfetched: tuple[str, str] | None = None) -> None:
-        """The run cannot do its job (robots.txt or the start URL unreachable, say):
-        it will publish nothing. The first reason stands. *unfetched*: the decision
-        and reason of the URLs it leaves unfetched (``fetch-error`` for a host that
-        cannot be reached, say), rather than ``cap-reached``."""
+        """The run cannot do its job (robots.txt or the start URL unreachable, say) and will
+        publish nothing; the first reason stands. *unfetched*: the decision and reason of the
+        URLs it leaves unfetched (``fetch-error``, say), rather than ``cap-reached``."""
         if self.fatal is None:
             self.fatal = message
             self.unfetched = unfetched
@@ -254,9 +219,8 @@ class RunState:
     # -- the run ends ---------------------------------------------------------------------
 
     def end(self, good: bool, resumable: bool) -> None:
-        """Close the running ledger and file it: ``ledger.sqlite`` when the run did its
-        job (*good*), ``ledger.failed.sqlite`` otherwise, or left as it is to be
-        continued (*resumable*)."""
+        """Close the running ledger and file it: ``ledger.sqlite`` when the run did its job
+        (*good*), else ``ledger.failed.sqlite``, or as it is to be continued (*resumable*)."""
         self.resumable = resumable
         self._close_files()
         if self.paths is None or resumable:
@@ -283,10 +247,8 @@ class RunState:
         self._release()
 
     def abandon(self) -> None:
-        """The run was stopped at once (a second Ctrl-C): its reactor is gone and no
-        signal will come. File the running ledger as failed, drop the ``JOBDIR``
-        (nothing consistent was saved to resume from) and let go of the lock. The
-        published set and the last good ledger are untouched."""
+        """The run was stopped at once (a second Ctrl-C; no signal will come): file the running
+        ledger as failed, drop the ``JOBDIR`` (nothing consistent to resume from), unlock."""
         self._close_files()
         if self._lock is None:
             return

@@ -1,28 +1,20 @@
 """What the crawl needs from an HTML page's body, in one small value.
 
-Parsing a page and reading it (links, robots directives, canonicals, lastmod
-metadata, the content hashes behind lastmod) is most of a crawl's CPU on pages of
-real size. :func:`analyse_response` does all of it and returns a
-:class:`PageAnalysis`: the page's facts (:mod:`crawler.page.links`), its links resolved,
-normalised, keyed and each once (:class:`~crawler.page.links.LinkResolver`), and both
-content hashes (:mod:`crawler.page.content`). The page judge (:mod:`crawler.crawl.judge`)
-decides from it.
-
-With :class:`Rich` options on, it also reads what a rich sitemap entry needs
-(issue #14): the hreflang alternates the page declares (:mod:`crawler.page.hreflang`),
-its images, videos and news publication (:mod:`crawler.page.pagemedia`), as
-:class:`RichFacts`, with every URL normalised by the crawl's rules.
-
-The work runs in a worker process of the page-parsing pool (:mod:`crawler.page.parsepool`,
-which calls :func:`analyse` with the response's parts) or in the crawl's process: the
-result is the same either way, and the tests check that it is.
-"""
+Parsing and reading a page (links, robots directives, canonicals, dates, content
+hashes) is most of a crawl's CPU on pages of real size. :func:`analyse_response` does
+it all once and returns a :class:`PageAnalysis`: the page's facts
+(:mod:`crawler.page.links`), its links resolved (:class:`~crawler.page.links.LinkResolver`),
+both content hashes (:mod:`crawler.page.content`), and with :class:`Rich` options on its
+hreflang alternates, images, videos and news publication (:class:`RichFacts`, URLs
+normalised by the crawl's rules). The page judge (:mod:`crawler.crawl.judge`) decides
+from it. It runs in a worker of :mod:`crawler.page.parsepool` (:func:`analyse`) or in
+the crawl's process, with the same result (the tests check it)."""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from typing import TYPE_CHECKING
 
 from scrapy.http import HtmlResponse
@@ -32,7 +24,8 @@ from crawler.page.appshell import shell_signs
 from crawler.page.content import bag_hash, main_content
 from crawler.page.hreflang import declared
 from crawler.page.links import LinkResolver, PageFacts, Resolved, page_facts, parse_html
-from crawler.page.pagemedia import NewsFacts, VideoFacts, images, news, videos
+from crawler.page.pagemedia import NewsFacts, images, news
+from crawler.page.pagevideos import VideoFacts, videos
 from crawler.page.softnotfound import PagePrint, page_print, says_not_found
 
 if TYPE_CHECKING:
@@ -52,16 +45,12 @@ class Rich:
     news: bool = False
 
     def __bool__(self) -> bool:
-        return self.hreflang or self.images or self.videos or self.news
+        return any(astuple(self))
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Rich:
-        return cls(
-            hreflang=settings.getbool("SITEMAP_HREFLANG"),
-            images=settings.getbool("SITEMAP_IMAGES"),
-            videos=settings.getbool("SITEMAP_VIDEOS"),
-            news=bool(settings.get("SITEMAP_NEWS_PUBLICATION")),
-        )
+        get, news = settings.getbool, bool(settings.get("SITEMAP_NEWS_PUBLICATION"))
+        return cls(get("SITEMAP_HREFLANG"), get("SITEMAP_IMAGES"), get("SITEMAP_VIDEOS"), news)
 
 
 #: No rich data: a plain crawl.
@@ -70,9 +59,7 @@ NO_RICH = Rich()
 
 @dataclass(frozen=True, slots=True)
 class RichFacts:
-    """A page's rich data: declared alternates ``(code, URL)``, image URLs, videos
-    and its news publication; URLs absolute and normalised (the videos' as the page
-    gave them, absolute)."""
+    """A page's rich data, URLs absolute and normalised (the videos' absolute only)."""
 
     alternates: tuple[tuple[str, str], ...] = ()
     images: tuple[str, ...] = ()
@@ -83,31 +70,22 @@ class RichFacts:
 @dataclass(slots=True)
 class PageAnalysis:
     facts: PageFacts
-    # facts.hrefs resolved (LinkResolver.resolve_all): absolute, normalised, keyed
-    # and fingerprinted, None for a link that is not http(s); each once, in page
-    # order (every None kept), and facts.hrefs left empty. Joining and normalising
-    # was the largest part of the crawl process's own work on a page.
+    # facts.hrefs resolved (None: not http(s)), each once in page order (every None
+    # kept), facts.hrefs left empty: joining and normalising was the largest part of
+    # the crawl process's own work on a page.
     links: list[Resolved | None]
     encoding: str  # the response's encoding (declared, or detected from the body)
     content_hash: str  # of the whole body
     main_hash: str | None  # of the main content (crawler.page.content)
     rich: RichFacts | None = None  # with Rich options on
-    # The soft-404 fingerprint (crawler.page.softnotfound), when asked for: only on a
-    # site whose probe was answered with 200.
-    soft_print: PagePrint | None = None
-    # The main content's hash whatever its order (crawler.page.content.bag_hash), for a
-    # page with a query or one that links to its own path with one (crawler.crawl.params
-    # learns from it that ?sort= does not change a page).
+    soft_print: PagePrint | None = None  # when asked for (crawler.page.softnotfound)
+    # crawler.page.content.bag_hash, for a page with a query or a link to its own path
+    # with one (crawler.crawl.params learns from it that ?sort= changes nothing).
     bag_hash: str | None = None
-    # The sign that the raw page is an application shell a script fills in
-    # (crawler.page.appshell.shell_signs), or None.
-    shell: str | None = None
-    # facts.unfollowed resolved: (kind, normalised URL), each pair once, in page
-    # order (the http(s) ones); facts.unfollowed left empty. For explain (issue 24).
+    shell: str | None = None  # crawler.page.appshell.shell_signs
+    # facts.unfollowed resolved: (kind, normalised URL), each once, for explain.
     unfollowed: tuple[tuple[str, str], ...] = ()
-    # The evidence that the page says it is not there, and is thin
-    # (crawler.page.softnotfound.says_not_found), or None.
-    not_found: str | None = None
+    not_found: str | None = None  # crawler.page.softnotfound.says_not_found
 
 
 def analyse_response(
@@ -118,8 +96,8 @@ def analyse_response(
     rich: Rich = NO_RICH,
     prints: bool | str = False,
 ) -> PageAnalysis:
-    """The analysis of an HTML *response* (see the module docstring); *prints*: with
-    its soft-404 fingerprint (``"exact"``: without its simhash)."""
+    """The analysis of an HTML *response*; *prints*: with its soft-404 fingerprint
+    (``"exact"``: without its simhash)."""
     root = parse_html(response)
     facts = page_facts(response, agents, root)
     # Before the main-content hash strips <noscript>.
@@ -180,15 +158,10 @@ def _rich(
         for code, href in declared(root, response, base):
             if (url := normal(href)) is not None:
                 alternates.append((code, url))
-    found_images: list[str] = []
-    if rich.images:
-        for image in images(root, base):
-            url = normal(image)
-            if url is not None and url not in found_images:
-                found_images.append(url)
+    found_images = (normal(image) for image in images(root, base)) if rich.images else ()
     return RichFacts(
         alternates=tuple(alternates),
-        images=tuple(found_images),
+        images=tuple(dict.fromkeys(url for url in found_images if url is not None)),
         videos=videos(root, base, response.url) if rich.videos else (),
         news=news(root, response) if rich.news else None,
     )

@@ -1,18 +1,13 @@
-"""The hash of a page's main content: what "the page changed" means for lastmod.
-
-When a server sends no usable Last-Modified, lastmod comes from evidence: the time
-a change of this hash was first seen (issue #4, "Honest lastmod"). The hash covers
-the page's text and the targets of its links and images, and leaves out what
-changes on every request without the page changing: scripts, styles, comments,
-``<noscript>``, ``<template>``, and the volatile regions the user names with CSS
-selectors (``SITEMAP_VOLATILE_SELECTORS``, e.g. ``.timestamp`` or ``#csrf``).
-Whitespace is left out, so re-indented or minified markup is no change.
-"""
+"""The hash of a page's main content: what "the page changed" means for lastmod (issue
+#4; docs/lastmod.md, rule 3). It covers the text (whitespace left out: re-indented or
+minified markup is no change) and the targets of links and images, not what changes
+on every request: scripts, styles, comments, ``<noscript>``, ``<template>``, and the
+regions named by ``SITEMAP_VOLATILE_SELECTORS``."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from cssselect import GenericTranslator
@@ -28,20 +23,14 @@ VERSION = "m2-"
 
 
 def main_content_hash(root: Any, volatile: Iterable[str] = ()) -> str | None:
-    """A hex digest of the main content of a page's lxml tree *root*, or None for a
-    page with no tree.
-
-    The text is taken with all whitespace removed, so re-indented or minified markup
-    is no change. The tree is changed (the dropped elements are removed from it):
-    call this last.
-    """
+    """A hex digest of the main content of the lxml tree *root* (None: no tree). It strips
+    the tree: call it last."""
     return main_content(root, volatile)[0]
 
 
 def main_content(root: Any, volatile: Iterable[str] = ()) -> tuple[str | None, str]:
-    """:func:`main_content_hash` and the main text it hashed (whitespace as in the
-    page; empty for a page with no tree), which the soft-404 fingerprint reads
-    (:mod:`crawler.page.softnotfound`). Call :func:`bag_hash` after it, if at all."""
+    """:func:`main_content_hash` and the text it hashed (empty for no tree), for the
+    soft-404 print (:mod:`crawler.page.softnotfound`). :func:`bag_hash` may follow it."""
     if root is None or not hasattr(root, "iter"):
         return None, ""
     for selector in volatile:
@@ -52,12 +41,17 @@ def main_content(root: Any, volatile: Iterable[str] = ()) -> tuple[str | None, s
     etree.strip_elements(root, etree.Comment, *_DROPPED_TAGS, with_tail=False)
     text = etree.tostring(root, method="text", encoding="unicode")
     digest = hashlib.blake2b("".join(text.split()).encode("utf-8"), digest_size=16)
+    for target in _targets(root):
+        digest.update(target.encode("utf-8"))
+    return VERSION + digest.hexdigest(), text
+
+
+def _targets(root: Any) -> Iterator[str]:
+    """The targets of the page's links and images, each after a NUL."""
     for el in root.iter("a", "img", "link"):
         for attr in ("href", "src"):
-            value = el.get(attr)
-            if value:
-                digest.update(b"\0" + value.strip().encode("utf-8"))
-    return VERSION + digest.hexdigest(), text
+            if value := el.get(attr):
+                yield "\0" + value.strip()
 
 
 def bag_hash(root: Any) -> str | None:
@@ -67,12 +61,7 @@ def bag_hash(root: Any) -> str | None:
     :func:`main_content`, which strips the tree."""
     if root is None or not hasattr(root, "iter"):
         return None
-    pieces = ["".join(t.split()) for t in root.itertext()]
-    for el in root.iter("a", "img", "link"):
-        for attr in ("href", "src"):
-            value = el.get(attr)
-            if value:
-                pieces.append("\0" + value.strip())
+    pieces = ["".join(t.split()) for t in root.itertext()] + list(_targets(root))
     digest = hashlib.blake2b(digest_size=16)
     for piece in sorted(p for p in pieces if p):
         digest.update(piece.encode("utf-8") + b"\n")

@@ -1,75 +1,34 @@
-"""hreflang: the alternates a page declares, and which of them hold up (issue #14).
+"""hreflang: the alternates a page declares, and which of them hold up (issue #14;
+docs/rich.md). Google's rules
+(https://developers.google.com/search/docs/specialty/international/localized-versions):
+head links, ``Link`` headers and sitemap ``xhtml:link`` are equivalent; the code check
+is :func:`valid_code`; "each language version must list itself as well as all other
+language versions"; "if two pages don't both point to each other, the tags will be
+ignored"; and a sitemap lists only the indexable URLs one wants in search.
 
-Google's rules, from "Tell Google about localized versions of your page"
-(https://developers.google.com/search/docs/specialty/international/localized-versions,
-quoted where quoted, paraphrased elsewhere):
-
-* where: ``<link rel="alternate" hreflang="..." href="...">`` in the page's
-  ``<head>``, HTTP ``Link: <url>; rel="alternate"; hreflang="..."`` headers, or a
-  sitemap's ``xhtml:link`` (what we write); the three methods are equivalent;
-* the code: an ISO 639-1 language, optionally followed by an ISO 3166-1 alpha-2
-  region, a script variation given in ISO 15924, or ``x-default`` (the section on
-  supported language/region codes): ``en-UK`` is wrong (the United Kingdom is
-  ``GB``), a region alone is wrong, and ``_`` is no separator. Case does not
-  matter;
-* "Each language version must list itself as well as all other language versions"
-  (the guidelines for all methods);
-* return links: "If two pages don't both point to each other, the tags will be
-  ignored" (same guidelines);
-* an alternate that is not indexable (noindex, a redirect, an error, canonicalised
-  elsewhere) is no version of anything in search, and a sitemap lists the canonical
-  URLs one wants in search only
-  (https://developers.google.com/search/docs/crawling-indexing/sitemaps/build-sitemap),
-  so it is not written either.
-
-What this module does with them:
-
-:func:`valid_code` is Google's code check, over pycountry's ISO 639-1, ISO 15924 and
-ISO 3166-1 lists (sets built once, at import).
-
-:func:`declared` reads one page's declarations (head links and Link headers),
-during the crawl; the integrator normalises their hrefs with the crawl's rules.
-
-:func:`verify` runs once the crawl is over, over every listed page's declarations,
-and says for each page which alternates to write and what is wrong. The rules, for
-a page P that declares alternates:
+:func:`declared` reads one page's declarations during the crawl; :func:`verify`, once
+it is over, says for each listed page P what to write and what is wrong:
 
 1. its declarations are taken once each (a code compared case-insensitively);
-2. a declaration with an invalid code is dropped: ``invalid code 'en-UK'``;
-3. a code given to two URLs is dropped with both its URLs (Google cannot tell
-   which one is meant): ``two URLs for 'de'``;
-4. the self-reference. Google's documentation says each version "must list
-   itself", so a page that does not is not repaired here (we do not make up the
-   code it would have): ``does not list itself``, and nothing is written for it. A
-   page whose only self-references were dropped by 2. or 3. writes nothing either
-   (its problems say why). Other pages do not write such a page as their
-   alternate: ``alternate X does not list itself`` (``... with a valid code``);
-5. each other member X:
+2. one with an invalid code is dropped: ``invalid code 'en-UK'``;
+3. a code given to two URLs is dropped with both: ``two URLs for 'de'``;
+4. a page that does not list itself is not repaired (we do not make up its code):
+   ``does not list itself``; nothing is written for it, nor for it as another page's
+   alternate (``alternate X does not list itself``, ``... with a valid code``);
+5. another member X on the crawl's own site (``crawler.core.urls.site_of``) or listed
+   must be listed (``alternate X is {reason}``), declare P (``no return link from
+   X``) with a valid code of its own (``no valid return link from X``), and list
+   itself (4.); X on one of *alternate_hosts* is written unverified; X elsewhere is
+   ``alternate X is on another host (not verified; --alternate-host writes it)``;
+6. a cluster whose only remaining member is P writes nothing.
 
-   * X on the crawl's own site (``crawler.core.urls.site_of``: host and port, http and
-     https alike) or listed: X must be listed (``alternate X is {reason}``, the
-     reason from *listed*), must declare P (``no return link from X``), with a
-     valid code that it does not also give to another URL (``no valid return
-     link from X``: Google ignores such a declaration, and X's own problems say
-     why), and must list itself (4.);
-   * X on one of *alternate_hosts*: written as declared, unverified (we did not
-     crawl it);
-   * X elsewhere: ``alternate X is on another host (not verified;
-     --alternate-host writes it)``;
-
-6. a cluster whose only remaining member is P itself writes nothing.
-
-So on the crawl's own site what is written is symmetric: P writes X exactly when
-X writes P, and both write themselves; a sitemap never carries half a pair.
-
-Codes are written as the page declared them; the pairs of a page sorted by code
-(case-insensitively), then href. Everything here is pure and deterministic.
-"""
+So on the crawl's own site P writes X exactly when X writes P. Codes are written as
+declared, a page's pairs sorted by code (case-insensitively), then href."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin
@@ -78,7 +37,7 @@ import pycountry
 from scrapy.http import Response
 
 from crawler.core.urls import host_port, site_of
-from crawler.page.links import clean_href
+from crawler.page.links import clean_href, link_headers
 
 __all__ = ["Verdict", "declared", "valid_code", "verify"]
 
@@ -93,11 +52,10 @@ X_DEFAULT = "x-default"
 
 
 def valid_code(code: str) -> bool:
-    """True for an hreflang value Google accepts: ``x-default``, or an ISO 639-1
-    language, then optionally an ISO 15924 script, then optionally an ISO 3166-1
-    alpha-2 region, joined by ``-`` (``en``, ``en-gb``, ``zh-Hant-TW``), in any
-    case. Not ``en-UK`` (no such region), ``eng`` (ISO 639-2), ``en_GB`` (``_``),
-    ``de-DE-x`` (more parts), or a value with spaces around it."""
+    """Whether Google accepts the hreflang value: ``x-default``, or an ISO 639-1 language,
+    then optionally an ISO 15924 script and an ISO 3166-1 alpha-2 region, joined by ``-``,
+    in any case (``en``, ``en-gb``, ``zh-Hant-TW``; not ``en-UK``, ``eng``, ``en_GB``,
+    ``de-DE-x``, nor a value with spaces around it)."""
     if not code.isascii():
         return False
     lowered = code.lower()
@@ -118,67 +76,22 @@ def valid_code(code: str) -> bool:
 
 # -- declarations of one page ------------------------------------------------------
 
-# RFC 8288, section 3: link-value = "<" URI-Reference ">" *( OWS ";" OWS link-param ),
-# link-param = token BWS [ "=" BWS ( token / quoted-string ) ]; link-values are
-# separated by commas (outside <> and quoted strings).
-_LINK_VALUE = re.compile(
-    r"<(?P<target>[^>]*)>(?P<params>(?:\s*;\s*[^;,=\s]+(?:\s*=\s*(?:\"(?:[^\"\\]|\\.)*\"|[^;,]*))?)*)"
-)
-_LINK_PARAM = re.compile(
-    r";\s*(?P<name>[^;,=\s]+)(?:\s*=\s*(?:\"(?P<quoted>(?:[^\"\\]|\\.)*)\"|(?P<token>[^;,]*)))?"
-)
-_QUOTED_PAIR = re.compile(r"\\(.)")
-
-
-def _link_header_values(value: str) -> Iterator[tuple[str, dict[str, str]]]:
-    """(target, parameters) of each link-value of one ``Link`` header; a parameter
-    named twice keeps its first value (RFC 8288, 3.3 says so of ``rel``); names are
-    lowercased."""
-    for link in _LINK_VALUE.finditer(value):
-        params: dict[str, str] = {}
-        for param in _LINK_PARAM.finditer(link.group("params")):
-            name = param.group("name").lower()
-            if param.group("quoted") is not None:
-                text = _QUOTED_PAIR.sub(r"\1", param.group("quoted"))
-            else:
-                text = (param.group("token") or "").strip()
-            params.setdefault(name, text)
-        yield link.group("target"), params
-
 
 def declared(root: Any, response: Response, base: str) -> tuple[tuple[str, str], ...]:
-    """The (code, href) alternates one page declares, in order of appearance: first
-    HTTP ``Link`` headers with ``rel="alternate"`` and an ``hreflang`` (several per
-    header, several headers; their targets resolved against the response's URL, as
-    RFC 8288, 3.1 says: a ``<base href>`` does not apply to headers), then
-    ``<link rel="alternate" hreflang="..." href="...">`` in the head (*rel* may hold
-    other tokens; case does not matter; a link the parser put in the body, as a
-    browser would, is not read, as Google does not), their hrefs resolved against
-    *base* (the page's ``<base href>``, else its URL).
-
-    The code is given as written, stripped (:func:`verify` judges it); hrefs are
-    absolute but not normalised (the integrator applies the crawl's rules); a link
-    without an href is skipped. A pair already seen (the code compared
-    case-insensitively) is given once. *root* is the page's tree, from
-    :func:`crawler.page.links.parse_html`.
-    """
+    """The (code, href) alternates one page declares, each pair once (the code compared
+    case-insensitively), in order: ``Link`` headers with ``rel="alternate"`` and an
+    ``hreflang``, resolved against the response's URL (RFC 8288, 3.1: ``<base href>``
+    does not apply to headers), then the head's ``<link rel="alternate" hreflang href>``
+    (not one the parser put in the body: Google does not read it), resolved against
+    *base*. Codes as written, stripped; hrefs absolute, not normalised."""
     found: list[tuple[str, str]] = []
-    seen: set[tuple[str, str]] = set()
-
-    def add(code: str, href: str) -> None:
-        key = (code.lower(), href)
-        if key not in seen:
-            seen.add(key)
-            found.append((code, href))
-
-    for raw in response.headers.getlist(b"Link"):
-        for target, params in _link_header_values(raw.decode("latin-1")):
-            if "alternate" not in params.get("rel", "").lower().split():
-                continue
-            code = params.get("hreflang")
-            href = clean_href(target)
-            if code is not None and href:
-                add(code.strip(), urljoin(response.url, href))
+    for target, params in link_headers(response):
+        if "alternate" not in params.get("rel", "").lower().split():
+            continue
+        code = params.get("hreflang")
+        href = clean_href(target)
+        if code is not None and href:
+            found.append((code.strip(), urljoin(response.url, href)))
 
     if root is not None and hasattr(root, "xpath"):
         for link in root.xpath("/html/head/link[@rel][@hreflang][@href]"):
@@ -186,8 +99,16 @@ def declared(root: Any, response: Response, base: str) -> tuple[tuple[str, str],
                 continue
             href = clean_href(link.get("href", ""))
             if href:
-                add(link.get("hreflang", "").strip(), urljoin(base, href))
-    return tuple(found)
+                found.append((link.get("hreflang", "").strip(), urljoin(base, href)))
+    return tuple(_once(found))
+
+
+def _once(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """*pairs* without repeats (the code compared case-insensitively), in order."""
+    first: dict[tuple[str, str], tuple[str, str]] = {}
+    for code, href in pairs:
+        first.setdefault((code.lower(), href), (code, href))
+    return list(first.values())
 
 
 # -- the cluster check -------------------------------------------------------------
@@ -195,10 +116,9 @@ def declared(root: Any, response: Response, base: str) -> tuple[tuple[str, str],
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """What :func:`verify` found. *written*: page -> the (code, href) alternates to
-    write for it, itself included, sorted by code; a page with none is absent.
-    *problems*: page -> what is wrong with its declarations, in words, each once,
-    in the order of its declarations; a page with none is absent."""
+    """What :func:`verify` found: *written*, page -> the (code, href) alternates to write,
+    itself included, sorted by code; *problems*, page -> what is wrong with its
+    declarations, each once, in order. A page with none is absent from each."""
 
     written: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
     problems: dict[str, list[str]] = field(default_factory=dict)
@@ -238,13 +158,7 @@ class _Page:
 
 
 def _read(url: str, declarations: Sequence[tuple[str, str]]) -> _Page:
-    pairs: list[tuple[str, str]] = []
-    seen: set[tuple[str, str]] = set()
-    for code, href in declarations:
-        key = (code.lower(), href)
-        if key not in seen:
-            seen.add(key)
-            pairs.append((code, href))
+    pairs = _once(declarations)
     problems: list[str] = []
     hrefs_of: dict[str, set[str]] = {}
     for code, href in pairs:
@@ -272,25 +186,14 @@ def verify(
     listed: Callable[[str], str | None],
     alternate_hosts: frozenset[str] = frozenset(),
 ) -> Verdict:
-    """Check every page's hreflang cluster, as the module docstring says.
-
-    *pages*: the normalised URL of each listed page -> the (code, normalised href)
-    pairs it declares (:func:`declared`, normalised); a page there that *listed*
-    says is not listed is left out, as if absent. *listed*: for a URL, None when
-    it is listed, else why not (``"noindex"``, ``"redirect"``,
-    ``"canonicalised to X"``, ``"not crawled"``...). *alternate_hosts*: host names
-    (lowercase, as normalised URLs have them; any scheme and port) whose alternates
-    are written as declared, unverified; the crawl's own site needs no entry.
-    """
+    """Check every page's hreflang cluster (the module docstring's rules). *pages*: each
+    listed page's normalised URL -> the (code, normalised href) pairs it declares (a page
+    that *listed* says is not listed is left out); *listed*: for a URL, None when it is
+    listed, else why not (``"noindex"``, ``"canonicalised to X"``...); *alternate_hosts*:
+    lowercase host names whose alternates are written unverified."""
     read = {url: _read(url, decl) for url, decl in pages.items()}
-    reasons: dict[str, str | None] = {}
+    reason = functools.cache(listed)  # each URL asked once
     hosts = frozenset(h.lower() for h in alternate_hosts)
-
-    def reason(url: str) -> str | None:
-        if url not in reasons:
-            reasons[url] = listed(url)
-        return reasons[url]
-
     written: dict[str, tuple[tuple[str, str], ...]] = {}
     problems: dict[str, list[str]] = {}
     for url in sorted(read):
@@ -349,9 +252,7 @@ def _member(
         notes.append(f"no valid return link from {href}")
         return False
     if not other.self_ok:
-        if other.lists_self:
-            notes.append(f"alternate {href} does not list itself with a valid code")
-        else:
-            notes.append(f"alternate {href} does not list itself")
+        valid = " with a valid code" if other.lists_self else ""
+        notes.append(f"alternate {href} does not list itself{valid}")
         return False
     return True

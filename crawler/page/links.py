@@ -1,28 +1,19 @@
-"""Link discovery and the indexing signals of one HTML page.
-
-One pass over the parsed page (lxml, through the response's selector) collects what
-the spider needs to decide about the page and where to go next (issue #2,
-"Crawling"):
+"""Link discovery and the indexing signals of one HTML page, in one pass (issue #2):
 
 * links to follow: ``<a href>``, ``<area href>``, ``<link rel=alternate hreflang>``,
-  resolved against ``<base href>``; ``rel=nofollow`` links are skipped, and a page
-  with ``nofollow`` in its robots meta tag or X-Robots-Tag gives none;
-* what the page refers to that the crawl does not follow, for ``explain`` (issue
-  24): its ``rel=nofollow`` links (all its links, on a nofollow page) and what it
-  embeds: ``<img src>``, ``<link rel=stylesheet href>``, ``<script src>``;
-* canonicals: ``<link rel=canonical>`` in the head and HTTP ``Link`` headers with
-  ``rel=canonical`` (a canonical in the body is ignored, as search engines do);
-* ``noindex`` from ``<meta name=robots|googlebot|OUR-TOKEN>`` and ``X-Robots-Tag``
-  (unprefixed, or prefixed with one of those agents);
-* meta refresh (through Scrapy's ``get_meta_refresh``);
-* the dates the page declares (metadata, JSON-LD, microdata), for when
-  Last-Modified is missing.
-"""
+  against ``<base href>``; none with ``rel=nofollow``, none on a ``nofollow`` page;
+* what the page refers to without the crawl following it, for ``explain``: its
+  nofollow links, ``<img src>``, ``<link rel=stylesheet href>``, ``<script src>``;
+* canonicals: ``<link rel=canonical>`` in the head, ``Link`` headers (search engines
+  ignore one in the body);
+* ``noindex``/``nofollow`` from ``<meta name=robots|googlebot|OUR-TOKEN>`` and
+  ``X-Robots-Tag`` (unprefixed, or prefixed with one of those agents);
+* meta refresh (Scrapy's ``get_meta_refresh``), and the dates the page declares."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 from urllib.parse import urljoin
@@ -36,24 +27,13 @@ from crawler.core.seen import fingerprint
 from crawler.core.urls import normalize_url, url_key
 
 # Robots directives that are not user-agent names, so "noindex: x" is not a prefix.
-_DIRECTIVES = frozenset(
-    {
-        "all",
-        "noindex",
-        "nofollow",
-        "none",
-        "noarchive",
-        "nosnippet",
-        "notranslate",
-        "noimageindex",
-        "unavailable_after",
-        "max-snippet",
-        "max-image-preview",
-        "max-video-preview",
-        "indexifembedded",
-        "nocache",
-    }
-)
+# fmt: off
+_DIRECTIVES = frozenset({
+    "all", "noindex", "nofollow", "none", "noarchive", "nosnippet", "notranslate", "noimageindex",
+    "unavailable_after", "max-snippet", "max-image-preview", "max-video-preview",
+    "indexifembedded", "nocache",
+})
+# fmt: on
 # HTML "whitespace" stripped from attribute URLs, plus tabs and newlines inside them
 # (the URL standard removes those too).
 _URL_STRIP = " \t\n\r\f"
@@ -131,26 +111,48 @@ def _apply(value: str, label: str, found: RobotsDirectives) -> None:
         found.nofollow = found.nofollow or label
 
 
-def link_header_canonicals(response: Response) -> list[str]:
-    """Targets of HTTP ``Link: <url>; rel="canonical"`` headers (RFC 8288)."""
-    out = []
+# RFC 8288, section 3: link-value = "<" URI-Reference ">" *( OWS ";" OWS link-param ),
+# link-param = token BWS [ "=" BWS ( token / quoted-string ) ]; link-values are
+# separated by commas (outside <> and quoted strings).
+_LINK_VALUE = re.compile(
+    r"<(?P<target>[^>]*)>(?P<params>(?:\s*;\s*[^;,=\s]+(?:\s*=\s*(?:\"(?:[^\"\\]|\\.)*\"|[^;,]*))?)*)"
+)
+_LINK_PARAM = re.compile(
+    r";\s*(?P<name>[^;,=\s]+)(?:\s*=\s*(?:\"(?P<quoted>(?:[^\"\\]|\\.)*)\"|(?P<token>[^;,]*)))?"
+)
+_QUOTED_PAIR = re.compile(r"\\(.)")
+
+
+def link_headers(response: Response) -> Iterator[tuple[str, dict[str, str]]]:
+    """(target, parameters) of each link-value of the response's ``Link`` headers; a
+    parameter named twice keeps its first value (RFC 8288, 3.3 says so of ``rel``);
+    names are lowercased."""
     for raw in response.headers.getlist(b"Link"):
-        value = raw.decode("latin-1")
-        for m in re.finditer(r"<([^>]*)>\s*((?:;[^,<]*)*)", value):
-            params = m.group(2)
-            rel = re.search(r";\s*rel\s*=\s*\"?([^\";]*)\"?", params, re.I)
-            if rel and "canonical" in rel.group(1).lower().split():
-                out.append(urljoin(response.url, m.group(1).strip()))
-    return out
+        for link in _LINK_VALUE.finditer(raw.decode("latin-1")):
+            params: dict[str, str] = {}
+            for param in _LINK_PARAM.finditer(link.group("params")):
+                if param.group("quoted") is not None:
+                    text = _QUOTED_PAIR.sub(r"\1", param.group("quoted"))
+                else:
+                    text = (param.group("token") or "").strip()
+                params.setdefault(param.group("name").lower(), text)
+            yield link.group("target"), params
+
+
+def link_header_canonicals(response: Response) -> list[str]:
+    """Targets of HTTP ``Link: <url>; rel="canonical"`` headers."""
+    return [
+        urljoin(response.url, target.strip())
+        for target, params in link_headers(response)
+        if "canonical" in params.get("rel", "").lower().split()
+    ]
 
 
 def parse_html(response: HtmlResponse) -> Any:
-    """The page's lxml tree, parsed as Scrapy's ``response.selector`` parses it
-    (parsel's ``create_root_node``: the decoded text, NULs removed, as UTF-8, huge
-    trees allowed), but with lxml's own element classes: lxml.html's class lookup,
-    run in Python for every element the crawl touches, cost as much as the parse.
-    (Parsing in a thread pool, where libxml2 runs without the GIL, was tried: no
-    faster on two cores, and more CPU time.)"""
+    """The page's lxml tree, parsed as Scrapy's ``response.selector`` parses it (parsel's
+    ``create_root_node``) but with lxml's own element classes: lxml.html's class lookup,
+    run in Python for every element touched, cost as much as the parse. (A thread pool,
+    where libxml2 runs without the GIL, was no faster on two cores.)"""
     text = reopen_body(response.text.strip().replace("\x00", ""))
     body = text.encode("utf-8") or b"<html/>"
     parser = etree.HTMLParser(recover=True, encoding="utf-8", huge_tree=True)
@@ -161,15 +163,10 @@ def parse_html(response: HtmlResponse) -> Any:
 
 
 def reopen_body(text: str) -> str:
-    """*text* without its ``</body>`` and ``</html>`` end tags when anything but
-    white space follows its first ``</html>``: a browser reads such content into the
-    body (an end tag of the document is a parse error it recovers from there),
-    libxml2 drops it (what comes between ``</body>`` and ``</html>`` it keeps). A
-    well-formed page is returned as it is.
-
-    One substring search finds ``</html`` (a second one ``</HTML`` when there is no
-    lower-case one; a mixed-case ``</Html>`` is not looked for): a case-insensitive
-    regex over the page cost about 5% of its parse, the search about 2%."""
+    """*text* without its ``</body>`` and ``</html>`` end tags when anything but white space
+    follows its first ``</html>``: a browser reads that into the body, libxml2 drops it.
+    Two substring searches (``</html``, then ``</HTML``; not a mixed case) find it: a
+    case-insensitive regex over the page cost about 5% of its parse, the search 2%."""
     first = text.find("</html")
     if first < 0:
         first = text.find("</HTML")
@@ -249,15 +246,11 @@ class Resolved(NamedTuple):
 class LinkResolver:
     """``href`` -> (absolute, normalised, key), once per distinct href and base.
 
-    Joining and normalising are most of a crawler's per-link cost, and most links
-    repeat: every page of a directory carries the same navigation. A relative
-    reference that does not start with ``#`` or ``?`` resolves the same against
-    every base in one directory, a root-relative one against every base of one
-    origin, an absolute one against any base; so the cache is keyed on that part
-    of the base only. The cache is bounded: it is emptied when it reaches
-    *max_entries* (65,536 entries: about 40 MB), so memory stays flat on a site of
-    any size.
-    """
+    Joining and normalising are most of a crawler's per-link cost, and most links repeat
+    (the navigation of every page). A relative reference that does not start with ``#`` or
+    ``?`` resolves the same against every base in one directory, a root-relative one
+    against one origin, an absolute one against any: the cache is keyed on that part of the
+    base only, and emptied at *max_entries* (65,536: about 40 MB), so memory stays flat."""
 
     def __init__(
         self,

@@ -1,73 +1,35 @@
-"""The rich data of one page: its images, its videos, its publication (issue #14).
+"""A page's images and news publication (issue #14; docs/rich.md; its videos:
+:mod:`crawler.page.pagevideos`). Pure functions over a parsed page whose results are
+small and picklable (the analysis may run in a worker); URLs absolute, not normalised.
 
-Pure functions over a parsed page (the lxml root from
-:func:`crawler.page.links.parse_html`) that give what Google's sitemap extensions carry.
-The results are small and picklable (tuples, frozen dataclasses with slots), as the
-page analysis may run in a worker process, and each result type has ``to_json()``
-and ``from_json()`` for the ledger. Which URLs may be written (host, robots.txt) is
-the caller's decision, made with the crawl's scope: every URL here is absolute and
-not normalised.
+:func:`images` (https://developers.google.com/search/docs/crawling-indexing/sitemaps/image-sitemaps):
+``<img src>``, the largest candidate of a ``srcset`` (the grammar of
+https://html.spec.whatwg.org/multipage/images.html#parsing-a-srcset-attribute), the
+lazy-loading ``data-*`` attributes (Google renders pages: it sees what a script puts
+there), ``og:image`` and ``<link rel="image_src">``; not ``data:`` or ``blob:``, nor a
+tracking pixel (declared 1x1 or smaller, ``style`` winning over attributes).
 
-:func:`images`, for image sitemaps
-(https://developers.google.com/search/docs/crawling-indexing/sitemaps/image-sitemaps:
-``image:loc``, at most 1,000 per page). Read in page order, each URL once:
-
-* ``<img src>``; the largest candidate of ``<img srcset>`` and of
-  ``<picture><source srcset>`` (by ``w`` descriptor, else ``x``, else the first;
-  the srcset grammar of
-  https://html.spec.whatwg.org/multipage/images.html#parsing-a-srcset-attribute);
-* the lazy-loading attributes ``data-src``, ``data-srcset``, ``data-lazy-src`` (the
-  image a script puts in place: Google renders pages, so it sees it);
-* ``<meta property="og:image">`` (and ``og:image:url``; ``name=`` too, as sites
-  write it): https://ogp.me/#structured; ``<link rel="image_src">``.
-
-Left out: ``data:`` and ``blob:`` URLs (and anything else that is not http(s): a
-sitemap holds URLs Google can fetch), and images declared 1x1 or smaller
-(``width``/``height`` attributes, or ``width``/``height`` in ``style``, in pixels,
-the style winning): tracking pixels, no content.
-
-:func:`videos`, for video sitemaps: :mod:`crawler.page.pagevideos`, re-exported here.
-
-:func:`news`, for news sitemaps
-(https://developers.google.com/search/docs/crawling-indexing/sitemaps/news-sitemap):
-the publication date from ``<meta property="article:published_time">``
-(https://ogp.me/#type_article), else the ``datePublished`` of a JSON-LD
-``NewsArticle``/``Article``/``BlogPosting`` (or a subtype) at a block's top level,
-in a list, ``@graph`` or ``mainEntity``; the title from ``og:title``, else that
-article's ``headline``, else ``<title>``; the language from ``<html lang>`` (else
-the ``Content-Language`` header) as news sitemaps want it: an ISO 639 code of two
-or three letters, except ``zh-cn`` and ``zh-tw`` for Simplified and Traditional
-Chinese (``zh-Hans``, ``zh-SG`` -> ``zh-cn``; ``zh-Hant``, ``zh-HK``, ``zh-MO`` ->
-``zh-tw``; the script decides before the region). No date, no news.
-
-Malformed data is skipped, never raised: broken JSON-LD costs its block only.
-"""
+:func:`news` (https://developers.google.com/search/docs/crawling-indexing/sitemaps/news-sitemap):
+``article:published_time`` (https://ogp.me/#type_article), else a JSON-LD article's
+``datePublished``; ``og:title``, else its ``headline``, else ``<title>``; ``<html
+lang>`` (else ``Content-Language``) by :func:`news_language`. No date, no news.
+Malformed data is skipped, never raised: broken JSON-LD costs its block only."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import pycountry
 from scrapy.http import Response
 
-from crawler.core.lastmod import w3c_datetime
-from crawler.page.pageread import (
-    MAX_DEPTH,
-    absolute,
-    first_text,
-    html_title,
-    item_types,
-    jsonld_blocks,
-    page_metas,
-    text_value,
-)
-from crawler.page.pagevideos import VideoFacts, videos
+from crawler.core.lastmod import jsonld_walk, w3c_datetime
+from crawler.page import pageread as read
 from crawler.sitemaps.limits import MAX_IMAGES_PER_URL
 
-__all__ = ["NewsFacts", "VideoFacts", "images", "news", "news_language", "videos"]
+__all__ = ["NewsFacts", "images", "news", "news_language"]
 
 _HTML_SPACE = " \t\n\r\f"
 
@@ -163,9 +125,8 @@ def _tiny(img: Any) -> bool:
 
 
 def images(root: Any, base: str, limit: int = MAX_IMAGES_PER_URL) -> tuple[str, ...]:
-    """The image URLs of a page (see the module docstring): absolute against
-    *base* (the page's ``<base href>``, else its URL), in page order, each once, at
-    most *limit*."""
+    """The page's image URLs, absolute against *base* (its ``<base href>``, else its URL),
+    in page order, each once, at most *limit*."""
     found: dict[str, None] = {}
     if limit <= 0 or root is None or not hasattr(root, "iter"):
         return ()
@@ -200,7 +161,7 @@ def images(root: Any, base: str, limit: int = MAX_IMAGES_PER_URL) -> tuple[str, 
                 continue
             candidates = [el.get("href")]
         for candidate in candidates:
-            url = absolute(base, candidate)
+            url = read.absolute(base, candidate)
             if url is not None and url not in found:
                 found[url] = None
                 if len(found) >= limit:
@@ -213,21 +174,15 @@ def images(root: Any, base: str, limit: int = MAX_IMAGES_PER_URL) -> tuple[str, 
 
 @dataclass(frozen=True, slots=True)
 class NewsFacts:
-    """An article's publication, as a news sitemap's ``news:news`` carries it
-    (the publication's name is the crawl's setting, not the page's).
-
-    JSON: ``{"publication_date": ..., "title": ..., "language": ...}``."""
+    """An article's publication, as a news sitemap's ``news:news`` carries it (the
+    publication's name is the crawl's setting). JSON: an object with these field names."""
 
     publication_date: str  # W3C date or date-time
     title: str | None = None
     language: str | None = None  # ISO 639, or zh-cn / zh-tw
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "publication_date": self.publication_date,
-            "title": self.title,
-            "language": self.language,
-        }
+        return asdict(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> NewsFacts:
@@ -236,20 +191,13 @@ class NewsFacts:
 
 # schema.org's Article types a news page uses: Article, NewsArticle and its subtypes,
 # BlogPosting and LiveBlogPosting.
-_ARTICLES = frozenset(
-    {
-        "Article",
-        "NewsArticle",
-        "AnalysisNewsArticle",
-        "AskPublicNewsArticle",
-        "BackgroundNewsArticle",
-        "OpinionNewsArticle",
-        "ReportageNewsArticle",
-        "ReviewNewsArticle",
-        "BlogPosting",
-        "LiveBlogPosting",
-    }
-)
+# fmt: off
+_ARTICLES = frozenset({
+    "Article", "NewsArticle", "AnalysisNewsArticle", "AskPublicNewsArticle",
+    "BackgroundNewsArticle", "OpinionNewsArticle", "ReportageNewsArticle", "ReviewNewsArticle",
+    "BlogPosting", "LiveBlogPosting",
+})
+# fmt: on
 # ISO 639: the two-letter codes (639-1) and the three-letter ones (639-2/T and B,
 # 639-3), lowercase.
 _ISO639 = frozenset(
@@ -264,21 +212,10 @@ _ISO639 = frozenset(
 )
 
 
-def _articles(node: Any, depth: int = 0) -> Iterator[Mapping[str, Any]]:
-    """Article objects of a JSON-LD block: at its top level, in lists, ``@graph``
-    and ``mainEntity`` (not in other properties: an article's ``citation`` is not
-    the page)."""
-    if depth > MAX_DEPTH:
-        return
-    if isinstance(node, list):
-        for item in node:
-            yield from _articles(item, depth + 1)
-    elif isinstance(node, dict):
-        if item_types(node) & _ARTICLES:
-            yield node
-        for key in ("@graph", "mainEntity"):
-            if key in node:
-                yield from _articles(node[key], depth + 1)
+def _article(node: dict[str, Any]) -> tuple[bool, list[Any]]:
+    """Article objects are at a block's top level, in lists, ``@graph`` and
+    ``mainEntity`` (not in other properties: an article's ``citation`` is not the page)."""
+    return bool(read.item_types(node) & _ARTICLES), [node.get("@graph"), node.get("mainEntity")]
 
 
 def news_language(tag: str) -> str | None:
@@ -307,20 +244,20 @@ def news(root: Any, response: Response) -> NewsFacts | None:
     publication date that is a W3C date or date-time with a time zone."""
     if root is None or not hasattr(root, "iter"):
         return None
-    metas = page_metas(root)
+    metas = read.page_metas(root)
     published = next(
         (d for d in map(w3c_datetime, metas.get("article:published_time", ())) if d), None
     )
     headline: str | None = None
-    for block in jsonld_blocks(root):
-        for article in _articles(block):
+    for block in read.jsonld_blocks(root):
+        for article in jsonld_walk(block, _article, read.MAX_DEPTH):
             if headline is None:
-                headline = text_value(article.get("headline"))
+                headline = read.text_value(article.get("headline"))
             if published is None:
-                published = w3c_datetime(text_value(article.get("datePublished")) or "")
+                published = w3c_datetime(read.text_value(article.get("datePublished")) or "")
     if published is None:
         return None
-    title = first_text(metas.get("og:title")) or headline or html_title(root)
+    title = read.first_text(metas.get("og:title")) or headline or read.html_title(root)
     html = root if root.tag == "html" else next(iter(root.iter("html")), None)
     tag = None if html is None else html.get("lang") or html.get("xml:lang")
     if not tag:

@@ -81,11 +81,7 @@ def text_value(value: Any) -> str | None:
     """A property's text: a string (whitespace collapsed), a number, a
     ``{"@value": ...}``, or the first of a list that is one."""
     if isinstance(value, list):
-        for item in value:
-            text = text_value(item)
-            if text is not None:
-                return text
-        return None
+        return next((t for t in map(text_value, value) if t is not None), None)
     if isinstance(value, dict):
         return text_value(value.get("@value"))
     if isinstance(value, bool):
@@ -100,18 +96,10 @@ def text_value(value: Any) -> str | None:
 def url_value(base: str, value: Any) -> str | None:
     """A property's URL: a string, an object's ``url``/``contentUrl``/``@id``, or
     the first of a list that gives one."""
-    if isinstance(value, list):
-        for item in value:
-            url = url_value(base, item)
-            if url is not None:
-                return url
-        return None
     if isinstance(value, dict):
-        for key in ("url", "contentUrl", "@id"):
-            url = url_value(base, value.get(key))
-            if url is not None:
-                return url
-        return None
+        value = [value.get(key) for key in ("url", "contentUrl", "@id")]
+    if isinstance(value, list):
+        return next((u for u in (url_value(base, item) for item in value) if u), None)
     return absolute(base, value)
 
 

@@ -1,51 +1,27 @@
-"""The videos of one page (issue #14), re-exported by :mod:`crawler.page.pagemedia` with the
-page's other rich data. :func:`videos`, for video sitemaps
+"""A page's videos (issue #14; docs/rich.md), for video sitemaps
 (https://developers.google.com/search/docs/crawling-indexing/sitemaps/video-sitemaps),
-from, in this order:
+in this order: schema.org ``VideoObject`` (https://schema.org/VideoObject) in JSON-LD,
+wherever it is, and in microdata (values read as the microdata standard says;
+``itemref`` not followed); Open Graph ``og:video`` (https://ogp.me/#structured: a
+player_loc when its type is ``text/html`` or Flash, or, with no type, when the URL does
+not end in a video file extension); ``<video poster=...>``.
 
-* schema.org ``VideoObject`` (https://schema.org/VideoObject;
-  https://developers.google.com/search/docs/appearance/structured-data/video) in
-  JSON-LD, wherever it is in a block (top level, lists, ``@graph``, the ``video``
-  of an article, any property), and in microdata (``itemscope
-  itemtype=".../VideoObject"``, its ``itemprop`` values read as the microdata
-  standard says: ``content`` of ``<meta>``, ``href`` of ``<link>``/``<a>``, ``src``
-  of media elements, ``datetime`` of ``<time>``, else the text; ``itemref`` is not
-  followed). ``thumbnailUrl`` (or ``thumbnail``) -> thumbnail_loc, ``name`` ->
-  title, ``description``, ``contentUrl`` -> content_loc, ``embedUrl`` ->
-  player_loc, ``duration`` (ISO 8601, ``PT1M30S``) -> seconds, ``uploadDate`` ->
-  publication_date, ``expires`` -> expiration_date, ``isFamilyFriendly`` ->
-  family_friendly, ``publication`` (a ``BroadcastEvent``, and its
-  ``isLiveBroadcast``) -> live;
-* Open Graph ``og:video`` / ``og:video:url`` / ``og:video:secure_url`` (the secure
-  one preferred), with ``og:title``, ``og:description`` and ``og:image`` for the
-  thumbnail (https://ogp.me/#structured). ``og:video:type`` ``text/html`` (or
-  Flash) makes the URL a player_loc, another type a content_loc; without a type, a
-  URL ending in a video file extension is a content_loc, any other a player_loc;
-* ``<video poster=...>``: the poster is the thumbnail, content_loc the ``src`` or
-  the first ``<source src>``, the title the element's ``title`` attribute, else
-  the page's ``<title>``, the description the page's meta description (a video
-  found above as well keeps what was found there).
-
-The same video found twice (the same content_loc or player_loc) is one, each field
-taken from where it was found first. Google's rules applied: a duration must be 1
-to 28,800 seconds, a content_loc or player_loc must not be the page itself (both
-dropped with a problem); dates are W3C datetimes (:func:`crawler.core.lastmod.w3c_datetime`:
-a date, or a date-time with a time zone; anything else is dropped with a problem).
-``missing`` names what Google requires and the page did not give: ``thumbnail_loc``,
-``title``, ``description``, ``content_loc or player_loc``.
-
-Malformed data is skipped, never raised.
-"""
+The same video found twice (the same content_loc or player_loc) is one, each field from
+where it was found first. Google's rules: a duration of 1 to 28,800 seconds, no
+content_loc or player_loc that is the page itself, W3C dates
+(:func:`crawler.core.lastmod.w3c_datetime`); anything else is dropped with a problem.
+``missing`` names what Google requires and the page did not give. Malformed data is
+skipped, never raised."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, fields
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from crawler.core.lastmod import w3c_datetime
+from crawler.core.lastmod import jsonld_walk, w3c_datetime
 from crawler.core.urls import normalize_url
 from crawler.page.links import clean_href
 from crawler.page.pageread import (
@@ -65,18 +41,11 @@ from crawler.sitemaps.limits import MAX_VIDEO_DURATION
 __all__ = ["VideoFacts", "videos"]
 
 
-# -- videos --------------------------------------------------------------------------
-
-
 @dataclass(frozen=True, slots=True)
 class VideoFacts:
-    """One video of a page, as a video sitemap's ``video:video`` carries it.
-
-    URLs absolute (not normalised); *duration* in whole seconds (1 to 28,800);
-    dates W3C (``YYYY-MM-DD`` or ``YYYY-MM-DDThh:mm:ss+00:00``); *missing*: what
-    Google requires and the page did not give; *problems*: what was found and left
-    out, and why. JSON: an object with these field names, tuples as lists.
-    """
+    """One video of a page, as a video sitemap's ``video:video`` carries it: URLs absolute,
+    *duration* in seconds, W3C dates; *missing*: what Google requires and the page did
+    not give; *problems*: what was left out, and why. JSON: these fields, tuples as lists."""
 
     thumbnail_loc: str | None = None
     title: str | None = None
@@ -92,10 +61,7 @@ class VideoFacts:
     problems: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        data = {f.name: getattr(self, f.name) for f in fields(self)}
-        data["missing"] = list(self.missing)
-        data["problems"] = list(self.problems)
-        return data
+        return {**asdict(self), "missing": list(self.missing), "problems": list(self.problems)}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> VideoFacts:
@@ -106,18 +72,7 @@ class VideoFacts:
 
 
 _REQUIRED = ("thumbnail_loc", "title", "description")  # and content_loc or player_loc
-_VIDEO_FIELDS = (
-    "thumbnail_loc",
-    "title",
-    "description",
-    "content_loc",
-    "player_loc",
-    "duration",
-    "publication_date",
-    "expiration_date",
-    "family_friendly",
-    "live",
-)
+_VIDEO_FIELDS = tuple(f.name for f in fields(VideoFacts) if f.name not in ("missing", "problems"))
 _DURATION = re.compile(
     r"P(?:(?P<weeks>\d+)W)?(?:(?P<days>\d+)D)?"
     r"(?:T(?=\d|\.\d)(?:(?P<hours>\d+(?:[.,]\d+)?)H)?(?:(?P<minutes>\d+(?:[.,]\d+)?)M)?"
@@ -201,33 +156,15 @@ def _from_schema(node: Mapping[str, Any], base: str) -> dict[str, Any]:
     }
 
 
-def _jsonld_videos(node: Any, depth: int = 0) -> Iterator[Mapping[str, Any]]:
-    """Every ``VideoObject`` in a JSON-LD value, wherever it is (not inside another)."""
-    if depth > MAX_DEPTH:
-        return
-    if isinstance(node, list):
-        for item in node:
-            yield from _jsonld_videos(item, depth + 1)
-    elif isinstance(node, dict):
-        if "VideoObject" in item_types(node):
-            yield node
-            return
-        for value in node.values():
-            if isinstance(value, dict | list):
-                yield from _jsonld_videos(value, depth + 1)
+def _video_object(node: dict[str, Any]) -> tuple[bool, Iterable[Any]]:
+    """A ``VideoObject`` is anywhere in a JSON-LD value (not inside another)."""
+    found = "VideoObject" in item_types(node)
+    return found, () if found else node.values()
 
 
 _URL_ELEMENTS = {
-    "audio": "src",
-    "embed": "src",
-    "iframe": "src",
-    "img": "src",
-    "source": "src",
-    "track": "src",
-    "video": "src",
-    "a": "href",
-    "area": "href",
-    "link": "href",
+    **dict.fromkeys(("audio", "embed", "iframe", "img", "source", "track", "video"), "src"),
+    **dict.fromkeys(("a", "area", "link"), "href"),
     "object": "data",
 }
 
@@ -280,14 +217,11 @@ def _og_videos(metas: Mapping[str, list[str]], root: Any, base: str) -> list[dic
         content = meta.get("content")
         if content is None or not key.startswith("og:video"):
             continue
-        if key in ("og:video", "og:video:url"):
-            if not groups or "url" in groups[-1]:
+        part = "url" if key == "og:video" else key.removeprefix("og:video:")
+        if part in ("url", "secure_url", "type"):
+            if not groups or part in groups[-1]:
                 groups.append({})
-            groups[-1]["url"] = content
-        elif key in ("og:video:secure_url", "og:video:type"):
-            if not groups or key.rpartition(":")[2] in groups[-1]:
-                groups.append({})
-            groups[-1][key.rpartition(":")[2]] = content
+            groups[-1][part] = content
     out: list[dict[str, Any]] = []
     thumbnail = next((u for u in (absolute(base, v) for v in metas.get("og:image", ())) if u), None)
     for group in groups:
@@ -318,16 +252,11 @@ def _video_elements(root: Any, metas: Mapping[str, list[str]], base: str) -> lis
         poster = absolute(base, video.get("poster"))
         if poster is None:
             continue
-        src = absolute(base, video.get("src"))
-        if src is None:
-            for source in video.iter("source"):
-                src = absolute(base, source.get("src"))
-                if src is not None:
-                    break
+        sources = (absolute(base, s.get("src")) for s in video.iter("source"))
+        src = absolute(base, video.get("src")) or next((u for u in sources if u), None)
         title = text_value(video.get("title"))
         if title is None:
-            page_title = page_title or html_title(root)
-            title = page_title
+            title = page_title = page_title or html_title(root)
         out.append(
             {
                 "thumbnail_loc": poster,
@@ -340,22 +269,17 @@ def _video_elements(root: Any, metas: Mapping[str, list[str]], base: str) -> lis
     return out
 
 
-def _same_page(url: str | None, page: str) -> bool:
-    if url is None:
-        return False
-    return (normalize_url(url) or url) == page
-
-
 def videos(root: Any, base: str, page_url: str) -> tuple[VideoFacts, ...]:
-    """The videos of a page (see the module docstring), URLs absolute against
-    *base*; *page_url*: the page's own URL, which Google forbids as a video's
-    content_loc or player_loc."""
+    """The page's videos, URLs absolute against *base*; *page_url*: the page's own URL,
+    which Google forbids as a video's content_loc or player_loc."""
     if root is None or not hasattr(root, "iter"):
         return ()
     metas = page_metas(root)
     drafts: list[dict[str, Any]] = []
     for block in jsonld_blocks(root):
-        drafts.extend(_from_schema(node, base) for node in _jsonld_videos(block))
+        drafts.extend(
+            _from_schema(node, base) for node in jsonld_walk(block, _video_object, MAX_DEPTH)
+        )
     for scope in root.xpath("//*[@itemscope][@itemtype]"):
         if "VideoObject" in item_types({"@type": scope.get("itemtype").split()}):
             drafts.append(_from_schema(_microdata_item(scope, base), base))
@@ -366,7 +290,7 @@ def videos(root: Any, base: str, page_url: str) -> tuple[VideoFacts, ...]:
     merged: list[dict[str, Any]] = []
     for draft in drafts:
         for key in ("content_loc", "player_loc"):
-            if _same_page(draft.get(key), page):
+            if (url := draft.get(key)) is not None and (normalize_url(url) or url) == page:
                 draft["problems"].append(
                     f"{key} {draft[key]} is the page itself (Google: it must not be): left out"
                 )
@@ -397,6 +321,5 @@ def _facts(draft: Mapping[str, Any]) -> VideoFacts:
     if draft.get("content_loc") is None and draft.get("player_loc") is None:
         missing.append("content_loc or player_loc")
     values: dict[str, Any] = {name: draft.get(name) for name in _VIDEO_FIELDS}
-    return VideoFacts(
-        **values, missing=tuple(missing), problems=tuple(dict.fromkeys(draft["problems"]))
-    )
+    problems = tuple(dict.fromkeys(draft["problems"]))
+    return VideoFacts(**values, missing=tuple(missing), problems=problems)

@@ -1,41 +1,24 @@
 """The page-parsing pool: worker processes that analyse HTML pages while the crawl's
 process fetches, judges and records.
 
-One process has one core; parsing and reading a page of real size costs about as
-much CPU as everything else the crawl does with it (bench/README.md, "The page-parsing
-workers", has the measurements behind every rule here). So the body goes to a
-worker, which runs :func:`crawler.page.analysis.analyse` and sends back a small
-:class:`~crawler.page.analysis.PageAnalysis`. (Threads do not help: libxml2 parses without
-the GIL, but the rest of the work holds it.) With no pool
-(``SITEMAP_PARSE_PROCESSES = 0``, a reactor that is not asyncio's, or a pool that
-broke), pages are analysed in the crawl's process, with the same result.
+Parsing and reading a page of real size costs about as much CPU as everything else the
+crawl does with it (bench/README.md, "The page-parsing workers", measures every rule
+here; threads do not help: only libxml2 runs without the GIL). So a worker runs
+:func:`crawler.page.analysis.analyse` and sends back a small
+:class:`~crawler.page.analysis.PageAnalysis`; with no pool (none configured, a reactor
+not asyncio's, a broken pool) pages are analysed here, with the same result.
 
-The pool is one per process and shut down when the process exits, so that the
-crawls of one process (a test session, say) share its start-up cost. The command
-line forks it before the crawl starts (:func:`fork_workers`), while the process is
-only its imports: a forked worker is up in milliseconds, where a spawned one imports
-Scrapy again first. The price: on a site of small pages the worker idles. Elsewhere
-(a crawl started inside a running reactor) the pool is spawned when a crawl first
-has a page to send to it (never, on a site of small pages); until its workers are
-up, pages are parsed in the crawl's process.
-
-Each worker has a socket to the crawl's process, which the reactor's asyncio loop
-reads and writes like any other connection: no thread in the crawl's process. When
-the workers are behind (``SITEMAP_PARSE_BACKLOG`` pages waiting for the least busy
-one), the next page is parsed in the crawl's process rather than waiting, so the
-two sides share the work whichever is faster on the site; bodies smaller than
-``SITEMAP_PARSE_LOCAL_BELOW`` cost less to parse than to send, and are parsed here.
-
-Workers ignore SIGINT: Ctrl-C belongs to the crawl's process, which finishes what
-it has in flight and then stops. A worker exits when its socket ends: when the
-crawl's process closes it, exits or is killed.
+One pool per process, shared by its crawls: forked by the command line before the
+crawl (:func:`fork_workers`: up in milliseconds), else spawned when a crawl first has a
+page to send. Each worker's socket is read by the reactor's asyncio loop: no thread
+here. When the workers are behind, or a body is too small to be worth sending, the page
+is parsed here. Workers ignore SIGINT and exit when their socket ends.
 
 Settings: ``SITEMAP_PARSE_PROCESSES``, ``SITEMAP_PARSE_LOCAL_BELOW``,
 ``SITEMAP_PARSE_BACKLOG``.
 Stats: ``sitemap/parse/remote`` (pages analysed in a worker),
 ``sitemap/parse/local`` (here), ``sitemap/parse/backlog`` (here, of those, because
-the workers were behind), ``sitemap/parse/broken_pool``.
-"""
+the workers were behind), ``sitemap/parse/broken_pool``."""
 
 from __future__ import annotations
 
@@ -54,6 +37,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from scrapy.http import HtmlResponse
@@ -308,10 +292,8 @@ _pools: dict[int, _Pool] = {}
 
 
 def _shared_pool(processes: int, method: StartMethod = "spawn") -> _Pool:
-    """The process's pool of *processes* workers, started now if there is none;
-    spawned unless :func:`fork_workers` knows better (a crawl's process has a running
-    reactor, open sockets, SQLite connections and threads that a forked child must
-    not inherit)."""
+    """The process's pool of *processes* workers, started now if there is none: spawned
+    unless :func:`fork_workers` knows better (a running crawl's process must not fork)."""
     pool = _pools.get(processes)
     if pool is None:
         pool = _pools[processes] = _Pool(processes, method)
@@ -326,52 +308,41 @@ def _drop_pool(pool: _Pool) -> None:
 
 
 def page_analyser(settings: BaseSettings) -> PageAnalyser:
-    """The analyser of a crawl with these settings: its robots agents, its link
-    resolver (``SITEMAP_STRIP_*``), ``SITEMAP_VOLATILE_SELECTORS`` and the pool's
-    ``SITEMAP_PARSE_*``."""
+    """The analyser of a crawl with these settings."""
     strip = Stripping.from_settings(settings)
     resolver = LinkResolver(strip_params=strip.params, extra_strip=strip.extra)
     agents = robots_agents(settings["USER_AGENT"], settings.get("ROBOTSTXT_USER_AGENT"))
     return PageAnalyser.from_settings(settings, agents, resolver)
 
 
+@dataclass(eq=False)
 class PageAnalyser:
     """Analyses HTML responses in the shared worker pool (or in this process).
 
-    *processes*: workers (0: analyse here); *agents*: the robots-directive agents
-    that apply to the crawl; *volatile*: CSS selectors left out of the main-content
-    hash; *resolver*: this process's link resolver; *local_below*: bodies smaller
-    than this are analysed here; *backlog*: pages waiting for the least busy worker
-    at which the next one is analysed here (0: never); *rich*: the rich data the
-    crawl reads from its pages (:class:`crawler.page.analysis.Rich`).
-    """
+    *processes*: workers (0: analyse here); *agents*: the robots-directive agents of the
+    crawl; *volatile*: CSS selectors left out of the main-content hash; *resolver*: this
+    process's (a worker keeps its own); *local_below*: bodies smaller than this are analysed
+    here; *backlog*: at this many pages waiting for the least busy worker the next one is
+    analysed here (0: never); *rich*: :class:`crawler.page.analysis.Rich`."""
 
-    def __init__(
-        self,
-        processes: int,
-        agents: Iterable[str],
-        volatile: Iterable[str],
-        resolver: LinkResolver | None = None,
-        local_below: int = 0,
-        backlog: int = 0,
-        rich: Rich = NO_RICH,
-    ) -> None:
-        self.processes = processes
-        self.rich = rich
-        self.local_below = local_below
-        self.backlog = backlog
-        self.agents = tuple(agents)
-        self.volatile = tuple(volatile)
-        # In this process; a worker keeps one of its own with the same settings.
-        self.resolver = resolver or LinkResolver()
+    processes: int
+    agents: Iterable[str]
+    volatile: Iterable[str]
+    resolver: LinkResolver = field(default_factory=LinkResolver)
+    local_below: int = 0
+    backlog: int = 0
+    rich: Rich = NO_RICH
+    stats: StatsCollector | None = field(init=False, default=None)
+    pool: _Pool | None = field(init=False, default=None)
+    channels: list[_Channel] = field(init=False, default_factory=list)
+    enabled: bool = field(init=False, default=False)
+    # Soft-404 fingerprints wanted (crawler.page.softnotfound): set by the spider when
+    # a probe left a print ("exact": only a probe answered 404 did).
+    prints: bool | str = field(init=False, default=False)
+
+    def __post_init__(self) -> None:
+        self.agents, self.volatile = tuple(self.agents), tuple(self.volatile)
         self.strip = (self.resolver.strip_params, self.resolver.extra_strip)
-        self.stats: StatsCollector | None = None
-        self.pool: _Pool | None = None
-        self.channels: list[_Channel] = []
-        self.enabled = False
-        # Soft-404 fingerprints wanted (crawler.page.softnotfound): set by the spider when
-        # a probe left a print ("exact": only a probe answered 404 did).
-        self.prints: bool | str = False
 
     @classmethod
     def from_settings(
@@ -429,20 +400,9 @@ class PageAnalyser:
                 if self.stats is not None:
                     self.stats.inc_value("sitemap/parse/backlog")
                 return self.local(response)
-            payload = pickle.dumps(
-                (
-                    response.url,
-                    response.status,
-                    dict(response.headers),
-                    response.body,
-                    self.agents,
-                    self.volatile,
-                    self.strip,
-                    self.rich,
-                    self.prints,
-                ),
-                protocol=5,
-            )
+            page = (response.url, response.status, dict(response.headers), response.body)
+            crawl = (self.agents, self.volatile, self.strip, self.rich, self.prints)
+            payload = pickle.dumps((*page, *crawl), protocol=5)
             ok, result = pickle.loads(await channel.ask(payload))
         except WorkerGone:
             # A worker died (killed, or out of memory on a huge page): the rest of

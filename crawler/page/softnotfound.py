@@ -1,32 +1,12 @@
-"""Soft 404s: a site's "not found" page served with status 200 (issue #19).
-
-Some sites answer every unknown address with their "not found" page and status 200.
-Such pages are not pages of the site, and search engines leave them out ("soft
-404"). At the start of a crawl the spider asks for one address that cannot exist
-(:func:`probe_url`: ``/sitemap-crawler-probe-<random hex>``, through Scrapy, so
-robots.txt is obeyed), and a second of another shape when the first answers 200. A
-probe answered with 200 leaves its fingerprint (:func:`page_print`); a page of the
-crawl whose fingerprint matches one (:meth:`SoftNotFound.matches`) is ``soft-404``.
-A probe answered with an HTML 404 (or 410) leaves the hash of its words only: a page
-answered 200 whose main text is the site's own "not found" page's, word for word
-(its address aside), is ``soft-404`` too.
-Probes are never listed nor recorded in the ledger; their stats are
-``sitemap/soft404/probes``, ``sitemap/soft404/probe_status`` and
-``sitemap/soft404/detected``.
-
-The fingerprint is made of the page's main text (:func:`crawler.page.content.main_content`)
-with the page's own address taken out, since a "not found" page often echoes it: a
-hash of its words (equal: the same page), and a 64-bit simhash of its word pairs,
-which tolerates a word or two more (a time, a counter): within
-:data:`MAX_DISTANCE` bits it is the same page. Pages with more text than
-:data:`MAX_TEXT` characters get no fingerprint (a "not found" page is short).
-
-A real address can be a "not found" page too (a product taken down, answered 200):
-:func:`says_not_found` reads each page, and the judge leaves out one whose title,
-first heading or start of main text says the thing is not there (as words, in the
-common languages) and whose main content is thin, with that evidence as its reason
-(``SITEMAP_SOFT404_CONTENT``).
-"""
+"""Soft 404s: a site's "not found" page served with status 200 (issue #19;
+docs/crawling.md). The spider's probes (:func:`probe_url`: addresses that cannot exist)
+leave prints (:func:`page_print`) that a page matches (:meth:`SoftNotFound.matches`):
+the hash of its main text's words without its own address (a "not found" page echoes
+it), and a 64-bit simhash of its word pairs, within :data:`MAX_DISTANCE` bits (a time,
+a counter). A probe answered 404 leaves the words' hash only. Probes are never listed
+nor recorded; their stats: ``sitemap/soft404/probes``, ``sitemap/soft404/probe_status``,
+``sitemap/soft404/detected``. :func:`says_not_found` reads a real address that says it
+is not there and is thin (``SITEMAP_SOFT404_CONTENT``)."""
 
 from __future__ import annotations
 
@@ -34,6 +14,7 @@ import contextlib
 import hashlib
 import re
 import secrets
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -106,11 +87,11 @@ def simhash(words: list[str]) -> int:
     return sum(1 << i for i in range(64) if 2 * (total >> (i * _LANE) & mask) > half)
 
 
+@dataclass(eq=False)
 class SoftNotFound:
     """The fingerprints of the site's "not found" pages found by the probes."""
 
-    def __init__(self) -> None:
-        self.prints: list[tuple[str, PagePrint]] = []  # (probe URL, its print)
+    prints: list[tuple[str, PagePrint]] = field(default_factory=list)  # (probe URL, its print)
 
     def add(self, url: str, found: PagePrint) -> None:
         self.prints.append((url, found))
@@ -221,14 +202,12 @@ def _start(region: Any, chrome: bool) -> str:
 
 
 def says_not_found(root: Any, title: str | None, text_length: int = 0) -> str | None:
-    """The evidence that the page is a "not found" page answered 200, in words
-    (``title says 'Product not found'; 19 words``), or None: its title, its first
-    heading or the start of its main text says the thing is not there, and its main
-    content is thin (:data:`THIN_WORDS`). The main content is the page's ``<main>``
-    (or its ``<article>``), else its body without navigation, header, footer and
-    asides. Call it last: it may strip those from the tree. *text_length*: the
-    length of the page's whole text; a page of more than :data:`MAX_NOT_FOUND_TEXT`
-    characters is not read."""
+    """The evidence that the page is a "not found" page answered 200, in words (``title says
+    'Product not found'; 19 words``), or None: its title, first heading or main text's
+    start says so, and its main content (``<main>``, else ``<article>``, else the body
+    without navigation, header, footer and asides) is thin (:data:`THIN_WORDS`). Call it
+    last: it may strip the tree. A page whose whole text is longer than
+    :data:`MAX_NOT_FOUND_TEXT` (*text_length*) is not read."""
     if root is None or not hasattr(root, "iter") or text_length > MAX_NOT_FOUND_TEXT:
         return None
     # One walk (libxml2's, filtered by tag) finds the first of each.
