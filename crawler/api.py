@@ -12,23 +12,18 @@
     audited = api.audit("https://www.example.com/", report="audit/", fail_under=95)
     print(audited.coverage, audited.counts["missing"])
 
-:func:`crawl` and :func:`audit` take the command's options as keyword arguments,
-named as the long options with ``_`` for ``-`` (``max_pages``, ``base_url``,
-``no_gzip``; a repeatable option takes a list, ``settings`` a dict of ``-s``
-settings), and check them with the command line's own parser: the same names,
-conversions and checks as ``sitemap-crawler crawl`` and ``--config``. Bad input
-raises :class:`UsageError` with the command line's one-line message. Anything else,
-a failed or refused crawl included, comes back as a result with the command's exit
-status (0 published / report done, 3 crawl failed, 4 refused, 5 a bar broke, ...),
+:func:`crawl` and :func:`audit` take the command's long options as keyword arguments
+(``_`` for ``-``; a repeatable option takes a list, ``settings`` a dict of ``-s``
+settings), checked by the command line's own parser. Bad input raises
+:class:`UsageError` with the command line's one-line message; anything else, a failed
+or refused crawl included, comes back as a result with the command's exit status,
 its outcome and message, and the figures of its summary.
 
-Each call runs the command in a child Python process: a Twisted reactor runs once
-per process, so a crawl in the caller's own process could not be followed by
-another. The calls can therefore be made any number of times,
-one after the other, from any program (one with a reactor of its own included); a
-``KeyboardInterrupt`` in the caller stops the child as SIGTERM does (nothing
-published, the previous set kept). Logging goes to the child's stderr at
-``log_level`` (``"CRITICAL"`` by default: quiet).
+Each call runs the command in a child Python process: a Twisted reactor runs once per
+process, so the calls can be made any number of times, from any program (one with a
+reactor of its own included). A ``KeyboardInterrupt`` in the caller stops the child as
+SIGTERM does (nothing published). Logging goes to the child's stderr at ``log_level``
+(``"CRITICAL"`` by default: quiet).
 """
 
 from __future__ import annotations
@@ -56,17 +51,11 @@ __all__ = ["AuditResult", "CrawlResult", "UsageError", "audit", "crawl"]
 
 @dataclass(frozen=True)
 class CrawlResult:
-    """What a crawl did: the figures of its summary, its decision, the paths written.
-
-    ``exit_code`` is the command line's exit status; ``outcome`` the publisher's
-    decision (``published``, ``crawled``, ``refused``, ``failed``, ``output-error``,
-    ``interrupted``; None when the crawl never started, e.g. the state directory is
-    busy) and ``message`` why. ``summary`` is the text the command prints. ``added``,
-    ``removed`` and ``lastmod_changes`` count the changes to the published set since
-    the last run (their lists are in ``report``, the run's ``report.json``);
-    ``report_html`` is its ``report.html`` (None with ``SITEMAP_REPORT_HTML`` off).
-    ``stats`` are all of Scrapy's stats of the run.
-    """
+    """What a crawl did: ``exit_code`` is the command line's exit status; ``outcome``
+    the publisher's decision (``published``, ``refused``, ...; None when the crawl never
+    started) and ``message`` why; ``summary`` the text the command prints. ``added``,
+    ``removed`` and ``lastmod_changes`` count the changes since the last run (their
+    lists are in ``report``, the run's ``report.json``); ``stats`` are Scrapy's."""
 
     exit_code: int
     outcome: str | None
@@ -127,10 +116,9 @@ def audit(url: str | None = None, **options: Any) -> AuditResult:
 
 
 def _in_child(command: str, url: str | None, options: dict[str, Any]) -> object:
-    """Run *command* in a child Python (``python -m crawler.api``): the request and
-    its answer are pickled into a private temporary directory. A fresh interpreter,
-    not ``multiprocessing``: its ``spawn`` would import the caller's main module
-    again, and its ``fork`` would copy the caller's threads and reactor."""
+    """Run *command* in a child Python (``python -m crawler.api``), the request and
+    answer pickled in a private directory. Not ``multiprocessing``: its ``spawn`` would
+    import the caller's main module again, its ``fork`` copy the caller's reactor."""
     with tempfile.TemporaryDirectory(prefix="sitemap-crawler-api-") as work:
         request, answer = Path(work, "request.pickle"), Path(work, "answer.pickle")
         request.write_bytes(pickle.dumps((command, url, options)))
@@ -181,8 +169,7 @@ def _run(command: str, url: str | None, options: dict[str, Any]) -> CrawlResult 
     args = parser.parse_args([])
     args.url = url
     apply_options(parser, args, options, where=f"{command}()")
-    if args.config:
-        load_config(parser, args)
+    load_config(parser, args)
     if command == "crawl":
         return _crawl_result(crawl_command.execute(args), args)
     return _audit_result(audit_command.execute(args))
@@ -192,12 +179,10 @@ def _crawl_result(outcome: CrawlOutcome, args: Namespace) -> CrawlResult:
     from crawler.core.paths import CrawlPaths
     from crawler.publish.report import decision_counts, duration, format_summary, pages_fetched
 
-    stats: dict[str, Any] = outcome.stats
+    stats, run = outcome.stats, outcome.run
     paths = CrawlPaths.create(args.out, args.state)
     counts = decision_counts(stats)
     listed = counts.pop("listed", 0)
-
-    run = outcome.run
     published = run.published if run is not None else None
     return CrawlResult(
         exit_code=outcome.code,

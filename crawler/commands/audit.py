@@ -16,7 +16,6 @@ interrupted.
 from __future__ import annotations
 
 import argparse
-import logging
 import shutil
 import sys
 import tempfile
@@ -24,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from crawler.audit.report import CLASSES, FAILABLE, FLAGS
+from crawler.audit.classes import CLASSES, FAILABLE, FLAGS
 from crawler.commands.options import (
     EXIT_AUDIT_FAILED,
     EXIT_CRAWL_FAILED,
@@ -52,7 +51,6 @@ if TYPE_CHECKING:
 
     from crawler.audit.report import AuditReport
 
-logger = logging.getLogger(__name__)
 
 NAME = "audit"
 HELP = "compare a site's existing sitemaps with what a crawl finds"
@@ -266,12 +264,11 @@ def run(
 ) -> int:
     """``sitemap-crawler audit``: run, print the summary, return the exit status."""
 
-    def work() -> AuditOutcome:
-        if args.config:
-            load_config(parser, args)
-        return execute(args, base)
-
-    outcome = attempt(work, what="audit", interrupted="interrupted; no report")
+    outcome = attempt(
+        lambda: execute(load_config(parser, args), base),
+        what="audit",
+        interrupted="interrupted; no report",
+    )
     if isinstance(outcome, int):
         return outcome
     if outcome.summary:

@@ -1,25 +1,18 @@
 """``sitemap-crawler crawl URL``: crawl a site and publish its sitemaps.
 
-The options map onto ``SITEMAP_*`` and Scrapy settings (:func:`crawl_settings`); the
-site spider crawls, the pipelines record every decision in the ledger and the
-publisher writes the set (:mod:`crawler.publish.publisher`). The summary goes to
-stderr, as a cron mail or a journal shows it, and the exit status says what
-happened (:data:`crawler.commands.options.OUTCOME_EXIT`). With ``--redis`` this
+The options map onto settings (:func:`crawl_settings`); the site spider crawls, the
+pipelines record every decision in the ledger and the publisher writes the set. The
+summary goes to stderr, as a cron mail or a journal shows it; the exit status says
+what happened (:data:`crawler.commands.options.OUTCOME_EXIT`). With ``--redis`` this
 process coordinates a distributed crawl (:mod:`crawler.distributed`).
 
-This module defines no Scrapy command on purpose: ``scrapy crawl site -a url=...``
-from the project root is Scrapy's own ``crawl`` command running the same spider,
-with any option given as its ``SITEMAP_*`` setting.
-
-It is one long module on purpose: about half of it declares the crawl's options,
-whose help and defaults come from settings/.
+No Scrapy command here on purpose: ``scrapy crawl site -a url=...`` stays Scrapy's own.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import logging
 import os
 import re
 import subprocess
@@ -33,6 +26,7 @@ from crawler.commands.options import (
     EXIT_CRAWL_FAILED,
     EXIT_NOTIFY_FAILED,
     EXIT_OK,
+    REPEATABLE,
     CrawlFailure,
     UsageError,
     add_site_options,
@@ -40,6 +34,7 @@ from crawler.commands.options import (
     check_writable,
     checked_settings,
     error,
+    given_settings,
     load_config,
     make_directories,
     positive_int,
@@ -59,7 +54,6 @@ from crawler.sitemaps.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
 if TYPE_CHECKING:
     from scrapy.settings import Settings
 
-logger = logging.getLogger(__name__)
 
 NAME = "crawl"
 HELP = "crawl a site and publish its sitemaps"
@@ -124,10 +118,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     seeds.add_argument(
         "--sitemap",
-        action="append",
-        default=[],
         metavar="URL",
         help="crawl the URLs of this sitemap (or index) of the site too (repeatable)",
+        **REPEATABLE,
     )
     p.add_argument(
         "--max-time",
@@ -185,11 +178,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     rich.add_argument(
         "--alternate-host",
-        action="append",
-        default=[],
         metavar="HOST",
         help="write the hreflang alternates on HOST as the pages declare them (a same-host "
         "crawl cannot verify them; repeatable)",
+        **REPEATABLE,
     )
     rich.add_argument(
         "--images",
@@ -199,10 +191,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     rich.add_argument(
         "--image-host",
-        action="append",
-        default=[],
         metavar="HOST",
         help="write the images on HOST too, such as a CDN (repeatable; other hosts' are left out)",
+        **REPEATABLE,
     )
     rich.add_argument(
         "--videos",
@@ -232,12 +223,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     render.add_argument(
         "--render-include",
-        action="append",
         type=regex,
-        default=[],
         metavar="REGEX",
         help="with --render auto, always render pages whose URL matches (repeatable; "
         "re.search on the normalised URL)",
+        **REPEATABLE,
     )
     render.add_argument(
         "--browser",
@@ -276,27 +266,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     around.add_argument(
         "--section",
-        action="append",
-        default=[],
         metavar="NAME=REGEX",
         help="pages whose address matches REGEX go to section NAME, with files of their "
         "own (repeatable; the first match wins; NAME: a-z, 0-9, -)",
+        **REPEATABLE,
     )
     around.add_argument(
         "--changefreq",
-        action="append",
-        default=[],
         metavar="REGEX=VALUE|auto",
         help="<changefreq> VALUE for pages whose address matches REGEX (repeatable; the "
         "first match wins), or auto: from each page's change history",
+        **REPEATABLE,
     )
     around.add_argument(
         "--priority",
-        action="append",
-        default=[],
         metavar="REGEX=VALUE",
         help="<priority> VALUE (0.0 to 1.0) for pages whose address matches REGEX "
         "(repeatable; the first match wins)",
+        **REPEATABLE,
     )
     around.add_argument(
         "--indexnow-key",
@@ -374,6 +361,17 @@ def distributed_here(args: argparse.Namespace) -> bool:
     return bool(args.redis) or (args.processes or 1) > 1 or bool(args.no_fetch and args.processes)
 
 
+#: Options without a default of their own that set a setting when given (those with one
+#: are OPTION_DEFAULTS, mapped by site_settings).
+_OTHER_SETTINGS = {
+    "--browser": "SITEMAP_RENDER_BROWSER",
+    "--indexnow-key": "SITEMAP_INDEXNOW_KEY",
+    "--indexnow-key-location": "SITEMAP_INDEXNOW_KEY_LOCATION",
+    # Scrapy's own budget; the publisher publishes what such a run judged.
+    "--max-time": "CLOSESPIDER_TIMEOUT",
+}
+
+
 def crawl_settings(args: argparse.Namespace) -> dict[str, Any]:
     """Check the ``crawl`` arguments and map them onto settings; raise UsageError."""
     settings = site_settings(args)
@@ -403,19 +401,13 @@ def crawl_settings(args: argparse.Namespace) -> dict[str, Any]:
         except SeedError as e:
             raise UsageError(str(e)) from None
         settings["SITEMAP_URL_FILE"] = str(Path(args.urls).absolute())
-    if args.max_time is not None:
-        # Scrapy's own budget; the publisher publishes what such a run judged.
-        settings["CLOSESPIDER_TIMEOUT"] = args.max_time
     if args.resume and not (job.is_dir() and paths.running_ledger.is_file()):
         raise UsageError(f"nothing to resume in {paths.state}: no interrupted run")
     settings.update(
         {
             "SITEMAP_OUT_DIR": str(paths.out),
             "SITEMAP_STATE_DIR": str(paths.state),
-            "SITEMAP_MAX_URLS_PER_FILE": args.max_urls_per_file,
-            "SITEMAP_MAX_BYTES_PER_FILE": args.max_bytes_per_file,
             "SITEMAP_GZIP": not args.no_gzip,
-            "SITEMAP_FORMAT": args.format,
             "SITEMAP_FORCE": args.force,
             "SITEMAP_RESUME": args.resume,
             "SITEMAP_HREFLANG": not args.no_hreflang,
@@ -435,22 +427,7 @@ def crawl_settings(args: argparse.Namespace) -> dict[str, Any]:
             "JOBDIR": str(job),
         }
     )
-    for option, name in (
-        ("feed_days", "SITEMAP_FEED_DAYS"),
-        ("feed_max", "SITEMAP_FEED_MAX"),
-        ("indexnow_key", "SITEMAP_INDEXNOW_KEY"),
-        ("indexnow_key_location", "SITEMAP_INDEXNOW_KEY_LOCATION"),
-        ("indexnow_endpoint", "SITEMAP_INDEXNOW_ENDPOINT"),
-    ):
-        if getattr(args, option) is not None:
-            settings[name] = getattr(args, option)
-    for option, name in (
-        ("render", "SITEMAP_RENDER"),
-        ("browser", "SITEMAP_RENDER_BROWSER"),
-        ("render_concurrency", "SITEMAP_RENDER_CONCURRENCY"),
-    ):
-        if getattr(args, option) is not None:
-            settings[name] = getattr(args, option)
+    settings.update(given_settings(args, _OTHER_SETTINGS))
     if args.render_include:
         settings["SITEMAP_RENDER_INCLUDE"] = args.render_include
     settings.update(dict(args.settings))
@@ -549,13 +526,11 @@ def _execute(args: argparse.Namespace) -> CrawlOutcome:
 
 def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """``sitemap-crawler crawl``: run, print the summary, return the exit status."""
-
-    def work() -> CrawlOutcome:
-        if args.config:
-            load_config(parser, args)
-        return execute(args)
-
-    outcome = attempt(work, what="crawl", interrupted="interrupted; nothing was published")
+    outcome = attempt(
+        lambda: execute(load_config(parser, args)),
+        what="crawl",
+        interrupted="interrupted; nothing was published",
+    )
     if isinstance(outcome, int):
         return outcome
     if outcome.stats:

@@ -1,17 +1,10 @@
 """What every command shares: exit statuses, one-line errors, the scope and
-politeness options of the commands that crawl, and the ``--config`` file.
-
-Each command module (:mod:`crawler.commands.crawl`, ``audit``, ``worker``) adds its
-own options to an :class:`argparse.ArgumentParser` and maps them onto Scrapy
-settings; the options every crawling command takes are added by
-:func:`add_site_options` and mapped by :func:`site_settings`. A TOML ``--config``
-file holds any long option (``max-pages = 1000``, ``include = ["..."]``,
-``[settings]`` for ``-s``), converted by the same argparse actions as the command
-line, which wins (:func:`load_config`); the Python API (:mod:`crawler.api`) goes
-through the same mapping with keyword arguments (:func:`apply_options`).
-
-It is one long module on purpose: the options every command shares and their one
-mapping onto settings, for the command line, ``--config`` and the Python API alike.
+politeness options of the commands that crawl and their mapping onto settings
+(:func:`add_site_options`, :func:`site_settings`), and the TOML ``--config`` file,
+converted by the same argparse actions as the command line, which wins
+(:func:`load_config`); the Python API's keyword arguments go the same way
+(:func:`apply_options`). One module: the shared options and their one mapping onto
+settings, for the command line, ``--config`` and the Python API alike.
 """
 
 from __future__ import annotations
@@ -35,6 +28,7 @@ from crawler.core.defaults import setting_default
 from crawler.core.publicurl import BaseUrlError, PublicUrls
 from crawler.core.urls import host_port, normalize_url, not_a_start_url, site_of
 from crawler.crawl.calendars import parse_window
+from crawler.fetch.access import parse_auth, parse_cookie, parse_header
 
 if TYPE_CHECKING:
     from scrapy.commands import ScrapyCommand
@@ -65,9 +59,9 @@ PROG = "sitemap-crawler"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
-#: The options of ``crawl`` and ``audit`` whose default is a setting's: their help
-#: and docs/reference.md give that setting's value from settings/__init__.py
-#: (tests/test_docs.py changes each one there and looks for stale copies).
+#: The options of ``crawl`` and ``audit`` whose default is a setting's, which they set
+#: when given: their help and docs/reference.md give that setting's value from
+#: settings/__init__.py (tests/test_docs.py changes each one there, finds no stale copy).
 OPTION_DEFAULTS = {
     "--max-pages": "SITEMAP_MAX_PAGES",
     "--max-depth": "SITEMAP_MAX_DEPTH",
@@ -123,23 +117,23 @@ def non_negative_int(text: str) -> int:
     return _whole(text, 0)
 
 
-def window(text: str) -> str:
-    """A calendar window (crawler.crawl.calendars.parse_window), kept as given."""
-    try:
-        parse_window(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    return text
+def _between(what: str, high: int, unit: str = "", strip: str = "") -> Callable[[str], float]:
+    """An argparse type: a number from 0 to *high* (*what*, in the errors)."""
+
+    def check(text: str) -> float:
+        try:
+            value = float(text.rstrip(strip))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a {what}: {text!r}") from None
+        if not 0 <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be between 0 and {high}{unit}: {text!r}")
+        return value
+
+    return check
 
 
-def seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not 0 <= value <= 3600:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 3600 seconds: {text!r}")
-    return value
+seconds = _between("number of seconds", 3600, " seconds")
+percent = _between("percentage", 100, strip="%")
 
 
 def regex(text: str) -> str:
@@ -165,45 +159,24 @@ def robots_token(text: str) -> str:
     return text
 
 
-def percent(text: str) -> float:
-    try:
-        value = float(text.rstrip("%"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a percentage: {text!r}") from None
-    if not 0 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 100: {text!r}")
-    return value
+def _parsed(parse: Callable[[str], object]) -> Callable[[str], str]:
+    """An argparse type: the text itself, once *parse* accepts it. Its ValueError is
+    the message, which names no value: it may be a secret (argparse names the option)."""
+
+    def check(text: str) -> str:
+        try:
+            parse(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+        return text
+
+    return check
 
 
-def header_option(text: str) -> str:
-    from crawler.fetch.access import parse_header
-
-    try:
-        parse_header(text)
-    except ValueError as e:  # the message names no value: it may be a secret (argparse
-        # names the option)
-        raise argparse.ArgumentTypeError(str(e)) from None
-    return text
-
-
-def cookie_option(text: str) -> str:
-    from crawler.fetch.access import parse_cookie
-
-    try:
-        parse_cookie(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    return text
-
-
-def auth_option(text: str) -> str:
-    from crawler.fetch.access import parse_auth
-
-    try:
-        parse_auth(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    return text
+window = _parsed(parse_window)
+header_option = _parsed(parse_header)
+cookie_option = _parsed(parse_cookie)
+auth_option = _parsed(parse_auth)
 
 
 #: The environment variable that holds --auth's USER:PASSWORD.
@@ -220,6 +193,10 @@ class Parser(argparse.ArgumentParser):
 # -- the options of every command that crawls -----------------------------------------
 
 
+#: The keyword arguments of a repeatable option (argparse copies the list it appends to).
+REPEATABLE: dict[str, Any] = {"action": "append", "default": []}
+
+
 def add_site_options(
     p: argparse.ArgumentParser, *, scrapy: bool = False, several: bool = False
 ) -> None:
@@ -227,17 +204,11 @@ def add_site_options(
     one site), ``--config``, scope, politeness and access to a private site; then
     ``--log-level`` and ``-s``, unless *scrapy* (``scrapy audit``: Scrapy's own ``-s``
     and ``-L`` are there already)."""
+    url = "start URL{}, e.g. https://www.example.com/ (or in --config)"
     if several:
-        p.add_argument(
-            "url",
-            nargs="*",
-            default=[],
-            help="start URL(s) of one site, e.g. https://www.example.com/ (or in --config)",
-        )
+        p.add_argument("url", nargs="*", default=[], help=url.format("(s) of one site"))
     else:
-        p.add_argument(
-            "url", nargs="?", help="start URL, e.g. https://www.example.com/ (or in --config)"
-        )
+        p.add_argument("url", nargs="?", help=url.format(""))
     p.add_argument(
         "--config",
         metavar="FILE",
@@ -251,27 +222,13 @@ def add_site_options(
         help="public address of the crawled site: every published <loc> is "
         "rewritten from the start URL's directory to this prefix",
     )
-    p.add_argument(
-        "--max-pages",
-        type=non_negative_int,
-        metavar="N",
-        help=f"fetch at most N pages (default {setting_default('SITEMAP_MAX_PAGES')}; "
-        "0 means no limit)",
-    )
-    p.add_argument(
-        "--max-depth",
-        type=non_negative_int,
-        metavar="N",
-        help="follow links at most N levels from the start URL (default "
-        f"{setting_default('SITEMAP_MAX_DEPTH')}; 0 means no limit)",
-    )
-    p.add_argument(
-        "--max-variants-per-path",
-        type=non_negative_int,
-        metavar="N",
-        help="list at most N query variants of one path (default "
-        f"{setting_default('SITEMAP_MAX_VARIANTS_PER_PATH')}; 0 means no limit)",
-    )
+    for flag, what in (
+        ("--max-pages", "fetch at most N pages"),
+        ("--max-depth", "follow links at most N levels from the start URL"),
+        ("--max-variants-per-path", "list at most N query variants of one path"),
+    ):
+        text = f"{what} (default {setting_default(OPTION_DEFAULTS[flag])}; 0 means no limit)"
+        p.add_argument(flag, type=non_negative_int, metavar="N", help=text)
     p.add_argument(
         "--calendar-window",
         type=window,
@@ -292,9 +249,8 @@ def add_site_options(
         type=seconds,
         metavar="S",
         help="minimum delay between requests in seconds (default "
-        f"{setting_default('DOWNLOAD_DELAY')}, with "
-        "AutoThrottle adapting to the server; robots.txt Crawl-delay wins "
-        "when larger)",
+        f"{setting_default('DOWNLOAD_DELAY')}, with AutoThrottle adapting to the server; "
+        "robots.txt Crawl-delay wins when larger)",
     )
     p.add_argument(
         "--user-agent",
@@ -308,22 +264,10 @@ def add_site_options(
         metavar="TOKEN",
         help="the product token matched against robots.txt groups, instead of the User-Agent's",
     )
-    p.add_argument(
-        "--include",
-        action="append",
-        type=regex,
-        default=[],
-        metavar="REGEX",
-        help="crawl only URLs matching REGEX (repeatable; any one matches)",
-    )
-    p.add_argument(
-        "--exclude",
-        action="append",
-        type=regex,
-        default=[],
-        metavar="REGEX",
-        help="do not crawl URLs matching REGEX (repeatable)",
-    )
+    include = "crawl only URLs matching REGEX (repeatable; any one matches)"
+    p.add_argument("--include", type=regex, metavar="REGEX", help=include, **REPEATABLE)
+    exclude = "do not crawl URLs matching REGEX (repeatable)"
+    p.add_argument("--exclude", type=regex, metavar="REGEX", help=exclude, **REPEATABLE)
     access = p.add_argument_group(
         "staging and private sites",
         "sent to the crawled site only (never to another host, even on a redirect) and "
@@ -331,11 +275,10 @@ def add_site_options(
     )
     access.add_argument(
         "--header",
-        action="append",
         type=header_option,
-        default=[],
         metavar="'NAME: VALUE'",
         help="send this header with every request to the site (repeatable)",
+        **REPEATABLE,
     )
     access.add_argument(
         "--auth",
@@ -346,11 +289,10 @@ def add_site_options(
     )
     access.add_argument(
         "--cookie",
-        action="append",
         type=cookie_option,
-        default=[],
         metavar="NAME=VALUE",
         help="send this cookie to the site (repeatable; with the site's own cookies)",
+        **REPEATABLE,
     )
     if not scrapy:
         add_log_and_settings(
@@ -367,12 +309,18 @@ def add_log_and_settings(p: argparse.ArgumentParser, log_help: str, set_help: st
         "-s",
         "--set",
         dest="settings",
-        action="append",
         type=setting,
-        default=[],
         metavar="NAME=VALUE",
         help=set_help,
+        **REPEATABLE,
     )
+
+
+def given_settings(args: argparse.Namespace, names: Mapping[str, str]) -> dict[str, Any]:
+    """The settings *names* maps the options given in *args* onto (``--max-pages``:
+    ``SITEMAP_MAX_PAGES``); an option left out (None), or that *args* lacks, sets none."""
+    values = {name: getattr(args, flag[2:].replace("-", "_"), None) for flag, name in names.items()}
+    return {name: value for name, value in values.items() if value is not None}
 
 
 def site_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -404,6 +352,7 @@ def site_settings(args: argparse.Namespace) -> dict[str, Any]:
         "SITEMAP_INCLUDE": args.include,
         "SITEMAP_EXCLUDE": args.exclude,
         "LOG_LEVEL": args.log_level,
+        **given_settings(args, OPTION_DEFAULTS),
     }
     if len(urls) > 1:
         settings["SITEMAP_START_URLS"] = urls[1:]
@@ -418,19 +367,8 @@ def site_settings(args: argparse.Namespace) -> dict[str, Any]:
         except argparse.ArgumentTypeError as e:
             raise UsageError(f"{e} (from the {AUTH_ENV} environment variable)") from None
         settings["SITEMAP_AUTH"] = auth
-    if args.max_pages is not None:
-        settings["SITEMAP_MAX_PAGES"] = args.max_pages
-    if args.max_depth is not None:
-        settings["SITEMAP_MAX_DEPTH"] = args.max_depth
-    if args.max_variants_per_path is not None:
-        settings["SITEMAP_MAX_VARIANTS_PER_PATH"] = args.max_variants_per_path
-    if args.calendar_window is not None:
-        settings["SITEMAP_CALENDAR_WINDOW"] = args.calendar_window
     if args.concurrency is not None:
         settings["CONCURRENT_REQUESTS"] = args.concurrency
-        settings["CONCURRENT_REQUESTS_PER_DOMAIN"] = args.concurrency
-    if args.delay is not None:
-        settings["DOWNLOAD_DELAY"] = args.delay
     if args.user_agent:
         settings["USER_AGENT"] = args.user_agent
         settings["ROBOTSTXT_USER_AGENT"] = product_token(args.user_agent)
@@ -440,10 +378,8 @@ def site_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def check_writable(directory: Path) -> None:
-    """Raise UsageError unless files can be created in *directory*, or, when it does
-    not exist yet, in the directory it would be made in. Nothing is left behind: the
-    caller makes the directories once every check passed (a bad ``--state`` used to
-    leave an empty ``--out``)."""
+    """Raise UsageError unless files can be created in *directory* (or where it would
+    be made); nothing is left behind: the caller makes it once every check passed."""
     existing = directory
     while not existing.exists():
         existing = existing.parent
@@ -476,8 +412,10 @@ def make_directories(*directories: Path) -> None:
 # -- the config file and the Python API -------------------------------------------------
 
 
-def load_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Fill *args* from the TOML file of ``--config``; the command line wins."""
+def load_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.Namespace:
+    """*args*, filled from the TOML file of ``--config`` if any; the command line wins."""
+    if not args.config:
+        return args
     path = Path(args.config)
     try:
         with path.open("rb") as f:
@@ -487,6 +425,7 @@ def load_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"--config {path} is not valid TOML: {e}") from None
     apply_options(parser, args, config, where=f"--config {path}")
+    return args
 
 
 def apply_options(
@@ -579,14 +518,17 @@ def checked_settings(overrides: Mapping[str, Any], base: Settings | None = None)
 
 def attempt(work: Callable[[], T], *, what: str, interrupted: str) -> T | int:
     """Run a command's *work*; bad input (or a bad value that only Scrapy finds) is one
-    line and exit status 2, Ctrl-C before Scrapy took the signals the line
-    *interrupted* and 130, never a traceback. Returns the work's result, or the exit
-    status when it did not finish."""
+    line and exit status 2, a crawl that cannot start one line and 3, Ctrl-C before
+    Scrapy took the signals the line *interrupted* and 130, never a traceback. Returns
+    the work's result, or the exit status when it did not finish."""
     try:
         return work()
     except UsageError as e:
         error(f"error: {e}")
         return EXIT_USAGE
+    except CrawlFailure as e:
+        error(str(e))
+        return EXIT_CRAWL_FAILED
     except KeyboardInterrupt:
         error(interrupted)
         return EXIT_INTERRUPTED
@@ -615,10 +557,9 @@ def print_stdout(text: str) -> None:
 
 def scrapy_command(module: ModuleType) -> type[ScrapyCommand]:
     """The Scrapy command (``COMMANDS_MODULE``) of a command *module*: ``scrapy audit
-    URL`` and ``scrapy worker --redis URL`` run the same code as ``sitemap-crawler
-    audit`` and ``worker``, with Scrapy's own ``-s``, ``-L`` and log options. Made here
-    and named in its module (``Command = scrapy_command(sys.modules[__name__])``): a
-    class defined in this module would be taken by Scrapy for a command of its own."""
+    URL`` runs the same code as ``sitemap-crawler audit``, with Scrapy's own ``-s`` and
+    ``-L``. Made here, named in its module: Scrapy would take a class defined in this
+    module for a command of its own."""
     from scrapy.commands import ScrapyCommand
 
     class Command(ScrapyCommand):

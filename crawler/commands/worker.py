@@ -15,7 +15,6 @@ interrupted (what it held goes back to the queue).
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from typing import TYPE_CHECKING, Any
@@ -25,21 +24,18 @@ from crawler.commands.options import (
     EXIT_CRAWL_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
-    EXIT_USAGE,
-    CrawlFailure,
-    UsageError,
     add_log_and_settings,
+    attempt,
     checked_settings,
     error,
     positive_int,
     scrapy_command,
 )
 from crawler.commands.process import run_spider
+from crawler.core.outcome import SpiderRun
 
 if TYPE_CHECKING:
     from scrapy.settings import Settings
-
-logger = logging.getLogger(__name__)
 
 NAME = "worker"
 HELP = "join a distributed crawl (crawl --redis) and fetch pages for it"
@@ -85,41 +81,23 @@ def run(
     settings ``scrapy worker`` built (its ``-s`` applied already)."""
     from crawler.distributed import worker_settings
 
-    try:
-        crawl_id, config = distributed.join(args.redis)
-    except UsageError as e:
-        error(f"error: {e}")
-        return EXIT_USAGE
-    except CrawlFailure as e:
-        error(str(e))
-        return EXIT_CRAWL_FAILED
     local: dict[str, Any] = {"LOG_LEVEL": args.log_level}
     if args.concurrency is not None:
         local["CONCURRENT_REQUESTS_PER_DOMAIN"] = args.concurrency
     local.update(dict(args.settings))
-    start_url = config["start_url"]
-    try:
-        settings = worker_settings(
-            config,
-            args.redis,
-            crawl_id,
-            local,
-            checked_settings({**config["settings"], **local}, base),
-        )
-        run = run_spider(start_url, settings)
-    except UsageError as e:
-        error(f"error: {e}")
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        error("worker interrupted")
-        return EXIT_INTERRUPTED
-    except Exception as e:  # a bad -s value, say: one line, not a traceback
-        logger.debug("worker failed", exc_info=True)
-        error(f"error: {type(e).__name__}: {e}")
-        return EXIT_USAGE
+
+    def work() -> tuple[str, str, SpiderRun]:
+        crawl_id, config = distributed.join(args.redis)
+        merged = checked_settings({**config["settings"], **local}, base)
+        settings = worker_settings(config, args.redis, crawl_id, local, merged)
+        return crawl_id, config["start_url"], run_spider(config["start_url"], settings)
+
+    done = attempt(work, what="worker", interrupted="worker interrupted")
+    if isinstance(done, int):
+        return done
+    crawl_id, start_url, run = done
     stats = run.stats  # figures for the line below, not decisions
     fetched = stats.get("sitemap/distributed/pages", 0)
-    name = stats.get("sitemap/distributed/process", "?")
     where = f"crawl {crawl_id} of {start_url}"
     if run.interrupted:
         error(
@@ -130,9 +108,10 @@ def run(
     if run.fatal:
         error(f"{run.fatal} ({where})")
         return EXIT_CRAWL_FAILED
-    end = stats.get("sitemap/distributed/end") or "over"
     if not os.environ.get(distributed.STARTED_BY_CRAWL):
         # Not for a worker of crawl --processes: the crawl's summary says this.
+        name = stats.get("sitemap/distributed/process", "?")
+        end = stats.get("sitemap/distributed/end") or "over"
         error(f"worker {name} done: {fetched} pages for {where}; the crawl ended ({end})")
     return EXIT_OK
 
