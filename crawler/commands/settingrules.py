@@ -1,15 +1,10 @@
 """The rules every setting must meet, checked before a crawl starts.
 
-A bad ``-s`` value (or a bad value in ``--config``'s ``[settings]``) used to surface
-mid-crawl as a traceback, or after the whole crawl at publish time. The commands
-check the merged settings first (:func:`check_settings`): every ``SITEMAP_*``
-setting of ``settings/`` and the Scrapy settings the crawl relies on, each against
-a rule that says what is allowed. A ``SITEMAP_*`` name that does not exist is an
-error too, with the closest known name (a misspelled setting used to be ignored).
-Each failure is one line for the command to print (exit status 2).
-
-Every ``SITEMAP_*`` setting has a rule here (tests/test_settingrules.py holds the
-two lists together).
+The commands check the merged settings first (:func:`check_settings`), so that a bad
+``-s`` value (or one in ``--config``'s ``[settings]``) is one line (exit status 2),
+not a traceback mid-crawl or at publish time: every ``SITEMAP_*`` setting (each has
+a rule here: tests/test_settingrules.py) and the Scrapy settings the crawl relies
+on. A ``SITEMAP_*`` name that does not exist is an error too, with the closest name.
 """
 
 from __future__ import annotations
@@ -122,10 +117,7 @@ def _text(settings: BaseSettings, name: str) -> None:
 
 
 def _window(settings: BaseSettings, name: str) -> None:
-    try:
-        parse_window(settings.get(name))
-    except ValueError as e:
-        raise ValueError(str(e)) from None
+    parse_window(settings.get(name))  # its ValueError says what is allowed
 
 
 def _path(settings: BaseSettings, name: str) -> None:
@@ -142,36 +134,25 @@ def _texts(settings: BaseSettings, name: str) -> None:
         raise ValueError("must be a list of texts")
 
 
-def _regexes(settings: BaseSettings, name: str) -> None:
-    _texts(settings, name)
-    for pattern in settings.getlist(name):
-        try:
-            re.compile(pattern)
-        except re.error as e:
-            raise ValueError(f"{pattern!r} is not a regular expression: {e}") from None
+def _regex(pattern: str) -> None:
+    try:
+        re.compile(pattern)
+    except re.error as e:
+        raise ValueError(f"{pattern!r} is not a regular expression: {e}") from None
 
 
-def _media_types(settings: BaseSettings, name: str) -> None:
-    _texts(settings, name)
-    for value in settings.getlist(name):
-        if not re.fullmatch(r"[\w.+-]+/[\w.+-]+", value.strip()):
-            raise ValueError(f"{value!r} is not a media type such as application/pdf")
+def _media_type(value: str) -> None:
+    if not re.fullmatch(r"[\w.+-]+/[\w.+-]+", value.strip()):
+        raise ValueError(f"{value!r} is not a media type such as application/pdf")
 
 
-def _selectors(settings: BaseSettings, name: str) -> None:
+def _selector(selector: str) -> None:
     from cssselect import GenericTranslator, SelectorError  # Scrapy's, through parsel
 
-    _texts(settings, name)
-    for selector in settings.getlist(name):
-        try:
-            GenericTranslator().css_to_xpath(selector)
-        except SelectorError as e:
-            raise ValueError(f"{selector!r} is not a CSS selector: {e}") from None
-
-
-def _changefreq(settings: BaseSettings, name: str) -> None:
-    if settings.get(name) not in {c.value for c in ChangeFreq}:
-        raise ValueError(f"must be one of {', '.join(c.value for c in ChangeFreq)}")
+    try:
+        GenericTranslator().css_to_xpath(selector)
+    except SelectorError as e:
+        raise ValueError(f"{selector!r} is not a CSS selector: {e}") from None
 
 
 def _priority(settings: BaseSettings, name: str) -> None:
@@ -197,12 +178,8 @@ def _split(settings: BaseSettings, name: str, value_last: bool) -> list[tuple[st
             continue
         pairs.append(split_rule(text, value_last=value_last))
     for left, right in pairs:
-        pattern = right if not value_last else left
-        if pattern:
-            try:
-                re.compile(pattern)
-            except re.error as e:
-                raise ValueError(f"{pattern!r} is not a regular expression: {e}") from None
+        if pattern := left if value_last else right:
+            _regex(pattern)
     return pairs
 
 
@@ -255,8 +232,8 @@ def _credentials(settings: BaseSettings, name: str) -> None:
 
 
 def _each(parse: Callable[[str], object]) -> Rule:
-    """A list whose every item *parse* accepts (its ValueError says what is wrong,
-    without the value: these are credentials)."""
+    """A list of texts whose every item *parse* accepts (its ValueError says what is
+    wrong; for credentials, without the value)."""
 
     def rule(settings: BaseSettings, name: str) -> None:
         _texts(settings, name)
@@ -281,11 +258,11 @@ RULES: dict[str, Rule] = {
     "SITEMAP_AUTH": _optional(_credentials),
     "SITEMAP_BASE_URL": _optional(_text),
     "SITEMAP_CALENDAR_WINDOW": _window,
-    "SITEMAP_CHANGEFREQ": _optional(_changefreq),
+    "SITEMAP_CHANGEFREQ": _optional(_choice(*(c.value for c in ChangeFreq))),
     "SITEMAP_CHANGEFREQ_RULES": _changefreq_rules,
     "SITEMAP_COOKIES": _each(parse_cookie),
     "SITEMAP_DEDUPE_CONTENT": _bool,
-    "SITEMAP_EXCLUDE": _regexes,
+    "SITEMAP_EXCLUDE": _each(_regex),
     "SITEMAP_FEED": _bool,
     "SITEMAP_FEED_DAYS": _number(int, 1),
     "SITEMAP_FEED_MAX": _number(int, 1),
@@ -296,14 +273,14 @@ RULES: dict[str, Rule] = {
     "SITEMAP_HREFLANG": _bool,
     "SITEMAP_IMAGE_HOSTS": _texts,
     "SITEMAP_IMAGES": _bool,
-    "SITEMAP_INCLUDE": _regexes,
+    "SITEMAP_INCLUDE": _each(_regex),
     "SITEMAP_INDEXNOW_ALL": _bool,
     "SITEMAP_INDEXNOW_ENDPOINT": _optional(_text),
     "SITEMAP_INDEXNOW_KEY": _optional(_indexnow_key),
     "SITEMAP_INDEXNOW_KEY_LOCATION": _optional(_text),
     "SITEMAP_INCREMENTAL": _bool,
     "SITEMAP_LASTMOD_FROM_PAGE": _bool,
-    "SITEMAP_LISTED_TYPES": _media_types,
+    "SITEMAP_LISTED_TYPES": _each(_media_type),
     "SITEMAP_MAX_BYTES_PER_FILE": _number(int, 1, MAX_BYTES_PER_FILE),
     "SITEMAP_MAX_CRAWL_DELAY": _number(float, 0),
     "SITEMAP_MAX_DEPTH": _number(int, 0),
@@ -335,7 +312,7 @@ RULES: dict[str, Rule] = {
     "SITEMAP_RENDER_BROWSER": _optional(_text),
     "SITEMAP_RENDER_CONCURRENCY": _auto_or(_number(int, 1)),
     "SITEMAP_RENDER_CONTEXT_PAGES": _number(int, 1),
-    "SITEMAP_RENDER_INCLUDE": _regexes,
+    "SITEMAP_RENDER_INCLUDE": _each(_regex),
     "SITEMAP_RENDER_SHELL_LINKS": _number(int, 0),
     "SITEMAP_RENDER_TIMEOUT": _positive,
     "SITEMAP_REPORT_HTML": _bool,
@@ -357,7 +334,7 @@ RULES: dict[str, Rule] = {
     "SITEMAP_TRAP_MAX_SEGMENTS": _number(int, 1),
     "SITEMAP_URL_FILE": _PATH,
     "SITEMAP_VIDEOS": _bool,
-    "SITEMAP_VOLATILE_SELECTORS": _selectors,
+    "SITEMAP_VOLATILE_SELECTORS": _each(_selector),
     # Scrapy's, which the crawl relies on.
     "AUTOTHROTTLE_ENABLED": _bool,
     "AUTOTHROTTLE_MAX_DELAY": _number(float, 0),
