@@ -147,15 +147,12 @@ SITEMAP_AUDIT_MAX_DEPTH = 3
 SITEMAP_AUDIT_SITEMAPS: list[str] = []
 # ... and where the audit keeps what the sitemaps say.
 SITEMAP_AUDIT_STORE = None
-# HTTP basic auth for the crawled site, "USER:PASSWORD" (--auth, or the SITEMAP_AUTH
-# environment variable): sent to that site only, never logged (crawler/fetch/access.py).
+# "USER:PASSWORD", HTTP basic auth sent to the crawled site only, never logged (--auth).
 SITEMAP_AUTH = None
-# Public address of the crawled site: published <loc>s are rewritten from the start
-# URL's directory to this prefix (None: publish the crawled addresses).
+# Public address of the site: the prefix published <loc>s get (None: the crawled ones).
 SITEMAP_BASE_URL = None
-# Calendars and date sequences (crawler/crawl/calendars.py): a link from one dated page to
-# another of the same sequence (prev/next) is followed only within this window of
-# today, each way ("365d", "52w", "12m", "1y" or days); 0 turns the rule off.
+# A link between two dated pages of one sequence (a calendar's prev/next) is followed
+# only within this window of today, each way ("365d", "52w", "12m", "1y"; 0: off).
 SITEMAP_CALENDAR_WINDOW = "365d"
 # Publish even when the run looks broken (see SITEMAP_MAX_ERROR_RATE, SITEMAP_MAX_DROP).
 SITEMAP_FORCE = False
@@ -166,15 +163,13 @@ SITEMAP_CHANGEFREQ_RULES: list[str] = []
 SITEMAP_CHANGEFREQ = None
 # Cookies for the crawled site, "NAME=VALUE" (--cookie): sent to that site only.
 SITEMAP_COOKIES: list[str] = []
-# changes.atom, the delta feed of the URLs changed in the last SITEMAP_FEED_DAYS days,
-# published beside the index (crawler/publish/feed.py; off: --no-feed) ...
+# changes.atom, the delta feed of the changed URLs, published beside the index ...
 SITEMAP_FEED = True
 # ... its window in days ...
 SITEMAP_FEED_DAYS = 7
 # ... and its most entries, newest first.
 SITEMAP_FEED_MAX = 1000
-# Listed pages with byte-identical bodies (/ and /index.html) are listed once, under
-# the shortest URL; the others are recorded as "duplicate".
+# Pages with byte-identical bodies are listed once, under the shortest URL ("duplicate").
 SITEMAP_DEDUPE_CONTENT = True
 # Regular expressions (re.search on the normalised URL): a URL matching any
 # SITEMAP_EXCLUDE is not crawled; with SITEMAP_INCLUDE set, only URLs matching one are.
@@ -184,20 +179,18 @@ SITEMAP_FORMAT = "xml"
 # Gzip the sitemap files (reproducible bytes: fixed mtime, no file name).
 SITEMAP_GZIP = True
 SITEMAP_INCLUDE: list[str] = []
-# Start from the previous run's ledger: conditional requests, 304 replays, honest
-# lastmod, first-seen times and the publish checks against the previous set.
+# Start from the previous run's ledger (conditional requests, lastmod, publish checks).
 SITEMAP_INCREMENTAL = True
-# hreflang alternates (<xhtml:link>) of listed pages, read from the pages and
-# verified as Google reads them (crawler/page/hreflang.py); off: --no-hreflang.
 # Headers for the crawled site, "Name: value" (--header): sent to that site only.
 SITEMAP_HEADERS: list[str] = []
+# hreflang alternates (<xhtml:link>) of listed pages, verified as Google reads them.
 SITEMAP_HREFLANG = True
 # Hosts (CDNs) whose images are written; other hosts' images are left out.
 SITEMAP_IMAGE_HOSTS: list[str] = []
 # <image:image> entries of listed pages (--images): crawler/page/pagemedia.py.
 SITEMAP_IMAGES = False
-# IndexNow (crawler/publish/indexnow.py): after a publish, the URLs added, changed and removed
-# since the last published run are submitted with this key (None: no submission) ...
+# IndexNow: after a publish, the URLs changed since the last one are submitted with
+# this key (None: no submission) ...
 SITEMAP_INDEXNOW_KEY = None
 # ... also on a first run (which otherwise submits nothing) ...
 SITEMAP_INDEXNOW_ALL = False
@@ -216,36 +209,30 @@ SITEMAP_MAX_CRAWL_DELAY = 10.0
 SITEMAP_MAX_DROP = 0.2
 # ... or when more than this share of the fetched pages failed (5xx, timeouts).
 SITEMAP_MAX_ERROR_RATE = 0.1
-# Rotation caps of one sitemap file (protocol maxima: 50,000 URLs, 50 MiB uncompressed).
+# Rotation caps of one sitemap file (the protocol's maxima).
 SITEMAP_MAX_BYTES_PER_FILE = _limits.MAX_BYTES_PER_FILE
 SITEMAP_MAX_URLS_PER_FILE = _limits.MAX_URLS_PER_FILE
-# Link depth from the start URL beyond which URLs are not fetched (0: no limit).
-# Redirect and canonical targets keep the depth of their source.
+# Link depth from the start URL past which URLs are not fetched (0: no limit).
 SITEMAP_MAX_DEPTH = 50
 # Pages fetched at most; later URLs are recorded as "cap-reached" (0: no limit).
 SITEMAP_MAX_PAGES = 500_000
 # Redirect hops followed from one URL before the target is left unfetched.
 SITEMAP_MAX_REDIRECTS = 10
-# Query variants of one path listed at most, the shortest first (0: no cap); the
-# others are "trap" (crawler/crawl/params.py).
+# Query variants of one path listed at most, shortest first (0: no cap; others "trap").
 SITEMAP_MAX_VARIANTS_PER_PATH = 20
-# The publication's name of a news sitemap of the articles published within 48 hours
-# of SITEMAP_NEWS_TIME (--news-publication); None: no news sitemap.
+# The publication named by a news sitemap of the last 48 hours' articles (None: none).
 SITEMAP_NEWS_PUBLICATION = None
 # The reference time of the news window (a W3C datetime); None: when the run starts.
 SITEMAP_NEWS_TIME = None
-# Where the sitemap set is published, and where the ledger lives (default: beside
-# the output, "<out>.sitemap-state"; never inside the output).
+# Where the sitemap set is published.
 SITEMAP_OUT_DIR = "public"
-# With this many pages waiting for the least busy worker, the next HTML page is
-# parsed in the crawl's process instead of waiting (0: always send; crawler/page/parsepool.py).
+# Page parsing (crawler/page/parsepool.py): with this many pages waiting for the least
+# busy worker, the next is parsed in the crawl's process (0: always send) ...
 SITEMAP_PARSE_BACKLOG = 4
-# HTML bodies smaller than this many bytes are parsed in the crawl's process even
-# with workers: sending a small page costs more than parsing it (crawler/page/parsepool.py).
+# ... bodies smaller than this are parsed there too (sending costs more than parsing) ...
 SITEMAP_PARSE_LOCAL_BELOW = 4 * 1024
-# Worker processes that parse and read HTML pages while the crawl's process fetches,
-# judges and records (crawler/page/parsepool.py); None: one per core left free, at most 2;
-# 0: parse in the crawl's process.
+# ... and the worker processes that parse HTML pages (None: one per core left free, at
+# most 2; 0: none).
 SITEMAP_PARSE_PROCESSES = None
 # Continue the interrupted run kept in JOBDIR and its running ledger (--resume).
 SITEMAP_RESUME = False
@@ -307,8 +294,7 @@ SITEMAP_ROBOTS_MAX_BYTES = 500 * 1024
 # Sections, "NAME=REGEX": the first whose regex matches a listed page's published
 # address decides its section, with files of its own (sitemap-NAME-00001-<hash>...).
 SITEMAP_SECTIONS: list[str] = []
-# Read the site's sitemaps (robots.txt Sitemap: lines, /sitemap.xml and the usual
-# places) for seeds: their URLs are crawled and judged like links (crawler/crawl/seeds.py) ...
+# Crawl the URLs of the site's own sitemaps too, judged like links ...
 SITEMAP_SEED_SITEMAPS = False
 # ... and these sitemap URLs too (--sitemap; read even without SITEMAP_SEED_SITEMAPS).
 SITEMAP_SEED_SITEMAP_URLS: list[str] = []
@@ -320,10 +306,10 @@ SITEMAP_SOFT404_PROBE = True
 SITEMAP_SOFT404_CONTENT = True
 # Start URLs besides the spider's url (the same site), each judged like a link.
 SITEMAP_START_URLS: list[str] = []
+# Where the ledger and run state live (None: beside the output, "<out>.sitemap-state").
 SITEMAP_STATE_DIR = None
-# Query parameters removed on top of the defaults (utm_*, gclid, fbclid, and session
-# identifiers in any spelling: jsessionid, PHPSESSID, sid, sessionid, session_id,
-# ASPSESSIONID..., crawler/core/urls.py); SITEMAP_STRIP_PARAMS = False keeps every parameter.
+# Query parameters removed besides the default ones (utm_*, gclid, session ids, ...:
+# crawler/core/urls.py); SITEMAP_STRIP_PARAMS = False keeps every parameter.
 SITEMAP_STRIP_EXTRA: list[str] = []
 SITEMAP_STRIP_PARAMS = True
 # Seconds between progress lines on stderr when it is not a terminal (a terminal
