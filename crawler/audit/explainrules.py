@@ -1,34 +1,22 @@
 """A URL put to the rules of a finished run: its rule book rebuilt from its ledger.
 
-``explain`` (:mod:`crawler.audit.explain`) asks what the crawl's rules say about a URL:
-one the crawl never saw (would it fetch it, had a page linked to it?), and one it
-saw (which rule let it through, or refused it). The rule book is the frontier's
-(:class:`crawler.crawl.rulebook.RuleBook`), built from what the run recorded, never from
-the current settings:
-
-* the values it was built with: the ledger's ``meta`` ``scope``
-  (:class:`crawler.crawl.rulebook.RuleParams`: the start URLs exempted, include and
-  exclude, the trap limits, the calendar window and the day it was cut from, the
-  caps);
-* the parameters learned (the ``params`` table) and what the ledger knows (a URL
-  without its learned parameters is the group's page when the crawl found it);
-* the counts of the counted rules, from the ``rule`` column (which rule refused
-  each URL; NULL for a URL the frontier queued): the query variants of the URL's
-  path that the ``query-variants`` rule let through, the URLs queued (the page
-  cap), the single-parameter variants of its path (facets), the dates where the
-  crawl entered its date sequence from another page (calendars). A URL the crawl
-  saw is judged against the others, as it was when it was found.
+``explain`` asks what the crawl's rules say about a URL it never saw (would it fetch
+it, had a page linked to it?) or one it saw (which rule let it through, or refused
+it). The rule book is the frontier's (:class:`crawler.crawl.rulebook.RuleBook`), built
+from what the run recorded, never from the current settings: the ledger's ``scope``
+meta (:class:`crawler.crawl.rulebook.RuleParams`), the parameters learned (``params``),
+and the counts of the counted rules from the ``rule`` column (which rule refused each
+URL; NULL for one queued): the query variants of the path, the URLs queued (the page
+cap), the facets, where the crawl entered a date sequence (calendars).
 
 What it cannot reconstruct: the order of the crawl. It judges with the run's final
-state (every parameter learned, every sequence entry), where the frontier judged
-with what it knew at the moment, so a URL refused by a counted rule early in the
-run may pass another rule here, and the reverse; the books closed with the same
-final state (:func:`crawler.crawl.params.settle`). A URL the crawl never saw has no depth
-(the depth cap is then named, not applied) and no referrer: a dated URL is judged
-as linked from its own sequence when the crawl met that sequence (a calendar's
-prev/next links are how a crawl reaches one), else as linked from another page.
-robots.txt comes last, as the rules the run read (``meta`` ``robots``). A ledger of
-an earlier version lacks some values: those rules answer "unknown".
+state, where the frontier judged with what it knew then, so a URL refused by a counted
+rule early may pass here, and the reverse. A URL the crawl never saw has no depth (the
+depth cap is named, not applied) and no referrer: a dated URL is judged as linked from
+its own sequence when the crawl met it (prev/next links are how a crawl reaches one),
+else from another page. robots.txt comes last, as the run read it (``meta``
+``robots``). A ledger of an earlier version lacks some values: those rules answer
+"unknown".
 """
 
 from __future__ import annotations

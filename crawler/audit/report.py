@@ -34,16 +34,12 @@ indexes, cycles, lastmod drift) are listed separately, each with its sitemap and
 line. Coverage is the share of the indexable pages found by the crawl that the
 sitemaps list.
 
-Only the first 50,000 entries of a file (the protocol's limit) are audited; the
-rest are fetched, judged and counted for coverage by nobody, as search engines
-ignore them: such an entry takes a class only when its URL alone decides it
-(``invalid-loc``, or ``off-host`` by the location rule), and a page listed only
-there is ``missing``, saying so. Each file says how many it had (``not_audited``,
-and a ``not-audited`` problem), and so does the summary.
-
-When no sitemap could be read at all (nothing found at the places tried, or only
-error pages), ``no_sitemap`` is true and the summary's first line says so, with
-every place tried.
+Only the first 50,000 entries of a file (the protocol's limit) are audited, as search
+engines ignore the rest: such an entry takes a class only when its URL alone decides
+it (``invalid-loc``, ``off-host``), and a page listed only there is ``missing``, saying
+so; each file says how many (``not_audited``, a ``not-audited`` problem). When no
+sitemap could be read at all, ``no_sitemap`` is true and the summary's first line
+says so, with every place tried.
 
 ``audit.json`` (schema ``sitemap-crawler/audit/1``)::
 
@@ -57,20 +53,12 @@ every place tried.
      "history": [{"generated", "site", "coverage", "covered", "indexable_found",
      "listed", "problems", "counts"}]}
 
-``no_sitemap`` (bool), ``not_audited`` (the entries, over all files, past the
-50,000 a file may list) and ``sitemaps_read`` (the files read; ``sitemaps`` also
-holds the places tried with nothing there) were added to schema 1 without a new
-version, and so were the classes ``excluded`` and ``duplicate`` and the flag
-``dead-orphan`` on its URLs (its count was there before): readers of the older form
-find every field they knew. ``media_alternates`` counts Google's
-mobile annotation (``xhtml:link rel="alternate" media=...`` without hreflang).
-
-``history`` (issue #17, added to schema 1 the same way): the past audits of the site
-kept by the audit command, oldest first, this one last; empty when none is kept.
-``index.html`` is the same report for people (:mod:`crawler.audit.html`), written
-from the same dict.
-
-and one CSV per class and flag (``<name>.csv``: url, class, reason, target,
+Fields and classes added to schema 1 since (``no_sitemap``, ``not_audited``,
+``sitemaps_read``, ``history``: the site's kept past audits, oldest first; the classes
+``excluded`` and ``duplicate``) leave every older field as it was. ``media_alternates``
+counts Google's mobile annotation (``xhtml:link rel="alternate" media=...``).
+``index.html`` is the same report for people (:mod:`crawler.audit.html`), from the
+same dict; one CSV per class and flag (``<name>.csv``: url, class, reason, target,
 found_by_crawl, sitemaps) plus ``problems.csv``.
 """
 
@@ -85,7 +73,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from crawler.audit.classes import CLASSES, FAILABLE, FLAGS, NOT_DEAD, classify, seeded
+from crawler.audit.classes import CLASSES, FLAGS, NOT_DEAD, classify, seeded
 from crawler.audit.html import render_audit
 from crawler.audit.rules import CrawlRules
 from crawler.audit.store import AuditStore
@@ -95,16 +83,8 @@ from crawler.ledger.ledger import Ledger
 from crawler.publish.htmlpage import DEFAULT_CAP, write_html
 from crawler.sitemaps.limits import MAX_URLS_PER_FILE
 
-# The classes and the summary are importable from here too.
-__all__ = [
-    "CLASSES",
-    "FAILABLE",
-    "FLAGS",
-    "AuditReport",
-    "build_report",
-    "classify",
-    "write_report",
-]
+# The classes are importable from here too.
+__all__ = ["CLASSES", "FLAGS", "AuditReport", "build_report", "write_report"]
 
 SCHEMA = "sitemap-crawler/audit/1"
 # A child file of a set we published, with its section (issue #15).
@@ -208,18 +188,12 @@ class AuditReport:
         }
 
 
-def build_report(
-    site: str, ledger_path: Path, store_path: Path, now: datetime | None = None
-) -> AuditReport:
-    now = now or datetime.now(UTC)
+def build_report(site: str, ledger_path: Path, store_path: Path) -> AuditReport:
     ledger = Ledger(ledger_path)
     store = AuditStore(store_path)
     try:
         crawl = {row["key"]: row for row in ledger.rows()}
-        start = ledger.get_meta("start_url")
-        rules = CrawlRules(
-            ledger.get_meta("scope", {}) or {}, start if isinstance(start, str) else None
-        )
+        rules = CrawlRules.of_ledger(ledger_path)
         sitemaps = store.sitemaps()
         listings = list(store.query("SELECT * FROM listings ORDER BY sitemap, line, id"))
         extensions = {
@@ -344,7 +318,7 @@ def build_report(
         for p in sm["problems"]:
             # An entry's problem names its URL (issue 17); a file's names none.
             problems.append({**p, "sitemap": sm["url"], "url": p.get("url")})
-    problems += _lastmod_problems([row for row in listings if row["audited"]], crawl, now)
+    problems += _lastmod_problems([row for row in listings if row["audited"]], crawl)
     problems.sort(key=lambda p: (p["sitemap"], p["line"] or 0, p["code"]))
     return AuditReport(site, coverage, covered, len(indexable_found), sitemaps, urls, problems)
 
@@ -364,17 +338,18 @@ def _url(
 
 
 def _problem(code: str, message: str, listing: dict[str, Any]) -> dict[str, Any]:
+    """A problem of *listing* (an entry; a file's has only ``sitemap``)."""
     return {
         "code": code,
         "message": message,
         "sitemap": listing["sitemap"],
-        "line": listing["line"],
-        "url": listing["url"] or listing["loc"],
+        "line": listing.get("line"),
+        "url": listing.get("url") or listing.get("loc"),
     }
 
 
 def _lastmod_problems(
-    listings: list[dict[str, Any]], crawl: dict[str, dict[str, Any]], now: datetime
+    listings: list[dict[str, Any]], crawl: dict[str, dict[str, Any]]
 ) -> list[dict[str, Any]]:
     """Lastmod drift: a lastmod older than the page's Last-Modified, or one value
     for every entry of a file that the pages' own Last-Modified does not bear out
@@ -394,15 +369,11 @@ def _lastmod_problems(
         listed = w3c_datetime(row["lastmod"].strip())
         if header is None or listed is None:
             continue
-        date_only = len(listed) == 10
-        listed_at, header_at = lastmod_datetime(listed), lastmod_datetime(header)
-        if date_only:
-            stale, agrees = (
-                listed_at.date() < header_at.date(),
-                listed_at.date() == header_at.date(),
-            )
+        at, header_at = lastmod_datetime(listed), lastmod_datetime(header)
+        if len(listed) == 10:  # a date only: compared as dates
+            stale, agrees = at.date() < header_at.date(), at.date() == header_at.date()
         else:
-            stale, agrees = listed_at < header_at, listed_at == header_at
+            stale, agrees = at < header_at, at == header_at
         evidence[row["sitemap"]][0] += 1
         evidence[row["sitemap"]][1] += agrees
         if stale:
@@ -415,15 +386,8 @@ def _lastmod_problems(
         checked, agreeing = evidence[sitemap]
         borne_out = checked > 0 and agreeing == checked
         if len(values) >= 3 and len(set(values)) == 1 and not borne_out:
-            problems.append(
-                {
-                    "code": "lastmod-uniform",
-                    "message": f"all {len(values)} entries carry the same lastmod {values[0]}",
-                    "sitemap": sitemap,
-                    "line": None,
-                    "url": None,
-                }
-            )
+            message = f"all {len(values)} entries carry the same lastmod {values[0]}"
+            problems.append(_problem("lastmod-uniform", message, {"sitemap": sitemap}))
     return problems
 
 

@@ -79,21 +79,8 @@ CREATE TABLE IF NOT EXISTS fetched (
 # One row of ``listings``, in the order of its columns (less ``id``): loc, key, url,
 # sitemap, line, lastmod, changefreq, priority, alternates, images, scope,
 # media_alternates, audited.
-Listing = tuple[
-    str,
-    str | None,
-    str | None,
-    str,
-    int | None,
-    str | None,
-    str | None,
-    str | None,
-    int,
-    int,
-    str | None,
-    int,
-    int,
-]
+_Text = str | None
+Listing = tuple[str, _Text, _Text, str, int | None, _Text, _Text, _Text, int, int, _Text, int, int]
 
 
 class AuditStore:
@@ -105,7 +92,6 @@ class AuditStore:
         self._db.executescript(SCHEMA)
 
     def add_sitemap(self, url: str, via: str, **fields: Any) -> None:
-        fields = dict(fields)
         if "problems" in fields:
             fields["problems"] = json.dumps(fields["problems"])
         names = ["url", "via", *fields]
@@ -122,11 +108,8 @@ class AuditStore:
         return json.loads(row[0]) if row else []
 
     def add_problem(self, url: str, problem: dict[str, Any]) -> None:
-        problems = self.sitemap_problems(url)
-        problems.append(problem)
-        self._db.execute(
-            "UPDATE sitemaps SET problems = ? WHERE url = ?", (json.dumps(problems), url)
-        )
+        problems = json.dumps([*self.sitemap_problems(url), problem])
+        self._db.execute("UPDATE sitemaps SET problems = ? WHERE url = ?", (problems, url))
 
     def add_listings(self, rows: list[Listing]) -> None:
         self._db.executemany(
@@ -139,12 +122,8 @@ class AuditStore:
     def take_listings(self, sitemap: str, limit: int) -> list[str]:
         """The locs stored for *sitemap* (its first *limit*, in order), removed: an
         index's entries are the sitemaps it lists, not pages."""
-        locs = [
-            row[0]
-            for row in self._db.execute(
-                "SELECT loc FROM listings WHERE sitemap = ? ORDER BY id LIMIT ?", (sitemap, limit)
-            )
-        ]
+        sql = "SELECT loc FROM listings WHERE sitemap = ? ORDER BY id LIMIT ?"
+        locs = [row[0] for row in self._db.execute(sql, (sitemap, limit))]
         self._db.execute("DELETE FROM listings WHERE sitemap = ?", (sitemap,))
         return locs
 
