@@ -1,26 +1,15 @@
-"""The ``sitemap-crawler`` command line: it only dispatches.
+"""The ``sitemap-crawler`` command line: it only dispatches to the command modules of
+:mod:`crawler.commands` (``crawl``, ``worker``, ``audit``, ``explain``).
 
-Each command is a module of :mod:`crawler.commands` holding its options and its
-run function: ``crawl`` (crawl a site, publish its sitemaps), ``audit`` (compare a
-site's sitemaps with a crawl), ``worker`` (fetch pages for a distributed
-crawl) and ``explain`` (why one URL is, or is not, in the sitemap). What they
-share (exit statuses, one-line errors, the scope and politeness options,
-``--config``) is :mod:`crawler.commands.options`.
-
-Exit status:
-  0  published (crawl); report done and bars passed (audit); the crawl is over (worker);
-     the URL is known (explain)
+Exit status (each command's ``--help`` says which of these it uses):
+  0  published; report done and bars passed; the crawl is over; the URL is known
   1  explain: the crawl never saw the URL
   2  usage error (bad option, bad URL, bad config file, unusable directory)
-  3  crawl failure: start URL or robots.txt unreachable, nothing listed, or another
-     run holds the state directory; nothing was published. With --redis: Redis
-     unreachable, or another crawl running on that Redis database. worker: no crawl
-     to join, Redis unreachable, or the coordinator gone
-  4  refused to publish: too many errors, or the new set would drop too many of the
-     previously published URLs (--force overrides); the previous set is kept
+  3  the crawl failed or could not start (nothing published)
+  4  refused to publish (too many errors or dropped URLs; --force); the previous set kept
   5  audit: --fail-under or --fail-on broke
   6  the sitemap set could not be written; the previous set is untouched
-  7  published, but the IndexNow notification failed (crawl --indexnow-key)
+  7  published, but the IndexNow notification failed
   130 interrupted (Ctrl-C, SIGTERM); nothing was published (--resume continues)
 """
 

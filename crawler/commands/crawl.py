@@ -30,6 +30,7 @@ from crawler.commands.options import (
     CrawlFailure,
     UsageError,
     add_site_options,
+    adder,
     attempt,
     check_writable,
     checked_settings,
@@ -97,252 +98,141 @@ _DURATION = re.compile(
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    # Each option's help, the options below in --help's order.
+    text = {
+        "--urls": "crawl the URLs of FILE too: one a line, # comments, /path for a path of "
+        "the site; a URL of another site is recorded off-host, a line that is no URL "
+        "is an error",
+        "--seed-sitemaps": "crawl the URLs of the site's own sitemaps too (robots.txt Sitemap: "
+        "lines, /sitemap.xml, /sitemap_index.xml, ...): orphan pages no link reaches get listed",
+        "--sitemap": "crawl the URLs of this sitemap (or index) of the site too (repeatable)",
+        "--max-time": "stop discovering after DURATION (90s, 30m, 2h), let the requests in flight "
+        "finish and publish what was judged (the usual refusals apply); the URLs left "
+        "unfetched are cap-reached (CLOSESPIDER_TIMEOUT)",
+        "--out": "directory the sitemap set is published to (default: %(default)s)",
+        "--state": "directory for the crawl's ledger and state (default: beside "
+        "--out, as OUT.sitemap-state; never inside --out)",
+        "--max-urls-per-file": f"rotate sitemap files at N URLs, at most {MAX_URLS_PER_FILE} "
+        "(default: %(default)s)",
+        "--max-bytes-per-file": "rotate sitemap files at N bytes uncompressed, at most "
+        f"{MAX_BYTES_PER_FILE} (50 MiB; default: %(default)s)",
+        "--no-gzip": "write plain .xml/.txt files instead of gzipped ones",
+        "--format": "sitemap file format (default: %(default)s; the index is XML)",
+        "--no-hreflang": "write no hreflang alternates (xhtml:link); by default every listed "
+        "page's alternates are written, those that hold up as Google reads them",
+        "--alternate-host": "write the hreflang alternates on HOST as the pages declare them (a "
+        "same-host crawl cannot verify them; repeatable)",
+        "--images": "write each listed page's images (image:image): img, srcset, picture, lazy-"
+        "loading attributes, og:image; none fetched",
+        "--image-host": "write the images on HOST too, such as a CDN (repeatable; other hosts' "
+        "are left out)",
+        "--videos": "write each listed page's videos (video:video) from schema.org VideoObject, "
+        "og:video and <video poster>",
+        "--news-publication": "write a news sitemap of the articles published within 48 hours, "
+        "for the publication NAME (news:news)",
+        "--render": "never: read raw HTML only; auto: render a page whose raw HTML looks "
+        "like an application shell (few links to the site and an empty mount element or a "
+        "<noscript> asking for JavaScript) or whose URL matches --render-include; always: "
+        "render every HTML page that is not noindex in its raw HTML (default: "
+        f"{setting_default('SITEMAP_RENDER')})",
+        "--render-include": "with --render auto, always render pages whose URL matches "
+        "(repeatable; re.search on the normalised URL)",
+        "--browser": "the Chromium binary to render with (default: chromium or chromium-browser "
+        "on PATH)",
+        "--render-concurrency": "render at most N pages at once, or auto: two per core the "
+        "crawl may use, at most --concurrency and 8 (default "
+        f"{setting_default('SITEMAP_RENDER_CONCURRENCY')})",
+        "--no-feed": "publish no changes.atom (the delta feed of the URLs that changed lately)",
+        "--feed-days": "the feed holds the changes of the last N days (default "
+        f"{setting_default('SITEMAP_FEED_DAYS')})",
+        "--feed-max": "the feed holds at most N entries, newest first (default "
+        f"{setting_default('SITEMAP_FEED_MAX')})",
+        "--section": "pages whose address matches REGEX go to section NAME, with files of their "
+        "own (repeatable; the first match wins; NAME: a-z, 0-9, -)",
+        "--changefreq": "<changefreq> VALUE for pages whose address matches REGEX (repeatable; the "
+        "first match wins), or auto: from each page's change history",
+        "--priority": "<priority> VALUE (0.0 to 1.0) for pages whose address matches REGEX "
+        "(repeatable; the first match wins)",
+        "--indexnow-key": "after a publish, submit the URLs added, changed and removed since the "
+        "last published run to IndexNow with KEY (its key file must be served)",
+        "--indexnow-key-location": "where the key file is served (default: <site root>/KEY.txt)",
+        "--indexnow-endpoint": "the IndexNow endpoint (default: the shared "
+        f"{setting_default('SITEMAP_INDEXNOW_ENDPOINT')})",
+        "--indexnow-all": "on a first run, submit every listed URL (a first run submits nothing)",
+        "--force": "publish even when the run looks broken (more than "
+        f"{setting_default('SITEMAP_MAX_ERROR_RATE'):.0%}% of pages failed, or more than "
+        f"{setting_default('SITEMAP_MAX_DROP'):.0%}% of the previously published URLs would "
+        "disappear), and publish what an interrupted run found (it cannot be resumed then)",
+        "--resume": "continue the run that was interrupted (Ctrl-C, SIGTERM) on this state "
+        "directory, instead of starting over",
+        "--redis": "distribute the crawl: its queue and seen-set live in the Redis database at "
+        "URL (redis://host:6379/0) and 'sitemap-crawler worker --redis URL' processes "
+        "join it; this one keeps the ledger and publishes (not with --resume)",
+        "--no-fetch": "with --redis or --processes: this process only coordinates (drains the "
+        "workers' reports into the ledger and publishes), fetching nothing itself",
+        "--processes": "crawl with N fetching processes on this machine, this one included unless "
+        "--no-fetch ('auto': one per core; default: 1, this one); without --redis, through "
+        "a private Redis server on a Unix socket in the state directory (a redis-server "
+        "on PATH, or the processes extra's)",
+    }
+    add = adder(text)
+
+    n = {"type": positive_int, "metavar": "N"}
+
     add_site_options(p, several=True)
     seeds = p.add_argument_group(
         "seeds beyond links",
         "more places the crawl starts from; every seed is judged like a link (scope, "
         "robots.txt, status, noindex, canonical) and listed only when it holds up",
     )
-    seeds.add_argument(
-        "--urls",
-        metavar="FILE",
-        help="crawl the URLs of FILE too: one a line, # comments, /path for a path of "
-        "the site; a URL of another site is recorded off-host, a line that is no URL "
-        "is an error",
-    )
-    seeds.add_argument(
-        "--seed-sitemaps",
-        action="store_true",
-        help="crawl the URLs of the site's own sitemaps too (robots.txt Sitemap: lines, "
-        "/sitemap.xml, /sitemap_index.xml, ...): orphan pages no link reaches get listed",
-    )
-    seeds.add_argument(
-        "--sitemap",
-        metavar="URL",
-        help="crawl the URLs of this sitemap (or index) of the site too (repeatable)",
-        **REPEATABLE,
-    )
-    p.add_argument(
-        "--max-time",
-        type=duration,
-        metavar="DURATION",
-        help="stop discovering after DURATION (90s, 30m, 2h), let the requests in flight "
-        "finish and publish what was judged (the usual refusals apply); the URLs left "
-        "unfetched are cap-reached (CLOSESPIDER_TIMEOUT)",
-    )
-    p.add_argument(
-        "--out",
-        default=setting_default("SITEMAP_OUT_DIR"),
-        metavar="DIR",
-        help="directory the sitemap set is published to (default: %(default)s)",
-    )
-    p.add_argument(
-        "--state",
-        metavar="DIR",
-        help="directory for the crawl's ledger and state (default: beside "
-        "--out, as OUT.sitemap-state; never inside --out)",
-    )
-    p.add_argument(
-        "--max-urls-per-file",
-        type=positive_int,
-        metavar="N",
-        default=setting_default("SITEMAP_MAX_URLS_PER_FILE"),
-        help=f"rotate sitemap files at N URLs, at most {MAX_URLS_PER_FILE} (default: %(default)s)",
-    )
-    p.add_argument(
-        "--max-bytes-per-file",
-        type=positive_int,
-        metavar="N",
-        default=setting_default("SITEMAP_MAX_BYTES_PER_FILE"),
-        help=f"rotate sitemap files at N bytes uncompressed, at most {MAX_BYTES_PER_FILE} "
-        "(50 MiB; default: %(default)s)",
-    )
-    p.add_argument(
-        "--no-gzip", action="store_true", help="write plain .xml/.txt files instead of gzipped ones"
-    )
-    p.add_argument(
-        "--format",
-        choices=("xml", "txt"),
-        default=setting_default("SITEMAP_FORMAT"),
-        help="sitemap file format (default: %(default)s; the index is XML)",
-    )
+    add(seeds, "--urls", metavar="FILE")
+    add(seeds, "--seed-sitemaps", action="store_true")
+    add(seeds, "--sitemap", metavar="URL", **REPEATABLE)
+    add(p, "--max-time", type=duration, metavar="DURATION")
+    add(p, "--out", default=setting_default("SITEMAP_OUT_DIR"), metavar="DIR")
+    add(p, "--state", metavar="DIR")
+    add(p, "--max-urls-per-file", default=setting_default("SITEMAP_MAX_URLS_PER_FILE"), **n)
+    add(p, "--max-bytes-per-file", default=setting_default("SITEMAP_MAX_BYTES_PER_FILE"), **n)
+    add(p, "--no-gzip", action="store_true")
+    add(p, "--format", choices=("xml", "txt"), default=setting_default("SITEMAP_FORMAT"))
     rich = p.add_argument_group(
         "rich sitemaps",
         "what each listed page declares, written into its entry (hreflang on by default)",
     )
-    rich.add_argument(
-        "--no-hreflang",
-        action="store_true",
-        help="write no hreflang alternates (xhtml:link); by default every listed page's "
-        "alternates are written, those that hold up as Google reads them",
-    )
-    rich.add_argument(
-        "--alternate-host",
-        metavar="HOST",
-        help="write the hreflang alternates on HOST as the pages declare them (a same-host "
-        "crawl cannot verify them; repeatable)",
-        **REPEATABLE,
-    )
-    rich.add_argument(
-        "--images",
-        action="store_true",
-        help="write each listed page's images (image:image): img, srcset, picture, lazy-"
-        "loading attributes, og:image; none fetched",
-    )
-    rich.add_argument(
-        "--image-host",
-        metavar="HOST",
-        help="write the images on HOST too, such as a CDN (repeatable; other hosts' are left out)",
-        **REPEATABLE,
-    )
-    rich.add_argument(
-        "--videos",
-        action="store_true",
-        help="write each listed page's videos (video:video) from schema.org VideoObject, "
-        "og:video and <video poster>",
-    )
-    rich.add_argument(
-        "--news-publication",
-        metavar="NAME",
-        help="write a news sitemap of the articles published within 48 hours, for the "
-        "publication NAME (news:news)",
-    )
+    add(rich, "--no-hreflang", action="store_true")
+    add(rich, "--alternate-host", metavar="HOST", **REPEATABLE)
+    add(rich, "--images", action="store_true")
+    add(rich, "--image-host", metavar="HOST", **REPEATABLE)
+    add(rich, "--videos", action="store_true")
+    add(rich, "--news-publication", metavar="NAME")
     render = p.add_argument_group(
         "JavaScript-built pages",
         "render pages in a headless Chromium (the render extra and the system's chromium; "
         "docs/rendering.md)",
     )
-    render.add_argument(
-        "--render",
-        choices=("never", "auto", "always"),
-        help="never: read raw HTML only; auto: render a page whose raw HTML looks "
-        "like an application shell (few links to the site and an empty mount element or a "
-        "<noscript> asking for JavaScript) or whose URL matches --render-include; always: "
-        "render every HTML page that is not noindex in its raw HTML (default: "
-        f"{setting_default('SITEMAP_RENDER')})",
-    )
-    render.add_argument(
-        "--render-include",
-        type=regex,
-        metavar="REGEX",
-        help="with --render auto, always render pages whose URL matches (repeatable; "
-        "re.search on the normalised URL)",
-        **REPEATABLE,
-    )
-    render.add_argument(
-        "--browser",
-        metavar="PATH",
-        help="the Chromium binary to render with (default: chromium or chromium-browser on PATH)",
-    )
-    render.add_argument(
-        "--render-concurrency",
-        type=positive_int_or_auto,
-        metavar="N",
-        help="render at most N pages at once, or auto: two per core the crawl may use, at "
-        f"most --concurrency and 8 (default {setting_default('SITEMAP_RENDER_CONCURRENCY')})",
-    )
+    add(render, "--render", choices=("never", "auto", "always"))
+    add(render, "--render-include", type=regex, metavar="REGEX", **REPEATABLE)
+    add(render, "--browser", metavar="PATH")
+    add(render, "--render-concurrency", type=positive_int_or_auto, metavar="N")
     around = p.add_argument_group(
         "around the sitemap",
         "a delta feed of changes, sections, changefreq and priority by rule, IndexNow",
     )
-    around.add_argument(
-        "--no-feed",
-        action="store_true",
-        help="publish no changes.atom (the delta feed of the URLs that changed lately)",
-    )
-    around.add_argument(
-        "--feed-days",
-        type=positive_int,
-        metavar="N",
-        help="the feed holds the changes of the last N days (default "
-        f"{setting_default('SITEMAP_FEED_DAYS')})",
-    )
-    around.add_argument(
-        "--feed-max",
-        type=positive_int,
-        metavar="N",
-        help="the feed holds at most N entries, newest first (default "
-        f"{setting_default('SITEMAP_FEED_MAX')})",
-    )
-    around.add_argument(
-        "--section",
-        metavar="NAME=REGEX",
-        help="pages whose address matches REGEX go to section NAME, with files of their "
-        "own (repeatable; the first match wins; NAME: a-z, 0-9, -)",
-        **REPEATABLE,
-    )
-    around.add_argument(
-        "--changefreq",
-        metavar="REGEX=VALUE|auto",
-        help="<changefreq> VALUE for pages whose address matches REGEX (repeatable; the "
-        "first match wins), or auto: from each page's change history",
-        **REPEATABLE,
-    )
-    around.add_argument(
-        "--priority",
-        metavar="REGEX=VALUE",
-        help="<priority> VALUE (0.0 to 1.0) for pages whose address matches REGEX "
-        "(repeatable; the first match wins)",
-        **REPEATABLE,
-    )
-    around.add_argument(
-        "--indexnow-key",
-        metavar="KEY",
-        help="after a publish, submit the URLs added, changed and removed since the last "
-        "published run to IndexNow with KEY (its key file must be served)",
-    )
-    around.add_argument(
-        "--indexnow-key-location",
-        metavar="URL",
-        help="where the key file is served (default: <site root>/KEY.txt)",
-    )
-    around.add_argument(
-        "--indexnow-endpoint",
-        metavar="URL",
-        help="the IndexNow endpoint (default: the shared "
-        f"{setting_default('SITEMAP_INDEXNOW_ENDPOINT')})",
-    )
-    around.add_argument(
-        "--indexnow-all",
-        action="store_true",
-        help="on a first run, submit every listed URL (a first run submits nothing)",
-    )
-    p.add_argument(
-        "--force",
-        action="store_true",
-        help="publish even when the run looks broken (more than "
-        f"{setting_default('SITEMAP_MAX_ERROR_RATE'):.0%}% of pages failed, or more than "
-        f"{setting_default('SITEMAP_MAX_DROP'):.0%}% of the previously published URLs would "
-        "disappear), and publish what an interrupted run found (it cannot be resumed then)",
-    )
-    p.add_argument(
-        "--resume",
-        action="store_true",
-        help="continue the run that was interrupted (Ctrl-C, SIGTERM) on this state "
-        "directory, instead of starting over",
-    )
-    p.add_argument(
-        "--redis",
-        metavar="URL",
-        help="distribute the crawl: its queue and seen-set live in the Redis database at "
-        "URL (redis://host:6379/0) and 'sitemap-crawler worker --redis URL' processes "
-        "join it; this one keeps the ledger and publishes (not with --resume)",
-    )
-    p.add_argument(
-        "--no-fetch",
-        action="store_true",
-        help="with --redis or --processes: this process only coordinates (drains the "
-        "workers' reports into the ledger and publishes), fetching nothing itself",
-    )
-    p.add_argument(
-        "--processes",
-        type=processes_count,
-        metavar="N|auto",
-        help="crawl with N fetching processes on this machine, this one included unless "
-        "--no-fetch ('auto': one per core; default: 1, this one); without --redis, through "
-        "a private Redis server on a Unix socket in the state directory (a redis-server "
-        "on PATH, or the processes extra's)",
-    )
+    add(around, "--no-feed", action="store_true")
+    add(around, "--feed-days", **n)
+    add(around, "--feed-max", **n)
+    add(around, "--section", metavar="NAME=REGEX", **REPEATABLE)
+    add(around, "--changefreq", metavar="REGEX=VALUE|auto", **REPEATABLE)
+    add(around, "--priority", metavar="REGEX=VALUE", **REPEATABLE)
+    add(around, "--indexnow-key", metavar="KEY")
+    add(around, "--indexnow-key-location", metavar="URL")
+    add(around, "--indexnow-endpoint", metavar="URL")
+    add(around, "--indexnow-all", action="store_true")
+    add(p, "--force", action="store_true")
+    add(p, "--resume", action="store_true")
+    add(p, "--redis", metavar="URL")
+    add(p, "--no-fetch", action="store_true")
+    add(p, "--processes", type=processes_count, metavar="N|auto")
 
 
 def processes_count(text: str) -> int:

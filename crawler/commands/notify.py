@@ -1,17 +1,11 @@
 """After a publish, tell IndexNow what changed (``crawl --indexnow-key KEY``).
 
-The crawl is over and its set published when this runs, in the command, outside
-Scrapy's reactor (:mod:`crawler.publish.indexnow` is a small blocking client). The URLs are
-the published addresses ``report.json`` lists as added, with a lastmod that moved,
-and removed since the last published run; a first run submits nothing unless
-``--indexnow-all`` (then every URL it lists, all of them "added"). The key file is
-checked first, at the site's public root (``--base-url``) or at
-``--indexnow-key-location``; if it is not served with exactly the key, one line says
-why and nothing is submitted. The outcome goes into ``report.json`` (``indexnow``)
-and the summary; a failed notification is exit status 7, and the publish stands.
-
-Settings: ``SITEMAP_INDEXNOW_KEY``, ``SITEMAP_INDEXNOW_KEY_LOCATION``,
-``SITEMAP_INDEXNOW_ENDPOINT``, ``SITEMAP_INDEXNOW_ALL``.
+Runs in the command once the set is published, outside Scrapy's reactor. The URLs are
+the published addresses ``report.json`` lists as added, with a moved lastmod, and
+removed; a first run submits nothing unless ``--indexnow-all``. The key file is checked
+first (at the site's public root or ``--indexnow-key-location``): if it is not served
+with exactly the key, nothing is submitted. The outcome goes into ``report.json`` and
+the summary; a failed notification is exit status 7, and the publish stands.
 """
 
 from __future__ import annotations

@@ -193,6 +193,16 @@ class Parser(argparse.ArgumentParser):
 # -- the options of every command that crawls -----------------------------------------
 
 
+def adder(helps: Mapping[str, str]) -> Callable[..., None]:
+    """``add(group, flag, **kw)``: ``group.add_argument`` with the help of *flag* in
+    *helps* (a command's table of help texts, built when its parser is)."""
+
+    def add(group: argparse._ActionsContainer, flag: str, **kw: Any) -> None:
+        group.add_argument(flag, help=helps[flag], **kw)
+
+    return add
+
+
 #: The keyword arguments of a repeatable option (argparse copies the list it appends to).
 REPEATABLE: dict[str, Any] = {"action": "append", "default": []}
 
@@ -204,96 +214,64 @@ def add_site_options(
     one site), ``--config``, scope, politeness and access to a private site; then
     ``--log-level`` and ``-s``, unless *scrapy* (``scrapy audit``: Scrapy's own ``-s``
     and ``-L`` are there already)."""
+    # Each option's help, the options below in --help's order.
+    text = {
+        "--config": "a TOML file holding any of these options (names as here, without the "
+        'dashes or with _ for -, e.g. url = "https://...", max-pages = 1000, '
+        'include = ["..."], [settings] NAME = value); the command line wins',
+        "--base-url": "public address of the crawled site: every published <loc> is "
+        "rewritten from the start URL's directory to this prefix",
+        "--calendar-window": "follow a calendar's or date archive's prev/next links only within "
+        f"this window of today, each way (default {setting_default('SITEMAP_CALENDAR_WINDOW')}; "
+        "also 52w, 12m, 1y; 0 turns it off)",
+        "--concurrency": "concurrent requests (default "
+        f"{setting_default('CONCURRENT_REQUESTS_PER_DOMAIN')} per host, "
+        f"{setting_default('CONCURRENT_REQUESTS')} in all)",
+        "--delay": "minimum delay between requests in seconds (default "
+        f"{setting_default('DOWNLOAD_DELAY')}, with AutoThrottle adapting to the server; "
+        "robots.txt Crawl-delay wins when larger)",
+        "--user-agent": "User-Agent header; its product token (AcmeBot in 'AcmeBot/1.0 (...)' or "
+        "in 'Mozilla/5.0 (compatible; AcmeBot/1.0)') is matched against robots.txt groups",
+        "--robots-agent": "the product token matched against robots.txt groups, instead of the "
+        "User-Agent's",
+        "--include": "crawl only URLs matching REGEX (repeatable; any one matches)",
+        "--exclude": "do not crawl URLs matching REGEX (repeatable)",
+        "--header": "send this header with every request to the site (repeatable)",
+        "--auth": "HTTP basic auth for the site; better from the SITEMAP_AUTH environment "
+        "variable or auth = ... in --config, out of the shell's history",
+        "--cookie": "send this cookie to the site (repeatable; with the site's own cookies)",
+    }
+    add = adder(text)
+
     url = "start URL{}, e.g. https://www.example.com/ (or in --config)"
     if several:
         p.add_argument("url", nargs="*", default=[], help=url.format("(s) of one site"))
     else:
         p.add_argument("url", nargs="?", help=url.format(""))
-    p.add_argument(
-        "--config",
-        metavar="FILE",
-        help="a TOML file holding any of these options (names as here, without the "
-        'dashes or with _ for -, e.g. url = "https://...", max-pages = 1000, '
-        'include = ["..."], [settings] NAME = value); the command line wins',
-    )
-    p.add_argument(
-        "--base-url",
-        metavar="URL",
-        help="public address of the crawled site: every published <loc> is "
-        "rewritten from the start URL's directory to this prefix",
-    )
+    add(p, "--config", metavar="FILE")
+    add(p, "--base-url", metavar="URL")
     for flag, what in (
         ("--max-pages", "fetch at most N pages"),
         ("--max-depth", "follow links at most N levels from the start URL"),
         ("--max-variants-per-path", "list at most N query variants of one path"),
     ):
-        text = f"{what} (default {setting_default(OPTION_DEFAULTS[flag])}; 0 means no limit)"
-        p.add_argument(flag, type=non_negative_int, metavar="N", help=text)
-    p.add_argument(
-        "--calendar-window",
-        type=window,
-        metavar="DURATION",
-        help="follow a calendar's or date archive's prev/next links only within this "
-        f"window of today, each way (default {setting_default('SITEMAP_CALENDAR_WINDOW')}; "
-        "also 52w, 12m, 1y; 0 turns it off)",
-    )
-    p.add_argument(
-        "--concurrency",
-        type=positive_int,
-        metavar="N",
-        help=f"concurrent requests (default {setting_default('CONCURRENT_REQUESTS_PER_DOMAIN')} "
-        f"per host, {setting_default('CONCURRENT_REQUESTS')} in all)",
-    )
-    p.add_argument(
-        "--delay",
-        type=seconds,
-        metavar="S",
-        help="minimum delay between requests in seconds (default "
-        f"{setting_default('DOWNLOAD_DELAY')}, with AutoThrottle adapting to the server; "
-        "robots.txt Crawl-delay wins when larger)",
-    )
-    p.add_argument(
-        "--user-agent",
-        metavar="UA",
-        help="User-Agent header; its product token (AcmeBot in 'AcmeBot/1.0 (...)' or in "
-        "'Mozilla/5.0 (compatible; AcmeBot/1.0)') is matched against robots.txt groups",
-    )
-    p.add_argument(
-        "--robots-agent",
-        type=robots_token,
-        metavar="TOKEN",
-        help="the product token matched against robots.txt groups, instead of the User-Agent's",
-    )
-    include = "crawl only URLs matching REGEX (repeatable; any one matches)"
-    p.add_argument("--include", type=regex, metavar="REGEX", help=include, **REPEATABLE)
-    exclude = "do not crawl URLs matching REGEX (repeatable)"
-    p.add_argument("--exclude", type=regex, metavar="REGEX", help=exclude, **REPEATABLE)
+        limit = f"{what} (default {setting_default(OPTION_DEFAULTS[flag])}; 0 means no limit)"
+        p.add_argument(flag, type=non_negative_int, metavar="N", help=limit)
+    add(p, "--calendar-window", type=window, metavar="DURATION")
+    add(p, "--concurrency", type=positive_int, metavar="N")
+    add(p, "--delay", type=seconds, metavar="S")
+    add(p, "--user-agent", metavar="UA")
+    add(p, "--robots-agent", type=robots_token, metavar="TOKEN")
+    add(p, "--include", type=regex, metavar="REGEX", **REPEATABLE)
+    add(p, "--exclude", type=regex, metavar="REGEX", **REPEATABLE)
     access = p.add_argument_group(
         "staging and private sites",
         "sent to the crawled site only (never to another host, even on a redirect) and "
         "never logged, recorded or reported",
     )
-    access.add_argument(
-        "--header",
-        type=header_option,
-        metavar="'NAME: VALUE'",
-        help="send this header with every request to the site (repeatable)",
-        **REPEATABLE,
-    )
-    access.add_argument(
-        "--auth",
-        type=auth_option,
-        metavar="USER:PASSWORD",
-        help="HTTP basic auth for the site; better from the SITEMAP_AUTH environment "
-        "variable or auth = ... in --config, out of the shell's history",
-    )
-    access.add_argument(
-        "--cookie",
-        type=cookie_option,
-        metavar="NAME=VALUE",
-        help="send this cookie to the site (repeatable; with the site's own cookies)",
-        **REPEATABLE,
-    )
+    add(access, "--header", type=header_option, metavar="'NAME: VALUE'", **REPEATABLE)
+    add(access, "--auth", type=auth_option, metavar="USER:PASSWORD")
+    add(access, "--cookie", type=cookie_option, metavar="NAME=VALUE", **REPEATABLE)
     if not scrapy:
         add_log_and_settings(
             p,

@@ -1,12 +1,9 @@
 """Running a spider in this process, for the commands that crawl.
 
-:func:`run_spider` builds the project's settings, forks the page-parsing workers
-before the reactor starts (:mod:`crawler.page.parsepool`), runs one crawl with Scrapy's
-``CrawlerProcess`` and returns how it ended (:class:`crawler.core.outcome.SpiderRun`).
-What the run keeps (its lock, ledgers and ``JOBDIR``) is the run state's business
-(:mod:`crawler.ledger.runstate`), so ``scrapy crawl site`` behaves the same. A process runs one
-reactor once: the Python API (:mod:`crawler.api`) runs each command in a child
-process for that reason.
+:func:`run_spider` forks the page-parsing workers before the reactor starts
+(:mod:`crawler.page.parsepool`), runs one crawl with Scrapy's ``CrawlerProcess`` and
+returns how it ended. A process runs one reactor once: the Python API
+(:mod:`crawler.api`) runs each command in a child process for that reason.
 """
 
 from __future__ import annotations

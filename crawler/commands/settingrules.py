@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
+import settings as project
 from crawler.core.lastmod import w3c_datetime
 from crawler.crawl.calendars import parse_window
 from crawler.fetch.access import parse_auth, parse_cookie, parse_header
@@ -246,14 +247,18 @@ def _each(parse: Callable[[str], object]) -> Rule:
 #: Settings that hold credentials: an error names them, never their value.
 SECRET = frozenset({"SITEMAP_AUTH", "SITEMAP_COOKIES", "SITEMAP_HEADERS"})
 
-#: The rule of each setting the crawl defines or relies on.
+#: The rule of each setting the crawl defines or relies on. One of ours whose default is
+#: true or false, or a list, is a boolean, or a list of texts, unless named here.
 RULES: dict[str, Rule] = {
+    **{
+        name: _bool if isinstance(value, bool) else _texts
+        for name, value in vars(project).items()
+        if name.startswith("SITEMAP_") and isinstance(value, bool | list)
+    },
     # sitemap-crawler's own (settings/__init__.py documents each).
-    "SITEMAP_ALTERNATE_HOSTS": _texts,
     "SITEMAP_AUDIT_LEDGER": _PATH,
     "SITEMAP_AUDIT_MAX_BYTES": _number(int, 1),
     "SITEMAP_AUDIT_MAX_DEPTH": _number(int, 0),
-    "SITEMAP_AUDIT_SITEMAPS": _texts,
     "SITEMAP_AUDIT_STORE": _PATH,
     "SITEMAP_AUTH": _optional(_credentials),
     "SITEMAP_BASE_URL": _optional(_text),
@@ -261,25 +266,15 @@ RULES: dict[str, Rule] = {
     "SITEMAP_CHANGEFREQ": _optional(_choice(*(c.value for c in ChangeFreq))),
     "SITEMAP_CHANGEFREQ_RULES": _changefreq_rules,
     "SITEMAP_COOKIES": _each(parse_cookie),
-    "SITEMAP_DEDUPE_CONTENT": _bool,
     "SITEMAP_EXCLUDE": _each(_regex),
-    "SITEMAP_FEED": _bool,
     "SITEMAP_FEED_DAYS": _number(int, 1),
     "SITEMAP_FEED_MAX": _number(int, 1),
-    "SITEMAP_FORCE": _bool,
     "SITEMAP_FORMAT": _choice("xml", "txt"),
-    "SITEMAP_GZIP": _bool,
     "SITEMAP_HEADERS": _each(parse_header),
-    "SITEMAP_HREFLANG": _bool,
-    "SITEMAP_IMAGE_HOSTS": _texts,
-    "SITEMAP_IMAGES": _bool,
     "SITEMAP_INCLUDE": _each(_regex),
-    "SITEMAP_INDEXNOW_ALL": _bool,
     "SITEMAP_INDEXNOW_ENDPOINT": _optional(_text),
     "SITEMAP_INDEXNOW_KEY": _optional(_indexnow_key),
     "SITEMAP_INDEXNOW_KEY_LOCATION": _optional(_text),
-    "SITEMAP_INCREMENTAL": _bool,
-    "SITEMAP_LASTMOD_FROM_PAGE": _bool,
     "SITEMAP_LISTED_TYPES": _each(_media_type),
     "SITEMAP_MAX_BYTES_PER_FILE": _number(int, 1, MAX_BYTES_PER_FILE),
     "SITEMAP_MAX_CRAWL_DELAY": _number(float, 0),
@@ -299,9 +294,7 @@ RULES: dict[str, Rule] = {
     "SITEMAP_PRIORITY": _optional(_priority),
     "SITEMAP_PRIORITY_RULES": _priority_rules,
     "SITEMAP_PROGRESS_INTERVAL": _number(float, 0),
-    "SITEMAP_PUBLISH": _bool,
     "SITEMAP_REDIS_CRAWL": _optional(_text),
-    "SITEMAP_REDIS_NO_FETCH": _bool,
     "SITEMAP_REDIS_POLL_INTERVAL": _positive,
     "SITEMAP_REDIS_REPORT_BATCH": _number(int, 1),
     "SITEMAP_REDIS_ROLE": _optional(_choice("coordinator", "worker")),
@@ -315,25 +308,15 @@ RULES: dict[str, Rule] = {
     "SITEMAP_RENDER_INCLUDE": _each(_regex),
     "SITEMAP_RENDER_SHELL_LINKS": _number(int, 0),
     "SITEMAP_RENDER_TIMEOUT": _positive,
-    "SITEMAP_REPORT_HTML": _bool,
     "SITEMAP_REPORT_HTML_URLS": _number(int, 1),
-    "SITEMAP_RESUME": _bool,
     "SITEMAP_ROBOTS_MAX_AGE": _number(float, 0),
     "SITEMAP_ROBOTS_MAX_BYTES": _number(int, 1),
     "SITEMAP_SECTIONS": _sections,
-    "SITEMAP_SEED_SITEMAPS": _bool,
-    "SITEMAP_SEED_SITEMAP_URLS": _texts,
-    "SITEMAP_START_URLS": _texts,
-    "SITEMAP_SOFT404_CONTENT": _bool,
-    "SITEMAP_SOFT404_PROBE": _bool,
     "SITEMAP_STATE_DIR": _PATH,
-    "SITEMAP_STRIP_EXTRA": _texts,
-    "SITEMAP_STRIP_PARAMS": _bool,
     "SITEMAP_TRAP_MAX_QUERY_VARIANTS": _number(int, 1),
     "SITEMAP_TRAP_MAX_REPEATS": _number(int, 1),
     "SITEMAP_TRAP_MAX_SEGMENTS": _number(int, 1),
     "SITEMAP_URL_FILE": _PATH,
-    "SITEMAP_VIDEOS": _bool,
     "SITEMAP_VOLATILE_SELECTORS": _each(_selector),
     # Scrapy's, which the crawl relies on.
     "AUTOTHROTTLE_ENABLED": _bool,
