@@ -1,25 +1,13 @@
 """Why is this URL (not) in the sitemap? One URL's story, read from the ledger.
 
-The ledger of the last run that did its job (``ledger.sqlite`` in the state
-directory, read-only) holds the answer; :func:`explain` gathers it into one JSON-able
-dict that the ``explain`` command prints (:mod:`crawler.commands.explain`):
-
-* **which URL**: the text a person pastes, in any spelling that normalises to a known
-  key, a path of the site, a host without a scheme, an alias the ledger keeps, or a
-  public ``--base-url`` address mapped back into crawl space;
-* its **decision** and reason, and the **chain** of redirects, canonicals and
-  duplicates to where it ends; the **status**, content type and robots directives;
-* whether it is in the **published set**, why, and in which file (the ``published``
-  meta lists the files in the order written: the page's rank among its section's
-  addresses finds its file, and the file, while on disk, the line);
-* its **lastmod** and where it came from; the runs that saw it **first and last**;
-* the **links that found it** from the start URL (each row keeps the page it was
-  first found on; a shortest path over the stored links when that trail is broken).
-
-A URL the crawl never saw is looked for in what the crawled pages refer to without
-following it (an embedded image, a nofollow link: the ledger's ``unfollowed``), then
-put to the run's rules (:mod:`crawler.audit.explainrules`); a URL it saw gets the same
-judgement as ``rules``. One module: one URL's whole story from one reading of the ledger.
+:func:`explain` reads the ledger of the last run that did its job (read-only) and
+gathers, into one JSON-able dict that the ``explain`` command prints: which URL the
+pasted text is (any spelling, a path, an alias, a public ``--base-url`` address), its
+decision and the chain to where it ends, what the crawl saw, whether and in which file
+it is published, its lastmod and where it came from, the runs that saw it and the
+links that found it; for a URL the crawl never saw, how the crawled pages refer to it
+and what the run's rules say (:mod:`crawler.audit.explainrules`). docs/explain.md
+shows the answer. One module: one URL's whole story from one reading of the ledger.
 """
 
 from __future__ import annotations
@@ -111,9 +99,6 @@ def explain(state: Path, text: str) -> dict[str, Any]:
         return _Explainer(ledger).explain(text)
 
 
-# -- the ledger, read-only -----------------------------------------------------------------
-
-
 def _open_ledger(state: Path) -> LedgerReader:
     """The last finished crawl's ledger in *state*, read-only (a running crawl, if any,
     is not disturbed)."""
@@ -128,9 +113,6 @@ def _open_ledger(state: Path) -> LedgerReader:
         return LedgerReader.open(path, immutable=True)
     except LedgerError as e:
         raise ExplainError(str(e)) from None
-
-
-# -- the answer ------------------------------------------------------------------------------
 
 
 class _Explainer:
@@ -149,8 +131,6 @@ class _Explainer:
         self.outcome: dict[str, Any] = ledger.get_meta("outcome") or {}
         self.run_started: str | None = ledger.get_meta("run_started")
         self.rules = RunRules(ledger, start, self.public)
-
-    # -- which URL
 
     def _absolute(self, text: str) -> str:
         raw = text.strip()
@@ -186,8 +166,6 @@ class _Explainer:
         if row is not None:
             return str(row["url"]), row, "public address"
         return crawl, None, None
-
-    # -- the answer
 
     def explain(self, text: str) -> dict[str, Any]:
         url, row, matched = self.resolve(text)
@@ -295,26 +273,22 @@ class _Explainer:
 
     def _file_of(self, row: dict[str, Any], published: dict[str, Any]) -> dict[str, Any]:
         files: list[dict[str, Any]] = list(published.get("files") or [])
-        section = row["section"]
+        section, guess, before = row["section"], None, 0
         rank = self.ledger.rank(section, row["loc"])
-        guess = None
-        before = 0
         for f in files:
             if f.get("section") != section:
                 continue
-            if rank < before + int(f.get("urls") or 0):
+            before += int(f.get("urls") or 0)
+            if rank < before:
                 guess = f
                 break
-            before += int(f.get("urls") or 0)
         # The file on disk has the last word (and the line): the guess first.
         ordered = ([guess] if guess else []) + [
             f for f in files if f is not guess and f.get("section") != "news"
         ]
         found = self._find_in(ordered, published, row["loc"], stop_after_first=guess is not None)
-        if found:
-            return found
-        if guess is None:
-            return self._in_file(None, None, section)
+        if found or guess is None:
+            return found or self._in_file(None, None, section)
         return self._in_file(guess["name"], None, section, on_disk=False)
 
     def _in_file(
@@ -448,8 +422,6 @@ class _Explainer:
         path.reverse()
         return path
 
-    # -- a URL the crawl never saw
-
     def _unseen(self, url: str) -> dict[str, Any]:
         judged = self.rules.judge(url, None)
         referred = self._referred(url)
@@ -471,11 +443,9 @@ class _Explainer:
             others = f" (and {pages - 1} other page{'s' if pages > 2 else ''})" if pages > 1 else ""
             if kind == "nofollow":
                 robots = str(seen["robots"] or "")
-                how = (
-                    f"a page whose robots directives say nofollow ({robots})"
-                    if "nofollow" in robots
-                    else "rel=nofollow"
-                )
+                how = "rel=nofollow"
+                if "nofollow" in robots:
+                    how = f"a page whose robots directives say nofollow ({robots})"
                 summary = (
                     f"linked from {page}{others} only with nofollow ({how}), which the "
                     "crawl does not follow: no followed link leads to it"
@@ -492,16 +462,13 @@ class _Explainer:
 def _iso(timestamp: float | None) -> str | None:
     if timestamp is None:
         return None
-    return datetime.fromtimestamp(float(timestamp), UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")
+    return datetime.fromtimestamp(float(timestamp), UTC).isoformat(timespec="seconds")
 
 
 def _line_of(path: Path, loc: str) -> int | None:
     """The line of *path* (a sitemap file, gzipped or not, XML or text) that lists
     *loc*; None when the file is gone or does not list it."""
-    if not path.is_file():
-        return None
-    xml = f"<loc>{escape(loc)}</loc>".encode()
-    text = loc.encode()
+    xml, text = f"<loc>{escape(loc)}</loc>".encode(), loc.encode()
     opener = gzip.open if path.name.endswith(".gz") else open
     try:
         with opener(path, "rb") as f:

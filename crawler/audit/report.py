@@ -1,38 +1,12 @@
 """The audit report: compare what the sitemaps list with what the crawl found.
 
-Every listed URL lands in one class (issue #3):
-
-``indexable``
-    listed and indexable (good); a byte-identical copy of a page counts too, when
-    the sitemaps do not list that page as well.
-``orphan``
-    listed and indexable when fetched, but not found by following links.
-``excluded``
-    listed, and met by the crawl, which left it out by its rules (``--exclude`` or
-    ``--include``, the length of a loc, a cap, a trap, a learned query parameter:
-    :data:`crawler.core.decisions.RULED_OUT`); the reason is the ledger's. Never fetched
-    by the audit, never an orphan.
-``duplicate``
-    listed, and a byte-identical copy of another URL the sitemaps list too (the
-    target): two entries for one page.
-``redirect``, ``4xx``, ``5xx``, ``noindex``, ``canonicalised``, ``robots-blocked``,
-``off-host``, ``not-html``, ``error``, ``not-crawled``
-    listed but not indexable, by reason (with the redirect or canonical target).
-    ``off-host`` includes other schemes and URLs outside the sitemap file's
-    directory, which are never fetched.
-``invalid-loc``
-    an entry whose ``loc`` is not an absolute http(s) URL.
-``missing``
-    indexable, found by the crawl, listed in no sitemap.
-
-Flags on top of the class: ``duplicate-listing`` (listed in more than one sitemap
-file) and ``dead-orphan`` (listed, not indexable, and not found by the crawl:
-``found_by_crawl`` is false; not for ``off-host``, ``invalid-loc`` and ``excluded``).
-Each flag's count is the number of URLs that carry it, and each has its CSV.
-Protocol problems (file and entry faults reported by the parser, an index of
-indexes, cycles, lastmod drift) are listed separately, each with its sitemap and
-line. Coverage is the share of the indexable pages found by the crawl that the
-sitemaps list.
+Every listed URL lands in one class (:data:`crawler.audit.classes.CLASSES`: indexable,
+orphan, excluded, duplicate, redirect, 4xx, ..., missing: the indexable pages found by
+the crawl that no sitemap lists), with flags on top (``duplicate-listing``,
+``dead-orphan``); docs/audit.md says what each means. Protocol problems (faults of a
+file or an entry, an index of indexes, cycles, lastmod drift) are listed separately,
+each with its sitemap and line. Coverage is the share of the indexable pages found by
+the crawl that the sitemaps list.
 
 Only the first 50,000 entries of a file (the protocol's limit) are audited, as search
 engines ignore the rest: such an entry takes a class only when its URL alone decides
@@ -105,9 +79,7 @@ class AuditReport:
     #: The past audits of the site, oldest first, this one last (issue #17):
     #: filled by the audit command from the kept history (crawler.publish.reporthistory).
     history: list[dict[str, Any]] = field(default_factory=list)
-    generated: str = field(
-        default_factory=lambda: datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")
-    )
+    generated: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
     def history_entry(self) -> dict[str, Any]:
         """This audit's line in the kept history."""
@@ -126,7 +98,11 @@ class AuditReport:
     def read_sitemaps(self) -> list[dict[str, Any]]:
         """The sitemap files read (fetched, or read from disk, and sitemaps): the
         places tried with nothing there (a 404 at /sitemap.xml) are not files."""
-        return [sm for sm in self.sitemaps if _is_read(sm)]
+        return [
+            sm
+            for sm in self.sitemaps
+            if sm["fetched"] and sm["status"] in (200, None) and sm["kind"] not in (None, "unknown")
+        ]
 
     @property
     def no_sitemap(self) -> bool:
@@ -142,9 +118,7 @@ class AuditReport:
 
     @property
     def counts(self) -> dict[str, int]:
-        counts: Counter[str] = Counter(u["class"] for u in self.urls)
-        for u in self.urls:
-            counts.update(u["flags"])
+        counts = Counter(name for u in self.urls for name in (u["class"], *u["flags"]))
         counts["protocol"] = len(self.problems)
         return {name: counts.get(name, 0) for name in (*CLASSES, *FLAGS, "protocol")}
 
@@ -159,8 +133,7 @@ class AuditReport:
         a set without sections."""
         found: dict[str, int] = {}
         for sm in self.sitemaps:
-            name = sm["url"].rsplit("/", 1)[-1]
-            match = _SECTION_FILE.match(name)
+            match = _SECTION_FILE.match(sm["url"].rsplit("/", 1)[-1])
             if match and sm["kind"] != "sitemapindex":
                 key = match["section"] or "(default)"
                 found[key] = found.get(key, 0) + (sm["entries"] or 0)
@@ -196,18 +169,12 @@ def build_report(site: str, ledger_path: Path, store_path: Path) -> AuditReport:
         rules = CrawlRules.of_ledger(ledger_path)
         sitemaps = store.sitemaps()
         listings = list(store.query("SELECT * FROM listings ORDER BY sitemap, line, id"))
-        extensions = {
-            row["sitemap"]: row
-            for row in store.query(
-                "SELECT sitemap, sum(alternates) AS alternates, sum(images) AS images, "
-                "sum(media_alternates) AS media_alternates FROM listings GROUP BY sitemap"
-            )
-        }
+        sums = "sum(alternates) hreflang_alternates, sum(media_alternates) media_alternates"
+        sql = f"SELECT sitemap, {sums}, sum(images) images FROM listings GROUP BY sitemap"
+        totals = {row["sitemap"]: row for row in store.query(sql)}
         for sm in sitemaps:
-            totals = extensions.get(sm["url"], {})
-            sm["hreflang_alternates"] = totals.get("alternates") or 0
-            sm["media_alternates"] = totals.get("media_alternates") or 0
-            sm["images"] = totals.get("images") or 0
+            for name in ("hreflang_alternates", "media_alternates", "images"):
+                sm[name] = totals.get(sm["url"], {}).get(name) or 0
         fetched = {row["key"]: row for row in store.query("SELECT * FROM fetched")}
     finally:
         ledger.close()
@@ -217,12 +184,12 @@ def build_report(site: str, ledger_path: Path, store_path: Path) -> AuditReport:
     urls: list[dict[str, Any]] = []
     problems: list[dict[str, Any]] = []
     for row in listings:
-        if row["key"] is None:
+        if row["key"] is not None:
+            by_key[row["key"]].append(row)
+        else:
             urls.append(
                 _url(row["loc"], "invalid-loc", row["scope"], None, False, [row["sitemap"]])
             )
-        else:
-            by_key[row["key"]].append(row)
 
     covered_keys: set[str] = set()
     # Keys the audit judges: listed in scope in an audited entry.
@@ -261,9 +228,7 @@ def build_report(site: str, ledger_path: Path, store_path: Path) -> AuditReport:
         if found is not None and found["decision"] in d.RULED_OUT:
             # Met by the crawl, left out by its rules: neither fetched nor an orphan.
             cls, target = "excluded", None
-            reason = (
-                f"{found['decision']}: {found['reason']}" if found["reason"] else found["decision"]
-            )
+            reason = ": ".join(filter(None, (found["decision"], found["reason"])))
         elif found is None and (rule := rules.excludes(in_scope[0]["url"])) is not None:
             # Never met (linked only from pages the rules left out): the rules
             # would leave it out too.
@@ -397,13 +362,9 @@ def write_report(
     """``audit.json`` and (with *html*) ``index.html``, both from one dict (issue
     #17), plus one CSV per class and flag, and ``problems.csv``."""
     directory.mkdir(parents=True, exist_ok=True)
-    written = []
     data = report.to_json()
-    path = directory / "audit.json"
-    tmp = directory / ".audit.json.tmp"
-    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
-    tmp.replace(path)
-    written.append(path)
+    text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+    written = [write_html(directory / "audit.json", text)]  # atomically, as any text
     if html:
         written.append(write_html(directory / "index.html", render_audit(data, cap)))
     columns = ["url", "class", "reason", "target", "found_by_crawl", "sitemaps"]
@@ -436,12 +397,3 @@ def _write_csv(path: Path, columns: list[str], rows: list[list[Any]]) -> Path:
         writer.writerow(columns)
         writer.writerows(rows)
     return path
-
-
-def _is_read(sitemap: dict[str, Any]) -> bool:
-    """A sitemap file that was fetched (or read from disk) and is one."""
-    return bool(
-        sitemap["fetched"]
-        and sitemap["status"] in (200, None)
-        and sitemap["kind"] not in (None, "unknown")
-    )
