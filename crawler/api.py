@@ -1,29 +1,16 @@
-"""The Python API: one function per command, for other programs.
-
-::
+"""The Python API: one function per command, for other programs (docs/api.md)::
 
     from crawler import api
 
-    result = api.crawl("https://www.example.com/", out="public", max_pages=10_000,
-                       exclude=[r"\\?sort="], settings={"SITEMAP_CHANGEFREQ": "daily"})
-    if result.exit_code == 0:
-        print(result.index_url, result.listed, result.added)
-
+    result = api.crawl("https://www.example.com/", out="public", max_pages=10_000)
     audited = api.audit("https://www.example.com/", report="audit/", fail_under=95)
-    print(audited.coverage, audited.counts["missing"])
 
-:func:`crawl` and :func:`audit` take the command's long options as keyword arguments
-(``_`` for ``-``; a repeatable option takes a list, ``settings`` a dict of ``-s``
-settings), checked by the command line's own parser. Bad input raises
-:class:`UsageError` with the command line's one-line message; anything else, a failed
-or refused crawl included, comes back as a result with the command's exit status,
-its outcome and message, and the figures of its summary.
-
-Each call runs the command in a child Python process: a Twisted reactor runs once per
-process, so the calls can be made any number of times, from any program (one with a
-reactor of its own included). A ``KeyboardInterrupt`` in the caller stops the child as
-SIGTERM does (nothing published). Logging goes to the child's stderr at ``log_level``
-(``"CRITICAL"`` by default: quiet).
+The keyword arguments are the command's long options (``_`` for ``-``; ``settings`` a
+dict of ``-s``), checked by its own parser: bad input raises :class:`UsageError` with
+the command line's one-line message; anything else comes back as a result with the
+exit status. Each call runs the command in a child Python process, since a Twisted
+reactor runs once per process: the calls can be made any number of times, from any
+program. A ``KeyboardInterrupt`` stops the child as SIGTERM does.
 """
 
 from __future__ import annotations
@@ -35,7 +22,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from crawler.commands.options import UsageError
 
@@ -47,6 +34,8 @@ if TYPE_CHECKING:
     from crawler.commands.crawl import CrawlOutcome
 
 __all__ = ["AuditResult", "CrawlResult", "UsageError", "audit", "crawl"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -85,12 +74,10 @@ class CrawlResult:
 
 @dataclass(frozen=True)
 class AuditResult:
-    """What an audit found: ``coverage`` (percent of the indexable pages found by the
-    crawl that the sitemaps list; None when the crawl found none), ``counts`` per
-    class and flag (``protocol``: protocol problems), the files written with
-    ``report=``, the summary it prints, ``error`` (why the exit status is not 0) and
-    the whole ``audit`` report (:class:`crawler.audit.report.AuditReport`, None when
-    the audit could not run)."""
+    """What an audit found: ``coverage`` (percent of the crawl's indexable pages the
+    sitemaps list; None when it found none), ``counts`` per class and flag, the files
+    ``written`` with ``report=``, ``error`` (why the exit status is not 0) and the whole
+    ``audit`` report (None when the audit could not run)."""
 
     exit_code: int
     error: str | None
@@ -103,19 +90,15 @@ class AuditResult:
 
 def crawl(url: str | None = None, **options: Any) -> CrawlResult:
     """Crawl *url* and publish its sitemaps, as ``sitemap-crawler crawl`` does."""
-    result = _in_child("crawl", url, options)
-    assert isinstance(result, CrawlResult)
-    return result
+    return _in_child("crawl", url, options, CrawlResult)
 
 
 def audit(url: str | None = None, **options: Any) -> AuditResult:
     """Audit *url*'s existing sitemaps, as ``sitemap-crawler audit`` does."""
-    result = _in_child("audit", url, options)
-    assert isinstance(result, AuditResult)
-    return result
+    return _in_child("audit", url, options, AuditResult)
 
 
-def _in_child(command: str, url: str | None, options: dict[str, Any]) -> object:
+def _in_child(command: str, url: str | None, options: dict[str, Any], kind: type[T]) -> T:
     """Run *command* in a child Python (``python -m crawler.api``), the request and
     answer pickled in a private directory. Not ``multiprocessing``: its ``spawn`` would
     import the caller's main module again, its ``fork`` copy the caller's reactor."""
@@ -123,8 +106,7 @@ def _in_child(command: str, url: str | None, options: dict[str, Any]) -> object:
         request, answer = Path(work, "request.pickle"), Path(work, "answer.pickle")
         request.write_bytes(pickle.dumps((command, url, options)))
         env = dict(os.environ)
-        # The child finds this package where the caller did (an installed copy, a
-        # checkout on sys.path).
+        # The child finds this package where the caller did (installed, or a checkout).
         here = str(Path(__file__).resolve().parents[1])
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [here, env.get("PYTHONPATH")]))
         child = subprocess.Popen(
@@ -139,11 +121,12 @@ def _in_child(command: str, url: str | None, options: dict[str, Any]) -> object:
             raise
         if not answer.exists():
             raise RuntimeError(f"the {command} process ended without a result (exit code {code})")
-        kind, value = pickle.loads(answer.read_bytes())
-    if kind == "usage":
+        answered, value = pickle.loads(answer.read_bytes())
+    if answered == "usage":
         raise UsageError(value)
-    if kind == "error":
+    if answered == "error":
         raise RuntimeError(f"{command} failed: {value}")
+    assert isinstance(value, kind)
     return value
 
 

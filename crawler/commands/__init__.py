@@ -1,10 +1,6 @@
-"""The commands of ``sitemap-crawler``, one module each (``crawl``, ``audit``,
-``worker``, ``explain``), and what they share (:mod:`~crawler.commands.options`,
-:mod:`~crawler.commands.process`, :mod:`~crawler.commands.distributed`).
-
-A command module holds ``NAME``, ``HELP``, ``DESCRIPTION``, ``EPILOG``, its
-``add_arguments(parser)`` and its ``run(parser, args) -> exit status``. This package is
-also Scrapy's ``COMMANDS_MODULE``: the ``Command`` classes of ``audit``, ``worker`` and
-``explain`` make ``scrapy audit`` etc. work from the project root; ``crawl`` defines
-none, so that ``scrapy crawl site -a url=...`` stays Scrapy's own command.
+"""The commands of ``sitemap-crawler``, one module each holding ``NAME``, ``HELP``,
+``DESCRIPTION``, ``EPILOG``, ``add_arguments(parser)`` and ``run(parser, args)``, and
+what they share (:mod:`~crawler.commands.options`). Also Scrapy's ``COMMANDS_MODULE``:
+``audit``, ``worker`` and ``explain`` define a ``Command`` for ``scrapy audit`` etc.;
+``crawl`` none, so that ``scrapy crawl site -a url=...`` stays Scrapy's own.
 """

@@ -27,18 +27,17 @@ from crawler.commands.options import (
     UsageError,
     add_site_options,
     adder,
-    attempt,
     check_writable,
     checked_settings,
-    error,
-    load_config,
     make_directories,
     percent,
     print_stdout,
     project_settings,
+    run_command,
     scrapy_command,
     site_settings,
 )
+from crawler.commands.process import closed_reasons
 from crawler.core.outcome import INTERRUPTED, RunOutcome
 from crawler.core.paths import AUDIT_HISTORY, LEDGER
 
@@ -100,10 +99,8 @@ def add_arguments(p: argparse.ArgumentParser, *, scrapy: bool = False) -> None:
 def audit_settings(args: argparse.Namespace) -> dict[str, Any]:
     """Check the ``audit`` arguments and map them onto settings; raise UsageError."""
     settings = site_settings(args)
-    if args.state:
-        ledger = Path(args.state) / LEDGER
-        if not ledger.is_file():
-            raise UsageError(f"no finished crawl in {args.state}: {ledger} is missing")
+    if args.state and not (ledger := Path(args.state) / LEDGER).is_file():
+        raise UsageError(f"no finished crawl in {args.state}: {ledger} is missing")
     for item in args.sitemap:
         if "://" not in item and not Path(item).is_file():
             raise UsageError(f"--sitemap {item!r} is neither a URL nor a readable file")
@@ -131,7 +128,6 @@ class AuditOutcome:
 def execute(args: argparse.Namespace, base: Settings | None = None) -> AuditOutcome:
     """Crawl (unless ``--state``), read the sitemaps, build and write the report;
     print nothing. Raises UsageError for bad input."""
-    from scrapy import signals
     from scrapy.crawler import Crawler, CrawlerProcess
 
     from crawler.audit.report import build_report, write_report
@@ -174,12 +170,7 @@ def execute(args: argparse.Namespace, base: Settings | None = None) -> AuditOutc
                 return None
 
             process.crawl(crawler, url=args.url).addCallback(then_audit)
-        closed: list[str] = []
-
-        def audit_closed(reason: str) -> None:
-            closed.append(reason)
-
-        auditor.signals.connect(audit_closed, signal=signals.spider_closed, weak=False)
+        closed = closed_reasons(auditor)
         process.start()
         if crawled and (crawl := crawled[0] or RunOutcome("failed", "failed")).outcome != "crawled":
             code = EXIT_INTERRUPTED if crawl.outcome == "interrupted" else EXIT_CRAWL_FAILED
@@ -225,19 +216,14 @@ def run(
     parser: argparse.ArgumentParser, args: argparse.Namespace, base: Settings | None = None
 ) -> int:
     """``sitemap-crawler audit``: run, print the summary, return the exit status."""
-
-    outcome = attempt(
-        lambda: execute(load_config(parser, args), base),
-        what="audit",
-        interrupted="interrupted; no report",
+    return run_command(
+        parser, args, lambda a: execute(a, base), _show, interrupted="interrupted; no report"
     )
-    if isinstance(outcome, int):
-        return outcome
+
+
+def _show(outcome: AuditOutcome) -> None:
     if outcome.summary:
         print_stdout(outcome.summary)
-    if outcome.error is not None:
-        error(outcome.error)
-    return outcome.code
 
 
 Command = scrapy_command(sys.modules[__name__])

@@ -31,17 +31,15 @@ from crawler.commands.options import (
     UsageError,
     add_site_options,
     adder,
-    attempt,
     check_writable,
     checked_settings,
-    error,
     given_settings,
-    load_config,
     make_directories,
     positive_int,
     positive_int_or_auto,
     project_settings,
     regex,
+    run_command,
     site_settings,
 )
 from crawler.commands.process import run_spider
@@ -237,13 +235,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def processes_count(text: str) -> int:
     """``--processes``: a positive number, or ``auto`` for the machine's cores."""
-    if text == "auto":
-        return (
-            len(os.sched_getaffinity(0))
-            if hasattr(os, "sched_getaffinity")
-            else (os.cpu_count() or 1)
-        )
-    return positive_int(text)
+    if text != "auto":
+        return positive_int(text)
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def distributed_here(args: argparse.Namespace) -> bool:
@@ -340,9 +336,8 @@ def _check_render(settings: Settings) -> None:
 
 @dataclass
 class CrawlOutcome:
-    """How a crawl ended: its exit status, its stats (the summary's figures), when
-    it did not do its job the one line that says why, and the publisher's outcome
-    (None when the crawl never got that far)."""
+    """How a crawl ended: exit status, stats (the summary's figures), the line saying why
+    it did not do its job, and the publisher's outcome (None if it never got there)."""
 
     code: int
     stats: dict[str, Any] = field(default_factory=dict)
@@ -416,18 +411,14 @@ def _execute(args: argparse.Namespace) -> CrawlOutcome:
 
 def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """``sitemap-crawler crawl``: run, print the summary, return the exit status."""
-    outcome = attempt(
-        lambda: execute(load_config(parser, args)),
-        what="crawl",
-        interrupted="interrupted; nothing was published",
+    return run_command(
+        parser, args, execute, _show, interrupted="interrupted; nothing was published"
     )
-    if isinstance(outcome, int):
-        return outcome
+
+
+def _show(outcome: CrawlOutcome) -> None:
+    """The summary goes to stderr with the errors, as a cron mail or a journal shows it."""
     if outcome.stats:
-        # The summary goes to stderr with the errors, as a cron mail or a journal shows it.
         print(format_summary(outcome.stats), file=sys.stderr)
         if (line := distributed.summary_line(outcome.stats)) is not None:
             print(line, file=sys.stderr)
-    if outcome.error is not None:
-        error(outcome.error)
-    return outcome.code

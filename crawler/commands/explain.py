@@ -88,9 +88,6 @@ def run(
     return EXIT_OK if answer["known"] else EXIT_UNKNOWN
 
 
-# -- the block people read ----------------------------------------------------------------
-
-
 def _field(name: str, value: str, more: list[str] | None = None) -> list[str]:
     return [f"{name:<11}{value}", *(f"{'':<11}{line}" for line in more or ())]
 
@@ -136,16 +133,15 @@ def format_answer(answer: dict[str, Any]) -> str:
         lines += _field("lastmod", f"{lastmod['value']} from {lastmod['from']}{run}")
     else:
         lines += _field("lastmod", lastmod["from"])
-    for declared in lastmod.get("declared") or []:
-        lines += _field(
-            "", f"  declared: {declared['where']} {declared['value']}: {declared['verdict']}"
-        )
+    for said in lastmod.get("declared") or []:
+        lines += _field("", f"  declared: {said['where']} {said['value']}: {said['verdict']}")
     lines += _field("seen", f"first {answer['first_seen']}, last {answer['last_seen']}")
     found = answer["found_via"]
     steps = found["steps"]
     if steps:
-        start = steps[0]["url"] == answer["start_url"]
-        first = steps[0]["url"] + ("  (start URL)" if start else "")
+        first = steps[0]["url"] + (
+            "  (start URL)" if steps[0]["url"] == answer["start_url"] else ""
+        )
         rest = [f"-> {step['via']}: {step['url']}" for step in steps[1:]]
         if found["from"] != "referrers":
             rest.append(f"({found['from']})")

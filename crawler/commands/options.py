@@ -19,10 +19,12 @@ import sys
 import tempfile
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 
+from crawler.commands.settingrules import LOG_LEVELS, SettingError, check_settings
 from crawler.core.agent import is_product_token, product_token
 from crawler.core.defaults import setting_default
 from crawler.core.publicurl import BaseUrlError, PublicUrls
@@ -56,7 +58,6 @@ OUTCOME_EXIT = {
 }
 
 PROG = "sitemap-crawler"
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 #: The options of ``crawl`` and ``audit`` whose default is a setting's, which they set
@@ -104,17 +105,13 @@ def _whole(text: str, minimum: int) -> int:
     return value
 
 
-def positive_int(text: str) -> int:
-    return _whole(text, 1)
+positive_int = partial(_whole, minimum=1)
+non_negative_int = partial(_whole, minimum=0)
 
 
 def positive_int_or_auto(text: str) -> int | str:
     """A whole number of at least 1, or ``auto``."""
     return "auto" if text == "auto" else _whole(text, 1)
-
-
-def non_negative_int(text: str) -> int:
-    return _whole(text, 0)
 
 
 def _between(what: str, high: int, unit: str = "", strip: str = "") -> Callable[[str], float]:
@@ -484,8 +481,6 @@ def checked_settings(overrides: Mapping[str, Any], base: Settings | None = None)
     """:func:`project_settings`, checked against every setting's rule
     (:mod:`crawler.commands.settingrules`) before anything runs; raise UsageError naming the
     setting, its value and what is allowed."""
-    from crawler.commands.settingrules import SettingError, check_settings
-
     settings = project_settings(overrides, base)
     try:
         check_settings(settings, overrides)
@@ -514,6 +509,37 @@ def attempt(work: Callable[[], T], *, what: str, interrupted: str) -> T | int:
         logging.getLogger(__name__).debug("%s failed", what, exc_info=True)
         error(f"error: {type(e).__name__}: {e}")
         return EXIT_USAGE
+
+
+class Outcome(Protocol):
+    """How a command's work ended: its exit status and the line saying why, if any."""
+
+    code: int
+    error: str | None
+
+
+Done = TypeVar("Done", bound=Outcome)
+
+
+def run_command(
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    execute: Callable[[argparse.Namespace], Done],
+    show: Callable[[Done], None],
+    *,
+    interrupted: str,
+) -> int:
+    """Apply ``--config``, *execute* through :func:`attempt`, *show* the outcome and
+    its error line; return the exit status."""
+    work = attempt(
+        lambda: execute(load_config(parser, args)), what=parser.prog, interrupted=interrupted
+    )
+    if isinstance(work, int):
+        return work
+    show(work)
+    if work.error is not None:
+        error(work.error)
+    return work.code
 
 
 def error(message: str) -> None:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scrapy.crawler import CrawlerProcess
+from scrapy import signals
+from scrapy.crawler import Crawler, CrawlerProcess
 
 from crawler.commands.options import (
     EXIT_CRAWL_FAILED,
@@ -33,11 +34,21 @@ class _Process(CrawlerProcess):
         super()._signal_kill(signum, _)
 
 
+def closed_reasons(crawler: Crawler) -> list[str]:
+    """The list that will hold the reason *crawler*'s spider closed for."""
+    closed: list[str] = []
+
+    def spider_closed(reason: str) -> None:
+        closed.append(reason)
+
+    crawler.signals.connect(spider_closed, signal=signals.spider_closed, weak=False)
+    return closed
+
+
 def run_spider(url: str, overrides: Mapping[str, Any]) -> SpiderRun:
     """Run the site spider in this process (in every mode: a distributed crawl's parts
     are in *overrides*); return how it ended: the exit status and the publisher's
     outcome (the stats ride along for the summary)."""
-    from scrapy import signals
     from scrapy.settings import default_settings
 
     from crawler.crawl.spider import SiteSpider
@@ -52,12 +63,7 @@ def run_spider(url: str, overrides: Mapping[str, Any]) -> SpiderRun:
         fork_workers(processes_from(settings))
     process = _Process(settings)
     crawler = process.create_crawler(SiteSpider)
-    closed: list[str] = []
-
-    def spider_closed(reason: str) -> None:
-        closed.append(reason)
-
-    crawler.signals.connect(spider_closed, signal=signals.spider_closed, weak=False)
+    closed = closed_reasons(crawler)
     process.crawl(crawler, url=url)
     process.start()
     stats = crawler.stats.get_stats() if crawler.stats else {}

@@ -156,12 +156,15 @@ def _selector(selector: str) -> None:
         raise ValueError(f"{selector!r} is not a CSS selector: {e}") from None
 
 
-def _priority(settings: BaseSettings, name: str) -> None:
+def _is_priority(value: object) -> bool:
     try:
-        value = Decimal(str(settings.get(name)))
-    except InvalidOperation:
-        value = Decimal("NaN")
-    if not value.is_finite() or not Decimal(0) <= value <= Decimal(1):
+        return Decimal(0) <= Decimal(str(value)) <= Decimal(1)
+    except InvalidOperation:  # NaN too
+        return False
+
+
+def _priority(settings: BaseSettings, name: str) -> None:
+    if not _is_priority(settings.get(name)):
         raise ValueError("must be a number from 0.0 to 1.0")
 
 
@@ -205,11 +208,7 @@ def _changefreq_rules(settings: BaseSettings, name: str) -> None:
 
 def _priority_rules(settings: BaseSettings, name: str) -> None:
     for _, value in _split(settings, name, value_last=True):
-        try:
-            ok = Decimal(0) <= Decimal(value) <= Decimal(1)
-        except InvalidOperation:
-            ok = False
-        if not ok:
+        if not _is_priority(value):
             raise ValueError(f"{value!r} is not a priority from 0.0 to 1.0")
 
 
@@ -218,10 +217,12 @@ def _indexnow_key(settings: BaseSettings, name: str) -> None:
         raise ValueError("must be 8 to 128 letters, digits or -, as IndexNow asks")
 
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
 def _log_level(settings: BaseSettings, name: str) -> None:
-    levels = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-    if str(settings.get(name)).upper() not in levels:
-        raise ValueError(f"must be one of {', '.join(levels)}")
+    if str(settings.get(name)).upper() not in LOG_LEVELS:
+        raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
 
 
 _PATH = _optional(_path)

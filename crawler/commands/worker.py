@@ -1,15 +1,10 @@
 """``sitemap-crawler worker --redis URL``: fetch pages for a distributed crawl.
 
-A worker needs nothing but the Redis URL: the start URL, the scope, normalisation
-and politeness options and any ``-s`` of the crawl come from Redis; its own
-``--concurrency``, ``--log-level`` and ``-s`` apply to it alone. It runs the
-site spider, with the distributed crawl's parts (:mod:`crawler.distributed`), until the coordinator
-ends the crawl. ``scrapy worker --redis URL`` from the project root is the same
-command.
-
-Exit status: 0 the crawl is over (whoever ended it); 2 usage error (a malformed Redis
-URL); 3 no crawl to join, Redis unreachable, or the coordinator gone; 130
-interrupted (what it held goes back to the queue).
+A worker needs nothing but the Redis URL: the crawl's start URL, options and ``-s``
+come from Redis; its own ``--concurrency``, ``--log-level`` and ``-s`` apply to it
+alone. It runs the site spider with the distributed crawl's parts
+(:mod:`crawler.distributed`) until the coordinator ends the crawl. ``scrapy worker
+--redis URL`` from the project root is the same command (exit statuses: ``EPILOG``).
 """
 
 from __future__ import annotations
@@ -17,7 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from crawler.commands import distributed
 from crawler.commands.options import (
@@ -28,6 +23,7 @@ from crawler.commands.options import (
     attempt,
     checked_settings,
     error,
+    given_settings,
     positive_int,
     scrapy_command,
 )
@@ -81,10 +77,8 @@ def run(
     settings ``scrapy worker`` built (its ``-s`` applied already)."""
     from crawler.distributed import worker_settings
 
-    local: dict[str, Any] = {"LOG_LEVEL": args.log_level}
-    if args.concurrency is not None:
-        local["CONCURRENT_REQUESTS_PER_DOMAIN"] = args.concurrency
-    local.update(dict(args.settings))
+    mine = given_settings(args, {"--concurrency": "CONCURRENT_REQUESTS_PER_DOMAIN"})
+    local = {"LOG_LEVEL": args.log_level, **mine, **dict(args.settings)}
 
     def work() -> tuple[str, str, SpiderRun]:
         crawl_id, config = distributed.join(args.redis)
