@@ -1,10 +1,11 @@
 """What every command shares: exit statuses, one-line errors, the scope and
 politeness options of the commands that crawl and their mapping onto settings
-(:func:`add_site_options`, :func:`site_settings`), and the TOML ``--config`` file,
+(:func:`add_site_options`, :func:`site_settings`), the TOML ``--config`` file,
 converted by the same argparse actions as the command line, which wins
-(:func:`load_config`); the Python API's keyword arguments go the same way
-(:func:`apply_options`). One module: the shared options and their one mapping onto
-settings, for the command line, ``--config`` and the Python API alike.
+(:func:`load_config`; the Python API's keyword arguments go the same way), and how a
+command runs (:func:`run_command`). Over 500 lines as one module on purpose: the
+shared options and their one mapping onto settings, for the command line,
+``--config`` and the Python API alike, one import away for every command.
 """
 
 from __future__ import annotations

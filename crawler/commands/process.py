@@ -46,9 +46,8 @@ def closed_reasons(crawler: Crawler) -> list[str]:
 
 
 def run_spider(url: str, overrides: Mapping[str, Any]) -> SpiderRun:
-    """Run the site spider in this process (in every mode: a distributed crawl's parts
-    are in *overrides*); return how it ended: the exit status and the publisher's
-    outcome (the stats ride along for the summary)."""
+    """Run the site spider in this process (a distributed crawl's parts are in
+    *overrides*); return its exit status, the publisher's outcome and the stats."""
     from scrapy.settings import default_settings
 
     from crawler.crawl.spider import SiteSpider
