@@ -1,8 +1,7 @@
 """sitemap-crawler: crawl a site politely with Scrapy and publish correct sitemaps.
 
-The packages follow the layout of a Scrapy project: ``crawler`` holds the spider, link
-discovery, middlewares, extensions and the command line; ``pipelines`` the item
-pipelines; ``settings`` the Scrapy settings module.
+A Scrapy project's layout: ``crawler`` holds the spider, its parts and the command
+line, ``pipelines`` the item pipelines, ``settings`` the Scrapy settings module.
 """
 
 __version__ = "0.1.0"

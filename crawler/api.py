@@ -1,34 +1,16 @@
-"""The Python API: one function per command, for other programs.
-
-::
+"""The Python API: one function per command, for other programs (docs/api.md)::
 
     from crawler import api
 
-    result = api.crawl("https://www.example.com/", out="public", max_pages=10_000,
-                       exclude=[r"\\?sort="], settings={"SITEMAP_CHANGEFREQ": "daily"})
-    if result.exit_code == 0:
-        print(result.index_url, result.listed, result.added)
-
+    result = api.crawl("https://www.example.com/", out="public", max_pages=10_000)
     audited = api.audit("https://www.example.com/", report="audit/", fail_under=95)
-    print(audited.coverage, audited.counts["missing"])
 
-:func:`crawl` and :func:`audit` take the command's options as keyword arguments,
-named as the long options with ``_`` for ``-`` (``max_pages``, ``base_url``,
-``no_gzip``; a repeatable option takes a list, ``settings`` a dict of ``-s``
-settings), and check them with the command line's own parser: the same names,
-conversions and checks as ``sitemap-crawler crawl`` and ``--config``. Bad input
-raises :class:`UsageError` with the command line's one-line message. Anything else,
-a failed or refused crawl included, comes back as a result with the command's exit
-status (0 published / report done, 3 crawl failed, 4 refused, 5 a bar broke, ...),
-its outcome and message, and the figures of its summary.
-
-Each call runs the command in a child Python process: a Twisted reactor runs once
-per process, so a crawl in the caller's own process could not be followed by
-another. The calls can therefore be made any number of times,
-one after the other, from any program (one with a reactor of its own included); a
-``KeyboardInterrupt`` in the caller stops the child as SIGTERM does (nothing
-published, the previous set kept). Logging goes to the child's stderr at
-``log_level`` (``"CRITICAL"`` by default: quiet).
+The keyword arguments are the command's long options (``_`` for ``-``; ``settings`` a
+dict of ``-s``), checked by its own parser: bad input raises :class:`UsageError` with
+the command line's one-line message; anything else comes back as a result with the
+exit status. Each call runs the command in a child Python process, since a Twisted
+reactor runs once per process: the calls can be made any number of times, from any
+program. A ``KeyboardInterrupt`` stops the child as SIGTERM does.
 """
 
 from __future__ import annotations
@@ -40,7 +22,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from crawler.commands.options import UsageError
 
@@ -53,20 +35,16 @@ if TYPE_CHECKING:
 
 __all__ = ["AuditResult", "CrawlResult", "UsageError", "audit", "crawl"]
 
+T = TypeVar("T")
+
 
 @dataclass(frozen=True)
 class CrawlResult:
-    """What a crawl did: the figures of its summary, its decision, the paths written.
-
-    ``exit_code`` is the command line's exit status; ``outcome`` the publisher's
-    decision (``published``, ``crawled``, ``refused``, ``failed``, ``output-error``,
-    ``interrupted``; None when the crawl never started, e.g. the state directory is
-    busy) and ``message`` why. ``summary`` is the text the command prints. ``added``,
-    ``removed`` and ``lastmod_changes`` count the changes to the published set since
-    the last run (their lists are in ``report``, the run's ``report.json``);
-    ``report_html`` is its ``report.html`` (None with ``SITEMAP_REPORT_HTML`` off).
-    ``stats`` are all of Scrapy's stats of the run.
-    """
+    """What a crawl did: ``exit_code`` is the command line's exit status; ``outcome``
+    the publisher's decision (``published``, ``refused``, ...; None when the crawl never
+    started) and ``message`` why; ``summary`` the text the command prints. ``added``,
+    ``removed`` and ``lastmod_changes`` count the changes since the last run (their
+    lists are in ``report``, the run's ``report.json``); ``stats`` are Scrapy's."""
 
     exit_code: int
     outcome: str | None
@@ -96,12 +74,10 @@ class CrawlResult:
 
 @dataclass(frozen=True)
 class AuditResult:
-    """What an audit found: ``coverage`` (percent of the indexable pages found by the
-    crawl that the sitemaps list; None when the crawl found none), ``counts`` per
-    class and flag (``protocol``: protocol problems), the files written with
-    ``report=``, the summary it prints, ``error`` (why the exit status is not 0) and
-    the whole ``audit`` report (:class:`crawler.audit.report.AuditReport`, None when
-    the audit could not run)."""
+    """What an audit found: ``coverage`` (percent of the crawl's indexable pages the
+    sitemaps list; None when it found none), ``counts`` per class and flag, the files
+    ``written`` with ``report=``, ``error`` (why the exit status is not 0) and the whole
+    ``audit`` report (None when the audit could not run)."""
 
     exit_code: int
     error: str | None
@@ -114,29 +90,23 @@ class AuditResult:
 
 def crawl(url: str | None = None, **options: Any) -> CrawlResult:
     """Crawl *url* and publish its sitemaps, as ``sitemap-crawler crawl`` does."""
-    result = _in_child("crawl", url, options)
-    assert isinstance(result, CrawlResult)
-    return result
+    return _in_child("crawl", url, options, CrawlResult)
 
 
 def audit(url: str | None = None, **options: Any) -> AuditResult:
     """Audit *url*'s existing sitemaps, as ``sitemap-crawler audit`` does."""
-    result = _in_child("audit", url, options)
-    assert isinstance(result, AuditResult)
-    return result
+    return _in_child("audit", url, options, AuditResult)
 
 
-def _in_child(command: str, url: str | None, options: dict[str, Any]) -> object:
-    """Run *command* in a child Python (``python -m crawler.api``): the request and
-    its answer are pickled into a private temporary directory. A fresh interpreter,
-    not ``multiprocessing``: its ``spawn`` would import the caller's main module
-    again, and its ``fork`` would copy the caller's threads and reactor."""
+def _in_child(command: str, url: str | None, options: dict[str, Any], kind: type[T]) -> T:
+    """Run *command* in a child Python (``python -m crawler.api``), the request and
+    answer pickled in a private directory. Not ``multiprocessing``: its ``spawn`` would
+    import the caller's main module again, its ``fork`` copy the caller's reactor."""
     with tempfile.TemporaryDirectory(prefix="sitemap-crawler-api-") as work:
         request, answer = Path(work, "request.pickle"), Path(work, "answer.pickle")
         request.write_bytes(pickle.dumps((command, url, options)))
         env = dict(os.environ)
-        # The child finds this package where the caller did (an installed copy, a
-        # checkout on sys.path).
+        # The child finds this package where the caller did (installed, or a checkout).
         here = str(Path(__file__).resolve().parents[1])
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [here, env.get("PYTHONPATH")]))
         child = subprocess.Popen(
@@ -151,11 +121,12 @@ def _in_child(command: str, url: str | None, options: dict[str, Any]) -> object:
             raise
         if not answer.exists():
             raise RuntimeError(f"the {command} process ended without a result (exit code {code})")
-        kind, value = pickle.loads(answer.read_bytes())
-    if kind == "usage":
+        answered, value = pickle.loads(answer.read_bytes())
+    if answered == "usage":
         raise UsageError(value)
-    if kind == "error":
+    if answered == "error":
         raise RuntimeError(f"{command} failed: {value}")
+    assert isinstance(value, kind)
     return value
 
 
@@ -181,8 +152,7 @@ def _run(command: str, url: str | None, options: dict[str, Any]) -> CrawlResult 
     args = parser.parse_args([])
     args.url = url
     apply_options(parser, args, options, where=f"{command}()")
-    if args.config:
-        load_config(parser, args)
+    load_config(parser, args)
     if command == "crawl":
         return _crawl_result(crawl_command.execute(args), args)
     return _audit_result(audit_command.execute(args))
@@ -192,12 +162,10 @@ def _crawl_result(outcome: CrawlOutcome, args: Namespace) -> CrawlResult:
     from crawler.core.paths import CrawlPaths
     from crawler.publish.report import decision_counts, duration, format_summary, pages_fetched
 
-    stats: dict[str, Any] = outcome.stats
+    stats, run = outcome.stats, outcome.run
     paths = CrawlPaths.create(args.out, args.state)
     counts = decision_counts(stats)
     listed = counts.pop("listed", 0)
-
-    run = outcome.run
     published = run.published if run is not None else None
     return CrawlResult(
         exit_code=outcome.code,

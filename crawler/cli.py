@@ -1,27 +1,8 @@
-"""The ``sitemap-crawler`` command line: it only dispatches.
-
-Each command is a module of :mod:`crawler.commands` holding its options and its
-run function: ``crawl`` (crawl a site, publish its sitemaps), ``audit`` (compare a
-site's sitemaps with a crawl), ``worker`` (fetch pages for a distributed
-crawl) and ``explain`` (why one URL is, or is not, in the sitemap). What they
-share (exit statuses, one-line errors, the scope and politeness options,
-``--config``) is :mod:`crawler.commands.options`.
-
-Exit status:
-  0  published (crawl); report done and bars passed (audit); the crawl is over (worker);
-     the URL is known (explain)
-  1  explain: the crawl never saw the URL
-  2  usage error (bad option, bad URL, bad config file, unusable directory)
-  3  crawl failure: start URL or robots.txt unreachable, nothing listed, or another
-     run holds the state directory; nothing was published. With --redis: Redis
-     unreachable, or another crawl running on that Redis database. worker: no crawl
-     to join, Redis unreachable, or the coordinator gone
-  4  refused to publish: too many errors, or the new set would drop too many of the
-     previously published URLs (--force overrides); the previous set is kept
-  5  audit: --fail-under or --fail-on broke
-  6  the sitemap set could not be written; the previous set is untouched
-  7  published, but the IndexNow notification failed (crawl --indexnow-key)
-  130 interrupted (Ctrl-C, SIGTERM); nothing was published (--resume continues)
+"""The ``sitemap-crawler`` command line: it only dispatches to the command modules of
+:mod:`crawler.commands` (``crawl``, ``worker``, ``audit``, ``explain``). Exit statuses:
+each command's ``EPILOG`` (its ``--help``) and docs/reference.md, "Exit status": 0 did
+its job, 1 explain's unknown URL, 2 usage error, 3 crawl failed, 4 refused to publish,
+5 an audit's bar broke, 6 output not written, 7 IndexNow failed, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -60,14 +41,10 @@ def build_parser() -> Parser:
 def command_parser(name: str) -> Parser:
     """The parser of the command *name* alone, as ``sitemap-crawler NAME`` has it
     (the Python API and the reference's test use it)."""
-    for module in COMMANDS:
-        if name == module.NAME:
-            parser = Parser(
-                prog=f"{PROG} {name}", description=module.DESCRIPTION, epilog=module.EPILOG
-            )
-            module.add_arguments(parser)
-            return parser
-    raise KeyError(name)
+    module = {module.NAME: module for module in COMMANDS}[name]
+    parser = Parser(prog=f"{PROG} {name}", description=module.DESCRIPTION, epilog=module.EPILOG)
+    module.add_arguments(parser)
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -77,8 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if module is None:
         parser.print_help()
         return EXIT_USAGE
-    code: int = module.run(args.command_parser, args)
-    return code
+    return int(module.run(args.command_parser, args))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""The audit's classes and flags (described in :mod:`crawler.audit.report`), and the
-class a crawl decision gives a listed URL."""
+"""The audit's classes and flags (docs/audit.md says what each means), and the class
+a crawl decision gives a listed URL."""
 
 from __future__ import annotations
 

@@ -1,41 +1,13 @@
 """Why is this URL (not) in the sitemap? One URL's story, read from the ledger.
 
-The question a site owner asks most is about one URL (issue 17). The ledger of the
-last run that did its job (``ledger.sqlite`` in the state directory, read-only here)
-holds the answer; :func:`explain` gathers it into one JSON-able dict that the
-``explain`` command prints as a block or as JSON (:mod:`crawler.commands.explain`):
-
-* **which URL**: the text a person pastes, in any spelling that normalises to a
-  known dedup key (:func:`crawler.core.urls.normalize_url` and :func:`~crawler.core.urls.url_key`:
-  the case of the host, a default port, a fragment, the order of the query, tracking
-  parameters), a path of the site (``/about.html``), a host without a scheme, a form
-  the ledger keeps as an alias, or a public ``--base-url`` address mapped back into
-  crawl space (:class:`crawler.core.publicurl.PublicUrls`);
-* its **decision** and reason, and the **chain** of redirects, canonicals and
-  duplicates to where it ends;
-* the **status**, content type and robots directives the crawl saw;
-* whether it is in the **published set**, why, and in which file (the ``published``
-  meta the publisher keeps lists the files in the order written; the page's rank
-  among its section's addresses finds its file, and the file, when it is still on
-  disk, gives the line);
-* its **lastmod** and where it came from (the header, the page's metadata, a detected
-  change of its content), with the run;
-* the runs that saw it **first and last**;
-* the **links that found it** from the start URL, referrer by referrer (each row keeps
-  the page it was first found on; a shortest path over the stored links and targets
-  when that trail is broken).
-
-A URL the crawl never saw is looked for first in what the crawled pages refer to
-without following it (the ledger's ``unfollowed``, issue 24): an image, stylesheet
-or script a page embeds is not a page, never listed; a link with ``rel=nofollow`` (or
-on a page whose robots directives say nofollow) is not followed. Then it gets the
-run's rule book applied to it (the frontier's, built from what the run recorded:
-:mod:`crawler.audit.explainrules`), then robots.txt as the run read it; a URL it saw gets
-the same judgement as ``rules``.
-
-It is one long module on purpose: one URL's whole story (its decisions, its
-path from the start URL, how pages refer to it, the rules) is told from one
-reading of the ledger.
+:func:`explain` reads the ledger of the last run that did its job (read-only) and
+gathers, into one JSON-able dict that the ``explain`` command prints: which URL the
+pasted text is (any spelling, a path, an alias, a public ``--base-url`` address), its
+decision and the chain to where it ends, what the crawl saw, whether and in which file
+it is published, its lastmod and where it came from, the runs that saw it and the
+links that found it; for a URL the crawl never saw, how the crawled pages refer to it
+and what the run's rules say (:mod:`crawler.audit.explainrules`). docs/explain.md
+shows the answer. One module: one URL's whole story from one reading of the ledger.
 """
 
 from __future__ import annotations
@@ -79,9 +51,8 @@ _LASTMOD_SOURCES: Final = {
 
 
 def _declared(page_dates: str | None, used: str | None) -> list[dict[str, Any]]:
-    """The dates the page declared (the ledger's ``page_dates``), each with what
-    became of it: ``used``, ``not needed`` (an earlier one was used) or why it was
-    ignored."""
+    """The dates the page declared (``page_dates``), each ``used``, ``not needed`` (an
+    earlier one was used) or why it was ignored."""
     try:
         rows = json.loads(page_dates) if page_dates else []
     except ValueError:
@@ -118,8 +89,7 @@ _WHY_NOT: Final = {
 
 
 class ExplainError(Exception):
-    """Bad input: no finished crawl in the state directory, an unreadable ledger, or
-    text that is no URL. One line, exit status 2."""
+    """Bad input (no finished crawl, an unreadable ledger, no URL): one line, exit 2."""
 
 
 def explain(state: Path, text: str) -> dict[str, Any]:
@@ -129,12 +99,9 @@ def explain(state: Path, text: str) -> dict[str, Any]:
         return _Explainer(ledger).explain(text)
 
 
-# -- the ledger, read-only -----------------------------------------------------------------
-
-
 def _open_ledger(state: Path) -> LedgerReader:
-    """The last finished crawl's ledger in *state*, read-only (the running crawl, if
-    any, is not disturbed; its queries are crawler.ledger.ledger's)."""
+    """The last finished crawl's ledger in *state*, read-only (a running crawl, if any,
+    is not disturbed)."""
     path = state / LEDGER
     if not state.is_dir():
         raise ExplainError(f"no state directory {state}")
@@ -146,9 +113,6 @@ def _open_ledger(state: Path) -> LedgerReader:
         return LedgerReader.open(path, immutable=True)
     except LedgerError as e:
         raise ExplainError(str(e)) from None
-
-
-# -- the answer ------------------------------------------------------------------------------
 
 
 class _Explainer:
@@ -167,8 +131,6 @@ class _Explainer:
         self.outcome: dict[str, Any] = ledger.get_meta("outcome") or {}
         self.run_started: str | None = ledger.get_meta("run_started")
         self.rules = RunRules(ledger, start, self.public)
-
-    # -- which URL
 
     def _absolute(self, text: str) -> str:
         raw = text.strip()
@@ -193,13 +155,9 @@ class _Explainer:
         if normal is None or host_port(normal) is None:
             raise ExplainError(f"not an http(s) URL: {text.strip()!r}")
         crawl = self.public.to_crawl(normal)
-        row = self.ledger.row(url_key(normal))
-        if row is not None:
-            return normal, row, "url"
-        if crawl != normal:
-            row = self.ledger.row(url_key(crawl))
-            if row is not None:
-                return crawl, row, "public address"
+        for url, how in ((normal, "url"), (crawl, "public address")):
+            if (row := self.ledger.row(url_key(url))) is not None:
+                return url, row, how
         for form in dict.fromkeys((raw.partition("#")[0], raw, normal)):
             key = self.ledger.alias(form)
             if key is not None and (row := self.ledger.row(key)) is not None:
@@ -208,8 +166,6 @@ class _Explainer:
         if row is not None:
             return str(row["url"]), row, "public address"
         return crawl, None, None
-
-    # -- the answer
 
     def explain(self, text: str) -> dict[str, Any]:
         url, row, matched = self.resolve(text)
@@ -226,45 +182,34 @@ class _Explainer:
             },
         }
         if row is None:
-            answer.update(self._unseen(url))
-            return answer
-        answer.update(
-            {
-                "matched_by": matched,
-                "key": row["key"],
-                "decision": row["decision"],
-                "reason": row["reason"],
-                "target": row["target"],
-                "chain": (chain := self._chain(row)),
-                "status": row["status"],
-                "content_type": row["content_type"],
-                "robots": row.get("robots"),
-                "depth": row["depth"],
-                "sitemap": self._sitemap(row, chain),
-                "lastmod": self._lastmod(row),
-                "first_seen": _iso(row["first_seen"]),
-                "last_seen": self.run_started or _iso(row["updated"]),
-                "found_via": (found := self._found_via(row)),
-                "referrer": row["referrer"],
-                # The same trail as plain URLs: the start URL, ..., the page that
-                # led here (empty for the start URL itself).
-                "referrers": [step["url"] for step in found["steps"][:-1]],
-                "aliases": self.ledger.aliases_of(row["key"]),
-                "warnings": json.loads(row["warnings"]) if row["warnings"] else [],
-                # The run's rules put to it again (crawler.audit.explainrules).
-                "rules": self.rules.judge(str(row["url"]), row),
-            }
-        )
-        return answer
-
-    def _step(self, row: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "url": row["url"],
+            return answer | self._unseen(url)
+        return answer | {
+            "matched_by": matched,
+            "key": row["key"],
             "decision": row["decision"],
             "reason": row["reason"],
+            "target": row["target"],
+            "chain": (chain := self._chain(row)),
             "status": row["status"],
-            "loc": row["loc"],
+            "content_type": row["content_type"],
+            "robots": row.get("robots"),
+            "depth": row["depth"],
+            "sitemap": self._sitemap(row, chain),
+            "lastmod": self._lastmod(row),
+            "first_seen": _iso(row["first_seen"]),
+            "last_seen": self.run_started or _iso(row["updated"]),
+            "found_via": (found := self._found_via(row)),
+            "referrer": row["referrer"],
+            # The same trail as plain URLs, from the start URL to the page that led here.
+            "referrers": [step["url"] for step in found["steps"][:-1]],
+            "aliases": self.ledger.aliases_of(row["key"]),
+            "warnings": json.loads(row["warnings"]) if row["warnings"] else [],
+            # The run's rules put to it again (crawler.audit.explainrules).
+            "rules": self.rules.judge(str(row["url"]), row),
         }
+
+    def _step(self, row: dict[str, Any]) -> dict[str, Any]:
+        return {name: row.get(name) for name in ("url", "decision", "reason", "status", "loc")}
 
     def _target_row(self, row: dict[str, Any]) -> dict[str, Any] | None:
         found = self.ledger.row(row["target_key"])
@@ -276,46 +221,25 @@ class _Explainer:
     def _chain(self, row: dict[str, Any]) -> dict[str, Any]:
         """From the URL through its redirect, canonical and duplicate targets to where
         it ends: each step with its decision; ``loop`` when it comes back."""
-        steps = [self._step(row)]
-        seen = {row["key"]}
-        current = row
-        loop = False
+        steps, seen, current, loop = [self._step(row)], {row["key"]}, row, False
         while current["decision"] in _HOPS and current["target"] and len(steps) < _MAX_STEPS:
             following = self._target_row(current)
             if following is None:
-                steps.append(
-                    {
-                        "url": current["target"],
-                        "decision": None,
-                        "reason": "not in the ledger (never discovered as a URL of the crawl)",
-                        "status": None,
-                        "loc": None,
-                    }
-                )
+                why = "not in the ledger (never discovered as a URL of the crawl)"
+                steps.append(self._step({"url": current["target"], "reason": why}))
                 break
-            if following["key"] in seen:
-                loop = True
-                steps.append(self._step(following))
+            steps.append(self._step(following))
+            if loop := following["key"] in seen:
                 break
             seen.add(following["key"])
-            steps.append(self._step(following))
             current = following
-        end = steps[-1]
-        return {
-            "steps": steps,
-            "ends_at": end["url"],
-            "end_decision": end["decision"],
-            "loop": loop,
-        }
+        url, decision = steps[-1]["url"], steps[-1]["decision"]
+        return {"steps": steps, "ends_at": url, "end_decision": decision, "loop": loop}
 
     def _sitemap(self, row: dict[str, Any], chain: dict[str, Any]) -> dict[str, Any]:
         """Whether the page is in the published set, why, and where."""
         decision = row["decision"]
-        answer: dict[str, Any] = {
-            "listed": decision == d.LISTED,
-            "in_set": False,
-            "loc": row["loc"],
-        }
+        out: dict[str, Any] = {"listed": decision == d.LISTED, "in_set": False, "loc": row["loc"]}
         if decision != d.LISTED:
             why = _WHY_NOT.get(decision, "it was not listed")
             if decision in _HOPS and len(chain["steps"]) > 1:
@@ -326,26 +250,17 @@ class _Explainer:
                     why += f"; the set lists where it ends: {chain['steps'][-1]['loc'] or end}"
                 else:
                     why += f"; it ends at {end}, which is not listed either ({ends or 'unknown'})"
-            answer["why"] = f"not listed: {why}"
-            return answer
+            return {**out, "why": f"not listed: {why}"}
         outcome = self.outcome.get("outcome")
         published = self.ledger.get_meta("published")
-        if outcome == "published" and not isinstance(published, dict):
-            answer["in_set"] = True
-            answer["why"] = "listed and published (this ledger does not record the files)"
-            answer.update({"file": None, "file_url": None, "line": None, "section": row["section"]})
-            return answer
-        if outcome != "published" or not isinstance(published, dict):
-            answer["why"] = (
-                "listed, but the run published nothing: "
-                f"{self.outcome.get('message') or outcome or 'no outcome recorded'}"
-            )
-            return answer
-        answer["in_set"] = True
-        answer["why"] = (
-            "listed: a 200 page of the start URL's scheme, not noindex, its own canonical"
-        )
-        answer.update(self._file_of(row, published))
+        if outcome != "published":
+            message = self.outcome.get("message") or outcome or "no outcome recorded"
+            return {**out, "why": f"listed, but the run published nothing: {message}"}
+        if not isinstance(published, dict):
+            why = "listed and published (this ledger does not record the files)"
+            return {**out, "in_set": True, "why": why, **self._in_file(None, None, row["section"])}
+        why = "listed: a 200 page of the start URL's scheme, not noindex, its own canonical"
+        out.update(in_set=True, why=why, **self._file_of(row, published))
         if row.get("news"):
             news = self._find_in(
                 [f for f in published.get("files", []) if f.get("section") == "news"],
@@ -353,38 +268,34 @@ class _Explainer:
                 row["loc"],
             )
             if news:
-                answer["news_file"] = news["file"]
-        return answer
+                out["news_file"] = news["file"]
+        return out
 
     def _file_of(self, row: dict[str, Any], published: dict[str, Any]) -> dict[str, Any]:
         files: list[dict[str, Any]] = list(published.get("files") or [])
-        section = row["section"]
+        section, guess, before = row["section"], None, 0
         rank = self.ledger.rank(section, row["loc"])
-        guess = None
-        before = 0
         for f in files:
             if f.get("section") != section:
                 continue
-            if rank < before + int(f.get("urls") or 0):
+            before += int(f.get("urls") or 0)
+            if rank < before:
                 guess = f
                 break
-            before += int(f.get("urls") or 0)
         # The file on disk has the last word (and the line): the guess first.
         ordered = ([guess] if guess else []) + [
             f for f in files if f is not guess and f.get("section") != "news"
         ]
         found = self._find_in(ordered, published, row["loc"], stop_after_first=guess is not None)
-        if found:
-            return found
-        if guess is None:
-            return {"file": None, "file_url": None, "line": None, "section": section}
-        return {
-            "file": guess["name"],
-            "file_url": self.public.sitemap_loc(guess["name"]),
-            "line": None,
-            "section": section,
-            "on_disk": False,
-        }
+        if found or guess is None:
+            return found or self._in_file(None, None, section)
+        return self._in_file(guess["name"], None, section, on_disk=False)
+
+    def _in_file(
+        self, name: str | None, line: int | None, section: str | None, **more: Any
+    ) -> dict[str, Any]:
+        url = self.public.sitemap_loc(name) if name else None
+        return {"file": name, "file_url": url, "line": line, "section": section, **more}
 
     def _find_in(
         self,
@@ -400,19 +311,13 @@ class _Explainer:
             path = directory / f["name"]
             line = _line_of(path, loc)
             if line is not None:
-                return {
-                    "file": f["name"],
-                    "file_url": self.public.sitemap_loc(f["name"]),
-                    "line": line,
-                    "section": f.get("section"),
-                    "on_disk": True,
-                }
+                return self._in_file(f["name"], line, f.get("section"), on_disk=True)
             if stop_after_first and not path.is_file():
                 return None  # an older set's file: the guess stands, unconfirmed
         return None
 
     def _lastmod(self, row: dict[str, Any]) -> dict[str, Any]:
-        source = row["lastmod_source"]
+        source, run = row["lastmod_source"], None
         if row["lastmod"] is None:
             why = (
                 "none: the page gave no usable date and no change of its content has been "
@@ -426,12 +331,8 @@ class _Explainer:
                 why += f" ({row['last_modified']})"
             if source == "page" and row.get("lastmod_from"):
                 why = f"the page's {row['lastmod_from']}"
-        run = None
-        if row["lastmod"] is not None:
-            if source == "content":
-                run = row["changed_at"]
-            else:
-                run = row["lastmod_moved_at"] or row["listed_at"] or _iso(row["first_seen"])
+            moved = row["lastmod_moved_at"] or row["listed_at"] or _iso(row["first_seen"])
+            run = row["changed_at"] if source == "content" else moved
         return {
             "value": row["lastmod"],
             "source": source,
@@ -445,19 +346,15 @@ class _Explainer:
 
     def _found_via(self, row: dict[str, Any]) -> dict[str, Any]:
         """The trail from the start URL: each page with how the next was found on it."""
-        trail = [row]
-        seen = {row["key"]}
-        current = row
-        broken = False
-        while current["referrer"] and len(trail) < _MAX_STEPS:
-            referrer = self.ledger.row(url_key(current["referrer"]))
+        trail, seen, broken = [row], {row["key"]}, False
+        while trail[-1]["referrer"] and len(trail) < _MAX_STEPS:
+            referrer = self.ledger.row(url_key(trail[-1]["referrer"]))
             if referrer is None or referrer["key"] in seen:
                 broken = True
                 break
             seen.add(referrer["key"])
             trail.append(referrer)
-            current = referrer
-        if broken or url_key(str(current["url"])) != url_key(self.start):
+        if broken or url_key(str(trail[-1]["url"])) != url_key(self.start):
             path = self._shortest_path(row["key"])
             if path is not None:
                 return {"steps": path, "from": "shortest path over the stored links"}
@@ -485,11 +382,9 @@ class _Explainer:
         return "link"
 
     def _shortest_path(self, goal: str) -> list[dict[str, Any]] | None:
-        """A shortest path from the start URL to the row *goal* over the links and
-        redirect, canonical and duplicate targets the ledger keeps: a breadth-first
-        search that reads each page's row when it reaches it. Links are stored
-        normalised, so they are matched to rows by their URL, without keying each
-        one again (w3lib's canonicalisation is the cost of a search)."""
+        """A shortest path from the start URL to the row *goal* over the stored links and
+        targets, breadth first. Links are stored normalised: they are matched to rows by
+        their URL, not keyed again (w3lib's canonicalisation is the cost of a search)."""
         keys = self.ledger.keys_by_url()
         start = url_key(self.start)
         parents: dict[str, tuple[str, str] | None] = {start: None}
@@ -521,18 +416,11 @@ class _Explainer:
                 # A target hop is named by the decision of the page it leaves.
                 left = self.ledger.row(parent[0])
                 via = "link" if parent[1] == "link" or left is None else str(left["decision"])
-            path.append(
-                {
-                    "url": row["url"] if row else at,
-                    "via": via,
-                    "decision": row["decision"] if row else None,
-                }
-            )
+            url, decision = (row["url"], row["decision"]) if row else (at, None)
+            path.append({"url": url, "via": via, "decision": decision})
             at = None if parent is None else parent[0]
         path.reverse()
         return path
-
-    # -- a URL the crawl never saw
 
     def _unseen(self, url: str) -> dict[str, Any]:
         judged = self.rules.judge(url, None)
@@ -543,9 +431,8 @@ class _Explainer:
         return {"decision": None, **judged, "referred": referred}
 
     def _referred(self, url: str) -> list[dict[str, Any]]:
-        """How the crawled pages refer to *url* without following it: what embeds it
-        first, then the nofollow links; each with a page, how many pages, and what
-        that means in words."""
+        """How the crawled pages refer to *url* without following it (what embeds it
+        first, then nofollow links): a page, how many pages, and what it means."""
         found = self.ledger.referring(url)
         out = []
         for kind in (*_EMBEDDED, "nofollow"):
@@ -556,11 +443,9 @@ class _Explainer:
             others = f" (and {pages - 1} other page{'s' if pages > 2 else ''})" if pages > 1 else ""
             if kind == "nofollow":
                 robots = str(seen["robots"] or "")
-                how = (
-                    f"a page whose robots directives say nofollow ({robots})"
-                    if "nofollow" in robots
-                    else "rel=nofollow"
-                )
+                how = "rel=nofollow"
+                if "nofollow" in robots:
+                    how = f"a page whose robots directives say nofollow ({robots})"
                 summary = (
                     f"linked from {page}{others} only with nofollow ({how}), which the "
                     "crawl does not follow: no followed link leads to it"
@@ -577,16 +462,13 @@ class _Explainer:
 def _iso(timestamp: float | None) -> str | None:
     if timestamp is None:
         return None
-    return datetime.fromtimestamp(float(timestamp), UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")
+    return datetime.fromtimestamp(float(timestamp), UTC).isoformat(timespec="seconds")
 
 
 def _line_of(path: Path, loc: str) -> int | None:
     """The line of *path* (a sitemap file, gzipped or not, XML or text) that lists
     *loc*; None when the file is gone or does not list it."""
-    if not path.is_file():
-        return None
-    xml = f"<loc>{escape(loc)}</loc>".encode()
-    text = loc.encode()
+    xml, text = f"<loc>{escape(loc)}</loc>".encode(), loc.encode()
     opener = gzip.open if path.name.endswith(".gz") else open
     try:
         with opener(path, "rb") as f:

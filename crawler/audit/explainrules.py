@@ -1,40 +1,22 @@
 """A URL put to the rules of a finished run: its rule book rebuilt from its ledger.
 
-``explain`` (:mod:`crawler.audit.explain`) asks what the crawl's rules say about a URL:
-one the crawl never saw (would it fetch it, had a page linked to it?), and one it
-saw (which rule let it through, or refused it). The rule book is the frontier's
-(:class:`crawler.crawl.rulebook.RuleBook`), built from what the run recorded, never from
-the current settings:
-
-* the values it was built with: the ledger's ``meta`` ``scope``
-  (:class:`crawler.crawl.rulebook.RuleParams`: the start URLs exempted, include and
-  exclude, the trap limits, the calendar window and the day it was cut from, the
-  caps);
-* the parameters learned (the ``params`` table) and what the ledger knows (a URL
-  without its learned parameters is the group's page when the crawl found it);
-* the counts of the counted rules, from the ``rule`` column (which rule refused
-  each URL; NULL for a URL the frontier queued): the query variants of the URL's
-  path that the ``query-variants`` rule let through, the URLs queued (the page
-  cap), the single-parameter variants of its path (facets), the dates where the
-  crawl entered its date sequence from another page (calendars). A URL the crawl
-  saw is judged against the others, as it was when it was found.
-
-What it cannot reconstruct: the order of the crawl. It judges with the run's final
-state (every parameter learned, every sequence entry), where the frontier judged
-with what it knew at the moment, so a URL refused by a counted rule early in the
-run may pass another rule here, and the reverse; the books closed with the same
-final state (:func:`crawler.crawl.params.settle`). A URL the crawl never saw has no depth
-(the depth cap is then named, not applied) and no referrer: a dated URL is judged
-as linked from its own sequence when the crawl met that sequence (a calendar's
-prev/next links are how a crawl reaches one), else as linked from another page.
-robots.txt comes last, as the rules the run read (``meta`` ``robots``). A ledger of
-an earlier version lacks some values: those rules answer "unknown".
+``explain`` asks what the crawl's rules say about a URL it never saw (would it fetch
+it, had a page linked to it?) or one it saw (which rule let it through, or refused
+it). The rule book is the frontier's, built from what the run recorded, never from the
+current settings: the ledger's ``scope`` meta, the parameters learned, and the counts
+of the counted rules from the ``rule`` column (which rule refused each URL; NULL for
+one queued). It judges with the run's final state, where the frontier judged with what
+it knew then, so a URL refused early by a counted rule may pass here, and the reverse.
+A URL the crawl never saw has no depth (the cap is named, not applied) and no
+referrer: a dated URL is judged as linked from its own sequence when the crawl met
+it, else from another page. robots.txt comes last, as the run read it. A ledger of an
+earlier version lacks some values: those rules answer "unknown".
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from crawler.core import decisions as d
@@ -42,6 +24,7 @@ from crawler.core.urls import url_key
 from crawler.crawl.calendars import date_of
 from crawler.crawl.params import ParamLearner
 from crawler.crawl.rulebook import Found, RuleBook, RuleParams
+from crawler.ledger.ledger import LedgerReader
 
 if TYPE_CHECKING:
     from crawler.core.publicurl import PublicUrls
@@ -52,23 +35,6 @@ if TYPE_CHECKING:
 _ORDER = {rule: n for n, rule in enumerate(d.RULES)}
 #: The frontier's rules (robots.txt is read where a URL is fetched).
 _FRONTIER = d.RULES[:-1]
-
-
-class RunLedger(Protocol):
-    """What the judgement reads from a finished run's ledger."""
-
-    def row(self, key: str | None) -> dict[str, Any] | None: ...
-    def get_meta(self, name: str, default: Any = None) -> Any: ...
-    def learned_params(self) -> dict[str, list[str]]: ...
-    def rows_from(self, prefix: str) -> list[dict[str, Any]]:
-        """``key``, ``url``, ``rule``, ``referrer`` of the rows whose URL starts
-        with *prefix*."""
-        ...
-
-    def queued(self) -> int | None:
-        """How many URLs the frontier queued (``rule`` NULL); None for a ledger
-        without the ``rule`` column."""
-        ...
 
 
 def _passed(refused_by: str | None, rule: str) -> bool:
@@ -85,7 +51,7 @@ class RunRules:
     """The rules of the run whose ledger is *ledger* (started from *start*, its
     addresses published by *public*)."""
 
-    def __init__(self, ledger: RunLedger, start: str, public: PublicUrls) -> None:
+    def __init__(self, ledger: LedgerReader, start: str, public: PublicUrls) -> None:
         self.ledger = ledger
         self.start = start
         self.public = public
@@ -129,8 +95,6 @@ class RunRules:
             return f"unknown: this ledger does not say which rule refused a URL ({name} counts)"
         return f"unknown: the crawl's {name} rule is not in this ledger"
 
-    # -- the book, with the run's counts
-
     def _book(
         self, url: str, row: dict[str, Any] | None, key: str
     ) -> tuple[RuleBook, Found, dict[str, str]]:
@@ -142,10 +106,8 @@ class RunRules:
             self._count_variants(traps, url, others)
         calendars = params.calendars()
         referrer = row["referrer"] if row is not None else None
-        if calendars is not None:
-            nearest = self._calendar(calendars, url, row, key, notes)
-            if row is None:
-                referrer = nearest
+        if calendars is not None and (nearest := self._calendar(calendars, url, row, key, notes)):
+            referrer = nearest
         learner = self._learner(url, others)
         queued = self.queued
         if queued is not None and row is not None and row.get("rule") is None:
@@ -159,16 +121,12 @@ class RunRules:
             pages=lambda: queued or 0,
             counted=queued is not None,
         )
-        if row is None:
-            depth = 0
-            if params.max_depth:
-                notes[d.RULE_DEPTH] = (
-                    f"max depth {params.max_depth}: followed when linked from a page at "
-                    f"depth {params.max_depth - 1} or less"
-                )
-            hops = 0
-        else:
-            depth, hops = int(row.get("depth") or 0), self._hops(row)
+        depth, hops = (int(row.get("depth") or 0), self._hops(row)) if row else (0, 0)
+        if row is None and params.max_depth:
+            notes[d.RULE_DEPTH] = (
+                f"max depth {params.max_depth}: followed when linked from a page at "
+                f"depth {params.max_depth - 1} or less"
+            )
         return book, book.found(url, depth, hops, referrer), notes
 
     def _others(self, url: str, key: str) -> list[dict[str, Any]]:
@@ -255,8 +213,6 @@ class RunRules:
             hops, current = hops + 1, referrer
         return hops
 
-    # -- after the frontier
-
     def _robots(self, url: str) -> dict[str, Any]:
         robots = self.ledger.get_meta("robots")
         name = d.RULE_ROBOTS
@@ -298,16 +254,10 @@ def _sequence_prefix(url: str, template: str) -> str:
 
 
 def _check(
-    rule: str,
-    ok: bool | None,
-    detail: str,
-    decision: str | None = None,
-    target: str | None = None,
+    rule: str, ok: bool | None, detail: str, decision: str | None = None, target: str | None = None
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"rule": rule, "ok": ok, "detail": detail, "decision": decision}
-    if target is not None:
-        out["target"] = target
-    return out
+    return out if target is None else {**out, "target": target}
 
 
 def _verdict(checks: list[dict[str, Any]], known: bool) -> dict[str, Any]:

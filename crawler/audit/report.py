@@ -1,49 +1,19 @@
 """The audit report: compare what the sitemaps list with what the crawl found.
 
-Every listed URL lands in one class (issue #3):
+Every listed URL lands in one class (:data:`crawler.audit.classes.CLASSES`: indexable,
+orphan, excluded, duplicate, redirect, 4xx, ..., missing: the indexable pages found by
+the crawl that no sitemap lists), with flags on top (``duplicate-listing``,
+``dead-orphan``); docs/audit.md says what each means. Protocol problems (faults of a
+file or an entry, an index of indexes, cycles, lastmod drift) are listed separately,
+each with its sitemap and line. Coverage is the share of the indexable pages found by
+the crawl that the sitemaps list.
 
-``indexable``
-    listed and indexable (good); a byte-identical copy of a page counts too, when
-    the sitemaps do not list that page as well.
-``orphan``
-    listed and indexable when fetched, but not found by following links.
-``excluded``
-    listed, and met by the crawl, which left it out by its rules (``--exclude`` or
-    ``--include``, the length of a loc, a cap, a trap, a learned query parameter:
-    :data:`crawler.core.decisions.RULED_OUT`); the reason is the ledger's. Never fetched
-    by the audit, never an orphan.
-``duplicate``
-    listed, and a byte-identical copy of another URL the sitemaps list too (the
-    target): two entries for one page.
-``redirect``, ``4xx``, ``5xx``, ``noindex``, ``canonicalised``, ``robots-blocked``,
-``off-host``, ``not-html``, ``error``, ``not-crawled``
-    listed but not indexable, by reason (with the redirect or canonical target).
-    ``off-host`` includes other schemes and URLs outside the sitemap file's
-    directory, which are never fetched.
-``invalid-loc``
-    an entry whose ``loc`` is not an absolute http(s) URL.
-``missing``
-    indexable, found by the crawl, listed in no sitemap.
-
-Flags on top of the class: ``duplicate-listing`` (listed in more than one sitemap
-file) and ``dead-orphan`` (listed, not indexable, and not found by the crawl:
-``found_by_crawl`` is false; not for ``off-host``, ``invalid-loc`` and ``excluded``).
-Each flag's count is the number of URLs that carry it, and each has its CSV.
-Protocol problems (file and entry faults reported by the parser, an index of
-indexes, cycles, lastmod drift) are listed separately, each with its sitemap and
-line. Coverage is the share of the indexable pages found by the crawl that the
-sitemaps list.
-
-Only the first 50,000 entries of a file (the protocol's limit) are audited; the
-rest are fetched, judged and counted for coverage by nobody, as search engines
-ignore them: such an entry takes a class only when its URL alone decides it
-(``invalid-loc``, or ``off-host`` by the location rule), and a page listed only
-there is ``missing``, saying so. Each file says how many it had (``not_audited``,
-and a ``not-audited`` problem), and so does the summary.
-
-When no sitemap could be read at all (nothing found at the places tried, or only
-error pages), ``no_sitemap`` is true and the summary's first line says so, with
-every place tried.
+Only the first 50,000 entries of a file (the protocol's limit) are audited, as search
+engines ignore the rest: such an entry takes a class only when its URL alone decides
+it (``invalid-loc``, ``off-host``), and a page listed only there is ``missing``, saying
+so; each file says how many (``not_audited``, a ``not-audited`` problem). When no
+sitemap could be read at all, ``no_sitemap`` is true and the summary's first line
+says so, with every place tried.
 
 ``audit.json`` (schema ``sitemap-crawler/audit/1``)::
 
@@ -57,20 +27,12 @@ every place tried.
      "history": [{"generated", "site", "coverage", "covered", "indexable_found",
      "listed", "problems", "counts"}]}
 
-``no_sitemap`` (bool), ``not_audited`` (the entries, over all files, past the
-50,000 a file may list) and ``sitemaps_read`` (the files read; ``sitemaps`` also
-holds the places tried with nothing there) were added to schema 1 without a new
-version, and so were the classes ``excluded`` and ``duplicate`` and the flag
-``dead-orphan`` on its URLs (its count was there before): readers of the older form
-find every field they knew. ``media_alternates`` counts Google's
-mobile annotation (``xhtml:link rel="alternate" media=...`` without hreflang).
-
-``history`` (issue #17, added to schema 1 the same way): the past audits of the site
-kept by the audit command, oldest first, this one last; empty when none is kept.
-``index.html`` is the same report for people (:mod:`crawler.audit.html`), written
-from the same dict.
-
-and one CSV per class and flag (``<name>.csv``: url, class, reason, target,
+Fields and classes added to schema 1 since (``no_sitemap``, ``not_audited``,
+``sitemaps_read``, ``history``: the site's kept past audits, oldest first; the classes
+``excluded`` and ``duplicate``) leave every older field as it was. ``media_alternates``
+counts Google's mobile annotation (``xhtml:link rel="alternate" media=...``).
+``index.html`` is the same report for people (:mod:`crawler.audit.html`), from the
+same dict; one CSV per class and flag (``<name>.csv``: url, class, reason, target,
 found_by_crawl, sitemaps) plus ``problems.csv``.
 """
 
@@ -85,7 +47,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from crawler.audit.classes import CLASSES, FAILABLE, FLAGS, NOT_DEAD, classify, seeded
+from crawler.audit.classes import CLASSES, FLAGS, NOT_DEAD, classify, seeded
 from crawler.audit.html import render_audit
 from crawler.audit.rules import CrawlRules
 from crawler.audit.store import AuditStore
@@ -95,16 +57,8 @@ from crawler.ledger.ledger import Ledger
 from crawler.publish.htmlpage import DEFAULT_CAP, write_html
 from crawler.sitemaps.limits import MAX_URLS_PER_FILE
 
-# The classes and the summary are importable from here too.
-__all__ = [
-    "CLASSES",
-    "FAILABLE",
-    "FLAGS",
-    "AuditReport",
-    "build_report",
-    "classify",
-    "write_report",
-]
+# The classes are importable from here too.
+__all__ = ["CLASSES", "FLAGS", "AuditReport", "build_report", "write_report"]
 
 SCHEMA = "sitemap-crawler/audit/1"
 # A child file of a set we published, with its section (issue #15).
@@ -125,9 +79,7 @@ class AuditReport:
     #: The past audits of the site, oldest first, this one last (issue #17):
     #: filled by the audit command from the kept history (crawler.publish.reporthistory).
     history: list[dict[str, Any]] = field(default_factory=list)
-    generated: str = field(
-        default_factory=lambda: datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")
-    )
+    generated: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
     def history_entry(self) -> dict[str, Any]:
         """This audit's line in the kept history."""
@@ -146,7 +98,11 @@ class AuditReport:
     def read_sitemaps(self) -> list[dict[str, Any]]:
         """The sitemap files read (fetched, or read from disk, and sitemaps): the
         places tried with nothing there (a 404 at /sitemap.xml) are not files."""
-        return [sm for sm in self.sitemaps if _is_read(sm)]
+        return [
+            sm
+            for sm in self.sitemaps
+            if sm["fetched"] and sm["status"] in (200, None) and sm["kind"] not in (None, "unknown")
+        ]
 
     @property
     def no_sitemap(self) -> bool:
@@ -162,9 +118,7 @@ class AuditReport:
 
     @property
     def counts(self) -> dict[str, int]:
-        counts: Counter[str] = Counter(u["class"] for u in self.urls)
-        for u in self.urls:
-            counts.update(u["flags"])
+        counts = Counter(name for u in self.urls for name in (u["class"], *u["flags"]))
         counts["protocol"] = len(self.problems)
         return {name: counts.get(name, 0) for name in (*CLASSES, *FLAGS, "protocol")}
 
@@ -179,8 +133,7 @@ class AuditReport:
         a set without sections."""
         found: dict[str, int] = {}
         for sm in self.sitemaps:
-            name = sm["url"].rsplit("/", 1)[-1]
-            match = _SECTION_FILE.match(name)
+            match = _SECTION_FILE.match(sm["url"].rsplit("/", 1)[-1])
             if match and sm["kind"] != "sitemapindex":
                 key = match["section"] or "(default)"
                 found[key] = found.get(key, 0) + (sm["entries"] or 0)
@@ -208,32 +161,20 @@ class AuditReport:
         }
 
 
-def build_report(
-    site: str, ledger_path: Path, store_path: Path, now: datetime | None = None
-) -> AuditReport:
-    now = now or datetime.now(UTC)
+def build_report(site: str, ledger_path: Path, store_path: Path) -> AuditReport:
     ledger = Ledger(ledger_path)
     store = AuditStore(store_path)
     try:
         crawl = {row["key"]: row for row in ledger.rows()}
-        start = ledger.get_meta("start_url")
-        rules = CrawlRules(
-            ledger.get_meta("scope", {}) or {}, start if isinstance(start, str) else None
-        )
+        rules = CrawlRules.of_ledger(ledger_path)
         sitemaps = store.sitemaps()
         listings = list(store.query("SELECT * FROM listings ORDER BY sitemap, line, id"))
-        extensions = {
-            row["sitemap"]: row
-            for row in store.query(
-                "SELECT sitemap, sum(alternates) AS alternates, sum(images) AS images, "
-                "sum(media_alternates) AS media_alternates FROM listings GROUP BY sitemap"
-            )
-        }
+        sums = "sum(alternates) hreflang_alternates, sum(media_alternates) media_alternates"
+        sql = f"SELECT sitemap, {sums}, sum(images) images FROM listings GROUP BY sitemap"
+        totals = {row["sitemap"]: row for row in store.query(sql)}
         for sm in sitemaps:
-            totals = extensions.get(sm["url"], {})
-            sm["hreflang_alternates"] = totals.get("alternates") or 0
-            sm["media_alternates"] = totals.get("media_alternates") or 0
-            sm["images"] = totals.get("images") or 0
+            for name in ("hreflang_alternates", "media_alternates", "images"):
+                sm[name] = totals.get(sm["url"], {}).get(name) or 0
         fetched = {row["key"]: row for row in store.query("SELECT * FROM fetched")}
     finally:
         ledger.close()
@@ -243,12 +184,12 @@ def build_report(
     urls: list[dict[str, Any]] = []
     problems: list[dict[str, Any]] = []
     for row in listings:
-        if row["key"] is None:
+        if row["key"] is not None:
+            by_key[row["key"]].append(row)
+        else:
             urls.append(
                 _url(row["loc"], "invalid-loc", row["scope"], None, False, [row["sitemap"]])
             )
-        else:
-            by_key[row["key"]].append(row)
 
     covered_keys: set[str] = set()
     # Keys the audit judges: listed in scope in an audited entry.
@@ -287,9 +228,7 @@ def build_report(
         if found is not None and found["decision"] in d.RULED_OUT:
             # Met by the crawl, left out by its rules: neither fetched nor an orphan.
             cls, target = "excluded", None
-            reason = (
-                f"{found['decision']}: {found['reason']}" if found["reason"] else found["decision"]
-            )
+            reason = ": ".join(filter(None, (found["decision"], found["reason"])))
         elif found is None and (rule := rules.excludes(in_scope[0]["url"])) is not None:
             # Never met (linked only from pages the rules left out): the rules
             # would leave it out too.
@@ -344,7 +283,7 @@ def build_report(
         for p in sm["problems"]:
             # An entry's problem names its URL (issue 17); a file's names none.
             problems.append({**p, "sitemap": sm["url"], "url": p.get("url")})
-    problems += _lastmod_problems([row for row in listings if row["audited"]], crawl, now)
+    problems += _lastmod_problems([row for row in listings if row["audited"]], crawl)
     problems.sort(key=lambda p: (p["sitemap"], p["line"] or 0, p["code"]))
     return AuditReport(site, coverage, covered, len(indexable_found), sitemaps, urls, problems)
 
@@ -364,17 +303,18 @@ def _url(
 
 
 def _problem(code: str, message: str, listing: dict[str, Any]) -> dict[str, Any]:
+    """A problem of *listing* (an entry; a file's has only ``sitemap``)."""
     return {
         "code": code,
         "message": message,
         "sitemap": listing["sitemap"],
-        "line": listing["line"],
-        "url": listing["url"] or listing["loc"],
+        "line": listing.get("line"),
+        "url": listing.get("url") or listing.get("loc"),
     }
 
 
 def _lastmod_problems(
-    listings: list[dict[str, Any]], crawl: dict[str, dict[str, Any]], now: datetime
+    listings: list[dict[str, Any]], crawl: dict[str, dict[str, Any]]
 ) -> list[dict[str, Any]]:
     """Lastmod drift: a lastmod older than the page's Last-Modified, or one value
     for every entry of a file that the pages' own Last-Modified does not bear out
@@ -394,15 +334,11 @@ def _lastmod_problems(
         listed = w3c_datetime(row["lastmod"].strip())
         if header is None or listed is None:
             continue
-        date_only = len(listed) == 10
-        listed_at, header_at = lastmod_datetime(listed), lastmod_datetime(header)
-        if date_only:
-            stale, agrees = (
-                listed_at.date() < header_at.date(),
-                listed_at.date() == header_at.date(),
-            )
+        at, header_at = lastmod_datetime(listed), lastmod_datetime(header)
+        if len(listed) == 10:  # a date only: compared as dates
+            stale, agrees = at.date() < header_at.date(), at.date() == header_at.date()
         else:
-            stale, agrees = listed_at < header_at, listed_at == header_at
+            stale, agrees = at < header_at, at == header_at
         evidence[row["sitemap"]][0] += 1
         evidence[row["sitemap"]][1] += agrees
         if stale:
@@ -415,15 +351,8 @@ def _lastmod_problems(
         checked, agreeing = evidence[sitemap]
         borne_out = checked > 0 and agreeing == checked
         if len(values) >= 3 and len(set(values)) == 1 and not borne_out:
-            problems.append(
-                {
-                    "code": "lastmod-uniform",
-                    "message": f"all {len(values)} entries carry the same lastmod {values[0]}",
-                    "sitemap": sitemap,
-                    "line": None,
-                    "url": None,
-                }
-            )
+            message = f"all {len(values)} entries carry the same lastmod {values[0]}"
+            problems.append(_problem("lastmod-uniform", message, {"sitemap": sitemap}))
     return problems
 
 
@@ -433,13 +362,9 @@ def write_report(
     """``audit.json`` and (with *html*) ``index.html``, both from one dict (issue
     #17), plus one CSV per class and flag, and ``problems.csv``."""
     directory.mkdir(parents=True, exist_ok=True)
-    written = []
     data = report.to_json()
-    path = directory / "audit.json"
-    tmp = directory / ".audit.json.tmp"
-    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
-    tmp.replace(path)
-    written.append(path)
+    text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+    written = [write_html(directory / "audit.json", text)]  # atomically, as any text
     if html:
         written.append(write_html(directory / "index.html", render_audit(data, cap)))
     columns = ["url", "class", "reason", "target", "found_by_crawl", "sitemaps"]
@@ -472,12 +397,3 @@ def _write_csv(path: Path, columns: list[str], rows: list[list[Any]]) -> Path:
         writer.writerow(columns)
         writer.writerows(rows)
     return path
-
-
-def _is_read(sitemap: dict[str, Any]) -> bool:
-    """A sitemap file that was fetched (or read from disk) and is one."""
-    return bool(
-        sitemap["fetched"]
-        and sitemap["status"] in (200, None)
-        and sitemap["kind"] not in (None, "unknown")
-    )

@@ -1,12 +1,9 @@
 """The crawl's own rules, as the audit applies them to a listed URL the crawl never met.
 
-A listed URL that the crawl met and left out by its rules has that decision in the
-ledger (:data:`crawler.core.decisions.RULED_OUT`). One it never met (linked only from
-pages its rules excluded) is judged here by the rule book's own ``--include`` and
-``--exclude`` rule (:class:`crawler.crawl.rulebook.IncludeExclude`), built from the values
-the run recorded in its ledger's ``scope`` meta, with its start URLs exempt: such a
-URL is ``excluded`` in the report, never an orphan, and the audit does not fetch it
-(issue 24).
+One the crawl met and left out has that decision in the ledger. One it never met
+(linked only from pages its rules excluded) is judged here by the rule book's
+``--include``/``--exclude`` rule, built from the ledger's ``scope`` meta, its start URLs
+exempt: such a URL is ``excluded``, never an orphan, and never fetched by the audit.
 """
 
 from __future__ import annotations

@@ -1,27 +1,13 @@
 """The audit's store: what the existing sitemaps say, in SQLite beside the ledger.
 
-Tables:
-
-``sitemaps``
-    one row per sitemap file met: ``url``, how it was found (``via``: ``robots``,
-    ``default``, ``argument``, or ``index`` with its ``parent``), ``depth`` in the
-    index tree, ``status``, ``kind`` (urlset, sitemapindex, text, rss, atom),
-    ``entries``, ``compressed_layers``, ``size``, ``complete``, ``fetched``,
-    ``problems`` (JSON list of ``{code, message, line}``) and ``not_audited`` (entries
-    past the protocol's 50,000 a file, or sitemaps past an index's 50,000: not
-    audited).
-``listings``
-    one row per entry of a urlset, text or feed file: ``loc`` as written, ``key``
-    (dedup key of its normalised crawl-space URL; NULL when the loc is not a usable
-    URL), ``url``, ``sitemap``, ``line``, ``lastmod``, ``changefreq``, ``priority``,
-    ``alternates`` (hreflang), ``images``, ``scope`` (NULL in scope, else why not),
-    ``media_alternates`` (Google's mobile annotation: media, no hreflang), ``audited``
-    (0 for an entry after the first 50,000 of its file: never fetched nor judged).
-    Rows are written as the parser reads them; an index's are taken back
-    (:meth:`AuditStore.take_listings`) as the sitemaps to read.
-``fetched``
-    listed URLs the crawl did not judge, fetched once by the audit: the same
-    columns as the ledger's decisions.
+``sitemaps``: one row per sitemap file met, how it was found (``via``: ``robots``,
+``default``, ``argument``, or ``index`` with its ``parent``), its ``problems`` (a JSON
+list of ``{code, message, line}``) and ``not_audited`` (entries past the protocol's
+50,000). ``listings``: one row per entry of a urlset, text or feed file: ``key`` is the
+dedup key of its crawl-space URL (NULL: no usable URL), ``scope`` NULL in scope (else
+why not), ``audited`` 0 past its file's first 50,000; an index's rows are taken back
+as the sitemaps to read (:meth:`AuditStore.take_listings`). ``fetched``: the listed
+URLs the crawl did not judge, fetched once by the audit.
 """
 
 from __future__ import annotations
@@ -79,21 +65,8 @@ CREATE TABLE IF NOT EXISTS fetched (
 # One row of ``listings``, in the order of its columns (less ``id``): loc, key, url,
 # sitemap, line, lastmod, changefreq, priority, alternates, images, scope,
 # media_alternates, audited.
-Listing = tuple[
-    str,
-    str | None,
-    str | None,
-    str,
-    int | None,
-    str | None,
-    str | None,
-    str | None,
-    int,
-    int,
-    str | None,
-    int,
-    int,
-]
+_Text = str | None
+Listing = tuple[str, _Text, _Text, str, int | None, _Text, _Text, _Text, int, int, _Text, int, int]
 
 
 class AuditStore:
@@ -105,7 +78,6 @@ class AuditStore:
         self._db.executescript(SCHEMA)
 
     def add_sitemap(self, url: str, via: str, **fields: Any) -> None:
-        fields = dict(fields)
         if "problems" in fields:
             fields["problems"] = json.dumps(fields["problems"])
         names = ["url", "via", *fields]
@@ -122,11 +94,8 @@ class AuditStore:
         return json.loads(row[0]) if row else []
 
     def add_problem(self, url: str, problem: dict[str, Any]) -> None:
-        problems = self.sitemap_problems(url)
-        problems.append(problem)
-        self._db.execute(
-            "UPDATE sitemaps SET problems = ? WHERE url = ?", (json.dumps(problems), url)
-        )
+        problems = json.dumps([*self.sitemap_problems(url), problem])
+        self._db.execute("UPDATE sitemaps SET problems = ? WHERE url = ?", (problems, url))
 
     def add_listings(self, rows: list[Listing]) -> None:
         self._db.executemany(
@@ -139,12 +108,8 @@ class AuditStore:
     def take_listings(self, sitemap: str, limit: int) -> list[str]:
         """The locs stored for *sitemap* (its first *limit*, in order), removed: an
         index's entries are the sitemaps it lists, not pages."""
-        locs = [
-            row[0]
-            for row in self._db.execute(
-                "SELECT loc FROM listings WHERE sitemap = ? ORDER BY id LIMIT ?", (sitemap, limit)
-            )
-        ]
+        sql = "SELECT loc FROM listings WHERE sitemap = ? ORDER BY id LIMIT ?"
+        locs = [row[0] for row in self._db.execute(sql, (sitemap, limit))]
         self._db.execute("DELETE FROM listings WHERE sitemap = ?", (sitemap,))
         return locs
 
@@ -186,7 +151,5 @@ class AuditStore:
             yield dict(zip(names, row, strict=True))
 
     def sitemaps(self) -> list[dict[str, Any]]:
-        rows = list(self.query("SELECT * FROM sitemaps ORDER BY depth, url"))
-        for row in rows:
-            row["problems"] = json.loads(row["problems"])
-        return rows
+        rows = self.query("SELECT * FROM sitemaps ORDER BY depth, url")
+        return [{**row, "problems": json.loads(row["problems"])} for row in rows]

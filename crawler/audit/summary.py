@@ -32,33 +32,32 @@ def _tried(sitemaps: list[dict[str, Any]]) -> str:
     return ", ".join(places)
 
 
+#: The extensions the sitemaps' entries carry, as the summary names them.
+_EXTENSIONS = [
+    ("hreflang alternates", "hreflang_alternates"),
+    ("mobile alternates", "media_alternates"),
+    ("images", "images"),
+]
+
+
 def format_summary(report: AuditReport, examples: int = 3) -> str:
     counts = report.counts
     fetched = report.read_sitemaps
     lines = []
     if report.no_sitemap:
         lines.append(f"no sitemap found; tried: {_tried(report.sitemaps)}")
-    not_audited = report.not_audited
-    lines.append(
+    line = (
         f"sitemaps read: {report.sitemaps_read} "
         f"({sum(1 for s in report.sitemaps if s['problems'])} with problems), "
         f"entries: {sum(s['entries'] for s in fetched)}"
-        + (
-            f" ({not_audited:,} not audited: past the first {MAX_URLS_PER_FILE:,} of their"
-            " file, the protocol's limit)"
-            if not_audited
-            else ""
-        )
-        + "".join(
-            f", {label}: {n}"
-            for label, n in (
-                ("hreflang alternates", sum(s.get("hreflang_alternates", 0) for s in fetched)),
-                ("mobile alternates", sum(s.get("media_alternates", 0) for s in fetched)),
-                ("images", sum(s.get("images", 0) for s in fetched)),
-            )
-            if n
-        )
     )
+    if not_audited := report.not_audited:
+        line += f" ({not_audited:,} not audited: past the first {MAX_URLS_PER_FILE:,} of their"
+        line += " file, the protocol's limit)"
+    for label, key in _EXTENSIONS:
+        if n := sum(s.get(key, 0) for s in fetched):
+            line += f", {label}: {n}"
+    lines.append(line)
     if report.coverage is None:
         lines.append("coverage: n/a (the crawl found no indexable page)")
     else:
@@ -72,12 +71,10 @@ def format_summary(report: AuditReport, examples: int = 3) -> str:
         if not counts[name]:
             continue
         sample = [u for u in report.urls if u["class"] == name or name in u["flags"]][:examples]
-        lines.append(
-            f"{name:<18} {counts[name]:>6}"
-            + ("  (listed, not found by the crawl, not indexable)" if name == "dead-orphan" else "")
-        )
+        note = "  (listed, not found by the crawl, not indexable)" if name == "dead-orphan" else ""
+        lines.append(f"{name:<18} {counts[name]:>6}{note}")
         for u in sample:
-            detail = f" ({u['reason']})" if u["reason"] and name not in ("indexable",) else ""
+            detail = f" ({u['reason']})" if u["reason"] and name != "indexable" else ""
             lines.append(f"    {u['url']}{detail}")
     if report.problems:
         by_code = Counter(p["code"] for p in report.problems)
@@ -95,7 +92,4 @@ def failures(report: AuditReport, fail_under: float | None, fail_on: list[str]) 
         shown = "n/a" if report.coverage is None else f"{report.coverage:.1f}%"
         reasons.append(f"coverage {shown} is under {fail_under:g}%")
     counts = report.counts
-    for name in fail_on:
-        if counts.get(name, 0):
-            reasons.append(f"{counts[name]} {name}")
-    return reasons
+    return reasons + [f"{counts[name]} {name}" for name in fail_on if counts.get(name, 0)]

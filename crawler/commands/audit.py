@@ -2,21 +2,15 @@
 
 The site is crawled without publishing (or an earlier crawl's ledger is read with
 ``--state``), then the audit spider reads the site's sitemaps and judges what they
-list (:mod:`crawler.audit.report`), and the report is printed and, with ``--report DIR``,
-written as ``audit.json``, ``index.html`` (issue #17; ``SITEMAP_REPORT_HTML``) and CSV
-files; the audit then keeps its figures in ``audit-history.json`` (in the ``--state``
-directory, else the report's) for the coverage chart of the next. ``scrapy audit URL``
-from the project root is the same command.
-
-Exit status: 0 report done and bars passed; 2 usage error; 3 the crawl failed (start
-URL or robots.txt unreachable); 5 ``--fail-under`` or ``--fail-on`` broke; 130
-interrupted.
+list (:mod:`crawler.audit.report`); the report is printed and, with ``--report DIR``,
+written as ``audit.json``, ``index.html`` and CSV files, and the audit's figures are
+kept in ``audit-history.json`` (in the ``--state`` directory, else the report's) for
+the next one's coverage chart. ``scrapy audit URL`` from the project root is the same.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import shutil
 import sys
 import tempfile
@@ -24,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from crawler.audit.report import CLASSES, FAILABLE, FLAGS
+from crawler.audit.classes import CLASSES, FAILABLE, FLAGS
 from crawler.commands.options import (
     EXIT_AUDIT_FAILED,
     EXIT_CRAWL_FAILED,
@@ -32,18 +26,18 @@ from crawler.commands.options import (
     EXIT_OK,
     UsageError,
     add_site_options,
-    attempt,
+    adder,
     check_writable,
     checked_settings,
-    error,
-    load_config,
     make_directories,
     percent,
     print_stdout,
     project_settings,
+    run_command,
     scrapy_command,
     site_settings,
 )
+from crawler.commands.process import closed_reasons
 from crawler.core.outcome import INTERRUPTED, RunOutcome
 from crawler.core.paths import AUDIT_HISTORY, LEDGER
 
@@ -52,7 +46,6 @@ if TYPE_CHECKING:
 
     from crawler.audit.report import AuditReport
 
-logger = logging.getLogger(__name__)
 
 NAME = "audit"
 HELP = "compare a site's existing sitemaps with what a crawl finds"
@@ -84,46 +77,30 @@ def classes(text: str) -> list[str]:
 
 
 def add_arguments(p: argparse.ArgumentParser, *, scrapy: bool = False) -> None:
+    # Each option's help, the options below in --help's order.
+    text = {
+        "--sitemap": "a sitemap to read besides the discovered ones (repeatable; a local file "
+        "works)",
+        "--state": "use the ledger of an earlier crawl in DIR instead of crawling now",
+        "--report": "write audit.json and one CSV per class to DIR",
+        "--fail-under": "exit 5 when coverage is under PCT percent",
+        "--fail-on": "exit 5 when any of these classes or flags has a URL",
+    }
+    add = adder(text)
+
     add_site_options(p, scrapy=scrapy)
-    p.add_argument(
-        "--sitemap",
-        action="append",
-        default=[],
-        metavar="URL|FILE",
-        help="a sitemap to read besides the discovered ones (repeatable; a local file works)",
-    )
-    p.add_argument(
-        "--state",
-        metavar="DIR",
-        help="use the ledger of an earlier crawl in DIR instead of crawling now",
-    )
-    p.add_argument(
-        "--report",
-        metavar="DIR",
-        help="write audit.json and one CSV per class to DIR",
-    )
-    p.add_argument(
-        "--fail-under",
-        type=percent,
-        metavar="PCT",
-        help="exit 5 when coverage is under PCT percent",
-    )
-    p.add_argument(
-        "--fail-on",
-        type=classes,
-        default=[],
-        metavar="CLASS,...",
-        help="exit 5 when any of these classes or flags has a URL",
-    )
+    add(p, "--sitemap", action="append", default=[], metavar="URL|FILE")
+    add(p, "--state", metavar="DIR")
+    add(p, "--report", metavar="DIR")
+    add(p, "--fail-under", type=percent, metavar="PCT")
+    add(p, "--fail-on", type=classes, default=[], metavar="CLASS,...")
 
 
 def audit_settings(args: argparse.Namespace) -> dict[str, Any]:
     """Check the ``audit`` arguments and map them onto settings; raise UsageError."""
     settings = site_settings(args)
-    if args.state:
-        ledger = Path(args.state) / LEDGER
-        if not ledger.is_file():
-            raise UsageError(f"no finished crawl in {args.state}: {ledger} is missing")
+    if args.state and not (ledger := Path(args.state) / LEDGER).is_file():
+        raise UsageError(f"no finished crawl in {args.state}: {ledger} is missing")
     for item in args.sitemap:
         if "://" not in item and not Path(item).is_file():
             raise UsageError(f"--sitemap {item!r} is neither a URL nor a readable file")
@@ -151,7 +128,6 @@ class AuditOutcome:
 def execute(args: argparse.Namespace, base: Settings | None = None) -> AuditOutcome:
     """Crawl (unless ``--state``), read the sitemaps, build and write the report;
     print nothing. Raises UsageError for bad input."""
-    from scrapy import signals
     from scrapy.crawler import Crawler, CrawlerProcess
 
     from crawler.audit.report import build_report, write_report
@@ -167,36 +143,24 @@ def execute(args: argparse.Namespace, base: Settings | None = None) -> AuditOutc
         ledger = Path(args.state) / LEDGER if args.state else work / "crawl" / LEDGER
         common = {**overrides, "SITEMAP_OUT_DIR": str(work / "out")}
         process = CrawlerProcess(project_settings(common, base))
-        auditor = Crawler(
-            AuditSpider,
-            project_settings(
-                {
-                    **common,
-                    # The audit publishes nothing and keeps no run state of its own.
-                    "SITEMAP_OUT_DIR": None,
-                    "SITEMAP_AUDIT_LEDGER": str(ledger),
-                    "SITEMAP_AUDIT_STORE": str(work / "audit.sqlite"),
-                    "SITEMAP_AUDIT_SITEMAPS": [
-                        str(Path(x).resolve()) if "://" not in x else x for x in args.sitemap
-                    ],
-                },
-                base,
-            ),
-            # The first crawler of the process installs the reactor.
-            init_reactor=bool(args.state),
-        )
+        audit = {
+            **common,
+            # The audit publishes nothing and keeps no run state of its own.
+            "SITEMAP_OUT_DIR": None,
+            "SITEMAP_AUDIT_LEDGER": str(ledger),
+            "SITEMAP_AUDIT_STORE": str(work / "audit.sqlite"),
+            "SITEMAP_AUDIT_SITEMAPS": [
+                str(Path(x).resolve()) if "://" not in x else x for x in args.sitemap
+            ],
+        }
+        # The first crawler of the process installs the reactor.
+        auditor = Crawler(AuditSpider, project_settings(audit, base), init_reactor=bool(args.state))
         crawled: list[RunOutcome | None] = []
         if args.state:
             process.crawl(auditor, url=args.url)
         else:
-            crawler = Crawler(
-                SiteSpider,
-                project_settings(
-                    {**common, "SITEMAP_STATE_DIR": str(work / "crawl"), "SITEMAP_PUBLISH": False},
-                    base,
-                ),
-                init_reactor=True,
-            )
+            site = {**common, "SITEMAP_STATE_DIR": str(work / "crawl"), "SITEMAP_PUBLISH": False}
+            crawler = Crawler(SiteSpider, project_settings(site, base), init_reactor=True)
 
             def then_audit(_: Any) -> Any:
                 state = RunState.existing(crawler)
@@ -206,12 +170,7 @@ def execute(args: argparse.Namespace, base: Settings | None = None) -> AuditOutc
                 return None
 
             process.crawl(crawler, url=args.url).addCallback(then_audit)
-        closed: list[str] = []
-
-        def audit_closed(reason: str) -> None:
-            closed.append(reason)
-
-        auditor.signals.connect(audit_closed, signal=signals.spider_closed, weak=False)
+        closed = closed_reasons(auditor)
         process.start()
         if crawled and (crawl := crawled[0] or RunOutcome("failed", "failed")).outcome != "crawled":
             code = EXIT_INTERRUPTED if crawl.outcome == "interrupted" else EXIT_CRAWL_FAILED
@@ -229,18 +188,15 @@ def execute(args: argparse.Namespace, base: Settings | None = None) -> AuditOutc
             settings = process.settings
             report.history = keep_history(report, Path(args.state or args.report))
             html = settings.getbool("SITEMAP_REPORT_HTML")
-            written = write_report(
-                report, Path(args.report), html, settings.getint("SITEMAP_REPORT_HTML_URLS")
-            )
+            cap = settings.getint("SITEMAP_REPORT_HTML_URLS")
+            written = write_report(report, Path(args.report), html, cap)
             csvs = len(written) - (2 if html else 1)
             summary += f"\nreport: {written[0]} and {csvs} CSV files"
             if html:
                 summary += f"\nhtml report: {written[1]}"
-        broken = failures(report, args.fail_under, args.fail_on)
-        if broken:
-            return AuditOutcome(
-                EXIT_AUDIT_FAILED, report, written, summary, f"audit failed: {'; '.join(broken)}"
-            )
+        if broken := failures(report, args.fail_under, args.fail_on):
+            why = f"audit failed: {'; '.join(broken)}"
+            return AuditOutcome(EXIT_AUDIT_FAILED, report, written, summary, why)
         return AuditOutcome(EXIT_OK, report, written, summary)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -252,33 +208,22 @@ def keep_history(report: AuditReport, directory: Path) -> list[dict[str, Any]]:
     the site's audits, oldest first (issue #17)."""
     from crawler.publish.reporthistory import AUDITS_KEPT, append_history
 
-    return append_history(
-        directory / AUDIT_HISTORY,
-        report.history_entry(),
-        AUDITS_KEPT,
-        group="site",
-        key="generated",
-    )
+    path, entry = directory / AUDIT_HISTORY, report.history_entry()
+    return append_history(path, entry, AUDITS_KEPT, group="site", key="generated")
 
 
 def run(
     parser: argparse.ArgumentParser, args: argparse.Namespace, base: Settings | None = None
 ) -> int:
     """``sitemap-crawler audit``: run, print the summary, return the exit status."""
+    return run_command(
+        parser, args, lambda a: execute(a, base), _show, interrupted="interrupted; no report"
+    )
 
-    def work() -> AuditOutcome:
-        if args.config:
-            load_config(parser, args)
-        return execute(args, base)
 
-    outcome = attempt(work, what="audit", interrupted="interrupted; no report")
-    if isinstance(outcome, int):
-        return outcome
+def _show(outcome: AuditOutcome) -> None:
     if outcome.summary:
         print_stdout(outcome.summary)
-    if outcome.error is not None:
-        error(outcome.error)
-    return outcome.code
 
 
 Command = scrapy_command(sys.modules[__name__])

@@ -1,25 +1,18 @@
 """``sitemap-crawler crawl URL``: crawl a site and publish its sitemaps.
 
-The options map onto ``SITEMAP_*`` and Scrapy settings (:func:`crawl_settings`); the
-site spider crawls, the pipelines record every decision in the ledger and the
-publisher writes the set (:mod:`crawler.publish.publisher`). The summary goes to
-stderr, as a cron mail or a journal shows it, and the exit status says what
-happened (:data:`crawler.commands.options.OUTCOME_EXIT`). With ``--redis`` this
+The options map onto settings (:func:`crawl_settings`); the site spider crawls, the
+pipelines record every decision in the ledger and the publisher writes the set. The
+summary goes to stderr, as a cron mail or a journal shows it; the exit status says
+what happened (:data:`crawler.commands.options.OUTCOME_EXIT`). With ``--redis`` this
 process coordinates a distributed crawl (:mod:`crawler.distributed`).
 
-This module defines no Scrapy command on purpose: ``scrapy crawl site -a url=...``
-from the project root is Scrapy's own ``crawl`` command running the same spider,
-with any option given as its ``SITEMAP_*`` setting.
-
-It is one long module on purpose: about half of it declares the crawl's options,
-whose help and defaults come from settings/.
+No Scrapy command here on purpose: ``scrapy crawl site -a url=...`` stays Scrapy's own.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import logging
 import os
 import re
 import subprocess
@@ -33,19 +26,20 @@ from crawler.commands.options import (
     EXIT_CRAWL_FAILED,
     EXIT_NOTIFY_FAILED,
     EXIT_OK,
+    REPEATABLE,
     CrawlFailure,
     UsageError,
     add_site_options,
-    attempt,
+    adder,
     check_writable,
     checked_settings,
-    error,
-    load_config,
+    given_settings,
     make_directories,
     positive_int,
     positive_int_or_auto,
     project_settings,
     regex,
+    run_command,
     site_settings,
 )
 from crawler.commands.process import run_spider
@@ -59,7 +53,6 @@ from crawler.sitemaps.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
 if TYPE_CHECKING:
     from scrapy.settings import Settings
 
-logger = logging.getLogger(__name__)
 
 NAME = "crawl"
 HELP = "crawl a site and publish its sitemaps"
@@ -103,275 +96,166 @@ _DURATION = re.compile(
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    # Each option's help, the options below in --help's order.
+    text = {
+        "--urls": "crawl the URLs of FILE too: one a line, # comments, /path for a path of "
+        "the site; a URL of another site is recorded off-host, a line that is no URL "
+        "is an error",
+        "--seed-sitemaps": "crawl the URLs of the site's own sitemaps too (robots.txt Sitemap: "
+        "lines, /sitemap.xml, /sitemap_index.xml, ...): orphan pages no link reaches get listed",
+        "--sitemap": "crawl the URLs of this sitemap (or index) of the site too (repeatable)",
+        "--max-time": "stop discovering after DURATION (90s, 30m, 2h), let the requests in flight "
+        "finish and publish what was judged (the usual refusals apply); the URLs left "
+        "unfetched are cap-reached (CLOSESPIDER_TIMEOUT)",
+        "--out": "directory the sitemap set is published to (default: %(default)s)",
+        "--state": "directory for the crawl's ledger and state (default: beside "
+        "--out, as OUT.sitemap-state; never inside --out)",
+        "--max-urls-per-file": f"rotate sitemap files at N URLs, at most {MAX_URLS_PER_FILE} "
+        "(default: %(default)s)",
+        "--max-bytes-per-file": "rotate sitemap files at N bytes uncompressed, at most "
+        f"{MAX_BYTES_PER_FILE} (50 MiB; default: %(default)s)",
+        "--no-gzip": "write plain .xml/.txt files instead of gzipped ones",
+        "--format": "sitemap file format (default: %(default)s; the index is XML)",
+        "--no-hreflang": "write no hreflang alternates (xhtml:link); by default every listed "
+        "page's alternates are written, those that hold up as Google reads them",
+        "--alternate-host": "write the hreflang alternates on HOST as the pages declare them (a "
+        "same-host crawl cannot verify them; repeatable)",
+        "--images": "write each listed page's images (image:image): img, srcset, picture, lazy-"
+        "loading attributes, og:image; none fetched",
+        "--image-host": "write the images on HOST too, such as a CDN (repeatable; other hosts' "
+        "are left out)",
+        "--videos": "write each listed page's videos (video:video) from schema.org VideoObject, "
+        "og:video and <video poster>",
+        "--news-publication": "write a news sitemap of the articles published within 48 hours, "
+        "for the publication NAME (news:news)",
+        "--render": "never: read raw HTML only; auto: render a page whose raw HTML looks "
+        "like an application shell (few links to the site and an empty mount element or a "
+        "<noscript> asking for JavaScript) or whose URL matches --render-include; always: "
+        "render every HTML page that is not noindex in its raw HTML (default: "
+        f"{setting_default('SITEMAP_RENDER')})",
+        "--render-include": "with --render auto, always render pages whose URL matches "
+        "(repeatable; re.search on the normalised URL)",
+        "--browser": "the Chromium binary to render with (default: chromium or chromium-browser "
+        "on PATH)",
+        "--render-concurrency": "render at most N pages at once, or auto: two per core the "
+        "crawl may use, at most --concurrency and 8 (default "
+        f"{setting_default('SITEMAP_RENDER_CONCURRENCY')})",
+        "--no-feed": "publish no changes.atom (the delta feed of the URLs that changed lately)",
+        "--feed-days": "the feed holds the changes of the last N days (default "
+        f"{setting_default('SITEMAP_FEED_DAYS')})",
+        "--feed-max": "the feed holds at most N entries, newest first (default "
+        f"{setting_default('SITEMAP_FEED_MAX')})",
+        "--section": "pages whose address matches REGEX go to section NAME, with files of their "
+        "own (repeatable; the first match wins; NAME: a-z, 0-9, -)",
+        "--changefreq": "<changefreq> VALUE for pages whose address matches REGEX (repeatable; the "
+        "first match wins), or auto: from each page's change history",
+        "--priority": "<priority> VALUE (0.0 to 1.0) for pages whose address matches REGEX "
+        "(repeatable; the first match wins)",
+        "--indexnow-key": "after a publish, submit the URLs added, changed and removed since the "
+        "last published run to IndexNow with KEY (its key file must be served)",
+        "--indexnow-key-location": "where the key file is served (default: <site root>/KEY.txt)",
+        "--indexnow-endpoint": "the IndexNow endpoint (default: the shared "
+        f"{setting_default('SITEMAP_INDEXNOW_ENDPOINT')})",
+        "--indexnow-all": "on a first run, submit every listed URL (a first run submits nothing)",
+        "--force": "publish even when the run looks broken (more than "
+        f"{setting_default('SITEMAP_MAX_ERROR_RATE'):.0%}% of pages failed, or more than "
+        f"{setting_default('SITEMAP_MAX_DROP'):.0%}% of the previously published URLs would "
+        "disappear), and publish what an interrupted run found (it cannot be resumed then)",
+        "--resume": "continue the run that was interrupted (Ctrl-C, SIGTERM) on this state "
+        "directory, instead of starting over",
+        "--redis": "distribute the crawl: its queue and seen-set live in the Redis database at "
+        "URL (redis://host:6379/0) and 'sitemap-crawler worker --redis URL' processes "
+        "join it; this one keeps the ledger and publishes (not with --resume)",
+        "--no-fetch": "with --redis or --processes: this process only coordinates (drains the "
+        "workers' reports into the ledger and publishes), fetching nothing itself",
+        "--processes": "crawl with N fetching processes on this machine, this one included unless "
+        "--no-fetch ('auto': one per core; default: 1, this one); without --redis, through "
+        "a private Redis server on a Unix socket in the state directory (a redis-server "
+        "on PATH, or the processes extra's)",
+    }
+    add = adder(text)
+
+    n = {"type": positive_int, "metavar": "N"}
+
     add_site_options(p, several=True)
     seeds = p.add_argument_group(
         "seeds beyond links",
         "more places the crawl starts from; every seed is judged like a link (scope, "
         "robots.txt, status, noindex, canonical) and listed only when it holds up",
     )
-    seeds.add_argument(
-        "--urls",
-        metavar="FILE",
-        help="crawl the URLs of FILE too: one a line, # comments, /path for a path of "
-        "the site; a URL of another site is recorded off-host, a line that is no URL "
-        "is an error",
-    )
-    seeds.add_argument(
-        "--seed-sitemaps",
-        action="store_true",
-        help="crawl the URLs of the site's own sitemaps too (robots.txt Sitemap: lines, "
-        "/sitemap.xml, /sitemap_index.xml, ...): orphan pages no link reaches get listed",
-    )
-    seeds.add_argument(
-        "--sitemap",
-        action="append",
-        default=[],
-        metavar="URL",
-        help="crawl the URLs of this sitemap (or index) of the site too (repeatable)",
-    )
-    p.add_argument(
-        "--max-time",
-        type=duration,
-        metavar="DURATION",
-        help="stop discovering after DURATION (90s, 30m, 2h), let the requests in flight "
-        "finish and publish what was judged (the usual refusals apply); the URLs left "
-        "unfetched are cap-reached (CLOSESPIDER_TIMEOUT)",
-    )
-    p.add_argument(
-        "--out",
-        default=setting_default("SITEMAP_OUT_DIR"),
-        metavar="DIR",
-        help="directory the sitemap set is published to (default: %(default)s)",
-    )
-    p.add_argument(
-        "--state",
-        metavar="DIR",
-        help="directory for the crawl's ledger and state (default: beside "
-        "--out, as OUT.sitemap-state; never inside --out)",
-    )
-    p.add_argument(
-        "--max-urls-per-file",
-        type=positive_int,
-        metavar="N",
-        default=setting_default("SITEMAP_MAX_URLS_PER_FILE"),
-        help=f"rotate sitemap files at N URLs, at most {MAX_URLS_PER_FILE} (default: %(default)s)",
-    )
-    p.add_argument(
-        "--max-bytes-per-file",
-        type=positive_int,
-        metavar="N",
-        default=setting_default("SITEMAP_MAX_BYTES_PER_FILE"),
-        help=f"rotate sitemap files at N bytes uncompressed, at most {MAX_BYTES_PER_FILE} "
-        "(50 MiB; default: %(default)s)",
-    )
-    p.add_argument(
-        "--no-gzip", action="store_true", help="write plain .xml/.txt files instead of gzipped ones"
-    )
-    p.add_argument(
-        "--format",
-        choices=("xml", "txt"),
-        default=setting_default("SITEMAP_FORMAT"),
-        help="sitemap file format (default: %(default)s; the index is XML)",
-    )
+    add(seeds, "--urls", metavar="FILE")
+    add(seeds, "--seed-sitemaps", action="store_true")
+    add(seeds, "--sitemap", metavar="URL", **REPEATABLE)
+    add(p, "--max-time", type=duration, metavar="DURATION")
+    add(p, "--out", default=setting_default("SITEMAP_OUT_DIR"), metavar="DIR")
+    add(p, "--state", metavar="DIR")
+    add(p, "--max-urls-per-file", default=setting_default("SITEMAP_MAX_URLS_PER_FILE"), **n)
+    add(p, "--max-bytes-per-file", default=setting_default("SITEMAP_MAX_BYTES_PER_FILE"), **n)
+    add(p, "--no-gzip", action="store_true")
+    add(p, "--format", choices=("xml", "txt"), default=setting_default("SITEMAP_FORMAT"))
     rich = p.add_argument_group(
         "rich sitemaps",
         "what each listed page declares, written into its entry (hreflang on by default)",
     )
-    rich.add_argument(
-        "--no-hreflang",
-        action="store_true",
-        help="write no hreflang alternates (xhtml:link); by default every listed page's "
-        "alternates are written, those that hold up as Google reads them",
-    )
-    rich.add_argument(
-        "--alternate-host",
-        action="append",
-        default=[],
-        metavar="HOST",
-        help="write the hreflang alternates on HOST as the pages declare them (a same-host "
-        "crawl cannot verify them; repeatable)",
-    )
-    rich.add_argument(
-        "--images",
-        action="store_true",
-        help="write each listed page's images (image:image): img, srcset, picture, lazy-"
-        "loading attributes, og:image; none fetched",
-    )
-    rich.add_argument(
-        "--image-host",
-        action="append",
-        default=[],
-        metavar="HOST",
-        help="write the images on HOST too, such as a CDN (repeatable; other hosts' are left out)",
-    )
-    rich.add_argument(
-        "--videos",
-        action="store_true",
-        help="write each listed page's videos (video:video) from schema.org VideoObject, "
-        "og:video and <video poster>",
-    )
-    rich.add_argument(
-        "--news-publication",
-        metavar="NAME",
-        help="write a news sitemap of the articles published within 48 hours, for the "
-        "publication NAME (news:news)",
-    )
+    add(rich, "--no-hreflang", action="store_true")
+    add(rich, "--alternate-host", metavar="HOST", **REPEATABLE)
+    add(rich, "--images", action="store_true")
+    add(rich, "--image-host", metavar="HOST", **REPEATABLE)
+    add(rich, "--videos", action="store_true")
+    add(rich, "--news-publication", metavar="NAME")
     render = p.add_argument_group(
         "JavaScript-built pages",
         "render pages in a headless Chromium (the render extra and the system's chromium; "
         "docs/rendering.md)",
     )
-    render.add_argument(
-        "--render",
-        choices=("never", "auto", "always"),
-        help="never: read raw HTML only; auto: render a page whose raw HTML looks "
-        "like an application shell (few links to the site and an empty mount element or a "
-        "<noscript> asking for JavaScript) or whose URL matches --render-include; always: "
-        "render every HTML page that is not noindex in its raw HTML (default: "
-        f"{setting_default('SITEMAP_RENDER')})",
-    )
-    render.add_argument(
-        "--render-include",
-        action="append",
-        type=regex,
-        default=[],
-        metavar="REGEX",
-        help="with --render auto, always render pages whose URL matches (repeatable; "
-        "re.search on the normalised URL)",
-    )
-    render.add_argument(
-        "--browser",
-        metavar="PATH",
-        help="the Chromium binary to render with (default: chromium or chromium-browser on PATH)",
-    )
-    render.add_argument(
-        "--render-concurrency",
-        type=positive_int_or_auto,
-        metavar="N",
-        help="render at most N pages at once, or auto: two per core the crawl may use, at "
-        f"most --concurrency and 8 (default {setting_default('SITEMAP_RENDER_CONCURRENCY')})",
-    )
+    add(render, "--render", choices=("never", "auto", "always"))
+    add(render, "--render-include", type=regex, metavar="REGEX", **REPEATABLE)
+    add(render, "--browser", metavar="PATH")
+    add(render, "--render-concurrency", type=positive_int_or_auto, metavar="N")
     around = p.add_argument_group(
         "around the sitemap",
         "a delta feed of changes, sections, changefreq and priority by rule, IndexNow",
     )
-    around.add_argument(
-        "--no-feed",
-        action="store_true",
-        help="publish no changes.atom (the delta feed of the URLs that changed lately)",
-    )
-    around.add_argument(
-        "--feed-days",
-        type=positive_int,
-        metavar="N",
-        help="the feed holds the changes of the last N days (default "
-        f"{setting_default('SITEMAP_FEED_DAYS')})",
-    )
-    around.add_argument(
-        "--feed-max",
-        type=positive_int,
-        metavar="N",
-        help="the feed holds at most N entries, newest first (default "
-        f"{setting_default('SITEMAP_FEED_MAX')})",
-    )
-    around.add_argument(
-        "--section",
-        action="append",
-        default=[],
-        metavar="NAME=REGEX",
-        help="pages whose address matches REGEX go to section NAME, with files of their "
-        "own (repeatable; the first match wins; NAME: a-z, 0-9, -)",
-    )
-    around.add_argument(
-        "--changefreq",
-        action="append",
-        default=[],
-        metavar="REGEX=VALUE|auto",
-        help="<changefreq> VALUE for pages whose address matches REGEX (repeatable; the "
-        "first match wins), or auto: from each page's change history",
-    )
-    around.add_argument(
-        "--priority",
-        action="append",
-        default=[],
-        metavar="REGEX=VALUE",
-        help="<priority> VALUE (0.0 to 1.0) for pages whose address matches REGEX "
-        "(repeatable; the first match wins)",
-    )
-    around.add_argument(
-        "--indexnow-key",
-        metavar="KEY",
-        help="after a publish, submit the URLs added, changed and removed since the last "
-        "published run to IndexNow with KEY (its key file must be served)",
-    )
-    around.add_argument(
-        "--indexnow-key-location",
-        metavar="URL",
-        help="where the key file is served (default: <site root>/KEY.txt)",
-    )
-    around.add_argument(
-        "--indexnow-endpoint",
-        metavar="URL",
-        help="the IndexNow endpoint (default: the shared "
-        f"{setting_default('SITEMAP_INDEXNOW_ENDPOINT')})",
-    )
-    around.add_argument(
-        "--indexnow-all",
-        action="store_true",
-        help="on a first run, submit every listed URL (a first run submits nothing)",
-    )
-    p.add_argument(
-        "--force",
-        action="store_true",
-        help="publish even when the run looks broken (more than "
-        f"{setting_default('SITEMAP_MAX_ERROR_RATE'):.0%}% of pages failed, or more than "
-        f"{setting_default('SITEMAP_MAX_DROP'):.0%}% of the previously published URLs would "
-        "disappear), and publish what an interrupted run found (it cannot be resumed then)",
-    )
-    p.add_argument(
-        "--resume",
-        action="store_true",
-        help="continue the run that was interrupted (Ctrl-C, SIGTERM) on this state "
-        "directory, instead of starting over",
-    )
-    p.add_argument(
-        "--redis",
-        metavar="URL",
-        help="distribute the crawl: its queue and seen-set live in the Redis database at "
-        "URL (redis://host:6379/0) and 'sitemap-crawler worker --redis URL' processes "
-        "join it; this one keeps the ledger and publishes (not with --resume)",
-    )
-    p.add_argument(
-        "--no-fetch",
-        action="store_true",
-        help="with --redis or --processes: this process only coordinates (drains the "
-        "workers' reports into the ledger and publishes), fetching nothing itself",
-    )
-    p.add_argument(
-        "--processes",
-        type=processes_count,
-        metavar="N|auto",
-        help="crawl with N fetching processes on this machine, this one included unless "
-        "--no-fetch ('auto': one per core; default: 1, this one); without --redis, through "
-        "a private Redis server on a Unix socket in the state directory (a redis-server "
-        "on PATH, or the processes extra's)",
-    )
+    add(around, "--no-feed", action="store_true")
+    add(around, "--feed-days", **n)
+    add(around, "--feed-max", **n)
+    add(around, "--section", metavar="NAME=REGEX", **REPEATABLE)
+    add(around, "--changefreq", metavar="REGEX=VALUE|auto", **REPEATABLE)
+    add(around, "--priority", metavar="REGEX=VALUE", **REPEATABLE)
+    add(around, "--indexnow-key", metavar="KEY")
+    add(around, "--indexnow-key-location", metavar="URL")
+    add(around, "--indexnow-endpoint", metavar="URL")
+    add(around, "--indexnow-all", action="store_true")
+    add(p, "--force", action="store_true")
+    add(p, "--resume", action="store_true")
+    add(p, "--redis", metavar="URL")
+    add(p, "--no-fetch", action="store_true")
+    add(p, "--processes", type=processes_count, metavar="N|auto")
 
 
 def processes_count(text: str) -> int:
     """``--processes``: a positive number, or ``auto`` for the machine's cores."""
-    if text == "auto":
-        return (
-            len(os.sched_getaffinity(0))
-            if hasattr(os, "sched_getaffinity")
-            else (os.cpu_count() or 1)
-        )
-    return positive_int(text)
+    if text != "auto":
+        return positive_int(text)
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def distributed_here(args: argparse.Namespace) -> bool:
     """The crawl goes through Redis: ``--redis``, or more than this process fetching."""
     return bool(args.redis) or (args.processes or 1) > 1 or bool(args.no_fetch and args.processes)
+
+
+#: Options without a default of their own that set a setting when given (those with one
+#: are OPTION_DEFAULTS, mapped by site_settings).
+_OTHER_SETTINGS = {
+    "--browser": "SITEMAP_RENDER_BROWSER",
+    "--indexnow-key": "SITEMAP_INDEXNOW_KEY",
+    "--indexnow-key-location": "SITEMAP_INDEXNOW_KEY_LOCATION",
+    # Scrapy's own budget; the publisher publishes what such a run judged.
+    "--max-time": "CLOSESPIDER_TIMEOUT",
+}
 
 
 def crawl_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -403,19 +287,13 @@ def crawl_settings(args: argparse.Namespace) -> dict[str, Any]:
         except SeedError as e:
             raise UsageError(str(e)) from None
         settings["SITEMAP_URL_FILE"] = str(Path(args.urls).absolute())
-    if args.max_time is not None:
-        # Scrapy's own budget; the publisher publishes what such a run judged.
-        settings["CLOSESPIDER_TIMEOUT"] = args.max_time
     if args.resume and not (job.is_dir() and paths.running_ledger.is_file()):
         raise UsageError(f"nothing to resume in {paths.state}: no interrupted run")
     settings.update(
         {
             "SITEMAP_OUT_DIR": str(paths.out),
             "SITEMAP_STATE_DIR": str(paths.state),
-            "SITEMAP_MAX_URLS_PER_FILE": args.max_urls_per_file,
-            "SITEMAP_MAX_BYTES_PER_FILE": args.max_bytes_per_file,
             "SITEMAP_GZIP": not args.no_gzip,
-            "SITEMAP_FORMAT": args.format,
             "SITEMAP_FORCE": args.force,
             "SITEMAP_RESUME": args.resume,
             "SITEMAP_HREFLANG": not args.no_hreflang,
@@ -435,22 +313,7 @@ def crawl_settings(args: argparse.Namespace) -> dict[str, Any]:
             "JOBDIR": str(job),
         }
     )
-    for option, name in (
-        ("feed_days", "SITEMAP_FEED_DAYS"),
-        ("feed_max", "SITEMAP_FEED_MAX"),
-        ("indexnow_key", "SITEMAP_INDEXNOW_KEY"),
-        ("indexnow_key_location", "SITEMAP_INDEXNOW_KEY_LOCATION"),
-        ("indexnow_endpoint", "SITEMAP_INDEXNOW_ENDPOINT"),
-    ):
-        if getattr(args, option) is not None:
-            settings[name] = getattr(args, option)
-    for option, name in (
-        ("render", "SITEMAP_RENDER"),
-        ("browser", "SITEMAP_RENDER_BROWSER"),
-        ("render_concurrency", "SITEMAP_RENDER_CONCURRENCY"),
-    ):
-        if getattr(args, option) is not None:
-            settings[name] = getattr(args, option)
+    settings.update(given_settings(args, _OTHER_SETTINGS))
     if args.render_include:
         settings["SITEMAP_RENDER_INCLUDE"] = args.render_include
     settings.update(dict(args.settings))
@@ -473,9 +336,8 @@ def _check_render(settings: Settings) -> None:
 
 @dataclass
 class CrawlOutcome:
-    """How a crawl ended: its exit status, its stats (the summary's figures), when
-    it did not do its job the one line that says why, and the publisher's outcome
-    (None when the crawl never got that far)."""
+    """How a crawl ended: exit status, stats (the summary's figures), the line saying why
+    it did not do its job, and the publisher's outcome (None if it never got there)."""
 
     code: int
     stats: dict[str, Any] = field(default_factory=dict)
@@ -549,20 +411,14 @@ def _execute(args: argparse.Namespace) -> CrawlOutcome:
 
 def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """``sitemap-crawler crawl``: run, print the summary, return the exit status."""
+    return run_command(
+        parser, args, execute, _show, interrupted="interrupted; nothing was published"
+    )
 
-    def work() -> CrawlOutcome:
-        if args.config:
-            load_config(parser, args)
-        return execute(args)
 
-    outcome = attempt(work, what="crawl", interrupted="interrupted; nothing was published")
-    if isinstance(outcome, int):
-        return outcome
+def _show(outcome: CrawlOutcome) -> None:
+    """The summary goes to stderr with the errors, as a cron mail or a journal shows it."""
     if outcome.stats:
-        # The summary goes to stderr with the errors, as a cron mail or a journal shows it.
         print(format_summary(outcome.stats), file=sys.stderr)
         if (line := distributed.summary_line(outcome.stats)) is not None:
             print(line, file=sys.stderr)
-    if outcome.error is not None:
-        error(outcome.error)
-    return outcome.code

@@ -1,9 +1,7 @@
 """What ``crawl --redis`` and ``worker`` share: reaching Redis, registering a
-distributed crawl and joining one, with bad input as one line.
-
-The crawl itself is :mod:`crawler.distributed`; this module turns its errors into
-the command line's: a malformed Redis URL is a usage error (exit status 2), an
-unreachable server or a busy database a crawl failure (3).
+distributed crawl (:mod:`crawler.distributed`) and joining one. A malformed Redis URL
+is a usage error (exit status 2), an unreachable server or a busy database a crawl
+failure (3).
 """
 
 from __future__ import annotations
@@ -12,7 +10,8 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -26,24 +25,26 @@ if TYPE_CHECKING:
     from crawler.distributed.server import PrivateRedis
 
 
-def redis_module() -> ModuleType:
+@contextmanager
+def _redis() -> Iterator[ModuleType]:
+    """:mod:`crawler.distributed.crawl`, its errors as the command line's."""
     try:
         import crawler.distributed.crawl as redis_crawl
     except ImportError as e:
         raise UsageError(
             f"--redis needs scrapy-redis ({e}): pip install 'sitemap-crawler[redis]'"
         ) from None
-    return redis_crawl
-
-
-def connect(url: str) -> Redis:
-    redis_crawl = redis_module()
     try:
-        server: Redis = redis_crawl.connect(url, socket_connect_timeout=10)
+        yield redis_crawl
     except redis_crawl.BadRedisUrl as e:
         raise UsageError(str(e)) from None
     except redis_crawl.DistributedError as e:
         raise CrawlFailure(str(e)) from None
+
+
+def connect(url: str) -> Redis:
+    with _redis() as redis_crawl:
+        server: Redis = redis_crawl.connect(url, socket_connect_timeout=10)
     return server
 
 
@@ -54,7 +55,6 @@ def begin(
     the settings of this process, the coordinator."""
     from crawler.distributed import coordinator_settings, shared_settings
 
-    redis_crawl = redis_module()
     server = connect(redis_url)
     project = project_settings(overrides)
     shared = shared_settings(overrides)
@@ -62,16 +62,11 @@ def begin(
         json.dumps(shared)
     except TypeError as e:
         raise UsageError(f"a setting cannot be sent to the workers: {e}") from None
-    try:
+    timeout = project.getfloat("SITEMAP_REDIS_WORKER_TIMEOUT")
+    with _redis() as redis_crawl:
         crawl: RedisCrawl = redis_crawl.RedisCrawl.begin(
-            server,
-            redis_url,
-            start_url,
-            shared,
-            project.getfloat("SITEMAP_REDIS_WORKER_TIMEOUT"),
+            server, redis_url, start_url, shared, timeout
         )
-    except redis_crawl.DistributedError as e:
-        raise CrawlFailure(str(e)) from None
     return crawl, coordinator_settings(overrides, redis_url, crawl.id, project)
 
 
@@ -79,8 +74,8 @@ def private_server(state: Path, binary: str | None) -> tuple[PrivateRedis, str]:
     """Start the crawl's own Redis server (``--processes N`` without ``--redis``;
     *binary*: ``SITEMAP_REDIS_SERVER``) on a Unix socket in the state directory
     *state*; return it and its URL."""
-    redis_module()
-    from crawler.distributed.server import NoRedisServer, PrivateRedis
+    with _redis():  # it needs scrapy-redis too
+        from crawler.distributed.server import NoRedisServer, PrivateRedis
 
     server = PrivateRedis(state, binary)
     try:
@@ -122,11 +117,8 @@ def stop_workers(workers: list[subprocess.Popen[bytes]], timeout: float = 60) ->
 def join(redis_url: str) -> tuple[str, dict[str, Any]]:
     """The id and configuration of the crawl running on *redis_url*."""
     server = connect(redis_url)
-    redis_crawl = redis_module()
-    try:
+    with _redis() as redis_crawl:
         joined: tuple[str, dict[str, Any]] = redis_crawl.RedisCrawl.join(server, redis_url)
-    except redis_crawl.DistributedError as e:
-        raise CrawlFailure(str(e)) from None
     return joined
 
 

@@ -1,15 +1,9 @@
 """``sitemap-crawler explain URL``: why is this URL (not) in the sitemap?
 
-Reads the ledger of the last run that did its job in the state directory and answers
-for one URL, as a person pastes it: its decision and reason, the chain to where it
-ends, what the crawl saw, whether and where it is published, its lastmod and where
-that came from, the runs that saw it and the links that led to it; for a URL the crawl
-never saw, whether the crawl's rules would have fetched it (:mod:`crawler.audit.explain`).
-Printed as a short block, or with ``--json`` as one JSON object with the same facts.
-``scrapy explain URL`` from the project root is the same command.
-
-Exit status: 0 the URL is known to the crawl; 1 it is not; 2 usage error (no finished
-crawl in the state directory, an unreadable ledger, not a URL).
+Answers for one URL, as a person pastes it, from the ledger of the last run that did
+its job in the state directory (:mod:`crawler.audit.explain`): printed as a short
+block, or with ``--json`` as one JSON object with the same facts. ``scrapy explain
+URL`` from the project root is the same command.
 """
 
 from __future__ import annotations
@@ -20,13 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from crawler.commands.options import (
-    EXIT_OK,
-    EXIT_USAGE,
-    error,
-    print_stdout,
-    scrapy_command,
-)
+from crawler.commands.options import EXIT_OK, EXIT_USAGE, error, print_stdout, scrapy_command
 from crawler.core.defaults import setting_default
 from crawler.core.paths import CrawlPaths
 
@@ -100,13 +88,8 @@ def run(
     return EXIT_OK if answer["known"] else EXIT_UNKNOWN
 
 
-# -- the block people read ----------------------------------------------------------------
-
-
 def _field(name: str, value: str, more: list[str] | None = None) -> list[str]:
-    lines = [f"{name:<11}{value}"]
-    lines.extend(f"{'':<11}{line}" for line in more or ())
-    return lines
+    return [f"{name:<11}{value}", *(f"{'':<11}{line}" for line in more or ())]
 
 
 def format_answer(answer: dict[str, Any]) -> str:
@@ -150,26 +133,24 @@ def format_answer(answer: dict[str, Any]) -> str:
         lines += _field("lastmod", f"{lastmod['value']} from {lastmod['from']}{run}")
     else:
         lines += _field("lastmod", lastmod["from"])
-    for declared in lastmod.get("declared") or []:
-        lines += _field(
-            "", f"  declared: {declared['where']} {declared['value']}: {declared['verdict']}"
-        )
+    for said in lastmod.get("declared") or []:
+        lines += _field("", f"  declared: {said['where']} {said['value']}: {said['verdict']}")
     lines += _field("seen", f"first {answer['first_seen']}, last {answer['last_seen']}")
     found = answer["found_via"]
     steps = found["steps"]
     if steps:
-        start = steps[0]["url"] == answer["start_url"]
-        first = steps[0]["url"] + ("  (start URL)" if start else "")
+        first = steps[0]["url"] + (
+            "  (start URL)" if steps[0]["url"] == answer["start_url"] else ""
+        )
         rest = [f"-> {step['via']}: {step['url']}" for step in steps[1:]]
         if found["from"] != "referrers":
             rest.append(f"({found['from']})")
         lines += _field("found via", first, rest)
     else:
         lines += _field("found via", found["from"])
-    if answer["aliases"]:
-        lines += _field("aliases", answer["aliases"][0], answer["aliases"][1:])
-    if answer["warnings"]:
-        lines += _field("warnings", answer["warnings"][0], answer["warnings"][1:])
+    for name in ("aliases", "warnings"):
+        if answer[name]:
+            lines += _field(name, answer[name][0], answer[name][1:])
     lines += _field("run", _run(answer))
     return "\n".join(lines)
 
@@ -195,9 +176,9 @@ def _sitemap(sitemap: dict[str, Any]) -> str:
 
 
 def _run(answer: dict[str, Any]) -> str:
-    run = answer["run"]
-    started = run["started"] or "unknown"
-    return f"{run['outcome'] or 'unknown'}, started {started}"
+    return (
+        f"{answer['run']['outcome'] or 'unknown'}, started {answer['run']['started'] or 'unknown'}"
+    )
 
 
 Command = scrapy_command(sys.modules[__name__])

@@ -1,42 +1,26 @@
 """After a publish, tell IndexNow what changed (``crawl --indexnow-key KEY``).
 
-The crawl is over and its set published when this runs, in the command, outside
-Scrapy's reactor (:mod:`crawler.publish.indexnow` is a small blocking client). The URLs are
-the published addresses ``report.json`` lists as added, with a lastmod that moved,
-and removed since the last published run; a first run submits nothing unless
-``--indexnow-all`` (then every URL it lists, all of them "added"). The key file is
-checked first, at the site's public root (``--base-url``) or at
-``--indexnow-key-location``; if it is not served with exactly the key, one line says
-why and nothing is submitted. The outcome goes into ``report.json`` (``indexnow``)
-and the summary; a failed notification is exit status 7, and the publish stands.
-
-Settings: ``SITEMAP_INDEXNOW_KEY``, ``SITEMAP_INDEXNOW_KEY_LOCATION``,
-``SITEMAP_INDEXNOW_ENDPOINT``, ``SITEMAP_INDEXNOW_ALL``.
+Runs in the command once the set is published, outside Scrapy's reactor. The URLs are
+the published addresses ``report.json`` lists as added, with a moved lastmod, and
+removed; a first run submits nothing unless ``--indexnow-all``. The key file is checked
+first (at the site's public root or ``--indexnow-key-location``): if it is not served
+with exactly the key, nothing is submitted. The outcome goes into ``report.json`` and
+the summary; a failed notification is exit status 7, and the publish stands.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from crawler.publish import indexnow
+from crawler.publish.htmlpage import write_html
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
     from crawler.core.outcome import RunOutcome
-
-
-def changed_urls(report: dict[str, Any], first_run: bool, submit_all: bool) -> list[str] | None:
-    """The URLs to submit, or None when there is nothing this run may submit."""
-    if first_run and not submit_all:
-        return None
-    urls = list(report.get("added") or [])
-    urls += [change["url"] for change in report.get("lastmod_changes") or []]
-    urls += list(report.get("removed") or [])
-    return urls
 
 
 def notify(settings: BaseSettings, run: RunOutcome) -> indexnow.Outcome | None:
@@ -47,10 +31,12 @@ def notify(settings: BaseSettings, run: RunOutcome) -> indexnow.Outcome | None:
     published, path = run.published, run.report_path
     if not key or published is None or path is None:
         return None
-    report = json.loads(path.read_text(encoding="utf-8"))
-    urls = changed_urls(report, published.first_run, settings.getbool("SITEMAP_INDEXNOW_ALL"))
-    if urls is None:
+    if published.first_run and not settings.getbool("SITEMAP_INDEXNOW_ALL"):
         return None
+    report = json.loads(path.read_text(encoding="utf-8"))
+    urls = list(report.get("added") or [])
+    urls += [change["url"] for change in report.get("lastmod_changes") or []]
+    urls += list(report.get("removed") or [])
     parts = urlsplit(published.index_url)  # the public address of the published index
     root = f"{parts.scheme}://{parts.netloc}/"
     location = indexnow.key_location(root, key, settings.get("SITEMAP_INDEXNOW_KEY_LOCATION"))
@@ -69,7 +55,5 @@ def notify(settings: BaseSettings, run: RunOutcome) -> indexnow.Outcome | None:
             user_agent=settings.get("USER_AGENT"),
         )
     report["indexnow"] = outcome.to_json()
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temp.write_text(json.dumps(report, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    temp.replace(path)
+    write_html(path, json.dumps(report, ensure_ascii=False, indent=1) + "\n")  # atomically
     return outcome

@@ -1,17 +1,11 @@
 """What every command shares: exit statuses, one-line errors, the scope and
-politeness options of the commands that crawl, and the ``--config`` file.
-
-Each command module (:mod:`crawler.commands.crawl`, ``audit``, ``worker``) adds its
-own options to an :class:`argparse.ArgumentParser` and maps them onto Scrapy
-settings; the options every crawling command takes are added by
-:func:`add_site_options` and mapped by :func:`site_settings`. A TOML ``--config``
-file holds any long option (``max-pages = 1000``, ``include = ["..."]``,
-``[settings]`` for ``-s``), converted by the same argparse actions as the command
-line, which wins (:func:`load_config`); the Python API (:mod:`crawler.api`) goes
-through the same mapping with keyword arguments (:func:`apply_options`).
-
-It is one long module on purpose: the options every command shares and their one
-mapping onto settings, for the command line, ``--config`` and the Python API alike.
+politeness options of the commands that crawl and their mapping onto settings
+(:func:`add_site_options`, :func:`site_settings`), the TOML ``--config`` file,
+converted by the same argparse actions as the command line, which wins
+(:func:`load_config`; the Python API's keyword arguments go the same way), and how a
+command runs (:func:`run_command`). Over 500 lines as one module on purpose: the
+shared options and their one mapping onto settings, for the command line,
+``--config`` and the Python API alike, one import away for every command.
 """
 
 from __future__ import annotations
@@ -26,15 +20,18 @@ import sys
 import tempfile
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 
+from crawler.commands.settingrules import LOG_LEVELS, SettingError, check_settings
 from crawler.core.agent import is_product_token, product_token
 from crawler.core.defaults import setting_default
 from crawler.core.publicurl import BaseUrlError, PublicUrls
 from crawler.core.urls import host_port, normalize_url, not_a_start_url, site_of
 from crawler.crawl.calendars import parse_window
+from crawler.fetch.access import parse_auth, parse_cookie, parse_header
 
 if TYPE_CHECKING:
     from scrapy.commands import ScrapyCommand
@@ -62,12 +59,11 @@ OUTCOME_EXIT = {
 }
 
 PROG = "sitemap-crawler"
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
-#: The options of ``crawl`` and ``audit`` whose default is a setting's: their help
-#: and docs/reference.md give that setting's value from settings/__init__.py
-#: (tests/test_docs.py changes each one there and looks for stale copies).
+#: The options of ``crawl`` and ``audit`` whose default is a setting's, which they set
+#: when given: their help and docs/reference.md give that setting's value from
+#: settings/__init__.py (tests/test_docs.py changes each one there, finds no stale copy).
 OPTION_DEFAULTS = {
     "--max-pages": "SITEMAP_MAX_PAGES",
     "--max-depth": "SITEMAP_MAX_DEPTH",
@@ -110,8 +106,8 @@ def _whole(text: str, minimum: int) -> int:
     return value
 
 
-def positive_int(text: str) -> int:
-    return _whole(text, 1)
+positive_int = partial(_whole, minimum=1)
+non_negative_int = partial(_whole, minimum=0)
 
 
 def positive_int_or_auto(text: str) -> int | str:
@@ -119,27 +115,23 @@ def positive_int_or_auto(text: str) -> int | str:
     return "auto" if text == "auto" else _whole(text, 1)
 
 
-def non_negative_int(text: str) -> int:
-    return _whole(text, 0)
+def _between(what: str, high: int, unit: str = "", strip: str = "") -> Callable[[str], float]:
+    """An argparse type: a number from 0 to *high* (*what*, in the errors)."""
+
+    def check(text: str) -> float:
+        try:
+            value = float(text.rstrip(strip))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a {what}: {text!r}") from None
+        if not 0 <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be between 0 and {high}{unit}: {text!r}")
+        return value
+
+    return check
 
 
-def window(text: str) -> str:
-    """A calendar window (crawler.crawl.calendars.parse_window), kept as given."""
-    try:
-        parse_window(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    return text
-
-
-def seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not 0 <= value <= 3600:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 3600 seconds: {text!r}")
-    return value
+seconds = _between("number of seconds", 3600, " seconds")
+percent = _between("percentage", 100, strip="%")
 
 
 def regex(text: str) -> str:
@@ -165,45 +157,24 @@ def robots_token(text: str) -> str:
     return text
 
 
-def percent(text: str) -> float:
-    try:
-        value = float(text.rstrip("%"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a percentage: {text!r}") from None
-    if not 0 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 100: {text!r}")
-    return value
+def _parsed(parse: Callable[[str], object]) -> Callable[[str], str]:
+    """An argparse type: the text itself, once *parse* accepts it. Its ValueError is
+    the message, which names no value: it may be a secret (argparse names the option)."""
+
+    def check(text: str) -> str:
+        try:
+            parse(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+        return text
+
+    return check
 
 
-def header_option(text: str) -> str:
-    from crawler.fetch.access import parse_header
-
-    try:
-        parse_header(text)
-    except ValueError as e:  # the message names no value: it may be a secret (argparse
-        # names the option)
-        raise argparse.ArgumentTypeError(str(e)) from None
-    return text
-
-
-def cookie_option(text: str) -> str:
-    from crawler.fetch.access import parse_cookie
-
-    try:
-        parse_cookie(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    return text
-
-
-def auth_option(text: str) -> str:
-    from crawler.fetch.access import parse_auth
-
-    try:
-        parse_auth(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    return text
+window = _parsed(parse_window)
+header_option = _parsed(parse_header)
+cookie_option = _parsed(parse_cookie)
+auth_option = _parsed(parse_auth)
 
 
 #: The environment variable that holds --auth's USER:PASSWORD.
@@ -220,6 +191,20 @@ class Parser(argparse.ArgumentParser):
 # -- the options of every command that crawls -----------------------------------------
 
 
+def adder(helps: Mapping[str, str]) -> Callable[..., None]:
+    """``add(group, flag, **kw)``: ``group.add_argument`` with the help of *flag* in
+    *helps* (a command's table of help texts, built when its parser is)."""
+
+    def add(group: argparse._ActionsContainer, flag: str, **kw: Any) -> None:
+        group.add_argument(flag, help=helps[flag], **kw)
+
+    return add
+
+
+#: The keyword arguments of a repeatable option (argparse copies the list it appends to).
+REPEATABLE: dict[str, Any] = {"action": "append", "default": []}
+
+
 def add_site_options(
     p: argparse.ArgumentParser, *, scrapy: bool = False, several: bool = False
 ) -> None:
@@ -227,131 +212,64 @@ def add_site_options(
     one site), ``--config``, scope, politeness and access to a private site; then
     ``--log-level`` and ``-s``, unless *scrapy* (``scrapy audit``: Scrapy's own ``-s``
     and ``-L`` are there already)."""
-    if several:
-        p.add_argument(
-            "url",
-            nargs="*",
-            default=[],
-            help="start URL(s) of one site, e.g. https://www.example.com/ (or in --config)",
-        )
-    else:
-        p.add_argument(
-            "url", nargs="?", help="start URL, e.g. https://www.example.com/ (or in --config)"
-        )
-    p.add_argument(
-        "--config",
-        metavar="FILE",
-        help="a TOML file holding any of these options (names as here, without the "
+    # Each option's help, the options below in --help's order.
+    text = {
+        "--config": "a TOML file holding any of these options (names as here, without the "
         'dashes or with _ for -, e.g. url = "https://...", max-pages = 1000, '
         'include = ["..."], [settings] NAME = value); the command line wins',
-    )
-    p.add_argument(
-        "--base-url",
-        metavar="URL",
-        help="public address of the crawled site: every published <loc> is "
+        "--base-url": "public address of the crawled site: every published <loc> is "
         "rewritten from the start URL's directory to this prefix",
-    )
-    p.add_argument(
-        "--max-pages",
-        type=non_negative_int,
-        metavar="N",
-        help=f"fetch at most N pages (default {setting_default('SITEMAP_MAX_PAGES')}; "
-        "0 means no limit)",
-    )
-    p.add_argument(
-        "--max-depth",
-        type=non_negative_int,
-        metavar="N",
-        help="follow links at most N levels from the start URL (default "
-        f"{setting_default('SITEMAP_MAX_DEPTH')}; 0 means no limit)",
-    )
-    p.add_argument(
-        "--max-variants-per-path",
-        type=non_negative_int,
-        metavar="N",
-        help="list at most N query variants of one path (default "
-        f"{setting_default('SITEMAP_MAX_VARIANTS_PER_PATH')}; 0 means no limit)",
-    )
-    p.add_argument(
-        "--calendar-window",
-        type=window,
-        metavar="DURATION",
-        help="follow a calendar's or date archive's prev/next links only within this "
-        f"window of today, each way (default {setting_default('SITEMAP_CALENDAR_WINDOW')}; "
+        "--calendar-window": "follow a calendar's or date archive's prev/next links only within "
+        f"this window of today, each way (default {setting_default('SITEMAP_CALENDAR_WINDOW')}; "
         "also 52w, 12m, 1y; 0 turns it off)",
-    )
-    p.add_argument(
-        "--concurrency",
-        type=positive_int,
-        metavar="N",
-        help=f"concurrent requests (default {setting_default('CONCURRENT_REQUESTS_PER_DOMAIN')} "
-        f"per host, {setting_default('CONCURRENT_REQUESTS')} in all)",
-    )
-    p.add_argument(
-        "--delay",
-        type=seconds,
-        metavar="S",
-        help="minimum delay between requests in seconds (default "
-        f"{setting_default('DOWNLOAD_DELAY')}, with "
-        "AutoThrottle adapting to the server; robots.txt Crawl-delay wins "
-        "when larger)",
-    )
-    p.add_argument(
-        "--user-agent",
-        metavar="UA",
-        help="User-Agent header; its product token (AcmeBot in 'AcmeBot/1.0 (...)' or in "
-        "'Mozilla/5.0 (compatible; AcmeBot/1.0)') is matched against robots.txt groups",
-    )
-    p.add_argument(
-        "--robots-agent",
-        type=robots_token,
-        metavar="TOKEN",
-        help="the product token matched against robots.txt groups, instead of the User-Agent's",
-    )
-    p.add_argument(
-        "--include",
-        action="append",
-        type=regex,
-        default=[],
-        metavar="REGEX",
-        help="crawl only URLs matching REGEX (repeatable; any one matches)",
-    )
-    p.add_argument(
-        "--exclude",
-        action="append",
-        type=regex,
-        default=[],
-        metavar="REGEX",
-        help="do not crawl URLs matching REGEX (repeatable)",
-    )
+        "--concurrency": "concurrent requests (default "
+        f"{setting_default('CONCURRENT_REQUESTS_PER_DOMAIN')} per host, "
+        f"{setting_default('CONCURRENT_REQUESTS')} in all)",
+        "--delay": "minimum delay between requests in seconds (default "
+        f"{setting_default('DOWNLOAD_DELAY')}, with AutoThrottle adapting to the server; "
+        "robots.txt Crawl-delay wins when larger)",
+        "--user-agent": "User-Agent header; its product token (AcmeBot in 'AcmeBot/1.0 (...)' or "
+        "in 'Mozilla/5.0 (compatible; AcmeBot/1.0)') is matched against robots.txt groups",
+        "--robots-agent": "the product token matched against robots.txt groups, instead of the "
+        "User-Agent's",
+        "--include": "crawl only URLs matching REGEX (repeatable; any one matches)",
+        "--exclude": "do not crawl URLs matching REGEX (repeatable)",
+        "--header": "send this header with every request to the site (repeatable)",
+        "--auth": "HTTP basic auth for the site; better from the SITEMAP_AUTH environment "
+        "variable or auth = ... in --config, out of the shell's history",
+        "--cookie": "send this cookie to the site (repeatable; with the site's own cookies)",
+    }
+    add = adder(text)
+
+    url = "start URL{}, e.g. https://www.example.com/ (or in --config)"
+    if several:
+        p.add_argument("url", nargs="*", default=[], help=url.format("(s) of one site"))
+    else:
+        p.add_argument("url", nargs="?", help=url.format(""))
+    add(p, "--config", metavar="FILE")
+    add(p, "--base-url", metavar="URL")
+    for flag, what in (
+        ("--max-pages", "fetch at most N pages"),
+        ("--max-depth", "follow links at most N levels from the start URL"),
+        ("--max-variants-per-path", "list at most N query variants of one path"),
+    ):
+        limit = f"{what} (default {setting_default(OPTION_DEFAULTS[flag])}; 0 means no limit)"
+        p.add_argument(flag, type=non_negative_int, metavar="N", help=limit)
+    add(p, "--calendar-window", type=window, metavar="DURATION")
+    add(p, "--concurrency", type=positive_int, metavar="N")
+    add(p, "--delay", type=seconds, metavar="S")
+    add(p, "--user-agent", metavar="UA")
+    add(p, "--robots-agent", type=robots_token, metavar="TOKEN")
+    add(p, "--include", type=regex, metavar="REGEX", **REPEATABLE)
+    add(p, "--exclude", type=regex, metavar="REGEX", **REPEATABLE)
     access = p.add_argument_group(
         "staging and private sites",
         "sent to the crawled site only (never to another host, even on a redirect) and "
         "never logged, recorded or reported",
     )
-    access.add_argument(
-        "--header",
-        action="append",
-        type=header_option,
-        default=[],
-        metavar="'NAME: VALUE'",
-        help="send this header with every request to the site (repeatable)",
-    )
-    access.add_argument(
-        "--auth",
-        type=auth_option,
-        metavar="USER:PASSWORD",
-        help="HTTP basic auth for the site; better from the SITEMAP_AUTH environment "
-        "variable or auth = ... in --config, out of the shell's history",
-    )
-    access.add_argument(
-        "--cookie",
-        action="append",
-        type=cookie_option,
-        default=[],
-        metavar="NAME=VALUE",
-        help="send this cookie to the site (repeatable; with the site's own cookies)",
-    )
+    add(access, "--header", type=header_option, metavar="'NAME: VALUE'", **REPEATABLE)
+    add(access, "--auth", type=auth_option, metavar="USER:PASSWORD")
+    add(access, "--cookie", type=cookie_option, metavar="NAME=VALUE", **REPEATABLE)
     if not scrapy:
         add_log_and_settings(
             p,
@@ -367,12 +285,18 @@ def add_log_and_settings(p: argparse.ArgumentParser, log_help: str, set_help: st
         "-s",
         "--set",
         dest="settings",
-        action="append",
         type=setting,
-        default=[],
         metavar="NAME=VALUE",
         help=set_help,
+        **REPEATABLE,
     )
+
+
+def given_settings(args: argparse.Namespace, names: Mapping[str, str]) -> dict[str, Any]:
+    """The settings *names* maps the options given in *args* onto (``--max-pages``:
+    ``SITEMAP_MAX_PAGES``); an option left out (None), or that *args* lacks, sets none."""
+    values = {name: getattr(args, flag[2:].replace("-", "_"), None) for flag, name in names.items()}
+    return {name: value for name, value in values.items() if value is not None}
 
 
 def site_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -404,6 +328,7 @@ def site_settings(args: argparse.Namespace) -> dict[str, Any]:
         "SITEMAP_INCLUDE": args.include,
         "SITEMAP_EXCLUDE": args.exclude,
         "LOG_LEVEL": args.log_level,
+        **given_settings(args, OPTION_DEFAULTS),
     }
     if len(urls) > 1:
         settings["SITEMAP_START_URLS"] = urls[1:]
@@ -418,19 +343,8 @@ def site_settings(args: argparse.Namespace) -> dict[str, Any]:
         except argparse.ArgumentTypeError as e:
             raise UsageError(f"{e} (from the {AUTH_ENV} environment variable)") from None
         settings["SITEMAP_AUTH"] = auth
-    if args.max_pages is not None:
-        settings["SITEMAP_MAX_PAGES"] = args.max_pages
-    if args.max_depth is not None:
-        settings["SITEMAP_MAX_DEPTH"] = args.max_depth
-    if args.max_variants_per_path is not None:
-        settings["SITEMAP_MAX_VARIANTS_PER_PATH"] = args.max_variants_per_path
-    if args.calendar_window is not None:
-        settings["SITEMAP_CALENDAR_WINDOW"] = args.calendar_window
     if args.concurrency is not None:
         settings["CONCURRENT_REQUESTS"] = args.concurrency
-        settings["CONCURRENT_REQUESTS_PER_DOMAIN"] = args.concurrency
-    if args.delay is not None:
-        settings["DOWNLOAD_DELAY"] = args.delay
     if args.user_agent:
         settings["USER_AGENT"] = args.user_agent
         settings["ROBOTSTXT_USER_AGENT"] = product_token(args.user_agent)
@@ -440,10 +354,8 @@ def site_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def check_writable(directory: Path) -> None:
-    """Raise UsageError unless files can be created in *directory*, or, when it does
-    not exist yet, in the directory it would be made in. Nothing is left behind: the
-    caller makes the directories once every check passed (a bad ``--state`` used to
-    leave an empty ``--out``)."""
+    """Raise UsageError unless files can be created in *directory* (or where it would
+    be made); nothing is left behind: the caller makes it once every check passed."""
     existing = directory
     while not existing.exists():
         existing = existing.parent
@@ -476,8 +388,10 @@ def make_directories(*directories: Path) -> None:
 # -- the config file and the Python API -------------------------------------------------
 
 
-def load_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Fill *args* from the TOML file of ``--config``; the command line wins."""
+def load_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.Namespace:
+    """*args*, filled from the TOML file of ``--config`` if any; the command line wins."""
+    if not args.config:
+        return args
     path = Path(args.config)
     try:
         with path.open("rb") as f:
@@ -487,6 +401,7 @@ def load_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"--config {path} is not valid TOML: {e}") from None
     apply_options(parser, args, config, where=f"--config {path}")
+    return args
 
 
 def apply_options(
@@ -567,8 +482,6 @@ def checked_settings(overrides: Mapping[str, Any], base: Settings | None = None)
     """:func:`project_settings`, checked against every setting's rule
     (:mod:`crawler.commands.settingrules`) before anything runs; raise UsageError naming the
     setting, its value and what is allowed."""
-    from crawler.commands.settingrules import SettingError, check_settings
-
     settings = project_settings(overrides, base)
     try:
         check_settings(settings, overrides)
@@ -579,14 +492,17 @@ def checked_settings(overrides: Mapping[str, Any], base: Settings | None = None)
 
 def attempt(work: Callable[[], T], *, what: str, interrupted: str) -> T | int:
     """Run a command's *work*; bad input (or a bad value that only Scrapy finds) is one
-    line and exit status 2, Ctrl-C before Scrapy took the signals the line
-    *interrupted* and 130, never a traceback. Returns the work's result, or the exit
-    status when it did not finish."""
+    line and exit status 2, a crawl that cannot start one line and 3, Ctrl-C before
+    Scrapy took the signals the line *interrupted* and 130, never a traceback. Returns
+    the work's result, or the exit status when it did not finish."""
     try:
         return work()
     except UsageError as e:
         error(f"error: {e}")
         return EXIT_USAGE
+    except CrawlFailure as e:
+        error(str(e))
+        return EXIT_CRAWL_FAILED
     except KeyboardInterrupt:
         error(interrupted)
         return EXIT_INTERRUPTED
@@ -594,6 +510,37 @@ def attempt(work: Callable[[], T], *, what: str, interrupted: str) -> T | int:
         logging.getLogger(__name__).debug("%s failed", what, exc_info=True)
         error(f"error: {type(e).__name__}: {e}")
         return EXIT_USAGE
+
+
+class Outcome(Protocol):
+    """How a command's work ended: its exit status and the line saying why, if any."""
+
+    code: int
+    error: str | None
+
+
+Done = TypeVar("Done", bound=Outcome)
+
+
+def run_command(
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    execute: Callable[[argparse.Namespace], Done],
+    show: Callable[[Done], None],
+    *,
+    interrupted: str,
+) -> int:
+    """Apply ``--config``, *execute* through :func:`attempt`, *show* the outcome and
+    its error line; return the exit status."""
+    work = attempt(
+        lambda: execute(load_config(parser, args)), what=parser.prog, interrupted=interrupted
+    )
+    if isinstance(work, int):
+        return work
+    show(work)
+    if work.error is not None:
+        error(work.error)
+    return work.code
 
 
 def error(message: str) -> None:
@@ -615,10 +562,9 @@ def print_stdout(text: str) -> None:
 
 def scrapy_command(module: ModuleType) -> type[ScrapyCommand]:
     """The Scrapy command (``COMMANDS_MODULE``) of a command *module*: ``scrapy audit
-    URL`` and ``scrapy worker --redis URL`` run the same code as ``sitemap-crawler
-    audit`` and ``worker``, with Scrapy's own ``-s``, ``-L`` and log options. Made here
-    and named in its module (``Command = scrapy_command(sys.modules[__name__])``): a
-    class defined in this module would be taken by Scrapy for a command of its own."""
+    URL`` runs the same code as ``sitemap-crawler audit``, with Scrapy's own ``-s`` and
+    ``-L``. Made here, named in its module: Scrapy would take a class defined in this
+    module for a command of its own."""
     from scrapy.commands import ScrapyCommand
 
     class Command(ScrapyCommand):

@@ -1,12 +1,9 @@
 """Running a spider in this process, for the commands that crawl.
 
-:func:`run_spider` builds the project's settings, forks the page-parsing workers
-before the reactor starts (:mod:`crawler.page.parsepool`), runs one crawl with Scrapy's
-``CrawlerProcess`` and returns how it ended (:class:`crawler.core.outcome.SpiderRun`).
-What the run keeps (its lock, ledgers and ``JOBDIR``) is the run state's business
-(:mod:`crawler.ledger.runstate`), so ``scrapy crawl site`` behaves the same. A process runs one
-reactor once: the Python API (:mod:`crawler.api`) runs each command in a child
-process for that reason.
+:func:`run_spider` forks the page-parsing workers before the reactor starts
+(:mod:`crawler.page.parsepool`), runs one crawl with Scrapy's ``CrawlerProcess`` and
+returns how it ended. A process runs one reactor once: the Python API
+(:mod:`crawler.api`) runs each command in a child process for that reason.
 """
 
 from __future__ import annotations
@@ -14,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scrapy.crawler import CrawlerProcess
+from scrapy import signals
+from scrapy.crawler import Crawler, CrawlerProcess
 
 from crawler.commands.options import (
     EXIT_CRAWL_FAILED,
@@ -36,11 +34,20 @@ class _Process(CrawlerProcess):
         super()._signal_kill(signum, _)
 
 
+def closed_reasons(crawler: Crawler) -> list[str]:
+    """The list that will hold the reason *crawler*'s spider closed for."""
+    closed: list[str] = []
+
+    def spider_closed(reason: str) -> None:
+        closed.append(reason)
+
+    crawler.signals.connect(spider_closed, signal=signals.spider_closed, weak=False)
+    return closed
+
+
 def run_spider(url: str, overrides: Mapping[str, Any]) -> SpiderRun:
-    """Run the site spider in this process (in every mode: a distributed crawl's parts
-    are in *overrides*); return how it ended: the exit status and the publisher's
-    outcome (the stats ride along for the summary)."""
-    from scrapy import signals
+    """Run the site spider in this process (a distributed crawl's parts are in
+    *overrides*); return its exit status, the publisher's outcome and the stats."""
     from scrapy.settings import default_settings
 
     from crawler.crawl.spider import SiteSpider
@@ -55,12 +62,7 @@ def run_spider(url: str, overrides: Mapping[str, Any]) -> SpiderRun:
         fork_workers(processes_from(settings))
     process = _Process(settings)
     crawler = process.create_crawler(SiteSpider)
-    closed: list[str] = []
-
-    def spider_closed(reason: str) -> None:
-        closed.append(reason)
-
-    crawler.signals.connect(spider_closed, signal=signals.spider_closed, weak=False)
+    closed = closed_reasons(crawler)
     process.crawl(crawler, url=url)
     process.start()
     stats = crawler.stats.get_stats() if crawler.stats else {}

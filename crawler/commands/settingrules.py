@@ -1,15 +1,10 @@
 """The rules every setting must meet, checked before a crawl starts.
 
-A bad ``-s`` value (or a bad value in ``--config``'s ``[settings]``) used to surface
-mid-crawl as a traceback, or after the whole crawl at publish time. The commands
-check the merged settings first (:func:`check_settings`): every ``SITEMAP_*``
-setting of ``settings/`` and the Scrapy settings the crawl relies on, each against
-a rule that says what is allowed. A ``SITEMAP_*`` name that does not exist is an
-error too, with the closest known name (a misspelled setting used to be ignored).
-Each failure is one line for the command to print (exit status 2).
-
-Every ``SITEMAP_*`` setting has a rule here (tests/test_settingrules.py holds the
-two lists together).
+The commands check the merged settings first (:func:`check_settings`), so that a bad
+``-s`` value (or one in ``--config``'s ``[settings]``) is one line (exit status 2),
+not a traceback mid-crawl or at publish time: every ``SITEMAP_*`` setting (each has
+a rule here: tests/test_settingrules.py) and the Scrapy settings the crawl relies
+on. A ``SITEMAP_*`` name that does not exist is an error too, with the closest name.
 """
 
 from __future__ import annotations
@@ -20,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
+import settings as project
 from crawler.core.lastmod import w3c_datetime
 from crawler.crawl.calendars import parse_window
 from crawler.fetch.access import parse_auth, parse_cookie, parse_header
@@ -122,10 +118,7 @@ def _text(settings: BaseSettings, name: str) -> None:
 
 
 def _window(settings: BaseSettings, name: str) -> None:
-    try:
-        parse_window(settings.get(name))
-    except ValueError as e:
-        raise ValueError(str(e)) from None
+    parse_window(settings.get(name))  # its ValueError says what is allowed
 
 
 def _path(settings: BaseSettings, name: str) -> None:
@@ -142,44 +135,36 @@ def _texts(settings: BaseSettings, name: str) -> None:
         raise ValueError("must be a list of texts")
 
 
-def _regexes(settings: BaseSettings, name: str) -> None:
-    _texts(settings, name)
-    for pattern in settings.getlist(name):
-        try:
-            re.compile(pattern)
-        except re.error as e:
-            raise ValueError(f"{pattern!r} is not a regular expression: {e}") from None
+def _regex(pattern: str) -> None:
+    try:
+        re.compile(pattern)
+    except re.error as e:
+        raise ValueError(f"{pattern!r} is not a regular expression: {e}") from None
 
 
-def _media_types(settings: BaseSettings, name: str) -> None:
-    _texts(settings, name)
-    for value in settings.getlist(name):
-        if not re.fullmatch(r"[\w.+-]+/[\w.+-]+", value.strip()):
-            raise ValueError(f"{value!r} is not a media type such as application/pdf")
+def _media_type(value: str) -> None:
+    if not re.fullmatch(r"[\w.+-]+/[\w.+-]+", value.strip()):
+        raise ValueError(f"{value!r} is not a media type such as application/pdf")
 
 
-def _selectors(settings: BaseSettings, name: str) -> None:
+def _selector(selector: str) -> None:
     from cssselect import GenericTranslator, SelectorError  # Scrapy's, through parsel
 
-    _texts(settings, name)
-    for selector in settings.getlist(name):
-        try:
-            GenericTranslator().css_to_xpath(selector)
-        except SelectorError as e:
-            raise ValueError(f"{selector!r} is not a CSS selector: {e}") from None
+    try:
+        GenericTranslator().css_to_xpath(selector)
+    except SelectorError as e:
+        raise ValueError(f"{selector!r} is not a CSS selector: {e}") from None
 
 
-def _changefreq(settings: BaseSettings, name: str) -> None:
-    if settings.get(name) not in {c.value for c in ChangeFreq}:
-        raise ValueError(f"must be one of {', '.join(c.value for c in ChangeFreq)}")
+def _is_priority(value: object) -> bool:
+    try:
+        return Decimal(0) <= Decimal(str(value)) <= Decimal(1)
+    except InvalidOperation:  # NaN too
+        return False
 
 
 def _priority(settings: BaseSettings, name: str) -> None:
-    try:
-        value = Decimal(str(settings.get(name)))
-    except InvalidOperation:
-        value = Decimal("NaN")
-    if not value.is_finite() or not Decimal(0) <= value <= Decimal(1):
+    if not _is_priority(settings.get(name)):
         raise ValueError("must be a number from 0.0 to 1.0")
 
 
@@ -197,12 +182,8 @@ def _split(settings: BaseSettings, name: str, value_last: bool) -> list[tuple[st
             continue
         pairs.append(split_rule(text, value_last=value_last))
     for left, right in pairs:
-        pattern = right if not value_last else left
-        if pattern:
-            try:
-                re.compile(pattern)
-            except re.error as e:
-                raise ValueError(f"{pattern!r} is not a regular expression: {e}") from None
+        if pattern := left if value_last else right:
+            _regex(pattern)
     return pairs
 
 
@@ -227,11 +208,7 @@ def _changefreq_rules(settings: BaseSettings, name: str) -> None:
 
 def _priority_rules(settings: BaseSettings, name: str) -> None:
     for _, value in _split(settings, name, value_last=True):
-        try:
-            ok = Decimal(0) <= Decimal(value) <= Decimal(1)
-        except InvalidOperation:
-            ok = False
-        if not ok:
+        if not _is_priority(value):
             raise ValueError(f"{value!r} is not a priority from 0.0 to 1.0")
 
 
@@ -240,10 +217,12 @@ def _indexnow_key(settings: BaseSettings, name: str) -> None:
         raise ValueError("must be 8 to 128 letters, digits or -, as IndexNow asks")
 
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
 def _log_level(settings: BaseSettings, name: str) -> None:
-    levels = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-    if str(settings.get(name)).upper() not in levels:
-        raise ValueError(f"must be one of {', '.join(levels)}")
+    if str(settings.get(name)).upper() not in LOG_LEVELS:
+        raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
 
 
 _PATH = _optional(_path)
@@ -255,8 +234,8 @@ def _credentials(settings: BaseSettings, name: str) -> None:
 
 
 def _each(parse: Callable[[str], object]) -> Rule:
-    """A list whose every item *parse* accepts (its ValueError says what is wrong,
-    without the value: these are credentials)."""
+    """A list of texts whose every item *parse* accepts (its ValueError says what is
+    wrong; for credentials, without the value)."""
 
     def rule(settings: BaseSettings, name: str) -> None:
         _texts(settings, name)
@@ -269,41 +248,35 @@ def _each(parse: Callable[[str], object]) -> Rule:
 #: Settings that hold credentials: an error names them, never their value.
 SECRET = frozenset({"SITEMAP_AUTH", "SITEMAP_COOKIES", "SITEMAP_HEADERS"})
 
-#: The rule of each setting the crawl defines or relies on.
+#: The rule of each setting the crawl defines or relies on. One of ours whose default is
+#: true or false, or a list, is a boolean, or a list of texts, unless named here.
 RULES: dict[str, Rule] = {
+    **{
+        name: _bool if isinstance(value, bool) else _texts
+        for name, value in vars(project).items()
+        if name.startswith("SITEMAP_") and isinstance(value, bool | list)
+    },
     # sitemap-crawler's own (settings/__init__.py documents each).
-    "SITEMAP_ALTERNATE_HOSTS": _texts,
     "SITEMAP_AUDIT_LEDGER": _PATH,
     "SITEMAP_AUDIT_MAX_BYTES": _number(int, 1),
     "SITEMAP_AUDIT_MAX_DEPTH": _number(int, 0),
-    "SITEMAP_AUDIT_SITEMAPS": _texts,
     "SITEMAP_AUDIT_STORE": _PATH,
     "SITEMAP_AUTH": _optional(_credentials),
     "SITEMAP_BASE_URL": _optional(_text),
     "SITEMAP_CALENDAR_WINDOW": _window,
-    "SITEMAP_CHANGEFREQ": _optional(_changefreq),
+    "SITEMAP_CHANGEFREQ": _optional(_choice(*(c.value for c in ChangeFreq))),
     "SITEMAP_CHANGEFREQ_RULES": _changefreq_rules,
     "SITEMAP_COOKIES": _each(parse_cookie),
-    "SITEMAP_DEDUPE_CONTENT": _bool,
-    "SITEMAP_EXCLUDE": _regexes,
-    "SITEMAP_FEED": _bool,
+    "SITEMAP_EXCLUDE": _each(_regex),
     "SITEMAP_FEED_DAYS": _number(int, 1),
     "SITEMAP_FEED_MAX": _number(int, 1),
-    "SITEMAP_FORCE": _bool,
     "SITEMAP_FORMAT": _choice("xml", "txt"),
-    "SITEMAP_GZIP": _bool,
     "SITEMAP_HEADERS": _each(parse_header),
-    "SITEMAP_HREFLANG": _bool,
-    "SITEMAP_IMAGE_HOSTS": _texts,
-    "SITEMAP_IMAGES": _bool,
-    "SITEMAP_INCLUDE": _regexes,
-    "SITEMAP_INDEXNOW_ALL": _bool,
+    "SITEMAP_INCLUDE": _each(_regex),
     "SITEMAP_INDEXNOW_ENDPOINT": _optional(_text),
     "SITEMAP_INDEXNOW_KEY": _optional(_indexnow_key),
     "SITEMAP_INDEXNOW_KEY_LOCATION": _optional(_text),
-    "SITEMAP_INCREMENTAL": _bool,
-    "SITEMAP_LASTMOD_FROM_PAGE": _bool,
-    "SITEMAP_LISTED_TYPES": _media_types,
+    "SITEMAP_LISTED_TYPES": _each(_media_type),
     "SITEMAP_MAX_BYTES_PER_FILE": _number(int, 1, MAX_BYTES_PER_FILE),
     "SITEMAP_MAX_CRAWL_DELAY": _number(float, 0),
     "SITEMAP_MAX_DEPTH": _number(int, 0),
@@ -322,9 +295,7 @@ RULES: dict[str, Rule] = {
     "SITEMAP_PRIORITY": _optional(_priority),
     "SITEMAP_PRIORITY_RULES": _priority_rules,
     "SITEMAP_PROGRESS_INTERVAL": _number(float, 0),
-    "SITEMAP_PUBLISH": _bool,
     "SITEMAP_REDIS_CRAWL": _optional(_text),
-    "SITEMAP_REDIS_NO_FETCH": _bool,
     "SITEMAP_REDIS_POLL_INTERVAL": _positive,
     "SITEMAP_REDIS_REPORT_BATCH": _number(int, 1),
     "SITEMAP_REDIS_ROLE": _optional(_choice("coordinator", "worker")),
@@ -335,29 +306,19 @@ RULES: dict[str, Rule] = {
     "SITEMAP_RENDER_BROWSER": _optional(_text),
     "SITEMAP_RENDER_CONCURRENCY": _auto_or(_number(int, 1)),
     "SITEMAP_RENDER_CONTEXT_PAGES": _number(int, 1),
-    "SITEMAP_RENDER_INCLUDE": _regexes,
+    "SITEMAP_RENDER_INCLUDE": _each(_regex),
     "SITEMAP_RENDER_SHELL_LINKS": _number(int, 0),
     "SITEMAP_RENDER_TIMEOUT": _positive,
-    "SITEMAP_REPORT_HTML": _bool,
     "SITEMAP_REPORT_HTML_URLS": _number(int, 1),
-    "SITEMAP_RESUME": _bool,
     "SITEMAP_ROBOTS_MAX_AGE": _number(float, 0),
     "SITEMAP_ROBOTS_MAX_BYTES": _number(int, 1),
     "SITEMAP_SECTIONS": _sections,
-    "SITEMAP_SEED_SITEMAPS": _bool,
-    "SITEMAP_SEED_SITEMAP_URLS": _texts,
-    "SITEMAP_START_URLS": _texts,
-    "SITEMAP_SOFT404_CONTENT": _bool,
-    "SITEMAP_SOFT404_PROBE": _bool,
     "SITEMAP_STATE_DIR": _PATH,
-    "SITEMAP_STRIP_EXTRA": _texts,
-    "SITEMAP_STRIP_PARAMS": _bool,
     "SITEMAP_TRAP_MAX_QUERY_VARIANTS": _number(int, 1),
     "SITEMAP_TRAP_MAX_REPEATS": _number(int, 1),
     "SITEMAP_TRAP_MAX_SEGMENTS": _number(int, 1),
     "SITEMAP_URL_FILE": _PATH,
-    "SITEMAP_VIDEOS": _bool,
-    "SITEMAP_VOLATILE_SELECTORS": _selectors,
+    "SITEMAP_VOLATILE_SELECTORS": _each(_selector),
     # Scrapy's, which the crawl relies on.
     "AUTOTHROTTLE_ENABLED": _bool,
     "AUTOTHROTTLE_MAX_DELAY": _number(float, 0),

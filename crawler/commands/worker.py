@@ -1,45 +1,37 @@
 """``sitemap-crawler worker --redis URL``: fetch pages for a distributed crawl.
 
-A worker needs nothing but the Redis URL: the start URL, the scope, normalisation
-and politeness options and any ``-s`` of the crawl come from Redis; its own
-``--concurrency``, ``--log-level`` and ``-s`` apply to it alone. It runs the
-site spider, with the distributed crawl's parts (:mod:`crawler.distributed`), until the coordinator
-ends the crawl. ``scrapy worker --redis URL`` from the project root is the same
-command.
-
-Exit status: 0 the crawl is over (whoever ended it); 2 usage error (a malformed Redis
-URL); 3 no crawl to join, Redis unreachable, or the coordinator gone; 130
-interrupted (what it held goes back to the queue).
+A worker needs nothing but the Redis URL: the crawl's start URL, options and ``-s``
+come from Redis; its own ``--concurrency``, ``--log-level`` and ``-s`` apply to it
+alone. It runs the site spider with the distributed crawl's parts
+(:mod:`crawler.distributed`) until the coordinator ends the crawl. ``scrapy worker
+--redis URL`` from the project root is the same command (exit statuses: ``EPILOG``).
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from crawler.commands import distributed
 from crawler.commands.options import (
     EXIT_CRAWL_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
-    EXIT_USAGE,
-    CrawlFailure,
-    UsageError,
     add_log_and_settings,
+    attempt,
     checked_settings,
     error,
+    given_settings,
     positive_int,
     scrapy_command,
 )
 from crawler.commands.process import run_spider
+from crawler.core.outcome import SpiderRun
 
 if TYPE_CHECKING:
     from scrapy.settings import Settings
-
-logger = logging.getLogger(__name__)
 
 NAME = "worker"
 HELP = "join a distributed crawl (crawl --redis) and fetch pages for it"
@@ -85,41 +77,21 @@ def run(
     settings ``scrapy worker`` built (its ``-s`` applied already)."""
     from crawler.distributed import worker_settings
 
-    try:
+    mine = given_settings(args, {"--concurrency": "CONCURRENT_REQUESTS_PER_DOMAIN"})
+    local = {"LOG_LEVEL": args.log_level, **mine, **dict(args.settings)}
+
+    def work() -> tuple[str, str, SpiderRun]:
         crawl_id, config = distributed.join(args.redis)
-    except UsageError as e:
-        error(f"error: {e}")
-        return EXIT_USAGE
-    except CrawlFailure as e:
-        error(str(e))
-        return EXIT_CRAWL_FAILED
-    local: dict[str, Any] = {"LOG_LEVEL": args.log_level}
-    if args.concurrency is not None:
-        local["CONCURRENT_REQUESTS_PER_DOMAIN"] = args.concurrency
-    local.update(dict(args.settings))
-    start_url = config["start_url"]
-    try:
-        settings = worker_settings(
-            config,
-            args.redis,
-            crawl_id,
-            local,
-            checked_settings({**config["settings"], **local}, base),
-        )
-        run = run_spider(start_url, settings)
-    except UsageError as e:
-        error(f"error: {e}")
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        error("worker interrupted")
-        return EXIT_INTERRUPTED
-    except Exception as e:  # a bad -s value, say: one line, not a traceback
-        logger.debug("worker failed", exc_info=True)
-        error(f"error: {type(e).__name__}: {e}")
-        return EXIT_USAGE
+        merged = checked_settings({**config["settings"], **local}, base)
+        settings = worker_settings(config, args.redis, crawl_id, local, merged)
+        return crawl_id, config["start_url"], run_spider(config["start_url"], settings)
+
+    done = attempt(work, what="worker", interrupted="worker interrupted")
+    if isinstance(done, int):
+        return done
+    crawl_id, start_url, run = done
     stats = run.stats  # figures for the line below, not decisions
     fetched = stats.get("sitemap/distributed/pages", 0)
-    name = stats.get("sitemap/distributed/process", "?")
     where = f"crawl {crawl_id} of {start_url}"
     if run.interrupted:
         error(
@@ -130,9 +102,10 @@ def run(
     if run.fatal:
         error(f"{run.fatal} ({where})")
         return EXIT_CRAWL_FAILED
-    end = stats.get("sitemap/distributed/end") or "over"
     if not os.environ.get(distributed.STARTED_BY_CRAWL):
         # Not for a worker of crawl --processes: the crawl's summary says this.
+        name = stats.get("sitemap/distributed/process", "?")
+        end = stats.get("sitemap/distributed/end") or "over"
         error(f"worker {name} done: {fetched} pages for {where}; the crawl ended ({end})")
     return EXIT_OK
 
