@@ -290,7 +290,7 @@ SITEMAP_TRAP_MAX_QUERY_VARIANTS = 40
 SITEMAP_TRAP_MAX_SEGMENTS = 20
 # A file of seed URLs, one a line (# comments; /path lines are on the start URL's site).
 SITEMAP_URL_FILE = None
-# <video:video> entries of listed pages (--videos): crawler/page/pagemedia.py.
+# <video:video> entries of listed pages (--videos): crawler/page/pagevideos.py.
 SITEMAP_VIDEOS = False
 # CSS selectors of regions (timestamps, counters) left out of the hash behind lastmod.
 SITEMAP_VOLATILE_SELECTORS: list[str] = []
