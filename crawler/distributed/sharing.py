@@ -57,7 +57,7 @@ from scrapy.utils.asyncio import sleep
 from crawler.core.decisions import LISTED, QUEUED
 from crawler.core.items import Alias, Linked, PageRecords, UrlRecord
 from crawler.crawl.spider import PROBED, Sharing
-from crawler.distributed.crawl import COORDINATOR, RedisCrawl
+from crawler.distributed.crawl import COORDINATOR, DONE_TTL, RedisCrawl
 from crawler.distributed.frontier import Candidate, Settler, SharedFrontier
 from crawler.distributed.messages import PageReport
 from crawler.distributed.previous import RedisPrevious, load
@@ -386,6 +386,20 @@ class RedisSharing(Sharing):
             # found themselves. Reading the reports a batch at a time, every
             # DRAIN_INTERVAL, costs one round trip for many pages.
             await sleep(DRAIN_INTERVAL)
+
+    async def end(self, reason: str) -> None:
+        """The coordinator ends the crawl: no process reports after this; the reports
+        not read yet and the URLs queued and never answered (a crawl cut short by its
+        time budget, say) go to the ledger, as one process has them; then every key goes."""
+        redis, records = self.redis, cast("list[UrlRecord | Alias | Linked]", [])
+        redis.server.set(redis.done_key, reason, ex=DONE_TTL, nx=True)
+        while payloads := redis.pop_reports(self.report_batch):
+            for payload in payloads:
+                self._apply(payload, records)
+        records.extend(self.waiting.values())
+        assert self.crawler.engine is not None
+        await self.crawler.engine.scraper.itemproc.process_item_async(Settled(records))
+        redis.finish(reason)
 
     def _idle_here(self, scheduler: ClaimingScheduler) -> bool:
         engine = self.crawler.engine
