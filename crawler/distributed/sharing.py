@@ -152,6 +152,7 @@ class RedisSharing(Sharing):
         self.waiting: dict[str, UrlRecord] = {}
         self.fatal: str | None = None
         self.fatal_sent = False
+        self.robots_sent = False
         # The start URLs were sent (the report pipeline says): the crawl may end
         # once nothing is left.
         self.started = False
@@ -296,6 +297,9 @@ class RedisSharing(Sharing):
             fatal = self.fatal or state_fatal  # robots.txt unreachable, say
             if fatal is not None and not self.fatal_sent:
                 report.fatal, self.fatal_sent = fatal, True
+            robots = self.run_state.robots if self.run_state is not None else None
+            if robots is not None and not self.robots_sent:
+                report.robots, self.robots_sent = robots, True
         return report
 
     def _counts(self) -> dict[str, int]:
@@ -432,6 +436,8 @@ class RedisSharing(Sharing):
                 stats.inc_value(name, value)
             if report.fatal is not None and self.run_state is not None:
                 self.run_state.fail(report.fatal)
+            if report.robots is not None and self.run_state and self.run_state.robots is None:
+                self.run_state.read_robots(report.robots)  # --no-fetch reads none itself
         if report.probed:
             self.probe_heard = True
         settled: list[UrlRecord | Alias] = (

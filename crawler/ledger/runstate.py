@@ -47,7 +47,7 @@ import shutil
 import weakref
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
@@ -123,6 +123,7 @@ class RunState:
         self.locked_out = False
         self.fatal: str | None = None
         self.unfetched: tuple[str, str] | None = None  # see fail()
+        self.robots: dict[str, Any] | None = None  # see read_robots()
         #: How the run ended, set by the publisher (None until then, or in a
         #: process that keeps no books): the command's answer, not the stats.
         self.outcome: RunOutcome | None = None
@@ -250,6 +251,16 @@ class RunState:
             self.unfetched = unfetched
             self.stats.set_value("sitemap/fatal", message)
             logger.error(message)
+
+    def read_robots(self, record: dict[str, Any]) -> None:
+        """The start origin's robots.txt as read (origin, token, group, state, text):
+        for the summary, and in the ledger's meta for explain. A worker's goes to the
+        coordinator with its next report."""
+        self.robots = record
+        for name in ("token", "group", "state"):
+            self.stats.set_value(f"sitemap/robots/{name}", record[name])
+        if self.ledger is not None:
+            self.ledger.set_meta("robots", record)
 
     # -- the run ends ---------------------------------------------------------------------
 
