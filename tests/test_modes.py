@@ -61,7 +61,7 @@ class Run:
     files: dict[str, bytes]  # every sitemap file published, by name, decompressed
     decisions: dict[str, tuple[str, str | None]]
     feed: set[str]
-    report: dict[str, Any]  # what report.html renders of the pages and decisions
+    report: dict[str, Any]  # what report.html renders of the pages and decisions, robots.txt
     stderr: str
 
 
@@ -83,8 +83,12 @@ def read_sitemaps(out: Path) -> tuple[dict[str, str | None], dict[str, bytes]]:
 #: Figures of report.html about the fetching, not the pages and decisions: which
 #: process fetched a page, how often (a URL fetched before its parameter was learned
 #: elsewhere, robots.txt once a process), how fast, is a race between the processes.
+#: So is the depth a URL was first found at while seeds race the start URL: a
+#: robots.txt ``Sitemap:`` line is read during the soft-404 probe, and a seed's page
+#: that links to the start URL can be read before the start URL is queued.
 FETCHING = (
     "duration_seconds",
+    "depths.",
     "pages_fetched",
     "conditional_requests",
     "not_modified",
@@ -140,8 +144,9 @@ def crawl(url: str, work: Path, mode: str, *options: str, env: Any = None) -> Ru
     if (out / "changes.atom").exists():
         text = (out / "changes.atom").read_text()
         feed = {part.split("</id>")[0] for part in text.split("<id>")[2:]}
-    assert (state / "report.json").is_file()
     report = read_report(state / "report.html")
+    # The robots.txt read, whichever process read it (with --no-fetch, a worker).
+    report["robots"] = json.loads((state / "report.json").read_text())["robots"]
     return Run(*read_sitemaps(out), decisions, feed, report, done.stderr)
 
 
