@@ -60,6 +60,7 @@ class Run:
     lastmods: dict[str, str | None]  # every <loc> published, with its <lastmod>
     files: dict[str, bytes]  # every sitemap file published, by name, decompressed
     decisions: dict[str, tuple[str, str | None]]
+    found: dict[str, tuple[str | None, str | None]]  # found_by, found_from
     feed: set[str]
     report: dict[str, Any]  # what report.html renders of the pages and decisions, robots.txt
     stderr: str
@@ -137,7 +138,9 @@ def crawl(url: str, work: Path, mode: str, *options: str, env: Any = None) -> Ru
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     ledger = Ledger(state / "ledger.sqlite")
     try:
-        decisions = {row["url"]: (row["decision"], row["reason"]) for row in ledger.rows()}
+        rows = list(ledger.rows())
+        decisions = {row["url"]: (row["decision"], row["reason"]) for row in rows}
+        found = {row["url"]: (row["found_by"], row["found_from"]) for row in rows}
     finally:
         ledger.close()
     feed = set()
@@ -147,7 +150,7 @@ def crawl(url: str, work: Path, mode: str, *options: str, env: Any = None) -> Ru
     report = read_report(state / "report.html")
     # The robots.txt read, whichever process read it (with --no-fetch, a worker).
     report["robots"] = json.loads((state / "report.json").read_text())["robots"]
-    return Run(*read_sitemaps(out), decisions, feed, report, done.stderr)
+    return Run(*read_sitemaps(out), decisions, found, feed, report, done.stderr)
 
 
 def same(one: Run, *others: Run) -> None:
@@ -228,6 +231,12 @@ def test_seeds_urls_and_sitemaps(tmp_path: Path, both: Any) -> None:
         one, *two = both(u("/"), "--urls", str(urls), "--seed-sitemaps", name="seeds")
         same(one, *two)
         assert {u(p) for p in ("/from-file", "/in-sitemap", "/declared-only")} <= set(one.lastmods)
+        # How each seed was found, in every mode's ledger.
+        for run in (one, *two):
+            assert run.found[u("/from-file")] == ("url-file", str(urls))
+            assert run.found[u("/in-sitemap")] == ("sitemap", u("/sitemap.xml"))
+            assert run.found[u("/declared-only")] == ("sitemap", u("/maps/declared.xml"))
+            assert run.found[u("/a")][0] == "link"
         # Each sitemap read once crawl-wide.
         for path in ("/sitemap.xml", "/maps/declared.xml"):
             assert [r["path"] for r in site.requests()].count(path) == len(MODES)

@@ -457,6 +457,11 @@ class RedisSharing(Sharing):
                     waiting[rec.key] = rec
                     continue
                 queued = waiting.pop(rec.key, None)
+                if queued is not None:
+                    # How the URL was found: the ledger keeps it from the queued record,
+                    # which is never written here.
+                    rec.found_by = rec.found_by or queued.found_by
+                    rec.found_from = rec.found_from or queued.found_from
                 if queued is not None and queued.raw_url:
                     records.append(Alias(alias=queued.raw_url, url=queued.url))
             records.append(rec)
