@@ -2,7 +2,7 @@
 
 Run ``python -m tests.seedserver --site FILE --log LOG``: it prints its port and
 serves the site described by the JSON FILE (re-read on every request). Every request
-is logged as one JSON line: its path and all its headers (lowercased names), so a
+is logged as one JSON line: its path, all its headers (lowercased names) and its time, so a
 test can tell which credentials reached which server. FILE holds::
 
     {"robots": "User-agent: *\\nAllow: /\\n",        # or {"status": 301, "location": URL}
@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,7 @@ class Site(resource.Resource):
             k.decode("latin-1").lower(): b", ".join(v).decode("latin-1")
             for k, v in request.requestHeaders.getAllRawHeaders()
         }
-        self.log.write(json.dumps({"path": path, "headers": headers}) + "\n")
+        self.log.write(json.dumps({"path": path, "headers": headers, "time": time.time()}) + "\n")
         self.log.flush()
         spec = json.loads(self.site.read_text())
         status, body, delay = self.respond(request, path, headers, spec)

@@ -8,8 +8,10 @@ learned parameters, calendars; and its soft-404 site, for the probe), a scripted
 site for seeds (``--urls``, ``--seed-sitemaps``, robots.txt's ``Sitemap:`` line)
 and staging credentials, a nightly site whose second night replays 304s with the
 first night's lastmod, a rich site (hreflang, images) written in sections with its
-feed, and the single-page application (rendering). report.html and report.json are
-written in both modes.
+feed, the single-page application (rendering), a slow site that the time budget
+(``--max-time``) cuts short, and a nightly site whose changes go to a local IndexNow
+endpoint. report.html and report.json are written in every mode, and report.html
+renders the same pages and decisions.
 """
 
 from __future__ import annotations
@@ -21,18 +23,24 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from email.utils import formatdate
 from pathlib import Path
 from typing import Any
 
+import lxml.html
 import pytest
 from scrapy.utils.sitemap import Sitemap
 
+from crawler.core.decisions import UNFETCHED_TIME
 from crawler.ledger.ledger import Ledger
 from tests.conftest import ROOT
+from tests.indexnowserver import Answer, IndexNowServer
 from tests.seedserver import ScriptedSite
+from tests.test_changes import KEY, build
 from tests.test_nightly import NightlySite
 from tests.test_traps_learning import TrapServer
+from tests.xsd import validate_index, validate_urlset
 
 pytest.importorskip("redis")  # the test extra installs it
 
@@ -52,7 +60,9 @@ class Run:
     lastmods: dict[str, str | None]  # every <loc> published, with its <lastmod>
     files: dict[str, bytes]  # every sitemap file published, by name, decompressed
     decisions: dict[str, tuple[str, str | None]]
+    found: dict[str, tuple[str | None, str | None]]  # found_by, found_from
     feed: set[str]
+    report: dict[str, Any]  # what report.html renders of the pages and decisions, robots.txt
     stderr: str
 
 
@@ -71,6 +81,48 @@ def read_sitemaps(out: Path) -> tuple[dict[str, str | None], dict[str, bytes]]:
     return locs, files
 
 
+#: Figures of report.html about the fetching, not the pages and decisions: which
+#: process fetched a page, how often (a URL fetched before its parameter was learned
+#: elsewhere, robots.txt once a process), how fast, is a race between the processes.
+#: So is the depth a URL was first found at while seeds race the start URL: a
+#: robots.txt ``Sitemap:`` line is read during the soft-404 probe, and a seed's page
+#: that links to the start URL can be read before the start URL is queued.
+FETCHING = (
+    "duration_seconds",
+    "depths.",
+    "pages_fetched",
+    "conditional_requests",
+    "not_modified",
+    "status_codes.",
+    "slowest.",
+    "largest.",
+    "history.",
+)
+#: The columns of report.html's URL tables that say how a page was judged.
+JUDGED = ("URL", "reason", "target", "lastmod")
+
+
+def read_report(path: Path) -> dict[str, Any]:
+    """The pages and decisions report.html renders: every URL table (added, removed,
+    lastmod changes, listed, each excluded decision) by its class, row by row, and
+    every figure but those of the fetching."""
+    page = lxml.html.parse(path).getroot()
+    rendered: dict[str, Any] = {
+        f"figure {f.get('data-figure')}": f.get("data-value")
+        for f in page.xpath("//*[@data-figure]")
+        if not f.get("data-figure").startswith(FETCHING)
+    }
+    for group in page.xpath("//details[@data-class]"):
+        # Not the status a URL answered, nor the page it was first found on: whether
+        # it was fetched, and which page a process read first, is a race too.
+        kept = [th.text_content() in JUDGED for th in group.xpath(".//thead//th")]
+        rendered[group.get("data-class")] = sorted(
+            tuple(td.text_content() for td, k in zip(row.xpath("td"), kept, strict=True) if k)
+            for row in group.xpath(".//tr[@data-row]")
+        )
+    return rendered
+
+
 def crawl(url: str, work: Path, mode: str, *options: str, env: Any = None) -> Run:
     out, state = work / "public", work / "state"
     done = subprocess.run(
@@ -86,15 +138,19 @@ def crawl(url: str, work: Path, mode: str, *options: str, env: Any = None) -> Ru
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     ledger = Ledger(state / "ledger.sqlite")
     try:
-        decisions = {row["url"]: (row["decision"], row["reason"]) for row in ledger.rows()}
+        rows = list(ledger.rows())
+        decisions = {row["url"]: (row["decision"], row["reason"]) for row in rows}
+        found = {row["url"]: (row["found_by"], row["found_from"]) for row in rows}
     finally:
         ledger.close()
     feed = set()
     if (out / "changes.atom").exists():
         text = (out / "changes.atom").read_text()
         feed = {part.split("</id>")[0] for part in text.split("<id>")[2:]}
-    assert (state / "report.html").is_file() and (state / "report.json").is_file()
-    return Run(*read_sitemaps(out), decisions, feed, done.stderr)
+    report = read_report(state / "report.html")
+    # The robots.txt read, whichever process read it (with --no-fetch, a worker).
+    report["robots"] = json.loads((state / "report.json").read_text())["robots"]
+    return Run(*read_sitemaps(out), decisions, found, feed, report, done.stderr)
 
 
 def same(one: Run, *others: Run) -> None:
@@ -104,6 +160,7 @@ def same(one: Run, *others: Run) -> None:
         assert two.files == one.files  # rich entries, sections: the same bytes
         assert two.decisions == one.decisions
         assert two.feed == one.feed
+        assert two.report == one.report
 
 
 @pytest.fixture(scope="module")
@@ -174,6 +231,12 @@ def test_seeds_urls_and_sitemaps(tmp_path: Path, both: Any) -> None:
         one, *two = both(u("/"), "--urls", str(urls), "--seed-sitemaps", name="seeds")
         same(one, *two)
         assert {u(p) for p in ("/from-file", "/in-sitemap", "/declared-only")} <= set(one.lastmods)
+        # How each seed was found, in every mode's ledger.
+        for run in (one, *two):
+            assert run.found[u("/from-file")] == ("url-file", str(urls))
+            assert run.found[u("/in-sitemap")] == ("sitemap", u("/sitemap.xml"))
+            assert run.found[u("/declared-only")] == ("sitemap", u("/maps/declared.xml"))
+            assert run.found[u("/a")][0] == "link"
         # Each sitemap read once crawl-wide.
         for path in ("/sitemap.xml", "/maps/declared.xml"):
             assert [r["path"] for r in site.requests()].count(path) == len(MODES)
@@ -227,6 +290,107 @@ def test_nightly_lastmod_second_night(tmp_path: Path) -> None:
         assert all(run.lastmods[changed] is not None for run in nights.values())
         assert all("(13 conditional, 12 not modified)" in run.stderr for run in nights.values())
     finally:
+        site.stop()
+
+
+#: The time budget, and the pages' answer time: the site (100 pages, two requests at a
+#: time in each process) takes far longer than the budget in every mode. With
+#: ``--no-fetch`` the workers start within the budget.
+BUDGET = 6.0
+DELAY = 0.5
+
+
+def test_time_budget(tmp_path: Path) -> None:
+    """``--max-time`` cuts the crawl of a slow site in every mode alike: the requests
+    stop within the budget and the answers in flight, the pages judged are published
+    (a valid set), every URL found and not fetched is cap-reached for the budget, the
+    run exits 0 and the summary and report.json say the budget ran out. Which pages
+    made it in time is a race: not compared."""
+    site = ScriptedSite(tmp_path)
+    try:
+        slow = [f"/slow-{i}" for i in range(100)]
+        site.page("/", *slow)
+        for path in slow:
+            site.page(path, "/", delay=DELAY)
+        site.save()
+        every = {site.url(p) for p in ("/", *slow)}
+        kinds = {}
+        for mode in MODES:
+            work = tmp_path / mode.replace(" ", "-").replace(",", "")
+            before = len(site.requests())
+            run = crawl(
+                site.url("/"), work, mode, "--max-time", f"{BUDGET:g}s",
+                "-s", "CONCURRENT_REQUESTS=2", "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=2",
+            )  # fmt: skip
+            report = json.loads((work / "state" / "report.json").read_text())
+            started = datetime.fromisoformat(report["started"]).timestamp()
+            # Measured at the site: no request after the budget and the answers in
+            # flight (a few pages' time; the workers see the end within a second).
+            last = max(r["time"] for r in site.requests()[before:])
+            assert last - started < BUDGET + 4 * DELAY + 2, (mode, last - started)
+            assert set(run.decisions) == every, mode
+            listed = {url for url, (kind, _) in run.decisions.items() if kind == "listed"}
+            budget = ("cap-reached", UNFETCHED_TIME)
+            unfetched = {url for url, d in run.decisions.items() if d == budget}
+            assert listed | unfetched == every, mode
+            assert site.url("/") in listed and unfetched, (mode, len(listed))
+            assert set(run.lastmods) == listed
+            validate_index((work / "public" / "sitemap_index.xml").read_bytes())
+            for body in run.files.values():
+                validate_urlset(body)
+            assert report["published"] is True
+            assert report["budget"] == {
+                "stopped": "the time budget (--max-time) ran out",
+                "unfetched": len(unfetched),
+            }
+            assert (
+                f"stopped early: the time budget (--max-time) ran out; {len(unfetched)} URLs "
+                "found but not fetched (cap-reached)"
+            ) in run.stderr
+            assert run.report["cap-reached"] == sorted(
+                (url, UNFETCHED_TIME, "") for url in unfetched
+            )
+            kinds[mode] = {decision for decision, _ in run.decisions.values()}
+        assert all(k == {"listed", "cap-reached"} for k in kinds.values()), kinds
+    finally:
+        site.stop()
+
+
+def test_indexnow_first_run_and_the_next_night(tmp_path: Path) -> None:
+    """A local IndexNow endpoint hears the same URLs from every mode: every listed
+    URL after a first run (``--indexnow-all``), then the next night's added, changed
+    and removed ones."""
+    site = NightlySite(tmp_path)
+    endpoint = IndexNowServer().start()
+    try:
+        u = site.url
+        options = ("--indexnow-key", KEY, "--indexnow-endpoint", endpoint.url("/indexnow"))
+        sent = {}
+        for mode in MODES:
+            work = tmp_path / mode.replace(" ", "-").replace(",", "")
+            pages = {f"/p{i}.html": f"page {i}" for i in range(1, 7)}
+            build(site, pages)
+            endpoint.received.clear()
+            endpoint.script = [Answer(200), Answer(200)]
+            first = crawl(u("/"), work, mode, *options, "--indexnow-all")
+            pages.pop("/p6.html")
+            build(site, {**pages, "/p2.html": "page 2, changed", "/p7.html": "page 7"})
+            second = crawl(u("/"), work, mode, *options)
+            sent[mode] = [post.json for post in endpoint.received]
+            assert "IndexNow: 7 URLs submitted" in first.stderr
+            assert "IndexNow: 4 URLs submitted" in second.stderr
+        one, *two = sent.values()
+        assert all(other == one for other in two), sent
+        first_run, next_night = one
+        assert set(first_run["urlList"]) == {u("/")} | {u(f"/p{i}.html") for i in range(1, 7)}
+        assert next_night == {
+            "host": f"127.0.0.1:{site.port}",
+            "key": KEY,
+            "keyLocation": u(f"/{KEY}.txt"),
+            "urlList": [u("/p7.html"), u("/"), u("/p2.html"), u("/p6.html")],
+        }
+    finally:
+        endpoint.stop()
         site.stop()
 
 

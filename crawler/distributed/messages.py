@@ -14,7 +14,9 @@ report list in Redis by :class:`crawler.distributed.pipeline.ReportPipeline`:
 * ``counts``: what this process counted since its last report of the crawl-wide
   statistics the coordinator's summary shows (URLs ignored, 304s replayed);
 * ``fatal``: the first reason this process found the run cannot do its job (the
-  start URL or robots.txt unreachable), sent once.
+  start URL or robots.txt unreachable), sent once;
+* ``robots``: the start origin's robots.txt as this process read it, sent once (the
+  ledger keeps it for explain, whichever process read it).
 
 The coordinator's reports on its own pages never leave its memory.
 
@@ -41,3 +43,4 @@ class PageReport:
     counts: dict[str, int] = field(default_factory=dict)
     fatal: str | None = None
     probed: bool = False  # it ends the soft-404 probe
+    robots: dict[str, Any] | None = None

@@ -41,6 +41,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.asyncio import create_looping_call
+from scrapy.utils.defer import deferred_from_coro
 from scrapy_redis.dupefilter import RFPDupeFilter
 from scrapy_redis.queue import PriorityQueue
 from scrapy_redis.scheduler import Scheduler
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from scrapy.core.engine import ExecutionEngine
     from scrapy.crawler import Crawler
     from scrapy.utils.request import RequestFingerprinterProtocol
+    from twisted.internet.defer import Deferred
 
 logger = logging.getLogger(__name__)
 
@@ -171,16 +173,17 @@ class RedisScheduler(Scheduler):
         """Take nothing more from the shared queue (the crawl is over)."""
         self.claiming = False
 
-    def close(self, reason: str) -> None:
+    def close(self, reason: str) -> Deferred[None] | None:
         if self.heartbeat_task is not None and self.heartbeat_task.running:
             self.heartbeat_task.stop()
-        if self.crawl.process == COORDINATOR:
-            self.crawl.finish(reason)
-        else:
-            moved = self.crawl.release()
-            if moved:
-                logger.info("gave %s unfinished requests back to the queue", moved)
         super().close(reason)
+        if self.crawl.process == COORDINATOR:
+            sharing: RedisSharing = self.spider.crawler.get_extension(RedisSharing)
+            return deferred_from_coro(sharing.end(reason))
+        moved = self.crawl.release()
+        if moved:
+            logger.info("gave %s unfinished requests back to the queue", moved)
+        return None
 
     def enqueue_request(self, request: Request) -> bool:
         if CLAIM in request.meta:

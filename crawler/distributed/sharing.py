@@ -57,7 +57,7 @@ from scrapy.utils.asyncio import sleep
 from crawler.core.decisions import LISTED, QUEUED
 from crawler.core.items import Alias, Linked, PageRecords, UrlRecord
 from crawler.crawl.spider import PROBED, Sharing
-from crawler.distributed.crawl import COORDINATOR, RedisCrawl
+from crawler.distributed.crawl import COORDINATOR, DONE_TTL, RedisCrawl
 from crawler.distributed.frontier import Candidate, Settler, SharedFrontier
 from crawler.distributed.messages import PageReport
 from crawler.distributed.previous import RedisPrevious, load
@@ -152,6 +152,7 @@ class RedisSharing(Sharing):
         self.waiting: dict[str, UrlRecord] = {}
         self.fatal: str | None = None
         self.fatal_sent = False
+        self.robots_sent = False
         # The start URLs were sent (the report pipeline says): the crawl may end
         # once nothing is left.
         self.started = False
@@ -296,6 +297,9 @@ class RedisSharing(Sharing):
             fatal = self.fatal or state_fatal  # robots.txt unreachable, say
             if fatal is not None and not self.fatal_sent:
                 report.fatal, self.fatal_sent = fatal, True
+            robots = self.run_state.robots if self.run_state is not None else None
+            if robots is not None and not self.robots_sent:
+                report.robots, self.robots_sent = robots, True
         return report
 
     def _counts(self) -> dict[str, int]:
@@ -387,6 +391,20 @@ class RedisSharing(Sharing):
             # DRAIN_INTERVAL, costs one round trip for many pages.
             await sleep(DRAIN_INTERVAL)
 
+    async def end(self, reason: str) -> None:
+        """The coordinator ends the crawl: no process reports after this; the reports
+        not read yet and the URLs queued and never answered (a crawl cut short by its
+        time budget, say) go to the ledger, as one process has them; then every key goes."""
+        redis, records = self.redis, cast("list[UrlRecord | Alias | Linked]", [])
+        redis.server.set(redis.done_key, reason, ex=DONE_TTL, nx=True)
+        while payloads := redis.pop_reports(self.report_batch):
+            for payload in payloads:
+                self._apply(payload, records)
+        records.extend(self.waiting.values())
+        assert self.crawler.engine is not None
+        await self.crawler.engine.scraper.itemproc.process_item_async(Settled(records))
+        redis.finish(reason)
+
     def _idle_here(self, scheduler: ClaimingScheduler) -> bool:
         engine = self.crawler.engine
         assert engine is not None and engine.scraper.slot is not None
@@ -418,6 +436,8 @@ class RedisSharing(Sharing):
                 stats.inc_value(name, value)
             if report.fatal is not None and self.run_state is not None:
                 self.run_state.fail(report.fatal)
+            if report.robots is not None and self.run_state and self.run_state.robots is None:
+                self.run_state.read_robots(report.robots)  # --no-fetch reads none itself
         if report.probed:
             self.probe_heard = True
         settled: list[UrlRecord | Alias] = (
@@ -437,6 +457,11 @@ class RedisSharing(Sharing):
                     waiting[rec.key] = rec
                     continue
                 queued = waiting.pop(rec.key, None)
+                if queued is not None:
+                    # How the URL was found: the ledger keeps it from the queued record,
+                    # which is never written here.
+                    rec.found_by = rec.found_by or queued.found_by
+                    rec.found_from = rec.found_from or queued.found_from
                 if queued is not None and queued.raw_url:
                     records.append(Alias(alias=queued.raw_url, url=queued.url))
             records.append(rec)

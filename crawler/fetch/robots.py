@@ -309,26 +309,20 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
         if origin != self._start_origin():
             return
         token = self._robotstxt_useragent or ""
-        self._stats.set_value("sitemap/robots/token", token)
         group = NO_GROUP
         if isinstance(rp, RobotsTxtParser):
             group = rp.group_name(token)
             if dropped := rp.dropped(token):
                 self._stats.set_value("sitemap/robots/rules_dropped", dropped)
-        self._stats.set_value("sitemap/robots/group", group)
-        self._stats.set_value("sitemap/robots/state", "unavailable" if rp is None else "parsed")
-        ledger = RunState.of(self.crawler).ledger
-        if ledger is not None:
-            ledger.set_meta(
-                "robots",
-                {
-                    "origin": origin,
-                    "token": token,
-                    "group": group,
-                    "state": "unavailable" if rp is None else "parsed",
-                    "text": None if body is None else body.decode("utf-8", errors="ignore"),
-                },
-            )
+        RunState.of(self.crawler).read_robots(
+            {
+                "origin": origin,
+                "token": token,
+                "group": group,
+                "state": "unavailable" if rp is None else "parsed",
+                "text": None if body is None else body.decode("utf-8", errors="ignore"),
+            }
+        )
 
     def _start_origin(self) -> str | None:
         try:

@@ -30,7 +30,7 @@ import weakref
 from dataclasses import KW_ONLY, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
@@ -100,6 +100,7 @@ class RunState:
     locked_out: bool = field(init=False, default=False)
     fatal: str | None = field(init=False, default=None)
     unfetched: tuple[str, str] | None = field(init=False, default=None)  # see fail()
+    robots: dict[str, Any] | None = field(init=False, default=None)  # see read_robots()
     #: How the run ended, set by the publisher (None until then, or in a
     #: process that keeps no books): the command's answer, not the stats.
     outcome: RunOutcome | None = field(init=False, default=None)
@@ -215,6 +216,16 @@ class RunState:
             self.unfetched = unfetched
             self.stats.set_value("sitemap/fatal", message)
             logger.error(message)
+
+    def read_robots(self, record: dict[str, Any]) -> None:
+        """The start origin's robots.txt as read (origin, token, group, state, text):
+        for the summary, and in the ledger's meta for explain. A worker's goes to the
+        coordinator with its next report."""
+        self.robots = record
+        for name in ("token", "group", "state"):
+            self.stats.set_value(f"sitemap/robots/{name}", record[name])
+        if self.ledger is not None:
+            self.ledger.set_meta("robots", record)
 
     # -- the run ends ---------------------------------------------------------------------
 
