@@ -14,7 +14,10 @@ report list in Redis by :class:`crawler.distributed.pipeline.ReportPipeline`:
 * ``counts``: what this process counted since its last report of the crawl-wide
   statistics the coordinator's summary shows (URLs ignored, 304s replayed);
 * ``fatal``: the first reason this process found the run cannot do its job (the
-  start URL or robots.txt unreachable), sent once.
+  start URL or robots.txt unreachable), sent once, with ``unfetched``: the decision
+  and reason of the URLs the run leaves unfetched (:meth:`crawler.ledger.runstate.RunState.fail`);
+* ``stop``: why this process stopped the crawl (``robots_unreachable``), for the
+  coordinator to stop it too.
 
 The coordinator's reports on its own pages never leave its memory.
 
@@ -40,4 +43,6 @@ class PageReport:
     candidates: list[Any] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     fatal: str | None = None
+    unfetched: tuple[str, str] | None = None
+    stop: str | None = None
     probed: bool = False  # it ends the soft-404 probe

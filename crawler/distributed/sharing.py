@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import sleep
+from scrapy.utils.defer import deferred_from_coro
 
 from crawler.core.decisions import LISTED, QUEUED
 from crawler.core.items import Alias, Linked, PageRecords, UrlRecord
@@ -162,8 +163,10 @@ class RedisSharing(Sharing):
         self.learning = False
         self.learned_read: bytes | None = None
         self.frontier_: SharedFrontier | None = None
-        self.run_state: RunState | None = None
+        # A worker's reason to stop the whole crawl, heard by the coordinator.
+        self.stopping: str | None = None
         crawler.signals.connect(self._opened, signal=signals.spider_opened)
+        crawler.signals.connect(self._closed, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -171,16 +174,29 @@ class RedisSharing(Sharing):
             raise NotConfigured("SITEMAP_REDIS_URL is not set")
         return cls(crawler)
 
+    @property
+    def run_state(self) -> RunState | None:
+        return RunState.existing(self.crawler)
+
     def _opened(self) -> None:
         assert self.crawler.stats is not None
         self.crawler.stats.set_value("sitemap/distributed/process", self.redis.process)
+
+    def _closed(self, reason: str) -> None:
+        """A worker that stops the crawl (robots.txt unreachable, say: the run failed
+        and it closed) tells the coordinator, which stops it as one process would."""
+        state = self.run_state
+        if self.coordinator or state is None or state.fatal is None or reason == "finished":
+            return
+        report = PageReport(self.redis.process, None, False, stop=reason)
+        report.fatal, report.unfetched = state.fatal, state.unfetched
+        self.redis.report(None, pickle.dumps(report, protocol=pickle.HIGHEST_PROTOCOL))
 
     # -- the spider's rooms, as a distributed crawl has them -----------------------------
 
     def previous(self, state: RunState) -> Any:
         """The coordinator reads the previous run's ledger, and puts the records every
         process needs into Redis (before the start URLs go); a worker reads those."""
-        self.run_state = state
         if not self.coordinator:
             return RedisPrevious(self.redis)
         if state.previous is not None:
@@ -228,7 +244,6 @@ class RedisSharing(Sharing):
         learner.learned = learned
 
     def fail(self, state: RunState) -> Callable[[str], None]:
-        self.run_state = state
         return state.fail if self.coordinator else self._worker_fail
 
     def collect(self, records: list[Any]) -> None:
@@ -292,10 +307,12 @@ class RedisSharing(Sharing):
         report.probed = bool(meta.get(PROBED))
         if not self.coordinator:
             report.counts = self._counts()
-            state_fatal = self.run_state.fatal if self.run_state is not None else None
-            fatal = self.fatal or state_fatal  # robots.txt unreachable, say
+            state = self.run_state
+            fatal = self.fatal or (state.fatal if state is not None else None)
             if fatal is not None and not self.fatal_sent:
                 report.fatal, self.fatal_sent = fatal, True
+                if state is not None and self.fatal is None:  # robots.txt unreachable, say
+                    report.unfetched = state.unfetched
         return report
 
     def _counts(self) -> dict[str, int]:
@@ -370,15 +387,23 @@ class RedisSharing(Sharing):
             if len(payloads) == self.report_batch:
                 continue  # more are waiting
             # Not before the start URLs went (the soft-404 probe comes first), nor
-            # while this process has requests of its own (the probe, the sitemaps).
-            if self.started and not payloads and self._idle_here(scheduler) and redis.finished():
+            # while this process has requests of its own (the probe, the sitemaps); a
+            # worker that stopped the crawl leaves the rest queued, unfetched.
+            if (
+                self.started
+                and not payloads
+                and self._idle_here(scheduler)
+                and (self.stopping is not None or redis.finished())
+            ):
                 if self.waiting:
                     # URLs queued and never answered (a page whose callback failed):
                     # "queued" in the ledger, finished as unfetched, as in one process.
                     yield Settled(list(self.waiting.values()))
                     self.waiting.clear()
+                if self.stopping is not None:
+                    deferred_from_coro(engine.close_spider_async(reason=self.stopping))
                 return
-            if self.fetching:
+            if self.fetching and self.stopping is None:
                 request = scheduler.take(engine)
                 if request is not None:
                     yield request
@@ -417,7 +442,8 @@ class RedisSharing(Sharing):
             for name, value in report.counts.items():
                 stats.inc_value(name, value)
             if report.fatal is not None and self.run_state is not None:
-                self.run_state.fail(report.fatal)
+                self.run_state.fail(report.fatal, report.unfetched)
+            self.stopping = self.stopping or report.stop
         if report.probed:
             self.probe_heard = True
         settled: list[UrlRecord | Alias] = (
