@@ -1,40 +1,33 @@
 """What the processes of a distributed crawl share, for the one site spider.
 
-A distributed crawl swaps into the ``site`` spider (:mod:`crawler.crawl.spider`), by
-settings, what scrapy-redis swaps: the scheduler (:mod:`.scheduler`), where the items
-go (:mod:`.pipeline`), and this extension, :class:`RedisSharing`, which stands for the
-spider's :class:`~crawler.crawl.spider.Sharing` (docs/distributed.md):
+A distributed crawl swaps into the ``site`` spider, by settings, what scrapy-redis
+swaps: the scheduler (:mod:`.scheduler`), where the items go (:mod:`.pipeline`), and
+this extension, :class:`RedisSharing`, which stands for the spider's
+:class:`~crawler.crawl.spider.Sharing` (docs/distributed.md):
 
 * In **every fetching process** the frontier is a
-  :class:`~crawler.distributed.frontier.SharedFrontier` (the URLs new to the process
-  go with the page's item, as candidates), the previous run is read from Redis
-  (:mod:`.previous`), the soft-404 fingerprints found by whichever process fetched a
-  probe are read from Redis before the first page, calendar entries are kept in
-  Redis, and a worker takes, every second, the parameters the crawl learned.
+  :class:`~crawler.distributed.frontier.SharedFrontier`; the previous run
+  (:mod:`.previous`), the soft-404 fingerprints, calendar entries and learned
+  parameters are read from Redis.
 * The **coordinator** leads: it queues the probe, then (when it hears the probe is
-  over) the start URLs and the sitemap seeds; its spider's ``start()`` runs for the
-  whole crawl (Scrapy 2.13's long-running start) and drains the reports in batches:
-  it completes the candidates' records from their claim codes
+  over) the start URLs and the seeds; its ``start()`` runs for the whole crawl and
+  drains the reports in batches, completes the candidates' records
   (:class:`~crawler.distributed.frontier.Settler`), learns from every page as one
-  process would (into the ledger, and into Redis for the workers) and yields each
-  batch's records as one :class:`Settled` item for its pipelines. Every second it
-  queues again what lost processes held; when nothing is queued, in flight, reported
-  or fetched here, it returns, and the crawl closes and publishes as in one process.
+  process would, and yields each batch as one :class:`Settled` item. It queues again
+  what lost processes held; when nothing is queued, in flight, reported or fetched
+  here (or a worker stopped the crawl), it returns, and the crawl closes and
+  publishes as in one process.
 * A **worker**'s ``start()`` watches for the end of the crawl (or the coordinator's
-  heartbeat going away) and, when its idle engine has room, takes a request (an
-  idle Scrapy engine asks its scheduler only every 5 s).
-
-One count of pages: a process counts a page when the report of a fetched page was
-sent (``sitemap/distributed/pages``); the coordinator counts, for each process, the
-reports of fetched pages it receives (``sitemap/distributed/pages/<process>``).
+  heartbeat going away) and takes a request when its idle engine has room (an idle
+  Scrapy engine asks its scheduler only every 5 s).
 
 Settings: ``SITEMAP_REDIS_*`` (off without ``SITEMAP_REDIS_URL``).
 Stats: ``sitemap/distributed/process``, ``sitemap/distributed/pages_from_workers``,
-``sitemap/distributed/workers``, ``sitemap/distributed/pages/<process>``,
-``sitemap/distributed/lost``, ``sitemap/distributed/requeued``,
+``sitemap/distributed/workers``, ``sitemap/distributed/pages/<process>`` (reports of
+fetched pages received), ``sitemap/distributed/lost``, ``sitemap/distributed/requeued``,
 ``sitemap/distributed/end``, ``sitemap/distributed/cpu_seconds`` (the coordinator's
-CPU from the start to the end of the crawl, publishing aside); the coordinator adds
-the pages the workers fetched to ``response_received_count``.
+CPU while crawling); the coordinator adds the workers' pages to
+``response_received_count``.
 """
 
 from __future__ import annotations
@@ -204,13 +197,12 @@ class RedisSharing(Sharing):
             logger.info("%s records of the previous run put into Redis", count)
         return state.previous
 
-    def frontier(self, crawler: Crawler, start: str, **kwargs: Any) -> Frontier:
-        frontier = SharedFrontier.from_crawler(crawler, start, **kwargs)
+    def frontier(self, *args: Any) -> Frontier:
+        frontier = SharedFrontier.from_crawler(*args)
         frontier.encode = self._scheduler().queue._encode_request
         self.frontier_ = frontier
-        if frontier.calendars is not None:
-            # Where the crawl entered each date sequence: crawl-wide, in Redis.
-            frontier.calendars.entries = SharedEntries(self.redis)
+        # Where the crawl entered each date sequence: crawl-wide, in Redis.
+        frontier.calendars.entries = SharedEntries(self.redis)
         if self.coordinator:
             # What the crawl learns (the coordinator learns from every page) goes to
             # Redis after each batch of reports, for every process to use.
@@ -273,14 +265,10 @@ class RedisSharing(Sharing):
 
     @cached_property
     def settler(self) -> Settler:
-        s = self.crawler.settings
         assert self.crawler.stats is not None
-        return Settler(
-            self.crawler.stats,
-            s.getint("SITEMAP_TRAP_MAX_QUERY_VARIANTS"),
-            s.getint("SITEMAP_MAX_DEPTH"),
-            s.getint("SITEMAP_MAX_PAGES"),
-        )
+        variants, pages = self.limits
+        depth = self.crawler.settings.getint("SITEMAP_MAX_DEPTH")
+        return Settler(self.crawler.stats, variants, depth, pages)
 
     def _scheduler(self) -> ClaimingScheduler:
         assert self.crawler.engine is not None
@@ -330,12 +318,9 @@ class RedisSharing(Sharing):
 
     async def run(self, spider: SiteSpider) -> AsyncIterator[Any]:
         scheduler = self._scheduler()
-        if self.coordinator:
-            async for out in self._coordinate(scheduler, spider):
-                yield out
-        else:
-            async for out in self._watch(scheduler):
-                yield out
+        outs = self._coordinate(scheduler, spider) if self.coordinator else self._watch(scheduler)
+        async for out in outs:
+            yield out
 
     async def _coordinate(
         self, scheduler: ClaimingScheduler, spider: SiteSpider
