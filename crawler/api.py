@@ -160,7 +160,8 @@ def _run(command: str, url: str | None, options: dict[str, Any]) -> CrawlResult 
 
 def _crawl_result(outcome: CrawlOutcome, args: Namespace) -> CrawlResult:
     from crawler.core.paths import CrawlPaths
-    from crawler.publish.report import decision_counts, duration, format_summary, pages_fetched
+    from crawler.crawl.progress import pages_fetched
+    from crawler.publish.report import decision_counts, duration, format_summary
 
     stats, run = outcome.stats, outcome.run
     paths = CrawlPaths.create(args.out, args.state)

@@ -493,3 +493,32 @@ def test_a_starting_coordinator_counts_as_alive_for_a_minute(redis_server: Redis
         assert 0 < server.pttl(crawl.alive) <= 2000
     finally:
         crawl.finish("finished")
+
+
+def test_a_workers_fatal_robots_txt_leaves_the_ledger_as_one_process_does(
+    servers: Any, tmp_path: Path
+) -> None:
+    # robots.txt answers 500: the crawl stops. Fetched by the worker (the coordinator
+    # does not fetch), the URLs left unfetched are recorded as one process records them.
+    from crawler.ledger.ledger import Ledger
+
+    server = servers("500")
+    decisions = []
+    for name, options in (("one", ()), ("worker", ("--processes", "1", "--no-fetch"))):
+        state = tmp_path / name / "state"
+        proc = cli(
+            "crawl", server.url("/"), "--out", str(tmp_path / name / "public"),
+            "--state", str(state), "-s", "RETRY_TIMES=0", *FAST, *options,
+        )  # fmt: skip
+        finish(proc)
+        assert proc.returncode != 0
+        ledger = Ledger(state / "ledger.failed.sqlite")
+        try:
+            decisions.append(
+                {row["url"]: (row["decision"], row["reason"]) for row in ledger.rows()}
+            )
+        finally:
+            ledger.close()
+    one, worker = decisions
+    assert one[server.url("/")][0] == "robots-disallowed", one
+    assert worker == one

@@ -319,3 +319,20 @@ def test_page_request_serialises_as_scrapy_does() -> None:
     assert back.meta == kwargs["meta"] and back.priority == -2
     with pytest.raises(ValueError, match="not a method"):
         PageRequest("http://h.test/b", callback=print).to_dict(spider=spider)
+
+
+# -- the progress line ------------------------------------------------------------------
+
+
+def test_progress_counts_pages_not_robots_txt() -> None:
+    import io
+
+    from scrapy.utils.test import get_crawler
+
+    from crawler.crawl.progress import Progress
+
+    stats = get_crawler().stats
+    assert stats is not None
+    stats.set_value("response_received_count", 3)  # robots.txt and two pages
+    stats.set_value("robotstxt/response_count", 1)
+    assert Progress(stats, 1.0, io.StringIO()).line().startswith("fetched 2, ")

@@ -24,8 +24,8 @@ class CrawlRules:
     def __init__(self, scope: dict[str, Any], start: str | None) -> None:
         params = RuleParams.from_record(start or "", scope)
         self.rule = IncludeExclude(
-            (re.compile(p) for p in params.include or ()),
-            (re.compile(p) for p in params.exclude or ()),
+            [re.compile(p) for p in params.include or ()],
+            [re.compile(p) for p in params.exclude or ()],
         )
         self.starts = {url_key(u) for u in (params.starts or (start,)) if u}
 

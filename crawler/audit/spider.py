@@ -1,37 +1,27 @@
 """The ``audit`` spider: read a site's existing sitemaps and judge what they list.
 
-It runs after a crawl (or on the ledger of an earlier one) with the ``site``
-spider's page judge (:class:`crawler.crawl.judge.PageJudge`, with no leads: a listed page
-is judged, its links are not followed), middlewares and politeness (issue #3):
+It runs after a crawl (or on an earlier one's ledger) with the ``site`` spider's page
+judge (:class:`crawler.crawl.judge.PageJudge`, with no leads: a listed page is
+judged, its links not followed), middlewares and politeness (issue #3):
 
-1. Sitemap files are discovered from robots.txt ``Sitemap:`` lines (recorded in the
-   crawl's ledger; a relative one is resolved against robots.txt's URL, the start
-   URL's origin + ``/robots.txt``, read, and reported: the protocol asks for full
-   URLs), the usual places (``/sitemap.xml``, ``/sitemap_index.xml``,
-   ``/sitemap.xml.gz``, ``/sitemap.txt``) and ``SITEMAP_AUDIT_SITEMAPS`` (URLs or
-   local files). They are fetched without robots.txt rules (the owner declared
-   them), parsed with :mod:`crawler.sitemaps`, and indexes are followed with a
-   visited set and a depth cap; cycles and indexes of indexes are reported.
-2. A local file stands for the file of its name at the site's root, and takes its
-   place (that URL is not fetched): what it lists is judged against the site's root
-   directory, and a sitemap a local index lists at the site is read from beside the
-   index when a file of that path is there (the set just published, not yet
-   uploaded), or else fetched from the site.
-3. A sitemap URL or a ``loc`` on another host or scheme, or outside the sitemap
-   file's directory, is reported and never fetched.
-4. Entries are stored as the parser reads them (``parse_sitemap(on_entries=...)``),
-   so a file's entries are never all in memory; only the first 50,000 of a file
-   (the protocol's limit) are audited, and an index's first 50,000 sitemaps read:
-   the rest are counted and reported (``not-audited``).
-5. Listed URLs that the crawl never met are fetched once, politely and obeying
-   robots.txt, and judged exactly as the crawl judges a page, without following
-   their links. One the crawl met and left out by its rules (``--exclude``, a cap:
-   :data:`crawler.core.decisions.RULED_OUT`), or one it never met that its ``--include``
-   and ``--exclude`` rules leave out (:mod:`crawler.audit.rules`), is not fetched:
-   it is reported as excluded.
+1. Sitemaps are found in robots.txt's ``Sitemap:`` lines (as the crawl's ledger
+   recorded them; a relative one is read as robots.txt's URL resolves it, and
+   reported), the usual places and ``SITEMAP_AUDIT_SITEMAPS`` (URLs or local files);
+   fetched without robots.txt rules (the owner declared them), parsed with
+   :mod:`crawler.sitemaps`; indexes are followed with a visited set and a depth cap.
+2. A local file stands for the file of its name at the site's root (that URL is not
+   fetched); a sitemap a local index lists is read from beside it when there (the
+   set just published, not yet uploaded), else fetched.
+3. A sitemap or ``loc`` on another host or scheme, or outside the sitemap's
+   directory, is reported and never fetched.
+4. Entries are stored as the parser reads them, so a file's entries are never all
+   in memory; past the protocol's 50,000 a file they are counted (``not-audited``).
+5. Listed URLs the crawl never met are fetched once, obeying robots.txt, and judged
+   as the crawl judges a page; one its rules left out, or would have
+   (:mod:`crawler.audit.rules`), is reported as excluded, not fetched.
 
-Everything goes into an :class:`crawler.audit.store.AuditStore`; the report is built
-from it and the crawl's ledger by :mod:`crawler.audit.report`.
+Everything goes into an :class:`crawler.audit.store.AuditStore`, which
+:mod:`crawler.audit.report` reports from.
 
 Settings: ``SITEMAP_AUDIT_STORE``, ``SITEMAP_AUDIT_LEDGER``, ``SITEMAP_AUDIT_SITEMAPS``,
 ``SITEMAP_AUDIT_MAX_DEPTH``, ``SITEMAP_AUDIT_MAX_BYTES``, and the page judge's.
@@ -45,6 +35,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,7 +50,9 @@ from crawler.core import decisions as d
 from crawler.core.items import UrlRecord
 from crawler.core.publicurl import PublicUrls, prefix_of
 from crawler.core.urls import Stripping, normalize_url, site_of, start_url, url_key
+from crawler.crawl.frontier import page_meta
 from crawler.crawl.judge import NoLeads, PageJudge
+from crawler.crawl.seeds import USUAL_PLACES, sitemap_request
 from crawler.ledger.ledger import LedgerReader
 from crawler.ledger.runstate import RunState
 from crawler.page.parsepool import page_analyser
@@ -76,8 +69,6 @@ if TYPE_CHECKING:
     from twisted.python.failure import Failure
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_PLACES = ("sitemap.xml", "sitemap_index.xml", "sitemap.xml.gz", "sitemap.txt")
 
 # A problem as the store keeps it: {"code", "message", "line"}.
 StoredProblem = dict[str, Any]
@@ -125,8 +116,7 @@ class AuditSpider(Spider):
         spider.extra_sitemaps = s.getlist("SITEMAP_AUDIT_SITEMAPS")
         spider.max_index_depth = s.getint("SITEMAP_AUDIT_MAX_DEPTH")
         spider.max_sitemap_bytes = s.getint("SITEMAP_AUDIT_MAX_BYTES")
-        strip = Stripping.from_settings(s)
-        spider.strip_params, spider.extra_strip = strip.params, strip.extra
+        spider.strip = Stripping.from_settings(s)
         crawler.signals.connect(spider.idle, signal=signals.spider_idle)
         return spider
 
@@ -136,8 +126,7 @@ class AuditSpider(Spider):
     extra_sitemaps: list[str]
     max_index_depth: int
     max_sitemap_bytes: int
-    strip_params: bool
-    extra_strip: tuple[str, ...]
+    strip: Stripping
 
     @cached_property
     def run_state(self) -> RunState:
@@ -152,7 +141,7 @@ class AuditSpider(Spider):
         """The crawl's page judge, with no leads: a listed page is judged once, its
         links are not followed."""
         state = self.run_state
-        return PageJudge.from_crawler(
+        return PageJudge(
             self.crawler,
             self.start_url,
             public=state.public,
@@ -183,7 +172,7 @@ class AuditSpider(Spider):
                 f" for a full URL (read as {resolved})",
             )
             candidates.append((resolved, "robots", [problem]))
-        candidates += [(root + name, "default", []) for name in DEFAULT_PLACES]
+        candidates += [(root + name, "default", []) for name in USUAL_PLACES]
         for arg in self.extra_sitemaps:
             path = Path(arg)
             if "://" not in arg and path.exists():
@@ -246,22 +235,12 @@ class AuditSpider(Spider):
             # as the file at its URL.
             self._read_local(local, stands_for=url, via=via, parent=parent, depth=depth)
             return
-        yield Request(
-            url,
-            callback=self.parse_sitemap,
-            errback=self.sitemap_failed,
-            dont_filter=True,
-            meta={
-                "dont_obey_robotstxt": True,
-                "handle_httpstatus_all": True,
-                "download_maxsize": self.max_sitemap_bytes,
-                "download_warnsize": 0,
-                "audit_via": via,
-                "audit_parent": parent,
-                "audit_depth": depth,
-                "audit_problems": problems,
-            },
+        request = sitemap_request(
+            url, self.parse_sitemap, self.sitemap_failed, self.max_sitemap_bytes
         )
+        request.meta.update(handle_httpstatus_all=True, audit_via=via, audit_parent=parent)
+        request.meta.update(audit_depth=depth, audit_problems=problems)
+        yield request
 
     def _local_child(self, url: str, parent: str | None) -> Path | None:
         """The file beside a local index that stands for *url*, if there is one:
@@ -311,56 +290,27 @@ class AuditSpider(Spider):
 
     def parse_sitemap(self, response: Response) -> Iterator[Request]:
         meta = response.meta
-        url = (
-            meta.get("redirect_urls", [response.url])[0]
-            if meta.get("redirect_urls")
-            else response.url
-        )
+        url = (meta.get("redirect_urls") or [response.url])[0]
         via, parent, depth = meta["audit_via"], meta["audit_parent"], meta["audit_depth"]
         problems: list[StoredProblem] = list(meta.get("audit_problems") or [])
         self.crawler.stats.inc_value("sitemap/audit/sitemaps")
+        where = {"parent": parent, "depth": depth, "status": response.status}
         if response.status != 200:
             if via != "default":
                 problems.append(_problem("sitemap-http-error", f"HTTP {response.status}"))
-            self.store.add_sitemap(
-                url,
-                via,
-                parent=parent,
-                depth=depth,
-                status=response.status,
-                fetched=1,
-                problems=problems,
-            )
+            self.store.add_sitemap(url, via, **where, fetched=1, problems=problems)
             return
         # No url: the location rule is checked here, in crawl space (--base-url).
-        yield from self._read(
-            url,
-            response.body,
-            via=via,
-            parent=parent,
-            depth=depth,
-            status=response.status,
-            problems=problems,
-        )
+        yield from self._read(url, response.body, via=via, **where, problems=problems)
 
     def sitemap_failed(self, failure: Failure) -> None:
-        meta = failure.request.meta  # type: ignore[attr-defined]  # set by Scrapy
-        url = failure.request.url  # type: ignore[attr-defined]  # set by Scrapy
+        request = failure.request  # type: ignore[attr-defined]  # set by Scrapy
+        meta = request.meta
         assert failure.type is not None  # a Failure always holds an exception
-        self.store.add_sitemap(
-            url,
-            meta["audit_via"],
-            parent=meta["audit_parent"],
-            depth=meta["audit_depth"],
-            fetched=0,
-            problems=[
-                *(meta.get("audit_problems") or []),
-                _problem(
-                    "sitemap-unreachable",
-                    f"{failure.type.__name__}: {failure.getErrorMessage()}"[:300],
-                ),
-            ],
-        )
+        message = f"{failure.type.__name__}: {failure.getErrorMessage()}"[:300]
+        where = meta["audit_via"], meta["audit_parent"], meta["audit_depth"]
+        problems = meta.get("audit_problems")
+        self._unread(request.url, *where, "sitemap-unreachable", message, problems)
 
     def _read_local(
         self,
@@ -485,20 +435,9 @@ class AuditSpider(Spider):
         scheduled = 0
         for crawl_url in self._unjudged():
             scheduled += 1
+            meta = page_meta(crawl_url, 0, 0, None)
             engine.crawl(
-                Request(
-                    crawl_url,
-                    callback=self.parse_listed,
-                    errback=self.listed_failed,
-                    meta={
-                        "sitemap_url": crawl_url,
-                        "sitemap_depth": 0,
-                        "sitemap_hops": 0,
-                        "sitemap_referrer": None,
-                        "handle_httpstatus_all": True,
-                        "dont_redirect": True,
-                    },
-                )
+                Request(crawl_url, self.parse_listed, errback=self.listed_failed, meta=meta)
             )
         self.crawler.stats.set_value("sitemap/audit/fetched", scheduled)
         if scheduled:
@@ -543,16 +482,16 @@ class AuditSpider(Spider):
         self.store.close()
 
 
+@dataclass
 class _Listing:
     """The entries of one sitemap file, stored as the parser hands them over: every
     entry a row of ``listings``, normalised and judged against the location rule in
     crawl space; those after the protocol's 50,000 a file are marked not audited."""
 
-    def __init__(self, spider: AuditSpider, sitemap: str, directory: str) -> None:
-        self.spider = spider
-        self.sitemap = sitemap
-        self.directory = directory
-        self.count = 0
+    spider: AuditSpider
+    sitemap: str
+    directory: str
+    count: int = 0
 
     def take(self, batch: list[Entry]) -> None:
         spider = self.spider
@@ -560,9 +499,8 @@ class _Listing:
         for entry in batch:
             audited = int(self.count < MAX_URLS_PER_FILE)
             self.count += 1
-            normal = normalize_url(
-                entry.loc, strip_params=spider.strip_params, extra_strip=spider.extra_strip
-            )
+            strip = spider.strip
+            normal = normalize_url(entry.loc, strip_params=strip.params, extra_strip=strip.extra)
             key = crawl_url = None
             if normal is None:
                 scope: str | None = "not an absolute http(s) URL"

@@ -1,28 +1,19 @@
 """Calendars and date sequences: endless by construction, cut by a window (issue #19).
 
 A calendar links each day, month or year to the next and the previous one without
-end; so does an archive with "older" links. :func:`date_of` recognises the dates in
-a URL: path segments (``/2024/``, ``/2024/05/``, ``/2024/05/17/``, ``/2024-05/``,
-``/2024-05-17/``, the year 1900 to 2199; ``/3.11/`` is a version, not a date) and
-query parameters (``date=2024-05-17``, ``date=20240517``, ``month=2024-05``,
-``year=2024`` or ``y=2024`` with ``month=``/``m=`` 5 and ``day=``/``d=`` 17). The
-URL's *template* is its address with the date taken out (``/cal/{date}/``,
-``/events?date={date}``), whatever the date's unit: a month and its days are one
-sequence.
+end; so does an archive with "older" links. :func:`date_of` recognises the dates in a
+URL: path segments (``/2024/05/17/``, ``/2024-05/``, the years 1900 to 2199; ``/3.11/``
+is a version) and query parameters (``date=2024-05-17``, ``year=2024&month=5``...).
+The URL's *template* is its address with the date taken out (``/cal/{date}/``),
+whatever the date's unit: a month and its days are one sequence.
 
-The rule applies to date-sequence navigation only: a link from a page whose URL has
-the same template (a calendar's prev/next links, an archive's month to month). Such
-a URL is followed only when its date lies within ``SITEMAP_CALENDAR_WINDOW`` of
-today (one year each way by default), and at most :data:`STEPS` dates (days,
-months or years, as the sequence counts) from a date where the crawl entered the
-sequence from another page (a calendar within the window is still long: 731
-days); the rest is ``calendar`` ("calendar beyond window: 2019-05 is more than 365
-days from today", "calendar: more than 2 steps from where the sequence was
-entered"). Both rules depend on the links, not on the order pages were fetched
-in. Date archives are thin pages that SEO plugins mark noindex by default; the
-pages they lead to are found through them all the same.
-A dated URL linked from any other page (a blog post ``/2019/05/title/`` linked from
-the blog's index, a year archive in a menu) is followed as usual, however old.
+The rule applies to date-sequence navigation only, a link from a page of the same
+template: such a URL is followed only within ``SITEMAP_CALENDAR_WINDOW`` of today
+(a year each way by default), and at most :data:`STEPS` dates from where the crawl
+entered the sequence from another page (a calendar within the window is still long:
+731 days); the rest is ``calendar``. Both depend on the links, not on the order pages
+were fetched in. A dated URL linked from any other page (a blog post, a year archive
+in a menu) is followed as usual, however old.
 """
 
 from __future__ import annotations

@@ -1,30 +1,19 @@
 """The crawl frontier: where the crawl goes next, and why not elsewhere.
 
-Every URL the crawl discovers (the start URLs, the lines of a ``--urls`` file, the
-entries of the site's sitemaps with ``--seed-sitemaps``, a page's links, a redirect,
-canonical or refresh target) comes here once, with how it was found (``found_by``,
-:data:`crawler.core.items.SEEDS`; issue #19). Seeds are judged like any URL: never
-trusted, only queued. It is normalised once (:mod:`crawler.core.urls`),
-keyed, and checked against the seen-set (:mod:`crawler.core.seen`): a URL already known
-under another form is recorded as an alias. A new URL is put to the crawl's rule
-book (:mod:`crawler.crawl.rulebook`: host and port, the ``<loc>`` length, ``--include``
-and ``--exclude``, redirect hops, calendars, learned parameters and facets, traps,
-query variants, depth, the page cap, in this order); refused, it gets its final
-decision here, with the rule that refused it; let through, a ``queued`` record and
-a request (breadth-first: Scrapy's scheduler is FIFO with ``DEPTH_PRIORITY``), asked
-conditionally when the previous run knew the page (its ``ETag`` and
-``Last-Modified``).
+Every URL the crawl finds (the start URLs, a ``--urls`` file's lines, the site's
+sitemap entries, a page's links, a redirect, canonical or refresh target) comes here
+once, as a :class:`Lead` that says how it was found (``found_by``, issue #19; a seed
+is judged like any URL, never trusted). It is normalised and keyed once, and checked
+against the seen-set: a URL known under another form is recorded as an alias. A new
+URL is put to the rule book (:mod:`crawler.crawl.rulebook`); refused, it gets its
+final decision here, with the rule; let through, a ``queued`` record and a request
+(breadth-first), asked conditionally when the previous run knew the page.
 
 Depth is the shortest link path from the start URL: a URL left out for depth is let
 in when a shorter path to it turns up later (concurrency can let a long path win
-the race). The frontier's state (the seen-set, aliases, depth caps, counters and
-the requests in the downloader) is saved into the spider's ``state`` at the end of
-an interrupted run, so ``--resume`` continues where it stopped (Scrapy's
-``JOBDIR`` keeps the queue).
-
-What a fetched page leads to reaches the frontier through the page judge
-(:mod:`crawler.crawl.judge`), which calls :meth:`Frontier.link` for each of the page's
-links and :meth:`Frontier.target` for a redirect, canonical or refresh target.
+the race). The frontier's state is saved into the spider's ``state`` at the end of
+an interrupted run, so ``--resume`` continues where it stopped (``JOBDIR`` keeps the
+queue).
 
 Settings: ``SITEMAP_START_URLS``, ``SITEMAP_URL_FILE``,
 ``SITEMAP_MAX_PAGES``, ``SITEMAP_MAX_DEPTH``, ``SITEMAP_MAX_REDIRECTS``,
@@ -34,15 +23,14 @@ Meta keys of its requests: ``sitemap_url``, ``sitemap_depth``, ``sitemap_hops``,
 ``sitemap_referrer``, ``sitemap_conditional``, ``sitemap_reconsidered``.
 Stats: ``sitemap/discovered``, ``sitemap/ignored/scheme``,
 ``sitemap/depth_reconsidered``, ``sitemap/seeds/<found_by>`` (seeds new to the
-crawl, by how they were found), ``sitemap/learned/params`` (parameters learned
-this run). The values the rule book is built with go into the ledger's ``meta``
-(``scope``), for ``explain``.
+crawl), ``sitemap/learned/params`` (parameters learned this run).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
@@ -64,7 +52,7 @@ from crawler.core.seen import SeenKeys, fingerprint
 from crawler.core.urls import Stripping, normalize_url, url_key
 from crawler.crawl.calendars import CalendarRule, parse_window
 from crawler.crawl.params import ParamLearner
-from crawler.crawl.rulebook import RuleBook, RuleParams, starts_of
+from crawler.crawl.rulebook import Found, RuleBook, RuleParams, starts_of
 from crawler.crawl.seeds import read_url_file
 from crawler.crawl.traps import TrapDetector
 from crawler.ledger.runstate import RunState
@@ -76,9 +64,54 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
+    from crawler.core.decisions import Refusal
     from crawler.core.publicurl import PublicUrls
     from crawler.ledger.previous import PreviousRun
     from crawler.page.links import Resolved
+
+
+@dataclass(frozen=True, slots=True)
+class Lead:
+    """A URL found, as found: on *referrer* (None for a seed) at *depth*, after *hops*
+    redirects, and how (*found_by*, :data:`crawler.core.items.SEEDS`; *found_from*: a
+    seed's file or sitemap). *normal* is its normalised form when the finder has it,
+    *key* and *fp* (only with *normal*) that form's key and fingerprint (a resolved
+    link has all three: keying a URL again is a w3lib canonicalisation)."""
+
+    raw: str
+    depth: int
+    referrer: str | None = None
+    hops: int = 0
+    normal: str | None = None
+    key: str | None = None
+    fp: int | None = None
+    found_by: str = FOUND_LINK
+    found_from: str | None = None
+
+    @classmethod
+    def of(cls, found: Resolved, depth: int, referrer: str) -> Lead:
+        """A page's link, resolved."""
+        return cls(found.raw, depth, referrer, normal=found.url, key=found.key, fp=found.fp)
+
+
+def refuse(record: UrlRecord, refusal: Refusal) -> None:
+    """*record* is decided by *refusal*, with the rule that made it."""
+    record.decision, record.reason, record.target = refusal.decision, refusal.reason, refusal.target
+    record.rule = refusal.rule
+
+
+def page_meta(url: str, depth: int, hops: int, referrer: str | None) -> dict[str, Any]:
+    """The meta of a page's request: every status and every redirect reaches the
+    page judge."""
+    return {
+        "sitemap_url": url,
+        "sitemap_depth": depth,
+        "sitemap_hops": hops,
+        "sitemap_referrer": referrer,
+        "handle_httpstatus_all": True,
+        "dont_redirect": True,
+    }
+
 
 #: What discovering a URL yields: its record, an alias, its request, or that a
 #: sitemap's seed is linked after all.
@@ -86,20 +119,20 @@ Discovered = UrlRecord | Alias | Request | Linked
 
 
 class Frontier:
-    """The frontier of a crawl from *start_url* (see the module docstring).
+    """The frontier of a crawl with the rules of *rule_params* (see the module
+    docstring; the ledger keeps them for ``explain``).
 
-    *more_starts* are start URLs besides *start_url* and *url_file* ``(file, URLs)``
-    the seeds of a ``--urls`` file (each start URL is judged like a link, but for
-    ``--include``/``--exclude``; a start URL off the site is ``off-host`` like any);
-    *callback* and *errback* are the spider's methods its requests go to; *public*
-    maps crawled URLs to published ones (a ``<loc>`` too long once published is out
-    of scope); *previous* is the previous run, for conditional requests; *include*
-    and *exclude* are compiled patterns; a cap of 0 is no cap.
+    *more_starts* are start URLs besides the start URL and *url_file* ``(file, URLs)``
+    the seeds of a ``--urls`` file (each judged like a link, but a start URL is exempt
+    from ``--include``/``--exclude``); *callback* and *errback* are the spider's
+    methods its requests go to; *public* maps crawled URLs to published ones (a
+    ``<loc>`` too long once published is out of scope); *previous* is the previous
+    run, for conditional requests; a cap of 0 is no cap.
     """
 
     def __init__(
         self,
-        start_url: str,
+        rule_params: RuleParams,
         *,
         callback: Callable[..., Any],
         errback: Callable[..., Any],
@@ -107,59 +140,23 @@ class Frontier:
         public: PublicUrls,
         previous: PreviousRun | None,
         traps: TrapDetector,
-        include: Iterable[re.Pattern[str]],
-        exclude: Iterable[re.Pattern[str]],
-        max_pages: int,
-        max_depth: int,
-        max_redirects: int,
-        strip_params: bool,
-        extra_strip: tuple[str, ...],
+        calendars: CalendarRule,
+        params: ParamLearner,
         more_starts: Iterable[str] = (),
         url_file: tuple[str, list[str]] | None = None,
-        params: ParamLearner | None = None,
-        calendars: CalendarRule | None = None,
     ) -> None:
-        self.start_url = start_url
-        self.more_starts = list(more_starts)
-        self.url_file = url_file
+        self.rule_params, self.start_url = rule_params, rule_params.start_url
+        self.more_starts, self.url_file = list(more_starts), url_file
         self.callback, self.errback = callback, errback
-        self.stats = stats
-        self.public = public
-        self.previous = previous
-        self.traps = traps
-        self.include = list(include)
-        self.exclude = list(exclude)
-        self.max_pages, self.max_depth = max_pages, max_depth
-        self.max_redirects = max_redirects
-        self.strip_params, self.extra_strip = strip_params, extra_strip
-        self.params = params or ParamLearner()
+        self.stats, self.public, self.previous = stats, public, previous
+        self.traps, self.calendars, self.params = traps, calendars, params
         self.params.known = self._known
-        self.calendars = calendars
-        # What the rule book is built with: the ledger keeps it for `explain`.
-        self.rule_params = RuleParams(
-            start_url=start_url,
-            starts=starts_of(start_url, self.more_starts, strip_params, extra_strip),
-            include=tuple(p.pattern for p in self.include),
-            exclude=tuple(p.pattern for p in self.exclude),
-            max_loc_length=MAX_LOC_LENGTH,
-            max_redirects=max_redirects,
-            calendar_window_days=calendars.window.days if calendars is not None else 0,
-            calendar_steps=calendars.steps if calendars is not None else 0,
-            calendar_today=calendars.today.isoformat() if calendars is not None else None,
-            trap_max_repeats=traps.max_repeats,
-            trap_max_segments=traps.max_segments,
-            trap_max_query_variants=traps.max_query_variants,
-            max_depth=max_depth,
-            max_pages=max_pages,
-            strip_params=strip_params,
-            strip_extra=extra_strip,
-        )
-        # The start URLs, normalised: exempt from --include and --exclude.
-        self.starts = set(self.rule_params.starts or ())
+        self.max_depth = rule_params.max_depth or 0
+        self.strip = Stripping(rule_params.strip_params, rule_params.strip_extra)
         self.rules = RuleBook.of(
-            self.rule_params,
+            rule_params,
             public=public,
-            learner=self.params,
+            learner=params,
             traps=traps,
             calendars=calendars,
             pages=lambda: self.scheduled,
@@ -204,30 +201,44 @@ class Frontier:
             for learned_path, names in learned.items():
                 for name in names:
                     ledger.learn_param(learned_path, name, True)
+        traps = TrapDetector.from_settings(s)
+        calendars = CalendarRule(parse_window(s.get("SITEMAP_CALENDAR_WINDOW")), today=today)
+        more_starts = s.getlist("SITEMAP_START_URLS")
+        rule_params = RuleParams(
+            start_url=start_url,
+            starts=starts_of(start_url, more_starts, strip.params, strip.extra),
+            include=tuple(re.compile(p).pattern for p in s.getlist("SITEMAP_INCLUDE")),
+            exclude=tuple(re.compile(p).pattern for p in s.getlist("SITEMAP_EXCLUDE")),
+            max_loc_length=MAX_LOC_LENGTH,
+            max_redirects=s.getint("SITEMAP_MAX_REDIRECTS"),
+            calendar_window_days=calendars.window.days,
+            calendar_steps=calendars.steps,
+            calendar_today=calendars.today.isoformat(),
+            trap_max_repeats=traps.max_repeats,
+            trap_max_segments=traps.max_segments,
+            trap_max_query_variants=traps.max_query_variants,
+            max_depth=s.getint("SITEMAP_MAX_DEPTH"),
+            max_pages=s.getint("SITEMAP_MAX_PAGES"),
+            strip_params=strip.params,
+            strip_extra=strip.extra,
+        )
         frontier = cls(
-            start_url,
+            rule_params,
             callback=callback,
             errback=errback,
             stats=crawler.stats,
             public=public,
             previous=previous,
-            traps=TrapDetector.from_settings(s),
-            include=[re.compile(p) for p in s.getlist("SITEMAP_INCLUDE")],
-            exclude=[re.compile(p) for p in s.getlist("SITEMAP_EXCLUDE")],
-            max_pages=s.getint("SITEMAP_MAX_PAGES"),
-            max_depth=s.getint("SITEMAP_MAX_DEPTH"),
-            max_redirects=s.getint("SITEMAP_MAX_REDIRECTS"),
-            strip_params=strip.params,
-            extra_strip=strip.extra,
-            more_starts=s.getlist("SITEMAP_START_URLS"),
-            url_file=(str(path), read_url_file(path, start_url)) if path else None,
+            traps=traps,
+            calendars=calendars,
             params=ParamLearner(learned, ledger.learn_param if ledger is not None else None),
-            calendars=CalendarRule(parse_window(s.get("SITEMAP_CALENDAR_WINDOW")), today=today),
+            more_starts=more_starts,
+            url_file=(str(path), read_url_file(path, start_url)) if path else None,
         )
         if ledger is not None:
             # The rules' values, for `explain` about a URL the crawl never saw.
             obey = s.getbool("ROBOTSTXT_OBEY")
-            ledger.set_meta("scope", {**frontier.rule_params.record(), "robots_obey": obey})
+            ledger.set_meta("scope", {**rule_params.record(), "robots_obey": obey})
         crawler.signals.connect(
             frontier.reached_downloader, signal=signals.request_reached_downloader
         )
@@ -251,13 +262,11 @@ class Frontier:
                 yield self._request(url, url_key(url), depth, hops, referrer, dont_filter=True)
             return
         for url in (self.start_url, *self.more_starts):
-            yield from self.discover(url, depth=0, referrer=None, found_by=FOUND_START)
+            yield from self.discover(Lead(url, 0, found_by=FOUND_START))
         if self.url_file is not None:
             path, urls = self.url_file
             for url in urls:
-                yield from self.discover(
-                    url, depth=0, referrer=None, found_by=FOUND_URL_FILE, found_from=path
-                )
+                yield from self.discover(Lead(url, 0, found_by=FOUND_URL_FILE, found_from=path))
 
     def save(self, state: dict[str, Any]) -> None:
         """Put what a resumed run needs into the spider's *state* (Scrapy's
@@ -292,120 +301,49 @@ class Frontier:
         """A link of a fetched page, resolved (joined, normalised, keyed). Most links
         are known already: those cost a fingerprint lookup, and at most an alias."""
         if self.seen.has_fp(found.fp) and not self.depth_capped.has_fp(found.fp):
-            linked: tuple[Discovered, ...] = ()
-            if self.unlinked_seeds and self.unlinked_seeds.has_fp(found.fp):
-                self.unlinked_seeds.discard_fp(found.fp)
-                linked = (Linked(found.key, referrer),)
-            form = found.raw
-            if form != found.url and form not in self.alias_forms:
-                self.alias_forms.add(form)
-                return (*linked, Alias(alias=form, url=found.url))
-            return linked
-        return self.discover(
-            found.raw, depth=depth, referrer=referrer, normal=found.url, key=found.key, fp=found.fp
-        )
+            return (
+                *self._linked(found.fp, found.key, referrer),
+                *self._alias(found.raw, found.url),
+            )
+        return self.discover(Lead.of(found, depth, referrer))
 
     def seed(self, raw: str, *, found_by: str, found_from: str | None) -> Iterator[Discovered]:
         """A seed found by no page (an entry of one of the site's sitemaps): judged
         like any URL, at depth 0."""
-        return self.discover(raw, depth=0, referrer=None, found_by=found_by, found_from=found_from)
+        return self.discover(Lead(raw, 0, found_by=found_by, found_from=found_from))
 
-    def target(
-        self,
-        raw: str,
-        *,
-        depth: int,
-        referrer: str | None,
-        hops: int = 0,
-        encoding: str = "utf-8",
-        normal: str | None = None,
-        found_by: str = FOUND_LINK,
-    ) -> Iterable[Discovered]:
-        """A redirect, canonical or refresh target (or a replayed link) of *referrer*."""
-        return self.discover(
-            raw,
-            depth=depth,
-            referrer=referrer,
-            hops=hops,
-            encoding=encoding,
-            normal=normal,
-            found_by=found_by,
-        )
-
-    def discover(
-        self,
-        raw: str,
-        *,
-        depth: int,
-        referrer: str | None,
-        hops: int = 0,
-        encoding: str = "utf-8",
-        normal: str | None = None,
-        key: str | None = None,
-        fp: int | None = None,
-        found_by: str = FOUND_LINK,
-        found_from: str | None = None,
-    ) -> Iterator[Discovered]:
-        """Decide what to do with a URL found on *referrer* (or as a seed: *found_by*,
-        *found_from*): queue it (yielding a
-        ``queued`` record and its request) or record why not. *normal* is its
-        normalised form when the caller has it already, and *key* and *fp* (given
-        only with *normal*) that form's key and fingerprint (a resolved link has all
-        three: keying a URL again is a w3lib canonicalisation)."""
-        keyed = self._keyed(raw, encoding, normal, key, fp)
+    def discover(self, lead: Lead) -> Iterator[Discovered]:
+        """Decide what to do with a URL found (*lead*): queue it (yielding a ``queued``
+        record and its request) or record why not."""
+        keyed = self._keyed(lead)
         if keyed is None:
             return
         url, key, fp = keyed
-        stats = self.stats
         reconsidered = False
         if self.seen.has_fp(fp):
-            if self.depth_capped.has_fp(fp) and not (self.max_depth and depth > self.max_depth):
+            if self.depth_capped.has_fp(fp) and not (
+                self.max_depth and lead.depth > self.max_depth
+            ):
                 reconsidered = True
                 # Left out for depth, now found by a shorter path: judge it after all.
                 self.depth_capped.discard_fp(fp)
-                stats.inc_value("sitemap/depth_reconsidered")
+                self.stats.inc_value("sitemap/depth_reconsidered")
             else:
-                if (
-                    found_by == FOUND_LINK
-                    and referrer is not None
-                    and self.unlinked_seeds
-                    and self.unlinked_seeds.has_fp(fp)
-                ):
-                    self.unlinked_seeds.discard_fp(fp)
-                    yield Linked(key, referrer)
-                # Another form of a known URL: keep it as an alias, once per form. A
-                # fragment alone does not make another form (tables of contents
-                # would flood the ledger with them).
-                form = raw.partition("#")[0]
-                if form != url and form not in self.alias_forms:
-                    self.alias_forms.add(form)
-                    yield Alias(alias=form, url=url)
+                if lead.found_by == FOUND_LINK and lead.referrer is not None:
+                    yield from self._linked(fp, key, lead.referrer)
+                yield from self._alias(lead.raw, url)
                 return
         else:
             self.seen.add_fp(fp)
-            stats.inc_value("sitemap/discovered")
-            if found_by in SEEDS:
-                stats.inc_value(f"sitemap/seeds/{found_by}")
-                if found_by == FOUND_SITEMAP:
+            self.stats.inc_value("sitemap/discovered")
+            if lead.found_by in SEEDS:
+                self.stats.inc_value(f"sitemap/seeds/{lead.found_by}")
+                if lead.found_by == FOUND_SITEMAP:
                     self.unlinked_seeds.add_fp(fp)
-        record = UrlRecord(
-            url=url,
-            decision=d.QUEUED,
-            raw_url=raw if raw != url else None,
-            depth=depth,
-            referrer=referrer,
-            key=key,  # normalised and keyed here already: the pipeline need not again
-            found_by=found_by,
-            found_from=found_from,
-        )
-        refusal = self.rules.judge(url, self.rules.found(url, depth, hops, referrer))
+        record = self._record(lead, url, key)
+        refusal = self.rules.judge(url, self._found(lead, url))
         if refusal is not None:
-            record.decision, record.reason, record.target = (
-                refusal.decision,
-                refusal.reason,
-                refusal.target,
-            )
-            record.rule = refusal.rule
+            refuse(record, refusal)
             if refusal.rule == d.RULE_DEPTH:
                 self.depth_capped.add_fp(fp)
             yield record
@@ -413,25 +351,54 @@ class Frontier:
         self.params.admit(url)
         self.scheduled += 1
         yield record
-        request = self._request(url, key, depth, hops, referrer)
+        request = self._request(url, key, lead.depth, lead.hops, lead.referrer)
         if reconsidered:
             request.meta["sitemap_reconsidered"] = True
         yield request
 
-    def _keyed(
-        self, raw: str, encoding: str, normal: str | None, key: str | None, fp: int | None
-    ) -> tuple[str, str, int] | None:
-        """*raw*'s normalised form, key and fingerprint (those given are kept); None,
-        counted, for a URL of another scheme."""
-        url = normal or normalize_url(
-            raw, strip_params=self.strip_params, extra_strip=self.extra_strip, encoding=encoding
+    def _linked(self, fp: int, key: str, referrer: str) -> Iterator[Linked]:
+        """A seed of the site's sitemaps is linked from *referrer* after all."""
+        if self.unlinked_seeds and self.unlinked_seeds.has_fp(fp):
+            self.unlinked_seeds.discard_fp(fp)
+            yield Linked(key, referrer)
+
+    def _alias(self, raw: str, url: str) -> Iterator[Alias]:
+        """Another form of a known URL: kept as an alias, once per form. A fragment
+        alone does not make another form (tables of contents would flood the ledger)."""
+        form = raw.partition("#")[0]
+        if form != url and form not in self.alias_forms:
+            self.alias_forms.add(form)
+            yield Alias(alias=form, url=url)
+
+    def _found(self, lead: Lead, url: str) -> Found:
+        return self.rules.found(url, lead.depth, lead.hops, lead.referrer)
+
+    @staticmethod
+    def _record(lead: Lead, url: str, key: str) -> UrlRecord:
+        """The ``queued`` record of a URL new to the crawl (normalised and keyed here
+        already: the pipeline need not again)."""
+        return UrlRecord(
+            url=url,
+            decision=d.QUEUED,
+            raw_url=lead.raw if lead.raw != url else None,
+            depth=lead.depth,
+            referrer=lead.referrer,
+            key=key,
+            found_by=lead.found_by,
+            found_from=lead.found_from,
+        )
+
+    def _keyed(self, lead: Lead) -> tuple[str, str, int] | None:
+        """The lead's normalised form, key and fingerprint (those it has are kept);
+        None, counted, for a URL of another scheme."""
+        url = lead.normal or normalize_url(
+            lead.raw, strip_params=self.strip.params, extra_strip=self.strip.extra
         )
         if url is None:
             self.stats.inc_value("sitemap/ignored/scheme")
             return None
-        if key is None:
-            key = url_key(url)
-        return url, key, fingerprint(key) if fp is None else fp
+        key = lead.key or url_key(url)
+        return url, key, fingerprint(key) if lead.fp is None else lead.fp
 
     def _known(self, url: str) -> bool:
         return self.seen.has_fp(fingerprint(url_key(url)))
@@ -453,15 +420,7 @@ class Frontier:
         referrer: str | None,
         dont_filter: bool = False,
     ) -> Request:
-        meta: dict[str, Any] = {
-            "sitemap_url": url,
-            "sitemap_depth": depth,
-            "sitemap_hops": hops,
-            "sitemap_referrer": referrer,
-            # Every status and every redirect reaches the page judge.
-            "handle_httpstatus_all": True,
-            "dont_redirect": True,
-        }
+        meta = page_meta(url, depth, hops, referrer)
         return PageRequest(
             url,
             callback=self.callback,
@@ -484,11 +443,8 @@ class Frontier:
         prev = self.previous.get(key)
         if prev is None or prev["status"] != 200 or prev["decision"] not in d.REPLAYABLE:
             return {}
-        headers = {}
-        if prev["etag"]:
-            headers["If-None-Match"] = prev["etag"]
-        if prev["last_modified"]:
-            headers["If-Modified-Since"] = prev["last_modified"]
+        asked = (("If-None-Match", "etag"), ("If-Modified-Since", "last_modified"))
+        headers = {header: prev[column] for header, column in asked if prev[column]}
         if headers:
             meta["sitemap_conditional"] = True
         return headers

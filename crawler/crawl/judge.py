@@ -1,46 +1,35 @@
 """The page judge: what a fetched response says about its URL, and where it leads.
 
-Every response the crawl receives is judged here, and every decision about a
-fetched URL is made here (the frontier, :mod:`crawler.crawl.frontier`, decides about the
-URLs it never fetches; :func:`crawler.core.decisions.close_books` what only the whole
+Every decision about a fetched URL is made here (the frontier decides about the URLs
+it never fetches; :func:`crawler.core.decisions.close_books` what only the whole
 crawl can tell). In order:
 
-1. a 304 to a conditional request replays the previous run's record: the page is
-   as that run saw it, and its stored links are followed again, unfetched;
-2. a 3xx with a ``Location`` is a ``redirect``; its target is a lead. Redirects are
-   judged hop by hop, not followed by Scrapy's redirect middleware, so that each hop
-   gets its own decision and its target is checked like any discovered URL;
+1. a 304 to a conditional request replays the previous run's record, and its stored
+   links are followed again, unfetched;
+2. a 3xx with a ``Location`` is a ``redirect``, its target a lead: redirects are
+   judged hop by hop, not followed by Scrapy, so each hop gets its own decision;
 3. another status than 200 is ``status`` (``HTTP 404``);
 4. an HTML page (:mod:`crawler.page.analysis`): an instant meta refresh is a redirect;
-   its links (and a delayed refresh) are leads; then robots directives
-   (``noindex``), the canonical (``canonical``, the target a lead; invalid or
-   conflicting canonicals are ignored with a warning, as search engines do), the
-   scheme (``other-scheme``: only the start URL's is listed), the ``--base-url``
-   prefix (``excluded``), the site's "not found" page served with 200
-   (``soft-404``, when the start's probe found one: :mod:`crawler.page.softnotfound`),
-   a page that says it is not there and is thin (``soft-404`` too, with the words
-   and the page's count of words as its reason, ``SITEMAP_SOFT404_CONTENT``),
-   and a valid published ``<loc>`` (``invalid-url`` otherwise): what is left is
-   ``listed``;
+   its links (and a delayed refresh) are leads; then ``noindex``, the canonical
+   (``canonical``, the target a lead; invalid or conflicting canonicals are ignored
+   with a warning, as search engines do), the scheme (``other-scheme``), the
+   ``--base-url`` prefix (``excluded``), the site's "not found" page served with 200,
+   or a thin page that says it is not there (``soft-404``:
+   :mod:`crawler.page.softnotfound`, ``SITEMAP_SOFT404_CONTENT``), and a valid
+   published ``<loc>`` (``invalid-url`` otherwise): what is left is ``listed``;
 5. another content type is ``non-html``, unless ``SITEMAP_LISTED_TYPES`` lists it:
    then only headers can say noindex or canonical;
-6. a request that failed is ``robots-disallowed``, ``off-host``, ``too-large`` (its
-   body over ``DOWNLOAD_MAXSIZE``, as sent or once decompressed: the site answered,
-   so it is no failure) or ``fetch-error`` (a timeout, a refused or lost
-   connection); the start URL unreachable fails the run.
+6. a request that failed is ``robots-disallowed``, ``off-host``, ``too-large`` (over
+   ``DOWNLOAD_MAXSIZE``: the site answered, so it is no failure) or ``fetch-error``;
+   the start URL unreachable fails the run.
 
-Where a page leads (its links, a redirect, canonical or refresh target, a 304's
-stored links) goes to the judge's :class:`Leads`: the frontier in one process, a
-report to the coordinator in a distributed worker (:mod:`crawler.distributed`),
-nowhere for the audit, which judges listed pages without following them.
+Where a page leads goes to the judge's :class:`Leads`: the frontier (a distributed
+worker's reports its candidates), or nowhere for the audit.
 
 Settings: ``SITEMAP_LISTED_TYPES``, ``SITEMAP_SOFT404_CONTENT``, ``SITEMAP_STRIP_PARAMS``,
-``SITEMAP_STRIP_EXTRA``, ``USER_AGENT``, ``ROBOTSTXT_USER_AGENT``.
+``SITEMAP_STRIP_EXTRA``, ``SITEMAP_IMAGE_HOSTS``, ``USER_AGENT``, ``ROBOTSTXT_USER_AGENT``.
 Stats: ``sitemap/conditional/not_modified``, ``sitemap/ignored/scheme``,
 ``sitemap/warnings/canonical``, ``sitemap/too_large`` (pages over the size cap).
-
-It is one long module on purpose: every decision about a fetched response is
-made here and nowhere else, so that they are read, and changed, side by side.
 """
 
 from __future__ import annotations
@@ -58,12 +47,12 @@ from crawler.core import decisions as d
 from crawler.core.agent import robots_agents
 from crawler.core.items import (
     FOUND_CANONICAL,
-    FOUND_LINK,
     FOUND_REDIRECT,
     FOUND_REFRESH,
     UrlRecord,
 )
 from crawler.core.urls import Stripping, host_port, normalize_url, site_of, url_key
+from crawler.crawl.frontier import Lead
 from crawler.fetch.hostguard import OffHostRequest
 from crawler.fetch.robots import RobotsDisallowed, robots_allows
 from crawler.page.analysis import HTML_TYPES
@@ -74,7 +63,6 @@ from crawler.sitemaps.entry import check_loc
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
-    from scrapy.statscollectors import StatsCollector
     from twisted.python.failure import Failure
 
     from crawler.core.publicurl import PublicUrls
@@ -87,27 +75,11 @@ logger = logging.getLogger(__name__)
 
 
 class Leads(Protocol):
-    """Where what a page leads to goes (see the module docstring)."""
+    """Where what a page leads to goes (see the module docstring): its links, resolved,
+    and its redirect, canonical or refresh targets and the links a 304 replays."""
 
-    def link(self, found: Resolved, depth: int, referrer: str) -> Iterable[object]:
-        """A link of the page *referrer*, resolved."""
-        ...
-
-    def target(
-        self,
-        raw: str,
-        *,
-        depth: int,
-        referrer: str | None,
-        hops: int = 0,
-        encoding: str = "utf-8",
-        normal: str | None = None,
-        found_by: str = FOUND_LINK,
-    ) -> Iterable[object]:
-        """A redirect, canonical or refresh target of *referrer*, or a link a 304
-        replays (*normal* when known normalised already); *found_by* says which
-        (:data:`crawler.core.items.FOUND_LINK` and its kin)."""
-        ...
+    def link(self, found: Resolved, depth: int, referrer: str) -> Iterable[object]: ...
+    def discover(self, lead: Lead) -> Iterable[object]: ...
 
 
 class NoLeads:
@@ -116,83 +88,20 @@ class NoLeads:
     def link(self, found: Resolved, depth: int, referrer: str) -> Iterable[object]:
         return ()
 
-    def target(
-        self,
-        raw: str,
-        *,
-        depth: int,
-        referrer: str | None,
-        hops: int = 0,
-        encoding: str = "utf-8",
-        normal: str | None = None,
-        found_by: str = FOUND_LINK,
-    ) -> Iterable[object]:
+    def discover(self, lead: Lead) -> Iterable[object]:
         return ()
-
-
-#: What the judge does with a 304 (the record, the response's ETag): replay it here,
-#: or (a distributed worker) hand it to the process that has the previous run.
-NotModified = Callable[[UrlRecord, str | None], Iterable[object]]
 
 
 class PageJudge:
     """Judges the responses of a crawl from *start_url* (see the module docstring).
 
     *analyser* analyses an HTML page in this process when the caller has no
-    analysis; *agents*: :func:`crawler.core.agent.robots_agents`; *listed_types*: media types listed
-    besides HTML; *previous*: the previous run, which a 304 replays; *leads*: where
-    pages lead; *fail*: says the run cannot do its job; *not_modified*: what to do
-    with a 304 instead of replaying it here; *image_hosts*: other hosts whose images
-    a listed page keeps; *allows*: whether robots.txt lets us fetch a URL of our
-    site (an image it disallows is left out).
+    analysis; *previous*: the previous run, which a 304 replays; *leads*: where
+    pages lead; *fail*: says the run cannot do its job.
     """
 
     def __init__(
         self,
-        start_url: str,
-        *,
-        stats: StatsCollector,
-        public: PublicUrls,
-        analyser: PageAnalyser,
-        agents: tuple[str, ...],
-        listed_types: Iterable[str],
-        strip_params: bool,
-        extra_strip: tuple[str, ...],
-        previous: PreviousRun | None,
-        leads: Leads,
-        fail: Callable[[str], None],
-        not_modified: NotModified | None = None,
-        image_hosts: Iterable[str] = (),
-        allows: Callable[[str], bool] = lambda url: True,
-        maxsize: int = 0,
-        soft_content: bool = True,
-    ) -> None:
-        self.start_url = start_url
-        self.maxsize = maxsize  # DOWNLOAD_MAXSIZE: a request's cap unless it has its own
-        # SITEMAP_SOFT404_CONTENT: a page that says it is not there, and is thin, is a
-        # soft 404 (crawler.page.softnotfound.says_not_found).
-        self.soft_content = soft_content
-        self.site = site_of(start_url)
-        self.start_scheme = urlsplit(start_url).scheme
-        self.stats = stats
-        self.public = public
-        self.analyser = analyser
-        self.agents = agents
-        self.listed_types = frozenset(t.lower() for t in listed_types)
-        self.strip_params, self.extra_strip = strip_params, extra_strip
-        self.previous = previous
-        self.leads = leads
-        self.fail = fail
-        self.not_modified: NotModified = not_modified or self.replay
-        self.image_hosts = frozenset(h.lower() for h in image_hosts)
-        self.allows = allows
-        self._warned_canonical = False
-        # The site's "not found" pages, as the start's probes found them.
-        self.soft_not_found = SoftNotFound()
-
-    @classmethod
-    def from_crawler(
-        cls,
         crawler: Crawler,
         start_url: str,
         *,
@@ -201,29 +110,33 @@ class PageJudge:
         previous: PreviousRun | None,
         leads: Leads,
         fail: Callable[[str], None],
-        not_modified: NotModified | None = None,
-    ) -> PageJudge:
+    ) -> None:
         s = crawler.settings
         assert crawler.stats is not None
-        strip = Stripping.from_settings(s)
-        return cls(
+        self.stats, self.start_url, self.public, self.analyser = (
+            crawler.stats,
             start_url,
-            stats=crawler.stats,
-            public=public,
-            analyser=analyser,
-            agents=robots_agents(s["USER_AGENT"], s.get("ROBOTSTXT_USER_AGENT")),
-            listed_types=s.getlist("SITEMAP_LISTED_TYPES"),
-            strip_params=strip.params,
-            extra_strip=strip.extra,
-            previous=previous,
-            leads=leads,
-            fail=fail,
-            not_modified=not_modified,
-            image_hosts=s.getlist("SITEMAP_IMAGE_HOSTS"),
-            allows=robots_allows(crawler),
-            maxsize=s.getint("DOWNLOAD_MAXSIZE"),
-            soft_content=s.getbool("SITEMAP_SOFT404_CONTENT"),
+            public,
+            analyser,
         )
+        self.previous, self.leads, self.fail = previous, leads, fail
+        self.site = site_of(start_url)
+        self.start_scheme = urlsplit(start_url).scheme
+        self.agents = robots_agents(s["USER_AGENT"], s.get("ROBOTSTXT_USER_AGENT"))
+        self.listed_types = frozenset(t.lower() for t in s.getlist("SITEMAP_LISTED_TYPES"))
+        self.strip = Stripping.from_settings(s)
+        # Other hosts whose images a listed page keeps.
+        self.image_hosts = frozenset(h.lower() for h in s.getlist("SITEMAP_IMAGE_HOSTS"))
+        # Whether robots.txt lets us fetch a URL of our site (an image it disallows is
+        # left out).
+        self.allows = robots_allows(crawler)
+        self.maxsize = s.getint("DOWNLOAD_MAXSIZE")  # a request's cap unless it has its own
+        # A page that says it is not there, and is thin, is a soft 404
+        # (crawler.page.softnotfound.says_not_found).
+        self.soft_content = s.getbool("SITEMAP_SOFT404_CONTENT")
+        self._warned_canonical = False
+        # The site's "not found" pages, as the start's probes found them.
+        self.soft_not_found = SoftNotFound()
 
     def is_html_page(self, response: Response) -> bool:
         """Whether :meth:`judge` reads *response* as an HTML page (and so wants its
@@ -258,7 +171,7 @@ class PageJudge:
         )
         status = response.status
         if status == 304 and meta.get("sitemap_conditional"):
-            yield from self.not_modified(rec, _header(response, b"ETag"))
+            yield from self.replay(rec, _header(response, b"ETag"))
             return
         location = response.headers.get(b"Location")
         if 300 <= status < 400 and location is not None:
@@ -323,8 +236,8 @@ class PageJudge:
                 self.stats.inc_value("sitemap/ignored/scheme")
             else:
                 links.append(normal)
-                yield from leads.target(
-                    target, depth=depth, referrer=rec.url, normal=normal, found_by=FOUND_REFRESH
+                yield from leads.discover(
+                    Lead(target, depth, rec.url, normal=normal, found_by=FOUND_REFRESH)
                 )
         rec.robots = _directives(facts.robots)
         yield from self._judge(rec, response, facts.robots.noindex, facts.canonicals, analysis)
@@ -346,8 +259,8 @@ class PageJudge:
             where = "" if site_of(canonical) == self.site else " (another host)"
             rec.reason = f"canonical -> {rec.target}{where}"
             # The canonical target is judged on its own (only if it is ours).
-            yield from self.leads.target(
-                canonical, depth=_depth(rec), referrer=rec.url, found_by=FOUND_CANONICAL
+            yield from self.leads.discover(
+                Lead(canonical, _depth(rec), rec.url, found_by=FOUND_CANONICAL)
             )
         elif urlsplit(rec.url).scheme != self.start_scheme:
             rec.decision = d.OTHER_SCHEME
@@ -444,49 +357,33 @@ class PageJudge:
         rec.target = normal or target
         rec.reason = f"{how} -> {rec.target}"
         yield rec
-        yield from self.leads.target(
-            target, depth=_depth(rec), referrer=rec.url, hops=hops, found_by=found_by
-        )
+        yield from self.leads.discover(Lead(target, _depth(rec), rec.url, hops, found_by=found_by))
 
     def _normalize(self, url: str, encoding: str = "utf-8") -> str | None:
         return normalize_url(
-            url, strip_params=self.strip_params, extra_strip=self.extra_strip, encoding=encoding
+            url, strip_params=self.strip.params, extra_strip=self.strip.extra, encoding=encoding
         )
 
     # -- a 304 --------------------------------------------------------------------------
 
-    def replay(
-        self, rec: UrlRecord, etag: str | None, leads: Leads | None = None
-    ) -> Iterator[object]:
+    def replay(self, rec: UrlRecord, etag: str | None) -> Iterator[object]:
         """A 304: the page is as the previous run saw it. Its record stands (decision,
-        reason, hashes, lastmod) and its stored links go to *leads* (the judge's own
-        by default), unfetched."""
-        leads = leads or self.leads
-        # Counted where it is replayed: a distributed worker hands its 304s over.
+        reason, hashes, lastmod) and its stored links are followed, unfetched."""
         self.stats.inc_value("sitemap/conditional/not_modified")
         prev = self.previous.get(url_key(rec.url)) if self.previous else None
         if prev is None:  # cannot happen: only known URLs are asked conditionally
             rec.decision, rec.reason = d.STATUS, "HTTP 304 with no earlier record"
             yield rec
             return
-        rec.replayed = True
-        rec.status = 200
-        rec.decision, rec.reason, rec.target = prev["decision"], prev["reason"], prev["target"]
-        rec.content_type, rec.last_modified = prev["content_type"], prev["last_modified"]
-        rec.etag = etag or prev["etag"]
-        rec.content_hash, rec.main_hash = prev["content_hash"], prev["main_hash"]
-        rec.lastmod, rec.lastmod_source = prev["lastmod"], prev["lastmod_source"]
-        rec.changed_at = prev["changed_at"]
-        rec.lastmod_from, rec.page_verdicts = prev.get("lastmod_from"), prev.get("page_dates")
-        rec.size = prev.get("size")  # the body it stands for, not the empty 304
+        rec.replayed, rec.status, rec.etag = True, 200, etag or prev["etag"]
+        # The record as the previous run saw it: its size is the body's it stands for,
+        # not the empty 304's; its rich data as the page declared it (a 304 has no body
+        # to read it from again); a rendered page's came from its rendered DOM.
+        for column in _REPLAYED:
+            setattr(rec, column, prev.get(column))
+        rec.page_verdicts = prev.get("page_dates")
         rec.links = prev["links"].split("\n") if prev["links"] else []
         rec.unfollowed = prev["unfollowed"].split("\n") if prev.get("unfollowed") else []
-        # The rich data the page declared, as the previous run read it (a 304 has no
-        # body to read it from again).
-        rec.title = prev.get("title")
-        rec.robots = prev.get("robots")
-        # A rendered page's record came from its rendered DOM: replayed, not rendered again.
-        rec.render = prev.get("render")
         for column in ("alternates", "images", "videos", "news", "problems"):
             if prev.get(column):
                 setattr(rec, column, json.loads(prev[column]))
@@ -494,14 +391,11 @@ class PageJudge:
             self._listed(rec)  # the published address as this run publishes it
         depth = _depth(rec)
         for link in rec.links:  # stored normalised
-            yield from leads.target(link, depth=depth + 1, referrer=rec.url, normal=link)
+            yield from self.leads.discover(Lead(link, depth + 1, rec.url, normal=link))
         if prev["target"] and prev["decision"] in (d.CANONICAL, d.REDIRECT):
-            yield from leads.target(
-                self.public.to_crawl(prev["target"]),
-                depth=depth,
-                referrer=rec.url,
-                found_by=FOUND_REDIRECT if prev["decision"] == d.REDIRECT else FOUND_CANONICAL,
-            )
+            how = FOUND_REDIRECT if prev["decision"] == d.REDIRECT else FOUND_CANONICAL
+            target = self.public.to_crawl(prev["target"])
+            yield from self.leads.discover(Lead(target, depth, rec.url, found_by=how))
         yield rec
 
     # -- a failure ----------------------------------------------------------------------
@@ -533,6 +427,13 @@ class PageJudge:
             self.fail(f"start URL unreachable: {rec.url} ({rec.reason})")
         return rec
 
+
+#: The columns of the previous run's record a 304 replays as they are.
+_REPLAYED = (
+    "decision", "reason", "target", "content_type", "last_modified", "content_hash",
+    "main_hash", "lastmod", "lastmod_source", "changed_at", "lastmod_from", "size", "title",
+    "robots", "render",
+)  # fmt: skip
 
 # Scrapy's words when a body is over DOWNLOAD_MAXSIZE: as announced or as received
 # (scrapy.utils._download_handlers.get_maxsize_msg), or once decompressed

@@ -1,39 +1,30 @@
 """Query parameters learned from the pages, and facets (issue #19, "Traps and duplicates").
 
-A site can link one page under many query strings: a sort order, a referral tag
-(``?ref=nav``), a view switch. Counting query strings per path
-(:mod:`crawler.crawl.traps`) stops them late, after many duplicates are listed. The crawl
-learns instead, per path, from the main-content hash of the pages it fetched
-(:mod:`crawler.page.content`, the one behind honest lastmod):
+A site can link one page under many query strings (a sort order, ``?ref=nav``, a view
+switch); counting query strings per path (:mod:`crawler.crawl.traps`) stops them
+late, after many duplicates are listed. The crawl learns instead, per path, from the
+main-content hash of the pages it fetched (:mod:`crawler.page.content`):
 
-* A parameter is **learned** on a path when pages of that path that differ only in
-  it (its value, or with and without it; every other parameter equal) have the same
-  main-content hash, or the same content in another order (a list sorted another
-  way: :func:`crawler.page.content.bag_hash`, computed for pages with a query and pages
-  that link to their own path with one), in at least :data:`EVIDENCE` such pairs
-  (three URLs, say
-  ``/shop/``, ``/shop/?sort=price`` and ``/shop/?sort=name``), and never once a
-  different one. A pair that differs shows the parameter changes the page: it is
-  never learned on that path (and a learned one is forgotten).
+* A parameter is **learned** on a path when pages of that path that differ only in it
+  have the same main-content hash, or the same content in another order
+  (:func:`crawler.page.content.bag_hash`), in at least :data:`EVIDENCE` such pairs
+  (``/shop/``, ``/shop/?sort=price``, ``/shop/?sort=name``), and never once a
+  different one: a pair that differs shows the parameter changes the page, and it is
+  never learned on that path (a learned one is forgotten).
 * From then on, URLs of that path that differ only in learned parameters are one
-  page: the frontier fetches one of them (the shortest, the URL without the
-  parameters when it is found) and records the others as ``ignored-parameter``
-  ("parameter 'sort' does not change the page"), with that one as target. Query
-  order never makes two pages anyway (the dedup key sorts it).
+  page: the frontier fetches one (the shortest; the URL without them when found) and
+  records the others as ``ignored-parameter``, with that one as target.
 * **Facets**: a path linked with single-parameter variants of two or more names
-  (``?color=red``, ``?size=m``) is a faceted listing; its combinations of two or
-  more parameters (after the learned ones are left out) are
-  ``facet-combination`` ("facet combination (color, size)") and are not fetched
-  once the path is known as faceted.
+  (``?color=red``, ``?size=m``) is a faceted listing; its combinations of two or more
+  parameters are ``facet-combination`` and are not fetched.
 * The listed query variants of one path are at most ``SITEMAP_MAX_VARIANTS_PER_PATH``
   (the shortest first); the crawl may fetch more (``SITEMAP_TRAP_MAX_QUERY_VARIANTS``)
   to learn from them.
 
-What the frontier decides during the crawl depends on what was learned so far;
-:func:`settle` decides again over the whole ledger when the books are closed, so
-the listed set does not depend on the order pages were fetched in. Learned
-parameters are kept in the ledger's ``params`` table; the next run starts with them
-(the previous run's ledger) and fetches fewer variants.
+What the frontier decides depends on what was learned so far; :func:`settle` decides
+again over the whole ledger when the books are closed, so the listed set does not
+depend on the order pages were fetched in. Learned parameters are kept in the
+ledger's ``params`` table, and the next run starts with them.
 """
 
 from __future__ import annotations
@@ -91,14 +82,6 @@ def ignored_refusal(removed: list[str], target: str | None) -> d.Refusal:
 def facet_refusal(names: Iterable[str]) -> d.Refusal:
     """A combination of facets (*names*: its parameters)."""
     return d.Refusal(d.FACET, d.RULE_PARAMS, "facet", {"names": sorted(set(names))})
-
-
-def param_reason(removed: list[str]) -> str:
-    return ignored_refusal(removed, None).reason
-
-
-def facet_reason(names: Iterable[str]) -> str:
-    return facet_refusal(names).reason
 
 
 def _differs_in(a: Params, b: Params) -> str | None:
@@ -313,7 +296,7 @@ def _settle_path(
             _, params, removed = reduced[url]
             keeper = keepers.setdefault(params, url)
             if keeper != url:
-                yield url, d.IGNORED_PARAM, param_reason(removed), keeper
+                yield url, d.IGNORED_PARAM, ignored_refusal(removed, None).reason, keeper
         listed = [u for p, u in keepers.items() if p]
     # URLs the frontier did not fetch: an alias of the group's page, a facet
     # combination, as the whole crawl sees them.
@@ -322,14 +305,14 @@ def _settle_path(
         page = keepers.get(params) if removed else None
         if page is not None and page != url:
             if decision != d.IGNORED_PARAM or page != target:
-                yield url, d.IGNORED_PARAM, param_reason(removed), page
+                yield url, d.IGNORED_PARAM, ignored_refusal(removed, None).reason, page
         elif decision == d.IGNORED_PARAM and len(params) >= 2 and faceted:
-            yield url, d.FACET, facet_reason(n for n, _ in params), None
+            yield url, d.FACET, facet_refusal(n for n, _ in params).reason, None
     kept = []
     for url in sorted(listed, key=lambda u: (len(u), u)):
         params = reduced[url][1]
         if len(params) >= 2 and faceted:
-            yield url, d.FACET, facet_reason(n for n, _ in params), None
+            yield url, d.FACET, facet_refusal(n for n, _ in params).reason, None
         else:
             kept.append(url)
     if budget and len(kept) > budget:

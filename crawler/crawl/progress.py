@@ -4,8 +4,8 @@ On a terminal, a live line rewritten every second (pages fetched, queued, listed
 rate). Elsewhere (cron, systemd, CI) a plain line every
 ``SITEMAP_PROGRESS_INTERVAL`` seconds, so a mailed log stays short. Off with
 ``SITEMAP_PROGRESS_INTERVAL = 0``. Everything it shows comes from the stats:
-``response_received_count``, Scrapy's scheduler counts (queued is enqueued less
-dequeued) and ``sitemap/decision/listed``.
+the pages fetched (:func:`pages_fetched`), Scrapy's scheduler counts (queued is
+enqueued less dequeued) and ``sitemap/decision/listed``.
 
 Settings: ``SITEMAP_PROGRESS_INTERVAL``.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
@@ -25,6 +25,13 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
+
+
+def pages_fetched(stats: dict[str, Any]) -> int:
+    """The pages the crawl fetched: the responses less those of robots.txt (a run
+    stopped by its robots.txt fetched no page)."""
+    fetched = int(stats.get("response_received_count", 0))
+    return max(0, fetched - int(stats.get("robotstxt/response_count", 0)))
 
 
 class Progress:
@@ -56,7 +63,7 @@ class Progress:
 
     def line(self) -> str:
         stats = self.stats.get_stats()
-        fetched = stats.get("response_received_count", 0)
+        fetched = pages_fetched(stats)
         queued = max(0, stats.get("scheduler/enqueued", 0) - stats.get("scheduler/dequeued", 0))
         listed = stats.get("sitemap/decision/listed", 0)
         rate = fetched / max(time.monotonic() - self.started, 1e-6)

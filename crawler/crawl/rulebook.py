@@ -1,21 +1,17 @@
 """The frontier's rule book: which URLs a crawl fetches, in one ordered list (issue 23).
 
 A URL new to the crawl is put to the rules in this order; the first that refuses it
-decides (a :class:`crawler.core.decisions.Refusal`: decision, rule, kind and values), and
-a URL that every rule lets pass is queued:
+decides (a :class:`crawler.core.decisions.Refusal`), and a URL every rule lets pass
+is queued:
 
-1. ``host``: same host and port as the start URL (``off-host``; ``non-public`` for a
+1. ``host``: the start URL's host and port (``off-host``; ``non-public`` for a
    private address found from a public site);
 2. ``length``: the URL and its published ``<loc>`` at most
    :data:`crawler.sitemaps.limits.MAX_LOC_LENGTH` characters (``too-long``);
-3. ``include/exclude``: ``--include`` and ``--exclude`` (``excluded``; start URLs
-   are exempt);
+3. ``include/exclude``: ``--include`` and ``--exclude`` (``excluded``);
 4. ``hops``: at most ``SITEMAP_MAX_REDIRECTS`` redirect hops (``cap-reached``);
-5. ``calendar``: date-sequence navigation within ``SITEMAP_CALENDAR_WINDOW`` of the
-   run's day and a few steps from where the sequence was entered
-   (:mod:`crawler.crawl.calendars`; start URLs are exempt);
-6. ``parameters``: parameters learned not to change a page, facet combinations
-   (:mod:`crawler.crawl.params`; start URLs are exempt);
+5. ``calendar``: date-sequence navigation (:mod:`crawler.crawl.calendars`);
+6. ``parameters``: learned parameters, facet combinations (:mod:`crawler.crawl.params`);
 7. ``traps``: a URL's shape (:meth:`crawler.crawl.traps.TrapDetector.shape`);
 8. ``query-variants``: at most ``SITEMAP_TRAP_MAX_QUERY_VARIANTS`` query strings a
    path (counted);
@@ -23,15 +19,12 @@ a URL that every rule lets pass is queued:
    shorter path found later lets the URL in);
 10. ``pages``: ``SITEMAP_MAX_PAGES`` URLs queued (counted).
 
-robots.txt is read where a URL is fetched (:mod:`crawler.fetch.robots`), after
-these: ``explain`` applies it as the eleventh rule.
-
-The local frontier (:class:`crawler.crawl.frontier.Frontier`) applies the whole book; a
-distributed crawl's processes apply the rules before ``query-variants``
-(:meth:`RuleBook.judge` with *until*) and the report script counts the rest in
-Redis, whose answers become the same refusals (:func:`counted_refusal`); ``explain``
-builds the book from what the run recorded (:class:`RuleParams`, the ledger's
-``meta`` ``scope``), so that a URL the crawl never saw is judged with that run's
+Start URLs are exempt from rules 3, 5 and 6. robots.txt is read where a URL is
+fetched (:mod:`crawler.fetch.robots`): ``explain`` applies it as the eleventh rule.
+A distributed crawl's processes apply the rules before ``query-variants`` and the
+report script counts the rest in Redis, whose answers become the same refusals
+(:func:`counted_refusal`); ``explain`` builds the book from what the run recorded
+(:class:`RuleParams`), so that a URL the crawl never saw is judged with that run's
 rules, not the current settings.
 """
 
@@ -148,6 +141,8 @@ def starts_of(
 
 # -- the rules --------------------------------------------------------------------------
 
+EXEMPT = "a start URL (exempt)"
+
 
 class Host:
     name = d.RULE_HOST
@@ -169,11 +164,11 @@ class Host:
         return "the start URL's host"
 
 
+@dataclass
 class Length:
+    public: PublicUrls
+    limit: int
     name = d.RULE_LENGTH
-
-    def __init__(self, public: PublicUrls, limit: int) -> None:
-        self.public, self.limit = public, limit
 
     def check(self, url: str, found: Found) -> Refusal | None:
         if len(url) > self.limit or len(self.public.loc(url) or "") > self.limit:
@@ -184,11 +179,11 @@ class Length:
         return f"{len(url)} characters"
 
 
+@dataclass
 class IncludeExclude:
+    include: list[re.Pattern[str]]
+    exclude: list[re.Pattern[str]]
     name = d.RULE_INCLUDE
-
-    def __init__(self, include: Iterable[re.Pattern[str]], exclude: Iterable[re.Pattern[str]]):
-        self.include, self.exclude = list(include), list(exclude)
 
     def check(self, url: str, found: Found) -> Refusal | None:
         if found.start:
@@ -202,7 +197,7 @@ class IncludeExclude:
 
     def passed(self, url: str, found: Found) -> str:
         if found.start:
-            return "a start URL (exempt)"
+            return EXEMPT
         if not self.include and not self.exclude:
             return "no --include or --exclude rules"
         parts = []
@@ -213,11 +208,10 @@ class IncludeExclude:
         return ", ".join(parts)
 
 
+@dataclass
 class Hops:
+    limit: int
     name = d.RULE_HOPS
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
 
     def check(self, url: str, found: Found) -> Refusal | None:
         if found.hops > self.limit:
@@ -228,56 +222,29 @@ class Hops:
         return f"{found.hops} redirect hops (at most {self.limit})"
 
 
-class Calendar:
-    name = d.RULE_CALENDAR
+@dataclass
+class Delegated:
+    """A rule another piece decides (*decide*: calendars, learned parameters, trap
+    shapes); start URLs are exempt when *exempt*; *passes*: why a URL passes."""
 
-    def __init__(self, calendars: CalendarRule) -> None:
-        self.calendars = calendars
-
-    def check(self, url: str, found: Found) -> Refusal | None:
-        return None if found.start else self.calendars.check(url, found.referrer)
-
-    def passed(self, url: str, found: Found) -> str:
-        if found.start:
-            return "a start URL (exempt)"
-        return "no calendar rule cuts it"
-
-
-class Parameters:
-    name = d.RULE_PARAMS
-
-    def __init__(self, learner: ParamLearner) -> None:
-        self.learner = learner
+    name: str
+    decide: Callable[[str, Found], Refusal | None]
+    passes: str
+    exempt: bool = True
 
     def check(self, url: str, found: Found) -> Refusal | None:
-        return None if found.start else self.learner.check(url)
+        return None if self.exempt and found.start else self.decide(url, found)
 
     def passed(self, url: str, found: Found) -> str:
-        if found.start:
-            return "a start URL (exempt)"
-        return "no learned parameter, not a facet combination"
+        return EXEMPT if self.exempt and found.start else self.passes
 
 
-class Traps:
-    name = d.RULE_TRAPS
-
-    def __init__(self, traps: TrapDetector) -> None:
-        self.traps = traps
-
-    def check(self, url: str, found: Found) -> Refusal | None:
-        return self.traps.shape(url)
-
-    def passed(self, url: str, found: Found) -> str:
-        return "no trap rule matches"
-
-
+@dataclass
 class QueryVariants:
     """Counted: the variants of each path in the detector's ``variants``."""
 
+    traps: TrapDetector
     name = d.RULE_VARIANTS
-
-    def __init__(self, traps: TrapDetector) -> None:
-        self.traps = traps
 
     def check(self, url: str, found: Found) -> Refusal | None:
         return self.traps.variant(url)
@@ -290,11 +257,10 @@ class QueryVariants:
         return f"{before} query variants of {path} before it (at most {limit})"
 
 
+@dataclass
 class Depth:
+    limit: int
     name = d.RULE_DEPTH
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
 
     def refusal(self) -> Refusal:
         return Refusal(d.CAP, self.name, "depth", {"limit": self.limit})
@@ -308,13 +274,13 @@ class Depth:
         return f"depth {found.depth} (at most {self.limit})"
 
 
+@dataclass
 class Pages:
     """Counted: *count* says how many URLs were queued so far."""
 
+    limit: int
+    count: Callable[[], int]
     name = d.RULE_PAGES
-
-    def __init__(self, limit: int, count: Callable[[], int]) -> None:
-        self.limit, self.count = limit, count
 
     def refusal(self) -> Refusal:
         return Refusal(d.CAP, self.name, "pages", {"limit": self.limit})
@@ -356,20 +322,23 @@ class RuleBook:
         if params.max_loc_length is not None:
             rules.append(Length(public, params.max_loc_length))
         if params.include is not None and params.exclude is not None:
-            rules.append(
-                IncludeExclude(
-                    [re.compile(p) for p in params.include],
-                    [re.compile(p) for p in params.exclude],
-                )
-            )
+            compiled = [re.compile(p) for p in params.include]
+            rules.append(IncludeExclude(compiled, [re.compile(p) for p in params.exclude]))
         if params.max_redirects is not None:
             rules.append(Hops(params.max_redirects))
         if calendars is not None:
-            rules.append(Calendar(calendars))
+            cut = calendars.check
+            rules.append(
+                Delegated(
+                    d.RULE_CALENDAR, lambda u, f: cut(u, f.referrer), "no calendar rule cuts it"
+                )
+            )
         if learner is not None:
-            rules.append(Parameters(learner))
+            learned, why = learner.check, "no learned parameter, not a facet combination"
+            rules.append(Delegated(d.RULE_PARAMS, lambda u, f: learned(u), why))
         if traps is not None:
-            rules.append(Traps(traps))
+            shape, why = traps.shape, "no trap rule matches"
+            rules.append(Delegated(d.RULE_TRAPS, lambda u, f: shape(u), why, exempt=False))
             if counted:
                 rules.append(QueryVariants(traps))
         if params.max_depth is not None:
@@ -402,7 +371,7 @@ class RuleBook:
 
 
 def counted_refusal(
-    code: str, path: str, *, max_variants: int, max_depth: int, max_pages: int
+    code: str, path: str, max_variants: int, max_depth: int, max_pages: int
 ) -> Refusal:
     """The refusal of a rule the report script of a distributed crawl counts in
     Redis: ``t`` a query variant too many of *path*, ``d`` the depth cap, ``c`` the

@@ -1,39 +1,30 @@
 """Seeds beyond links: a ``--urls`` file, and the site's own sitemaps (issue #19).
 
 A crawl finds only what is linked, yet a sitemap exists largely for the pages links
-hardly reach. So a crawl can start from more than one URL: the start URLs, the lines
-of a URL file (:func:`read_url_file`), and with ``--seed-sitemaps`` the entries of
-the sitemaps the site already has (:class:`SitemapSeeds`). Every seed goes to the
-frontier (:mod:`crawler.crawl.frontier`) and is judged like any URL: scope, robots.txt,
-status, noindex, canonical. A dead, redirected or excluded seed is recorded with its
-decision and never listed; ``found_by`` and ``found_from`` in the ledger say where
-each URL came from.
+hardly reach. So a crawl can start from more than the start URLs: the lines of a URL
+file (:func:`read_url_file`), and with ``--seed-sitemaps`` the entries of the site's
+sitemaps (:class:`SitemapSeeds`). Every seed goes to the frontier and is judged like
+any URL; ``found_by`` and ``found_from`` in the ledger say where each came from.
 
-The sitemaps are found where the audit finds them (:mod:`crawler.audit.spider`):
-robots.txt ``Sitemap:`` lines (Scrapy's ``robots_parsed`` signal, sent when the
-crawl fetches robots.txt), the usual places (``/sitemap.xml``,
-``/sitemap_index.xml``, ``/sitemap.xml.gz``, ``/sitemap.txt``) and the ``--sitemap``
-URLs given. They are read with the audit's parser (:mod:`crawler.sitemaps`:
-no DTD, no entity, a gzip bomb stopped at ``SITEMAP_AUDIT_MAX_BYTES``), fetched
-without robots.txt rules (the owner declared them, as search engines read them),
-only on the crawled site (another host's is never fetched), and an index's
-sitemaps are followed at most ``SITEMAP_AUDIT_MAX_DEPTH`` levels, each file once;
-a file's first 50,000 entries are read (the protocol's limit), the rest counted.
-A sitemap that cannot be read costs nothing but its seeds.
+The sitemaps are found where the audit finds them: robots.txt's ``Sitemap:`` lines
+(Scrapy's ``robots_parsed`` signal), the usual places and the ``--sitemap`` URLs;
+read with the audit's parser (no DTD, no entity, a gzip bomb stopped at
+``SITEMAP_AUDIT_MAX_BYTES``), only on the crawled site, indexes followed at most
+``SITEMAP_AUDIT_MAX_DEPTH`` levels, each file once, its first 50,000 entries (the
+protocol's limit). A sitemap that cannot be read costs nothing but its seeds.
 
 Settings: ``SITEMAP_SEED_SITEMAPS``, ``SITEMAP_SEED_SITEMAP_URLS``,
 ``SITEMAP_AUDIT_MAX_DEPTH``, ``SITEMAP_AUDIT_MAX_BYTES``.
 Meta keys of its requests: ``sitemap_seed_depth``.
-Stats: ``sitemap/seeds/sitemaps_read`` (files read as sitemaps),
-``sitemap/seeds/sitemaps_failed`` (not found, not a sitemap, unreachable; the usual
-places that are simply missing count too), ``sitemap/seeds/sitemap`` (its seeds new to
-the crawl, counted by the frontier).
+Stats: ``sitemap/seeds/sitemaps_read``, ``sitemap/seeds/sitemaps_failed`` (not found,
+not a sitemap, unreachable), ``sitemap/seeds/sitemap`` (its seeds new to the crawl).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
@@ -57,6 +48,15 @@ logger = logging.getLogger(__name__)
 USUAL_PLACES = ("sitemap.xml", "sitemap_index.xml", "sitemap.xml.gz", "sitemap.txt")
 #: The most URLs a --urls file may hold (a bigger list is a sitemap's job).
 MAX_FILE_URLS = 1_000_000
+
+
+def sitemap_request(
+    url: str, callback: Callable[..., Any], errback: Callable[..., Any], max_bytes: int
+) -> Request:
+    """A request for a sitemap: the owner declared it, so it is read as search
+    engines read them, whatever robots.txt says of its path."""
+    meta = {"dont_obey_robotstxt": True, "download_maxsize": max_bytes, "download_warnsize": 0}
+    return Request(url, callback=callback, errback=errback, dont_filter=True, meta=meta)
 
 
 class SeedError(ValueError):
@@ -94,6 +94,7 @@ def read_url_file(path: str | Path, start_url: str) -> list[str]:
 Seed = Callable[..., Iterable[Any]]
 
 
+@dataclass
 class SitemapSeeds:
     """Finds and reads the site's sitemaps for seeds (see the module docstring).
 
@@ -104,29 +105,21 @@ class SitemapSeeds:
     not only *given*.
     """
 
-    def __init__(
-        self,
-        start_url: str,
-        *,
-        given: Iterable[str],
-        usual: bool,
-        seed: Seed,
-        callback: Callable[..., Any],
-        errback: Callable[..., Any],
-        stats: StatsCollector,
-        max_depth: int,
-        max_bytes: int,
-    ) -> None:
-        self.start_url = start_url
-        self.site = site_of(start_url)
-        self.given = list(given)
-        self.usual = usual
-        self.seed = seed
-        self.callback, self.errback = callback, errback
-        self.stats = stats
-        self.max_depth, self.max_bytes = max_depth, max_bytes
-        # Each sitemap is read once (an index cycle ends here).
-        self.visited: set[str] = set()
+    start_url: str
+    _: KW_ONLY
+    given: list[str]
+    usual: bool
+    seed: Seed
+    callback: Callable[..., Any]
+    errback: Callable[..., Any]
+    stats: StatsCollector
+    max_depth: int
+    max_bytes: int
+    # Each sitemap is read once (an index cycle ends here).
+    visited: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.site = site_of(self.start_url)
 
     def first_requests(self) -> Iterator[Request]:
         """The sitemaps to read from the start: those given and the usual places."""
@@ -157,22 +150,11 @@ class SitemapSeeds:
                 "sitemap %s is more than %d index levels deep: not read", url, self.max_depth
             )
             return
-        yield Request(
-            url,
-            callback=self.callback,
-            errback=self.errback,
-            dont_filter=True,
-            # The owner declared them: read as search engines read them, whatever
-            # robots.txt says of their path; redirects within the site followed (every
-            # status reaches the callback: HTTPERROR_ALLOW_ALL).
-            meta={
-                "dont_obey_robotstxt": True,
-                "download_maxsize": self.max_bytes,
-                "download_warnsize": 0,
-                "sitemap_seed_depth": depth,
-                "sitemap_seed_quiet": quiet,
-            },
-        )
+        # Redirects within the site followed (every status reaches the callback:
+        # HTTPERROR_ALLOW_ALL).
+        request = sitemap_request(url, self.callback, self.errback, self.max_bytes)
+        request.meta.update(sitemap_seed_depth=depth, sitemap_seed_quiet=quiet)
+        yield request
 
     def read(self, response: Response) -> Iterator[Any]:
         """A fetched sitemap: its entries as seeds (records and requests from the

@@ -1,52 +1,33 @@
 """The ``site`` spider: crawl one host the way a polite search-engine bot would.
 
-The spider only wires the crawl's rooms together:
-
-- the run's state (:class:`crawler.ledger.runstate.RunState`: state paths, lock,
-  previous run, running ledger, public URLs), which it builds with its start URL;
-- the frontier (:class:`crawler.crawl.frontier.Frontier`): discovery, scope, the
-  seen-set, caps, depth, the state kept for ``--resume``;
-- the page-parsing pool (:class:`crawler.page.parsepool.PageAnalyser`), which reads an
-  HTML page's body, here or in a worker process;
-- the page judge (:class:`crawler.crawl.judge.PageJudge`), which decides about every
-  fetched page and hands what it leads to to the frontier;
-- with ``--seed-sitemaps`` or ``--sitemap``, the sitemap seeds
-  (:class:`crawler.crawl.seeds.SitemapSeeds`), whose entries go to the frontier as seeds;
-- the render policy (:class:`crawler.fetch.rendering.RenderPolicy`): a raw page that
-  must be rendered is asked again through the headless browser, and judged on its
-  rendered DOM (on its raw HTML when the render fails).
+The spider only wires the crawl's rooms together: the run's state
+(:class:`crawler.ledger.runstate.RunState`), the frontier
+(:class:`crawler.crawl.frontier.Frontier`), the page-parsing pool
+(:class:`crawler.page.parsepool.PageAnalyser`), the page judge
+(:class:`crawler.crawl.judge.PageJudge`), the sitemap seeds
+(:class:`crawler.crawl.seeds.SitemapSeeds`) and the render policy
+(:class:`crawler.fetch.rendering.RenderPolicy`: a page judged on its rendered DOM,
+on its raw HTML when the render fails).
 
 Before the start URL, it asks for an address that cannot exist (the soft-404 probe,
-:mod:`crawler.page.softnotfound`; a second of another shape when the first answers 200,
-and one redirect followed on the same site): the page a site serves for it with
-200 is its "not found" page, which the judge then recognises. The probes are never
-recorded in the ledger. Each listed page's main-content hash goes back to the
-frontier, which learns from it (:mod:`crawler.crawl.params`).
+:mod:`crawler.page.softnotfound`; a second of another shape when the first answers
+200): the page a site serves for it with 200 is its "not found" page, which the judge
+then recognises. The probes are never recorded in the ledger.
 
-Every decision is yielded as a :class:`crawler.core.items.UrlRecord`, and what one
-request led to (its records and aliases, nothing when a callback failed) as one
-:class:`crawler.core.items.PageRecords` item, which carries the request's meta; the item
-pipelines record them in the ledger, and the publisher extension writes the
-sitemaps when the crawl is over.
-
-The same spider runs every mode. What a crawl shares between processes is a
-:class:`Sharing`: one process shares nothing; a distributed crawl (``--redis``,
-``--processes N``) has its extension
-(:class:`crawler.distributed.sharing.RedisSharing`) stand in for it, with its
-scheduler (the shared queue and seen-set) and its report pipeline (where the items
-go) swapped in by settings, as scrapy-redis plugs in. Only the leading process (the
-one process, or the coordinator) starts the crawl: the soft-404 probe (fetched by
-whichever process takes it; its fingerprints are shared), then the frontier's start
-URLs and the sitemap seeds.
+What one request led to (its records and aliases, nothing when a callback failed)
+is yielded as one :class:`crawler.core.items.PageRecords` item, for the pipelines.
+The same spider runs every mode: a distributed crawl's extension
+(:class:`crawler.distributed.sharing.RedisSharing`) stands in for :class:`Sharing`,
+with its scheduler and report pipeline swapped in by settings, as scrapy-redis plugs
+in. Only the leading process (the one process, or the coordinator) starts the crawl.
 
 Spider arguments: ``url`` (the start URL, required).
 Settings: those of the frontier, the judge, the run state, the seeds and the render
 policy, and ``SITEMAP_PARSE_*``, ``SITEMAP_SOFT404_PROBE``.
 Stats: ``sitemap/soft404/probes``, ``sitemap/soft404/probe_status``,
 ``sitemap/soft404/detected``, ``sitemap/soft404/shell`` (the probe got an application
-shell), ``sitemap/render/failed`` (renders that failed: judged on the raw HTML),
-``sitemap/render/unavailable`` (pages that wanted rendering, judged on the raw HTML
-for want of a browser).
+shell), ``sitemap/render/failed`` (judged on the raw HTML),
+``sitemap/render/unavailable`` (judged on the raw HTML for want of a browser).
 
 It is one long module on purpose: the spider's callbacks (pages, renders, the
 probe, sitemaps) each yield one item, and share the rooms it wires.
@@ -66,7 +47,7 @@ from scrapy.http import HtmlResponse, Response
 from crawler.core import decisions as d
 from crawler.core.items import PageRecords, UrlRecord
 from crawler.core.urls import site_of, start_url
-from crawler.crawl.frontier import Discovered, Frontier
+from crawler.crawl.frontier import Discovered, Frontier, Lead
 from crawler.crawl.judge import PageJudge
 from crawler.crawl.seeds import SitemapSeeds
 from crawler.fetch.rendering import RenderPolicy
@@ -127,8 +108,9 @@ class Sharing:
         """The previous run's records, as the frontier and the judge ask them."""
         return state.previous
 
-    def frontier(self, crawler: Crawler, start: str, **kwargs: Any) -> Frontier:
-        return Frontier.from_crawler(crawler, start, **kwargs)
+    def frontier(self, *args: Any) -> Frontier:
+        """The frontier (:meth:`Frontier.from_crawler`'s arguments)."""
+        return Frontier.from_crawler(*args)
 
     def fail(self, state: RunState) -> Callable[[str], None]:
         return state.fail
@@ -192,14 +174,8 @@ class SiteSpider(Spider):
 
     @cached_property
     def frontier(self) -> Frontier:
-        return self.sharing.frontier(
-            self.crawler,
-            self.start_url,
-            public=self.run_state.public,
-            previous=self.previous,
-            callback=self.parse,
-            errback=self.failed,
-        )
+        crawler, url, public = self.crawler, self.start_url, self.run_state.public
+        return self.sharing.frontier(crawler, url, public, self.previous, self.parse, self.failed)
 
     @cached_property
     def analyser(self) -> PageAnalyser:
@@ -207,7 +183,7 @@ class SiteSpider(Spider):
 
     @cached_property
     def judge(self) -> PageJudge:
-        judge = PageJudge.from_crawler(
+        return PageJudge(
             self.crawler,
             self.start_url,
             public=self.run_state.public,
@@ -216,7 +192,6 @@ class SiteSpider(Spider):
             leads=self.frontier,
             fail=self.sharing.fail(self.run_state),
         )
-        return judge
 
     @cached_property
     def seeds(self) -> SitemapSeeds | None:
@@ -391,7 +366,7 @@ class SiteSpider(Spider):
 
     def discover(self, raw: str, *, depth: int, referrer: str | None) -> Iterator[Discovered]:
         """What the frontier decides about a URL found on *referrer*."""
-        return self.frontier.discover(raw, depth=depth, referrer=referrer)
+        return self.frontier.discover(Lead(raw, depth, referrer))
 
     # -- the pages (each callback and errback: _one_item) --------------------------------
 
@@ -471,9 +446,8 @@ class SiteSpider(Spider):
         error = " ".join(error.split())[:300]
         if not self._warned_render:
             self._warned_render = True
-            logger.warning(
-                "%s: render failed, judged on its raw HTML (%s; logged once)", url, error
-            )
+            why = "render failed, judged on its raw HTML"
+            logger.warning("%s: %s (%s; logged once)", url, why, error)
         note = f"render failed ({request.meta.get('sitemap_render')}): {error}; raw HTML judged"
         for out in self._judged(raw, analysis, note, f"render failed: {error}"):
             yield out

@@ -1,21 +1,13 @@
-"""Crawler-trap detection: URLs that a site can generate without end.
+"""Crawler-trap detection: URLs that a site can generate without end (issue #2).
 
-A trap must not stall the crawl or fill the sitemap (issue #2). A URL is cut, with
-the reason recorded in the ledger, when:
-
-* one path segment occurs more than ``max_repeats`` times (``/a/b/a/b/a/b/``: the
-  mark of relative links that keep appending to themselves);
-* the path has more than ``max_segments`` segments;
-* one path has already been seen with ``max_query_variants`` distinct query strings
-  (calendars, faceted search, sort orders): the most fetched to learn from; what is
-  listed is ``SITEMAP_MAX_VARIANTS_PER_PATH``, and parameters, facets and calendars
-  are learned before this counts (:mod:`crawler.crawl.params`, :mod:`crawler.crawl.calendars`);
-* the URL carries a session identifier that normalisation did not strip (an
-  ASP.NET ``/(S(...))/`` path, or a session parameter in any spelling,
-  :func:`crawler.core.urls.is_session_param`, when ``SITEMAP_STRIP_PARAMS`` is off).
-  With stripping on (the default), ``?sessionid=...`` and its kin never get here:
-  they are removed, and the URL is the page without them (issue #19: a
-  ``?sessionid=`` link made a trap of a page linked no other way).
+A URL is cut, with the reason in the ledger, when one path segment occurs more than
+``max_repeats`` times (relative links that keep appending to themselves), the path
+has more than ``max_segments`` segments, its path was seen with
+``max_query_variants`` distinct query strings already (the most fetched to learn
+from: :mod:`crawler.crawl.params` and :mod:`crawler.crawl.calendars` learn before this
+counts), or it carries a session identifier that normalisation did not strip (an
+ASP.NET ``/(S(...))/`` path, or a session parameter when ``SITEMAP_STRIP_PARAMS`` is
+off: with it on, they are removed and the URL is the page without them).
 
 Settings: ``SITEMAP_TRAP_MAX_REPEATS``, ``SITEMAP_TRAP_MAX_SEGMENTS``,
 ``SITEMAP_TRAP_MAX_QUERY_VARIANTS``.

@@ -1,38 +1,18 @@
 """Scaling a crawl out over several processes and machines with scrapy-redis.
 
-``sitemap-crawler crawl URL --redis redis://host:6379/0`` starts the *coordinator*;
-``sitemap-crawler worker --redis redis://host:6379/0``, on any number of machines,
-joins it; ``sitemap-crawler crawl URL --processes N`` runs both on this machine
-through a private Redis server (:mod:`.server`). What flows where (issue 18):
+``crawl URL --redis URL`` starts the *coordinator*; ``worker --redis URL``, on any
+number of machines, joins it; ``crawl URL --processes N`` runs both here through a
+private Redis server (:mod:`.server`). What flows where (issue 18, docs/distributed.md):
+the coordinator registers the crawl (:mod:`.crawl`), puts the previous run's records
+in Redis (:mod:`.previous`) and queues the start URL; every fetching process runs the
+site spider with the shared queue (:mod:`.scheduler`), and judges a page and decides
+about its links where it was fetched (:mod:`.frontier`); each page's report
+(:mod:`.messages`) goes to Redis with its new URLs claimed in one Lua script
+(:mod:`.pipeline`); the coordinator, the single writer, completes and writes the
+records (:mod:`.sharing`). Nothing is lost when a worker dies; a coordinator that
+dies ends the crawl unpublished, as an interrupted crawl does.
 
-1. The coordinator registers the crawl in Redis (:mod:`.crawl`: start URL, the
-   settings every worker needs, a crawl id that namespaces every key), puts the
-   previous run's records there (:mod:`.previous`), and queues the start URL.
-2. Every fetching process (the coordinator too, unless ``--no-fetch``) runs the site
-   spider, the one of every mode, with what a distributed crawl swaps in by
-   settings: the extension that shares the crawl (:mod:`.sharing`), the report
-   pipeline and scrapy-redis's scheduler (:mod:`.scheduler`): requests come from one
-   shared queue in Redis, shallowest first, and each one taken is recorded as in
-   flight in that process's hash. Fetching, parsing, judging a page and deciding
-   about its links happen where it was fetched (:mod:`.frontier`).
-3. The page's decision and the URLs new to this process go into one report
-   (:mod:`.messages`); the report pipeline (:mod:`.pipeline`) pushes it onto a Redis
-   list, claims the new URLs in the crawl's seen-set, checks the crawl-wide counters
-   (query variants, depth caps, page cap), queues what is in scope and ends the
-   request's claim, in one Lua script.
-4. The coordinator keeps the single writer's job: it pops the reports in batches,
-   completes the new URLs' records from the script's answers and sends them through
-   its item pipelines into the one ledger.
-5. Requests held by a process whose heartbeat stops are queued again. When nothing
-   is queued, in flight or reported, the coordinator ends the crawl (workers see
-   the ``done`` key and stop), closes the ledger and publishes, as one process would.
-
-So there is a single writer (the coordinator's ledger and publisher) and nothing is
-lost when a worker dies; a coordinator that dies ends the crawl unpublished, as an
-interrupted single-process crawl does.
-
-:func:`coordinator_settings` and :func:`worker_settings` give the Scrapy settings of
-each role (the command line applies them; :mod:`crawler.commands.distributed`).
+:func:`coordinator_settings` and :func:`worker_settings` give each role's settings.
 """
 
 from __future__ import annotations

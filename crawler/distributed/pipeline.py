@@ -1,24 +1,17 @@
 """Report pipeline: send each page's report to the coordinator through Redis.
 
-The site spider yields one :class:`crawler.core.items.PageRecords` per request, with the
-URLs new to this process as candidates among its records; this pipeline turns it
-into a :class:`crawler.distributed.messages.PageReport`
-(:meth:`crawler.distributed.sharing.RedisSharing.report`), pickles it onto the
-crawl's report list and
-ends the request's claim in the same Lua script, which also claims and queues the URLs
-the page led to (its candidates), so a process killed at any moment has either
-reported a page with all it found or still holds it (and the coordinator queues it
-again).
-On the coordinator the report stays in memory and an empty marker takes its place
-in the list, so that the list still orders every report and the end of the crawl
-is still read from Redis alone. The records the coordinator settled from the
-reports (:class:`crawler.distributed.sharing.Settled`) pass through to its other
-pipelines; every other item too.
+Each :class:`crawler.core.items.PageRecords` becomes a
+:class:`crawler.distributed.messages.PageReport`, pickled onto the report list in the
+Lua script that ends the request's claim and claims and queues the URLs the page led
+to: a process killed at any moment has either reported a page with all it found or
+still holds it. On the coordinator the report stays in memory and an empty marker
+takes its place in the list, which still orders every report. Settled records
+(:class:`crawler.distributed.sharing.Settled`) and other items pass through.
 
 Settings: ``SITEMAP_REDIS_URL`` (off without it).
 Stats: ``sitemap/distributed/reported``, ``sitemap/distributed/pages`` (reports of
-fetched pages sent), ``sitemap/distributed/dropped_reports``
-(a report for a claim the coordinator had already taken back).
+fetched pages sent), ``sitemap/distributed/dropped_reports`` (a report for a claim the
+coordinator had already taken back).
 """
 
 from __future__ import annotations

@@ -1,22 +1,14 @@
 """The previous run, for every process of a distributed crawl (issue 18).
 
-A conditional request is made where a URL is discovered, and a 304 is replayed
-where it was answered: in any process, on any machine. The previous run's ledger is
-a file on the coordinator's machine, so the coordinator puts what those two need
-into a Redis hash when the crawl starts (:func:`load`): for each URL that can be
-asked conditionally (fetched with a 200, a replayable decision, an ``ETag`` or a
-``Last-Modified``), its record as zlib-compressed JSON, a few hundred bytes (the
-page's links included, which a replay follows), and under :data:`LEARNED` (no URL
-key: those start with a scheme) the query parameters it learned do not change its
-pages (crawler.crawl.params), which every process's frontier starts from.
-:class:`RedisPrevious` reads one record at a time, as
-:class:`crawler.ledger.previous.PreviousRun` does from the file.
-
-Why a hash in Redis and not a copy per process: workers on other machines cannot
-read the coordinator's file; loading the whole of it into every process would cost
-each one the start-up time and the memory of the previous run; Redis holds it once,
-and a process asks only for the URLs it discovers or replays (one ``HGET`` each, on
-a night that has a previous run).
+A conditional request is made where a URL is discovered, and a 304 replayed where it
+was answered, on any machine; the previous run's ledger is a file on the
+coordinator's. So the coordinator puts what those need into a Redis hash when the
+crawl starts (:func:`load`): each URL that can be asked conditionally, its record as
+zlib'd JSON (its links included), and under :data:`LEARNED` the parameters learned
+(crawler.crawl.params). :class:`RedisPrevious` reads one record at a time, as
+:class:`crawler.ledger.previous.PreviousRun` does from the file: Redis holds the run
+once, and a process asks only for the URLs it meets, where a copy per process would
+cost each one the start-up time and the memory.
 """
 
 from __future__ import annotations

@@ -3,32 +3,25 @@
 :class:`RedisScheduler` is scrapy-redis's ``Scheduler`` with its queue and seen-set
 under the crawl's keys (:mod:`crawler.distributed.crawl`), and three changes:
 
-* **Claims.** Taking a request off the shared queue (:class:`ClaimQueue`, a
-  scrapy-redis ``PriorityQueue``) also records it in this process's in-flight hash,
-  in one Lua script; the page's report ends the claim
-  (:mod:`crawler.distributed.pipeline`). A request that already has a claim (a
-  retry, a request the spider's poll took) stays in a local queue and is fetched
-  here. The site's page requests are queued by the report script itself
-  (:mod:`crawler.distributed.frontier`), not through this scheduler.
-* **Breadth-first everywhere.** The queue's score is the request's link depth
-  (``sitemap_depth``), so every process takes the shallowest pages first, as the
-  single-process crawl does (``DEPTH_PRIORITY``); requests queued again after a
-  process was lost score -1 and go first.
-* **Heartbeats.** The scheduler refreshes the process's ``alive`` key every quarter
-  of ``SITEMAP_REDIS_WORKER_TIMEOUT``; when the crawl is over it stops taking
-  requests. Closing gives back what the process still holds (a worker stopped with
-  Ctrl-C loses nothing) or, on the coordinator, ends the crawl.
+* **Claims.** Taking a request off the shared queue (:class:`ClaimQueue`) records it
+  in this process's in-flight hash, in one Lua script; the page's report ends the
+  claim. A request that has a claim already (a retry, a render) stays in a local
+  queue and is fetched here.
+* **Breadth-first everywhere.** The queue's score is the request's link depth, so
+  every process takes the shallowest pages first (as ``DEPTH_PRIORITY`` in one
+  process); requests queued again after a process was lost score -1 and go first.
+* **Heartbeats** every quarter of ``SITEMAP_REDIS_WORKER_TIMEOUT``; closing gives
+  back what the process holds (a worker stopped with Ctrl-C loses nothing) or, on
+  the coordinator, ends the crawl.
 
 :class:`KeyDupeFilter` is scrapy-redis's ``RFPDupeFilter`` keyed on the crawl's own
-dedup key (:func:`crawler.core.urls.url_key`, as a 64-bit fingerprint), so the Redis
-seen-set agrees with the coordinator's decisions: a URL is queued at most once
-crawl-wide.
+dedup key, so a URL is queued at most once crawl-wide.
 
 Settings: ``SITEMAP_REDIS_URL``, ``SITEMAP_REDIS_CRAWL``, ``SITEMAP_REDIS_ROLE``,
 ``SITEMAP_REDIS_NO_FETCH``, ``SITEMAP_REDIS_WORKER_TIMEOUT``; scrapy-redis's
 ``SCHEDULER_SERIALIZER``, ``DUPEFILTER_DEBUG``.
 Meta keys: ``sitemap_claim`` (the in-flight field of a claimed request).
-Stats: scrapy-redis's ``scheduler/enqueued/redis``, ``scheduler/dequeued/redis``;
+Stats: ``scheduler/enqueued/redis``, ``scheduler/dequeued/redis``,
 ``scheduler/enqueued/local``.
 """
 

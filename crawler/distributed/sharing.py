@@ -1,40 +1,33 @@
 """What the processes of a distributed crawl share, for the one site spider.
 
-A distributed crawl swaps into the ``site`` spider (:mod:`crawler.crawl.spider`), by
-settings, what scrapy-redis swaps: the scheduler (:mod:`.scheduler`), where the items
-go (:mod:`.pipeline`), and this extension, :class:`RedisSharing`, which stands for the
-spider's :class:`~crawler.crawl.spider.Sharing` (docs/distributed.md):
+A distributed crawl swaps into the ``site`` spider, by settings, what scrapy-redis
+swaps: the scheduler (:mod:`.scheduler`), where the items go (:mod:`.pipeline`), and
+this extension, :class:`RedisSharing`, which stands for the spider's
+:class:`~crawler.crawl.spider.Sharing` (docs/distributed.md):
 
 * In **every fetching process** the frontier is a
-  :class:`~crawler.distributed.frontier.SharedFrontier` (the URLs new to the process
-  go with the page's item, as candidates), the previous run is read from Redis
-  (:mod:`.previous`), the soft-404 fingerprints found by whichever process fetched a
-  probe are read from Redis before the first page, calendar entries are kept in
-  Redis, and a worker takes, every second, the parameters the crawl learned.
+  :class:`~crawler.distributed.frontier.SharedFrontier`; the previous run
+  (:mod:`.previous`), the soft-404 fingerprints, calendar entries and learned
+  parameters are read from Redis.
 * The **coordinator** leads: it queues the probe, then (when it hears the probe is
-  over) the start URLs and the sitemap seeds; its spider's ``start()`` runs for the
-  whole crawl (Scrapy 2.13's long-running start) and drains the reports in batches:
-  it completes the candidates' records from their claim codes
+  over) the start URLs and the seeds; its ``start()`` runs for the whole crawl and
+  drains the reports in batches, completes the candidates' records
   (:class:`~crawler.distributed.frontier.Settler`), learns from every page as one
-  process would (into the ledger, and into Redis for the workers) and yields each
-  batch's records as one :class:`Settled` item for its pipelines. Every second it
-  queues again what lost processes held; when nothing is queued, in flight, reported
-  or fetched here, it returns, and the crawl closes and publishes as in one process.
+  process would, and yields each batch as one :class:`Settled` item. It queues again
+  what lost processes held; when nothing is queued, in flight, reported or fetched
+  here (or a worker stopped the crawl), it returns, and the crawl closes and
+  publishes as in one process.
 * A **worker**'s ``start()`` watches for the end of the crawl (or the coordinator's
-  heartbeat going away) and, when its idle engine has room, takes a request (an
-  idle Scrapy engine asks its scheduler only every 5 s).
-
-One count of pages: a process counts a page when the report of a fetched page was
-sent (``sitemap/distributed/pages``); the coordinator counts, for each process, the
-reports of fetched pages it receives (``sitemap/distributed/pages/<process>``).
+  heartbeat going away) and takes a request when its idle engine has room (an idle
+  Scrapy engine asks its scheduler only every 5 s).
 
 Settings: ``SITEMAP_REDIS_*`` (off without ``SITEMAP_REDIS_URL``).
 Stats: ``sitemap/distributed/process``, ``sitemap/distributed/pages_from_workers``,
-``sitemap/distributed/workers``, ``sitemap/distributed/pages/<process>``,
-``sitemap/distributed/lost``, ``sitemap/distributed/requeued``,
+``sitemap/distributed/workers``, ``sitemap/distributed/pages/<process>`` (reports of
+fetched pages received), ``sitemap/distributed/lost``, ``sitemap/distributed/requeued``,
 ``sitemap/distributed/end``, ``sitemap/distributed/cpu_seconds`` (the coordinator's
-CPU from the start to the end of the crawl, publishing aside); the coordinator adds
-the pages the workers fetched to ``response_received_count``.
+CPU while crawling); the coordinator adds the workers' pages to
+``response_received_count``.
 """
 
 from __future__ import annotations
@@ -53,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import sleep
+from scrapy.utils.defer import deferred_from_coro
 
 from crawler.core.decisions import LISTED, QUEUED
 from crawler.core.items import Alias, Linked, PageRecords, UrlRecord
@@ -163,8 +157,10 @@ class RedisSharing(Sharing):
         self.learning = False
         self.learned_read: bytes | None = None
         self.frontier_: SharedFrontier | None = None
-        self.run_state: RunState | None = None
+        # A worker's reason to stop the whole crawl, heard by the coordinator.
+        self.stopping: str | None = None
         crawler.signals.connect(self._opened, signal=signals.spider_opened)
+        crawler.signals.connect(self._closed, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -172,16 +168,29 @@ class RedisSharing(Sharing):
             raise NotConfigured("SITEMAP_REDIS_URL is not set")
         return cls(crawler)
 
+    @property
+    def run_state(self) -> RunState | None:
+        return RunState.existing(self.crawler)
+
     def _opened(self) -> None:
         assert self.crawler.stats is not None
         self.crawler.stats.set_value("sitemap/distributed/process", self.redis.process)
+
+    def _closed(self, reason: str) -> None:
+        """A worker that stops the crawl (robots.txt unreachable, say: the run failed
+        and it closed) tells the coordinator, which stops it as one process would."""
+        state = self.run_state
+        if self.coordinator or state is None or state.fatal is None or reason == "finished":
+            return
+        report = PageReport(self.redis.process, None, False, stop=reason)
+        report.fatal, report.unfetched = state.fatal, state.unfetched
+        self.redis.report(None, pickle.dumps(report, protocol=pickle.HIGHEST_PROTOCOL))
 
     # -- the spider's rooms, as a distributed crawl has them -----------------------------
 
     def previous(self, state: RunState) -> Any:
         """The coordinator reads the previous run's ledger, and puts the records every
         process needs into Redis (before the start URLs go); a worker reads those."""
-        self.run_state = state
         if not self.coordinator:
             return RedisPrevious(self.redis)
         if state.previous is not None:
@@ -189,13 +198,12 @@ class RedisSharing(Sharing):
             logger.info("%s records of the previous run put into Redis", count)
         return state.previous
 
-    def frontier(self, crawler: Crawler, start: str, **kwargs: Any) -> Frontier:
-        frontier = SharedFrontier.from_crawler(crawler, start, **kwargs)
+    def frontier(self, *args: Any) -> Frontier:
+        frontier = SharedFrontier.from_crawler(*args)
         frontier.encode = self._scheduler().queue._encode_request
         self.frontier_ = frontier
-        if frontier.calendars is not None:
-            # Where the crawl entered each date sequence: crawl-wide, in Redis.
-            frontier.calendars.entries = SharedEntries(self.redis)
+        # Where the crawl entered each date sequence: crawl-wide, in Redis.
+        frontier.calendars.entries = SharedEntries(self.redis)
         if self.coordinator:
             # What the crawl learns (the coordinator learns from every page) goes to
             # Redis after each batch of reports, for every process to use.
@@ -229,7 +237,6 @@ class RedisSharing(Sharing):
         learner.learned = learned
 
     def fail(self, state: RunState) -> Callable[[str], None]:
-        self.run_state = state
         return state.fail if self.coordinator else self._worker_fail
 
     def collect(self, records: list[Any]) -> None:
@@ -259,14 +266,10 @@ class RedisSharing(Sharing):
 
     @cached_property
     def settler(self) -> Settler:
-        s = self.crawler.settings
         assert self.crawler.stats is not None
-        return Settler(
-            self.crawler.stats,
-            s.getint("SITEMAP_TRAP_MAX_QUERY_VARIANTS"),
-            s.getint("SITEMAP_MAX_DEPTH"),
-            s.getint("SITEMAP_MAX_PAGES"),
-        )
+        variants, pages = self.limits
+        depth = self.crawler.settings.getint("SITEMAP_MAX_DEPTH")
+        return Settler(self.crawler.stats, variants, depth, pages)
 
     def _scheduler(self) -> ClaimingScheduler:
         assert self.crawler.engine is not None
@@ -293,11 +296,13 @@ class RedisSharing(Sharing):
         report.probed = bool(meta.get(PROBED))
         if not self.coordinator:
             report.counts = self._counts()
-            state_fatal = self.run_state.fatal if self.run_state is not None else None
-            fatal = self.fatal or state_fatal  # robots.txt unreachable, say
+            state = self.run_state
+            fatal = self.fatal or (state.fatal if state is not None else None)
             if fatal is not None and not self.fatal_sent:
                 report.fatal, self.fatal_sent = fatal, True
-            robots = self.run_state.robots if self.run_state is not None else None
+                if state is not None and self.fatal is None:  # robots.txt unreachable, say
+                    report.unfetched = state.unfetched
+            robots = state.robots if state is not None else None
             if robots is not None and not self.robots_sent:
                 report.robots, self.robots_sent = robots, True
         return report
@@ -317,12 +322,9 @@ class RedisSharing(Sharing):
 
     async def run(self, spider: SiteSpider) -> AsyncIterator[Any]:
         scheduler = self._scheduler()
-        if self.coordinator:
-            async for out in self._coordinate(scheduler, spider):
-                yield out
-        else:
-            async for out in self._watch(scheduler):
-                yield out
+        outs = self._coordinate(scheduler, spider) if self.coordinator else self._watch(scheduler)
+        async for out in outs:
+            yield out
 
     async def _coordinate(
         self, scheduler: ClaimingScheduler, spider: SiteSpider
@@ -374,15 +376,19 @@ class RedisSharing(Sharing):
             if len(payloads) == self.report_batch:
                 continue  # more are waiting
             # Not before the start URLs went (the soft-404 probe comes first), nor
-            # while this process has requests of its own (the probe, the sitemaps).
-            if self.started and not payloads and self._idle_here(scheduler) and redis.finished():
-                if self.waiting:
-                    # URLs queued and never answered (a page whose callback failed):
-                    # "queued" in the ledger, finished as unfetched, as in one process.
-                    yield Settled(list(self.waiting.values()))
-                    self.waiting.clear()
+            # while this process has requests of its own (the probe, the sitemaps); a
+            # worker that stopped the crawl leaves the rest queued, unfetched.
+            if (
+                self.started
+                and not payloads
+                and self._idle_here(scheduler)
+                and (self.stopping is not None or redis.finished())
+            ):
+                # What is still waiting goes to the ledger in end(), when the crawl closes.
+                if self.stopping is not None:
+                    deferred_from_coro(engine.close_spider_async(reason=self.stopping))
                 return
-            if self.fetching:
+            if self.fetching and self.stopping is None:
                 request = scheduler.take(engine)
                 if request is not None:
                     yield request
@@ -435,9 +441,10 @@ class RedisSharing(Sharing):
             for name, value in report.counts.items():
                 stats.inc_value(name, value)
             if report.fatal is not None and self.run_state is not None:
-                self.run_state.fail(report.fatal)
+                self.run_state.fail(report.fatal, report.unfetched)
             if report.robots is not None and self.run_state and self.run_state.robots is None:
                 self.run_state.read_robots(report.robots)  # --no-fetch reads none itself
+            self.stopping = self.stopping or report.stop
         if report.probed:
             self.probe_heard = True
         settled: list[UrlRecord | Alias] = (

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from crawler.core.decisions import OFF_HOST
+from crawler.crawl.progress import pages_fetched
 
 if TYPE_CHECKING:
     from crawler.ledger.ledger import Ledger
@@ -54,13 +55,6 @@ def seed_counts(stats: dict[str, Any]) -> dict[str, int]:
         "sitemaps_read": stats.get("sitemap/seeds/sitemaps_read", 0),
         "listed_unlinked": stats.get("sitemap/seeds/listed_unlinked", 0),
     }
-
-
-def pages_fetched(stats: dict[str, Any]) -> int:
-    """The pages the crawl fetched: the responses less those of robots.txt (a run
-    stopped by its robots.txt fetched no page)."""
-    fetched = int(stats.get("response_received_count", 0))
-    return max(0, fetched - int(stats.get("robotstxt/response_count", 0)))
 
 
 def duration(stats: dict[str, Any]) -> float | None:
