@@ -57,7 +57,7 @@ from urllib.parse import urlsplit
 from crawler.core.lastmod import lastmod_datetime
 from crawler.publish.childfile import fsync_dir, write_synced
 from crawler.publish.sitemapxml import escape, escape_attribute, escape_text
-from crawler.sitemaps.entry import _NOT_XML_CHAR, check_lastmod, check_loc
+from crawler.sitemaps.entry import _NOT_XML_CHAR, _check_date, _check_text, check_loc
 from crawler.sitemaps.feeds import ATOM_NS
 from crawler.sitemaps.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
 
@@ -83,27 +83,11 @@ _FOOTER: Final = "</feed>\n"
 _DATE_ONLY: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", re.ASCII)
 
 
-def _check_text(value: object, what: str) -> None:
-    if not isinstance(value, str):
-        raise ValueError(f"{what} must be a str, not {type(value).__name__}")
-    if not value.strip():
-        raise ValueError(f"{what} must not be empty")
-    if _NOT_XML_CHAR.search(value):
-        raise ValueError(f"{what} contains characters XML cannot hold: {value[:80]!r}")
-
-
 def _check_url(value: object, what: str) -> None:
     try:
         check_loc(value)  # type: ignore[arg-type]  # check_loc() checks the type
     except ValueError as exc:
         raise ValueError(f"{what} is not a URL that may be published: {exc}") from None
-
-
-def _check_updated(value: object, what: str) -> None:
-    try:
-        check_lastmod(value)  # type: ignore[arg-type]  # lastmod_datetime() checks the type
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{what} is not a W3C datetime: {value!r} ({exc})") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +104,7 @@ class FeedEntry:
 
     def __post_init__(self) -> None:
         _check_url(self.url, "feed entry url")
-        _check_updated(self.updated, "feed entry updated")
+        _check_date(self.updated, "feed entry updated")
         if self.title is not None and not isinstance(self.title, str):
             raise ValueError(f"feed entry title must be a str, not {type(self.title).__name__}")
 
@@ -173,7 +157,7 @@ def render_feed(
     for value, what in ((feed_id, "feed_id"), (self_url, "self_url"), (site_url, "site_url")):
         _check_url(value, what)
     _check_text(title, "feed title")
-    _check_updated(empty_updated, "empty_updated")
+    _check_date(empty_updated, "empty_updated")
     if len(entries) > MAX_URLS_PER_FILE:
         raise ValueError(
             f"a feed read as a sitemap holds at most {MAX_URLS_PER_FILE} entries,"
