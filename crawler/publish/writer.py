@@ -245,8 +245,6 @@ class SitemapSetWriter:
         self._final_temps: list[Path] = []  # parallel to _files
         self._temps: set[Path] = set()  # every temporary file not yet renamed away
         self._state = "new"
-        #: After publish(): the index was there already, byte for byte (untouched).
-        self.index_unchanged = False
 
     def _check_base_url(self, prefix: str = "sitemap", fmt: str | None = None) -> None:
         base = self.index_base_url
@@ -465,7 +463,7 @@ class SitemapSetWriter:
             if self._place(temp, self.out_dir / written.name):
                 self._files[i] = dataclasses.replace(written, unchanged=True)
         fsync_dir(self.out_dir)
-        self.index_unchanged = self._place(index_temp, index_path)
+        self._place(index_temp, index_path)
         fsync_dir(self.out_dir)
         self._state = "published"
 
