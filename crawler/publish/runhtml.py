@@ -22,7 +22,6 @@ from crawler.publish.htmlpage import (
     history_chart,
     inline_figure,
     link,
-    more_note,
     page,
     span,
     table,
@@ -43,6 +42,30 @@ OUTCOMES = {
     "failed": ("bad", "The run failed; nothing was published."),
     "output-error": ("bad", "The set could not be written; nothing was published."),
 }
+
+#: The figure tiles: (field, label); the changes are their lists' lengths, shown when known.
+_FIGURES = (
+    ("pages_fetched", "pages fetched"),
+    ("conditional_requests", "asked conditionally"),
+    ("not_modified", "not modified (304)"),
+    ("listed", "listed"),
+    ("excluded_total", "excluded"),
+    ("other_hosts", "links to other hosts"),
+    ("queued", "not fetched yet"),
+    ("added", "added"),
+    ("removed", "removed"),
+    ("lastmod_changes", "lastmod changes"),
+    ("files_written", "files written"),
+    ("files_unchanged", "files unchanged"),
+)
+_CHANGES = ("added", "removed", "lastmod_changes")
+_RICH = (
+    ("alternates", "hreflang alternates"),
+    ("images", "images"),
+    ("videos", "videos"),
+    ("news", "news articles"),
+    ("problems", "left out"),
+)
 
 #: Where the full lists are, for a capped group.
 IN_JSON = "report.json"
@@ -90,23 +113,10 @@ def _head(f: dict[str, Any]) -> str:
 def _figures(model: RunModel) -> str:
     f, n = model.fields, model.lengths
     tiles = [
-        figure("pages_fetched", f["pages_fetched"], "pages fetched"),
-        figure("conditional_requests", f["conditional_requests"], "asked conditionally"),
-        figure("not_modified", f["not_modified"], "not modified (304)"),
-        figure("listed", f["listed"], "listed"),
-        figure("excluded_total", f["excluded_total"], "excluded"),
-        figure("other_hosts", f["other_hosts"], "links to other hosts"),
-        figure("queued", f["queued"], "not fetched yet"),
+        figure(name, n.get(name, 0) if name in _CHANGES else f[name], label)
+        for name, label in _FIGURES
+        if name not in _CHANGES or f[name] is not None
     ]
-    for name, label in (
-        ("added", "added"),
-        ("removed", "removed"),
-        ("lastmod_changes", "lastmod changes"),
-    ):
-        if f[name] is not None:
-            tiles.append(figure(name, n.get(name, 0), label))
-    tiles.append(figure("files_written", f["files_written"], "files written"))
-    tiles.append(figure("files_unchanged", f["files_unchanged"], "files unchanged"))
     return (
         '<h2>Figures</h2><div class="figures">'
         + "".join(tiles)
@@ -281,28 +291,16 @@ def _rich(model: RunModel, cap: int) -> str:
     rich: dict[str, int] = f["rich"]
     if any(rich.values()):
         out.append('<h2>Rich entries</h2><div class="figures">')
-        for name, label in (
-            ("alternates", "hreflang alternates"),
-            ("images", "images"),
-            ("videos", "videos"),
-            ("news", "news articles"),
-            ("problems", "left out"),
-        ):
-            out.append(figure(f"rich.{name}", rich[name], label))
+        out += [figure(f"rich.{name}", rich[name], label) for name, label in _RICH]
         out.append("</div>")
-        total = model.lengths.get("rich_problems", 0)
-        if total:
+        if total := model.lengths.get("rich_problems", 0):
             rows = [
                 [link(p["url"]), "<br>".join(esc(x) for x in p["problems"])]
                 for p in islice(f["rich_problems"](), cap)
             ]
-            out.append(
-                '<details data-group data-class="rich"><summary>Pages with rich data left out: '
-                f"{inline_figure('rich_problems', total)}</summary>"
-                + table(["URL", "left out"], rows)
-                + more_note(total, len(rows), IN_JSON)
-                + "</details>"
-            )
+            summary = f"Pages with rich data left out: {inline_figure('rich_problems', total)}"
+            body = table(["URL", "left out"], rows)
+            out.append(group("rich", summary, len(rows), body, total, IN_JSON))
     return "".join(out)
 
 
