@@ -44,6 +44,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit
 
+from scrapy import exceptions as download
 from scrapy import signals
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from scrapy.exceptions import IgnoreRequest, NotConfigured, StopDownload
@@ -74,6 +75,16 @@ logger = logging.getLogger(__name__)
 DECOMPRESSED_MAX_BYTES = 10 * 1024 * 1024
 # Meta key: the bytes of a robots.txt response received so far.
 _RECEIVED = "sitemap_robots_received"
+# Why a download got no HTTP answer, in a few words, by its error's kind.
+_WHY: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], str], ...] = (
+    (download.DownloadConnectionRefusedError, "connection refused"),
+    (download.CannotResolveHostError, "host name not found"),
+    ((download.DownloadTimeoutError, TimeoutError), "no answer in time"),
+    (
+        (download.DownloadFailedError, download.ResponseDataLossError),
+        "the connection failed before an answer",
+    ),
+)
 
 
 # -- the middleware ------------------------------------------------------------------------
@@ -315,20 +326,13 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
             group = rp.group_name(token)
             if dropped := rp.dropped(token):
                 self._stats.set_value("sitemap/robots/rules_dropped", dropped)
+        state = "unavailable" if rp is None else "parsed"
         self._stats.set_value("sitemap/robots/group", group)
-        self._stats.set_value("sitemap/robots/state", "unavailable" if rp is None else "parsed")
-        ledger = RunState.of(self.crawler).ledger
-        if ledger is not None:
-            ledger.set_meta(
-                "robots",
-                {
-                    "origin": origin,
-                    "token": token,
-                    "group": group,
-                    "state": "unavailable" if rp is None else "parsed",
-                    "text": None if body is None else body.decode("utf-8", errors="ignore"),
-                },
-            )
+        self._stats.set_value("sitemap/robots/state", state)
+        if (ledger := RunState.of(self.crawler).ledger) is not None:
+            text = None if body is None else body.decode("utf-8", errors="ignore")
+            meta = {"origin": origin, "token": token, "group": group, "state": state, "text": text}
+            ledger.set_meta("robots", meta)
 
     def _start_origin(self) -> str | None:
         try:
@@ -371,16 +375,9 @@ def _why(error: Exception) -> str:
     """Why a request got no HTTP answer, in a few words (the download errors' own
     messages repeat themselves: "Connection was refused by other side: 111:
     Connection refused.")."""
-    from scrapy import exceptions as download
-
-    if isinstance(error, download.DownloadConnectionRefusedError):
-        return "connection refused"
-    if isinstance(error, download.CannotResolveHostError):
-        return "host name not found"
-    if isinstance(error, (download.DownloadTimeoutError, TimeoutError)):
-        return "no answer in time"
-    if isinstance(error, (download.DownloadFailedError, download.ResponseDataLossError)):
-        return "the connection failed before an answer"
+    for kinds, why in _WHY:
+        if isinstance(error, kinds):
+            return why
     text = str(error).strip().rstrip(".")
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
