@@ -1,33 +1,24 @@
 """robots.txt with RFC 9309 semantics, replacing Scrapy's allow-all fallback.
 
 Scrapy's ``RobotsTxtMiddleware`` treats any failure to fetch robots.txt as "allow
-all". RFC 9309 (section 2.3.1) says otherwise, and so does issue #2:
+all"; RFC 9309 (2.3.1) and issue #2 do not. What each answer means, the redirects,
+the size limit and the re-fetch: docs/crawling.md, "robots.txt, RFC 9309". How:
 
-* 2xx: parsed, the first 500 KiB (``SITEMAP_ROBOTS_MAX_BYTES``) cut at a line
-  boundary (a line that the limit cuts is dropped, not read as a shorter rule), a
-  UTF-8 BOM tolerated. It is asked for uncompressed, and the download stops once
-  more than that came (Scrapy's ``bytes_received`` signal and
-  ``StopDownload(fail=False)``), so a file larger than any download cap is read,
-  not refused;
-* 3xx: followed up to 5 hops (``REDIRECT_MAX_TIMES`` of Scrapy's redirect middleware,
-  which robots.txt requests go through), to another host and another path too (RFC
-  9309 2.3.1.2: ``example.com/robots.txt`` -> ``www.example.com/robots.txt``, or ->
-  ``cdn.example.net/static/robots-main.txt``): the rules reached apply to the
-  original host. The hops of a robots.txt fetch are the only requests that may leave
-  the host (:data:`crawler.fetch.hostguard.ROBOTS_TXT` marks them); a sixth
-  redirect makes it "unavailable" (the RFC allows that past five);
-* 4xx other than 429: "unavailable", so everything is allowed;
-* 5xx, 429, timeouts and connection errors: "unreachable", so everything is
-  disallowed. For the start URL's origin the crawl stops: the spider is closed with
-  reason ``robots_unreachable`` and nothing is published.
+* robots.txt is asked for uncompressed and its download stopped once more than
+  ``SITEMAP_ROBOTS_MAX_BYTES`` came (Scrapy's ``bytes_received`` signal and
+  ``StopDownload(fail=False)``), so a file larger than any download cap is read, its
+  lines within the limit; a line that the limit cuts is dropped, not read as a
+  shorter rule;
+* its redirects go through Scrapy's redirect middleware (``REDIRECT_MAX_TIMES``), to
+  any host and path: their hops are the only requests that may leave the host
+  (:data:`crawler.fetch.hostguard.ROBOTS_TXT` marks them), and the rules reached
+  apply to the original host;
+* an unreachable robots.txt (5xx, 429, no answer) disallows everything; for the start
+  URL's origin the spider is closed with reason ``robots_unreachable``. A re-fetch
+  (``SITEMAP_ROBOTS_MAX_AGE``, RFC 9309 2.4) that finds it unreachable keeps the rules
+  it had (the RFC allows the cached copy then); requests wait for the new rules.
 
-The rules of an origin are fetched again once older than ``SITEMAP_ROBOTS_MAX_AGE``
-(24 hours; RFC 9309 2.4), so a crawl that runs for days honours changes; requests
-wait for the new rules. A re-fetch that finds robots.txt unreachable keeps the
-rules it had (RFC 9309 2.4 allows the cached copy then) instead of stopping.
-
-The parser is :class:`crawler.fetch.robotsrules.RobotsTxtParser` (``ROBOTSTXT_PARSER``):
-RFC 9309 lines and groups, Protego's matching.
+The parser is :class:`crawler.fetch.robotsrules.RobotsTxtParser` (``ROBOTSTXT_PARSER``).
 
 Settings: ``ROBOTSTXT_OBEY``, ``ROBOTSTXT_PARSER``, ``ROBOTSTXT_USER_AGENT``,
 ``SITEMAP_ROBOTS_MAX_AGE``, ``SITEMAP_ROBOTS_MAX_BYTES``.

@@ -5,20 +5,7 @@ delta update (containing only the newest content) to supplement a complete sitem
 a small file, fetched often, that says which URLs changed and when. A search engine
 takes an entry's URL from its ``<link href>`` and its date from ``<updated>``. Which
 URLs belong in it is decided elsewhere (:mod:`crawler.publish.changes`); this module
-renders the feed and publishes it. The document (RFC 4287), byte for byte::
-
-    <?xml version="1.0" encoding="UTF-8"?>
-    <feed xmlns="http://www.w3.org/2005/Atom">
-    <id>FEED_ID</id>
-    <title>TITLE</title>
-    <updated>NEWEST</updated>
-    <link rel="self" href="SELF_URL"/>
-    <link href="SITE_URL"/>
-    <author><name>HOST</name><uri>SITE_URL</uri></author>
-    <generator>sitemap-crawler</generator>
-    <entry><id>URL</id><title>TITLE</title><link href="URL"/><updated>TIME</updated></entry>
-    ...
-    </feed>
+renders the feed (RFC 4287) and publishes it.
 
 The rules it follows (RFC 4287's sections):
 
@@ -39,9 +26,8 @@ The rules it follows (RFC 4287's sections):
   page's title, and refused in the feed's own (configuration);
 * a feed read as a sitemap counts as one: at most 50,000 entries and 50 MiB.
 
-Publishing: :func:`write_feed` writes and fsyncs ``.changes.atom.<pid>.tmp``;
-:func:`publish_feed` renames it over ``changes.atom`` right after the sitemap index is
-in place; :func:`discard` removes the temporary file of a publication given up.
+It is written (:func:`write_feed`) before the sitemap set and renamed into place
+(:func:`publish_feed`) right after the index: never ahead of the set it describes.
 """
 
 from __future__ import annotations
