@@ -331,9 +331,8 @@ def _outcome(results: list[BatchResult], chunks: list[list[str]], endpoint: str)
     else:
         why = "not sent: the endpoint kept failing"
     batches = results + [BatchResult(None, len(c), 0, why) for c in unsent]
-    number = len(results)
     failed = (
-        f"batch {number} of {len(chunks)} ({_plural(last.urls, 'URL')}) failed"
+        f"batch {len(results)} of {len(chunks)} ({_plural(last.urls, 'URL')}) failed"
         if len(chunks) > 1
         else "failed"
     )

@@ -1,10 +1,7 @@
-"""``report.html``: a run's report for people, beside ``report.json`` (issue #17).
+"""``report.html``: a run's report for people, beside ``report.json`` (docs/reports.md).
 
-Rendered from the same :class:`crawler.publish.report.RunModel` that ``report.json`` is
-written from, after it (the lengths of the streamed lists are known then), so every
-figure on the page is the JSON's (:mod:`crawler.publish.htmlpage` says how figures are
-marked). Each URL list shows its first ``cap`` URLs (``SITEMAP_REPORT_HTML_URLS``) and
-says how many more there are and where: report.json, or the ledger (``ledger.jsonl``).
+Rendered from the same :class:`crawler.publish.report.RunModel` as ``report.json``, after
+it: the lengths of the streamed lists are known then.
 """
 
 from __future__ import annotations
@@ -66,6 +63,8 @@ _RICH = (
     ("news", "news articles"),
     ("problems", "left out"),
 )
+
+_NO_PAGE = "No page was fetched this run."
 
 #: Where the full lists are, for a capped group.
 IN_JSON = "report.json"
@@ -142,7 +141,7 @@ def _changes(model: RunModel, cap: int) -> str:
     for name, label in (("added", "Added"), ("removed", "Removed")):
         total = n.get(name, 0)
         rows = [[link(url)] for url in islice(f[name](), cap)]
-        body = table(["URL"], rows) if rows else '<p class="muted">None.</p>'
+        body = table(["URL"], rows, empty="None.")
         summary = f"{label}: {inline_figure(name, total)} URLs"
         out.append(group(name, summary, len(rows), body, total, IN_JSON, opened=0 < total <= 50))
     total = n.get("lastmod_changes", 0)
@@ -150,9 +149,7 @@ def _changes(model: RunModel, cap: int) -> str:
         [link(c["url"]), esc(c["old"] or "-"), esc(c["new"] or "-")]
         for c in islice(f["lastmod_changes"](), cap)
     ]
-    body = (
-        table(["URL", "old lastmod", "new lastmod"], rows) if rows else '<p class="muted">None.</p>'
-    )
+    body = table(["URL", "old lastmod", "new lastmod"], rows, empty="None.")
     summary = f"Lastmod changes: {inline_figure('lastmod_changes', total)}"
     out.append(group("lastmod", summary, len(rows), body, total, IN_JSON, opened=0 < total <= 50))
     return "".join(out)
@@ -177,10 +174,10 @@ def _listed(f: dict[str, Any], ledger: Ledger, cap: int) -> str:
                 None if name == DEFAULT_SECTION else name, cap
             )
         ]
-        label = f"Section {name}" if sections and name != DEFAULT_SECTION else "Listed"
+        label = f"Section {name}" if sections else "Listed"
         if sections and name == DEFAULT_SECTION:
             label = "The default section"
-        body = table(["URL", "lastmod"], rows) if rows else '<p class="muted">None.</p>'
+        body = table(["URL", "lastmod"], rows, empty="None.")
         summary = f"{esc(label)}: {inline_figure(path, count)} URLs"
         opened = 0 < count <= 50
         out.append(
@@ -268,11 +265,7 @@ def _costly(f: dict[str, Any]) -> str:
             for i, p in enumerate(f[key])
         ]
         out.append(f"<h2>{title} pages</h2>")
-        out.append(
-            table(["URL", "decision", unit], rows, numeric=(2,))
-            if rows
-            else '<p class="muted">No page was fetched this run.</p>'
-        )
+        out.append(table(["URL", "decision", unit], rows, numeric=(2,), empty=_NO_PAGE))
     return "".join(out)
 
 
