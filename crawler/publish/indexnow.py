@@ -457,9 +457,7 @@ def _reason(error: BaseException) -> str:
 
 
 def _quote(text: str) -> str:
-    if len(text) > _QUOTE_LIMIT:
-        return repr(text[:_QUOTE_LIMIT]) + "..."
-    return repr(text)
+    return repr(text[:_QUOTE_LIMIT]) + ("..." if len(text) > _QUOTE_LIMIT else "")
 
 
 def _plural(n: int, one: str, many: str | None = None) -> str:
