@@ -1,14 +1,12 @@
-"""``index.html``: the audit report for people, beside ``audit.json`` (issue #17).
+"""``index.html``: the audit report for people, beside ``audit.json`` (docs/reports.md).
 
 Rendered from the same dict ``audit.json`` is written from
-(:meth:`crawler.audit.report.AuditReport.to_json`), so every figure on the page is
-the JSON's (:mod:`crawler.publish.htmlpage` says how figures are marked). Each group
-shows its first ``cap`` URLs (``SITEMAP_REPORT_HTML_URLS``); the rest are in
-``audit.json`` and the class's CSV file.
+(:meth:`crawler.audit.report.AuditReport.to_json`), so every figure is the JSON's.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from crawler.publish import htmlpage as h
@@ -156,7 +154,6 @@ def _classes(data: dict[str, Any], cap: int) -> str:
 
 def _problems(data: dict[str, Any], cap: int) -> str:
     problems: list[dict[str, Any]] = data["problems"]
-    shown = problems[:cap]
     rows = [
         [
             h.esc(p["code"]),
@@ -165,36 +162,26 @@ def _problems(data: dict[str, Any], cap: int) -> str:
             h.esc(p["line"] if p["line"] is not None else ""),
             h.link(p["url"]) if p["url"] else "",
         ]
-        for p in shown
+        for p in problems[:cap]
     ]
-    codes: dict[str, int] = {}
-    for p in problems:
-        codes[p["code"]] = codes.get(p["code"], 0) + 1
+    codes = Counter(p["code"] for p in problems)
+    out = f"<h2>Protocol problems: {h.inline_figure('problems', len(problems))}</h2>"
+    if not problems:
+        return out + '<p class="muted">None.</p>'
+    body = h.table(
+        ["code", "message", "sitemap", "line", "entry URL"],
+        rows,
+        numeric=(3,),
+        url_columns=(2, 4),
+        row_class=["protocol"] * len(rows),
+    )
+    where = "audit.json and problems.csv"
     return (
-        f"<h2>Protocol problems: {h.inline_figure('problems', len(problems))}</h2>"
-        + (
-            h.bar_chart(
-                [(c, n, None) for c, n in sorted(codes.items(), key=lambda kv: -kv[1])],
-                title="Protocol problems by code",
-            )
-            if codes
-            else '<p class="muted">None.</p>'
+        out
+        + h.bar_chart(
+            [(c, n, None) for c, n in codes.most_common()], title="Protocol problems by code"
         )
-        + (
-            '<details data-group data-class="protocol" open><summary>Problems '
-            f"(<span data-shown>{len(rows)}</span> shown)</summary>"
-            + h.table(
-                ["code", "message", "sitemap", "line", "entry URL"],
-                rows,
-                numeric=(3,),
-                url_columns=(2, 4),
-                row_class=["protocol"] * len(rows),
-            )
-            + h.more_note(len(problems), len(rows), "audit.json and problems.csv")
-            + "</details>"
-            if rows
-            else ""
-        )
+        + h.group("protocol", "Problems", len(rows), body, len(problems), where, opened=True)
     )
 
 

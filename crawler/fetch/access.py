@@ -1,22 +1,17 @@
 """Downloader middleware: the credentials of a staging or private site, for it alone.
 
-``--auth USER:PASSWORD`` (or ``SITEMAP_AUTH`` in the environment or ``--config``: out
-of the shell's history), ``--cookie NAME=VALUE`` and ``--header "Name: value"`` are
-sent with every request to the crawled site (:func:`crawler.core.urls.site_of`: its
-host and port), robots.txt and the sitemaps included, and to no other host, ever:
-
-* a request for another host gets none of them, and loses any that a redirect carried
-  over (Scrapy's ``RedirectMiddleware`` drops ``Authorization`` and ``Cookie`` on a
-  redirect to another domain, but copies every other header);
-* they live in settings of our own, never in ``DEFAULT_REQUEST_HEADERS``, which Scrapy
-  logs with the overridden settings; no log line, ledger row or report names a value.
+``--auth``, ``--cookie`` and ``--header`` go with every request to the crawled site
+(:func:`crawler.core.urls.site_of`: its host and port) and to no other host, ever
+(docs/crawling.md, "Staging and private sites"); they live in settings of our own,
+never in ``DEFAULT_REQUEST_HEADERS``, which Scrapy logs. Scrapy's ``RedirectMiddleware``
+drops ``Authorization`` and ``Cookie`` on a redirect to another domain but copies every
+other header: a request for another host loses here whatever of ours it carries.
 
 Scrapy's ``HttpAuthMiddleware`` takes spider attributes, not settings, and covers
 neither cookies nor headers; one middleware for the three keeps the rule in one place.
-The cookie is merged into the ``Cookie`` header after Scrapy's cookie middleware (700)
-has written the jar's cookies there, and never goes into the jar: a jar ignores ports
-(RFC 6265), and would send it to another server of the same host name. This middleware
-sits between the cookie (700) and proxy (750) middlewares.
+It sits between the cookie (700) and proxy (750) middlewares: the cookie is merged into
+the ``Cookie`` header after the jar's cookies were written there, and never goes into
+the jar (a jar ignores ports, RFC 6265, and would send it to another server).
 
 Settings: ``SITEMAP_AUTH``, ``SITEMAP_COOKIES``, ``SITEMAP_HEADERS``.
 Stats: ``sitemap/access/stripped`` (requests to another host that lost one of them here).
@@ -142,11 +137,9 @@ class SiteAccessMiddleware:
             if name in request.headers:
                 del request.headers[name]
                 stripped = True
-        present = request.headers.get(b"Cookie")
-        if self.cookie_names and present:
+        if self.cookie_names and (present := request.headers.get(b"Cookie")):
             kept = self._others(request)
-            if len(kept) != len(present.decode("latin-1").split(";")):
-                stripped = True
+            stripped |= len(kept) != len(present.split(b";"))
             if kept:
                 request.headers[b"Cookie"] = "; ".join(kept)
             else:

@@ -1,13 +1,11 @@
 """Stop downloading a body the crawl will not read.
 
-The page judge reads the body of an HTML page and of a type ``SITEMAP_LISTED_TYPES``
-lists; any other response is decided from its status and headers alone (a video
-is ``non-html``). Scrapy downloads every body in full first: a 12 MiB video cost
+The page judge reads only HTML and the types ``SITEMAP_LISTED_TYPES`` lists
+(docs/crawling.md), but Scrapy downloads every body in full first: a 12 MiB video cost
 seconds and bandwidth for nothing. Scrapy's ``headers_received`` signal comes before
-the body; for a page request whose ``Content-Type`` is neither HTML nor listed, this
-extension stops the download there (``StopDownload(fail=False)``: the response
-reaches the judge with its status and headers and an empty body). Requests that are
-not the crawl's pages (robots.txt, the audit's sitemap files) are left alone, and
+the body; this extension stops the download there (``StopDownload(fail=False)``: the
+response reaches the judge with its status and headers and an empty body). Requests
+that are not the crawl's pages (robots.txt, the audit's sitemap files) are left alone, and
 so is a response with no ``Content-Type``, which the judge may read as HTML.
 
 Only a body of at least :data:`MIN_STOPPED` bytes (or of unknown length) is stopped.

@@ -6,12 +6,10 @@ including whatever a redirect middleware builds, must go to the start URL's site
 refused here, at the first downloader middleware, so no component can reach another
 host by accident.
 
-One exception: a robots.txt fetch (:mod:`crawler.fetch.robots` marks it with
-the meta key :data:`ROBOTS_TXT`) follows its redirects wherever they lead, to another
-host and another path too (RFC 9309 2.3.1.2: ``example.com/robots.txt`` ->
-``www.example.com/robots.txt``, or -> ``cdn.example.net/static/robots-main.txt``; at
-most ``REDIRECT_MAX_TIMES`` hops). Only the hops of that fetch may leave: the first
-request must be a ``/robots.txt``, and each later one a redirect of it.
+One exception: a robots.txt fetch (:mod:`crawler.fetch.robots` marks it with the meta
+key :data:`ROBOTS_TXT`) follows its redirects wherever they lead (RFC 9309 2.3.1.2).
+Only the hops of that fetch may leave: the first request must be a ``/robots.txt``, and
+each later one a redirect of it.
 
 Meta keys: :data:`ROBOTS_TXT`.
 Settings: none; the run's start URL (:class:`crawler.ledger.runstate.RunState`)

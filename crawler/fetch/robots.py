@@ -1,33 +1,24 @@
 """robots.txt with RFC 9309 semantics, replacing Scrapy's allow-all fallback.
 
 Scrapy's ``RobotsTxtMiddleware`` treats any failure to fetch robots.txt as "allow
-all". RFC 9309 (section 2.3.1) says otherwise, and so does issue #2:
+all"; RFC 9309 (2.3.1) and issue #2 do not. What each answer means, the redirects,
+the size limit and the re-fetch: docs/crawling.md, "robots.txt, RFC 9309". How:
 
-* 2xx: parsed, the first 500 KiB (``SITEMAP_ROBOTS_MAX_BYTES``) cut at a line
-  boundary (a line that the limit cuts is dropped, not read as a shorter rule), a
-  UTF-8 BOM tolerated. It is asked for uncompressed, and the download stops once
-  more than that came (Scrapy's ``bytes_received`` signal and
-  ``StopDownload(fail=False)``), so a file larger than any download cap is read,
-  not refused;
-* 3xx: followed up to 5 hops (``REDIRECT_MAX_TIMES`` of Scrapy's redirect middleware,
-  which robots.txt requests go through), to another host and another path too (RFC
-  9309 2.3.1.2: ``example.com/robots.txt`` -> ``www.example.com/robots.txt``, or ->
-  ``cdn.example.net/static/robots-main.txt``): the rules reached apply to the
-  original host. The hops of a robots.txt fetch are the only requests that may leave
-  the host (:data:`crawler.fetch.hostguard.ROBOTS_TXT` marks them); a sixth
-  redirect makes it "unavailable" (the RFC allows that past five);
-* 4xx other than 429: "unavailable", so everything is allowed;
-* 5xx, 429, timeouts and connection errors: "unreachable", so everything is
-  disallowed. For the start URL's origin the crawl stops: the spider is closed with
-  reason ``robots_unreachable`` and nothing is published.
+* robots.txt is asked for uncompressed and its download stopped once more than
+  ``SITEMAP_ROBOTS_MAX_BYTES`` came (Scrapy's ``bytes_received`` signal and
+  ``StopDownload(fail=False)``), so a file larger than any download cap is read, its
+  lines within the limit; a line that the limit cuts is dropped, not read as a
+  shorter rule;
+* its redirects go through Scrapy's redirect middleware (``REDIRECT_MAX_TIMES``), to
+  any host and path: their hops are the only requests that may leave the host
+  (:data:`crawler.fetch.hostguard.ROBOTS_TXT` marks them), and the rules reached
+  apply to the original host;
+* an unreachable robots.txt (5xx, 429, no answer) disallows everything; for the start
+  URL's origin the spider is closed with reason ``robots_unreachable``. A re-fetch
+  (``SITEMAP_ROBOTS_MAX_AGE``, RFC 9309 2.4) that finds it unreachable keeps the rules
+  it had (the RFC allows the cached copy then); requests wait for the new rules.
 
-The rules of an origin are fetched again once older than ``SITEMAP_ROBOTS_MAX_AGE``
-(24 hours; RFC 9309 2.4), so a crawl that runs for days honours changes; requests
-wait for the new rules. A re-fetch that finds robots.txt unreachable keeps the
-rules it had (RFC 9309 2.4 allows the cached copy then) instead of stopping.
-
-The parser is :class:`crawler.fetch.robotsrules.RobotsTxtParser` (``ROBOTSTXT_PARSER``):
-RFC 9309 lines and groups, Protego's matching.
+The parser is :class:`crawler.fetch.robotsrules.RobotsTxtParser` (``ROBOTSTXT_PARSER``).
 
 Settings: ``ROBOTSTXT_OBEY``, ``ROBOTSTXT_PARSER``, ``ROBOTSTXT_USER_AGENT``,
 ``SITEMAP_ROBOTS_MAX_AGE``, ``SITEMAP_ROBOTS_MAX_BYTES``.
@@ -44,6 +35,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit
 
+from scrapy import exceptions as download
 from scrapy import signals
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from scrapy.exceptions import IgnoreRequest, NotConfigured, StopDownload
@@ -74,6 +66,16 @@ logger = logging.getLogger(__name__)
 DECOMPRESSED_MAX_BYTES = 10 * 1024 * 1024
 # Meta key: the bytes of a robots.txt response received so far.
 _RECEIVED = "sitemap_robots_received"
+# Why a download got no HTTP answer, in a few words, by its error's kind.
+_WHY: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], str], ...] = (
+    (download.DownloadConnectionRefusedError, "connection refused"),
+    (download.CannotResolveHostError, "host name not found"),
+    ((download.DownloadTimeoutError, TimeoutError), "no answer in time"),
+    (
+        (download.DownloadFailedError, download.ResponseDataLossError),
+        "the connection failed before an answer",
+    ),
+)
 
 
 # -- the middleware ------------------------------------------------------------------------
@@ -314,14 +316,10 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
             group = rp.group_name(token)
             if dropped := rp.dropped(token):
                 self._stats.set_value("sitemap/robots/rules_dropped", dropped)
+        text = None if body is None else body.decode("utf-8", errors="ignore")
+        state = "unavailable" if rp is None else "parsed"
         RunState.of(self.crawler).read_robots(
-            {
-                "origin": origin,
-                "token": token,
-                "group": group,
-                "state": "unavailable" if rp is None else "parsed",
-                "text": None if body is None else body.decode("utf-8", errors="ignore"),
-            }
+            {"origin": origin, "token": token, "group": group, "state": state, "text": text}
         )
 
     def _start_origin(self) -> str | None:
@@ -365,16 +363,9 @@ def _why(error: Exception) -> str:
     """Why a request got no HTTP answer, in a few words (the download errors' own
     messages repeat themselves: "Connection was refused by other side: 111:
     Connection refused.")."""
-    from scrapy import exceptions as download
-
-    if isinstance(error, download.DownloadConnectionRefusedError):
-        return "connection refused"
-    if isinstance(error, download.CannotResolveHostError):
-        return "host name not found"
-    if isinstance(error, (download.DownloadTimeoutError, TimeoutError)):
-        return "no answer in time"
-    if isinstance(error, (download.DownloadFailedError, download.ResponseDataLossError)):
-        return "the connection failed before an answer"
+    for kinds, why in _WHY:
+        if isinstance(error, kinds):
+            return why
     text = str(error).strip().rstrip(".")
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 

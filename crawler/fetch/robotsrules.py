@@ -1,29 +1,21 @@
 """robots.txt rules with RFC 9309 semantics, for :mod:`crawler.fetch.robots`.
 
 The parser (:class:`RobotsTxtParser`, ``ROBOTSTXT_PARSER``) *replaces* Protego's line
-handling and group selection and *keeps* Protego for matching:
+handling and group selection and *keeps* Protego for matching (its wildcards, ``$``,
+longest match, percent-encoding and speed: the selected rules are handed to it as one
+``*`` group). Which group applies: docs/crawling.md, "Which robots.txt group applies".
+Where Protego differs:
 
-* lines end at CR, LF or CRLF; ``#`` starts a comment; a key is read before the first
-  ``:`` (or, with no colon, as the first of two words); ``user-agent``, ``allow``,
-  ``disallow`` (and the usual misspellings), ``sitemap`` and ``crawl-delay`` are
-  known; any other line is an other record (RFC 9309 2.2.4), ignored, and does not end
-  a group (Protego let it split one: rules after it were lost);
-* a group is one or more ``user-agent`` lines and the rules after them, ended by the
-  next ``user-agent`` line after a rule (``crawl-delay`` counts as one here, as the
-  crawlers that read it have it); rules before any ``user-agent`` line are in no group;
-* a ``user-agent`` line names the agent spelled by its leading letters, digits, ``_``
-  and ``-`` (``*`` alone is every agent). The group that applies is the one whose name
-  *equals* our product token, case-insensitively (RFC 9309 2.2.1; Protego matched a
-  name found at any word start in ours, so ``User-agent: s`` applied to
-  ``sitemap-crawler``); groups naming us are merged, and ``*`` groups apply when none
-  does;
-* the selected rules are handed to Protego as one ``*`` group: its wildcards, ``$``,
-  longest match, percent-encoding and speed are kept. ``Crawl-delay`` is the largest
-  the selected groups give;
-* the work of one question is bounded: Protego tries wildcard patterns one by one, so
-  20,000 of them (a hostile file within 500 KiB) cost 0.09 s a question. Only the
-  first :data:`MAX_WILDCARD_RULES` wildcard rules are kept; the rest are dropped,
-  logged and counted (``sitemap/robots/rules_dropped``);
+* it let an unknown line split a group (the rules after it were lost); here it is an
+  other record (RFC 9309 2.2.4), ignored. ``crawl-delay`` ends a group as a rule does
+  (as the crawlers that read it have it), and the largest of the selected ones applies;
+* it matched a group name found at any word start in ours (``User-agent: s`` applied
+  to ``sitemap-crawler``); here the name, spelled by its leading letters, digits,
+  ``_`` and ``-``, must *equal* our product token, case-insensitively (RFC 9309 2.2.1);
+* it tries wildcard patterns one by one, so 20,000 of them (a hostile file within
+  500 KiB) cost 0.09 s a question: only the first :data:`MAX_WILDCARD_RULES` wildcard
+  rules are kept; the rest are dropped, logged and counted
+  (``sitemap/robots/rules_dropped``);
 * a question is answered whatever the URL: its scheme and authority are never parsed
   (a host such as ``[::1`` made Protego raise), and bytes that are not UTF-8 are
   percent-encoded, as they are sent.

@@ -7,12 +7,10 @@ says it is overloaded. This subclass adds two floors (issue #2, "Safe defaults")
 * ``Crawl-delay`` from robots.txt, read through Scrapy's ``robots_parsed`` signal and
   capped at ``SITEMAP_MAX_CRAWL_DELAY`` seconds; the slot then sends one request at a
   time with no jitter, so the delay is a true minimum between requests;
-* on 429 or 503 the slot's delay doubles (at least ``Retry-After`` when the server
-  sends one, in seconds or as an HTTP date), up to ``AUTOTHROTTLE_MAX_DELAY``. That
-  wait is a floor, counted from the answer: the slot's next request leaves no sooner,
-  whatever Scrapy's randomised delay (``RANDOMIZE_DOWNLOAD_DELAY``) or AutoThrottle's
-  adaptation would say; the slot's jitter is off until that request has left. This
-  holds for robots.txt and pages alike.
+* on 429 or 503 the slot's delay doubles, at least ``Retry-After`` (docs/crawling.md,
+  "Safe defaults"): a floor counted from the answer, which neither Scrapy's randomised
+  delay nor AutoThrottle's adaptation lowers; the slot's jitter is off until its next
+  request has left.
 
 With ``AUTOTHROTTLE_ENABLED = False`` the floors still apply; only the adaptive part
 is off.

@@ -1,12 +1,8 @@
 """What changed lately: the delta feed's entries, from the ledger (issue #15).
 
-A listed page's change time is the latest of its lastmod, the run that first listed
-it, and the run that saw its lastmod move (:mod:`pipelines.history`; the first run is
-the baseline and lists nothing as new). The feed (``changes.atom``,
-:mod:`crawler.publish.feed`) holds the pages whose change time falls within the last
-``SITEMAP_FEED_DAYS`` days before the run, newest first, at most ``SITEMAP_FEED_MAX``.
-An unchanged site gives the same entries, so its feed is republished byte for byte.
-
+Which pages, with which change time: docs/around.md, "The delta feed". The first run
+is the baseline (:mod:`pipelines.history`) and lists nothing as new; an unchanged site
+gives the same entries, so its feed is republished byte for byte.
 Settings: ``SITEMAP_FEED``, ``SITEMAP_FEED_DAYS``, ``SITEMAP_FEED_MAX``.
 """
 

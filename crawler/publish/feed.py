@@ -5,20 +5,7 @@ delta update (containing only the newest content) to supplement a complete sitem
 a small file, fetched often, that says which URLs changed and when. A search engine
 takes an entry's URL from its ``<link href>`` and its date from ``<updated>``. Which
 URLs belong in it is decided elsewhere (:mod:`crawler.publish.changes`); this module
-renders the feed and publishes it. The document (RFC 4287), byte for byte::
-
-    <?xml version="1.0" encoding="UTF-8"?>
-    <feed xmlns="http://www.w3.org/2005/Atom">
-    <id>FEED_ID</id>
-    <title>TITLE</title>
-    <updated>NEWEST</updated>
-    <link rel="self" href="SELF_URL"/>
-    <link href="SITE_URL"/>
-    <author><name>HOST</name><uri>SITE_URL</uri></author>
-    <generator>sitemap-crawler</generator>
-    <entry><id>URL</id><title>TITLE</title><link href="URL"/><updated>TIME</updated></entry>
-    ...
-    </feed>
+renders the feed (RFC 4287) and publishes it.
 
 The rules it follows (RFC 4287's sections):
 
@@ -39,9 +26,8 @@ The rules it follows (RFC 4287's sections):
   page's title, and refused in the feed's own (configuration);
 * a feed read as a sitemap counts as one: at most 50,000 entries and 50 MiB.
 
-Publishing: :func:`write_feed` writes and fsyncs ``.changes.atom.<pid>.tmp``;
-:func:`publish_feed` renames it over ``changes.atom`` right after the sitemap index is
-in place; :func:`discard` removes the temporary file of a publication given up.
+It is written (:func:`write_feed`) before the sitemap set and renamed into place
+(:func:`publish_feed`) right after the index: never ahead of the set it describes.
 """
 
 from __future__ import annotations
@@ -57,7 +43,7 @@ from urllib.parse import urlsplit
 from crawler.core.lastmod import lastmod_datetime
 from crawler.publish.childfile import fsync_dir, write_synced
 from crawler.publish.sitemapxml import escape, escape_attribute, escape_text
-from crawler.sitemaps.entry import _NOT_XML_CHAR, check_lastmod, check_loc
+from crawler.sitemaps.entry import _NOT_XML_CHAR, _check_date, _check_text, check_loc
 from crawler.sitemaps.feeds import ATOM_NS
 from crawler.sitemaps.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
 
@@ -83,27 +69,11 @@ _FOOTER: Final = "</feed>\n"
 _DATE_ONLY: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", re.ASCII)
 
 
-def _check_text(value: object, what: str) -> None:
-    if not isinstance(value, str):
-        raise ValueError(f"{what} must be a str, not {type(value).__name__}")
-    if not value.strip():
-        raise ValueError(f"{what} must not be empty")
-    if _NOT_XML_CHAR.search(value):
-        raise ValueError(f"{what} contains characters XML cannot hold: {value[:80]!r}")
-
-
 def _check_url(value: object, what: str) -> None:
     try:
         check_loc(value)  # type: ignore[arg-type]  # check_loc() checks the type
     except ValueError as exc:
         raise ValueError(f"{what} is not a URL that may be published: {exc}") from None
-
-
-def _check_updated(value: object, what: str) -> None:
-    try:
-        check_lastmod(value)  # type: ignore[arg-type]  # lastmod_datetime() checks the type
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{what} is not a W3C datetime: {value!r} ({exc})") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +90,7 @@ class FeedEntry:
 
     def __post_init__(self) -> None:
         _check_url(self.url, "feed entry url")
-        _check_updated(self.updated, "feed entry updated")
+        _check_date(self.updated, "feed entry updated")
         if self.title is not None and not isinstance(self.title, str):
             raise ValueError(f"feed entry title must be a str, not {type(self.title).__name__}")
 
@@ -173,7 +143,7 @@ def render_feed(
     for value, what in ((feed_id, "feed_id"), (self_url, "self_url"), (site_url, "site_url")):
         _check_url(value, what)
     _check_text(title, "feed title")
-    _check_updated(empty_updated, "empty_updated")
+    _check_date(empty_updated, "empty_updated")
     if len(entries) > MAX_URLS_PER_FILE:
         raise ValueError(
             f"a feed read as a sitemap holds at most {MAX_URLS_PER_FILE} entries,"

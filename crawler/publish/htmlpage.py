@@ -1,23 +1,10 @@
 """The HTML reports' common parts: one self-contained page, its charts and tables (issue #17).
 
-A report is one file that opens from disk with no network: its CSS and script are
-inline, it names no external script, font, stylesheet or image, and its charts are
-inline SVG. Every string from the crawled site (URLs, reasons, titles) is hostile
-input: it goes into the page through :func:`esc` (``html.escape``) or, in the
-embedded JSON, with ``<``, ``>`` and ``&`` written as ``\\u003c`` etc., so that no
-``</script>`` can end the block early.
-
-A figure is an element with ``data-figure="PATH"`` and ``data-value``: the number at
-the dotted *PATH* in the report's JSON (the length of the list when the path names
-a list). The page shows the same number as text, unformatted, so that a check can
-compare the page with the JSON (a chart's point is marked the same way with
-``data-point``: its text is a tooltip). Both come from one model: :mod:`crawler.publish.runhtml`,
-:mod:`crawler.audit.html`).
-
-Long URL lists are capped (``SITEMAP_REPORT_HTML_URLS`` per group, the first ones
-in the JSON's order); a capped group says how many more there are and where they
-are. The page's little script (a search box and class check boxes filter the rows)
-changes no figure.
+What the pages promise (no network, every string from the site escaped as hostile input,
+each figure marked with ``data-figure`` and ``data-value`` as the JSON has it, long lists
+capped): docs/reports.md. Both pages (:mod:`crawler.publish.runhtml`,
+:mod:`crawler.audit.html`) are built from these parts; the embedded JSON writes ``<``,
+``>`` and ``&`` as ``\\u003c`` etc., so that no ``</script>`` can end its block early.
 """
 
 from __future__ import annotations
@@ -25,7 +12,7 @@ from __future__ import annotations
 import html
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -181,13 +168,17 @@ def _raw(value: object) -> str:
 
 def table(
     headers: Sequence[str],
-    rows: Iterable[Sequence[str]],
+    rows: Sequence[Sequence[str]],
     *,
     numeric: Sequence[int] = (),
     url_columns: Sequence[int] = (0,),
     row_class: Sequence[str | None] | None = None,
+    empty: str = "",
 ) -> str:
-    """A table of pre-escaped cells (build them with :func:`esc`)."""
+    """A table of pre-escaped cells (build them with :func:`esc`); with no row and an
+    *empty* text, that text instead."""
+    if empty and not rows:
+        return f'<p class="muted">{esc(empty)}</p>'
     head = "".join(
         f"<th{' class=num' if i in numeric else ''}>{esc(h)}</th>" for i, h in enumerate(headers)
     )
@@ -343,8 +334,8 @@ def line_chart(
     title: str,
     percent: bool = False,
 ) -> str:
-    """A line chart over *labels* (the runs, oldest first): ``(name, values, CSS
-    class, path)`` per series; each point is marked ``data-point`` with *path*
+    """A line chart over *labels* (the runs, oldest first): ``(name, values, colour
+    a, b or c, path)`` per series; each point is marked ``data-point`` with *path*
     (``{i}``: its index) and ``data-value``, as a figure is (its text is a tooltip,
     so the figures themselves are in the table beside the chart)."""
     if not labels:
@@ -362,7 +353,6 @@ def line_chart(
     def y(v: float) -> float:
         return top_pad + span_y * (1 - v / top)
 
-    colors = {"a": "var(--a)", "b": "var(--b)", "c": "var(--c)"}
     parts = [
         f'<svg class="chart" role="img" viewBox="0 0 {width} {height}" '
         f'xmlns="http://www.w3.org/2000/svg"><title>{esc(title)}</title>'
@@ -379,7 +369,7 @@ def line_chart(
             f"{esc(labels[i][:16].replace('T', ' '))}</text>"
         )
     for name, vals, css, path in series:
-        color = colors.get(css, "var(--a)")
+        color = f"var(--{css})"
         points = [(x(i), y(v)) for i, v in enumerate(vals) if v is not None]
         if len(points) > 1:
             parts.append(
@@ -397,7 +387,7 @@ def line_chart(
             )
     parts.append("</svg>")
     legend = "".join(
-        f'<span><i style="background:{colors.get(css, "var(--a)")}"></i>{esc(name)}</span>'
+        f'<span><i style="background:var(--{css})"></i>{esc(name)}</span>'
         for name, _, css, _ in series
     )
     return "".join(parts) + f'<div class="legend">{legend}</div>'

@@ -97,14 +97,18 @@ def valid_key(key: str) -> bool:
     return _KEY.fullmatch(key) is not None
 
 
+def _check_key_text(key: str) -> None:
+    if not valid_key(key):
+        raise ValueError(f"not an IndexNow key (8 to 128 of a-z, A-Z, 0-9, '-'): {key!r}")
+
+
 def key_location(site_root: str, key: str, location: str | None) -> str:
     """The URL of the key file: *location* when given (absolute, or relative to the
     site's root), else ``<root>/<key>.txt``. The root is *site_root*'s scheme and
     host (and port): the default key file lives at the root of the host, whatever
     path *site_root* has. ValueError for an invalid key, a *site_root* that is no
     http(s) URL, or a *location* on another host."""
-    if not valid_key(key):
-        raise ValueError(f"not an IndexNow key (8 to 128 of a-z, A-Z, 0-9, '-'): {key!r}")
+    _check_key_text(key)
     parts = urlsplit(site_root)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"not an http(s) URL: {site_root!r}")
@@ -128,8 +132,7 @@ def check_key(
     """Fetch the key file at *location*: None when it answers 200 with exactly *key*
     (one trailing ``\\n`` or ``\\r\\n`` allowed), else one line saying what is wrong.
     Redirects are reported, not followed. ValueError for an invalid *key*."""
-    if not valid_key(key):
-        raise ValueError(f"not an IndexNow key (8 to 128 of a-z, A-Z, 0-9, '-'): {key!r}")
+    _check_key_text(key)
     what = f"the key file {location}"
     request = urllib.request.Request(location, headers={"User-Agent": user_agent})
     try:
@@ -152,10 +155,8 @@ def check_key(
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         return f"{what} holds something else than the key (not UTF-8 text)"
-    for ending in ("\r\n", "\n"):
-        if text.endswith(ending):
-            text = text[: -len(ending)]
-            break
+    if text.endswith("\n"):
+        text = text[: -2 if text.endswith("\r\n") else -1]
     if text != key:
         return f"{what} holds something else than the key: {_quote(text)}"
     return None
@@ -190,8 +191,6 @@ class Outcome:
     message: str
 
     def to_json(self) -> dict[str, Any]:
-        """``{"ok", "submitted", "message", "batches": [{"status", "urls",
-        "attempts", "meaning"}]}``, for report.json."""
         return {
             "ok": self.ok,
             "submitted": self.submitted,
@@ -220,8 +219,7 @@ def submit(
     tests). ValueError, before anything is sent, for an invalid key, *batch*,
     *retries*, *backoff* or *endpoint*, a *key_location* not on *host*, or a URL not
     on *host* or not under the key file's directory."""
-    if not valid_key(key):
-        raise ValueError(f"not an IndexNow key (8 to 128 of a-z, A-Z, 0-9, '-'): {key!r}")
+    _check_key_text(key)
     if not 1 <= batch <= MAX_BATCH:
         raise ValueError(f"batch must be 1 to {MAX_BATCH:,} URLs, not {batch}")
     if retries < 0 or backoff < 0 or timeout <= 0:
@@ -333,9 +331,8 @@ def _outcome(results: list[BatchResult], chunks: list[list[str]], endpoint: str)
     else:
         why = "not sent: the endpoint kept failing"
     batches = results + [BatchResult(None, len(c), 0, why) for c in unsent]
-    number = len(results)
     failed = (
-        f"batch {number} of {len(chunks)} ({_plural(last.urls, 'URL')}) failed"
+        f"batch {len(results)} of {len(chunks)} ({_plural(last.urls, 'URL')}) failed"
         if len(chunks) > 1
         else "failed"
     )
@@ -460,9 +457,7 @@ def _reason(error: BaseException) -> str:
 
 
 def _quote(text: str) -> str:
-    if len(text) > _QUOTE_LIMIT:
-        return repr(text[:_QUOTE_LIMIT]) + "..."
-    return repr(text)
+    return repr(text[:_QUOTE_LIMIT]) + ("..." if len(text) > _QUOTE_LIMIT else "")
 
 
 def _plural(n: int, one: str, many: str | None = None) -> str:

@@ -8,24 +8,18 @@ decides whether to publish, streams the listed pages from the ledger in order in
 :class:`crawler.publish.writer.SitemapSetWriter` (:class:`SitemapOutput`), and writes the
 run report (``report.json`` in the state directory, :func:`crawler.publish.report.write_json`).
 
-A crawl stopped by its time budget (``--max-time``: Scrapy's ``CLOSESPIDER_TIMEOUT``)
-finished its job as far as it could: what was judged is published, under the same
-refusals as any run; the URLs found but never fetched are ``cap-reached``.
-
-It publishes nothing, and leaves the previous set untouched, when the crawl did not
-finish normally (interrupted; robots.txt or the start URL unreachable, the state
-locked: :attr:`RunState.fatal <crawler.ledger.runstate.RunState.fatal>`), listed
-nothing, or looks broken (issue #4): more than ``SITEMAP_MAX_ERROR_RATE`` of the
-fetched pages failed, or the new set drops more than ``SITEMAP_MAX_DROP`` of the URLs
-the previous run published (``SITEMAP_FORCE`` overrides both). The run state then
-files the ledger (:meth:`RunState.end <crawler.ledger.runstate.RunState.end>`), so the
-next run still starts from the last good state. Its settings and ``sitemap/*`` stats
-are listed in docs/reference.md.
+When it publishes and when it refuses (issue #4; a run stopped by its time budget, a
+:attr:`RunState.fatal <crawler.ledger.runstate.RunState.fatal>`): docs/nightly.md, "Safe
+publishing", and docs/crawling.md, "A time budget". A run that does not publish leaves
+the previous set untouched, and the run state files the ledger (:meth:`RunState.end
+<crawler.ledger.runstate.RunState.end>`), so the next run starts from the last good
+state. Its settings and ``sitemap/*`` stats are listed in docs/reference.md.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -363,13 +357,12 @@ class SitemapPublisher:
         self.stats.set_value("sitemap/published_since", since)
         self.stats.set_value("sitemap/set_unchanged", same_set)
         self.stats.set_value("sitemap/urls_written", sum(f.urls for f in files))
-        sections: dict[str, int] = {}
+        sections = Counter({DEFAULT_SECTION: 0})
         for written in files:
-            if written.section is not None and written.section != NEWS_SECTION:
-                sections[written.section] = sections.get(written.section, 0) + written.urls
-        if sections:  # the default section counts the rest
-            default = sum(f.urls for f in files if f.section is None)
-            for name, urls in {**sections, DEFAULT_SECTION: default}.items():
+            if written.section != NEWS_SECTION:
+                sections[written.section or DEFAULT_SECTION] += written.urls
+        if len(sections) > 1:  # only when there are sections; the default counts the rest
+            for name, urls in sections.items():
                 self.stats.set_value(f"sitemap/section/{name}", urls)
         self.published = Published(
             index, public.sitemap_loc(index.name), first_run=state.previous is None

@@ -48,13 +48,9 @@ def seed_counts(stats: dict[str, Any]) -> dict[str, int]:
     """What the seeds brought (issue #19): URLs new to the crawl from the start URLs,
     the --urls file and the sitemaps, the sitemaps read, and the listed pages that
     only a sitemap led to."""
-    return {
-        "start": stats.get("sitemap/seeds/start", 0),
-        "url_file": stats.get("sitemap/seeds/url-file", 0),
-        "sitemap": stats.get("sitemap/seeds/sitemap", 0),
-        "sitemaps_read": stats.get("sitemap/seeds/sitemaps_read", 0),
-        "listed_unlinked": stats.get("sitemap/seeds/listed_unlinked", 0),
-    }
+    names = ("start", "url_file", "sitemap", "sitemaps_read", "listed_unlinked")
+    # The stat of the --urls file is "url-file".
+    return {n: stats.get(f"sitemap/seeds/{n.replace('_file', '-file')}", 0) for n in names}
 
 
 def duration(stats: dict[str, Any]) -> float | None:
@@ -182,7 +178,6 @@ def run_model(
         "rich_problems": Stream(
             lambda: ({"url": url, "problems": p} for url, p in ledger.rich_problems())
         ),
-        # Added for the HTML report (issue #17).
         # The site's URLs left out; links to other hosts are apart (not the site's).
         "excluded_total": sum(n for k, n in excluded.items() if k != OFF_HOST),
         "other_hosts": excluded.get(OFF_HOST, 0),

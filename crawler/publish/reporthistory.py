@@ -1,13 +1,9 @@
-"""The small histories the HTML reports chart (issue #17): a JSON list, oldest first.
+"""The small histories the HTML reports chart: ``runs.json`` and ``audit-history.json``.
 
-A crawl keeps the figures of its last :data:`RUNS_KEPT` runs in ``runs.json`` in
-its state directory (start, outcome, listed, excluded, fetched), an audit the last
-:data:`AUDITS_KEPT` audits of a site in ``audit-history.json`` (in the crawl's state
-directory with ``--state``, else in the ``--report`` directory). Each report appends
-its own entry and carries the whole list, so the chart and the JSON say the same.
-
-A missing or unreadable file is an empty history (a report never fails for its
-chart); the file is rewritten atomically.
+Where each is kept, and how many entries: docs/reports.md. A JSON list, oldest first;
+each report appends its own entry and carries the whole list, so the chart and the JSON
+say the same. A missing or unreadable file is an empty history (a report never fails for
+its chart); the file is rewritten atomically.
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
-"""What the rich entries of a set hold, settled once the crawl is over (issue #14).
+"""What the rich entries of a set hold, settled once the crawl is over (docs/rich.md).
 
-During the crawl the page judge (:mod:`crawler.crawl.judge`) keeps, for each listed page,
-what the page declares: its hreflang alternates, images, complete videos and news
-publication (the ledger's ``alternates``, ``images``, ``videos``, ``news`` columns).
-Whether an alternate holds up depends on the other pages (are they listed? do they link
-back?), so the entries are settled here, over the whole ledger: :func:`settle` runs the
-hreflang cluster check (:func:`crawler.page.hreflang.verify`) and stores each rich page's
-extensions as the writer reads them (``extras``) and its problems in words
-(``problems``); :func:`news_entries` gives the news sitemap's entries. Addresses are
-published ones (``--base-url``); alternates on an ``--alternate-host`` are written as
-declared. Plain pages have no rich data and no ``extras``: a plain site's files do not
-change.
-
-Settings: ``SITEMAP_ALTERNATE_HOSTS``, ``SITEMAP_NEWS_PUBLICATION``,
-``SITEMAP_NEWS_TIME``.
+During the crawl the page judge keeps what each listed page declares (the ledger's
+``alternates``, ``images``, ``videos``, ``news``). Whether an alternate holds up depends
+on the other pages (are they listed? do they link back?), so the entries are settled
+here, over the whole ledger: :func:`settle` runs the hreflang cluster check
+(:func:`crawler.page.hreflang.verify`) and stores each rich page's extensions as the
+writer reads them (``extras``) and its problems in words (``problems``). Plain pages
+have no ``extras``: a plain site's files do not change.
 """
 
 from __future__ import annotations
@@ -136,23 +129,22 @@ def _rich_rows(ledger: Ledger, public: PublicUrls) -> Iterator[_Row]:
         yield _Row(key, url, loc, declared, *lists)
 
 
+# A video's fields the ledger keeps as they are written.
+_VIDEO_AS_KEPT = ("duration", "publication_date", "expiration_date", "family_friendly", "live")
+
+
 def _video(data: dict[str, Any], public: PublicUrls) -> Video:
     def address(name: str) -> str | None:
         value = data.get(name)
         return None if value is None else public.loc(value) or value
 
-    title = data.get("title") or ""
     return Video(
         thumbnail_loc=address("thumbnail_loc") or "",
-        title=title,
+        title=data.get("title") or "",
         description=data.get("description") or "",
         content_loc=address("content_loc"),
         player_loc=address("player_loc"),
-        duration=data.get("duration"),
-        publication_date=data.get("publication_date"),
-        expiration_date=data.get("expiration_date"),
-        family_friendly=data.get("family_friendly"),
-        live=data.get("live"),
+        **{name: data.get(name) for name in _VIDEO_AS_KEPT},
     )
 
 

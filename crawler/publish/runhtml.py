@@ -1,10 +1,7 @@
-"""``report.html``: a run's report for people, beside ``report.json`` (issue #17).
+"""``report.html``: a run's report for people, beside ``report.json`` (docs/reports.md).
 
-Rendered from the same :class:`crawler.publish.report.RunModel` that ``report.json`` is
-written from, after it (the lengths of the streamed lists are known then), so every
-figure on the page is the JSON's (:mod:`crawler.publish.htmlpage` says how figures are
-marked). Each URL list shows its first ``cap`` URLs (``SITEMAP_REPORT_HTML_URLS``) and
-says how many more there are and where: report.json, or the ledger (``ledger.jsonl``).
+Rendered from the same :class:`crawler.publish.report.RunModel` as ``report.json``, after
+it: the lengths of the streamed lists are known then.
 """
 
 from __future__ import annotations
@@ -22,7 +19,6 @@ from crawler.publish.htmlpage import (
     history_chart,
     inline_figure,
     link,
-    more_note,
     page,
     span,
     table,
@@ -43,6 +39,32 @@ OUTCOMES = {
     "failed": ("bad", "The run failed; nothing was published."),
     "output-error": ("bad", "The set could not be written; nothing was published."),
 }
+
+#: The figure tiles: (field, label); the changes are their lists' lengths, shown when known.
+_FIGURES = (
+    ("pages_fetched", "pages fetched"),
+    ("conditional_requests", "asked conditionally"),
+    ("not_modified", "not modified (304)"),
+    ("listed", "listed"),
+    ("excluded_total", "excluded"),
+    ("other_hosts", "links to other hosts"),
+    ("queued", "not fetched yet"),
+    ("added", "added"),
+    ("removed", "removed"),
+    ("lastmod_changes", "lastmod changes"),
+    ("files_written", "files written"),
+    ("files_unchanged", "files unchanged"),
+)
+_CHANGES = ("added", "removed", "lastmod_changes")
+_RICH = (
+    ("alternates", "hreflang alternates"),
+    ("images", "images"),
+    ("videos", "videos"),
+    ("news", "news articles"),
+    ("problems", "left out"),
+)
+
+_NO_PAGE = "No page was fetched this run."
 
 #: Where the full lists are, for a capped group.
 IN_JSON = "report.json"
@@ -90,23 +112,10 @@ def _head(f: dict[str, Any]) -> str:
 def _figures(model: RunModel) -> str:
     f, n = model.fields, model.lengths
     tiles = [
-        figure("pages_fetched", f["pages_fetched"], "pages fetched"),
-        figure("conditional_requests", f["conditional_requests"], "asked conditionally"),
-        figure("not_modified", f["not_modified"], "not modified (304)"),
-        figure("listed", f["listed"], "listed"),
-        figure("excluded_total", f["excluded_total"], "excluded"),
-        figure("other_hosts", f["other_hosts"], "links to other hosts"),
-        figure("queued", f["queued"], "not fetched yet"),
+        figure(name, n.get(name, 0) if name in _CHANGES else f[name], label)
+        for name, label in _FIGURES
+        if name not in _CHANGES or f[name] is not None
     ]
-    for name, label in (
-        ("added", "added"),
-        ("removed", "removed"),
-        ("lastmod_changes", "lastmod changes"),
-    ):
-        if f[name] is not None:
-            tiles.append(figure(name, n.get(name, 0), label))
-    tiles.append(figure("files_written", f["files_written"], "files written"))
-    tiles.append(figure("files_unchanged", f["files_unchanged"], "files unchanged"))
     return (
         '<h2>Figures</h2><div class="figures">'
         + "".join(tiles)
@@ -132,7 +141,7 @@ def _changes(model: RunModel, cap: int) -> str:
     for name, label in (("added", "Added"), ("removed", "Removed")):
         total = n.get(name, 0)
         rows = [[link(url)] for url in islice(f[name](), cap)]
-        body = table(["URL"], rows) if rows else '<p class="muted">None.</p>'
+        body = table(["URL"], rows, empty="None.")
         summary = f"{label}: {inline_figure(name, total)} URLs"
         out.append(group(name, summary, len(rows), body, total, IN_JSON, opened=0 < total <= 50))
     total = n.get("lastmod_changes", 0)
@@ -140,9 +149,7 @@ def _changes(model: RunModel, cap: int) -> str:
         [link(c["url"]), esc(c["old"] or "-"), esc(c["new"] or "-")]
         for c in islice(f["lastmod_changes"](), cap)
     ]
-    body = (
-        table(["URL", "old lastmod", "new lastmod"], rows) if rows else '<p class="muted">None.</p>'
-    )
+    body = table(["URL", "old lastmod", "new lastmod"], rows, empty="None.")
     summary = f"Lastmod changes: {inline_figure('lastmod_changes', total)}"
     out.append(group("lastmod", summary, len(rows), body, total, IN_JSON, opened=0 < total <= 50))
     return "".join(out)
@@ -167,10 +174,10 @@ def _listed(f: dict[str, Any], ledger: Ledger, cap: int) -> str:
                 None if name == DEFAULT_SECTION else name, cap
             )
         ]
-        label = f"Section {name}" if sections and name != DEFAULT_SECTION else "Listed"
+        label = f"Section {name}" if sections else "Listed"
         if sections and name == DEFAULT_SECTION:
             label = "The default section"
-        body = table(["URL", "lastmod"], rows) if rows else '<p class="muted">None.</p>'
+        body = table(["URL", "lastmod"], rows, empty="None.")
         summary = f"{esc(label)}: {inline_figure(path, count)} URLs"
         opened = 0 < count <= 50
         out.append(
@@ -258,11 +265,7 @@ def _costly(f: dict[str, Any]) -> str:
             for i, p in enumerate(f[key])
         ]
         out.append(f"<h2>{title} pages</h2>")
-        out.append(
-            table(["URL", "decision", unit], rows, numeric=(2,))
-            if rows
-            else '<p class="muted">No page was fetched this run.</p>'
-        )
+        out.append(table(["URL", "decision", unit], rows, numeric=(2,), empty=_NO_PAGE))
     return "".join(out)
 
 
@@ -281,28 +284,16 @@ def _rich(model: RunModel, cap: int) -> str:
     rich: dict[str, int] = f["rich"]
     if any(rich.values()):
         out.append('<h2>Rich entries</h2><div class="figures">')
-        for name, label in (
-            ("alternates", "hreflang alternates"),
-            ("images", "images"),
-            ("videos", "videos"),
-            ("news", "news articles"),
-            ("problems", "left out"),
-        ):
-            out.append(figure(f"rich.{name}", rich[name], label))
+        out += [figure(f"rich.{name}", rich[name], label) for name, label in _RICH]
         out.append("</div>")
-        total = model.lengths.get("rich_problems", 0)
-        if total:
+        if total := model.lengths.get("rich_problems", 0):
             rows = [
                 [link(p["url"]), "<br>".join(esc(x) for x in p["problems"])]
                 for p in islice(f["rich_problems"](), cap)
             ]
-            out.append(
-                '<details data-group data-class="rich"><summary>Pages with rich data left out: '
-                f"{inline_figure('rich_problems', total)}</summary>"
-                + table(["URL", "left out"], rows)
-                + more_note(total, len(rows), IN_JSON)
-                + "</details>"
-            )
+            summary = f"Pages with rich data left out: {inline_figure('rich_problems', total)}"
+            body = table(["URL", "left out"], rows)
+            out.append(group("rich", summary, len(rows), body, total, IN_JSON))
     return "".join(out)
 
 

@@ -1,13 +1,10 @@
 """Write a sitemap set (rotated child files plus an index) and publish it atomically.
 
-:class:`SitemapSetWriter` streams :class:`~crawler.sitemaps.entry.SitemapEntry` objects,
-or the checked batches of an :class:`~crawler.sitemaps.entryrows.EntryRows` (so that
-publishing a million URLs makes no object per URL), into child files
-(:class:`~crawler.publish.childfile.ChildFile`), one open at a time, with plain string
-writes: no XML tree and no list of all the entries. A child file is closed when it
-holds ``max_urls`` entries or when the next entry would take it over ``max_bytes``
-uncompressed (the protocol counts the uncompressed size); an entry, its extensions
-included, is never split.
+:class:`SitemapSetWriter` streams entries, or the checked batches of an
+:class:`~crawler.sitemaps.entryrows.EntryRows` (a million URLs make no object per URL),
+into child files one open at a time, with plain string writes: no XML tree and no list
+of all the entries. The protocol's ``max_bytes`` counts the uncompressed size; an entry,
+its extensions included, is never split between files.
 
 The set declares the namespaces of the extensions it uses (hreflang alternates, images,
 videos, news), and only those, on every ``<urlset>``: a plain set is byte for byte what
@@ -130,14 +127,13 @@ def _gc_paused() -> Iterator[None]:
     rows from the ledger are a million tuples, which the collector counts as they are
     made (some 1,600 collections, a sixth of the time of publishing 1,000,000 URLs in
     bench/write.py) though they are in no cycle and freed by reference counting."""
-    if not gc.isenabled():
-        yield
-        return
+    enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        gc.enable()
+        if enabled:
+            gc.enable()
 
 
 @dataclass(slots=True)
@@ -167,9 +163,7 @@ class SitemapSetWriter:
     those the entries use, among :data:`EXTENSIONS` (``"xhtml"`` for hreflang alternates,
     ``"image"``, ``"video"``, ``"news"``); a text sitemap takes none. News sitemaps are
     XML whatever ``fmt`` is and hold at most 1,000 URLs (or ``max_urls``, if lower).
-    Invalid arguments, an entry that does not fit in an empty file, an empty set, more
-    than 50,000 files, a bad section name and a section whose rows are not together
-    raise ``ValueError``; file system errors propagate as ``OSError``.
+    Bad arguments or entries raise ``ValueError``; file system errors, ``OSError``.
     """
 
     def __init__(
@@ -245,8 +239,6 @@ class SitemapSetWriter:
         self._final_temps: list[Path] = []  # parallel to _files
         self._temps: set[Path] = set()  # every temporary file not yet renamed away
         self._state = "new"
-        #: After publish(): the index was there already, byte for byte (untouched).
-        self.index_unchanged = False
 
     def _check_base_url(self, prefix: str = "sitemap", fmt: str | None = None) -> None:
         base = self.index_base_url
@@ -353,12 +345,9 @@ class SitemapSetWriter:
 
     def _news_chunks(self, news: Iterable[SitemapEntry]) -> Iterator[_Chunk]:
         iterator = iter(news)
-        checked_base = False
         while chunk := list(islice(iterator, _CHUNK_ENTRIES)):
-            if not checked_base:
-                # Checked only when there are news: their names are longer.
+            if not self._news.count:  # the first chunk: news names are longer
                 self._check_base_url(self._news.prefix, "xml")
-                checked_base = True
             texts = list(map(render_news, chunk))  # ValueError for an entry without news
             # The index's <lastmod> of a news sitemap is its latest publication
             # date: the file holds no <lastmod>, and that is when it last changed.
@@ -465,7 +454,7 @@ class SitemapSetWriter:
             if self._place(temp, self.out_dir / written.name):
                 self._files[i] = dataclasses.replace(written, unchanged=True)
         fsync_dir(self.out_dir)
-        self.index_unchanged = self._place(index_temp, index_path)
+        self._place(index_temp, index_path)
         fsync_dir(self.out_dir)
         self._state = "published"
 
