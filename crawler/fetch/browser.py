@@ -70,6 +70,7 @@ from typing import TYPE_CHECKING, Any
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
+from scrapy.http import HtmlResponse
 from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 
 from crawler.core.urls import site_of
@@ -168,33 +169,36 @@ INIT_SCRIPT = """
 """
 
 # Resolves once the page has nothing of its own pending (two looks in a row, a
-# macrotask apart), or false at the cap (ms); with the router's URLs.
+# macrotask apart), or at the cap (ms): whether it settled, the router's URLs, and the
+# DOM read as HTML with those URLs the DOM does not link to added as ``<a href>``.
+# One call a look: every call is a round trip through Playwright's driver.
 _SETTLE = """(cap) => new Promise((resolve) => {
-  const w = window, end = Date.now() + cap;
+  const w = window, d = document, end = Date.now() + cap;
   let idle = 0;
+  const read = (quiet) => {
+    const urls = w.__sitemapPushed || [];
+    const have = new Set(Array.from(d.querySelectorAll("a[href]"), a => a.href));
+    const holder = d.createElement("nav");
+    holder.setAttribute("data-sitemap-crawler", "history");
+    for (const url of urls) {
+      if (have.has(url)) continue;
+      have.add(url);
+      const a = d.createElement("a");
+      a.href = url;
+      holder.appendChild(a);
+    }
+    if (holder.childNodes.length) (d.body || d.documentElement).appendChild(holder);
+    const doctype = d.doctype ? new XMLSerializer().serializeToString(d.doctype) : "";
+    resolve([quiet, urls, doctype + (d.documentElement ? d.documentElement.outerHTML : "")]);
+  };
   const look = () => {
     idle = (w.__sitemapPending || 0) <= 0 ? idle + 1 : 0;
-    if (idle >= 2) return resolve([true, w.__sitemapPushed || []]);
-    if (Date.now() >= end) return resolve([false, w.__sitemapPushed || []]);
+    if (idle >= 2) return read(true);
+    if (Date.now() >= end) return read(false);
     setTimeout(look, idle ? 0 : POLL_MS);
   };
   look();
 })""".replace("POLL_MS", str(POLL_MS))
-
-# Adds the router's URLs that the DOM does not link to as links, before it is read.
-_ADD_LINKS = """(urls) => {
-  const have = new Set(Array.from(document.querySelectorAll("a[href]"), a => a.href));
-  const holder = document.createElement("nav");
-  holder.setAttribute("data-sitemap-crawler", "history");
-  for (const url of urls) {
-    if (have.has(url)) continue;
-    have.add(url);
-    const a = document.createElement("a");
-    a.href = url;
-    holder.appendChild(a);
-  }
-  if (holder.childNodes.length) (document.body || document.documentElement).appendChild(holder);
-}"""
 
 
 class RenderTimeout(Exception):
@@ -452,6 +456,10 @@ class Browser(ScrapyPlaywrightDownloadHandler):
             name = request.meta.get("playwright_context", "default")
             self.context_wrappers.pop(name, None)
             raise PlaywrightError(f"the browser opened no page in {self.timeout:g} s") from None
+        # scrapy-playwright's request and response counts: two events a request more
+        # through the driver (the route handler counts what goes out).
+        page.remove_listener("request", self._increment_request_stats)
+        page.remove_listener("response", self._increment_response_stats)
         await page.add_init_script(INIT_SCRIPT)
         state = self.states[id(page)] = _PageState()
         page.on("request", state.began)
@@ -481,30 +489,48 @@ class Browser(ScrapyPlaywrightDownloadHandler):
         if not isinstance(page, Page) or page.is_closed():
             page = await self._create_page(request=request, spider=spider)
             request.meta["playwright_page"] = page
-        state = self.states.get(id(page))
-        if state is not None:
-            state.reset(request.url, request.meta.pop("sitemap_render_document", None))
-            request.meta["sitemap_render_errors"] = state.errors
         try:
-            response: Response = await self._download_request_with_page(request, page, spider)
+            return await self._render(request, page)
         except Exception:
             await self._close_page(page)
             raise
-        return response
 
-    async def _apply_page_methods(self, page: Page, request: Request, spider: Spider) -> None:
-        await super()._apply_page_methods(page, request, spider)
-        await self._settle(page, request)
+    async def _render(self, request: Request, page: Page) -> Response:
+        """Load the page, wait until it settles (:meth:`_settle`) and read its DOM: the
+        response has the raw answer's status and headers (the browser's, without one)."""
+        state = self.states.get(id(page)) or _PageState()
+        document = request.meta.pop("sitemap_render_document", None)
+        state.reset(request.url, document)
+        request.meta["sitemap_render_errors"] = state.errors
+        started = time.time()
+        answer = await page.goto(request.url)
+        html = await self._settle(page, request, state)
+        request.meta["download_latency"] = time.time() - started
+        if document is not None:
+            status, headers = document[0], document[1]
+        else:
+            status = answer.status if answer is not None else 200
+            headers = await answer.all_headers() if answer is not None else {}
+        headers = {k: v for k, v in headers.items() if k.lower() != "content-encoding"}
+        return HtmlResponse(
+            page.url,
+            status=status,
+            headers=headers,
+            body=html.encode("utf-8"),
+            encoding="utf-8",
+            request=request,
+            flags=["playwright"],
+        )
 
-    async def _settle(self, page: Page, request: Request) -> None:
+    async def _settle(self, page: Page, request: Request, state: _PageState) -> str:
         """Wait until neither the network (the page's requests, counted by their
         events) nor the page's own fetches have anything pending, at most the
-        timeout; then add the router's URLs to the DOM as links."""
+        timeout; the DOM then, the router's URLs added to it as links."""
         stats = self.crawler.stats
         assert stats is not None
-        state = self.states.get(id(page)) or _PageState()
         deadline = time.monotonic() + self.timeout
         pushed: list[str] = []
+        html: str | None = None
         settled = False
         while True:
             left = deadline - time.monotonic()
@@ -518,7 +544,7 @@ class Browser(ScrapyPlaywrightDownloadHandler):
             left = max(0.1, deadline - time.monotonic())
             try:
                 # A page stuck in a script never answers: bounded by the deadline.
-                quiet, pushed = await asyncio.wait_for(
+                quiet, pushed, html = await asyncio.wait_for(
                     page.evaluate(_SETTLE, int(left * 1000)), left + 0.5
                 )
             except PlaywrightError:  # navigating (a script's redirect): look again
@@ -531,15 +557,15 @@ class Browser(ScrapyPlaywrightDownloadHandler):
                 break
             if not quiet:
                 break
+        if html is None:  # out of time before a look: read the page as it is
+            _, pushed, html = await page.evaluate(_SETTLE, 0)
         if not settled:
             stats.inc_value("sitemap/render/unsettled")
         if request.meta.get("sitemap_render_errors"):
             stats.inc_value("sitemap/render/script_errors")
         request.meta["sitemap_render_settled"] = settled
         request.meta["sitemap_render_pushed"] = pushed
-        if pushed:
-            with contextlib.suppress(PlaywrightError):
-                await page.evaluate(_ADD_LINKS, pushed)
+        return html
 
     async def _route(self, route: Route, preq: BrowserRequest, state: _PageState) -> None:
         stats = self.crawler.stats
