@@ -33,13 +33,16 @@ downloaded. Within it:
 - **Bounds.** At most ``SITEMAP_RENDER_CONCURRENCY`` pages at once (``"auto"``:
   :func:`render_concurrency`); pages are kept open and reused from one URL to the
   next within a context (routed once); a browser context is closed and a fresh one
-  opened after ``SITEMAP_RENDER_CONTEXT_PAGES`` pages (its storage and the memory
-  of its pages go with it); a browser that dies is launched again on the next page
-  (scrapy-playwright's ``PLAYWRIGHT_RESTART_DISCONNECTED_BROWSER``).
+  opened after ``SITEMAP_RENDER_CONTEXT_PAGES`` pages, or sooner once its renderers
+  use over ``SITEMAP_RENDER_CONTEXT_MB`` of memory each on average
+  (:func:`renderers_mb`, looked at every 10 pages from the 20th): its storage and
+  the memory of its pages go with it; a browser that dies is launched again on the
+  next page (scrapy-playwright's ``PLAYWRIGHT_RESTART_DISCONNECTED_BROWSER``).
 
 Settings: ``SITEMAP_RENDER_BROWSER``, ``SITEMAP_RENDER_CONCURRENCY``,
-``SITEMAP_RENDER_CONTEXT_PAGES``, ``SITEMAP_RENDER_TIMEOUT``; any ``PLAYWRIGHT_*``
-setting of scrapy-playwright (``PLAYWRIGHT_LAUNCH_OPTIONS`` is merged over ours).
+``SITEMAP_RENDER_CONTEXT_PAGES``, ``SITEMAP_RENDER_CONTEXT_MB``,
+``SITEMAP_RENDER_TIMEOUT``; any ``PLAYWRIGHT_*`` setting of scrapy-playwright
+(``PLAYWRIGHT_LAUNCH_OPTIONS`` is merged over ours).
 Meta keys set on a rendered response: ``sitemap_render_pushed`` (the router's
 URLs), ``sitemap_render_errors`` (uncaught script errors),
 ``sitemap_render_settled``.
@@ -219,6 +222,31 @@ def render_concurrency(settings: BaseSettings) -> int:
     return max(1, min(2 * (cores or 1), polite or 1, 8))
 
 
+def renderers_mb(root: int) -> float:
+    """The mean memory (PSS, MB) of the Chromium renderers under process *root*, read
+    from Linux's /proc (0 without it): what grows as a context's pages are used."""
+    children: dict[int, list[int]] = {}
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                with open(f"/proc/{entry.name}/stat") as f:
+                    parent = int(f.read().rpartition(")")[2].split()[1])
+                children.setdefault(parent, []).append(int(entry.name))
+    total, count, todo = 0, 0, [root]
+    while todo:
+        pid = todo.pop()
+        todo += children.get(pid, [])
+        with contextlib.suppress(OSError):
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"--type=renderer" not in f.read():
+                    continue
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                if found := re.search(r"^Pss:\s+(\d+)", f.read(), re.M):
+                    total += int(found[1])
+                    count += 1
+    return total / 1024 / max(count, 1)
+
+
 class _PageState:
     """One open page's requests in flight and script errors, for its current URL."""
 
@@ -339,6 +367,7 @@ class Browser(ScrapyPlaywrightDownloadHandler):
         self.crawler = crawler
         self.timeout = s.getfloat("SITEMAP_RENDER_TIMEOUT")
         self.context_pages = s.getint("SITEMAP_RENDER_CONTEXT_PAGES")
+        self.context_mb = s.getint("SITEMAP_RENDER_CONTEXT_MB")
         concurrency = render_concurrency(s)
         self.slots = asyncio.Semaphore(concurrency)
         assert crawler.stats is not None
@@ -378,9 +407,6 @@ class Browser(ScrapyPlaywrightDownloadHandler):
         document = request.meta.pop("sitemap_render_document", None)
         async with self.slots:
             name = f"render-{self.generation}"
-            self.served += 1
-            if self.served >= self.context_pages:
-                self.generation, self.served = self.generation + 1, 0
             request.meta["playwright_context"] = name
             request.meta["playwright_include_page"] = True
             idle = self.idle_pages.get(name)
@@ -390,6 +416,19 @@ class Browser(ScrapyPlaywrightDownloadHandler):
                     request.meta["playwright_page"] = page
                     stats.inc_value("sitemap/render/pages_reused")
                     break
+            self.served += 1
+            if self.served >= self.context_pages or (
+                # (A context of 20 pages at least: a site whose fresh renderers are over
+                # the budget is not given a new context every 10 pages.)
+                self.served >= 20
+                and self.served % 10 == 0
+                and renderers_mb(os.getpid()) > self.context_mb
+            ):
+                self.generation, self.served = self.generation + 1, 0
+                # Its other pages are not used again: their renderers go now, not
+                # with its last render (the memory of both contexts at once).
+                for page in self.idle_pages.pop(name, []):
+                    await self._close_page(page)
             request.meta["sitemap_render_document"] = document
             self.open_pages[name] = self.open_pages.get(name, 0) + 1
             keep = False

@@ -92,6 +92,11 @@ LAUNCH_ARGS = (
     "--hide-scrollbars",
     # ... and a small window: less to lay out and paint.
     "--window-size=800,600",
+    # Fewer processes and less memory: no GPU process, and V8 without its
+    # optimising compilers (a page lives briefly). Pages keep a renderer each: one
+    # shared (--process-per-site) stalls every page behind a script that never ends.
+    "--in-process-gpu",
+    "--js-flags=--lite-mode",
     # Pages rendering in the background keep their timers at full speed.
     "--disable-background-timer-throttling",
     "--disable-renderer-backgrounding",
