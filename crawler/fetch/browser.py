@@ -225,18 +225,13 @@ def render_concurrency(settings: BaseSettings) -> int:
 def renderers_mb(root: int) -> float:
     """The mean memory (PSS, MB) of the Chromium renderers under process *root*, read
     from Linux's /proc (0 without it): what grows as a context's pages are used."""
-    children: dict[int, list[int]] = {}
-    with contextlib.suppress(OSError):
-        for entry in os.scandir("/proc"):
-            with contextlib.suppress(OSError, ValueError, IndexError):
-                with open(f"/proc/{entry.name}/stat") as f:
-                    parent = int(f.read().rpartition(")")[2].split()[1])
-                children.setdefault(parent, []).append(int(entry.name))
     total, count, todo = 0, 0, [root]
     while todo:
         pid = todo.pop()
-        todo += children.get(pid, [])
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, ValueError):
+            for task in os.listdir(f"/proc/{pid}/task"):  # a process's children, by thread
+                with open(f"/proc/{pid}/task/{task}/children") as f:
+                    todo += map(int, f.read().split())
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 if b"--type=renderer" not in f.read():
                     continue
@@ -370,8 +365,7 @@ class Browser(ScrapyPlaywrightDownloadHandler):
         self.context_mb = s.getint("SITEMAP_RENDER_CONTEXT_MB")
         concurrency = render_concurrency(s)
         self.slots = asyncio.Semaphore(concurrency)
-        assert crawler.stats is not None
-        crawler.stats.set_value("sitemap/render/concurrency", concurrency)
+        self.stats.set_value("sitemap/render/concurrency", concurrency)
         self.config.browser_type_name = "chromium"
         self.config.launch_options = {
             "headless": True,
@@ -402,9 +396,6 @@ class Browser(ScrapyPlaywrightDownloadHandler):
             spider = self.crawler.spider
             start = getattr(spider, "start_url", None) or request.url
             self.site = site_of(start)
-        stats = self.crawler.stats
-        assert stats is not None
-        document = request.meta.pop("sitemap_render_document", None)
         async with self.slots:
             name = f"render-{self.generation}"
             request.meta["playwright_context"] = name
@@ -414,7 +405,7 @@ class Browser(ScrapyPlaywrightDownloadHandler):
                 page = idle.pop()
                 if not page.is_closed():
                     request.meta["playwright_page"] = page
-                    stats.inc_value("sitemap/render/pages_reused")
+                    self.stats.inc_value("sitemap/render/pages_reused")
                     break
             self.served += 1
             if self.served >= self.context_pages or (
@@ -429,7 +420,6 @@ class Browser(ScrapyPlaywrightDownloadHandler):
                 # with its last render (the memory of both contexts at once).
                 for page in self.idle_pages.pop(name, []):
                     await self._close_page(page)
-            request.meta["sitemap_render_document"] = document
             self.open_pages[name] = self.open_pages.get(name, 0) + 1
             keep = False
             try:
@@ -452,7 +442,7 @@ class Browser(ScrapyPlaywrightDownloadHandler):
                         await self._close_page(page)
                 if retire:
                     await self._retire(name)
-        stats.inc_value("sitemap/render/pages")
+        self.stats.inc_value("sitemap/render/pages")
         return response
 
     async def _close_page(self, page: Page) -> None:
@@ -466,8 +456,7 @@ class Browser(ScrapyPlaywrightDownloadHandler):
             self.states.pop(id(page), None)
         wrapper = self.context_wrappers.get(name)
         if wrapper is not None:
-            assert self.crawler.stats is not None
-            self.crawler.stats.inc_value("sitemap/render/contexts")
+            self.stats.inc_value("sitemap/render/contexts")
             try:
                 await wrapper.context.close()
             except PlaywrightError:  # the browser went first
@@ -565,8 +554,6 @@ class Browser(ScrapyPlaywrightDownloadHandler):
         """Wait until neither the network (the page's requests, counted by their
         events) nor the page's own fetches have anything pending, at most the
         timeout; the DOM then, the router's URLs added to it as links."""
-        stats = self.crawler.stats
-        assert stats is not None
         deadline = time.monotonic() + self.timeout
         pushed: list[str] = []
         html: str | None = None
@@ -599,16 +586,14 @@ class Browser(ScrapyPlaywrightDownloadHandler):
         if html is None:  # out of time before a look: read the page as it is
             _, pushed, html = await page.evaluate(_SETTLE, 0)
         if not settled:
-            stats.inc_value("sitemap/render/unsettled")
+            self.stats.inc_value("sitemap/render/unsettled")
         if request.meta.get("sitemap_render_errors"):
-            stats.inc_value("sitemap/render/script_errors")
+            self.stats.inc_value("sitemap/render/script_errors")
         request.meta["sitemap_render_settled"] = settled
         request.meta["sitemap_render_pushed"] = pushed
         return html
 
     async def _route(self, route: Route, preq: BrowserRequest, state: _PageState) -> None:
-        stats = self.crawler.stats
-        assert stats is not None
         if self._blocked(preq):
             await route.abort()
             return
@@ -618,14 +603,14 @@ class Browser(ScrapyPlaywrightDownloadHandler):
             status, headers, body = state.document
             state.document = None  # the first request for it only
             if preq.method == "GET":
-                stats.inc_value("sitemap/render/document_from_raw")
+                self.stats.inc_value("sitemap/render/document_from_raw")
                 await route.fulfill(status=status, headers=headers, body=body)
                 return
-        stats.inc_value(f"sitemap/render/requests/{kind}")
+        self.stats.inc_value(f"sitemap/render/requests/{kind}")
         if kind in CACHED_TYPES and preq.method == "GET":
             entry = self.cache.get(target)
             if entry is not None:
-                stats.inc_value("sitemap/render/cache/hits")
+                self.stats.inc_value("sitemap/render/cache/hits")
                 await route.fulfill(status=entry.status, headers=entry.headers, body=entry.body)
                 return
             # A script is fetched to be kept at once (bundles are shared by the
@@ -634,7 +619,7 @@ class Browser(ScrapyPlaywrightDownloadHandler):
                 answer = await route.fetch()
                 data = await answer.body()
                 if self.cache.put(target, answer.status, answer.headers, data):
-                    stats.inc_value("sitemap/render/cache/stored")
+                    self.stats.inc_value("sitemap/render/cache/stored")
                 await route.fulfill(response=answer, body=data)
                 return
             if len(self.cache.seen) < 100_000:
@@ -643,24 +628,22 @@ class Browser(ScrapyPlaywrightDownloadHandler):
 
     def _blocked(self, preq: BrowserRequest) -> bool:
         """Whether the page's request *preq* is stopped (see the module docstring)."""
-        stats = self.crawler.stats
-        assert stats is not None
         kind = preq.resource_type
         if kind in ABORTED_TYPES:
-            stats.inc_value(f"sitemap/render/aborted/{kind}")
+            self.stats.inc_value(f"sitemap/render/aborted/{kind}")
             return True
         url = preq.url
         if not url.startswith(("http://", "https://")):
             return False  # data: and blob: are the page's own
         if site_of(url) != self.site:
-            stats.inc_value("sitemap/render/blocked/other_host")
+            self.stats.inc_value("sitemap/render/blocked/other_host")
             logger.debug("render: blocked %s (another host)", url)
             return True
         if not self.allows(url):
-            stats.inc_value("sitemap/render/blocked/robots")
+            self.stats.inc_value("sitemap/render/blocked/robots")
             logger.debug("render: blocked %s (robots.txt)", url)
             return True
         if kind != "document" and ANALYTICS.search(url.split("#")[0]):
-            stats.inc_value("sitemap/render/aborted/analytics")
+            self.stats.inc_value("sitemap/render/aborted/analytics")
             return True
         return False
