@@ -39,20 +39,9 @@ downloaded. Within it:
   the memory of its pages go with it; a browser that dies is launched again on the
   next page (scrapy-playwright's ``PLAYWRIGHT_RESTART_DISCONNECTED_BROWSER``).
 
-Settings: ``SITEMAP_RENDER_BROWSER``, ``SITEMAP_RENDER_CONCURRENCY``,
-``SITEMAP_RENDER_CONTEXT_PAGES``, ``SITEMAP_RENDER_CONTEXT_MB``,
-``SITEMAP_RENDER_TIMEOUT``; any ``PLAYWRIGHT_*`` setting of scrapy-playwright
-(``PLAYWRIGHT_LAUNCH_OPTIONS`` is merged over ours).
-Meta keys set on a rendered response: ``sitemap_render_pushed`` (the router's
-URLs), ``sitemap_render_errors`` (uncaught script errors),
-``sitemap_render_settled``.
-Stats: ``sitemap/render/pages``, ``sitemap/render/requests/<resource type>`` (let
-out), ``sitemap/render/aborted/<resource type|analytics>``,
-``sitemap/render/document_from_raw``, ``sitemap/render/cache/<stored|hits>``,
-``sitemap/render/pages_reused``, ``sitemap/render/concurrency``,
-``sitemap/render/blocked/other_host``, ``sitemap/render/blocked/robots``,
-``sitemap/render/unsettled``, ``sitemap/render/script_errors``,
-``sitemap/render/contexts``; scrapy-playwright's own ``playwright/...``.
+Settings: ``SITEMAP_RENDER_*`` and any ``PLAYWRIGHT_*`` setting of scrapy-playwright
+(``PLAYWRIGHT_LAUNCH_OPTIONS`` is merged over ours); meta keys set on a rendered
+response and stats: docs/rendering.md.
 
 It is one long module on purpose: the handler, the routing, the per-crawl cache
 and the settling of a render share one page state.
@@ -249,16 +238,13 @@ class _PageState:
         self.inflight: set[BrowserRequest] = set()
         self.started = 0
         self.idle = asyncio.Event()
-        self.idle.set()
-        self.errors: list[str] = []
-        # The URL being rendered, and the raw answer that serves its document request.
-        self.url = ""
-        self.document: tuple[int, dict[str, str], bytes] | None = None
+        self.reset("", None)
 
     def reset(self, url: str, document: tuple[int, dict[str, str], bytes] | None) -> None:
         self.inflight.clear()
         self.idle.set()
-        self.errors = []
+        self.errors: list[str] = []
+        # The URL being rendered, and the raw answer that serves its document request.
         self.url, self.document = url, document
 
     def began(self, preq: BrowserRequest) -> None:
@@ -270,9 +256,6 @@ class _PageState:
         self.inflight.discard(preq)
         if not self.inflight:
             self.idle.set()
-
-    def error(self, error: object) -> None:
-        self.errors.append(str(error)[:300])
 
 
 class _Entry:
@@ -392,10 +375,8 @@ class Browser(ScrapyPlaywrightDownloadHandler):
         await self._launch()
 
     async def download_request(self, request: Request) -> Response:
-        if self.site is None:
-            spider = self.crawler.spider
-            start = getattr(spider, "start_url", None) or request.url
-            self.site = site_of(start)
+        start = getattr(self.crawler.spider, "start_url", "") or request.url
+        self.site = self.site or site_of(start)
         async with self.slots:
             name = f"render-{self.generation}"
             request.meta["playwright_context"] = name
@@ -493,7 +474,7 @@ class Browser(ScrapyPlaywrightDownloadHandler):
         page.on("request", state.began)
         page.on("requestfinished", state.ended)
         page.on("requestfailed", state.ended)
-        page.on("pageerror", state.error)
+        page.on("pageerror", lambda error: state.errors.append(str(error)[:300]))
         page.on("close", self._forget)
 
         async def handle(route: Route, preq: BrowserRequest) -> None:
@@ -511,39 +492,32 @@ class Browser(ScrapyPlaywrightDownloadHandler):
         self.states.pop(id(page), None)
 
     async def _download_request_with_retry(self, request: Request, spider: Spider) -> Response:
-        """scrapy-playwright's, less what this handler does otherwise: a page is
-        routed once when it is opened (:meth:`_create_page`)."""
+        """scrapy-playwright's, replaced: the page (opened and routed once,
+        :meth:`_create_page`) loads the URL, settles (:meth:`_settle`) and its DOM is
+        read, with the raw answer's status and headers (the browser's, without one)."""
         page = request.meta.get("playwright_page")
         if not isinstance(page, Page) or page.is_closed():
             page = await self._create_page(request=request, spider=spider)
             request.meta["playwright_page"] = page
-        try:
-            return await self._render(request, page)
-        except Exception:
-            await self._close_page(page)
-            raise
-
-    async def _render(self, request: Request, page: Page) -> Response:
-        """Load the page, wait until it settles (:meth:`_settle`) and read its DOM: the
-        response has the raw answer's status and headers (the browser's, without one)."""
         state = self.states.get(id(page)) or _PageState()
         document = request.meta.pop("sitemap_render_document", None)
         state.reset(request.url, document)
         request.meta["sitemap_render_errors"] = state.errors
         started = time.time()
-        answer = await page.goto(request.url)
-        html = await self._settle(page, request, state)
+        try:
+            answer = await page.goto(request.url)
+            html = await self._settle(page, request, state)
+            status, headers = document[:2] if document else (200, {})
+            if document is None and answer is not None:
+                status, headers = answer.status, await answer.all_headers()
+        except Exception:
+            await self._close_page(page)
+            raise
         request.meta["download_latency"] = time.time() - started
-        if document is not None:
-            status, headers = document[0], document[1]
-        else:
-            status = answer.status if answer is not None else 200
-            headers = await answer.all_headers() if answer is not None else {}
-        headers = {k: v for k, v in headers.items() if k.lower() != "content-encoding"}
         return HtmlResponse(
             page.url,
             status=status,
-            headers=headers,
+            headers={k: v for k, v in headers.items() if k.lower() != "content-encoding"},
             body=html.encode("utf-8"),
             encoding="utf-8",
             request=request,
