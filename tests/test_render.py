@@ -420,6 +420,30 @@ async def test_a_browser_that_dies_is_launched_again(
     assert len(rendered) > 10
 
 
+@pytest_twisted.ensureDeferred
+async def test_contexts_are_recycled_on_a_memory_budget(
+    spa: SpaServer, chromium: str, tmp_path: Path
+) -> None:
+    """Renderers over SITEMAP_RENDER_CONTEXT_MB: a fresh context after 20 pages, well
+    before SITEMAP_RENDER_CONTEXT_PAGES, and every page still rendered."""
+    result = await run_crawl(
+        spa.base + "/",
+        tmp_path,
+        SITEMAP_RENDER="always",
+        SITEMAP_RENDER_BROWSER=chromium,
+        SITEMAP_RENDER_TIMEOUT=8.0,
+        SITEMAP_RENDER_CONCURRENCY=1,
+        SITEMAP_RENDER_CONTEXT_PAGES=1000,
+        SITEMAP_RENDER_CONTEXT_MB=1,
+        SITEMAP_EXCLUDE=[r"/hangs$"],
+    )
+    stats = result.stats
+    assert result.outcome == "published", stats.get("sitemap/message")
+    assert stats["sitemap/render/wanted"] >= 20
+    assert stats["sitemap/render/contexts"] >= 1
+    assert stats["sitemap/render/pages"] == stats["sitemap/render/wanted"]
+
+
 def test_the_crawl_cache_honours_the_sites_cache_headers() -> None:
     """What the browser fetched is reused within the crawl unless its headers say
     not to: no-store, no-cache, max-age=0, Vary: *, an Expires in the past."""

@@ -306,6 +306,7 @@ RULES: dict[str, Rule] = {
     "SITEMAP_RENDER_BROWSER": _optional(_text),
     "SITEMAP_RENDER_CONCURRENCY": _auto_or(_number(int, 1)),
     "SITEMAP_RENDER_CONTEXT_PAGES": _number(int, 1),
+    "SITEMAP_RENDER_CONTEXT_MB": _number(int, 1),
     "SITEMAP_RENDER_INCLUDE": _each(_regex),
     "SITEMAP_RENDER_SHELL_LINKS": _number(int, 0),
     "SITEMAP_RENDER_TIMEOUT": _positive,

@@ -33,23 +33,15 @@ downloaded. Within it:
 - **Bounds.** At most ``SITEMAP_RENDER_CONCURRENCY`` pages at once (``"auto"``:
   :func:`render_concurrency`); pages are kept open and reused from one URL to the
   next within a context (routed once); a browser context is closed and a fresh one
-  opened after ``SITEMAP_RENDER_CONTEXT_PAGES`` pages (its storage and the memory
-  of its pages go with it); a browser that dies is launched again on the next page
-  (scrapy-playwright's ``PLAYWRIGHT_RESTART_DISCONNECTED_BROWSER``).
+  opened after ``SITEMAP_RENDER_CONTEXT_PAGES`` pages, or sooner once its renderers
+  use over ``SITEMAP_RENDER_CONTEXT_MB`` of memory each on average
+  (:func:`renderers_mb`, looked at every 10 pages from the 20th): its storage and
+  the memory of its pages go with it; a browser that dies is launched again on the
+  next page (scrapy-playwright's ``PLAYWRIGHT_RESTART_DISCONNECTED_BROWSER``).
 
-Settings: ``SITEMAP_RENDER_BROWSER``, ``SITEMAP_RENDER_CONCURRENCY``,
-``SITEMAP_RENDER_CONTEXT_PAGES``, ``SITEMAP_RENDER_TIMEOUT``; any ``PLAYWRIGHT_*``
-setting of scrapy-playwright (``PLAYWRIGHT_LAUNCH_OPTIONS`` is merged over ours).
-Meta keys set on a rendered response: ``sitemap_render_pushed`` (the router's
-URLs), ``sitemap_render_errors`` (uncaught script errors),
-``sitemap_render_settled``.
-Stats: ``sitemap/render/pages``, ``sitemap/render/requests/<resource type>`` (let
-out), ``sitemap/render/aborted/<resource type|analytics>``,
-``sitemap/render/document_from_raw``, ``sitemap/render/cache/<stored|hits>``,
-``sitemap/render/pages_reused``, ``sitemap/render/concurrency``,
-``sitemap/render/blocked/other_host``, ``sitemap/render/blocked/robots``,
-``sitemap/render/unsettled``, ``sitemap/render/script_errors``,
-``sitemap/render/contexts``; scrapy-playwright's own ``playwright/...``.
+Settings: ``SITEMAP_RENDER_*`` and any ``PLAYWRIGHT_*`` setting of scrapy-playwright
+(``PLAYWRIGHT_LAUNCH_OPTIONS`` is merged over ours); meta keys set on a rendered
+response and stats: docs/rendering.md.
 
 It is one long module on purpose: the handler, the routing, the per-crawl cache
 and the settling of a render share one page state.
@@ -70,6 +62,7 @@ from typing import TYPE_CHECKING, Any
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
+from scrapy.http import HtmlResponse
 from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 
 from crawler.core.urls import site_of
@@ -168,33 +161,36 @@ INIT_SCRIPT = """
 """
 
 # Resolves once the page has nothing of its own pending (two looks in a row, a
-# macrotask apart), or false at the cap (ms); with the router's URLs.
+# macrotask apart), or at the cap (ms): whether it settled, the router's URLs, and the
+# DOM read as HTML with those URLs the DOM does not link to added as ``<a href>``.
+# One call a look: every call is a round trip through Playwright's driver.
 _SETTLE = """(cap) => new Promise((resolve) => {
-  const w = window, end = Date.now() + cap;
+  const w = window, d = document, end = Date.now() + cap;
   let idle = 0;
+  const read = (quiet) => {
+    const urls = w.__sitemapPushed || [];
+    const have = new Set(Array.from(d.querySelectorAll("a[href]"), a => a.href));
+    const holder = d.createElement("nav");
+    holder.setAttribute("data-sitemap-crawler", "history");
+    for (const url of urls) {
+      if (have.has(url)) continue;
+      have.add(url);
+      const a = d.createElement("a");
+      a.href = url;
+      holder.appendChild(a);
+    }
+    if (holder.childNodes.length) (d.body || d.documentElement).appendChild(holder);
+    const doctype = d.doctype ? new XMLSerializer().serializeToString(d.doctype) : "";
+    resolve([quiet, urls, doctype + (d.documentElement ? d.documentElement.outerHTML : "")]);
+  };
   const look = () => {
     idle = (w.__sitemapPending || 0) <= 0 ? idle + 1 : 0;
-    if (idle >= 2) return resolve([true, w.__sitemapPushed || []]);
-    if (Date.now() >= end) return resolve([false, w.__sitemapPushed || []]);
+    if (idle >= 2) return read(true);
+    if (Date.now() >= end) return read(false);
     setTimeout(look, idle ? 0 : POLL_MS);
   };
   look();
 })""".replace("POLL_MS", str(POLL_MS))
-
-# Adds the router's URLs that the DOM does not link to as links, before it is read.
-_ADD_LINKS = """(urls) => {
-  const have = new Set(Array.from(document.querySelectorAll("a[href]"), a => a.href));
-  const holder = document.createElement("nav");
-  holder.setAttribute("data-sitemap-crawler", "history");
-  for (const url of urls) {
-    if (have.has(url)) continue;
-    have.add(url);
-    const a = document.createElement("a");
-    a.href = url;
-    holder.appendChild(a);
-  }
-  if (holder.childNodes.length) (document.body || document.documentElement).appendChild(holder);
-}"""
 
 
 class RenderTimeout(Exception):
@@ -215,6 +211,26 @@ def render_concurrency(settings: BaseSettings) -> int:
     return max(1, min(2 * (cores or 1), polite or 1, 8))
 
 
+def renderers_mb(root: int) -> float:
+    """The mean memory (PSS, MB) of the Chromium renderers under process *root*, read
+    from Linux's /proc (0 without it): what grows as a context's pages are used."""
+    total, count, todo = 0, 0, [root]
+    while todo:
+        pid = todo.pop()
+        with contextlib.suppress(OSError, ValueError):
+            for task in os.listdir(f"/proc/{pid}/task"):  # a process's children, by thread
+                with open(f"/proc/{pid}/task/{task}/children") as f:
+                    todo += map(int, f.read().split())
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"--type=renderer" not in f.read():
+                    continue
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                if found := re.search(r"^Pss:\s+(\d+)", f.read(), re.M):
+                    total += int(found[1])
+                    count += 1
+    return total / 1024 / max(count, 1)
+
+
 class _PageState:
     """One open page's requests in flight and script errors, for its current URL."""
 
@@ -222,16 +238,13 @@ class _PageState:
         self.inflight: set[BrowserRequest] = set()
         self.started = 0
         self.idle = asyncio.Event()
-        self.idle.set()
-        self.errors: list[str] = []
-        # The URL being rendered, and the raw answer that serves its document request.
-        self.url = ""
-        self.document: tuple[int, dict[str, str], bytes] | None = None
+        self.reset("", None)
 
     def reset(self, url: str, document: tuple[int, dict[str, str], bytes] | None) -> None:
         self.inflight.clear()
         self.idle.set()
-        self.errors = []
+        self.errors: list[str] = []
+        # The URL being rendered, and the raw answer that serves its document request.
         self.url, self.document = url, document
 
     def began(self, preq: BrowserRequest) -> None:
@@ -243,9 +256,6 @@ class _PageState:
         self.inflight.discard(preq)
         if not self.inflight:
             self.idle.set()
-
-    def error(self, error: object) -> None:
-        self.errors.append(str(error)[:300])
 
 
 class _Entry:
@@ -335,10 +345,10 @@ class Browser(ScrapyPlaywrightDownloadHandler):
         self.crawler = crawler
         self.timeout = s.getfloat("SITEMAP_RENDER_TIMEOUT")
         self.context_pages = s.getint("SITEMAP_RENDER_CONTEXT_PAGES")
+        self.context_mb = s.getint("SITEMAP_RENDER_CONTEXT_MB")
         concurrency = render_concurrency(s)
         self.slots = asyncio.Semaphore(concurrency)
-        assert crawler.stats is not None
-        crawler.stats.set_value("sitemap/render/concurrency", concurrency)
+        self.stats.set_value("sitemap/render/concurrency", concurrency)
         self.config.browser_type_name = "chromium"
         self.config.launch_options = {
             "headless": True,
@@ -365,18 +375,10 @@ class Browser(ScrapyPlaywrightDownloadHandler):
         await self._launch()
 
     async def download_request(self, request: Request) -> Response:
-        if self.site is None:
-            spider = self.crawler.spider
-            start = getattr(spider, "start_url", None) or request.url
-            self.site = site_of(start)
-        stats = self.crawler.stats
-        assert stats is not None
-        document = request.meta.pop("sitemap_render_document", None)
+        start = getattr(self.crawler.spider, "start_url", "") or request.url
+        self.site = self.site or site_of(start)
         async with self.slots:
             name = f"render-{self.generation}"
-            self.served += 1
-            if self.served >= self.context_pages:
-                self.generation, self.served = self.generation + 1, 0
             request.meta["playwright_context"] = name
             request.meta["playwright_include_page"] = True
             idle = self.idle_pages.get(name)
@@ -384,9 +386,21 @@ class Browser(ScrapyPlaywrightDownloadHandler):
                 page = idle.pop()
                 if not page.is_closed():
                     request.meta["playwright_page"] = page
-                    stats.inc_value("sitemap/render/pages_reused")
+                    self.stats.inc_value("sitemap/render/pages_reused")
                     break
-            request.meta["sitemap_render_document"] = document
+            self.served += 1
+            if self.served >= self.context_pages or (
+                # (A context of 20 pages at least: a site whose fresh renderers are over
+                # the budget is not given a new context every 10 pages.)
+                self.served >= 20
+                and self.served % 10 == 0
+                and renderers_mb(os.getpid()) > self.context_mb
+            ):
+                self.generation, self.served = self.generation + 1, 0
+                # Its other pages are not used again: their renderers go now, not
+                # with its last render (the memory of both contexts at once).
+                for page in self.idle_pages.pop(name, []):
+                    await self._close_page(page)
             self.open_pages[name] = self.open_pages.get(name, 0) + 1
             keep = False
             try:
@@ -409,7 +423,7 @@ class Browser(ScrapyPlaywrightDownloadHandler):
                         await self._close_page(page)
                 if retire:
                     await self._retire(name)
-        stats.inc_value("sitemap/render/pages")
+        self.stats.inc_value("sitemap/render/pages")
         return response
 
     async def _close_page(self, page: Page) -> None:
@@ -423,8 +437,7 @@ class Browser(ScrapyPlaywrightDownloadHandler):
             self.states.pop(id(page), None)
         wrapper = self.context_wrappers.get(name)
         if wrapper is not None:
-            assert self.crawler.stats is not None
-            self.crawler.stats.inc_value("sitemap/render/contexts")
+            self.stats.inc_value("sitemap/render/contexts")
             try:
                 await wrapper.context.close()
             except PlaywrightError:  # the browser went first
@@ -452,12 +465,16 @@ class Browser(ScrapyPlaywrightDownloadHandler):
             name = request.meta.get("playwright_context", "default")
             self.context_wrappers.pop(name, None)
             raise PlaywrightError(f"the browser opened no page in {self.timeout:g} s") from None
+        # scrapy-playwright's request and response counts: two events a request more
+        # through the driver (the route handler counts what goes out).
+        page.remove_listener("request", self._increment_request_stats)
+        page.remove_listener("response", self._increment_response_stats)
         await page.add_init_script(INIT_SCRIPT)
         state = self.states[id(page)] = _PageState()
         page.on("request", state.began)
         page.on("requestfinished", state.ended)
         page.on("requestfailed", state.ended)
-        page.on("pageerror", state.error)
+        page.on("pageerror", lambda error: state.errors.append(str(error)[:300]))
         page.on("close", self._forget)
 
         async def handle(route: Route, preq: BrowserRequest) -> None:
@@ -475,36 +492,45 @@ class Browser(ScrapyPlaywrightDownloadHandler):
         self.states.pop(id(page), None)
 
     async def _download_request_with_retry(self, request: Request, spider: Spider) -> Response:
-        """scrapy-playwright's, less what this handler does otherwise: a page is
-        routed once when it is opened (:meth:`_create_page`)."""
+        """scrapy-playwright's, replaced: the page (opened and routed once,
+        :meth:`_create_page`) loads the URL, settles (:meth:`_settle`) and its DOM is
+        read, with the raw answer's status and headers (the browser's, without one)."""
         page = request.meta.get("playwright_page")
         if not isinstance(page, Page) or page.is_closed():
             page = await self._create_page(request=request, spider=spider)
             request.meta["playwright_page"] = page
-        state = self.states.get(id(page))
-        if state is not None:
-            state.reset(request.url, request.meta.pop("sitemap_render_document", None))
-            request.meta["sitemap_render_errors"] = state.errors
+        state = self.states.get(id(page)) or _PageState()
+        document = request.meta.pop("sitemap_render_document", None)
+        state.reset(request.url, document)
+        request.meta["sitemap_render_errors"] = state.errors
+        started = time.time()
         try:
-            response: Response = await self._download_request_with_page(request, page, spider)
+            answer = await page.goto(request.url)
+            html = await self._settle(page, request, state)
+            status, headers = document[:2] if document else (200, {})
+            if document is None and answer is not None:
+                status, headers = answer.status, await answer.all_headers()
         except Exception:
             await self._close_page(page)
             raise
-        return response
+        request.meta["download_latency"] = time.time() - started
+        return HtmlResponse(
+            page.url,
+            status=status,
+            headers={k: v for k, v in headers.items() if k.lower() != "content-encoding"},
+            body=html.encode("utf-8"),
+            encoding="utf-8",
+            request=request,
+            flags=["playwright"],
+        )
 
-    async def _apply_page_methods(self, page: Page, request: Request, spider: Spider) -> None:
-        await super()._apply_page_methods(page, request, spider)
-        await self._settle(page, request)
-
-    async def _settle(self, page: Page, request: Request) -> None:
+    async def _settle(self, page: Page, request: Request, state: _PageState) -> str:
         """Wait until neither the network (the page's requests, counted by their
         events) nor the page's own fetches have anything pending, at most the
-        timeout; then add the router's URLs to the DOM as links."""
-        stats = self.crawler.stats
-        assert stats is not None
-        state = self.states.get(id(page)) or _PageState()
+        timeout; the DOM then, the router's URLs added to it as links."""
         deadline = time.monotonic() + self.timeout
         pushed: list[str] = []
+        html: str | None = None
         settled = False
         while True:
             left = deadline - time.monotonic()
@@ -518,7 +544,7 @@ class Browser(ScrapyPlaywrightDownloadHandler):
             left = max(0.1, deadline - time.monotonic())
             try:
                 # A page stuck in a script never answers: bounded by the deadline.
-                quiet, pushed = await asyncio.wait_for(
+                quiet, pushed, html = await asyncio.wait_for(
                     page.evaluate(_SETTLE, int(left * 1000)), left + 0.5
                 )
             except PlaywrightError:  # navigating (a script's redirect): look again
@@ -531,19 +557,17 @@ class Browser(ScrapyPlaywrightDownloadHandler):
                 break
             if not quiet:
                 break
+        if html is None:  # out of time before a look: read the page as it is
+            _, pushed, html = await page.evaluate(_SETTLE, 0)
         if not settled:
-            stats.inc_value("sitemap/render/unsettled")
+            self.stats.inc_value("sitemap/render/unsettled")
         if request.meta.get("sitemap_render_errors"):
-            stats.inc_value("sitemap/render/script_errors")
+            self.stats.inc_value("sitemap/render/script_errors")
         request.meta["sitemap_render_settled"] = settled
         request.meta["sitemap_render_pushed"] = pushed
-        if pushed:
-            with contextlib.suppress(PlaywrightError):
-                await page.evaluate(_ADD_LINKS, pushed)
+        return html
 
     async def _route(self, route: Route, preq: BrowserRequest, state: _PageState) -> None:
-        stats = self.crawler.stats
-        assert stats is not None
         if self._blocked(preq):
             await route.abort()
             return
@@ -553,14 +577,14 @@ class Browser(ScrapyPlaywrightDownloadHandler):
             status, headers, body = state.document
             state.document = None  # the first request for it only
             if preq.method == "GET":
-                stats.inc_value("sitemap/render/document_from_raw")
+                self.stats.inc_value("sitemap/render/document_from_raw")
                 await route.fulfill(status=status, headers=headers, body=body)
                 return
-        stats.inc_value(f"sitemap/render/requests/{kind}")
+        self.stats.inc_value(f"sitemap/render/requests/{kind}")
         if kind in CACHED_TYPES and preq.method == "GET":
             entry = self.cache.get(target)
             if entry is not None:
-                stats.inc_value("sitemap/render/cache/hits")
+                self.stats.inc_value("sitemap/render/cache/hits")
                 await route.fulfill(status=entry.status, headers=entry.headers, body=entry.body)
                 return
             # A script is fetched to be kept at once (bundles are shared by the
@@ -569,7 +593,7 @@ class Browser(ScrapyPlaywrightDownloadHandler):
                 answer = await route.fetch()
                 data = await answer.body()
                 if self.cache.put(target, answer.status, answer.headers, data):
-                    stats.inc_value("sitemap/render/cache/stored")
+                    self.stats.inc_value("sitemap/render/cache/stored")
                 await route.fulfill(response=answer, body=data)
                 return
             if len(self.cache.seen) < 100_000:
@@ -578,24 +602,22 @@ class Browser(ScrapyPlaywrightDownloadHandler):
 
     def _blocked(self, preq: BrowserRequest) -> bool:
         """Whether the page's request *preq* is stopped (see the module docstring)."""
-        stats = self.crawler.stats
-        assert stats is not None
         kind = preq.resource_type
         if kind in ABORTED_TYPES:
-            stats.inc_value(f"sitemap/render/aborted/{kind}")
+            self.stats.inc_value(f"sitemap/render/aborted/{kind}")
             return True
         url = preq.url
         if not url.startswith(("http://", "https://")):
             return False  # data: and blob: are the page's own
         if site_of(url) != self.site:
-            stats.inc_value("sitemap/render/blocked/other_host")
+            self.stats.inc_value("sitemap/render/blocked/other_host")
             logger.debug("render: blocked %s (another host)", url)
             return True
         if not self.allows(url):
-            stats.inc_value("sitemap/render/blocked/robots")
+            self.stats.inc_value("sitemap/render/blocked/robots")
             logger.debug("render: blocked %s (robots.txt)", url)
             return True
         if kind != "document" and ANALYTICS.search(url.split("#")[0]):
-            stats.inc_value("sitemap/render/aborted/analytics")
+            self.stats.inc_value("sitemap/render/aborted/analytics")
             return True
         return False

@@ -12,10 +12,8 @@ the pages to render (docs/rendering.md) and builds the request that renders one:
 - ``SITEMAP_RENDER = "never"``: nothing is rendered;
 - ``"auto"`` (the default): a 200 HTML page is rendered when its URL matches a
   ``SITEMAP_RENDER_INCLUDE`` regex, or when its raw HTML has fewer than
-  ``SITEMAP_RENDER_SHELL_LINKS`` links to the crawled host *and* a sign of a shell:
-  an empty mount element (``<div id="root"></div>``, ``#app``, ``#__next``,
-  ``<app-root>``...: no link in it, under 100 characters of text), a ``<noscript>``
-  asking for JavaScript, or a body of scripts with under 100 characters of text.
+  ``SITEMAP_RENDER_SHELL_LINKS`` links to the crawled host *and* a sign of a shell
+  (an empty mount element, a ``<noscript>`` asking for JavaScript...).
   (A server-rendered page whose list a script fills from an API is not told from
   its raw HTML: inline scripts that do so are common on plain sites too, Sphinx's
   search page among them. ``SITEMAP_RENDER_INCLUDE`` names such pages.)
@@ -34,15 +32,7 @@ Without scrapy-playwright or a Chromium (:func:`unavailable`), ``"auto"`` judges
 every page on its raw HTML and the summary says how many pages wanted rendering;
 the ``crawl`` command refuses ``"always"`` with what to install.
 
-Settings: ``SITEMAP_RENDER``, ``SITEMAP_RENDER_BROWSER``, ``SITEMAP_RENDER_INCLUDE``,
-``SITEMAP_RENDER_SHELL_LINKS`` (and those of :mod:`crawler.fetch.renderhandler`).
-Meta keys of a render request: ``playwright``, ``sitemap_render`` (why),
-``sitemap_render_document`` (the raw answer that serves the browser's document request),
-``playwright_context_kwargs``, ``autothrottle_dont_adjust_delay``.
-Stats: ``sitemap/render/wanted`` (pages asked through the browser),
-``sitemap/render/reason/<always|include|shell>``, ``sitemap/render/unavailable``
-(pages that wanted rendering, judged raw for want of a browser),
-``sitemap/render/skipped/noindex``.
+Settings, the meta keys of a render request and the stats: docs/rendering.md.
 """
 
 from __future__ import annotations
@@ -87,11 +77,18 @@ LAUNCH_ARGS = (
     "--disable-default-apps",
     "--mute-audio",
     "--disable-breakpad",
-    "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication",
+    # (No spare renderer started ahead of a navigation: a process, ~40 MB, each time.)
+    "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication,"
+    "SpareRendererForSitePerProcess",
     "--no-default-browser-check",
     "--hide-scrollbars",
     # ... and a small window: less to lay out and paint.
     "--window-size=800,600",
+    # Fewer processes and less memory: no GPU process, and V8 without its
+    # optimising compilers (a page lives briefly). Pages keep a renderer each: one
+    # shared (--process-per-site) stalls every page behind a script that never ends.
+    "--in-process-gpu",
+    "--js-flags=--lite-mode",
     # Pages rendering in the background keep their timers at full speed.
     "--disable-background-timer-throttling",
     "--disable-renderer-backgrounding",
