@@ -73,7 +73,7 @@ COMMON_LASTMODS = re.compile(rf"(?:{_COMMON_LASTMOD.pattern})(?:\n(?:{_COMMON_LA
 _PRIORITY_MIN = Decimal("0.0")
 _PRIORITY_MAX = Decimal("1.0")
 # What XML 1.0 cannot hold at all, even escaped (its production "Char").
-_NOT_XML_CHAR = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+NOT_XML_CHAR = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 # xhtml-link.xsd's hreflang: an ISO 639 language, an optional ISO 15924 script
 # and an optional ISO 3166-1 alpha-2 (or UN M.49) region, or "x-default".
 _HREFLANG = re.compile(
@@ -140,7 +140,7 @@ def _check_text(value: object, what: str, max_length: int | None = None) -> None
         raise ValueError(
             f"{what} must be at most {max_length} characters, not {len(value)}: {value[:80]!r}"
         )
-    if _NOT_XML_CHAR.search(value):
+    if NOT_XML_CHAR.search(value):
         raise ValueError(f"{what} contains characters XML cannot hold: {value[:80]!r}")
 
 
