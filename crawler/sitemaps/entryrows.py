@@ -351,12 +351,9 @@ class EntryRows:
                 raise ValueError(_ROW_SHAPE) from None
             if not 2 <= len(columns) <= 6:
                 raise ValueError(_ROW_SHAPE)
-            if len(columns) < 4 or columns[3].count(columns[3][0]) == len(rows):
-                yield self._batch(columns)
-                continue
-            # Where the section changes, a batch ends.
+            # Where the section changes, a batch ends (a whole tuple's slice is itself).
             start = 0
-            for _, run in groupby(columns[3]):
+            for _, run in groupby(columns[3] if len(columns) > 3 else (None,) * len(rows)):
                 stop = start + sum(1 for _ in run)
                 yield self._batch([column[start:stop] for column in columns])
                 start = stop

@@ -370,7 +370,7 @@ def _read_xml(
     reading.kind, block, sink_class = _ROOTS[local]
     sink = reading.new_sink(sink_class, block, local)
     try:
-        yield from read_strict(sink, pieces, prefix, local, block, line_offset, stopped)
+        yield from read_strict(sink, pieces, prefix, line_offset, stopped)
     except Failed as failure:
         if failure.real:
             reading.problems.new(
