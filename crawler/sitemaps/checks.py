@@ -49,8 +49,7 @@ _LASTMOD_NO_ZONE = re.compile(
 # A subset of what check_loc() accepts (no %, brackets, userinfo, second "#"
 # or non-ASCII): URLs like this need no closer look.
 _PLAIN_HTTP_URL = re.compile(
-    r"https?://[A-Za-z0-9.-]+(?::[0-9]{1,5})?(?:[/?#][A-Za-z0-9._~!$&'()*+,;=:@/?-]*)?",
-    re.ASCII,
+    r"https?://[A-Za-z0-9.-]+(?::[0-9]{1,5})?(?:[/?#][A-Za-z0-9._~!$&'()*+,;=:@/?-]*)?", re.ASCII
 )
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 _WHITESPACE = re.compile(r"\s")
@@ -177,13 +176,6 @@ class Checker:
     ) -> list[Problem]:
         """The problems of *entry*, each naming its URL (:func:`entry_url` of its
         loc and the sitemap's address *base*)."""
-        problems = self._check(entry, pubdate)
-        if not problems:
-            return problems
-        url = entry_url(entry.loc, base)
-        return [replace(problem, url=url) for problem in problems]
-
-    def _check(self, entry: Entry, pubdate: bool) -> list[Problem]:
         line = entry.line
         loc_problem = _check_url(entry.loc, line, "loc")
         problems = [] if loc_problem is None else [loc_problem]
@@ -219,7 +211,10 @@ class Checker:
                             line,
                         )
                     )
-        return problems
+        if not problems:
+            return problems
+        url = entry_url(entry.loc, base)
+        return [replace(problem, url=url) for problem in problems]
 
 
 def check_entry(entry: Entry, *, now: datetime, base: str | None = None) -> list[Problem]:
@@ -249,10 +244,9 @@ class Scope:
             port = parts.port
         except ValueError:
             return None
-        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        scheme, path = parts.scheme.lower(), parts.path or "/"
+        if scheme not in ("http", "https") or not parts.hostname:
             return None
-        path = parts.path or "/"
-        scheme = parts.scheme.lower()
         return cls(
             scheme, parts.hostname, port or _DEFAULT_PORTS[scheme], path[: path.rfind("/") + 1]
         )

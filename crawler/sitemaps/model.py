@@ -153,9 +153,7 @@ class Problems:
 
 def quote(value: str) -> str:
     """``value`` for a message: repr'd, and cut after 100 characters."""
-    if len(value) > _QUOTE:
-        return repr(value[:_QUOTE]) + "..."
-    return repr(value)
+    return repr(value[:_QUOTE]) + ("..." if len(value) > _QUOTE else "")
 
 
 class Rereading(Sequence[Entry]):

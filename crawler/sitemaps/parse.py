@@ -127,8 +127,7 @@ def _handed(
         try:
             batch = next(batches)
         except StopIteration as done:
-            result: ParsedSitemap = done.value
-            return result
+            return done.value  # type: ignore[no-any-return]  # the generator's return value
         consumer(batch)
 
 
