@@ -57,7 +57,8 @@ from urllib.parse import urlsplit
 from crawler.core.lastmod import lastmod_datetime
 from crawler.publish.childfile import fsync_dir, write_synced
 from crawler.publish.sitemapxml import escape, escape_attribute, escape_text
-from crawler.sitemaps.entry import NOT_XML_CHAR as _NOT_XML_CHAR, check_lastmod, check_loc
+from crawler.sitemaps.entry import NOT_XML_CHAR as _NOT_XML_CHAR
+from crawler.sitemaps.entry import check_lastmod, check_loc
 from crawler.sitemaps.feeds import ATOM_NS
 from crawler.sitemaps.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
 
