@@ -154,11 +154,8 @@ def _priority_fault(value: str, now: datetime) -> Fault:
 
 def aware(now: datetime | None) -> datetime:
     """``now`` as an aware datetime: the current time when None, UTC when naive."""
-    if now is None:
-        return datetime.now(UTC)
-    if now.tzinfo is None:
-        return now.replace(tzinfo=UTC)
-    return now
+    now = datetime.now(UTC) if now is None else now
+    return now if now.tzinfo is not None else now.replace(tzinfo=UTC)
 
 
 class Checker:

@@ -72,13 +72,6 @@ def check_section(section: str) -> None:
         raise ValueError(f"the section name {NEWS_SECTION!r} is reserved for the news sitemaps")
 
 
-def _row_section(section: object, loc: object) -> None:
-    try:
-        check_section(section)  # type: ignore[arg-type]  # check_section() checks the type too
-    except ValueError as exc:
-        raise ValueError(f"bad section of {str(loc)[:80]!r}: {exc}") from None
-
-
 # A ledger's rows carry few distinct values (a rule's), each checked once. typed:
 # else True, 1 and 1.0 would share an entry, and a bool priority is refused.
 _cached_changefreq = functools.lru_cache(maxsize=256, typed=True)(SitemapEntry._checked_changefreq)
@@ -163,7 +156,10 @@ class EntryBatch:
         if self.priority is not None:
             _set_batch_priority(self, SitemapEntry._checked_priority(self.priority))
         if self.section is not None and count:
-            _row_section(self.section, self.locs[0])
+            try:
+                check_section(self.section)
+            except ValueError as exc:
+                raise ValueError(f"bad section of {str(self.locs[0])[:80]!r}: {exc}") from None
         own = row_changefreqs is not None or row_priorities is not None
         locs = self.locs
         present = [lastmod for lastmod in self.lastmods if lastmod is not None]

@@ -161,8 +161,7 @@ def _steps(reading: Reading, data: bytes, max_bytes: int, url: str | None) -> It
                 "too-large",
                 f"{len(body):,} bytes uncompressed, over the protocol's {MAX_BYTES_PER_FILE:,}",
             )
-        if stopped:
-            reading.complete = False
+        reading.complete = not stopped
         yield from _read(reading, body, stopped)
     except Exception as exc:  # the contract is "a value, never an exception"
         logger.exception("sitemap parser failed on %s", url or "a document")

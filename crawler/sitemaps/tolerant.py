@@ -112,7 +112,7 @@ class Tolerant:
                 _AMPERSAND.pattern.replace("#x[0-9a-fA-F]+);", f"#x[0-9a-fA-F]+|{names});", 1),
                 re.DOTALL,
             )
-        qualified = f"{prefix}:{local}" if prefix else local
+        self.qualified = qualified = f"{prefix}:{local}" if prefix else local
         self.close_root = f"</{qualified}>"
         self.block_qname = f"{prefix}:{block}" if prefix else block
         # Block tags in the root's prefix or in none (RSS 1.0 has <rdf:RDF>
@@ -206,7 +206,7 @@ class Tolerant:
         if found and not tag.endswith("/>"):
             candidates.append(_flatten(tag))
         declarations = " ".join(x.decode() for x in _XMLNS.findall(tag.encode()))
-        qualified = f"{self.prefix}:{self.local}" if self.prefix else self.local
+        qualified = self.qualified
         candidates.append(_flatten(f"<{qualified} {declarations}>"))
         candidates.append(
             f'<{qualified} xmlns="{SITEMAP_NS}" xmlns:xhtml="{XHTML_NS}" xmlns:image="{IMAGE_NS}">'
