@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from email.utils import parsedate_to_datetime
 from typing import Final
 from urllib.parse import urljoin, urlsplit
@@ -143,12 +143,9 @@ def _changefreq_fault(value: str, now: datetime) -> Fault:
 
 def _priority_fault(value: str, now: datetime) -> Fault:
     text = value.strip()
-    if _DECIMAL.fullmatch(text):
-        try:
-            if Decimal(0) <= Decimal(text) <= _PRIORITY_MAX:
-                return None
-        except InvalidOperation:
-            pass
+    # What _DECIMAL matches, Decimal() reads.
+    if _DECIMAL.fullmatch(text) and Decimal(0) <= Decimal(text) <= _PRIORITY_MAX:
+        return None
     return "invalid-priority", f"priority {quote(value)} is not a decimal from 0.0 to 1.0"
 
 

@@ -97,14 +97,13 @@ def _peek(stream: Iterator[bytes], size: int) -> tuple[bytes, Iterator[bytes]]:
 
 def _gzip_problems(state: _GzipState, layer: str, stopped: bool) -> list[Problem]:
     name = f"{layer} gzip stream".strip()
-    problems = []
     if state.error is not None:
-        problems.append(Problem("gzip-error", f"the {name} is corrupt: {state.error}"))
-    elif state.trailing:
-        problems.append(Problem("gzip-trailing-data", f"bytes after the end of the {name}"))
-    elif not stopped and not state.finished:
-        problems.append(Problem("gzip-truncated", f"the {name} ends early"))
-    return problems
+        return [Problem("gzip-error", f"the {name} is corrupt: {state.error}")]
+    if state.trailing:
+        return [Problem("gzip-trailing-data", f"bytes after the end of the {name}")]
+    if not stopped and not state.finished:
+        return [Problem("gzip-truncated", f"the {name} ends early")]
+    return []
 
 
 def decompress(data: bytes, max_bytes: int) -> tuple[bytes, int, list[Problem]]:

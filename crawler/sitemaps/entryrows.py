@@ -258,9 +258,7 @@ def _own_values(
     values: Sequence[object] | None, default: _T | None, check: Callable[[object], _T]
 ) -> list[_T | None] | None:
     # The values entries are written with: a row's own (checked), else the default.
-    if values is None:
-        return None
-    return [default if value is None else check(value) for value in values]
+    return None if values is None else [default if v is None else check(v) for v in values]
 
 
 def _row_entry(loc: str, lastmod: str | None, extras: str) -> SitemapEntry:

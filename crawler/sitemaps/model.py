@@ -170,8 +170,7 @@ class Rereading(Sequence[Entry]):
         return self._count
 
     def __iter__(self) -> Iterator[Entry]:
-        for batch in self._reread():
-            yield from batch
+        return itertools.chain.from_iterable(self._reread())
 
     @overload
     def __getitem__(self, index: int) -> Entry: ...
