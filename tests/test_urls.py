@@ -19,7 +19,6 @@ from crawler.core.urls import (
     TRACKING_PARAMS,
     StartUrlError,
     host_port,
-    is_http_url,
     normalize_url,
     site_of,
     start_url,
@@ -428,7 +427,7 @@ def test_url_key_keeps_published_order() -> None:
     assert url_key(published) == f"{E}/?a=1&b=2"
 
 
-# --- host_port and is_http_url ------------------------------------------------------
+# --- host_port (None: not an http URL)------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -487,8 +486,8 @@ def test_host_port(url: str, expected: tuple[str, int] | None) -> None:
         ("", False),
     ],
 )
-def test_is_http_url(url: str, expected: bool) -> None:
-    assert is_http_url(url) is expected
+def test_host_port_says_whether_http_url(url: str, expected: bool) -> None:
+    assert (host_port(url) is not None) is expected
 
 
 # --- properties ------------------------------------------------------------------------
@@ -581,7 +580,7 @@ def test_normalize_url_is_idempotent(url: str, encoding: str, strip_params: bool
     assert normalized.isascii()
     assert _URI_RE.fullmatch(normalized), normalized
     assert normalize_url(normalized, encoding=encoding, strip_params=strip_params) == normalized
-    assert is_http_url(normalized)
+    assert host_port(normalized) is not None
     assert host_port(normalized) == host_port(url)
     assert url_key(normalized).isascii()
 
@@ -604,7 +603,7 @@ def test_fragment_and_tracking_never_survive(url: str, encoding: str) -> None:
 def test_arbitrary_text_never_raises(url: str) -> None:
     normalized = normalize_url(url)
     assert normalized is None or normalize_url(normalized) == normalized
-    assert is_http_url(url) == (host_port(url) is not None)
+    host_port(url)  # never raises either
 
 
 @settings(max_examples=300, deadline=None)

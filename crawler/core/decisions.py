@@ -251,16 +251,11 @@ def chains(hops: Mapping[str, str]) -> list[tuple[str, str]]:
     for key, target in hops.items():
         if target not in hops:
             continue
-        seen = {key}
-        node: str | None = target
-        note = "chain"
-        while node is not None and node in hops:
-            if node in seen:
-                note = "loop"
-                break
+        seen, node = {key}, target
+        while node in hops and node not in seen:
             seen.add(node)
             node = hops[node]
-        notes.append((key, f" ({note})"))
+        notes.append((key, " (loop)" if node in seen else " (chain)"))
     return notes
 
 

@@ -55,9 +55,7 @@ class SeenKeys:
         self.discard_fp(fingerprint(key))
 
     def has_fp(self, fp: int) -> bool:
-        if fp in self._fps:
-            return True
-        return bool(self._runs) and self._in_runs(fp) and fp not in self._gone
+        return fp in self._fps or (bool(self._runs) and self._in_runs(fp) and fp not in self._gone)
 
     def add_fp(self, fp: int) -> None:
         if fp in self._fps:

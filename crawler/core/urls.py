@@ -79,7 +79,6 @@ __all__ = [
     "Stripping",
     "TRACKING_PARAMS",
     "host_port",
-    "is_http_url",
     "is_session_param",
     "normalize_url",
     "url_key",
@@ -120,8 +119,7 @@ class Stripping:
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Stripping:
         return cls(
-            settings.getbool("SITEMAP_STRIP_PARAMS"),
-            tuple(settings.getlist("SITEMAP_STRIP_EXTRA")),
+            settings.getbool("SITEMAP_STRIP_PARAMS"), tuple(settings.getlist("SITEMAP_STRIP_EXTRA"))
         )
 
 
@@ -171,11 +169,7 @@ _QUERY_RE: Final = _component_re(_QUERY_SAFE)
 
 
 def normalize_url(
-    url: str,
-    *,
-    strip_params: bool = True,
-    extra_strip: Iterable[str] = (),
-    encoding: str = "utf-8",
+    url: str, *, strip_params: bool = True, extra_strip: Iterable[str] = (), encoding: str = "utf-8"
 ) -> str | None:
     """The normalised form of the absolute URL *url*, or ``None`` (the module's
     rules); *encoding* is the page's, for non-ASCII in the query."""
@@ -213,12 +207,6 @@ def url_key(normalized_url: str) -> str:
     data: ``?q=a+b`` is ``?q=a%20b``, ``?a`` is ``?a=``). For comparisons only.
     Cached: most links repeat on every page of a site."""
     return canonicalize_url(normalized_url, keep_fragments=False)
-
-
-def is_http_url(url: str) -> bool:
-    """Whether *url* is an absolute http(s) URL with a valid host and port (userinfo
-    or not: :func:`normalize_url` judges what may be published)."""
-    return host_port(url) is not None
 
 
 def host_port(url: str) -> tuple[str, int] | None:
@@ -304,12 +292,10 @@ def _normalise_host(host: str) -> str | None:
             host = unquote_to_bytes(host).decode("utf-8")
         except UnicodeDecodeError:
             return None
-    if not host.isascii():
-        ascii_host = _to_ascii(host)
-        if ascii_host is None:
-            return None
-        host = ascii_host
-    host = host.lower()
+    ascii_host = host if host.isascii() else _to_ascii(host)
+    if ascii_host is None:
+        return None
+    host = ascii_host.lower()
     return host if _HOST_RE.fullmatch(host) else None
 
 

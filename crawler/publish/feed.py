@@ -43,7 +43,7 @@ from urllib.parse import urlsplit
 from crawler.core.lastmod import lastmod_datetime
 from crawler.publish.childfile import fsync_dir, write_synced
 from crawler.publish.sitemapxml import escape, escape_attribute, escape_text
-from crawler.sitemaps.entry import _NOT_XML_CHAR, _check_date, _check_text, check_loc
+from crawler.sitemaps.entry import NOT_XML_CHAR, _check_date, _check_text, check_loc
 from crawler.sitemaps.feeds import ATOM_NS
 from crawler.sitemaps.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
 
@@ -106,8 +106,8 @@ def _rfc3339(updated: str) -> str:
 def _render_entry(entry: FeedEntry) -> str:
     url = entry.url
     title = entry.title
-    if title is not None and _NOT_XML_CHAR.search(title):
-        title = _NOT_XML_CHAR.sub("", title)
+    if title is not None and NOT_XML_CHAR.search(title):
+        title = NOT_XML_CHAR.sub("", title)
     if title is None or not title.strip():
         title = url
     return (

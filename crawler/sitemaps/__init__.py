@@ -10,11 +10,7 @@ a ``<!DOCTYPE>`` is reported and replaced, and lxml never expands or fetches any
 the document is parsed as a stream; a strict parse first, then, from lxml's first
 error on, a tolerant reading entry by entry.
 
-:mod:`.parse` is the entry point (:func:`~.parse.parse_sitemap`); :mod:`.model` the
-values returned; :mod:`.checks` the checks on one entry and the location rule;
-:mod:`.decompress` gzip; :mod:`.dtd` the ``<!DOCTYPE>``; :mod:`.reading` the state of
-one reading and the ``Sink`` every format's entries go through; :mod:`.urlset`,
-:mod:`.feeds`, :mod:`.text` the formats; :mod:`.strict`, :mod:`.tolerant` reading XML.
-The writer's side: :mod:`.entry`, :mod:`.entryrows`, :mod:`.extras`, :mod:`.limits`.
-Nothing is imported here, so that importing one module does not load the others.
+:mod:`.parse` is the entry point (:func:`~.parse.parse_sitemap`); docs/architecture.md
+names the other modules. Nothing is imported here, so that importing one module does
+not load the others.
 """

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from email.utils import parsedate_to_datetime
 from typing import Final
 from urllib.parse import urljoin, urlsplit
@@ -49,8 +49,7 @@ _LASTMOD_NO_ZONE = re.compile(
 # A subset of what check_loc() accepts (no %, brackets, userinfo, second "#"
 # or non-ASCII): URLs like this need no closer look.
 _PLAIN_HTTP_URL = re.compile(
-    r"https?://[A-Za-z0-9.-]+(?::[0-9]{1,5})?(?:[/?#][A-Za-z0-9._~!$&'()*+,;=:@/?-]*)?",
-    re.ASCII,
+    r"https?://[A-Za-z0-9.-]+(?::[0-9]{1,5})?(?:[/?#][A-Za-z0-9._~!$&'()*+,;=:@/?-]*)?", re.ASCII
 )
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 _WHITESPACE = re.compile(r"\s")
@@ -144,22 +143,16 @@ def _changefreq_fault(value: str, now: datetime) -> Fault:
 
 def _priority_fault(value: str, now: datetime) -> Fault:
     text = value.strip()
-    if _DECIMAL.fullmatch(text):
-        try:
-            if Decimal(0) <= Decimal(text) <= _PRIORITY_MAX:
-                return None
-        except InvalidOperation:
-            pass
+    # What _DECIMAL matches, Decimal() reads.
+    if _DECIMAL.fullmatch(text) and Decimal(0) <= Decimal(text) <= _PRIORITY_MAX:
+        return None
     return "invalid-priority", f"priority {quote(value)} is not a decimal from 0.0 to 1.0"
 
 
 def aware(now: datetime | None) -> datetime:
     """``now`` as an aware datetime: the current time when None, UTC when naive."""
-    if now is None:
-        return datetime.now(UTC)
-    if now.tzinfo is None:
-        return now.replace(tzinfo=UTC)
-    return now
+    now = datetime.now(UTC) if now is None else now
+    return now if now.tzinfo is not None else now.replace(tzinfo=UTC)
 
 
 class Checker:
@@ -177,13 +170,6 @@ class Checker:
     ) -> list[Problem]:
         """The problems of *entry*, each naming its URL (:func:`entry_url` of its
         loc and the sitemap's address *base*)."""
-        problems = self._check(entry, pubdate)
-        if not problems:
-            return problems
-        url = entry_url(entry.loc, base)
-        return [replace(problem, url=url) for problem in problems]
-
-    def _check(self, entry: Entry, pubdate: bool) -> list[Problem]:
         line = entry.line
         loc_problem = _check_url(entry.loc, line, "loc")
         problems = [] if loc_problem is None else [loc_problem]
@@ -219,7 +205,10 @@ class Checker:
                             line,
                         )
                     )
-        return problems
+        if not problems:
+            return problems
+        url = entry_url(entry.loc, base)
+        return [replace(problem, url=url) for problem in problems]
 
 
 def check_entry(entry: Entry, *, now: datetime, base: str | None = None) -> list[Problem]:
@@ -249,10 +238,9 @@ class Scope:
             port = parts.port
         except ValueError:
             return None
-        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        scheme, path = parts.scheme.lower(), parts.path or "/"
+        if scheme not in ("http", "https") or not parts.hostname:
             return None
-        path = parts.path or "/"
-        scheme = parts.scheme.lower()
         return cls(
             scheme, parts.hostname, port or _DEFAULT_PORTS[scheme], path[: path.rfind("/") + 1]
         )

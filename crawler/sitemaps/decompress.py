@@ -1,9 +1,6 @@
-"""Undo gzip, safely: found by its magic bytes, at most two layers, a bomb stopped.
-
-gzip is recognised by its magic bytes (never a file name or header), up to two layers
-(a ``.xml.gz`` served again with ``Content-Encoding: gzip``), and inflated in bounded
-steps (``zlib.decompressobj`` with ``max_length``), so a bomb stops at ``max_bytes``. A
-corrupt, cut-off or padded stream is a :class:`~crawler.sitemaps.model.Problem`.
+"""Undo gzip, safely: found by its magic bytes (never a file name or header), at most
+two layers (a ``.xml.gz`` served again with ``Content-Encoding: gzip``), inflated in
+bounded steps (``zlib.decompressobj`` with ``max_length``), so a bomb stops at the cap.
 """
 
 from __future__ import annotations
@@ -100,14 +97,13 @@ def _peek(stream: Iterator[bytes], size: int) -> tuple[bytes, Iterator[bytes]]:
 
 def _gzip_problems(state: _GzipState, layer: str, stopped: bool) -> list[Problem]:
     name = f"{layer} gzip stream".strip()
-    problems = []
     if state.error is not None:
-        problems.append(Problem("gzip-error", f"the {name} is corrupt: {state.error}"))
-    elif state.trailing:
-        problems.append(Problem("gzip-trailing-data", f"bytes after the end of the {name}"))
-    elif not stopped and not state.finished:
-        problems.append(Problem("gzip-truncated", f"the {name} ends early"))
-    return problems
+        return [Problem("gzip-error", f"the {name} is corrupt: {state.error}")]
+    if state.trailing:
+        return [Problem("gzip-trailing-data", f"bytes after the end of the {name}")]
+    if not stopped and not state.finished:
+        return [Problem("gzip-truncated", f"the {name} ends early")]
+    return []
 
 
 def decompress(data: bytes, max_bytes: int) -> tuple[bytes, int, list[Problem]]:
@@ -153,18 +149,15 @@ def decompress(data: bytes, max_bytes: int) -> tuple[bytes, int, list[Problem]]:
 
     if capped:
         ratio = max_bytes / max(outer.consumed, 1)
-        if ratio > _BOMB_RATIO:
-            problems.append(
-                Problem(
-                    "gzip-bomb",
-                    f"{outer.consumed:,} compressed bytes inflate to over {max_bytes:,}"
-                    f" (over {ratio:,.0f}:1); read stopped there",
-                )
+        problems.append(
+            Problem(
+                "gzip-bomb",
+                f"{outer.consumed:,} compressed bytes inflate to over {max_bytes:,}"
+                f" (over {ratio:,.0f}:1); read stopped there",
             )
-        else:
-            problems.append(
-                Problem("too-large", f"over {max_bytes:,} bytes uncompressed; read stopped there")
-            )
+            if ratio > _BOMB_RATIO
+            else Problem("too-large", f"over {max_bytes:,} bytes uncompressed; read stopped there")
+        )
     problems.extend(_gzip_problems(outer, "outer" if inner else "", capped))
     if inner is not None:
         problems.extend(_gzip_problems(inner, "inner", capped))

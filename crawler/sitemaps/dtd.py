@@ -68,15 +68,12 @@ def read_doctype(problems: Problems, declaration: bytes, line: int, root: str) -
     head = _DOCTYPE_HEAD.match(declaration)
     name = head.group("name").decode("utf-8", "replace") if head else root
     external = _EXTERNAL_ID.match(declaration, head.end()) if head else None
-    if external is not None:
-        problems.new(
-            "dtd",
-            f"a <!DOCTYPE {name}> declaration with an external DTD"
-            f" ({_external(external)}): not loaded",
-            line,
-        )
-    else:
-        problems.new("dtd", f"a <!DOCTYPE {name}> declaration; ignored (no DTD is loaded)", line)
+    what = (
+        f" with an external DTD ({_external(external)}): not loaded"
+        if external is not None
+        else "; ignored (no DTD is loaded)"
+    )
+    problems.new("dtd", f"a <!DOCTYPE {name}> declaration{what}", line)
     doctype = Doctype(name)
     # Comments are blanked (their newlines kept) so that what they hold is no
     # declaration, and lines still count right.
@@ -129,9 +126,8 @@ def _replacement(root: str, general: list[str], newlines: int) -> bytes:
     """A declaration of ``general`` entities, each one's text its own reference
     (``&#38;#38;`` is ``&#38;`` once declared, ``&`` once read), on one line, then
     the original's newlines; nothing at all when there are no entities."""
-    if not general:
-        return b"\n" * newlines
-    return f"<!DOCTYPE {root} [{entities(general)}]>".encode() + b"\n" * newlines
+    declaration = f"<!DOCTYPE {root} [{entities(general)}]>".encode() if general else b""
+    return declaration + b"\n" * newlines
 
 
 def entities(general: list[str]) -> str:

@@ -29,15 +29,7 @@ from crawler.sitemaps.limits import (
     MIN_VIDEO_DURATION,
 )
 
-__all__ = [
-    "Alternate",
-    "ChangeFreq",
-    "News",
-    "SitemapEntry",
-    "Video",
-    "check_lastmod",
-    "check_loc",
-]
+__all__ = ["Alternate", "ChangeFreq", "News", "SitemapEntry", "Video", "check_lastmod", "check_loc"]
 
 # Whitespace (NBSP included) and controls are never part of a URL, XML 1.0 cannot
 # hold most of them, and readers strip them around <loc>: refusing them lets the
@@ -73,7 +65,7 @@ COMMON_LASTMODS = re.compile(rf"(?:{_COMMON_LASTMOD.pattern})(?:\n(?:{_COMMON_LA
 _PRIORITY_MIN = Decimal("0.0")
 _PRIORITY_MAX = Decimal("1.0")
 # What XML 1.0 cannot hold at all, even escaped (its production "Char").
-_NOT_XML_CHAR = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+NOT_XML_CHAR = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 # xhtml-link.xsd's hreflang: an ISO 639 language, an optional ISO 15924 script
 # and an optional ISO 3166-1 alpha-2 (or UN M.49) region, or "x-default".
 _HREFLANG = re.compile(
@@ -140,7 +132,7 @@ def _check_text(value: object, what: str, max_length: int | None = None) -> None
         raise ValueError(
             f"{what} must be at most {max_length} characters, not {len(value)}: {value[:80]!r}"
         )
-    if _NOT_XML_CHAR.search(value):
+    if NOT_XML_CHAR.search(value):
         raise ValueError(f"{what} contains characters XML cannot hold: {value[:80]!r}")
 
 
@@ -323,14 +315,18 @@ class SitemapEntry:
         return priority
 
 
-def _as_tuple(values: object, what: str) -> tuple[Any, ...]:
+def _as_tuple(values: object, what: str, kind: type = object) -> tuple[Any, ...]:
     # A str is iterable too: images="https://..." would be a tuple of characters.
     if isinstance(values, str | bytes):
         raise ValueError(f"{what} must be a sequence of values, not a {type(values).__name__}")
     try:
-        return tuple(values)  # type: ignore[arg-type]
+        found: tuple[Any, ...] = tuple(values)  # type: ignore[arg-type]
     except TypeError:
         raise ValueError(f"{what} must be a sequence, not {type(values).__name__}") from None
+    for value in found:
+        if not isinstance(value, kind):
+            raise ValueError(f"{what} must be {kind.__name__} objects, not {value!r}")
+    return found
 
 
 def _checked_extensions(
@@ -340,10 +336,7 @@ def _checked_extensions(
     news: News | None,
 ) -> tuple[tuple[Alternate, ...], tuple[str, ...], tuple[Video, ...]]:
     # The value objects checked themselves: what is left is their types, and the images.
-    alternates_tuple = _as_tuple(alternates, "alternates")
-    for alternate in alternates_tuple:
-        if not isinstance(alternate, Alternate):
-            raise ValueError(f"alternates must be Alternate objects, not {alternate!r}")
+    alternates_tuple = _as_tuple(alternates, "alternates", Alternate)
     images_tuple = _as_tuple(images, "images")
     if len(images_tuple) > MAX_IMAGES_PER_URL:
         raise ValueError(
@@ -351,10 +344,7 @@ def _checked_extensions(
         )
     for image in images_tuple:
         _check_url(image, "image loc")
-    videos_tuple = _as_tuple(videos, "videos")
-    for video in videos_tuple:
-        if not isinstance(video, Video):
-            raise ValueError(f"videos must be Video objects, not {video!r}")
+    videos_tuple = _as_tuple(videos, "videos", Video)
     if news is not None and not isinstance(news, News):
         raise ValueError(f"news must be a News object or None, not {news!r}")
     return alternates_tuple, images_tuple, videos_tuple

@@ -22,7 +22,7 @@ import functools
 import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import Decimal
 from itertools import groupby, islice
@@ -70,13 +70,6 @@ def check_section(section: str) -> None:
         )
     if section == NEWS_SECTION:
         raise ValueError(f"the section name {NEWS_SECTION!r} is reserved for the news sitemaps")
-
-
-def _row_section(section: object, loc: object) -> None:
-    try:
-        check_section(section)  # type: ignore[arg-type]  # check_section() checks the type too
-    except ValueError as exc:
-        raise ValueError(f"bad section of {str(loc)[:80]!r}: {exc}") from None
 
 
 # A ledger's rows carry few distinct values (a rule's), each checked once. typed:
@@ -163,7 +156,10 @@ class EntryBatch:
         if self.priority is not None:
             _set_batch_priority(self, SitemapEntry._checked_priority(self.priority))
         if self.section is not None and count:
-            _row_section(self.section, self.locs[0])
+            try:
+                check_section(self.section)
+            except ValueError as exc:
+                raise ValueError(f"bad section of {str(self.locs[0])[:80]!r}: {exc}") from None
         own = row_changefreqs is not None or row_priorities is not None
         locs = self.locs
         present = [lastmod for lastmod in self.lastmods if lastmod is not None]
@@ -203,7 +199,7 @@ class EntryBatch:
                 if text is not None:
                     self._extend(
                         i,
-                        _row_entry(locs[i], self.lastmods[i], None, None, text),
+                        _row_entry(locs[i], self.lastmods[i], text),
                         self.changefreq if changefreqs is None else changefreqs[i],
                         self.priority if priorities is None else priorities[i],
                     )
@@ -223,17 +219,14 @@ class EntryBatch:
             if lastmod is not None:
                 check_lastmod(lastmod)
             changefreq, priority = self.changefreq, self.priority
-            if changefreqs is not None and row_changefreqs is not None:
-                value = row_changefreqs[i]
-                if value is not None:
-                    changefreq = changefreqs[i] = _row_changefreq(value, loc)
-            if priorities is not None and row_priorities is not None:
-                value = row_priorities[i]
-                if value is not None:
-                    priority = priorities[i] = _row_priority(value, loc)
+            # (In the loop the lists are not empty: truth is "not None".)
+            if changefreqs and row_changefreqs and (value := row_changefreqs[i]) is not None:
+                changefreq = changefreqs[i] = _row_changefreq(value, loc)
+            if priorities and row_priorities and (value := row_priorities[i]) is not None:
+                priority = priorities[i] = _row_priority(value, loc)
             text = None if extras is None else extras[i]
             if text is not None:
-                self._extend(i, _row_entry(loc, lastmod, None, None, text), changefreq, priority)
+                self._extend(i, _row_entry(loc, lastmod, text), changefreq, priority)
         _set_batch_changefreqs(self, changefreqs)
         _set_batch_priorities(self, priorities)
 
@@ -243,16 +236,7 @@ class EntryBatch:
         # Checked without changefreq and priority, which are checked already;
         # the entry the writer renders has them.
         if entry.extended:
-            self.extended[i] = SitemapEntry(
-                entry.loc,
-                entry.lastmod,
-                changefreq,
-                priority,
-                alternates=entry.alternates,
-                images=entry.images,
-                videos=entry.videos,
-                news=entry.news,
-            )
+            self.extended[i] = replace(entry, changefreq=changefreq, priority=priority)
 
     def __len__(self) -> int:
         return len(self.locs)
@@ -274,25 +258,18 @@ def _own_values(
     values: Sequence[object] | None, default: _T | None, check: Callable[[object], _T]
 ) -> list[_T | None] | None:
     # The values entries are written with: a row's own (checked), else the default.
-    if values is None:
-        return None
-    return [default if value is None else check(value) for value in values]
+    return None if values is None else [default if v is None else check(v) for v in values]
 
 
-def _row_entry(
-    loc: str,
-    lastmod: str | None,
-    changefreq: ChangeFreq | None,
-    priority: Decimal | None,
-    extras: str,
-) -> SitemapEntry:
-    """The entry of a row with extras. The loc's and lastmod's own errors come
-    first, with SitemapEntry's messages; a bad extension's says whose it is."""
+def _row_entry(loc: str, lastmod: str | None, extras: str) -> SitemapEntry:
+    """The entry of a row with extras, without its changefreq and priority. The loc's
+    and lastmod's own errors come first, with SitemapEntry's messages; a bad
+    extension's says whose it is."""
     check_loc(loc)
     if lastmod is not None:
         check_lastmod(lastmod)
     try:
-        return SitemapEntry(loc, lastmod, changefreq, priority, **entry_extras(extras))
+        return SitemapEntry(loc, lastmod, **entry_extras(extras))
     except ValueError as exc:
         raise ValueError(f"bad extras of {loc[:80]!r}: {exc}") from None
 
@@ -316,12 +293,10 @@ _ROW_SHAPE = (
 class EntryRows:
     """Sitemap entries from database rows (:data:`EntryRow`), in one pass (a cursor).
 
-    ``changefreq`` and ``priority`` are the set-wide values, for the rows whose own are
-    ``None``. Rows of a section come together, the default section's first (the writer
-    refuses a section that comes back). Iterating gives one :class:`SitemapEntry` a row
-    (the section checked, not kept); :meth:`batches` gives :class:`EntryBatch` objects
-    of one section each, as :class:`crawler.publish.writer.SitemapSetWriter` reads them.
-    """
+    Iterating gives one :class:`SitemapEntry` a row (the section checked, not kept);
+    :meth:`batches` gives :class:`EntryBatch` objects of one section each, as
+    :class:`crawler.publish.writer.SitemapSetWriter` reads them (it refuses a section
+    that comes back)."""
 
     def __init__(
         self,
@@ -351,12 +326,9 @@ class EntryRows:
                 raise ValueError(_ROW_SHAPE) from None
             if not 2 <= len(columns) <= 6:
                 raise ValueError(_ROW_SHAPE)
-            if len(columns) < 4 or columns[3].count(columns[3][0]) == len(rows):
-                yield self._batch(columns)
-                continue
-            # Where the section changes, a batch ends.
+            # Where the section changes, a batch ends (a whole tuple's slice is itself).
             start = 0
-            for _, run in groupby(columns[3]):
+            for _, run in groupby(columns[3] if len(columns) > 3 else (None,) * len(rows)):
                 stop = start + sum(1 for _ in run)
                 yield self._batch([column[start:stop] for column in columns])
                 start = stop

@@ -56,12 +56,16 @@ def extras_json(entry: SitemapEntry) -> str | None:
     return json.dumps(extras, ensure_ascii=False, separators=(",", ":"))
 
 
-def _object(value: object, what: str, keys: Iterable[str]) -> dict[str, Any]:
+def _object(
+    value: object, what: str, keys: Iterable[str], required: Iterable[str] = ()
+) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError(f"{what} must be a JSON object, not {value!r}"[:200])
     unknown = set(value) - set(keys)
     if unknown:
         raise ValueError(f"{what} has unknown keys: {', '.join(sorted(map(str, unknown)))}")
+    if missing := [key for key in required if key not in value]:
+        raise ValueError(f"{what} lacks {', '.join(missing)}")
     return value
 
 
@@ -97,18 +101,10 @@ def entry_extras(extras: str | None) -> Extensions:
     if "videos" in data:
         videos = []
         for video in _list(data["videos"], "extras videos"):
-            fields = _object(video, "a video", _VIDEO_KEYS)
-            missing = [key for key in _VIDEO_REQUIRED if key not in fields]
-            if missing:
-                raise ValueError(f"a video lacks {', '.join(missing)}")
-            videos.append(Video(**fields))
+            videos.append(Video(**_object(video, "a video", _VIDEO_KEYS, _VIDEO_REQUIRED)))
         result["videos"] = tuple(videos)
     if "news" in data:
-        news = _object(data["news"], "extras news", _NEWS_KEYS)
-        missing = [key for key in _NEWS_KEYS if key not in news]
-        if missing:
-            raise ValueError(f"extras news lacks {', '.join(missing)}")
-        result["news"] = News(**news)
+        result["news"] = News(**_object(data["news"], "extras news", _NEWS_KEYS, _NEWS_KEYS))
     # The image locs (plain strings) and their count, as SitemapEntry checks them.
     _checked_extensions((), result.get("images", ()), (), None)
     return result

@@ -9,6 +9,7 @@ The Atom root must be in the Atom namespace.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -19,6 +20,13 @@ ATOM_NS: Final = "http://www.w3.org/2005/Atom"
 # Atom 0.3 predates the RFC; Google still lists it among the feeds it reads.
 ATOM03_NS: Final = "http://purl.org/atom/ns#"
 DC_NS: Final = "http://purl.org/dc/elements/1.1/"
+
+
+def _children(element: Any) -> Iterator[tuple[Any, str | None, str]]:
+    """The child elements (not comments), with their namespace and local name."""
+    for child in element:
+        if isinstance(child.tag, str):
+            yield child, *split_tag(child.tag)
 
 
 def _entry(
@@ -49,10 +57,7 @@ class RssSink(Sink):
         namespace, _ = split_tag(element.tag)
         link: tuple[str, int] | None = None
         date: str | None = None
-        for child in element:
-            if not isinstance(child.tag, str):
-                continue
-            child_namespace, local = split_tag(child.tag)
+        for child, child_namespace, local in _children(element):
             if child_namespace == namespace and local == "link" and link is None:
                 link = (element_text(child), (child.sourceline or 0) + offset)
             elif date is None and (
@@ -75,10 +80,7 @@ class AtomSink(Sink):
         link: tuple[str, int] | None = None
         updated: str | None = None
         issued: str | None = None
-        for child in element:
-            if not isinstance(child.tag, str):
-                continue
-            child_namespace, local = split_tag(child.tag)
+        for child, child_namespace, local in _children(element):
             if child_namespace != namespace:
                 continue
             if local == "link" and link is None:

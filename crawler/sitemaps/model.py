@@ -153,9 +153,7 @@ class Problems:
 
 def quote(value: str) -> str:
     """``value`` for a message: repr'd, and cut after 100 characters."""
-    if len(value) > _QUOTE:
-        return repr(value[:_QUOTE]) + "..."
-    return repr(value)
+    return repr(value[:_QUOTE]) + ("..." if len(value) > _QUOTE else "")
 
 
 class Rereading(Sequence[Entry]):
@@ -172,8 +170,7 @@ class Rereading(Sequence[Entry]):
         return self._count
 
     def __iter__(self) -> Iterator[Entry]:
-        for batch in self._reread():
-            yield from batch
+        return itertools.chain.from_iterable(self._reread())
 
     @overload
     def __getitem__(self, index: int) -> Entry: ...

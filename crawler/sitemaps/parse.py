@@ -127,8 +127,7 @@ def _handed(
         try:
             batch = next(batches)
         except StopIteration as done:
-            result: ParsedSitemap = done.value
-            return result
+            return done.value  # type: ignore[no-any-return]  # the generator's return value
         consumer(batch)
 
 
@@ -162,8 +161,7 @@ def _steps(reading: Reading, data: bytes, max_bytes: int, url: str | None) -> It
                 "too-large",
                 f"{len(body):,} bytes uncompressed, over the protocol's {MAX_BYTES_PER_FILE:,}",
             )
-        if stopped:
-            reading.complete = False
+        reading.complete = not stopped
         yield from _read(reading, body, stopped)
     except Exception as exc:  # the contract is "a value, never an exception"
         logger.exception("sitemap parser failed on %s", url or "a document")
@@ -370,7 +368,7 @@ def _read_xml(
     reading.kind, block, sink_class = _ROOTS[local]
     sink = reading.new_sink(sink_class, block, local)
     try:
-        yield from read_strict(sink, pieces, prefix, local, block, line_offset, stopped)
+        yield from read_strict(sink, pieces, prefix, line_offset, stopped)
     except Failed as failure:
         if failure.real:
             reading.problems.new(

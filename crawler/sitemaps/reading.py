@@ -145,9 +145,7 @@ class Sink:
             return
         if namespace is None:
             self.problems.new(
-                "no-namespace",
-                f"<{self.root_local}> has no namespace; expected {expected}",
-                line,
+                "no-namespace", f"<{self.root_local}> has no namespace; expected {expected}", line
             )
         elif namespace != expected:
             self.problems.new(

@@ -128,22 +128,15 @@ def chunks(pieces: Sequence[bytes | memoryview]) -> Iterator[bytes]:
 
 
 def read_strict(
-    sink: Sink,
-    pieces: Sequence[bytes | memoryview],
-    prefix: str,
-    local: str,
-    block: str,
-    line_offset: int,
-    stopped: bool,
+    sink: Sink, pieces: Sequence[bytes | memoryview], prefix: str, line_offset: int, stopped: bool
 ) -> Iterator[None]:
-    """Read the document's ``pieces`` into ``sink`` as a stream, one ``block`` element
-    at a time, yielding after each chunk fed. Raises :class:`Failed` at the first XML
-    error; when ``stopped`` (cut by our cap) the end of the data is not one."""
-    parser = etree.XMLPullParser(
-        events=("start", "end"), tag=[f"{{*}}{local}", f"{{*}}{block}"], **SAFE_PARSER_OPTIONS
-    )
+    """Read the document's ``pieces`` into ``sink`` as a stream, one ``sink.block``
+    element at a time, yielding after each chunk fed. Raises :class:`Failed` at the first
+    XML error; when ``stopped`` (cut by our cap) the end of the data is not one."""
+    tags = [f"{{*}}{sink.root_local}", f"{{*}}{sink.block}"]
+    parser = etree.XMLPullParser(events=("start", "end"), tag=tags, **SAFE_PARSER_OPTIONS)
     parser.resolvers.add(_Refuse())
-    events = _Events(sink, block, prefix or None, line_offset)
+    events = _Events(sink, prefix or None, line_offset)
     quiet = 0  # bytes fed since the parser last reported anything
     lines = 1  # the line the data fed so far ends on
     try:
@@ -188,7 +181,6 @@ class _Events:
     tolerant reading takes over from the outer block."""
 
     sink: Sink
-    block: str
     prefix: str | None
     offset: int
     root: Any = None
@@ -203,7 +195,7 @@ class _Events:
     def is_block(self, tag: Any) -> bool:
         if tag in self.block_tags:
             return True
-        if not isinstance(tag, str) or split_tag(tag)[1] != self.block:
+        if not isinstance(tag, str) or split_tag(tag)[1] != self.sink.block:
             return False
         self.block_tags.add(tag)
         return True

@@ -112,7 +112,7 @@ class Tolerant:
                 _AMPERSAND.pattern.replace("#x[0-9a-fA-F]+);", f"#x[0-9a-fA-F]+|{names});", 1),
                 re.DOTALL,
             )
-        qualified = f"{prefix}:{local}" if prefix else local
+        self.qualified = qualified = f"{prefix}:{local}" if prefix else local
         self.close_root = f"</{qualified}>"
         self.block_qname = f"{prefix}:{block}" if prefix else block
         # Block tags in the root's prefix or in none (RSS 1.0 has <rdf:RDF>
@@ -127,7 +127,6 @@ class Tolerant:
             re.DOTALL,
         )
         self.root_close = re.compile(rf"</{re.escape(qualified)}\s*>".encode())
-        self.wrapper_text = f"<{local}>"
         self._line, self._position = 1, self.start
         # Blocks never closed: how many, and the first lines (one problem at the end).
         self.unclosed = 0
@@ -139,23 +138,19 @@ class Tolerant:
         self._position = position
         return self._line + self.line_offset
 
-    def run(self, stopped: bool, read: Read | None = None) -> Iterator[None]:
+    def run(self, stopped: bool, read: Read) -> Iterator[None]:
         """Read every block into the sink, a batch at a time as the scan finds
         them (yielding after each), but those the strict reading has read
         (``read``); report a document cut short."""
-        self._line, self._position = 1, self.start
-        wrapper, body_start = self.wrapper()
-        self.wrapper_text = wrapper
-        region_end = len(self.text)
+        self.wrapper_text, body_start = self.wrapper()
         closed_root = self.last_root_close(body_start)
-        if closed_root is not None:
-            region_end = closed_root.start()
+        region_end = len(self.text) if closed_root is None else closed_root.start()
         batch: list[_Block] = []
         last: _Block | None = None  # held back: a cut-off last block is not read
         for number, block in enumerate(self.blocks(body_start, region_end)):
             # A batch is parsed with the text between its blocks: one that was read
             # must not be inside it. Read what comes before.
-            skip = read is not None and number in read
+            skip = number in read
             if last is not None:
                 batch.append(self.count_unclosed(last))
             last = None if skip else block
@@ -211,7 +206,7 @@ class Tolerant:
         if found and not tag.endswith("/>"):
             candidates.append(_flatten(tag))
         declarations = " ".join(x.decode() for x in _XMLNS.findall(tag.encode()))
-        qualified = f"{self.prefix}:{self.local}" if self.prefix else self.local
+        qualified = self.qualified
         candidates.append(_flatten(f"<{qualified} {declarations}>"))
         candidates.append(
             f'<{qualified} xmlns="{SITEMAP_NS}" xmlns:xhtml="{XHTML_NS}" xmlns:image="{IMAGE_NS}">'
@@ -340,11 +335,7 @@ class Tolerant:
         self.last_resort(fragment, batch[0].line, lxml_failure(failure)[0])
 
     def take(
-        self,
-        root: Any,
-        offset: int,
-        batch: list[_Block],
-        fixes: Sequence[tuple[int, Problem]] = (),
+        self, root: Any, offset: int, batch: list[_Block], fixes: Sequence[tuple[int, Problem]] = ()
     ) -> None:
         """Read the blocks of a parsed batch; *fixes* are the repairs made in them,
         (index of the block, problem): each block carries its own, so that they

@@ -24,6 +24,8 @@ _SITEMAP_FIELDS: Final = {
     Kind.URLSET: ("loc", "lastmod", "changefreq", "priority"),
     Kind.INDEX: ("loc", "lastmod"),
 }
+_Pairs = list[tuple[str, str]]
+_Fields = dict[str, Any]  # a field's name -> its element
 
 
 @dataclass(slots=True)
@@ -62,11 +64,11 @@ class SitemapSink(Sink):
     def read_block(self, element: Any, offset: int) -> Entry | None:
         namespace, tags = self._field_tags(element.tag)
         fields = _SITEMAP_FIELDS[self.kind]
-        values: dict[str, Any] = {}
+        values: _Fields = {}
         # Fields in another namespace than the block's: used where it has none.
-        foreign: dict[str, Any] = {}
-        alternates: list[tuple[str, str]] = []
-        media: list[tuple[str, str]] = []
+        foreign: _Fields = {}
+        alternates: _Pairs = []
+        media: _Pairs = []
         images = 0
         for child in element:
             tag = child.tag
@@ -116,12 +118,7 @@ class SitemapSink(Sink):
         )
 
     def _take_foreign(
-        self,
-        element: Any,
-        offset: int,
-        namespace: str | None,
-        values: dict[str, Any],
-        foreign: dict[str, Any],
+        self, element: Any, offset: int, namespace: str | None, values: _Fields, foreign: _Fields
     ) -> None:
         """Use the fields found only in another namespace; one problem per block."""
         taken = [name for name in foreign if name not in values]
@@ -139,13 +136,7 @@ class SitemapSink(Sink):
             (first.sourceline or element.sourceline or 0) + offset,
         )
 
-    def _alternate(
-        self,
-        link: Any,
-        line: int,
-        alternates: list[tuple[str, str]],
-        media: list[tuple[str, str]],
-    ) -> None:
+    def _alternate(self, link: Any, line: int, alternates: _Pairs, media: _Pairs) -> None:
         """An ``xhtml:link rel=alternate``: an hreflang pair, or Google's mobile
         annotation (``media``, no ``hreflang``); with neither, or no href, invalid."""
         if (link.get("rel") or "").strip().lower() != "alternate":
