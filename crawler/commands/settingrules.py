@@ -1,10 +1,7 @@
-"""The rules every setting must meet, checked before a crawl starts.
-
-The commands check the merged settings first (:func:`check_settings`), so that a bad
-``-s`` value (or one in ``--config``'s ``[settings]``) is one line (exit status 2),
-not a traceback mid-crawl or at publish time: every ``SITEMAP_*`` setting (each has
-a rule here: tests/test_settingrules.py) and the Scrapy settings the crawl relies
-on. A ``SITEMAP_*`` name that does not exist is an error too, with the closest name.
+"""The rules every setting must meet, checked before a crawl starts: a bad ``-s`` value
+is one line (exit status 2), not a traceback mid-crawl. Every ``SITEMAP_*`` setting has
+a rule (tests/test_settingrules.py), as do the Scrapy settings the crawl relies on; an
+unknown ``SITEMAP_*`` name is an error too, with the closest name.
 """
 
 from __future__ import annotations
@@ -31,8 +28,7 @@ class SettingError(ValueError):
     """A setting breaks its rule: the message names it, its value and what is allowed."""
 
 
-#: A rule reads a setting from the merged settings and raises ValueError with what
-#: is allowed.
+#: A rule reads a setting and raises ValueError saying what is allowed.
 Rule = Callable[["BaseSettings", str], None]
 
 
@@ -45,10 +41,11 @@ def _number(kind: Callable[[str], Any], low: float | None, high: float | None = 
         try:
             value = settings.getint(name) if kind is int else settings.getfloat(name)
         except (TypeError, ValueError):
-            raise ValueError(_allowed(what, low, high)) from None
-        if kind is int and isinstance(raw, float) and not raw.is_integer():
+            value = None
+        fraction = kind is int and isinstance(raw, float) and not raw.is_integer()
+        if value is None or fraction or (low is not None and value < low):
             raise ValueError(_allowed(what, low, high))
-        if (low is not None and value < low) or (high is not None and value > high):
+        if high is not None and value > high:
             raise ValueError(_allowed(what, low, high))
 
     return rule
