@@ -1,11 +1,6 @@
-"""``sitemap-crawler audit URL``: compare a site's existing sitemaps with a crawl.
-
-The site is crawled without publishing (or an earlier crawl's ledger is read with
-``--state``), then the audit spider reads the site's sitemaps and judges what they
-list (:mod:`crawler.audit.report`); the report is printed and, with ``--report DIR``,
-written as ``audit.json``, ``index.html`` and CSV files, and the audit's figures are
-kept in ``audit-history.json`` (in the ``--state`` directory, else the report's) for
-the next one's coverage chart. ``scrapy audit URL`` from the project root is the same.
+"""``sitemap-crawler audit URL`` (or ``scrapy audit``): compare a site's existing sitemaps
+with a crawl that publishes nothing (or an earlier crawl's ledger, ``--state``); print
+the report and, with ``--report DIR``, write it (:mod:`crawler.audit.report`).
 """
 
 from __future__ import annotations
@@ -203,9 +198,8 @@ def execute(args: argparse.Namespace, base: Settings | None = None) -> AuditOutc
 
 
 def keep_history(report: AuditReport, directory: Path) -> list[dict[str, Any]]:
-    """Add this audit to the site's kept history (``audit-history.json`` in
-    *directory*: the crawl's state with ``--state``, else the report's) and return
-    the site's audits, oldest first (issue #17)."""
+    """Add this audit to the site's ``audit-history.json`` in *directory*; return the
+    site's audits, oldest first."""
     from crawler.publish.reporthistory import AUDITS_KEPT, append_history
 
     path, entry = directory / AUDIT_HISTORY, report.history_entry()

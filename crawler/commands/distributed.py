@@ -71,9 +71,8 @@ def begin(
 
 
 def private_server(state: Path, binary: str | None) -> tuple[PrivateRedis, str]:
-    """Start the crawl's own Redis server (``--processes N`` without ``--redis``;
-    *binary*: ``SITEMAP_REDIS_SERVER``) on a Unix socket in the state directory
-    *state*; return it and its URL."""
+    """Start the crawl's own Redis server on a Unix socket in *state* (``--processes``
+    without ``--redis``); return it and its URL."""
     with _redis():  # it needs scrapy-redis too
         from crawler.distributed.server import NoRedisServer, PrivateRedis
 
@@ -92,9 +91,7 @@ STARTED_BY_CRAWL = "SITEMAP_CRAWLER_WORKER_OF_CRAWL"
 
 
 def start_workers(redis_url: str, count: int, log_level: str) -> list[subprocess.Popen[bytes]]:
-    """*count* ``worker --redis`` processes on this machine for the crawl just begun;
-    their errors go to this process's stderr (their "done" line does not: the
-    crawl's summary says what each fetched)."""
+    """*count* ``worker --redis`` processes on this machine for the crawl just begun."""
     command = [sys.executable, "-m", "crawler.cli", "worker", "--redis", redis_url]
     env = {**os.environ, STARTED_BY_CRAWL: "1"}
     return [
@@ -123,9 +120,8 @@ def join(redis_url: str) -> tuple[str, dict[str, Any]]:
 
 
 def summary_line(stats: Mapping[str, Any]) -> str | None:
-    """The coordinator's line about the processes that fetched ("processes that
-    fetched: 2 (coordinator 170, host:812:ab12 181), the workers 181 of the 351
-    pages"), or None for a crawl without workers."""
+    """The coordinator's line about the processes that fetched, or None for a crawl
+    without workers."""
     if not stats.get("sitemap/distributed/workers") and not stats.get("sitemap/distributed/lost"):
         return None
     prefix = "sitemap/distributed/pages/"

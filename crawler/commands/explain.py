@@ -1,9 +1,5 @@
-"""``sitemap-crawler explain URL``: why is this URL (not) in the sitemap?
-
-Answers for one URL, as a person pastes it, from the ledger of the last run that did
-its job in the state directory (:mod:`crawler.audit.explain`): printed as a short
-block, or with ``--json`` as one JSON object with the same facts. ``scrapy explain
-URL`` from the project root is the same command.
+"""``sitemap-crawler explain URL`` (or ``scrapy explain``): why is this URL (not) in the
+sitemap? The answer of :mod:`crawler.audit.explain`, as a short block or ``--json``.
 """
 
 from __future__ import annotations

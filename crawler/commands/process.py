@@ -1,9 +1,5 @@
-"""Running a spider in this process, for the commands that crawl.
-
-:func:`run_spider` forks the page-parsing workers before the reactor starts
-(:mod:`crawler.page.parsepool`), runs one crawl with Scrapy's ``CrawlerProcess`` and
-returns how it ended. A process runs one reactor once: the Python API
-(:mod:`crawler.api`) runs each command in a child process for that reason.
+"""Running the site spider in this process, for the commands that crawl. A process runs
+one reactor once: the Python API (:mod:`crawler.api`) runs each command in a child.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""``sitemap-crawler worker --redis URL``: fetch pages for a distributed crawl.
-
-A worker needs nothing but the Redis URL: the crawl's start URL, options and ``-s``
-come from Redis; its own ``--concurrency``, ``--log-level`` and ``-s`` apply to it
-alone. It runs the site spider with the distributed crawl's parts
-(:mod:`crawler.distributed`) until the coordinator ends the crawl. ``scrapy worker
---redis URL`` from the project root is the same command (exit statuses: ``EPILOG``).
+"""``sitemap-crawler worker --redis URL`` (or ``scrapy worker``): fetch pages for a
+distributed crawl until the coordinator ends it. The crawl's start URL, options and
+``-s`` come from Redis; the worker's own options apply to it alone.
 """
 
 from __future__ import annotations
