@@ -1,13 +1,8 @@
-"""Why is this URL (not) in the sitemap? One URL's story, read from the ledger.
-
-:func:`explain` reads the ledger of the last run that did its job (read-only) and
-gathers, into one JSON-able dict that the ``explain`` command prints: which URL the
-pasted text is (any spelling, a path, an alias, a public ``--base-url`` address), its
-decision and the chain to where it ends, what the crawl saw, whether and in which file
-it is published, its lastmod and where it came from, the runs that saw it and the
-links that found it; for a URL the crawl never saw, how the crawled pages refer to it
-and what the run's rules say (:mod:`crawler.audit.explainrules`). docs/explain.md
-shows the answer. One module: one URL's whole story from one reading of the ledger.
+"""Why is this URL (not) in the sitemap? One URL's story, read (read-only) from the ledger
+of the last run that did its job, as one JSON-able dict (docs/explain.md shows it): which
+URL the pasted text is, its decision and chain, whether and where it is published, its
+lastmod, the links that found it; for a URL the crawl never saw, how the crawled pages
+refer to it and what the run's rules say (:mod:`crawler.audit.explainrules`).
 """
 
 from __future__ import annotations
@@ -383,8 +378,8 @@ class _Explainer:
 
     def _shortest_path(self, goal: str) -> list[dict[str, Any]] | None:
         """A shortest path from the start URL to the row *goal* over the stored links and
-        targets, breadth first. Links are stored normalised: they are matched to rows by
-        their URL, not keyed again (w3lib's canonicalisation is the cost of a search)."""
+        targets, breadth first. Links are matched to rows by their stored normalised URL,
+        not keyed again (w3lib's canonicalisation is the cost of a search)."""
         keys = self.ledger.keys_by_url()
         start = url_key(self.start)
         parents: dict[str, tuple[str, str] | None] = {start: None}

@@ -1,16 +1,9 @@
-"""A URL put to the rules of a finished run: its rule book rebuilt from its ledger.
-
-``explain`` asks what the crawl's rules say about a URL it never saw (would it fetch
-it, had a page linked to it?) or one it saw (which rule let it through, or refused
-it). The rule book is the frontier's, built from what the run recorded, never from the
-current settings: the ledger's ``scope`` meta, the parameters learned, and the counts
-of the counted rules from the ``rule`` column (which rule refused each URL; NULL for
-one queued). It judges with the run's final state, where the frontier judged with what
-it knew then, so a URL refused early by a counted rule may pass here, and the reverse.
-A URL the crawl never saw has no depth (the cap is named, not applied) and no
-referrer: a dated URL is judged as linked from its own sequence when the crawl met
-it, else from another page. robots.txt comes last, as the run read it. A ledger of an
-earlier version lacks some values: those rules answer "unknown".
+"""A URL put to the rules of a finished run: the frontier's rule book rebuilt from what
+its ledger recorded (never the current settings). It judges with the run's final state,
+where the frontier judged with what it knew then, so a URL refused early by a counted
+rule may pass here, and the reverse. A URL the crawl never saw has no depth (the cap is
+named, not applied) and no referrer: a dated one is judged as linked from its sequence
+when the crawl met it. A ledger of an earlier version lacks some values: "unknown".
 """
 
 from __future__ import annotations
@@ -166,9 +159,8 @@ class RunRules:
         key: str,
         notes: dict[str, str],
     ) -> str | None:
-        """Where the crawl entered *url*'s date sequence, into *calendars*; for a
-        URL the crawl never saw, the page of its sequence it is judged as linked
-        from (None: from another page)."""
+        """Where the crawl entered *url*'s date sequence, into *calendars*; for an unseen
+        URL, the page of its sequence it is judged as linked from (None: another)."""
         dated = date_of(url)
         if dated is None:
             return None
@@ -224,8 +216,7 @@ class RunRules:
             return _check(name, True, "robots.txt was unavailable: all allowed")
         from crawler.fetch.robotsrules import RobotsRules
 
-        rules = RobotsRules(str(robots["text"]))
-        token = str(robots.get("token") or "")
+        rules, token = RobotsRules(str(robots["text"])), str(robots.get("token") or "")
         group = rules.group_name(token)
         if rules.allowed(url, token):
             return _check(name, True, f"allowed (group {group!r})")
