@@ -9,11 +9,8 @@ each with its sitemap and line. Coverage is the share of the indexable pages fou
 the crawl that the sitemaps list.
 
 Only the first 50,000 entries of a file (the protocol's limit) are audited, as search
-engines ignore the rest: such an entry takes a class only when its URL alone decides
-it (``invalid-loc``, ``off-host``), and a page listed only there is ``missing``, saying
-so; each file says how many (``not_audited``, a ``not-audited`` problem). When no
-sitemap could be read at all, ``no_sitemap`` is true and the summary's first line
-says so, with every place tried.
+engines ignore the rest: a later entry takes a class only when its URL alone decides it
+(``invalid-loc``, ``off-host``); a page listed only there is ``missing``, saying so.
 
 ``audit.json`` (schema ``sitemap-crawler/audit/1``)::
 
@@ -27,13 +24,10 @@ says so, with every place tried.
      "history": [{"generated", "site", "coverage", "covered", "indexable_found",
      "listed", "problems", "counts"}]}
 
-Fields and classes added to schema 1 since (``no_sitemap``, ``not_audited``,
-``sitemaps_read``, ``history``: the site's kept past audits, oldest first; the classes
-``excluded`` and ``duplicate``) leave every older field as it was. ``media_alternates``
-counts Google's mobile annotation (``xhtml:link rel="alternate" media=...``).
-``index.html`` is the same report for people (:mod:`crawler.audit.html`), from the
-same dict; one CSV per class and flag (``<name>.csv``: url, class, reason, target,
-found_by_crawl, sitemaps) plus ``problems.csv``.
+Fields and classes added to schema 1 leave every older field as it was (``history``:
+the site's kept past audits, oldest first; ``media_alternates``: Google's mobile
+annotation). ``index.html`` (:mod:`crawler.audit.html`) is the same dict for people;
+one CSV per class and flag plus ``problems.csv``.
 """
 
 from __future__ import annotations
@@ -76,8 +70,7 @@ class AuditReport:
     sitemaps: list[dict[str, Any]]
     urls: list[dict[str, Any]] = field(default_factory=list)
     problems: list[dict[str, Any]] = field(default_factory=list)
-    #: The past audits of the site, oldest first, this one last (issue #17):
-    #: filled by the audit command from the kept history (crawler.publish.reporthistory).
+    #: The past audits of the site, oldest first, this one last (filled by the command).
     history: list[dict[str, Any]] = field(default_factory=list)
     generated: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
@@ -96,8 +89,7 @@ class AuditReport:
 
     @property
     def read_sitemaps(self) -> list[dict[str, Any]]:
-        """The sitemap files read (fetched, or read from disk, and sitemaps): the
-        places tried with nothing there (a 404 at /sitemap.xml) are not files."""
+        """The sitemap files read (not the places tried with nothing there)."""
         return [
             sm
             for sm in self.sitemaps
@@ -128,9 +120,8 @@ class AuditReport:
 
     @property
     def sections(self) -> dict[str, int]:
-        """Entries per section of a set sitemap-crawler published (its file names:
-        ``sitemap-NAME-00001-<hash>``; the default section's have no NAME); empty for
-        a set without sections."""
+        """Entries per section of a set sitemap-crawler published, by its file names;
+        empty for a set without sections."""
         found: dict[str, int] = {}
         for sm in self.sitemaps:
             match = _SECTION_FILE.match(sm["url"].rsplit("/", 1)[-1])
@@ -359,8 +350,7 @@ def _lastmod_problems(
 def write_report(
     report: AuditReport, directory: Path, html: bool = True, cap: int = DEFAULT_CAP
 ) -> list[Path]:
-    """``audit.json`` and (with *html*) ``index.html``, both from one dict (issue
-    #17), plus one CSV per class and flag, and ``problems.csv``."""
+    """``audit.json``, ``index.html`` (with *html*) and the CSV files."""
     directory.mkdir(parents=True, exist_ok=True)
     data = report.to_json()
     text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"

@@ -343,24 +343,15 @@ RULES: dict[str, Rule] = {
 }
 
 
-def unknown(names: Iterable[str], known: Iterable[str]) -> str | None:
-    """The error of the first ``SITEMAP_*`` name in *names* that is not in *known*,
-    with the closest known name; None when there is none."""
-    known = sorted(k for k in known if k.startswith("SITEMAP_"))
-    for name in names:
-        if name.startswith("SITEMAP_") and name not in known:
-            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]}?" if close else ""
-            return f"unknown setting {name}{hint}"
-    return None
-
-
 def check_settings(settings: BaseSettings, given: Mapping[str, Any] | Iterable[str]) -> None:
     """Raise SettingError for the first setting that breaks its rule, or for a
     ``SITEMAP_*`` name in *given* (the names the user set) that does not exist."""
-    problem = unknown(given, RULES)
-    if problem is not None:
-        raise SettingError(problem)
+    known = sorted(name for name in RULES if name.startswith("SITEMAP_"))
+    for name in given:
+        if name.startswith("SITEMAP_") and name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            raise SettingError(f"unknown setting {name}{hint}")
     for name, rule in RULES.items():
         if name not in settings:
             continue
