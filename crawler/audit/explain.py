@@ -88,15 +88,13 @@ class ExplainError(Exception):
 
 
 def explain(state: Path, text: str) -> dict[str, Any]:
-    """The answer for *text* (a URL as pasted) from the ledger in the state directory
-    *state*: ``known`` says whether the crawl saw it. Raises :class:`ExplainError`."""
+    """The answer for *text* (a URL as pasted) from the ledger in *state*."""
     with _open_ledger(state) as ledger:
         return _Explainer(ledger).explain(text)
 
 
 def _open_ledger(state: Path) -> LedgerReader:
-    """The last finished crawl's ledger in *state*, read-only (a running crawl, if any,
-    is not disturbed)."""
+    """The last finished crawl's ledger in *state*, read-only (a running crawl is not disturbed)."""
     path = state / LEDGER
     if not state.is_dir():
         raise ExplainError(f"no state directory {state}")
@@ -214,8 +212,7 @@ class _Explainer:
         return found
 
     def _chain(self, row: dict[str, Any]) -> dict[str, Any]:
-        """From the URL through its redirect, canonical and duplicate targets to where
-        it ends: each step with its decision; ``loop`` when it comes back."""
+        """From the URL through its redirect, canonical and duplicate targets to where it ends."""
         steps, seen, current, loop = [self._step(row)], {row["key"]}, row, False
         while current["decision"] in _HOPS and current["target"] and len(steps) < _MAX_STEPS:
             following = self._target_row(current)

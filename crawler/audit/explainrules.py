@@ -41,8 +41,7 @@ def _reached(refused_by: str | None, rule: str) -> bool:
 
 
 class RunRules:
-    """The rules of the run whose ledger is *ledger* (started from *start*, its
-    addresses published by *public*)."""
+    """The rules of the run whose ledger is *ledger*."""
 
     def __init__(self, ledger: LedgerReader, start: str, public: PublicUrls) -> None:
         self.ledger = ledger

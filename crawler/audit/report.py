@@ -120,8 +120,7 @@ class AuditReport:
 
     @property
     def sections(self) -> dict[str, int]:
-        """Entries per section of a set sitemap-crawler published, by its file names;
-        empty for a set without sections."""
+        """Entries per section of a set we published (by file name); empty without sections."""
         found: dict[str, int] = {}
         for sm in self.sitemaps:
             match = _SECTION_FILE.match(sm["url"].rsplit("/", 1)[-1])

@@ -110,8 +110,7 @@ class AuditStore:
         return locs
 
     def audited_keys(self) -> Iterator[tuple[str, str]]:
-        """``(key, url)`` of every listed URL in scope that the audit judges (the
-        first spelling of each key), by key."""
+        """``(key, url)`` of every listed URL in scope that the audit judges, by key."""
         for row in self._db.execute(
             "SELECT key, min(url) AS url FROM listings WHERE key IS NOT NULL "
             "AND scope IS NULL AND audited = 1 GROUP BY key ORDER BY key"

@@ -110,8 +110,7 @@ def audit_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 @dataclass
 class AuditOutcome:
-    """How an audit ended: its exit status, the report (None when there is none),
-    the files written, the summary printed and the line that says what failed."""
+    """How an audit ended (``report``: None when there is none)."""
 
     code: int
     report: AuditReport | None = None
@@ -121,8 +120,7 @@ class AuditOutcome:
 
 
 def execute(args: argparse.Namespace, base: Settings | None = None) -> AuditOutcome:
-    """Crawl (unless ``--state``), read the sitemaps, build and write the report;
-    print nothing. Raises UsageError for bad input."""
+    """Crawl (unless ``--state``), read the sitemaps, build and write the report."""
     from scrapy.crawler import Crawler, CrawlerProcess
 
     from crawler.audit.report import build_report, write_report
@@ -198,8 +196,7 @@ def execute(args: argparse.Namespace, base: Settings | None = None) -> AuditOutc
 
 
 def keep_history(report: AuditReport, directory: Path) -> list[dict[str, Any]]:
-    """Add this audit to the site's ``audit-history.json`` in *directory*; return the
-    site's audits, oldest first."""
+    """Add this audit to ``audit-history.json`` in *directory*; the site's audits."""
     from crawler.publish.reporthistory import AUDITS_KEPT, append_history
 
     path, entry = directory / AUDIT_HISTORY, report.history_entry()

@@ -331,8 +331,7 @@ def _check_render(settings: Settings) -> None:
 
 @dataclass
 class CrawlOutcome:
-    """How a crawl ended: exit status, stats (the summary's figures), the line saying why
-    it did not do its job, and the publisher's outcome (None if it never got there)."""
+    """How a crawl ended (``run``: the publisher's outcome; None if it never got there)."""
 
     code: int
     stats: dict[str, Any] = field(default_factory=dict)

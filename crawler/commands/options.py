@@ -345,8 +345,7 @@ def site_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def check_writable(directory: Path) -> None:
-    """Raise UsageError unless files can be created in *directory* (or where it would
-    be made); the caller makes it once every check passed."""
+    """Raise UsageError unless files can be created in *directory* (or where it would be)."""
     existing = directory
     while not existing.exists():
         existing = existing.parent
@@ -455,8 +454,7 @@ def _option_value(action: argparse.Action, value: Any) -> Any:
 
 
 def project_settings(overrides: Mapping[str, Any], base: Settings | None = None) -> Settings:
-    """The project's settings (``settings/``, or *base*: ``scrapy audit``'s own) with
-    *overrides* at command-line priority."""
+    """The project's settings (or *base*) with *overrides* at command-line priority."""
     from scrapy.settings import Settings
 
     if base is None:
@@ -469,8 +467,7 @@ def project_settings(overrides: Mapping[str, Any], base: Settings | None = None)
 
 
 def checked_settings(overrides: Mapping[str, Any], base: Settings | None = None) -> Settings:
-    """:func:`project_settings`, checked against every setting's rule before anything
-    runs; raise UsageError."""
+    """:func:`project_settings`, checked against every setting's rule; raise UsageError."""
     settings = project_settings(overrides, base)
     try:
         check_settings(settings, overrides)

@@ -42,8 +42,7 @@ def closed_reasons(crawler: Crawler) -> list[str]:
 
 
 def run_spider(url: str, overrides: Mapping[str, Any]) -> SpiderRun:
-    """Run the site spider in this process (a distributed crawl's parts are in
-    *overrides*); return its exit status, the publisher's outcome and the stats."""
+    """Run the site spider in this process; return how it ended, with the stats."""
     from scrapy.settings import default_settings
 
     from crawler.crawl.spider import SiteSpider

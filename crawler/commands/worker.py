@@ -69,8 +69,7 @@ def add_arguments(p: argparse.ArgumentParser, *, scrapy: bool = False) -> None:
 def run(
     parser: argparse.ArgumentParser, args: argparse.Namespace, base: Settings | None = None
 ) -> int:
-    """Join the crawl on ``--redis`` and work for it until it ends. *base*: the
-    settings ``scrapy worker`` built (its ``-s`` applied already)."""
+    """Join the crawl on ``--redis`` and work for it until it ends."""
     from crawler.distributed import worker_settings
 
     mine = given_settings(args, {"--concurrency": "CONCURRENT_REQUESTS_PER_DOMAIN"})
