@@ -204,18 +204,14 @@ class _Explainer:
     def _step(self, row: dict[str, Any]) -> dict[str, Any]:
         return {name: row.get(name) for name in ("url", "decision", "reason", "status", "loc")}
 
-    def _target_row(self, row: dict[str, Any]) -> dict[str, Any] | None:
-        found = self.ledger.row(row["target_key"])
-        if found is None and row["target"]:
-            # A canonical is kept as its published address: back into crawl space.
-            found = self.ledger.row(url_key(self.public.to_crawl(row["target"])))
-        return found
-
     def _chain(self, row: dict[str, Any]) -> dict[str, Any]:
         """From the URL through its redirect, canonical and duplicate targets to where it ends."""
         steps, seen, current, loop = [self._step(row)], {row["key"]}, row, False
         while current["decision"] in _HOPS and current["target"] and len(steps) < _MAX_STEPS:
-            following = self._target_row(current)
+            following = self.ledger.row(current["target_key"])
+            if following is None:
+                # A canonical is kept as its published address: back into crawl space.
+                following = self.ledger.row(url_key(self.public.to_crawl(current["target"])))
             if following is None:
                 why = "not in the ledger (never discovered as a URL of the crawl)"
                 steps.append(self._step({"url": current["target"], "reason": why}))

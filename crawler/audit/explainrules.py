@@ -22,7 +22,6 @@ from crawler.ledger.ledger import LedgerReader
 if TYPE_CHECKING:
     from crawler.core.publicurl import PublicUrls
     from crawler.crawl.calendars import CalendarRule, Dated
-    from crawler.crawl.traps import TrapDetector
 
 #: Each rule's place in the order.
 _ORDER = {rule: n for n, rule in enumerate(d.RULES)}
@@ -94,20 +93,20 @@ class RunRules:
         notes: dict[str, str] = {}
         others = self._others(url, key)
         traps = params.traps()
-        if traps is not None:
-            self._count_variants(traps, url, others)
+        if traps is not None and (path := traps.variant_path(url)) is not None:
+            # The query variants of *url*'s path that the crawl let through.
+            traps.variants[path] = sum(1 for r in others if _passed(r["rule"], d.RULE_VARIANTS))
         calendars = params.calendars()
         referrer = row["referrer"] if row is not None else None
         if calendars is not None and (nearest := self._calendar(calendars, url, row, key, notes)):
             referrer = nearest
-        learner = self._learner(url, others)
         queued = self.queued
         if queued is not None and row is not None and row.get("rule") is None:
             queued -= 1  # the URL itself
         book = RuleBook.of(
             params,
             public=self.public,
-            learner=learner,
+            learner=self._learner(url, others),
             traps=traps,
             calendars=calendars,
             pages=lambda: queued or 0,
@@ -127,12 +126,6 @@ class RunRules:
         if not query:
             return []
         return [r for r in self.ledger.rows_from(base + "?") if r["key"] != key]
-
-    def _count_variants(self, traps: TrapDetector, url: str, others: list[dict[str, Any]]) -> None:
-        """The query variants of *url*'s path that the crawl let through."""
-        path = traps.variant_path(url)
-        if path is not None:
-            traps.variants[path] = sum(1 for r in others if _passed(r["rule"], d.RULE_VARIANTS))
 
     def _learner(self, url: str, others: list[dict[str, Any]]) -> ParamLearner:
         """The parameters learned, and what the crawl met of *url*'s path: the

@@ -135,9 +135,8 @@ def format_answer(answer: dict[str, Any]) -> str:
     found = answer["found_via"]
     steps = found["steps"]
     if steps:
-        first = steps[0]["url"] + (
-            "  (start URL)" if steps[0]["url"] == answer["start_url"] else ""
-        )
+        start = "  (start URL)" if steps[0]["url"] == answer["start_url"] else ""
+        first = steps[0]["url"] + start
         rest = [f"-> {step['via']}: {step['url']}" for step in steps[1:]]
         if found["from"] != "referrers":
             rest.append(f"({found['from']})")
@@ -172,9 +171,8 @@ def _sitemap(sitemap: dict[str, Any]) -> str:
 
 
 def _run(answer: dict[str, Any]) -> str:
-    return (
-        f"{answer['run']['outcome'] or 'unknown'}, started {answer['run']['started'] or 'unknown'}"
-    )
+    run = answer["run"]
+    return f"{run['outcome'] or 'unknown'}, started {run['started'] or 'unknown'}"
 
 
 Command = scrapy_command(sys.modules[__name__])

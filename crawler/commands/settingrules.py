@@ -172,12 +172,10 @@ def _w3c(settings: BaseSettings, name: str) -> None:
 
 def _split(settings: BaseSettings, name: str, value_last: bool) -> list[tuple[str, str]]:
     _texts(settings, name)
-    pairs = []
-    for text in settings.getlist(name):
-        if value_last and text == "auto":
-            pairs.append(("", "auto"))
-            continue
-        pairs.append(split_rule(text, value_last=value_last))
+    pairs = [
+        ("", "auto") if value_last and text == "auto" else split_rule(text, value_last=value_last)
+        for text in settings.getlist(name)
+    ]
     for left, right in pairs:
         if pattern := left if value_last else right:
             _regex(pattern)
