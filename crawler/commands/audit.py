@@ -52,11 +52,8 @@ DESCRIPTION = (
 EPILOG = (
     "Exit status: 0 audit done (and the bars passed); 2 usage error; 3 the crawl failed "
     "(start URL or robots.txt unreachable); 5 --fail-under or --fail-on broke; 130 "
-    "interrupted. Classes: "
-    + ", ".join(CLASSES)
-    + "; flags: "
-    + ", ".join(FLAGS)
-    + "; and protocol (any protocol problem)."
+    f"interrupted. Classes: {', '.join(CLASSES)}; flags: {', '.join(FLAGS)}; and protocol "
+    "(any protocol problem)."
 )
 
 
@@ -178,10 +175,9 @@ def execute(args: argparse.Namespace, base: Settings | None = None) -> AuditOutc
         summary = audit_summary(report)
         written: list[Path] = []
         if args.report:
-            settings = process.settings
             report.history = keep_history(report, Path(args.state or args.report))
-            html = settings.getbool("SITEMAP_REPORT_HTML")
-            cap = settings.getint("SITEMAP_REPORT_HTML_URLS")
+            html = process.settings.getbool("SITEMAP_REPORT_HTML")
+            cap = process.settings.getint("SITEMAP_REPORT_HTML_URLS")
             written = write_report(report, Path(args.report), html, cap)
             csvs = len(written) - (2 if html else 1)
             summary += f"\nreport: {written[0]} and {csvs} CSV files"
