@@ -250,11 +250,8 @@ class _Explainer:
         why = "listed: a 200 page of the start URL's scheme, not noindex, its own canonical"
         out.update(in_set=True, why=why, **self._file_of(row, published))
         if row.get("news"):
-            news = self._find_in(
-                [f for f in published.get("files", []) if f.get("section") == "news"],
-                published,
-                row["loc"],
-            )
+            news_files = [f for f in published.get("files", []) if f.get("section") == "news"]
+            news = self._find_in(news_files, published, row["loc"], guessed=False)
             if news:
                 out["news_file"] = news["file"]
         return out
@@ -274,7 +271,7 @@ class _Explainer:
         ordered = ([guess] if guess else []) + [
             f for f in files if f is not guess and f.get("section") != "news"
         ]
-        found = self._find_in(ordered, published, row["loc"], stop_after_first=guess is not None)
+        found = self._find_in(ordered, published, row["loc"], guessed=guess is not None)
         if found or guess is None:
             return found or self._in_file(None, None, section)
         return self._in_file(guess["name"], None, section, on_disk=False)
@@ -286,22 +283,18 @@ class _Explainer:
         return {"file": name, "file_url": url, "line": line, "section": section, **more}
 
     def _find_in(
-        self,
-        files: list[dict[str, Any]],
-        published: dict[str, Any],
-        loc: str,
-        *,
-        stop_after_first: bool = False,
+        self, files: list[dict[str, Any]], published: dict[str, Any], loc: str, guessed: bool
     ) -> dict[str, Any] | None:
-        """The first of *files* (still on disk) holding *loc*, with the line."""
+        """The first of *files* (still on disk) holding *loc*, with the line; *guessed*:
+        stop when the first is gone (the guess of *loc*'s file stands, unconfirmed)."""
         directory = Path(str(published.get("index") or "")).parent
         for f in files:
             path = directory / f["name"]
             line = _line_of(path, loc)
             if line is not None:
                 return self._in_file(f["name"], line, f.get("section"), on_disk=True)
-            if stop_after_first and not path.is_file():
-                return None  # an older set's file: the guess stands, unconfirmed
+            if guessed and not path.is_file():
+                return None  # an older set's file
         return None
 
     def _lastmod(self, row: dict[str, Any]) -> dict[str, Any]:
