@@ -62,8 +62,7 @@ def execute(args: argparse.Namespace) -> dict[str, Any]:
 
     if not args.url:
         raise ExplainError("a URL is required")
-    state = Path(args.state) if args.state else Path(default_state())
-    return explain(state, args.url)
+    return explain(Path(args.state or default_state()), args.url)
 
 
 def run(
@@ -77,10 +76,8 @@ def run(
     except ExplainError as e:
         error(f"error: {e}")
         return EXIT_USAGE
-    if args.json:
-        print_stdout(json.dumps(answer, ensure_ascii=False, indent=2))
-    else:
-        print_stdout(format_answer(answer))
+    text = json.dumps(answer, ensure_ascii=False, indent=2) if args.json else format_answer(answer)
+    print_stdout(text)
     return EXIT_OK if answer["known"] else EXIT_UNKNOWN
 
 

@@ -16,7 +16,7 @@ import re
 import sys
 import tempfile
 import tomllib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
 from types import ModuleType
@@ -409,7 +409,12 @@ def apply_options(
         dest = name.replace("-", "_")
         action = actions.get(dest)
         if action is None:
-            raise UsageError(f"{where}: unknown option {name!r}{_closest(name, actions)}")
+            # The hint spelled the way *name* is: - in a config file, _ in Python.
+            dash = "_" not in name
+            known = {(d.replace("_", "-") if dash else d): d for d in actions}
+            close = difflib.get_close_matches(name.replace("_", "-") if dash else name, known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise UsageError(f"{where}: unknown option {name!r}{hint}")
         try:
             converted = _option_value(action, value)
         except (argparse.ArgumentTypeError, ValueError, TypeError) as e:
@@ -419,15 +424,6 @@ def apply_options(
             setattr(args, dest, [*converted, *current])  # the command line's come last
         elif current == parser.get_default(dest):
             setattr(args, dest, converted)
-
-
-def _closest(name: str, dests: Iterable[str]) -> str:
-    """The hint for a mistyped option *name*, ``; did you mean 'max-pages'?``, spelled
-    the way *name* is (``-`` in a config file, ``_`` in Python); "" when none is close."""
-    dash = "_" not in name
-    known = {(d.replace("_", "-") if dash else d): d for d in dests}
-    close = difflib.get_close_matches(name.replace("_", "-") if dash else name, known, n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def _option_value(action: argparse.Action, value: Any) -> Any:
