@@ -191,8 +191,6 @@ def build_report(site: str, ledger_path: Path, store_path: Path) -> AuditReport:
     # Keys listed in scope only past the 50,000th entry of a file: key -> files.
     unaudited: dict[str, list[str]] = {}
     for key, rows in sorted(by_key.items(), key=lambda kv: kv[1][0]["url"]):
-        # An entry past a file's first 50,000 is not audited at all (issue #13): the
-        # protocol stops there, and so does the audit; the file says how many.
         skipped = [r for r in rows if not r["audited"]]
         if skipped:
             rows = [r for r in rows if r["audited"]]
@@ -212,7 +210,7 @@ def build_report(site: str, ledger_path: Path, store_path: Path) -> AuditReport:
         found = crawl.get(key)
         judged_by_crawl = found is not None and found["decision"] in d.JUDGED
         # A crawl with --seed-sitemaps judged the sitemaps' entries too: one that
-        # no link led to is still an orphan (issue #19).
+        # no link led to is still an orphan.
         found_by_crawl = judged_by_crawl and not seeded(found)
         judged = found if judged_by_crawl else fetched.get(key)
         if found is not None and found["decision"] in d.RULED_OUT:
@@ -271,7 +269,7 @@ def build_report(site: str, ledger_path: Path, store_path: Path) -> AuditReport:
 
     for sm in sitemaps:
         for p in sm["problems"]:
-            # An entry's problem names its URL (issue 17); a file's names none.
+            # An entry's problem names its URL; a file's names none.
             problems.append({**p, "sitemap": sm["url"], "url": p.get("url")})
     problems += _lastmod_problems([row for row in listings if row["audited"]], crawl)
     problems.sort(key=lambda p: (p["sitemap"], p["line"] or 0, p["code"]))
