@@ -71,8 +71,7 @@ def run_spider(url: str, overrides: Mapping[str, Any]) -> SpiderRun:
             state.abandon()
         message = "stopped at once by a second interrupt; nothing was published"
         stats = {**stats, "sitemap/outcome": "interrupted", "sitemap/message": message}
-        stopped = RunOutcome("interrupted", message)
-        return SpiderRun(EXIT_INTERRUPTED, stopped, reason, fatal, stats)
+        return SpiderRun(EXIT_INTERRUPTED, RunOutcome("interrupted", message), reason, fatal, stats)
     outcome = state.outcome if state is not None else None
     if outcome is None:
         # The spider never got as far as the publisher (bad settings, say), or this

@@ -229,8 +229,7 @@ def _credentials(settings: BaseSettings, name: str) -> None:
 
 
 def _each(parse: Callable[[str], object]) -> Rule:
-    """A list of texts whose every item *parse* accepts (its ValueError says what is
-    wrong; for credentials, without the value)."""
+    """A list of texts whose every item *parse* accepts (its ValueError says why)."""
 
     def rule(settings: BaseSettings, name: str) -> None:
         _texts(settings, name)
