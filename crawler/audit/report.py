@@ -121,13 +121,12 @@ class AuditReport:
     @property
     def sections(self) -> dict[str, int]:
         """Entries per section of a set we published (by file name); empty without sections."""
-        found: dict[str, int] = {}
+        found: Counter[str] = Counter()
         for sm in self.sitemaps:
             match = _SECTION_FILE.match(sm["url"].rsplit("/", 1)[-1])
             if match and sm["kind"] != "sitemapindex":
-                key = match["section"] or "(default)"
-                found[key] = found.get(key, 0) + (sm["entries"] or 0)
-        return found if set(found) - {"(default)"} else {}
+                found[match["section"] or "(default)"] += sm["entries"] or 0
+        return dict(found) if set(found) - {"(default)"} else {}
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -16,6 +16,7 @@ from crawler.commands.options import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     add_log_and_settings,
+    adder,
     attempt,
     checked_settings,
     error,
@@ -46,18 +47,14 @@ EPILOG = (
 
 
 def add_arguments(p: argparse.ArgumentParser, *, scrapy: bool = False) -> None:
-    p.add_argument(
-        "--redis",
-        required=True,
-        metavar="URL",
-        help="the crawl's Redis database, as given to crawl --redis",
+    add = adder(
+        {
+            "--redis": "the crawl's Redis database, as given to crawl --redis",
+            "--concurrency": "concurrent requests of this worker (default: the crawl's)",
+        }
     )
-    p.add_argument(
-        "--concurrency",
-        type=positive_int,
-        metavar="N",
-        help="concurrent requests of this worker (default: the crawl's)",
-    )
+    add(p, "--redis", required=True, metavar="URL")
+    add(p, "--concurrency", type=positive_int, metavar="N")
     if not scrapy:
         add_log_and_settings(
             p,
