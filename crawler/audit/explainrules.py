@@ -229,11 +229,9 @@ class RunRules:
 
 def _sequence_prefix(url: str, template: str) -> str:
     """The start every URL of *url*'s date sequence (*template*) shares."""
-    parts = urlsplit(url)
-    at = template.index("{date}")
-    query = template.find("?")
+    at, query = template.index("{date}"), template.find("?")
     head = template[: query + 1] if 0 <= query < at else template[:at]
-    return f"{parts.scheme}://{head}"
+    return f"{urlsplit(url).scheme}://{head}"
 
 
 def _check(
