@@ -355,18 +355,7 @@ def write_report(
         written.append(write_html(directory / "index.html", render_audit(data, cap)))
     columns = ["url", "class", "reason", "target", "found_by_crawl", "sitemaps"]
     for name in (*CLASSES, *FLAGS):
-        rows = [
-            [
-                u["url"],
-                u["class"],
-                u["reason"],
-                u["target"] or "",
-                "yes" if u["found_by_crawl"] else "no",
-                " ".join(u["sitemaps"]),
-            ]
-            for u in report.urls
-            if u["class"] == name or name in u["flags"]
-        ]
+        rows = [_csv_row(u) for u in report.urls if u["class"] == name or name in u["flags"]]
         written.append(_write_csv(directory / f"{name}.csv", columns, rows))
     problems = [
         [p["code"], p["message"], p["sitemap"], p["line"] or "", p["url"] or ""]
@@ -375,6 +364,11 @@ def write_report(
     columns = ["code", "message", "sitemap", "line", "url"]
     written.append(_write_csv(directory / "problems.csv", columns, problems))
     return written
+
+
+def _csv_row(u: dict[str, Any]) -> list[str]:
+    found = "yes" if u["found_by_crawl"] else "no"
+    return [u["url"], u["class"], u["reason"], u["target"] or "", found, " ".join(u["sitemaps"])]
 
 
 def _write_csv(path: Path, columns: list[str], rows: list[list[Any]]) -> Path:
