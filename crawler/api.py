@@ -5,12 +5,9 @@
     result = api.crawl("https://www.example.com/", out="public", max_pages=10_000)
     audited = api.audit("https://www.example.com/", report="audit/", fail_under=95)
 
-The keyword arguments are the command's long options (``_`` for ``-``; ``settings`` a
-dict of ``-s``), checked by its own parser: bad input raises :class:`UsageError` with
-the command line's one-line message; anything else comes back as a result with the
-exit status. Each call runs the command in a child Python process, since a Twisted
-reactor runs once per process: the calls can be made any number of times, from any
-program. A ``KeyboardInterrupt`` stops the child as SIGTERM does.
+The keyword arguments are the command's long options, checked by its own parser (bad
+input raises :class:`UsageError`). Each call runs the command in a child Python process,
+since a Twisted reactor runs once per process.
 """
 
 from __future__ import annotations

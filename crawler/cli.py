@@ -1,8 +1,5 @@
 """The ``sitemap-crawler`` command line: it only dispatches to the command modules of
-:mod:`crawler.commands` (``crawl``, ``worker``, ``audit``, ``explain``). Exit statuses:
-each command's ``EPILOG`` (its ``--help``) and docs/reference.md, "Exit status": 0 did
-its job, 1 explain's unknown URL, 2 usage error, 3 crawl failed, 4 refused to publish,
-5 an audit's bar broke, 6 output not written, 7 IndexNow failed, 130 interrupted.
+:mod:`crawler.commands`. Exit statuses: each command's ``EPILOG`` and docs/reference.md.
 """
 
 from __future__ import annotations
@@ -20,8 +17,7 @@ COMMANDS: tuple[ModuleType, ...] = (crawl, worker, audit, explain)
 
 
 def build_parser() -> Parser:
-    """The parser of ``sitemap-crawler``, with one sub-parser per command; each
-    sub-parser's defaults name its command module (``args.command_module``)."""
+    """The parser of ``sitemap-crawler``, with one sub-parser per command."""
     parser = Parser(
         prog=PROG,
         description="Crawl a website politely and publish correct, rotated, gzipped "
@@ -39,8 +35,7 @@ def build_parser() -> Parser:
 
 
 def command_parser(name: str) -> Parser:
-    """The parser of the command *name* alone, as ``sitemap-crawler NAME`` has it
-    (the Python API and the reference's test use it)."""
+    """The parser of the command *name* alone, as ``sitemap-crawler NAME`` has it."""
     module = {module.NAME: module for module in COMMANDS}[name]
     parser = Parser(prog=f"{PROG} {name}", description=module.DESCRIPTION, epilog=module.EPILOG)
     module.add_arguments(parser)

@@ -92,15 +92,9 @@ DOWNLOAD_HANDLERS = {
 CONCURRENT_ITEMS = 4
 # Scrapy's own extensions, less the two turned off above: Scrapy imports every one it
 # lists, and the remote control's aiohttp slowed every start.
-EXTENSIONS_BASE = {
-    name: order
-    for name, order in _scrapy_defaults.EXTENSIONS_BASE.items()
-    if name
-    not in {
-        "scrapy.extensions.remote_control.RemoteControl",
-        "scrapy.extensions.telnet.TelnetConsole",
-    }
-}
+EXTENSIONS_BASE = dict(_scrapy_defaults.EXTENSIONS_BASE)
+EXTENSIONS_BASE.pop("scrapy.extensions.remote_control.RemoteControl", None)  # Scrapy 2.19+
+EXTENSIONS_BASE.pop("scrapy.extensions.telnet.TelnetConsole", None)
 EXTENSIONS = {
     "scrapy.extensions.throttle.AutoThrottle": None,
     # The run's state (lock, ledgers, previous run): first, before anything opens a file.

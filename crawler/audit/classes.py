@@ -60,9 +60,6 @@ def seeded(row: dict[str, Any] | None) -> bool:
 
 def classify(decision: str, status: int | None) -> str:
     if decision == d.STATUS:
-        if status is not None and 400 <= status < 500:
-            return "4xx"
-        if status is not None and status >= 500:
-            return "5xx"
-        return "error"
+        status = status or 0
+        return "5xx" if status >= 500 else "4xx" if status >= 400 else "error"
     return _BY_DECISION.get(decision, "not-crawled")

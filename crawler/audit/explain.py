@@ -1,13 +1,8 @@
-"""Why is this URL (not) in the sitemap? One URL's story, read from the ledger.
-
-:func:`explain` reads the ledger of the last run that did its job (read-only) and
-gathers, into one JSON-able dict that the ``explain`` command prints: which URL the
-pasted text is (any spelling, a path, an alias, a public ``--base-url`` address), its
-decision and the chain to where it ends, what the crawl saw, whether and in which file
-it is published, its lastmod and where it came from, the runs that saw it and the
-links that found it; for a URL the crawl never saw, how the crawled pages refer to it
-and what the run's rules say (:mod:`crawler.audit.explainrules`). docs/explain.md
-shows the answer. One module: one URL's whole story from one reading of the ledger.
+"""Why is this URL (not) in the sitemap? One URL's story, read (read-only) from the ledger
+of the last run that did its job, as one JSON-able dict (docs/explain.md shows it): which
+URL the pasted text is, its decision and chain, whether and where it is published, its
+lastmod, the links that found it; for a URL the crawl never saw, how the crawled pages
+refer to it and what the run's rules say (:mod:`crawler.audit.explainrules`).
 """
 
 from __future__ import annotations
@@ -93,15 +88,13 @@ class ExplainError(Exception):
 
 
 def explain(state: Path, text: str) -> dict[str, Any]:
-    """The answer for *text* (a URL as pasted) from the ledger in the state directory
-    *state*: ``known`` says whether the crawl saw it. Raises :class:`ExplainError`."""
+    """The answer for *text* (a URL as pasted) from the ledger in *state*."""
     with _open_ledger(state) as ledger:
         return _Explainer(ledger).explain(text)
 
 
 def _open_ledger(state: Path) -> LedgerReader:
-    """The last finished crawl's ledger in *state*, read-only (a running crawl, if any,
-    is not disturbed)."""
+    """The last finished crawl's ledger in *state*, read-only (a running crawl is not disturbed)."""
     path = state / LEDGER
     if not state.is_dir():
         raise ExplainError(f"no state directory {state}")
@@ -211,19 +204,14 @@ class _Explainer:
     def _step(self, row: dict[str, Any]) -> dict[str, Any]:
         return {name: row.get(name) for name in ("url", "decision", "reason", "status", "loc")}
 
-    def _target_row(self, row: dict[str, Any]) -> dict[str, Any] | None:
-        found = self.ledger.row(row["target_key"])
-        if found is None and row["target"]:
-            # A canonical is kept as its published address: back into crawl space.
-            found = self.ledger.row(url_key(self.public.to_crawl(row["target"])))
-        return found
-
     def _chain(self, row: dict[str, Any]) -> dict[str, Any]:
-        """From the URL through its redirect, canonical and duplicate targets to where
-        it ends: each step with its decision; ``loop`` when it comes back."""
+        """From the URL through its redirect, canonical and duplicate targets to where it ends."""
         steps, seen, current, loop = [self._step(row)], {row["key"]}, row, False
         while current["decision"] in _HOPS and current["target"] and len(steps) < _MAX_STEPS:
-            following = self._target_row(current)
+            following = self.ledger.row(current["target_key"])
+            if following is None:
+                # A canonical is kept as its published address: back into crawl space.
+                following = self.ledger.row(url_key(self.public.to_crawl(current["target"])))
             if following is None:
                 why = "not in the ledger (never discovered as a URL of the crawl)"
                 steps.append(self._step({"url": current["target"], "reason": why}))
@@ -262,11 +250,8 @@ class _Explainer:
         why = "listed: a 200 page of the start URL's scheme, not noindex, its own canonical"
         out.update(in_set=True, why=why, **self._file_of(row, published))
         if row.get("news"):
-            news = self._find_in(
-                [f for f in published.get("files", []) if f.get("section") == "news"],
-                published,
-                row["loc"],
-            )
+            news_files = [f for f in published.get("files", []) if f.get("section") == "news"]
+            news = self._find_in(news_files, published, row["loc"], guessed=False)
             if news:
                 out["news_file"] = news["file"]
         return out
@@ -286,7 +271,7 @@ class _Explainer:
         ordered = ([guess] if guess else []) + [
             f for f in files if f is not guess and f.get("section") != "news"
         ]
-        found = self._find_in(ordered, published, row["loc"], stop_after_first=guess is not None)
+        found = self._find_in(ordered, published, row["loc"], guessed=guess is not None)
         if found or guess is None:
             return found or self._in_file(None, None, section)
         return self._in_file(guess["name"], None, section, on_disk=False)
@@ -298,22 +283,18 @@ class _Explainer:
         return {"file": name, "file_url": url, "line": line, "section": section, **more}
 
     def _find_in(
-        self,
-        files: list[dict[str, Any]],
-        published: dict[str, Any],
-        loc: str,
-        *,
-        stop_after_first: bool = False,
+        self, files: list[dict[str, Any]], published: dict[str, Any], loc: str, guessed: bool
     ) -> dict[str, Any] | None:
-        """The first of *files* (still on disk) holding *loc*, with the line."""
+        """The first of *files* (still on disk) holding *loc*, with the line; *guessed*:
+        stop when the first is gone (the guess of *loc*'s file stands, unconfirmed)."""
         directory = Path(str(published.get("index") or "")).parent
         for f in files:
             path = directory / f["name"]
             line = _line_of(path, loc)
             if line is not None:
                 return self._in_file(f["name"], line, f.get("section"), on_disk=True)
-            if stop_after_first and not path.is_file():
-                return None  # an older set's file: the guess stands, unconfirmed
+            if guessed and not path.is_file():
+                return None  # an older set's file
         return None
 
     def _lastmod(self, row: dict[str, Any]) -> dict[str, Any]:
@@ -383,8 +364,8 @@ class _Explainer:
 
     def _shortest_path(self, goal: str) -> list[dict[str, Any]] | None:
         """A shortest path from the start URL to the row *goal* over the stored links and
-        targets, breadth first. Links are stored normalised: they are matched to rows by
-        their URL, not keyed again (w3lib's canonicalisation is the cost of a search)."""
+        targets, breadth first. Links are matched to rows by their stored normalised URL,
+        not keyed again (w3lib's canonicalisation is the cost of a search)."""
         keys = self.ledger.keys_by_url()
         start = url_key(self.start)
         parents: dict[str, tuple[str, str] | None] = {start: None}

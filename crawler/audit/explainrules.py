@@ -1,16 +1,9 @@
-"""A URL put to the rules of a finished run: its rule book rebuilt from its ledger.
-
-``explain`` asks what the crawl's rules say about a URL it never saw (would it fetch
-it, had a page linked to it?) or one it saw (which rule let it through, or refused
-it). The rule book is the frontier's, built from what the run recorded, never from the
-current settings: the ledger's ``scope`` meta, the parameters learned, and the counts
-of the counted rules from the ``rule`` column (which rule refused each URL; NULL for
-one queued). It judges with the run's final state, where the frontier judged with what
-it knew then, so a URL refused early by a counted rule may pass here, and the reverse.
-A URL the crawl never saw has no depth (the cap is named, not applied) and no
-referrer: a dated URL is judged as linked from its own sequence when the crawl met
-it, else from another page. robots.txt comes last, as the run read it. A ledger of an
-earlier version lacks some values: those rules answer "unknown".
+"""A URL put to the rules of a finished run: the frontier's rule book rebuilt from what
+its ledger recorded (never the current settings). It judges with the run's final state,
+where the frontier judged with what it knew then, so a URL refused early by a counted
+rule may pass here, and the reverse. A URL the crawl never saw has no depth (the cap is
+named, not applied) and no referrer: a dated one is judged as linked from its sequence
+when the crawl met it. A ledger of an earlier version lacks some values: "unknown".
 """
 
 from __future__ import annotations
@@ -29,7 +22,6 @@ from crawler.ledger.ledger import LedgerReader
 if TYPE_CHECKING:
     from crawler.core.publicurl import PublicUrls
     from crawler.crawl.calendars import CalendarRule, Dated
-    from crawler.crawl.traps import TrapDetector
 
 #: Each rule's place in the order.
 _ORDER = {rule: n for n, rule in enumerate(d.RULES)}
@@ -48,8 +40,7 @@ def _reached(refused_by: str | None, rule: str) -> bool:
 
 
 class RunRules:
-    """The rules of the run whose ledger is *ledger* (started from *start*, its
-    addresses published by *public*)."""
+    """The rules of the run whose ledger is *ledger*."""
 
     def __init__(self, ledger: LedgerReader, start: str, public: PublicUrls) -> None:
         self.ledger = ledger
@@ -102,20 +93,20 @@ class RunRules:
         notes: dict[str, str] = {}
         others = self._others(url, key)
         traps = params.traps()
-        if traps is not None:
-            self._count_variants(traps, url, others)
+        if traps is not None and (path := traps.variant_path(url)) is not None:
+            # The query variants of *url*'s path that the crawl let through.
+            traps.variants[path] = sum(1 for r in others if _passed(r["rule"], d.RULE_VARIANTS))
         calendars = params.calendars()
         referrer = row["referrer"] if row is not None else None
         if calendars is not None and (nearest := self._calendar(calendars, url, row, key, notes)):
             referrer = nearest
-        learner = self._learner(url, others)
         queued = self.queued
         if queued is not None and row is not None and row.get("rule") is None:
             queued -= 1  # the URL itself
         book = RuleBook.of(
             params,
             public=self.public,
-            learner=learner,
+            learner=self._learner(url, others),
             traps=traps,
             calendars=calendars,
             pages=lambda: queued or 0,
@@ -135,12 +126,6 @@ class RunRules:
         if not query:
             return []
         return [r for r in self.ledger.rows_from(base + "?") if r["key"] != key]
-
-    def _count_variants(self, traps: TrapDetector, url: str, others: list[dict[str, Any]]) -> None:
-        """The query variants of *url*'s path that the crawl let through."""
-        path = traps.variant_path(url)
-        if path is not None:
-            traps.variants[path] = sum(1 for r in others if _passed(r["rule"], d.RULE_VARIANTS))
 
     def _learner(self, url: str, others: list[dict[str, Any]]) -> ParamLearner:
         """The parameters learned, and what the crawl met of *url*'s path: the
@@ -166,9 +151,8 @@ class RunRules:
         key: str,
         notes: dict[str, str],
     ) -> str | None:
-        """Where the crawl entered *url*'s date sequence, into *calendars*; for a
-        URL the crawl never saw, the page of its sequence it is judged as linked
-        from (None: from another page)."""
+        """Where the crawl entered *url*'s date sequence, into *calendars*; for an unseen
+        URL, the page of its sequence it is judged as linked from (None: another)."""
         dated = date_of(url)
         if dated is None:
             return None
@@ -224,8 +208,7 @@ class RunRules:
             return _check(name, True, "robots.txt was unavailable: all allowed")
         from crawler.fetch.robotsrules import RobotsRules
 
-        rules = RobotsRules(str(robots["text"]))
-        token = str(robots.get("token") or "")
+        rules, token = RobotsRules(str(robots["text"])), str(robots.get("token") or "")
         group = rules.group_name(token)
         if rules.allowed(url, token):
             return _check(name, True, f"allowed (group {group!r})")
@@ -246,11 +229,9 @@ class RunRules:
 
 def _sequence_prefix(url: str, template: str) -> str:
     """The start every URL of *url*'s date sequence (*template*) shares."""
-    parts = urlsplit(url)
-    at = template.index("{date}")
-    query = template.find("?")
+    at, query = template.index("{date}"), template.find("?")
     head = template[: query + 1] if 0 <= query < at else template[:at]
-    return f"{parts.scheme}://{head}"
+    return f"{urlsplit(url).scheme}://{head}"
 
 
 def _check(

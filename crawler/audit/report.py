@@ -9,11 +9,8 @@ each with its sitemap and line. Coverage is the share of the indexable pages fou
 the crawl that the sitemaps list.
 
 Only the first 50,000 entries of a file (the protocol's limit) are audited, as search
-engines ignore the rest: such an entry takes a class only when its URL alone decides
-it (``invalid-loc``, ``off-host``), and a page listed only there is ``missing``, saying
-so; each file says how many (``not_audited``, a ``not-audited`` problem). When no
-sitemap could be read at all, ``no_sitemap`` is true and the summary's first line
-says so, with every place tried.
+engines ignore the rest: a later entry takes a class only when its URL alone decides it
+(``invalid-loc``, ``off-host``); a page listed only there is ``missing``, saying so.
 
 ``audit.json`` (schema ``sitemap-crawler/audit/1``)::
 
@@ -27,13 +24,10 @@ says so, with every place tried.
      "history": [{"generated", "site", "coverage", "covered", "indexable_found",
      "listed", "problems", "counts"}]}
 
-Fields and classes added to schema 1 since (``no_sitemap``, ``not_audited``,
-``sitemaps_read``, ``history``: the site's kept past audits, oldest first; the classes
-``excluded`` and ``duplicate``) leave every older field as it was. ``media_alternates``
-counts Google's mobile annotation (``xhtml:link rel="alternate" media=...``).
-``index.html`` is the same report for people (:mod:`crawler.audit.html`), from the
-same dict; one CSV per class and flag (``<name>.csv``: url, class, reason, target,
-found_by_crawl, sitemaps) plus ``problems.csv``.
+Fields and classes added to schema 1 leave every older field as it was (``history``:
+the site's kept past audits, oldest first; ``media_alternates``: Google's mobile
+annotation). ``index.html`` (:mod:`crawler.audit.html`) is the same dict for people;
+one CSV per class and flag plus ``problems.csv``.
 """
 
 from __future__ import annotations
@@ -76,8 +70,7 @@ class AuditReport:
     sitemaps: list[dict[str, Any]]
     urls: list[dict[str, Any]] = field(default_factory=list)
     problems: list[dict[str, Any]] = field(default_factory=list)
-    #: The past audits of the site, oldest first, this one last (issue #17):
-    #: filled by the audit command from the kept history (crawler.publish.reporthistory).
+    #: The past audits of the site, oldest first, this one last (filled by the command).
     history: list[dict[str, Any]] = field(default_factory=list)
     generated: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
@@ -96,8 +89,7 @@ class AuditReport:
 
     @property
     def read_sitemaps(self) -> list[dict[str, Any]]:
-        """The sitemap files read (fetched, or read from disk, and sitemaps): the
-        places tried with nothing there (a 404 at /sitemap.xml) are not files."""
+        """The sitemap files read (not the places tried with nothing there)."""
         return [
             sm
             for sm in self.sitemaps
@@ -128,16 +120,13 @@ class AuditReport:
 
     @property
     def sections(self) -> dict[str, int]:
-        """Entries per section of a set sitemap-crawler published (its file names:
-        ``sitemap-NAME-00001-<hash>``; the default section's have no NAME); empty for
-        a set without sections."""
-        found: dict[str, int] = {}
+        """Entries per section of a set we published (by file name); empty without sections."""
+        found: Counter[str] = Counter()
         for sm in self.sitemaps:
             match = _SECTION_FILE.match(sm["url"].rsplit("/", 1)[-1])
             if match and sm["kind"] != "sitemapindex":
-                key = match["section"] or "(default)"
-                found[key] = found.get(key, 0) + (sm["entries"] or 0)
-        return found if set(found) - {"(default)"} else {}
+                found[match["section"] or "(default)"] += sm["entries"] or 0
+        return dict(found) if set(found) - {"(default)"} else {}
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -201,8 +190,6 @@ def build_report(site: str, ledger_path: Path, store_path: Path) -> AuditReport:
     # Keys listed in scope only past the 50,000th entry of a file: key -> files.
     unaudited: dict[str, list[str]] = {}
     for key, rows in sorted(by_key.items(), key=lambda kv: kv[1][0]["url"]):
-        # An entry past a file's first 50,000 is not audited at all (issue #13): the
-        # protocol stops there, and so does the audit; the file says how many.
         skipped = [r for r in rows if not r["audited"]]
         if skipped:
             rows = [r for r in rows if r["audited"]]
@@ -222,7 +209,7 @@ def build_report(site: str, ledger_path: Path, store_path: Path) -> AuditReport:
         found = crawl.get(key)
         judged_by_crawl = found is not None and found["decision"] in d.JUDGED
         # A crawl with --seed-sitemaps judged the sitemaps' entries too: one that
-        # no link led to is still an orphan (issue #19).
+        # no link led to is still an orphan.
         found_by_crawl = judged_by_crawl and not seeded(found)
         judged = found if judged_by_crawl else fetched.get(key)
         if found is not None and found["decision"] in d.RULED_OUT:
@@ -281,7 +268,7 @@ def build_report(site: str, ledger_path: Path, store_path: Path) -> AuditReport:
 
     for sm in sitemaps:
         for p in sm["problems"]:
-            # An entry's problem names its URL (issue 17); a file's names none.
+            # An entry's problem names its URL; a file's names none.
             problems.append({**p, "sitemap": sm["url"], "url": p.get("url")})
     problems += _lastmod_problems([row for row in listings if row["audited"]], crawl)
     problems.sort(key=lambda p: (p["sitemap"], p["line"] or 0, p["code"]))
@@ -359,8 +346,7 @@ def _lastmod_problems(
 def write_report(
     report: AuditReport, directory: Path, html: bool = True, cap: int = DEFAULT_CAP
 ) -> list[Path]:
-    """``audit.json`` and (with *html*) ``index.html``, both from one dict (issue
-    #17), plus one CSV per class and flag, and ``problems.csv``."""
+    """``audit.json``, ``index.html`` (with *html*) and the CSV files."""
     directory.mkdir(parents=True, exist_ok=True)
     data = report.to_json()
     text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
@@ -369,18 +355,7 @@ def write_report(
         written.append(write_html(directory / "index.html", render_audit(data, cap)))
     columns = ["url", "class", "reason", "target", "found_by_crawl", "sitemaps"]
     for name in (*CLASSES, *FLAGS):
-        rows = [
-            [
-                u["url"],
-                u["class"],
-                u["reason"],
-                u["target"] or "",
-                "yes" if u["found_by_crawl"] else "no",
-                " ".join(u["sitemaps"]),
-            ]
-            for u in report.urls
-            if u["class"] == name or name in u["flags"]
-        ]
+        rows = [_csv_row(u) for u in report.urls if u["class"] == name or name in u["flags"]]
         written.append(_write_csv(directory / f"{name}.csv", columns, rows))
     problems = [
         [p["code"], p["message"], p["sitemap"], p["line"] or "", p["url"] or ""]
@@ -389,6 +364,11 @@ def write_report(
     columns = ["code", "message", "sitemap", "line", "url"]
     written.append(_write_csv(directory / "problems.csv", columns, problems))
     return written
+
+
+def _csv_row(u: dict[str, Any]) -> list[str]:
+    found = "yes" if u["found_by_crawl"] else "no"
+    return [u["url"], u["class"], u["reason"], u["target"] or "", found, " ".join(u["sitemaps"])]
 
 
 def _write_csv(path: Path, columns: list[str], rows: list[list[Any]]) -> Path:

@@ -1,9 +1,6 @@
-"""The crawl's own rules, as the audit applies them to a listed URL the crawl never met.
-
-One the crawl met and left out has that decision in the ledger. One it never met
-(linked only from pages its rules excluded) is judged here by the rule book's
-``--include``/``--exclude`` rule, built from the ledger's ``scope`` meta, its start URLs
-exempt: such a URL is ``excluded``, never an orphan, and never fetched by the audit.
+"""The crawl's ``--include``/``--exclude`` rule, as the audit applies it to a listed URL
+the crawl never met (linked only from pages its rules excluded): such a URL is
+``excluded``, never an orphan, and never fetched by the audit.
 """
 
 from __future__ import annotations
@@ -18,8 +15,7 @@ from crawler.ledger.ledger import LedgerReader
 
 
 class CrawlRules:
-    """The ``--include`` and ``--exclude`` rule of a crawl (its ledger's ``scope``
-    meta), and its start URLs, which it never excludes."""
+    """A crawl's include/exclude rule, and its start URLs, which it never excludes."""
 
     def __init__(self, scope: dict[str, Any], start: str | None) -> None:
         params = RuleParams.from_record(start or "", scope)

@@ -1,13 +1,11 @@
 """The audit's store: what the existing sitemaps say, in SQLite beside the ledger.
 
-``sitemaps``: one row per sitemap file met, how it was found (``via``: ``robots``,
-``default``, ``argument``, or ``index`` with its ``parent``), its ``problems`` (a JSON
-list of ``{code, message, line}``) and ``not_audited`` (entries past the protocol's
-50,000). ``listings``: one row per entry of a urlset, text or feed file: ``key`` is the
-dedup key of its crawl-space URL (NULL: no usable URL), ``scope`` NULL in scope (else
-why not), ``audited`` 0 past its file's first 50,000; an index's rows are taken back
-as the sitemaps to read (:meth:`AuditStore.take_listings`). ``fetched``: the listed
-URLs the crawl did not judge, fetched once by the audit.
+``sitemaps``: one row per file met (``via``: ``robots``, ``default``, ``argument`` or
+``index`` with its ``parent``; ``problems`` a JSON list). ``listings``: one row per
+entry: ``key`` the dedup key of its crawl-space URL (NULL: no usable URL), ``scope``
+NULL in scope (else why not), ``audited`` 0 past its file's first 50,000; an index's
+rows are taken back as the sitemaps to read. ``fetched``: the listed URLs the crawl did
+not judge, fetched once by the audit.
 """
 
 from __future__ import annotations
@@ -62,9 +60,7 @@ CREATE TABLE IF NOT EXISTS fetched (
 ) WITHOUT ROWID;
 """
 
-# One row of ``listings``, in the order of its columns (less ``id``): loc, key, url,
-# sitemap, line, lastmod, changefreq, priority, alternates, images, scope,
-# media_alternates, audited.
+# One row of ``listings``, in the order of its columns (less ``id``).
 _Text = str | None
 Listing = tuple[str, _Text, _Text, str, int | None, _Text, _Text, _Text, int, int, _Text, int, int]
 
@@ -114,8 +110,7 @@ class AuditStore:
         return locs
 
     def audited_keys(self) -> Iterator[tuple[str, str]]:
-        """``(key, url)`` of every listed URL in scope that the audit judges (the
-        first spelling of each key), by key."""
+        """``(key, url)`` of every listed URL in scope that the audit judges, by key."""
         for row in self._db.execute(
             "SELECT key, min(url) AS url FROM listings WHERE key IS NOT NULL "
             "AND scope IS NULL AND audited = 1 GROUP BY key ORDER BY key"

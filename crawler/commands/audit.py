@@ -1,11 +1,6 @@
-"""``sitemap-crawler audit URL``: compare a site's existing sitemaps with a crawl.
-
-The site is crawled without publishing (or an earlier crawl's ledger is read with
-``--state``), then the audit spider reads the site's sitemaps and judges what they
-list (:mod:`crawler.audit.report`); the report is printed and, with ``--report DIR``,
-written as ``audit.json``, ``index.html`` and CSV files, and the audit's figures are
-kept in ``audit-history.json`` (in the ``--state`` directory, else the report's) for
-the next one's coverage chart. ``scrapy audit URL`` from the project root is the same.
+"""``sitemap-crawler audit URL`` (or ``scrapy audit``): compare a site's existing sitemaps
+with a crawl that publishes nothing (or an earlier crawl's ledger, ``--state``); print
+the report and, with ``--report DIR``, write it (:mod:`crawler.audit.report`).
 """
 
 from __future__ import annotations
@@ -57,11 +52,8 @@ DESCRIPTION = (
 EPILOG = (
     "Exit status: 0 audit done (and the bars passed); 2 usage error; 3 the crawl failed "
     "(start URL or robots.txt unreachable); 5 --fail-under or --fail-on broke; 130 "
-    "interrupted. Classes: "
-    + ", ".join(CLASSES)
-    + "; flags: "
-    + ", ".join(FLAGS)
-    + "; and protocol (any protocol problem)."
+    f"interrupted. Classes: {', '.join(CLASSES)}; flags: {', '.join(FLAGS)}; and protocol "
+    "(any protocol problem)."
 )
 
 
@@ -115,8 +107,7 @@ def audit_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 @dataclass
 class AuditOutcome:
-    """How an audit ended: its exit status, the report (None when there is none),
-    the files written, the summary printed and the line that says what failed."""
+    """How an audit ended (``report``: None when there is none)."""
 
     code: int
     report: AuditReport | None = None
@@ -126,8 +117,7 @@ class AuditOutcome:
 
 
 def execute(args: argparse.Namespace, base: Settings | None = None) -> AuditOutcome:
-    """Crawl (unless ``--state``), read the sitemaps, build and write the report;
-    print nothing. Raises UsageError for bad input."""
+    """Crawl (unless ``--state``), read the sitemaps, build and write the report."""
     from scrapy.crawler import Crawler, CrawlerProcess
 
     from crawler.audit.report import build_report, write_report
@@ -185,10 +175,9 @@ def execute(args: argparse.Namespace, base: Settings | None = None) -> AuditOutc
         summary = audit_summary(report)
         written: list[Path] = []
         if args.report:
-            settings = process.settings
             report.history = keep_history(report, Path(args.state or args.report))
-            html = settings.getbool("SITEMAP_REPORT_HTML")
-            cap = settings.getint("SITEMAP_REPORT_HTML_URLS")
+            html = process.settings.getbool("SITEMAP_REPORT_HTML")
+            cap = process.settings.getint("SITEMAP_REPORT_HTML_URLS")
             written = write_report(report, Path(args.report), html, cap)
             csvs = len(written) - (2 if html else 1)
             summary += f"\nreport: {written[0]} and {csvs} CSV files"
@@ -203,9 +192,7 @@ def execute(args: argparse.Namespace, base: Settings | None = None) -> AuditOutc
 
 
 def keep_history(report: AuditReport, directory: Path) -> list[dict[str, Any]]:
-    """Add this audit to the site's kept history (``audit-history.json`` in
-    *directory*: the crawl's state with ``--state``, else the report's) and return
-    the site's audits, oldest first (issue #17)."""
+    """Add this audit to ``audit-history.json`` in *directory*; the site's audits."""
     from crawler.publish.reporthistory import AUDITS_KEPT, append_history
 
     path, entry = directory / AUDIT_HISTORY, report.history_entry()

@@ -1,12 +1,7 @@
-"""``sitemap-crawler crawl URL``: crawl a site and publish its sitemaps.
-
-The options map onto settings (:func:`crawl_settings`); the site spider crawls, the
-pipelines record every decision in the ledger and the publisher writes the set. The
-summary goes to stderr, as a cron mail or a journal shows it; the exit status says
-what happened (:data:`crawler.commands.options.OUTCOME_EXIT`). With ``--redis`` this
-process coordinates a distributed crawl (:mod:`crawler.distributed`).
-
-No Scrapy command here on purpose: ``scrapy crawl site -a url=...`` stays Scrapy's own.
+"""``sitemap-crawler crawl URL``: crawl a site and publish its sitemaps; with ``--redis``
+or ``--processes`` this process coordinates a distributed crawl. The summary goes to
+stderr, as a cron mail or a journal shows it. No Scrapy command here on purpose:
+``scrapy crawl site -a url=...`` stays Scrapy's own.
 """
 
 from __future__ import annotations
@@ -336,8 +331,7 @@ def _check_render(settings: Settings) -> None:
 
 @dataclass
 class CrawlOutcome:
-    """How a crawl ended: exit status, stats (the summary's figures), the line saying why
-    it did not do its job, and the publisher's outcome (None if it never got there)."""
+    """How a crawl ended (``run``: the publisher's outcome; None if it never got there)."""
 
     code: int
     stats: dict[str, Any] = field(default_factory=dict)
@@ -346,10 +340,8 @@ class CrawlOutcome:
 
 
 def execute(args: argparse.Namespace) -> CrawlOutcome:
-    """Run the crawl *args* ask for (``--config`` applied already); print nothing.
-    Raises UsageError for bad input and KeyboardInterrupt when interrupted before
-    Scrapy took over the signals. An ``--out`` directory this run made and left
-    empty (nothing was published: the site could not be reached, say) is removed."""
+    """Run the crawl *args* ask for; print nothing. An ``--out`` directory this run
+    made and left empty (nothing was published) is removed."""
     out = Path(args.out).absolute()
     made = not out.exists()
     try:

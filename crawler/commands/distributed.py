@@ -51,8 +51,7 @@ def connect(url: str) -> Redis:
 def begin(
     redis_url: str, start_url: str, overrides: dict[str, Any]
 ) -> tuple[RedisCrawl, dict[str, Any]]:
-    """Register a distributed crawl of *start_url* in Redis; return its handle and
-    the settings of this process, the coordinator."""
+    """Register a crawl of *start_url* in Redis: its handle, the coordinator's settings."""
     from crawler.distributed import coordinator_settings, shared_settings
 
     server = connect(redis_url)
@@ -71,9 +70,7 @@ def begin(
 
 
 def private_server(state: Path, binary: str | None) -> tuple[PrivateRedis, str]:
-    """Start the crawl's own Redis server (``--processes N`` without ``--redis``;
-    *binary*: ``SITEMAP_REDIS_SERVER``) on a Unix socket in the state directory
-    *state*; return it and its URL."""
+    """Start a private Redis server on a Unix socket in *state*: it and its URL."""
     with _redis():  # it needs scrapy-redis too
         from crawler.distributed.server import NoRedisServer, PrivateRedis
 
@@ -92,9 +89,7 @@ STARTED_BY_CRAWL = "SITEMAP_CRAWLER_WORKER_OF_CRAWL"
 
 
 def start_workers(redis_url: str, count: int, log_level: str) -> list[subprocess.Popen[bytes]]:
-    """*count* ``worker --redis`` processes on this machine for the crawl just begun;
-    their errors go to this process's stderr (their "done" line does not: the
-    crawl's summary says what each fetched)."""
+    """*count* ``worker --redis`` processes on this machine for the crawl just begun."""
     command = [sys.executable, "-m", "crawler.cli", "worker", "--redis", redis_url]
     env = {**os.environ, STARTED_BY_CRAWL: "1"}
     return [
@@ -104,8 +99,7 @@ def start_workers(redis_url: str, count: int, log_level: str) -> list[subprocess
 
 
 def stop_workers(workers: list[subprocess.Popen[bytes]], timeout: float = 60) -> None:
-    """Wait for the workers to see the end of the crawl and exit (they do within a
-    second); stop any that does not."""
+    """Wait for the workers to exit (within a second of the end); stop any that does not."""
     for worker in workers:
         try:
             worker.wait(timeout=timeout)
@@ -123,9 +117,7 @@ def join(redis_url: str) -> tuple[str, dict[str, Any]]:
 
 
 def summary_line(stats: Mapping[str, Any]) -> str | None:
-    """The coordinator's line about the processes that fetched ("processes that
-    fetched: 2 (coordinator 170, host:812:ab12 181), the workers 181 of the 351
-    pages"), or None for a crawl without workers."""
+    """The line about the processes that fetched; None for a crawl without workers."""
     if not stats.get("sitemap/distributed/workers") and not stats.get("sitemap/distributed/lost"):
         return None
     prefix = "sitemap/distributed/pages/"

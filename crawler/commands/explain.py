@@ -1,9 +1,5 @@
-"""``sitemap-crawler explain URL``: why is this URL (not) in the sitemap?
-
-Answers for one URL, as a person pastes it, from the ledger of the last run that did
-its job in the state directory (:mod:`crawler.audit.explain`): printed as a short
-block, or with ``--json`` as one JSON object with the same facts. ``scrapy explain
-URL`` from the project root is the same command.
+"""``sitemap-crawler explain URL`` (or ``scrapy explain``): why is this URL (not) in the
+sitemap? The answer of :mod:`crawler.audit.explain`, as a short block or ``--json``.
 """
 
 from __future__ import annotations
@@ -66,8 +62,7 @@ def execute(args: argparse.Namespace) -> dict[str, Any]:
 
     if not args.url:
         raise ExplainError("a URL is required")
-    state = Path(args.state) if args.state else Path(default_state())
-    return explain(state, args.url)
+    return explain(Path(args.state or default_state()), args.url)
 
 
 def run(
@@ -81,10 +76,8 @@ def run(
     except ExplainError as e:
         error(f"error: {e}")
         return EXIT_USAGE
-    if args.json:
-        print_stdout(json.dumps(answer, ensure_ascii=False, indent=2))
-    else:
-        print_stdout(format_answer(answer))
+    text = json.dumps(answer, ensure_ascii=False, indent=2) if args.json else format_answer(answer)
+    print_stdout(text)
     return EXIT_OK if answer["known"] else EXIT_UNKNOWN
 
 
@@ -139,9 +132,8 @@ def format_answer(answer: dict[str, Any]) -> str:
     found = answer["found_via"]
     steps = found["steps"]
     if steps:
-        first = steps[0]["url"] + (
-            "  (start URL)" if steps[0]["url"] == answer["start_url"] else ""
-        )
+        start = "  (start URL)" if steps[0]["url"] == answer["start_url"] else ""
+        first = steps[0]["url"] + start
         rest = [f"-> {step['via']}: {step['url']}" for step in steps[1:]]
         if found["from"] != "referrers":
             rest.append(f"({found['from']})")
@@ -176,9 +168,8 @@ def _sitemap(sitemap: dict[str, Any]) -> str:
 
 
 def _run(answer: dict[str, Any]) -> str:
-    return (
-        f"{answer['run']['outcome'] or 'unknown'}, started {answer['run']['started'] or 'unknown'}"
-    )
+    run = answer["run"]
+    return f"{run['outcome'] or 'unknown'}, started {run['started'] or 'unknown'}"
 
 
 Command = scrapy_command(sys.modules[__name__])

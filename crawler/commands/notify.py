@@ -1,11 +1,8 @@
 """After a publish, tell IndexNow what changed (``crawl --indexnow-key KEY``).
 
-Runs in the command once the set is published, outside Scrapy's reactor. The URLs are
-the published addresses ``report.json`` lists as added, with a moved lastmod, and
-removed; a first run submits nothing unless ``--indexnow-all``. The key file is checked
-first (at the site's public root or ``--indexnow-key-location``): if it is not served
-with exactly the key, nothing is submitted. The outcome goes into ``report.json`` and
-the summary; a failed notification is exit status 7, and the publish stands.
+Runs once the set is published, outside Scrapy's reactor, with the URLs ``report.json``
+lists as added, lastmod-moved and removed. Nothing is submitted unless the key file is
+served with exactly the key. A failed notification is exit status 7; the publish stands.
 """
 
 from __future__ import annotations
@@ -24,9 +21,8 @@ if TYPE_CHECKING:
 
 
 def notify(settings: BaseSettings, run: RunOutcome) -> indexnow.Outcome | None:
-    """Submit the changes of the run that ended with *run* (see the module
-    docstring); None when there is nothing to do: no key, nothing published, or a
-    first run."""
+    """Submit *run*'s changes; None when there is nothing to do (no key, nothing
+    published, or a first run without ``--indexnow-all``)."""
     key = settings.get("SITEMAP_INDEXNOW_KEY")
     published, path = run.published, run.report_path
     if not key or published is None or path is None:

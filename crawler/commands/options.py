@@ -1,11 +1,8 @@
-"""What every command shares: exit statuses, one-line errors, the scope and
-politeness options of the commands that crawl and their mapping onto settings
-(:func:`add_site_options`, :func:`site_settings`), the TOML ``--config`` file,
-converted by the same argparse actions as the command line, which wins
-(:func:`load_config`; the Python API's keyword arguments go the same way), and how a
-command runs (:func:`run_command`). Over 500 lines as one module on purpose: the
-shared options and their one mapping onto settings, for the command line,
-``--config`` and the Python API alike, one import away for every command.
+"""What every command shares: exit statuses, one-line errors, the options of the
+commands that crawl and their one mapping onto settings, the TOML ``--config`` file and
+the Python API's keyword arguments (through the same argparse actions as the command
+line, which wins), and how a command runs. Over 500 lines as one module on purpose: that
+one mapping, for the command line, ``--config`` and the API alike, one import away.
 """
 
 from __future__ import annotations
@@ -19,7 +16,7 @@ import re
 import sys
 import tempfile
 import tomllib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
 from types import ModuleType
@@ -61,9 +58,8 @@ OUTCOME_EXIT = {
 PROG = "sitemap-crawler"
 
 
-#: The options of ``crawl`` and ``audit`` whose default is a setting's, which they set
-#: when given: their help and docs/reference.md give that setting's value from
-#: settings/__init__.py (tests/test_docs.py changes each one there, finds no stale copy).
+#: The options whose default is a setting's, which they set when given: their help and
+#: docs/reference.md give that setting's value (tests/test_docs.py changes each one).
 OPTION_DEFAULTS = {
     "--max-pages": "SITEMAP_MAX_PAGES",
     "--max-depth": "SITEMAP_MAX_DEPTH",
@@ -192,8 +188,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def adder(helps: Mapping[str, str]) -> Callable[..., None]:
-    """``add(group, flag, **kw)``: ``group.add_argument`` with the help of *flag* in
-    *helps* (a command's table of help texts, built when its parser is)."""
+    """``add(group, flag, **kw)``: ``group.add_argument`` with *flag*'s help in *helps*."""
 
     def add(group: argparse._ActionsContainer, flag: str, **kw: Any) -> None:
         group.add_argument(flag, help=helps[flag], **kw)
@@ -208,10 +203,8 @@ REPEATABLE: dict[str, Any] = {"action": "append", "default": []}
 def add_site_options(
     p: argparse.ArgumentParser, *, scrapy: bool = False, several: bool = False
 ) -> None:
-    """Options of every command that crawls: the start URL (*several*: one or more of
-    one site), ``--config``, scope, politeness and access to a private site; then
-    ``--log-level`` and ``-s``, unless *scrapy* (``scrapy audit``: Scrapy's own ``-s``
-    and ``-L`` are there already)."""
+    """Options of every command that crawls (*several*: one or more start URLs of one
+    site); ``--log-level`` and ``-s`` unless *scrapy* (Scrapy's own are there)."""
     # Each option's help, the options below in --help's order.
     text = {
         "--config": "a TOML file holding any of these options (names as here, without the "
@@ -293,16 +286,14 @@ def add_log_and_settings(p: argparse.ArgumentParser, log_help: str, set_help: st
 
 
 def given_settings(args: argparse.Namespace, names: Mapping[str, str]) -> dict[str, Any]:
-    """The settings *names* maps the options given in *args* onto (``--max-pages``:
-    ``SITEMAP_MAX_PAGES``); an option left out (None), or that *args* lacks, sets none."""
+    """The settings *names* maps the options given in *args* onto (None: left out)."""
     values = {name: getattr(args, flag[2:].replace("-", "_"), None) for flag, name in names.items()}
     return {name: value for name, value in values.items() if value is not None}
 
 
 def site_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """Check the options every crawling command shares; map them onto settings.
-    Several start URLs (``crawl``) must be of one site: ``args.url`` becomes the
-    first, and the others ``SITEMAP_START_URLS``."""
+    """Check the shared options and map them onto settings. Several start URLs must be
+    of one site: ``args.url`` becomes the first, the others ``SITEMAP_START_URLS``."""
     urls = [args.url] if isinstance(args.url, str) else list(args.url or [])
     if not urls:
         raise UsageError("a start URL is required (as an argument or url = ... in --config)")
@@ -354,8 +345,7 @@ def site_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def check_writable(directory: Path) -> None:
-    """Raise UsageError unless files can be created in *directory* (or where it would
-    be made); nothing is left behind: the caller makes it once every check passed."""
+    """Raise UsageError unless files can be created in *directory* (or where it would be)."""
     existing = directory
     while not existing.exists():
         existing = existing.parent
@@ -411,16 +401,20 @@ def apply_options(
     *,
     where: str,
 ) -> None:
-    """Set *options* (long option names, ``-`` or ``_``; ``settings`` a table of
-    ``-s``) on *args* through the parser's own conversions, unless the command line
-    set them; repeatable options add to the command line's. *where* names the
-    source in errors."""
+    """Set *options* (long option names; ``settings`` a table of ``-s``) on *args*
+    through the parser's own conversions, unless the command line set them (repeatable
+    ones add to its); *where* names the source in errors."""
     actions = {a.dest: a for a in parser._actions if a.dest not in ("help", "config")}
     for name, value in options.items():
         dest = name.replace("-", "_")
         action = actions.get(dest)
         if action is None:
-            raise UsageError(f"{where}: unknown option {name!r}{_closest(name, actions)}")
+            # The hint spelled the way *name* is: - in a config file, _ in Python.
+            dash = "_" not in name
+            known = {(d.replace("_", "-") if dash else d): d for d in actions}
+            close = difflib.get_close_matches(name.replace("_", "-") if dash else name, known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise UsageError(f"{where}: unknown option {name!r}{hint}")
         try:
             converted = _option_value(action, value)
         except (argparse.ArgumentTypeError, ValueError, TypeError) as e:
@@ -430,15 +424,6 @@ def apply_options(
             setattr(args, dest, [*converted, *current])  # the command line's come last
         elif current == parser.get_default(dest):
             setattr(args, dest, converted)
-
-
-def _closest(name: str, dests: Iterable[str]) -> str:
-    """The hint for a mistyped option *name*, ``; did you mean 'max-pages'?``, spelled
-    the way *name* is (``-`` in a config file, ``_`` in Python); "" when none is close."""
-    dash = "_" not in name
-    known = {(d.replace("_", "-") if dash else d): d for d in dests}
-    close = difflib.get_close_matches(name.replace("_", "-") if dash else name, known, n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def _option_value(action: argparse.Action, value: Any) -> Any:
@@ -465,8 +450,7 @@ def _option_value(action: argparse.Action, value: Any) -> Any:
 
 
 def project_settings(overrides: Mapping[str, Any], base: Settings | None = None) -> Settings:
-    """The project's settings (``settings/``, or *base*: ``scrapy audit``'s own) with
-    *overrides* at command-line priority."""
+    """The project's settings (or *base*) with *overrides* at command-line priority."""
     from scrapy.settings import Settings
 
     if base is None:
@@ -479,9 +463,7 @@ def project_settings(overrides: Mapping[str, Any], base: Settings | None = None)
 
 
 def checked_settings(overrides: Mapping[str, Any], base: Settings | None = None) -> Settings:
-    """:func:`project_settings`, checked against every setting's rule
-    (:mod:`crawler.commands.settingrules`) before anything runs; raise UsageError naming the
-    setting, its value and what is allowed."""
+    """:func:`project_settings`, checked against every setting's rule; raise UsageError."""
     settings = project_settings(overrides, base)
     try:
         check_settings(settings, overrides)
@@ -491,10 +473,8 @@ def checked_settings(overrides: Mapping[str, Any], base: Settings | None = None)
 
 
 def attempt(work: Callable[[], T], *, what: str, interrupted: str) -> T | int:
-    """Run a command's *work*; bad input (or a bad value that only Scrapy finds) is one
-    line and exit status 2, a crawl that cannot start one line and 3, Ctrl-C before
-    Scrapy took the signals the line *interrupted* and 130, never a traceback. Returns
-    the work's result, or the exit status when it did not finish."""
+    """Run a command's *work*: its result, or the exit status after one line (bad input
+    2, a crawl that cannot start 3, Ctrl-C before Scrapy took the signals 130)."""
     try:
         return work()
     except UsageError as e:
@@ -530,8 +510,7 @@ def run_command(
     *,
     interrupted: str,
 ) -> int:
-    """Apply ``--config``, *execute* through :func:`attempt`, *show* the outcome and
-    its error line; return the exit status."""
+    """Apply ``--config``, *execute*, *show* the outcome and its error; the exit status."""
     work = attempt(
         lambda: execute(load_config(parser, args)), what=parser.prog, interrupted=interrupted
     )
@@ -561,10 +540,8 @@ def print_stdout(text: str) -> None:
 
 
 def scrapy_command(module: ModuleType) -> type[ScrapyCommand]:
-    """The Scrapy command (``COMMANDS_MODULE``) of a command *module*: ``scrapy audit
-    URL`` runs the same code as ``sitemap-crawler audit``, with Scrapy's own ``-s`` and
-    ``-L``. Made here, named in its module: Scrapy would take a class defined in this
-    module for a command of its own."""
+    """The Scrapy command of a command *module* (the same code, with Scrapy's ``-s`` and
+    ``-L``). Named in its module: Scrapy would take a class defined here for a command."""
     from scrapy.commands import ScrapyCommand
 
     class Command(ScrapyCommand):

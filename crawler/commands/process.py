@@ -1,9 +1,5 @@
-"""Running a spider in this process, for the commands that crawl.
-
-:func:`run_spider` forks the page-parsing workers before the reactor starts
-(:mod:`crawler.page.parsepool`), runs one crawl with Scrapy's ``CrawlerProcess`` and
-returns how it ended. A process runs one reactor once: the Python API
-(:mod:`crawler.api`) runs each command in a child process for that reason.
+"""Running the site spider in this process, for the commands that crawl. A process runs
+one reactor once: the Python API (:mod:`crawler.api`) runs each command in a child.
 """
 
 from __future__ import annotations
@@ -46,8 +42,7 @@ def closed_reasons(crawler: Crawler) -> list[str]:
 
 
 def run_spider(url: str, overrides: Mapping[str, Any]) -> SpiderRun:
-    """Run the site spider in this process (a distributed crawl's parts are in
-    *overrides*); return its exit status, the publisher's outcome and the stats."""
+    """Run the site spider in this process; return how it ended, with the stats."""
     from scrapy.settings import default_settings
 
     from crawler.crawl.spider import SiteSpider
@@ -76,8 +71,7 @@ def run_spider(url: str, overrides: Mapping[str, Any]) -> SpiderRun:
             state.abandon()
         message = "stopped at once by a second interrupt; nothing was published"
         stats = {**stats, "sitemap/outcome": "interrupted", "sitemap/message": message}
-        stopped = RunOutcome("interrupted", message)
-        return SpiderRun(EXIT_INTERRUPTED, stopped, reason, fatal, stats)
+        return SpiderRun(EXIT_INTERRUPTED, RunOutcome("interrupted", message), reason, fatal, stats)
     outcome = state.outcome if state is not None else None
     if outcome is None:
         # The spider never got as far as the publisher (bad settings, say), or this

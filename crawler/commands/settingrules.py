@@ -1,10 +1,7 @@
-"""The rules every setting must meet, checked before a crawl starts.
-
-The commands check the merged settings first (:func:`check_settings`), so that a bad
-``-s`` value (or one in ``--config``'s ``[settings]``) is one line (exit status 2),
-not a traceback mid-crawl or at publish time: every ``SITEMAP_*`` setting (each has
-a rule here: tests/test_settingrules.py) and the Scrapy settings the crawl relies
-on. A ``SITEMAP_*`` name that does not exist is an error too, with the closest name.
+"""The rules every setting must meet, checked before a crawl starts: a bad ``-s`` value
+is one line (exit status 2), not a traceback mid-crawl. Every ``SITEMAP_*`` setting has
+a rule (tests/test_settingrules.py), as do the Scrapy settings the crawl relies on; an
+unknown ``SITEMAP_*`` name is an error too, with the closest name.
 """
 
 from __future__ import annotations
@@ -31,8 +28,7 @@ class SettingError(ValueError):
     """A setting breaks its rule: the message names it, its value and what is allowed."""
 
 
-#: A rule reads a setting from the merged settings and raises ValueError with what
-#: is allowed.
+#: A rule reads a setting and raises ValueError saying what is allowed.
 Rule = Callable[["BaseSettings", str], None]
 
 
@@ -45,10 +41,11 @@ def _number(kind: Callable[[str], Any], low: float | None, high: float | None = 
         try:
             value = settings.getint(name) if kind is int else settings.getfloat(name)
         except (TypeError, ValueError):
-            raise ValueError(_allowed(what, low, high)) from None
-        if kind is int and isinstance(raw, float) and not raw.is_integer():
+            value = None
+        fraction = kind is int and isinstance(raw, float) and not raw.is_integer()
+        if value is None or fraction or (low is not None and value < low):
             raise ValueError(_allowed(what, low, high))
-        if (low is not None and value < low) or (high is not None and value > high):
+        if high is not None and value > high:
             raise ValueError(_allowed(what, low, high))
 
     return rule
@@ -175,12 +172,10 @@ def _w3c(settings: BaseSettings, name: str) -> None:
 
 def _split(settings: BaseSettings, name: str, value_last: bool) -> list[tuple[str, str]]:
     _texts(settings, name)
-    pairs = []
-    for text in settings.getlist(name):
-        if value_last and text == "auto":
-            pairs.append(("", "auto"))
-            continue
-        pairs.append(split_rule(text, value_last=value_last))
+    pairs = [
+        ("", "auto") if value_last and text == "auto" else split_rule(text, value_last=value_last)
+        for text in settings.getlist(name)
+    ]
     for left, right in pairs:
         if pattern := left if value_last else right:
             _regex(pattern)
@@ -234,8 +229,7 @@ def _credentials(settings: BaseSettings, name: str) -> None:
 
 
 def _each(parse: Callable[[str], object]) -> Rule:
-    """A list of texts whose every item *parse* accepts (its ValueError says what is
-    wrong; for credentials, without the value)."""
+    """A list of texts whose every item *parse* accepts (its ValueError says why)."""
 
     def rule(settings: BaseSettings, name: str) -> None:
         _texts(settings, name)
@@ -347,24 +341,15 @@ RULES: dict[str, Rule] = {
 }
 
 
-def unknown(names: Iterable[str], known: Iterable[str]) -> str | None:
-    """The error of the first ``SITEMAP_*`` name in *names* that is not in *known*,
-    with the closest known name; None when there is none."""
-    known = sorted(k for k in known if k.startswith("SITEMAP_"))
-    for name in names:
-        if name.startswith("SITEMAP_") and name not in known:
-            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]}?" if close else ""
-            return f"unknown setting {name}{hint}"
-    return None
-
-
 def check_settings(settings: BaseSettings, given: Mapping[str, Any] | Iterable[str]) -> None:
     """Raise SettingError for the first setting that breaks its rule, or for a
     ``SITEMAP_*`` name in *given* (the names the user set) that does not exist."""
-    problem = unknown(given, RULES)
-    if problem is not None:
-        raise SettingError(problem)
+    known = sorted(name for name in RULES if name.startswith("SITEMAP_"))
+    for name in given:
+        if name.startswith("SITEMAP_") and name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            raise SettingError(f"unknown setting {name}{hint}")
     for name, rule in RULES.items():
         if name not in settings:
             continue

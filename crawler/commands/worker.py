@@ -1,10 +1,6 @@
-"""``sitemap-crawler worker --redis URL``: fetch pages for a distributed crawl.
-
-A worker needs nothing but the Redis URL: the crawl's start URL, options and ``-s``
-come from Redis; its own ``--concurrency``, ``--log-level`` and ``-s`` apply to it
-alone. It runs the site spider with the distributed crawl's parts
-(:mod:`crawler.distributed`) until the coordinator ends the crawl. ``scrapy worker
---redis URL`` from the project root is the same command (exit statuses: ``EPILOG``).
+"""``sitemap-crawler worker --redis URL`` (or ``scrapy worker``): fetch pages for a
+distributed crawl until the coordinator ends it. The crawl's start URL, options and
+``-s`` come from Redis; the worker's own options apply to it alone.
 """
 
 from __future__ import annotations
@@ -20,6 +16,7 @@ from crawler.commands.options import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     add_log_and_settings,
+    adder,
     attempt,
     checked_settings,
     error,
@@ -50,18 +47,14 @@ EPILOG = (
 
 
 def add_arguments(p: argparse.ArgumentParser, *, scrapy: bool = False) -> None:
-    p.add_argument(
-        "--redis",
-        required=True,
-        metavar="URL",
-        help="the crawl's Redis database, as given to crawl --redis",
+    add = adder(
+        {
+            "--redis": "the crawl's Redis database, as given to crawl --redis",
+            "--concurrency": "concurrent requests of this worker (default: the crawl's)",
+        }
     )
-    p.add_argument(
-        "--concurrency",
-        type=positive_int,
-        metavar="N",
-        help="concurrent requests of this worker (default: the crawl's)",
-    )
+    add(p, "--redis", required=True, metavar="URL")
+    add(p, "--concurrency", type=positive_int, metavar="N")
     if not scrapy:
         add_log_and_settings(
             p,
@@ -73,8 +66,7 @@ def add_arguments(p: argparse.ArgumentParser, *, scrapy: bool = False) -> None:
 def run(
     parser: argparse.ArgumentParser, args: argparse.Namespace, base: Settings | None = None
 ) -> int:
-    """Join the crawl on ``--redis`` and work for it until it ends. *base*: the
-    settings ``scrapy worker`` built (its ``-s`` applied already)."""
+    """Join the crawl on ``--redis`` and work for it until it ends."""
     from crawler.distributed import worker_settings
 
     mine = given_settings(args, {"--concurrency": "CONCURRENT_REQUESTS_PER_DOMAIN"})
