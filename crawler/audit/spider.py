@@ -26,9 +26,6 @@ Everything goes into an :class:`crawler.audit.store.AuditStore`, which
 Settings: ``SITEMAP_AUDIT_STORE``, ``SITEMAP_AUDIT_LEDGER``, ``SITEMAP_AUDIT_SITEMAPS``,
 ``SITEMAP_AUDIT_MAX_DEPTH``, ``SITEMAP_AUDIT_MAX_BYTES``, and the page judge's.
 Stats: ``sitemap/audit/sitemaps``, ``sitemap/audit/listings``, ``sitemap/audit/fetched``.
-
-It is one long module on purpose: finding, reading and judging a site's sitemaps
-share the spider's state (what was asked, what is still to come).
 """
 
 from __future__ import annotations
@@ -202,12 +199,8 @@ class AuditSpider(Spider):
             return
         if url in self.visited:
             if parent is not None:
-                self.store.add_problem(
-                    parent,
-                    _problem(
-                        "index-cycle", f"lists {url}, which was already read (an index cycle)"
-                    ),
-                )
+                why = f"lists {url}, which was already read (an index cycle)"
+                self.store.add_problem(parent, _problem("index-cycle", why))
             return
         self.visited.add(url)
         # Where the parent stands: a local file for its URL at the site.
@@ -219,13 +212,8 @@ class AuditSpider(Spider):
             )
             return
         if depth > self.max_index_depth:
-            self.store.add_problem(
-                parent or url,
-                _problem(
-                    "index-too-deep",
-                    f"{url} is more than {self.max_index_depth} index levels deep: not read",
-                ),
-            )
+            why = f"{url} is more than {self.max_index_depth} index levels deep: not read"
+            self.store.add_problem(parent or url, _problem("index-too-deep", why))
             return
         local = self._local_child(url, parent)
         if local is not None:
@@ -365,18 +353,12 @@ class AuditSpider(Spider):
         limit = MAX_SITEMAPS_PER_INDEX if parsed.kind == Kind.INDEX else MAX_URLS_PER_FILE
         not_audited = max(parsed.entry_count - limit, 0)
         if not_audited:
-            what = (
-                "sitemaps it lists after the first"
-                if parsed.kind == Kind.INDEX
-                else "entries after the first"
+            what = "sitemaps it lists" if parsed.kind == Kind.INDEX else "entries"
+            why = (
+                f"{not_audited:,} {what} after the first {limit:,} (the protocol's limit for"
+                " one file) were not audited: not fetched, not judged, not counted in coverage"
             )
-            problems.append(
-                _problem(
-                    "not-audited",
-                    f"{not_audited:,} {what} {limit:,} (the protocol's limit for one file)"
-                    " were not audited: not fetched, not judged, not counted in coverage",
-                )
-            )
+            problems.append(_problem("not-audited", why))
         self.store.add_sitemap(
             url,
             via,

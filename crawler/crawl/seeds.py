@@ -164,12 +164,8 @@ class SitemapSeeds:
 
         parsed = parse_sitemap(response.body, max_bytes=self.max_bytes, on_entries=take)
         if parsed.entry_count > len(entries):
-            logger.warning(
-                "sitemap %s lists %d entries: only the first %d read for seeds",
-                url,
-                parsed.entry_count,
-                len(entries),
-            )
+            why = "sitemap %s lists %d entries: only the first %d read for seeds"
+            logger.warning(why, url, parsed.entry_count, len(entries))
         if parsed.kind == Kind.UNKNOWN:
             self._failed(url, "not a sitemap", quiet=meta.get("sitemap_seed_quiet"))
             return

@@ -22,9 +22,6 @@ Stats: ``sitemap/soft404/probes``, ``sitemap/soft404/probe_status``,
 ``sitemap/soft404/detected``, ``sitemap/soft404/shell`` (the probe got an application
 shell), ``sitemap/render/failed`` (judged on the raw HTML),
 ``sitemap/render/unavailable`` (judged on the raw HTML for want of a browser).
-
-It is one long module on purpose: the spider's callbacks (pages, renders, the
-probe, sitemaps) each yield one item, and share the rooms it wires.
 """
 
 from __future__ import annotations

@@ -341,12 +341,8 @@ class RedisCrawl:
 
     def heartbeat(self) -> str | None:
         """Say this process is alive; return why the crawl ended, once it has."""
-        return _text(
-            self._heartbeat(
-                keys=[self.alive, self.workers, self.done_key],
-                args=[self.process, int(self.timeout * 1000)],
-            )
-        )
+        keys, ttl = [self.alive, self.workers, self.done_key], int(self.timeout * 1000)
+        return _text(self._heartbeat(keys=keys, args=[self.process, ttl]))
 
     def enqueue(self, fingerprint: str | None, member: bytes, score: float) -> bool:
         """Queue a serialized request unless its *fingerprint* is in the seen-set
@@ -426,10 +422,8 @@ class RedisCrawl:
 
     def release(self) -> int:
         """Leave the crawl: what this process holds goes back to the queue."""
-        moved: int = self._release(
-            keys=[self.inflight, self.queue, self.workers, self.alive, self.done_key],
-            args=[self.process],
-        )
+        keys = [self.inflight, self.queue, self.workers, self.alive, self.done_key]
+        moved: int = self._release(keys=keys, args=[self.process])
         return moved
 
     def done(self) -> str | None:
@@ -451,19 +445,14 @@ class RedisCrawl:
     def requeue_lost(self) -> tuple[int, int]:
         """Queue again what the processes that stopped sending heartbeats held:
         (processes lost, requests queued again)."""
-        lost, moved = self._requeue_lost(
-            keys=[self.workers, self.queue],
-            args=[self.inflight_prefix, self.alive_prefix, COORDINATOR],
-        )
+        args = [self.inflight_prefix, self.alive_prefix, COORDINATOR]
+        lost, moved = self._requeue_lost(keys=[self.workers, self.queue], args=args)
         return int(lost), int(moved)
 
     def finished(self) -> bool:
         """Nothing queued, in flight anywhere, or reported and not yet read."""
-        return bool(
-            self._finished(
-                keys=[self.queue, self.reports, self.workers], args=[self.inflight_prefix]
-            )
-        )
+        keys = [self.queue, self.reports, self.workers]
+        return bool(self._finished(keys=keys, args=[self.inflight_prefix]))
 
     def finish(self, reason: str) -> None:
         """End the crawl: workers see *reason* (the first one given) and stop; every

@@ -97,11 +97,9 @@ class Settled(PageRecords):
 
 
 class SharedEntries(dict[str, set[date]]):
-    """The calendar rule's entries (:class:`crawler.crawl.calendars.CalendarRule`: template
-    -> the dates where the crawl entered the sequence from another page), kept in
-    Redis so that every process measures steps from the same entries: an entry is
-    added where the link was found, before that page's report queues anything, so
-    the calendar pages it leads to are judged, wherever, knowing it."""
+    """The calendar rule's entries (template -> dates), kept in Redis so that every
+    process measures steps from the same entries: one is added where its link was
+    found, before that page's report queues the calendar pages it leads to."""
 
     def __init__(self, redis: RedisCrawl) -> None:
         super().__init__()
@@ -144,15 +142,11 @@ class RedisSharing(Sharing):
         self.fatal: str | None = None
         self.fatal_sent = False
         self.robots_sent = False
-        # The start URLs were sent (the report pipeline says): the crawl may end
-        # once nothing is left.
-        self.started = False
+        self.started = False  # the start URLs were sent: the crawl may end
         # The coordinator read the report that ends the soft-404 probe.
         self.probe_heard = False
-        # Learned parameters: the coordinator learned one since it last shared them;
-        # what a worker last read.
-        self.learning = False
-        self.learned_read: bytes | None = None
+        self.learning = False  # the coordinator learned a parameter since it shared them
+        self.learned_read: bytes | None = None  # what a worker last read of them
         self.frontier_: SharedFrontier | None = None
         # A worker's reason to stop the whole crawl, heard by the coordinator.
         self.stopping: str | None = None
