@@ -54,6 +54,7 @@ def test_a_depth_cap_is_lifted_by_a_shorter_path(tmp_path: Path) -> None:
     from crawler.commands.options import project_settings
     from crawler.core.items import UrlRecord
     from crawler.core.urls import url_key
+    from crawler.crawl.frontier import Lead
     from crawler.crawl.spider import SiteSpider
     from crawler.ledger.ledger import Ledger
     from crawler.ledger.runstate import RunState
@@ -71,11 +72,11 @@ def test_a_depth_cap_is_lifted_by_a_shorter_path(tmp_path: Path) -> None:
     crawler.spider = spider
     RunState.from_crawler(crawler)
     crawler.stats.open_spider()
-    deep = list(spider.discover("http://h.test/target.html", depth=4, referrer=None))
+    deep = list(spider.frontier.discover(Lead("http://h.test/target.html", 4)))
     assert [(r.decision, r.reason) for r in deep] == [("cap-reached", "max depth 3")]
-    again = list(spider.discover("http://h.test/target.html", depth=5, referrer=None))
+    again = list(spider.frontier.discover(Lead("http://h.test/target.html", 5)))
     assert again == []
-    short = list(spider.discover("http://h.test/target.html", depth=2, referrer=None))
+    short = list(spider.frontier.discover(Lead("http://h.test/target.html", 2)))
     request = next(r for r in short if isinstance(r, Request))
     assert request.meta["sitemap_reconsidered"] is True
     assert request.meta["sitemap_depth"] == 2

@@ -26,9 +26,6 @@ Everything goes into an :class:`crawler.audit.store.AuditStore`, which
 Settings: ``SITEMAP_AUDIT_STORE``, ``SITEMAP_AUDIT_LEDGER``, ``SITEMAP_AUDIT_SITEMAPS``,
 ``SITEMAP_AUDIT_MAX_DEPTH``, ``SITEMAP_AUDIT_MAX_BYTES``, and the page judge's.
 Stats: ``sitemap/audit/sitemaps``, ``sitemap/audit/listings``, ``sitemap/audit/fetched``.
-
-It is one long module on purpose: finding, reading and judging a site's sitemaps
-share the spider's state (what was asked, what is still to come).
 """
 
 from __future__ import annotations
@@ -138,8 +135,6 @@ class AuditSpider(Spider):
 
     @cached_property
     def judge(self) -> PageJudge:
-        """The crawl's page judge, with no leads: a listed page is judged once, its
-        links are not followed."""
         state = self.run_state
         return PageJudge(
             self.crawler,
@@ -204,12 +199,8 @@ class AuditSpider(Spider):
             return
         if url in self.visited:
             if parent is not None:
-                self.store.add_problem(
-                    parent,
-                    _problem(
-                        "index-cycle", f"lists {url}, which was already read (an index cycle)"
-                    ),
-                )
+                why = f"lists {url}, which was already read (an index cycle)"
+                self.store.add_problem(parent, _problem("index-cycle", why))
             return
         self.visited.add(url)
         # Where the parent stands: a local file for its URL at the site.
@@ -221,13 +212,8 @@ class AuditSpider(Spider):
             )
             return
         if depth > self.max_index_depth:
-            self.store.add_problem(
-                parent or url,
-                _problem(
-                    "index-too-deep",
-                    f"{url} is more than {self.max_index_depth} index levels deep: not read",
-                ),
-            )
+            why = f"{url} is more than {self.max_index_depth} index levels deep: not read"
+            self.store.add_problem(parent or url, _problem("index-too-deep", why))
             return
         local = self._local_child(url, parent)
         if local is not None:
@@ -243,8 +229,7 @@ class AuditSpider(Spider):
         yield request
 
     def _local_child(self, url: str, parent: str | None) -> Path | None:
-        """The file beside a local index that stands for *url*, if there is one:
-        *url* is at the site, under the index's own directory there."""
+        """The file beside a local index that stands for *url*, if there is one."""
         if parent is None or parent not in self.local_dirs:
             return None
         directory = prefix_of(self.stands_for[parent])
@@ -321,27 +306,16 @@ class AuditSpider(Spider):
         parent: str | None = None,
         depth: int = 0,
     ) -> None:
-        """Read a local sitemap file as the one at *stands_for*: the URLs it lists
-        are judged against that URL's directory, and the files a local index lists
-        are looked for beside it before they are fetched."""
+        """Read a local sitemap file as the one at *stands_for* (see the module docstring)."""
         name = str(path)
         self.stands_for[name] = stands_for
         self.local_dirs[name] = path.parent
         self.visited.add(stands_for)
         with path.open("rb") as f:
             data = f.read(self.max_sitemap_bytes + 1)
-        requests = list(
-            self._read(
-                name,
-                data,
-                via=via,
-                parent=parent,
-                depth=depth,
-                status=None,
-                directory=prefix_of(stands_for),
-            )
-        )
-        self.pending_local.extend(requests)
+        directory = prefix_of(stands_for)
+        read = self._read(name, data, via=via, parent=parent, depth=depth, directory=directory)
+        self.pending_local.extend(read)
 
     def _read(
         self,
@@ -351,12 +325,11 @@ class AuditSpider(Spider):
         via: str,
         parent: str | None,
         depth: int,
-        status: int | None,
+        status: int | None = None,
         directory: str | None = None,
         problems: list[StoredProblem] | None = None,
     ) -> Iterator[Request]:
-        """Parse one sitemap file, storing its entries as they are read; for an
-        index, request the sitemaps it lists."""
+        """Parse one sitemap file; for an index, request the sitemaps it lists."""
         listing = _Listing(self, url, self.public.to_crawl(directory or prefix_of(url)))
         parsed = parse_sitemap(
             data,
@@ -380,18 +353,12 @@ class AuditSpider(Spider):
         limit = MAX_SITEMAPS_PER_INDEX if parsed.kind == Kind.INDEX else MAX_URLS_PER_FILE
         not_audited = max(parsed.entry_count - limit, 0)
         if not_audited:
-            what = (
-                "sitemaps it lists after the first"
-                if parsed.kind == Kind.INDEX
-                else "entries after the first"
+            what = "sitemaps it lists" if parsed.kind == Kind.INDEX else "entries"
+            why = (
+                f"{not_audited:,} {what} after the first {limit:,} (the protocol's limit for"
+                " one file) were not audited: not fetched, not judged, not counted in coverage"
             )
-            problems.append(
-                _problem(
-                    "not-audited",
-                    f"{not_audited:,} {what} {limit:,} (the protocol's limit for one file)"
-                    " were not audited: not fetched, not judged, not counted in coverage",
-                )
-            )
+            problems.append(_problem("not-audited", why))
         self.store.add_sitemap(
             url,
             via,
@@ -433,12 +400,10 @@ class AuditSpider(Spider):
         self.orphans_scheduled = True
         self.store.commit()
         scheduled = 0
-        for crawl_url in self._unjudged():
+        for url in self._unjudged():
             scheduled += 1
-            meta = page_meta(crawl_url, 0, 0, None)
-            engine.crawl(
-                Request(crawl_url, self.parse_listed, errback=self.listed_failed, meta=meta)
-            )
+            meta = page_meta(url, 0, 0, None)
+            engine.crawl(Request(url, self.parse_listed, errback=self.listed_failed, meta=meta))
         self.crawler.stats.set_value("sitemap/audit/fetched", scheduled)
         if scheduled:
             raise DontCloseSpider
@@ -484,9 +449,8 @@ class AuditSpider(Spider):
 
 @dataclass
 class _Listing:
-    """The entries of one sitemap file, stored as the parser hands them over: every
-    entry a row of ``listings``, normalised and judged against the location rule in
-    crawl space; those after the protocol's 50,000 a file are marked not audited."""
+    """The entries of one sitemap file, stored as the parser hands them over: each a row
+    of ``listings``, judged against the location rule in crawl space."""
 
     spider: AuditSpider
     sitemap: str
@@ -496,10 +460,10 @@ class _Listing:
     def take(self, batch: list[Entry]) -> None:
         spider = self.spider
         rows: list[Listing] = []
+        strip = spider.strip
         for entry in batch:
             audited = int(self.count < MAX_URLS_PER_FILE)
             self.count += 1
-            strip = spider.strip
             normal = normalize_url(entry.loc, strip_params=strip.params, extra_strip=strip.extra)
             key = crawl_url = None
             if normal is None:

@@ -84,10 +84,9 @@ def _span(y: int, m: int | None, d: int | None) -> tuple[date, date, str] | None
 def date_of(url: str) -> Dated | None:
     """The date of *url* (see the module docstring), or None."""
     parts = urlsplit(url)
-    found = None
     path = parts.path
-    for match in _PATH_DATE.finditer(path):
-        found = match  # the last date in the path is the sequence's
+    # The last date in the path is the sequence's.
+    found = next(reversed(list(_PATH_DATE.finditer(path))), None)
     if found is not None:
         m, d = found.group("m"), found.group("d")
         span = _span(int(found.group("y")), int(m) if m else None, int(d) if d else None)
@@ -135,13 +134,10 @@ class CalendarRule:
     sequence counts) from where the crawl entered the sequence (0: no limit)."""
 
     def __init__(self, window: timedelta, steps: int = STEPS, today: date | None = None) -> None:
-        self.window = window
-        self.steps = steps
+        self.window, self.steps = window, steps
         self.today = today or datetime.now(UTC).date()
         # Template -> the dates where the crawl entered it (linked from elsewhere).
         self.entries: dict[str, set[date]] = {}
-        #: Templates cut at least once.
-        self.cut: set[str] = set()
 
     def check(self, url: str, referrer: str | None) -> Refusal | None:
         """Why *url*, found on *referrer*, is not followed, or None."""
@@ -163,12 +159,10 @@ class CalendarRule:
             entries.add(came_from.first)
         days = self.window.days
         if dated.last < self.today - self.window or dated.first > self.today + self.window:
-            self.cut.add(dated.template)
             return Refusal(
                 d.CALENDAR, d.RULE_CALENDAR, "calendar-window", {"label": dated.label, "days": days}
             )
         if self.steps and min(_distance(dated, e) for e in entries) > self.steps:
-            self.cut.add(dated.template)
             return Refusal(d.CALENDAR, d.RULE_CALENDAR, "calendar-steps", {"limit": self.steps})
         return None
 

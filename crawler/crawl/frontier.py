@@ -101,8 +101,7 @@ def refuse(record: UrlRecord, refusal: Refusal) -> None:
 
 
 def page_meta(url: str, depth: int, hops: int, referrer: str | None) -> dict[str, Any]:
-    """The meta of a page's request: every status and every redirect reaches the
-    page judge."""
+    """The meta of a page's request: every status and redirect reaches the page judge."""
     return {
         "sitemap_url": url,
         "sitemap_depth": depth,
@@ -120,15 +119,9 @@ Discovered = UrlRecord | Alias | Request | Linked
 
 class Frontier:
     """The frontier of a crawl with the rules of *rule_params* (see the module
-    docstring; the ledger keeps them for ``explain``).
-
-    *more_starts* are start URLs besides the start URL and *url_file* ``(file, URLs)``
-    the seeds of a ``--urls`` file (each judged like a link, but a start URL is exempt
-    from ``--include``/``--exclude``); *callback* and *errback* are the spider's
-    methods its requests go to; *public* maps crawled URLs to published ones (a
-    ``<loc>`` too long once published is out of scope); *previous* is the previous
-    run, for conditional requests; a cap of 0 is no cap.
-    """
+    docstring). *url_file* ``(file, URLs)``: the seeds of a ``--urls`` file;
+    *callback*, *errback*: the spider's methods its requests go to; *previous*: the
+    previous run, for conditional requests."""
 
     def __init__(
         self,
@@ -247,11 +240,9 @@ class Frontier:
     # -- the start, and the state kept for --resume ------------------------------------
 
     def start(self, saved: dict[str, Any] | None = None) -> Iterator[Discovered]:
-        """The records and requests of the start URLs and the ``--urls`` file's
-        seeds; or, given the *saved* state of an
-        interrupted run, the requests that were in the downloader when it stopped
-        (Scrapy pops requests from the JOBDIR queue when it sends them, so those are
-        in no queue any more)."""
+        """The records and requests of the start URLs and the ``--urls`` file's seeds; or,
+        given the *saved* state of an interrupted run, the requests that were in the
+        downloader when it stopped (Scrapy's JOBDIR queue no longer holds them)."""
         if saved and "seen" in saved:
             self.seen, self.alias_forms = saved["seen"], saved["alias_forms"]
             self.depth_capped = saved.get("depth_capped", SeenKeys())
@@ -308,8 +299,7 @@ class Frontier:
         return self.discover(Lead.of(found, depth, referrer))
 
     def seed(self, raw: str, *, found_by: str, found_from: str | None) -> Iterator[Discovered]:
-        """A seed found by no page (an entry of one of the site's sitemaps): judged
-        like any URL, at depth 0."""
+        """A seed found by no page (a sitemap's entry): judged like any URL, at depth 0."""
         return self.discover(Lead(raw, 0, found_by=found_by, found_from=found_from))
 
     def discover(self, lead: Lead) -> Iterator[Discovered]:

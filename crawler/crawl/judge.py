@@ -75,8 +75,7 @@ logger = logging.getLogger(__name__)
 
 
 class Leads(Protocol):
-    """Where what a page leads to goes (see the module docstring): its links, resolved,
-    and its redirect, canonical or refresh targets and the links a 304 replays."""
+    """Where what a page leads to goes: its links, resolved, and other URLs it names."""
 
     def link(self, found: Resolved, depth: int, referrer: str) -> Iterable[object]: ...
     def discover(self, lead: Lead) -> Iterable[object]: ...
@@ -94,11 +93,8 @@ class NoLeads:
 
 class PageJudge:
     """Judges the responses of a crawl from *start_url* (see the module docstring).
-
-    *analyser* analyses an HTML page in this process when the caller has no
-    analysis; *previous*: the previous run, which a 304 replays; *leads*: where
-    pages lead; *fail*: says the run cannot do its job.
-    """
+    *analyser*: for a page the caller has no analysis of; *previous*: the previous
+    run, which a 304 replays; *fail*: says the run cannot do its job."""
 
     def __init__(
         self,
@@ -113,12 +109,8 @@ class PageJudge:
     ) -> None:
         s = crawler.settings
         assert crawler.stats is not None
-        self.stats, self.start_url, self.public, self.analyser = (
-            crawler.stats,
-            start_url,
-            public,
-            analyser,
-        )
+        self.stats, self.start_url = crawler.stats, start_url
+        self.public, self.analyser = public, analyser
         self.previous, self.leads, self.fail = previous, leads, fail
         self.site = site_of(start_url)
         self.start_scheme = urlsplit(start_url).scheme
@@ -127,20 +119,17 @@ class PageJudge:
         self.strip = Stripping.from_settings(s)
         # Other hosts whose images a listed page keeps.
         self.image_hosts = frozenset(h.lower() for h in s.getlist("SITEMAP_IMAGE_HOSTS"))
-        # Whether robots.txt lets us fetch a URL of our site (an image it disallows is
-        # left out).
+        # Whether robots.txt lets us fetch a URL of our site (an image it disallows is not).
         self.allows = robots_allows(crawler)
         self.maxsize = s.getint("DOWNLOAD_MAXSIZE")  # a request's cap unless it has its own
-        # A page that says it is not there, and is thin, is a soft 404
-        # (crawler.page.softnotfound.says_not_found).
+        # A thin page that says it is not there is a soft 404 (softnotfound.says_not_found).
         self.soft_content = s.getbool("SITEMAP_SOFT404_CONTENT")
         self._warned_canonical = False
         # The site's "not found" pages, as the start's probes found them.
         self.soft_not_found = SoftNotFound()
 
     def is_html_page(self, response: Response) -> bool:
-        """Whether :meth:`judge` reads *response* as an HTML page (and so wants its
-        analysis)."""
+        """Whether :meth:`judge` reads *response* as an HTML page (and wants its analysis)."""
         return (
             response.status == 200
             and isinstance(response, HtmlResponse)
@@ -201,8 +190,7 @@ class PageJudge:
         if analysis is None:
             analysis = self.analyser.local(response)
         facts = analysis.facts
-        rec.page_dates = facts.page_dates
-        rec.title = facts.title
+        rec.page_dates, rec.title = facts.page_dates, facts.title
         rec.etag = _header(response, b"ETag")
         if facts.refresh is not None:
             interval, target = facts.refresh
@@ -262,11 +250,9 @@ class PageJudge:
             yield from self.leads.discover(
                 Lead(canonical, _depth(rec), rec.url, found_by=FOUND_CANONICAL)
             )
-        elif urlsplit(rec.url).scheme != self.start_scheme:
+        elif (scheme := urlsplit(rec.url).scheme) != self.start_scheme:
             rec.decision = d.OTHER_SCHEME
-            rec.reason = (
-                f"{urlsplit(rec.url).scheme} URL; the sitemap lists {self.start_scheme} only"
-            )
+            rec.reason = f"{scheme} URL; the sitemap lists {self.start_scheme} only"
         elif self.public.loc(rec.url) is None:
             rec.decision, rec.reason = d.EXCLUDED, "outside the --base-url prefix"
         elif analysis is not None and self.soft_not_found.matches(analysis.soft_print):
@@ -352,9 +338,7 @@ class PageJudge:
         found_by: str = FOUND_REDIRECT,
     ) -> Iterator[object]:
         hops = response.meta.get("sitemap_hops", 0) + 1
-        normal = self._normalize(target)
-        rec.decision = d.REDIRECT
-        rec.target = normal or target
+        rec.decision, rec.target = d.REDIRECT, self._normalize(target) or target
         rec.reason = f"{how} -> {rec.target}"
         yield rec
         yield from self.leads.discover(Lead(target, _depth(rec), rec.url, hops, found_by=found_by))

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import groupby
 from urllib.parse import unquote_plus
 
 from crawler.core import decisions as d
@@ -111,10 +112,8 @@ class _Path:
 class ParamLearner:
     """Learns, per path, the parameters that do not change a page (see the module
     docstring). *learned*: what earlier runs learned (path -> names); *on_learn*:
-    called ``(path, name, learned)`` when a parameter is learned (True) or forgotten
-    (False), to keep it in the ledger; *known*: whether a URL was discovered already
-    (the frontier's seen-set: a URL without the learned parameters is the group's
-    page when it is known)."""
+    ``(path, name, learned)`` when a parameter is learned or forgotten; *known*: whether
+    a URL was discovered already (then, reduced, it is the group's page)."""
 
     def __init__(
         self,
@@ -210,13 +209,8 @@ class ParamLearner:
             known.members.append((url, params_of(pieces)))
 
     def _best(self, known: _Path, ignored: set[str], params: Params) -> str | None:
-        best: str | None = None
-        for url, _ in known.members:
-            if reduce(url, ignored)[1] == params and (
-                best is None or (len(url), url) < (len(best), best)
-            ):
-                best = url
-        return best
+        same = [url for url, _ in known.members if reduce(url, ignored)[1] == params]
+        return min(same, key=lambda u: (len(u), u), default=None)
 
     def summary(self) -> dict[str, list[str]]:
         """Path -> the parameters learned on it (sorted)."""
@@ -252,25 +246,9 @@ def settle(
     the most query variants listed per path (0: no cap). Yields ``(url, decision,
     reason, target)`` for each URL whose decision changes (see the module docstring).
     """
-    for base, group in _by_path(rows):
-        yield from _settle_path(base, group, frozenset(learned.get(base, ())), bare, budget)
-
-
-def _by_path(
-    rows: Iterable[tuple[str, str, str | None]],
-) -> Iterator[tuple[str, list[tuple[str, str, str | None]]]]:
-    current: str | None = None
-    group: list[tuple[str, str, str | None]] = []
-    for row in rows:
-        base = row[0].partition("?")[0]
-        if base != current and group:
-            assert current is not None
-            yield current, group
-            group = []
-        current = base
-        group.append(row)
-    if group and current is not None:
-        yield current, group
+    for base, group in groupby(rows, key=lambda row: row[0].partition("?")[0]):
+        ignored = frozenset(learned.get(base, ()))
+        yield from _settle_path(base, list(group), ignored, bare, budget)
 
 
 def _settle_path(

@@ -315,9 +315,8 @@ class RuleBook:
         pages: Callable[[], int],
         counted: bool = True,
     ) -> RuleBook:
-        """The book of *params*; the rules whose values (or state) are missing are left
-        out (``explain`` on an older ledger), and the counted ones (query variants,
-        pages) unless *counted*."""
+        """The book of *params*, without the rules whose values are missing (an older
+        ledger), nor the counted ones (query variants, pages) unless *counted*."""
         rules: list[Rule] = [Host(params.start_url)]
         if params.max_loc_length is not None:
             rules.append(Length(public, params.max_loc_length))
@@ -327,12 +326,8 @@ class RuleBook:
         if params.max_redirects is not None:
             rules.append(Hops(params.max_redirects))
         if calendars is not None:
-            cut = calendars.check
-            rules.append(
-                Delegated(
-                    d.RULE_CALENDAR, lambda u, f: cut(u, f.referrer), "no calendar rule cuts it"
-                )
-            )
+            cut, why = calendars.check, "no calendar rule cuts it"
+            rules.append(Delegated(d.RULE_CALENDAR, lambda u, f: cut(u, f.referrer), why))
         if learner is not None:
             learned, why = learner.check, "no learned parameter, not a facet combination"
             rules.append(Delegated(d.RULE_PARAMS, lambda u, f: learned(u), why))

@@ -97,13 +97,8 @@ Seed = Callable[..., Iterable[Any]]
 @dataclass
 class SitemapSeeds:
     """Finds and reads the site's sitemaps for seeds (see the module docstring).
-
-    *start_url*: the crawl's; *given*: the ``--sitemap`` URLs; *seed*: the frontier's
-    :meth:`~crawler.crawl.frontier.Frontier.seed`; *callback*, *errback*: the spider's
-    methods the sitemap requests go to (they call :meth:`read` and :meth:`failed`);
-    *usual*: try the usual places and robots.txt's lines too (``--seed-sitemaps``),
-    not only *given*.
-    """
+    *given*: the ``--sitemap`` URLs; *usual*: the usual places and robots.txt's lines
+    too (``--seed-sitemaps``); *callback*, *errback* call :meth:`read`, :meth:`failed`."""
 
     start_url: str
     _: KW_ONLY
@@ -150,15 +145,12 @@ class SitemapSeeds:
                 "sitemap %s is more than %d index levels deep: not read", url, self.max_depth
             )
             return
-        # Redirects within the site followed (every status reaches the callback:
-        # HTTPERROR_ALLOW_ALL).
         request = sitemap_request(url, self.callback, self.errback, self.max_bytes)
         request.meta.update(sitemap_seed_depth=depth, sitemap_seed_quiet=quiet)
         yield request
 
     def read(self, response: Response) -> Iterator[Any]:
-        """A fetched sitemap: its entries as seeds (records and requests from the
-        frontier), an index's sitemaps as requests."""
+        """A fetched sitemap: its entries as seeds, an index's sitemaps as requests."""
         meta = response.meta
         url = (meta.get("redirect_urls") or [response.url])[0]
         if response.status != 200:
@@ -172,12 +164,8 @@ class SitemapSeeds:
 
         parsed = parse_sitemap(response.body, max_bytes=self.max_bytes, on_entries=take)
         if parsed.entry_count > len(entries):
-            logger.warning(
-                "sitemap %s lists %d entries: only the first %d read for seeds",
-                url,
-                parsed.entry_count,
-                len(entries),
-            )
+            why = "sitemap %s lists %d entries: only the first %d read for seeds"
+            logger.warning(why, url, parsed.entry_count, len(entries))
         if parsed.kind == Kind.UNKNOWN:
             self._failed(url, "not a sitemap", quiet=meta.get("sitemap_seed_quiet"))
             return

@@ -1,13 +1,7 @@
 """The ``site`` spider: crawl one host the way a polite search-engine bot would.
 
-The spider only wires the crawl's rooms together: the run's state
-(:class:`crawler.ledger.runstate.RunState`), the frontier
-(:class:`crawler.crawl.frontier.Frontier`), the page-parsing pool
-(:class:`crawler.page.parsepool.PageAnalyser`), the page judge
-(:class:`crawler.crawl.judge.PageJudge`), the sitemap seeds
-(:class:`crawler.crawl.seeds.SitemapSeeds`) and the render policy
-(:class:`crawler.fetch.rendering.RenderPolicy`: a page judged on its rendered DOM,
-on its raw HTML when the render fails).
+The spider only wires the crawl's rooms together (its cached properties); a page is
+judged on its rendered DOM, on its raw HTML when the render fails.
 
 Before the start URL, it asks for an address that cannot exist (the soft-404 probe,
 :mod:`crawler.page.softnotfound`; a second of another shape when the first answers
@@ -28,9 +22,6 @@ Stats: ``sitemap/soft404/probes``, ``sitemap/soft404/probe_status``,
 ``sitemap/soft404/detected``, ``sitemap/soft404/shell`` (the probe got an application
 shell), ``sitemap/render/failed`` (judged on the raw HTML),
 ``sitemap/render/unavailable`` (judged on the raw HTML for want of a browser).
-
-It is one long module on purpose: the spider's callbacks (pages, renders, the
-probe, sitemaps) each yield one item, and share the rooms it wires.
 """
 
 from __future__ import annotations
@@ -47,7 +38,7 @@ from scrapy.http import HtmlResponse, Response
 from crawler.core import decisions as d
 from crawler.core.items import PageRecords, UrlRecord
 from crawler.core.urls import site_of, start_url
-from crawler.crawl.frontier import Discovered, Frontier, Lead
+from crawler.crawl.frontier import Frontier
 from crawler.crawl.judge import PageJudge
 from crawler.crawl.seeds import SitemapSeeds
 from crawler.fetch.rendering import RenderPolicy
@@ -78,10 +69,8 @@ Callback = Callable[["SiteSpider", Any], AsyncIterator[Any]]
 
 
 def _one_item(method: Callback) -> Callback:
-    """A page request's callback or errback (*method*), which yields exactly one
-    :class:`~crawler.core.items.PageRecords` (a distributed crawl ends the request's claim
-    with it), unless the page goes on as another request (a render), even when it
-    fails: see :meth:`SiteSpider._one`."""
+    """A page request's callback or errback that yields exactly one item, even when it
+    fails (a distributed crawl ends the request's claim with it): see :meth:`SiteSpider._one`."""
 
     @functools.wraps(method)
     async def handled(spider: SiteSpider, answer: Any) -> AsyncIterator[Any]:
@@ -97,9 +86,8 @@ def _one_item(method: Callback) -> Callback:
 
 
 class Sharing:
-    """What the processes of one crawl share: in one process, nothing. A
-    distributed crawl's extension stands in for it (see the module docstring); the
-    spider finds it with ``crawler.get_extension(Sharing)``."""
+    """What the processes of one crawl share: in one process, nothing (a distributed
+    crawl's extension stands in for it)."""
 
     #: This process leads the crawl: it probes, starts the frontier and the seeds.
     leading = True
@@ -119,9 +107,7 @@ class Sharing:
         """Add to *records* what the frontier keeps to send with them (nothing)."""
 
     def probe_over(self, spider: SiteSpider, meta: dict[str, Any]) -> Iterator[Any]:
-        """The soft-404 probe's last request (its *meta*) was answered: the crawl
-        starts (a distributed crawl shares the fingerprints found, and the
-        coordinator starts it when it hears)."""
+        """The soft-404 probe's last request (its *meta*) was answered: the crawl starts."""
         yield from spider.after_probe()
 
     def add_print(self, judge: PageJudge, url: str, found: PagePrint) -> None:
@@ -129,8 +115,7 @@ class Sharing:
         judge.soft_not_found.add(url, found)
 
     def prints(self, judge: PageJudge) -> None:
-        """Before the first page: put into *judge* the fingerprints found by the
-        probes that other processes fetched (none)."""
+        """Before the first page: the fingerprints other processes' probes found (none)."""
 
     async def run(self, spider: SiteSpider) -> AsyncIterator[Any]:
         """What ``start`` does once the crawl is started: nothing more."""
@@ -265,8 +250,7 @@ class SiteSpider(Spider):
 
     def _begin(self) -> Iterator[Any]:
         """The start URLs (after the soft-404 probe), then the sitemap seeds' first
-        requests (``--seed-sitemaps``, ``--sitemap``)."""
-        # Scrapy's SpiderState, with a JOBDIR: the saved frontier of an interrupted run.
+        requests. ``state``: Scrapy's SpiderState, the saved frontier of an interrupted run."""
         records: list[Any] = []
         for out in self.frontier.start(getattr(self, "state", None)):
             if isinstance(out, Request):
@@ -278,8 +262,7 @@ class SiteSpider(Spider):
             yield from self.seeds.first_requests()
 
     def _item(self, meta: dict[str, Any], records: list[Any], fetched: bool) -> PageRecords:
-        """What one request led to, as one item (with what the frontier keeps to send
-        with it in a distributed crawl)."""
+        """What one request led to, as one item."""
         self.sharing.collect(records)
         return PageRecords(records, meta=meta, fetched=fetched)
 
@@ -364,10 +347,6 @@ class SiteSpider(Spider):
         self.crawler.stats.set_value("sitemap/soft404/detected", found.answers_200)
         self.analyser.prints = found.wanted
 
-    def discover(self, raw: str, *, depth: int, referrer: str | None) -> Iterator[Discovered]:
-        """What the frontier decides about a URL found on *referrer*."""
-        return self.frontier.discover(Lead(raw, depth, referrer))
-
     # -- the pages (each callback and errback: _one_item) --------------------------------
 
     def _ready(self) -> None:
@@ -384,8 +363,7 @@ class SiteSpider(Spider):
         self.frontier.answered(url)
         # An HTML page is parsed and read by the page-parsing pool (maybe in a worker
         # process) while this process goes on with other responses.
-        analysis = None
-        note = None
+        analysis, note = None, None
         if isinstance(response, HtmlResponse) and self.judge.is_html_page(response):
             analysis = await self.analyser.analyse(response)
             reason = self.render.why(url, analysis)

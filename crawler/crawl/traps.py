@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlsplit
 
@@ -30,12 +31,12 @@ if TYPE_CHECKING:
 _SESSION_PATH = re.compile(r"/\((?:[A-Z]\([^)]*\))+\)/", re.I)
 
 
+@dataclass(kw_only=True, eq=False)
 class TrapDetector:
-    def __init__(self, *, max_repeats: int, max_segments: int, max_query_variants: int) -> None:
-        self.max_repeats = max_repeats
-        self.max_segments = max_segments
-        self.max_query_variants = max_query_variants
-        self.variants: Counter[str] = Counter()
+    max_repeats: int
+    max_segments: int
+    max_query_variants: int
+    variants: Counter[str] = field(default_factory=Counter, init=False)
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> TrapDetector:
@@ -46,14 +47,10 @@ class TrapDetector:
         )
 
     def check(self, url: str) -> str | None:
-        """The reason *url* is a trap, or None (:meth:`refusal`, in words)."""
-        refusal = self.refusal(url)
-        return None if refusal is None else refusal.reason
-
-    def refusal(self, url: str) -> Refusal | None:
         """Why *url* is a trap, or None. Counts query variants as it goes, so call it
         once per distinct URL."""
-        return self.shape(url) or self.variant(url)
+        refusal = self.shape(url) or self.variant(url)
+        return None if refusal is None else refusal.reason
 
     def shape(self, url: str) -> Refusal | None:
         """Why *url* is a trap by its own shape (every check but the query variants,
@@ -91,12 +88,8 @@ class TrapDetector:
         return parts.path if parts.query else None
 
     def variants_refusal(self, path: str) -> Refusal:
-        return Refusal(
-            d.TRAP,
-            d.RULE_VARIANTS,
-            "query-variants",
-            {"limit": self.max_query_variants, "path": path},
-        )
+        values = {"limit": self.max_query_variants, "path": path}
+        return Refusal(d.TRAP, d.RULE_VARIANTS, "query-variants", values)
 
 
 def _trap(kind: str, **values: object) -> Refusal:

@@ -218,13 +218,9 @@ def _text(value: bytes | str | None) -> str | None:
 
 
 class RedisCrawl:
-    """One process's handle on a distributed crawl: the keys, and the scripts that
-    move requests between queue, flight and reports (see the module docstring).
-
-    *process* names this process: ``coordinator`` for the one that decides and
-    publishes, ``host:pid:random`` for a worker. *timeout* is how long a process may
-    go without a heartbeat before its in-flight requests are queued again.
-    """
+    """One process's handle on a distributed crawl (see the module docstring).
+    *process*: ``coordinator``, or ``host:pid:random`` for a worker; *timeout*: how long
+    a process may go without a heartbeat before its in-flight requests are queued again."""
 
     def __init__(self, server: Redis, crawl_id: str, process: str, timeout: float) -> None:
         self.server = server
@@ -307,9 +303,7 @@ class RedisCrawl:
         pipe = server.pipeline()
         pipe.set(crawl.config_key, json.dumps(config))
         # Alive from now on, so that a worker joining before Scrapy is up finds it so;
-        # for START_SECONDS at least, the time Scrapy may take to start on a busy
-        # machine before the first heartbeat (a short timeout would have the workers
-        # take the coordinator for gone while it starts).
+        # for START_SECONDS at least (Scrapy may be slow to start on a busy machine).
         pipe.set(crawl.alive, "1", px=int(max(timeout, START_SECONDS) * 1000))
         pipe.execute()
         if not server.set(CURRENT, crawl_id, nx=True):
@@ -347,12 +341,8 @@ class RedisCrawl:
 
     def heartbeat(self) -> str | None:
         """Say this process is alive; return why the crawl ended, once it has."""
-        return _text(
-            self._heartbeat(
-                keys=[self.alive, self.workers, self.done_key],
-                args=[self.process, int(self.timeout * 1000)],
-            )
-        )
+        keys, ttl = [self.alive, self.workers, self.done_key], int(self.timeout * 1000)
+        return _text(self._heartbeat(keys=keys, args=[self.process, ttl]))
 
     def enqueue(self, fingerprint: str | None, member: bytes, score: float) -> bool:
         """Queue a serialized request unless its *fingerprint* is in the seen-set
@@ -375,27 +365,15 @@ class RedisCrawl:
         found: Sequence[tuple[Any, ...]] = (),
         limits: tuple[int, int] = (0, 0),
     ) -> int:
-        """Hand a page's report to the coordinator, claim the URLs it led to (*found*:
-        fingerprint, variant path, kind, request, score for each; *limits*: most query
-        variants, most pages) and end the page's claim, atomically. 1: sent; 0:
-        dropped, the claim was taken back (this process was thought lost, and the
-        request is queued again); -1: the crawl is over."""
+        """Hand a page's report to the coordinator, claim the URLs it led to (*found*, as
+        ``_REPORT`` reads them) and end the page's claim, atomically. 1: sent; 0: dropped,
+        the claim was taken back (this process was thought lost); -1: the crawl is over."""
         args: list[Any] = [claim or "", payload, limits[0], limits[1], len(found)]
         for one in found:
             args.extend(one)
-        result: int = self._report(
-            keys=[
-                self.inflight,
-                self.reports,
-                self.done_key,
-                self.seen,
-                self.capped,
-                self.variants,
-                self.scheduled,
-                self.queue,
-            ],
-            args=args,
-        )
+        keys = [self.inflight, self.reports, self.done_key, self.seen, self.capped]
+        keys += [self.variants, self.scheduled, self.queue]
+        result: int = self._report(keys=keys, args=args)
         return result
 
     def load_previous(self, rows: Any, batch: int = 1000) -> int:
@@ -416,8 +394,7 @@ class RedisCrawl:
         return cast("bytes | None", self.server.hget(self.previous, key))
 
     def add_print(self, url: str, found: Any) -> None:
-        """A fingerprint of the site's "not found" page, found by the soft-404 probe
-        (whichever process fetched it), for every process to judge its pages with."""
+        """A fingerprint of the site's "not found" page, for every process."""
         self.server.rpush(self.soft404, json.dumps([url, found]))
 
     def prints(self) -> list[tuple[str, Any]]:
@@ -445,10 +422,8 @@ class RedisCrawl:
 
     def release(self) -> int:
         """Leave the crawl: what this process holds goes back to the queue."""
-        moved: int = self._release(
-            keys=[self.inflight, self.queue, self.workers, self.alive, self.done_key],
-            args=[self.process],
-        )
+        keys = [self.inflight, self.queue, self.workers, self.alive, self.done_key]
+        moved: int = self._release(keys=keys, args=[self.process])
         return moved
 
     def done(self) -> str | None:
@@ -470,19 +445,14 @@ class RedisCrawl:
     def requeue_lost(self) -> tuple[int, int]:
         """Queue again what the processes that stopped sending heartbeats held:
         (processes lost, requests queued again)."""
-        lost, moved = self._requeue_lost(
-            keys=[self.workers, self.queue],
-            args=[self.inflight_prefix, self.alive_prefix, COORDINATOR],
-        )
+        args = [self.inflight_prefix, self.alive_prefix, COORDINATOR]
+        lost, moved = self._requeue_lost(keys=[self.workers, self.queue], args=args)
         return int(lost), int(moved)
 
     def finished(self) -> bool:
         """Nothing queued, in flight anywhere, or reported and not yet read."""
-        return bool(
-            self._finished(
-                keys=[self.queue, self.reports, self.workers], args=[self.inflight_prefix]
-            )
-        )
+        keys = [self.queue, self.reports, self.workers]
+        return bool(self._finished(keys=keys, args=[self.inflight_prefix]))
 
     def finish(self, reason: str) -> None:
         """End the crawl: workers see *reason* (the first one given) and stop; every
@@ -493,7 +463,7 @@ class RedisCrawl:
 
     def purge(self, keep: tuple[str, ...] = ()) -> None:
         """Delete this crawl's keys (but *keep*)."""
-        doomed = [k for k in self.server.scan_iter(match=self.prefix + "*", count=1000)]
-        doomed = [k for k in doomed if _text(k) not in keep]
+        keys = self.server.scan_iter(match=self.prefix + "*", count=1000)
+        doomed = [k for k in keys if _text(k) not in keep]
         for i in range(0, len(doomed), 1000):
             self.server.delete(*doomed[i : i + 1000])

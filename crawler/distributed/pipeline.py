@@ -50,9 +50,8 @@ class ReportPipeline:
     def process_item(self, item: Any) -> Any:
         if not isinstance(item, PageRecords) or isinstance(item, Settled):
             return item
-        sharing = self.sharing
+        sharing, redis = self.sharing, self.sharing.redis
         report = sharing.report(item)
-        redis = sharing.redis
         if sharing.coordinator:
             # The coordinator's own pages: the report stays in memory and an empty
             # marker keeps its place in the list (no pickling, no payload through Redis).

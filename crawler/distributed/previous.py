@@ -59,19 +59,14 @@ class RedisPrevious:
             # before it queued the start URL. An empty hash (no previous run) is no
             # key at all: then no round trip is ever made again.
             self._active = self.crawl.has_previous()
-        if not self._active:
-            return None
-        raw = self.crawl.previous_row(key)
-        if raw is None:
-            return None
-        row: dict[str, Any] = json.loads(zlib.decompress(raw))
-        return row
+        return self._unpack(key) if self._active else None
 
     def learned_params(self) -> dict[str, list[str]]:
         """What the previous run learned about query parameters (crawler.crawl.params), as
         :meth:`crawler.ledger.previous.PreviousRun.learned_params`."""
-        raw = self.crawl.previous_row(LEARNED)
-        if raw is None:
-            return {}
-        learned: dict[str, list[str]] = json.loads(zlib.decompress(raw))
+        learned: dict[str, list[str]] = self._unpack(LEARNED) or {}
         return learned
+
+    def _unpack(self, key: str) -> Any:
+        raw = self.crawl.previous_row(key)
+        return None if raw is None else json.loads(zlib.decompress(raw))

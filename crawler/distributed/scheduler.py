@@ -173,8 +173,7 @@ class RedisScheduler(Scheduler):
         if self.crawl.process == COORDINATOR:
             sharing: RedisSharing = self.spider.crawler.get_extension(RedisSharing)
             return deferred_from_coro(sharing.end(reason))
-        moved = self.crawl.release()
-        if moved:
+        if moved := self.crawl.release():
             logger.info("gave %s unfinished requests back to the queue", moved)
         return None
 
@@ -199,9 +198,7 @@ class RedisScheduler(Scheduler):
     def next_request(self) -> Request | None:
         if self.local:
             return self.local.popleft()
-        if not self.claiming:
-            return None
-        return self._claim()
+        return self._claim() if self.claiming else None
 
     def _claim(self) -> Request | None:
         # Scrapy asks for the next request after every response and every request

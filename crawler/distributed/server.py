@@ -18,7 +18,6 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from types import TracebackType
 
 # A Unix socket's path has at most 107 bytes on Linux (sun_path).
 MAX_SOCKET_PATH = 100
@@ -138,10 +137,5 @@ class PrivateRedis:
     def __enter__(self) -> str:
         return self.start()
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()

@@ -9,14 +9,12 @@ this extension, :class:`RedisSharing`, which stands for the spider's
   :class:`~crawler.distributed.frontier.SharedFrontier`; the previous run
   (:mod:`.previous`), the soft-404 fingerprints, calendar entries and learned
   parameters are read from Redis.
-* The **coordinator** leads: it queues the probe, then (when it hears the probe is
-  over) the start URLs and the seeds; its ``start()`` runs for the whole crawl and
-  drains the reports in batches, completes the candidates' records
-  (:class:`~crawler.distributed.frontier.Settler`), learns from every page as one
-  process would, and yields each batch as one :class:`Settled` item. It queues again
-  what lost processes held; when nothing is queued, in flight, reported or fetched
-  here (or a worker stopped the crawl), it returns, and the crawl closes and
-  publishes as in one process.
+* The **coordinator** leads: it queues the probe, then (once it hears the probe is
+  over) the start URLs and the seeds; its ``start()`` drains the reports in batches,
+  completes the candidates' records (:class:`~crawler.distributed.frontier.Settler`),
+  learns from every page as one process would, yields each batch as one
+  :class:`Settled` item, queues again what lost processes held, and returns when
+  nothing is left (or a worker stopped the crawl).
 * A **worker**'s ``start()`` watches for the end of the crawl (or the coordinator's
   heartbeat going away) and takes a request when its idle engine has room (an idle
   Scrapy engine asks its scheduler only every 5 s).
@@ -70,9 +68,8 @@ if TYPE_CHECKING:
 
 
 class ClaimingScheduler(Protocol):
-    """What the sharing extension uses of the distributed scheduler
-    (:class:`crawler.distributed.scheduler.RedisScheduler`, which reaches Redis through
-    this extension: it is named here by what it does, not imported)."""
+    """What this extension uses of :class:`crawler.distributed.scheduler.RedisScheduler`
+    (which reaches Redis through it, so is not imported here)."""
 
     local: deque[Request]
     claiming: bool
@@ -100,11 +97,9 @@ class Settled(PageRecords):
 
 
 class SharedEntries(dict[str, set[date]]):
-    """The calendar rule's entries (:class:`crawler.crawl.calendars.CalendarRule`: template
-    -> the dates where the crawl entered the sequence from another page), kept in
-    Redis so that every process measures steps from the same entries: an entry is
-    added where the link was found, before that page's report queues anything, so
-    the calendar pages it leads to are judged, wherever, knowing it."""
+    """The calendar rule's entries (template -> dates), kept in Redis so that every
+    process measures steps from the same entries: one is added where its link was
+    found, before that page's report queues the calendar pages it leads to."""
 
     def __init__(self, redis: RedisCrawl) -> None:
         super().__init__()
@@ -147,15 +142,11 @@ class RedisSharing(Sharing):
         self.fatal: str | None = None
         self.fatal_sent = False
         self.robots_sent = False
-        # The start URLs were sent (the report pipeline says): the crawl may end
-        # once nothing is left.
-        self.started = False
+        self.started = False  # the start URLs were sent: the crawl may end
         # The coordinator read the report that ends the soft-404 probe.
         self.probe_heard = False
-        # Learned parameters: the coordinator learned one since it last shared them;
-        # what a worker last read.
-        self.learning = False
-        self.learned_read: bytes | None = None
+        self.learning = False  # the coordinator learned a parameter since it shared them
+        self.learned_read: bytes | None = None  # what a worker last read of them
         self.frontier_: SharedFrontier | None = None
         # A worker's reason to stop the whole crawl, heard by the coordinator.
         self.stopping: str | None = None
@@ -177,8 +168,7 @@ class RedisSharing(Sharing):
         self.crawler.stats.set_value("sitemap/distributed/process", self.redis.process)
 
     def _closed(self, reason: str) -> None:
-        """A worker that stops the crawl (robots.txt unreachable, say: the run failed
-        and it closed) tells the coordinator, which stops it as one process would."""
+        """A worker that stops the crawl (the run failed) tells the coordinator."""
         state = self.run_state
         if self.coordinator or state is None or state.fatal is None or reason == "finished":
             return
@@ -224,8 +214,7 @@ class RedisSharing(Sharing):
             self.redis.share_learned(self.frontier_.params.summary())
 
     def _use_learned(self) -> None:
-        """A worker takes what the crawl learned (the coordinator's, which saw every
-        page: this process's own learning is part of it)."""
+        """A worker takes what the crawl learned (the coordinator saw every page)."""
         raw = self.redis.learned_params()
         if raw is None or raw == self.learned_read or self.frontier_ is None:
             return
@@ -244,23 +233,20 @@ class RedisSharing(Sharing):
             records.extend(self.frontier_.take())
 
     def probe_over(self, spider: SiteSpider, meta: dict[str, Any]) -> Iterator[Any]:
-        """The report of the probe's last request tells the coordinator, which then
-        starts the crawl (:meth:`_apply`)."""
+        """The report of the probe's last request tells the coordinator to start."""
         yield spider._item({**meta, PROBED: True}, [], fetched=True)
 
     def add_print(self, judge: PageJudge, url: str, found: PagePrint) -> None:
         self.redis.add_print(url, found)
 
     def prints(self, judge: PageJudge) -> None:
-        """Every probe's findings, whoever fetched it: in Redis before the start URLs
-        were queued, so before any page."""
+        """Every probe's findings, in Redis before the start URLs were queued."""
         for url, found in self.redis.prints():
             judge.soft_not_found.add(url, found)
 
     @cached_property
     def limits(self) -> tuple[int, int]:
-        """Most query variants of a path, most pages: for the report script (the
-        frontier's, and the settler's)."""
+        """Most query variants of a path, most pages: for the report script."""
         s = self.crawler.settings
         return s.getint("SITEMAP_TRAP_MAX_QUERY_VARIANTS"), s.getint("SITEMAP_MAX_PAGES")
 
@@ -276,8 +262,7 @@ class RedisSharing(Sharing):
         return cast("ClaimingScheduler", self.crawler.engine.scheduler)  # SCHEDULER is ours
 
     def _worker_fail(self, message: str) -> None:
-        """A worker found the run cannot do its job (the start URL unreachable, say):
-        the coordinator, which decides about the run, hears it with the report."""
+        """A worker found the run cannot do its job: the coordinator hears it with the report."""
         if self.fatal is None:
             self.fatal = message
             logger.error("%s (told the coordinator)", message)
@@ -321,16 +306,12 @@ class RedisSharing(Sharing):
     # -- start: the coordinator's writing, a worker's watch -------------------------------
 
     async def run(self, spider: SiteSpider) -> AsyncIterator[Any]:
-        scheduler = self._scheduler()
-        outs = self._coordinate(scheduler, spider) if self.coordinator else self._watch(scheduler)
-        async for out in outs:
-            yield out
-
-    async def _coordinate(
-        self, scheduler: ClaimingScheduler, spider: SiteSpider
-    ) -> AsyncIterator[Any]:
-        stats = self.crawler.stats
+        scheduler, stats = self._scheduler(), self.crawler.stats
         assert stats is not None
+        if not self.coordinator:
+            async for out in self._watch(scheduler):
+                yield out
+            return
         # The CPU this process spends on the crawl itself (start-up and publishing
         # aside): what sets the coordinator's ceiling in pages per second.
         cpu = time.process_time()
@@ -419,12 +400,10 @@ class RedisSharing(Sharing):
         )
 
     def _apply(self, payload: bytes, records: list[UrlRecord | Alias | Linked]) -> None:
-        """Add the records of one report (*payload*: the claim codes of its candidates,
-        then the pickled report, or nothing for one of this process's own) to
-        *records*."""
+        """Add the records of one report to *records*. *payload*: the claim codes of its
+        candidates, then the pickled report (nothing for one of this process's own)."""
         n = int(payload[:8])
-        codes = payload[8 : 8 + n].decode("ascii")
-        body = payload[8 + n :]
+        codes, body = payload[8 : 8 + n].decode("ascii"), payload[8 + n :]
         report: PageReport = self.own_reports.popleft() if not body else pickle.loads(body)
         stats = self.crawler.stats
         assert stats is not None
