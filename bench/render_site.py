@@ -32,6 +32,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import sqlite3
@@ -195,7 +196,15 @@ class TreeMemory(threading.Thread):
 
 
 def crawl(
-    site: str, mode: str, url: str, n: int, tmp: Path, timeout: float, root: Path, log: Path
+    site: str,
+    mode: str,
+    url: str,
+    n: int,
+    tmp: Path,
+    timeout: float,
+    root: Path,
+    log: Path,
+    extra: list[str],
 ) -> Run:
     run = Run(site, mode)
     before = log.stat().st_size if log.exists() else 0
@@ -204,7 +213,18 @@ def crawl(
     work = Path(tempfile.mkdtemp(prefix=f"{site}-{mode}-", dir=tmp))
     out = work / "public"
     python = PYTHON if PYTHON.exists() else Path(sys.executable)
-    cmd = [str(python), "-m", "crawler.cli", "crawl", url, "--out", str(out), "--render", mode]
+    cmd = [
+        str(python),
+        "-m",
+        "crawler.cli",
+        "crawl",
+        url,
+        "--out",
+        str(out),
+        "--render",
+        mode,
+        *extra,
+    ]
     report = work / "time.txt"
     started = time.perf_counter()
     with open(work / "output.txt", "w") as out_log:
@@ -304,6 +324,11 @@ def main() -> int:
         "to compare with), each run right before the same run with this one",
     )
     parser.add_argument("--keep", type=Path, help="copy the work directory here")
+    parser.add_argument(
+        "--crawl-args",
+        default="",
+        help="more words for every crawl's command line, e.g. '--render-concurrency 2'",
+    )
     args = parser.parse_args()
     if not Path("/usr/sbin/nginx").exists():
         subprocess.run(["apt-get", "update", "-qq"], check=True)
@@ -337,6 +362,7 @@ def main() -> int:
                     args.timeout,
                     tree,
                     tmp / f"nginx-{site}" / "access.log",
+                    shlex.split(args.crawl_args),
                 )
                 run.note = (label.strip() + " " + run.note).strip()
                 runs.append(run)
