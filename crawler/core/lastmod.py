@@ -26,6 +26,7 @@ from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 __all__ = [
     "Declared",
     "http_date_to_w3c",
+    "jsonld_blocks",
     "jsonld_walk",
     "lastmod_datetime",
     "lastmod_from_page",
@@ -333,6 +334,18 @@ def _node_names(node: dict[str, Any], base: str) -> list[str]:
     return found
 
 
+def jsonld_blocks(root: Any) -> Iterator[Any]:
+    """The parsed ``application/ld+json`` scripts (a ``; charset=`` parameter allowed)."""
+    for script in root.iter("script"):
+        kind = (script.get("type") or "").partition(";")[0].strip().lower()
+        if kind != "application/ld+json":
+            continue
+        try:
+            yield json.loads(script.text or "")
+        except (ValueError, RecursionError):
+            continue  # trailing commas, unescaped quotes...: this block only
+
+
 def jsonld_walk(
     node: Any,
     step: Callable[[dict[str, Any]], tuple[bool, Iterable[Any]]],
@@ -369,17 +382,11 @@ def _declared(label: str, raw: Any, published: bool, why: str | None = None) -> 
 
 
 def _jsonld(html_root: Any, url: str, names: frozenset[str]) -> Iterator[Declared]:
-    nodes: list[dict[str, Any]] = []
-    for script in html_root.iter("script"):
-        if (script.get("type") or "").strip().lower() != "application/ld+json":
-            continue
-        try:
-            data = json.loads(script.text or "")
-        except (ValueError, RecursionError):
-            # Broken JSON-LD is common (trailing commas, unescaped quotes); it
-            # costs that block, not the page.
-            continue
-        nodes.extend(jsonld_walk(data, _top_level, _MAX_JSONLD_DEPTH))
+    nodes = [
+        node
+        for block in jsonld_blocks(html_root)
+        for node in jsonld_walk(block, _top_level, _MAX_JSONLD_DEPTH)
+    ]
     named = [n for n in nodes if names.intersection(_node_names(n, url))]
     if named:
         # Nodes that name this page (or its canonical target): the page's own.

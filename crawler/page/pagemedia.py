@@ -25,7 +25,7 @@ from typing import Any
 import pycountry
 from scrapy.http import Response
 
-from crawler.core.lastmod import jsonld_walk, w3c_datetime
+from crawler.core.lastmod import jsonld_blocks, jsonld_walk, w3c_datetime
 from crawler.page import pageread as read
 from crawler.sitemaps.limits import MAX_IMAGES_PER_URL
 
@@ -249,7 +249,7 @@ def news(root: Any, response: Response) -> NewsFacts | None:
         (d for d in map(w3c_datetime, metas.get("article:published_time", ())) if d), None
     )
     headline: str | None = None
-    for block in read.jsonld_blocks(root):
+    for block in jsonld_blocks(root):
         for article in jsonld_walk(block, _article, read.MAX_DEPTH):
             if headline is None:
                 headline = read.text_value(article.get("headline"))

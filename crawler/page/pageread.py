@@ -1,4 +1,4 @@
-"""Reading a parsed page's shared data: its meta tags, title, JSON-LD blocks, and
+"""Reading a parsed page's shared data: its meta tags, title, and
 schema.org values (texts, URLs, booleans) as the rich-data readers
 (:mod:`crawler.page.pagemedia`, :mod:`crawler.page.pagevideos`) take them.
 
@@ -7,9 +7,8 @@ Malformed data gives ``None``, never an exception.
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urljoin
 
@@ -55,17 +54,6 @@ def html_title(root: Any) -> str | None:
         if text:
             return text
     return None
-
-
-def jsonld_blocks(root: Any) -> Iterator[Any]:
-    for script in root.iter("script"):
-        kind = (script.get("type") or "").partition(";")[0].strip().lower()
-        if kind != "application/ld+json":
-            continue
-        try:
-            yield json.loads(script.text or "")
-        except (ValueError, RecursionError):
-            continue  # trailing commas, unescaped quotes...: this block only
 
 
 def item_types(node: Mapping[str, Any]) -> set[str]:

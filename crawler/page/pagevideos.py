@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from crawler.core.lastmod import jsonld_walk, w3c_datetime
+from crawler.core.lastmod import jsonld_blocks, jsonld_walk, w3c_datetime
 from crawler.core.urls import normalize_url
 from crawler.page.links import clean_href
 from crawler.page.pageread import (
@@ -31,7 +31,6 @@ from crawler.page.pageread import (
     first_text,
     html_title,
     item_types,
-    jsonld_blocks,
     page_metas,
     text_value,
     url_value,
