@@ -3,16 +3,9 @@
 ``Last-Modified`` header unless malformed, in the future or volatile (``_header``); the
 page's first declaration that passes the guards (``_guard``; template dates are found
 as the crawl goes, and the pages that took one are decided again in ``close_spider``);
-the content's evidence (``_evidence``). Never "now" for a page that did not change: a
-search engine ignores a lastmod that is not accurate.
+the content's evidence (``_evidence``). Never "now" for a page that did not change.
 
-Settings: ``SITEMAP_LASTMOD_FROM_PAGE``.
-Stats: ``sitemap/lastmod/header``, ``sitemap/lastmod/page``, ``sitemap/lastmod/content``,
-``sitemap/lastmod/none``, ``sitemap/lastmod/malformed``, ``sitemap/lastmod/volatile``,
-``sitemap/lastmod/changed``; ``sitemap/lastmod/page_ignored/<why>`` (``future``,
-``early``, ``volatile``, ``template``) for a page's declaration the guards refused,
-and ``sitemap/lastmod/template_dates`` (each template date and how many pages
-declared it)."""
+Settings: ``SITEMAP_LASTMOD_FROM_PAGE``. Stats: ``sitemap/lastmod/*``."""
 
 from __future__ import annotations
 
@@ -222,12 +215,9 @@ class LastmodPipeline(RecordPipeline):
                 changed_at: str | None = None
                 if lastmod is None:
                     prev = self.previous.get(row["key"]) if self.previous else None
-                    lastmod, changed_at = self._evidence(
-                        row["main_hash"], row["content_hash"], prev
-                    )
-                    source = CONTENT if row["main_hash"] is not None else None
-                    if lastmod is None:
-                        source = None
+                    main = row["main_hash"]
+                    lastmod, changed_at = self._evidence(main, row["content_hash"], prev)
+                    source = CONTENT if lastmod is not None and main is not None else None
                 self.stats.inc_value("sitemap/lastmod/page", -1)
                 self.stats.inc_value(f"sitemap/lastmod/{source or 'none'}")
                 self.ledger.set_lastmod(

@@ -1,24 +1,17 @@
-"""Where a page's ``<lastmod>`` comes from, and what a valid one looks like.
+"""Where a page's ``<lastmod>`` comes from: the HTTP ``Last-Modified`` header
+(:func:`http_date_to_w3c`, RFC 9110's three date formats, clamped to ``Date``), or what
+the page declares (:func:`page_dates`, parsed by :func:`w3c_datetime`; the lastmod
+pipeline guards them); never "now": Google ignores a lastmod that is not accurate.
 
-* the HTTP ``Last-Modified`` header (:func:`http_date_to_w3c`), in the three date
-  formats of RFC 9110, 5.6.7, clamped to the ``Date`` header;
-* what the page declares (:func:`page_dates`, each a :class:`Declared`; the lastmod
-  pipeline guards them), parsed by :func:`w3c_datetime`;
-* nothing: Google ignores a lastmod that is not accurate, so we never stamp "now".
-
-Every parser here returns ``None`` for a missing or malformed date and never raises
-(as Scrapy's ``rfc1123_to_epoch``). :func:`lastmod_datetime` is the strict check of a
-value about to be written: both the W3C Datetime note (a time needs a zone) and the
-XSD's ``xsd:date | xsd:dateTime`` (a time needs seconds).
-
-One long module on purpose: the guards a date from the headers meets and those a date
-the page declares meets are one rule book, read together."""
+The parsers return ``None`` for a missing or malformed date and never raise;
+:func:`lastmod_datetime` is the strict check of a value about to be written (W3C
+Datetime: a time needs a zone; ``xsd:dateTime``: seconds too)."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any, NamedTuple
 from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
@@ -26,6 +19,7 @@ from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 __all__ = [
     "Declared",
     "http_date_to_w3c",
+    "item_types",
     "jsonld_blocks",
     "jsonld_walk",
     "lastmod_datetime",
@@ -34,13 +28,8 @@ __all__ = [
     "w3c_datetime",
 ]
 
-_MONTHS = {
-    name: number
-    for number, name in enumerate(
-        ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"),
-        start=1,
-    )
-}
+_MONTH_NAMES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_MONTHS = {name: n for n, name in enumerate(_MONTH_NAMES, 1)}
 
 # RFC 9110, 5.6.7. Field names and day names are case-sensitive in the grammar,
 # but the same section asks recipients "to be robust in parsing timestamps", so
@@ -197,15 +186,8 @@ def w3c_datetime(value: str) -> str | None:
                 offset = -offset
         else:
             return None
-        local = datetime(
-            year,
-            month,
-            day,
-            int(match["hour"]),
-            int(match["minute"]),
-            int(match["second"] or 0),
-            tzinfo=timezone(offset),
-        )
+        hour, minute, second = (int(match[part] or 0) for part in ("hour", "minute", "second"))
+        local = datetime(year, month, day, hour, minute, second, tzinfo=timezone(offset))
         return _format_utc(local.astimezone(UTC))
     except (ValueError, OverflowError):
         return None
@@ -266,15 +248,17 @@ class Declared(NamedTuple):
     why: str | None = None
 
 
+def item_types(node: Mapping[str, Any]) -> list[str]:
+    """The schema.org type names of a JSON-LD object or microdata item, without
+    their vocabulary: ``VideoObject``, ``http://schema.org/VideoObject``,
+    ``schema:VideoObject`` are all ``VideoObject``."""
+    raw = node.get("@type")
+    names = raw if isinstance(raw, list) else [raw]
+    return [re.split(r"[/#:]", n.strip())[-1] for n in names if isinstance(n, str) and n.strip()]
+
+
 def _types(node: dict[str, Any]) -> list[str]:
-    kind = node.get("@type")
-    kinds = kind if isinstance(kind, list) else [kind]
-    out = []
-    for k in kinds:
-        if isinstance(k, str) and k.strip():
-            # "schema:Article", "https://schema.org/Article" -> "article"
-            out.append(re.split(r"[:/#]", k.strip())[-1].lower())
-    return out
+    return [kind.lower() for kind in item_types(node)]
 
 
 def _is_main(kinds: list[str]) -> bool:
@@ -465,14 +449,10 @@ def _microdata(html_root: Any, url: str) -> Iterator[Declared]:
 def page_dates(
     html_root: Any, url: str = "", canonicals: Iterable[str] = (), structured: bool = True
 ) -> list[Declared]:
-    """Every date the page at *url* declares, in the order they are believed (docs/lastmod.md,
-    "Which declaration"): ``article:modified_time``, ``og:updated_time``, the JSON-LD
-    ``dateModified`` of the page's own node (the one whose ``@id``, ``url`` or
-    ``mainEntityOfPage`` names the page or one of its *canonicals*, else its main entity;
-    never a Person, an Organization, the WebSite, an image or a comment), the microdata
-    ``dateModified`` of its main item; then the publication dates, which count only on a
-    page that declares no modification. *structured* False: the page's bytes hold neither
-    ``dateModified`` nor ``datePublished``, and only its ``<meta>`` are read. Never raises."""
+    """Every date the page at *url* (or one of its *canonicals*) declares, in the order
+    they are believed (docs/lastmod.md, "Which declaration"). *structured* False: the
+    page's bytes hold neither ``dateModified`` nor ``datePublished``, and only its
+    ``<meta>`` are read. Never raises."""
     if html_root is None or not hasattr(html_root, "iter"):
         return []
     try:

@@ -1,14 +1,9 @@
-"""What the crawl needs from an HTML page's body, in one small value.
-
-Parsing and reading a page (links, robots directives, canonicals, dates, content
-hashes) is most of a crawl's CPU on pages of real size. :func:`analyse_response` does
-it all once and returns a :class:`PageAnalysis`: the page's facts
-(:mod:`crawler.page.links`), its links resolved (:class:`~crawler.page.links.LinkResolver`),
-both content hashes (:mod:`crawler.page.content`), and with :class:`Rich` options on its
-hreflang alternates, images, videos and news publication (:class:`RichFacts`, URLs
-normalised by the crawl's rules). The page judge (:mod:`crawler.crawl.judge`) decides
-from it. It runs in a worker of :mod:`crawler.page.parsepool` (:func:`analyse`) or in
-the crawl's process, with the same result (the tests check it)."""
+"""What the crawl needs from an HTML page's body, in one small value:
+:func:`analyse_response` parses and reads a page once (most of a crawl's CPU on pages
+of real size) and returns a :class:`PageAnalysis` that the page judge
+(:mod:`crawler.crawl.judge`) decides from. It runs in a worker of
+:mod:`crawler.page.parsepool` (:func:`analyse`) or in the crawl's process, with the same
+result (the tests check it)."""
 
 from __future__ import annotations
 

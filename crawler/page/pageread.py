@@ -8,7 +8,6 @@ Malformed data gives ``None``, never an exception.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urljoin
 
@@ -54,15 +53,6 @@ def html_title(root: Any) -> str | None:
         if text:
             return text
     return None
-
-
-def item_types(node: Mapping[str, Any]) -> set[str]:
-    """The schema.org type names of a JSON-LD object or microdata item, without
-    their vocabulary: ``VideoObject``, ``http://schema.org/VideoObject``,
-    ``schema:VideoObject`` are all ``VideoObject``."""
-    raw = node.get("@type")
-    names = raw if isinstance(raw, list) else [raw]
-    return {re.split(r"[/#:]", n.strip())[-1] for n in names if isinstance(n, str)}
 
 
 def text_value(value: Any) -> str | None:

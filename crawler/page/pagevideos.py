@@ -1,15 +1,9 @@
 """A page's videos (issue #14; docs/rich.md), for video sitemaps
 (https://developers.google.com/search/docs/crawling-indexing/sitemaps/video-sitemaps),
-in this order: schema.org ``VideoObject`` (https://schema.org/VideoObject) in JSON-LD,
-wherever it is, and in microdata (values read as the microdata standard says;
-``itemref`` not followed); Open Graph ``og:video`` (https://ogp.me/#structured: a
-player_loc when its type is ``text/html`` or Flash, or, with no type, when the URL does
-not end in a video file extension); ``<video poster=...>``.
-
+in this order: schema.org ``VideoObject`` in JSON-LD and in microdata (``itemref`` not
+followed), Open Graph ``og:video`` (https://ogp.me/#structured), ``<video poster=...>``.
 The same video found twice (the same content_loc or player_loc) is one, each field from
-where it was found first. Google's rules: a duration of 1 to 28,800 seconds, no
-content_loc or player_loc that is the page itself, W3C dates
-(:func:`crawler.core.lastmod.w3c_datetime`); anything else is dropped with a problem.
+where it was found first. What breaks Google's rules is dropped with a problem;
 ``missing`` names what Google requires and the page did not give. Malformed data is
 skipped, never raised."""
 
@@ -21,7 +15,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from crawler.core.lastmod import jsonld_blocks, jsonld_walk, w3c_datetime
+from crawler.core.lastmod import item_types, jsonld_blocks, jsonld_walk, w3c_datetime
 from crawler.core.urls import normalize_url
 from crawler.page.links import clean_href
 from crawler.page.pageread import (
@@ -30,7 +24,6 @@ from crawler.page.pageread import (
     bool_value,
     first_text,
     html_title,
-    item_types,
     page_metas,
     text_value,
     url_value,
@@ -64,10 +57,9 @@ class VideoFacts:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> VideoFacts:
-        values: dict[str, Any] = {f.name: data[f.name] for f in fields(cls) if f.name in data}
-        values["missing"] = tuple(data.get("missing", ()))
-        values["problems"] = tuple(data.get("problems", ()))
-        return cls(**values)
+        values = {f.name: data[f.name] for f in fields(cls) if f.name in data}
+        lists = {name: tuple(data.get(name, ())) for name in ("missing", "problems")}
+        return cls(**{**values, **lists})
 
 
 _REQUIRED = ("thumbnail_loc", "title", "description")  # and content_loc or player_loc
