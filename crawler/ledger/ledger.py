@@ -436,26 +436,23 @@ class Ledger(LedgerReader):
     def linked(self, key: str, referrer: str) -> None:
         """A URL found in a sitemap is linked from *referrer* too: its first linking
         page, kept in ``referrer`` (a seed's is NULL until then)."""
-        self._q(
+        self._write(
             "UPDATE urls SET referrer = ? WHERE key = ? AND referrer IS NULL",
             (referrer, key),
         )
-        self._tick()
 
     def add_alias(self, alias: str, key: str) -> None:
-        self._q(
+        self._write(
             "INSERT INTO aliases (alias, key) VALUES (?, ?) ON CONFLICT DO NOTHING",
             (alias, key),
         )
-        self._tick()
 
     def set_meta(self, name: str, value: Any) -> None:
-        self._q(
+        self._write(
             "INSERT INTO meta (name, value) VALUES (?, ?) "
             "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
             (name, json.dumps(value)),
         )
-        self._tick()
 
     # -- closing the books (the rules are crawler.core.decisions.close_books) ------------
 
@@ -503,14 +500,13 @@ class Ledger(LedgerReader):
         """Keep (*learned*) or forget that parameter *name* does not change the pages
         of *path* (crawler.crawl.params)."""
         if learned:
-            self._q(
+            self._write(
                 "INSERT INTO params (path, name, learned_at) VALUES (?, ?, ?)"
                 " ON CONFLICT DO NOTHING",
                 (path, name, time.time()),
             )
         else:
-            self._q("DELETE FROM params WHERE path = ? AND name = ?", (path, name))
-        self._tick()
+            self._write("DELETE FROM params WHERE path = ? AND name = ?", (path, name))
 
     def hops(self) -> dict[str, str]:
         """The key of every redirect and canonical -> the key of its target."""
@@ -549,11 +545,14 @@ class Ledger(LedgerReader):
         page_dates: str | None,
     ) -> None:
         """A listed page's lastmod decided again once the crawl is over."""
-        self._q(
+        self._write(
             "UPDATE urls SET lastmod = ?, lastmod_source = ?, lastmod_from = ?,"
             " changed_at = ?, page_dates = ? WHERE key = ?",
             (lastmod, source, lastmod_from, changed_at, page_dates, key),
         )
+
+    def _write(self, sql: str, params: Iterable[Any] = ()) -> None:
+        self._q(sql, params)
         self._tick()
 
     def _tick(self) -> None:
@@ -578,14 +577,10 @@ class Ledger(LedgerReader):
         per_row: bool = True,
     ) -> EntryRows:
         """The listed pages as :class:`~crawler.sitemaps.entryrows.EntryRows` streamed
-        from disk, by section (the default first) and address, with this *changefreq*
-        and *priority* unless a row has its own: answered from the covering index
-        ``urls_listed_rows`` in its order (no sort, no visit to the wide rows; the
-        decision a literal so that SQLite matches the partial index).
-
-        Without *per_row* (no rule set a section, changefreq or priority) only the
-        three other columns are read: wider rows cost sqlite3 about 0.2 s a million
-        (bench/README.md)."""
+        from disk in the covering index's order (:data:`LISTED_ROWS`), with this
+        *changefreq* and *priority* unless a row has its own. Without *per_row* (no rule
+        set a section, changefreq or priority) three columns are read: wider rows cost
+        sqlite3 about 0.2 s a million (bench/README.md)."""
         cursor = self._q(LISTED_ROWS if per_row else LISTED_ROWS_PLAIN)
         return EntryRows(cursor, changefreq, priority)
 
@@ -605,11 +600,10 @@ class Ledger(LedgerReader):
 
     def set_rich(self, key: str, extras: str | None, problems: list[str]) -> None:
         """Store a listed page's settled extensions (the writer's JSON) and problems."""
-        self._q(
+        self._write(
             "UPDATE urls SET extras = ?, problems = ? WHERE key = ?",
             (extras, _json(problems), key),
         )
-        self._tick()
 
     def news_rows(self) -> Iterator[tuple[str, str]]:
         """``(loc, news)`` of every listed page that is a news article."""
