@@ -25,6 +25,7 @@ __all__ = [
     "lastmod_datetime",
     "lastmod_from_page",
     "page_dates",
+    "page_metas",
     "w3c_datetime",
 ]
 
@@ -318,6 +319,18 @@ def _node_names(node: dict[str, Any], base: str) -> list[str]:
     return found
 
 
+def page_metas(root: Any) -> dict[str, list[str]]:
+    """``<meta>`` content by property (Open Graph's RDFa) or name, lowercased key, in
+    page order."""
+    found: dict[str, list[str]] = {}
+    for meta in root.iter("meta"):
+        content = meta.get("content")
+        key = (meta.get("property") or meta.get("name") or "").strip().lower()
+        if content is not None and key:
+            found.setdefault(key, []).append(content)
+    return found
+
+
 def jsonld_blocks(root: Any) -> Iterator[Any]:
     """The parsed ``application/ld+json`` scripts (a ``; charset=`` parameter allowed)."""
     for script in root.iter("script"):
@@ -465,15 +478,12 @@ def page_dates(
 def _page_dates(
     html_root: Any, url: str, canonicals: tuple[str, ...], structured: bool
 ) -> list[Declared]:
-    metas = [meta for meta in html_root.iter("meta") if meta.get("content") is not None]
-    meta: dict[str, list[Declared]] = {}
-    for element in metas:
-        # Sites write property= (Open Graph's RDFa) or name=; both are seen.
-        key = (element.get("property") or element.get("name") or "").strip().lower()
-        if key in _META_PROPERTIES or key == _META_PUBLISHED:
-            meta.setdefault(key, []).append(
-                _declared(f"meta {key}", element.get("content"), key == _META_PUBLISHED)
-            )
+    metas = page_metas(html_root)
+    meta = {
+        key: [_declared(f"meta {key}", text, key == _META_PUBLISHED) for text in metas[key]]
+        for key in (*_META_PROPERTIES, _META_PUBLISHED)
+        if key in metas
+    }
     found: list[Declared] = []
     if structured:
         # An XPath over every element for microdata costs as much as a tenth of the

@@ -13,7 +13,7 @@ from typing import Any
 import pycountry
 from scrapy.http import Response
 
-from crawler.core.lastmod import item_types, jsonld_blocks, jsonld_walk, w3c_datetime
+from crawler.core.lastmod import item_types, jsonld_blocks, jsonld_walk, page_metas, w3c_datetime
 from crawler.page import pageread as read
 from crawler.sitemaps.limits import MAX_IMAGES_PER_URL
 
@@ -236,7 +236,7 @@ def news(root: Any, response: Response) -> NewsFacts | None:
     ``<title>``; ``<html lang>``, else ``Content-Language``, by :func:`news_language`."""
     if root is None or not hasattr(root, "iter"):
         return None
-    metas = read.page_metas(root)
+    metas = page_metas(root)
     published = next(
         (d for d in map(w3c_datetime, metas.get("article:published_time", ())) if d), None
     )

@@ -1,9 +1,6 @@
-"""Reading a parsed page's shared data: its meta tags, title, and
-schema.org values (texts, URLs, booleans) as the rich-data readers
-(:mod:`crawler.page.pagemedia`, :mod:`crawler.page.pagevideos`) take them.
-
-Malformed data gives ``None``, never an exception.
-"""
+"""Reading a parsed page's title and schema.org values (texts, URLs, booleans) as the
+rich-data readers (:mod:`crawler.page.pagemedia`, :mod:`crawler.page.pagevideos`) take
+them. Malformed data gives ``None``, never an exception."""
 
 from __future__ import annotations
 
@@ -26,17 +23,6 @@ def absolute(base: str, value: Any) -> str | None:
         return None
     url = urljoin(base, href)
     return url if url.partition(":")[0].lower() in HTTP else None
-
-
-def page_metas(root: Any) -> dict[str, list[str]]:
-    """``<meta>`` content by property (or name), lowercased key, in page order."""
-    found: dict[str, list[str]] = {}
-    for meta in root.iter("meta"):
-        content = meta.get("content")
-        key = (meta.get("property") or meta.get("name") or "").strip().lower()
-        if content is not None and key:
-            found.setdefault(key, []).append(content)
-    return found
 
 
 def first_text(values: list[str] | None) -> str | None:

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from crawler.core.lastmod import item_types, jsonld_blocks, jsonld_walk, w3c_datetime
+from crawler.core.lastmod import item_types, jsonld_blocks, jsonld_walk, page_metas, w3c_datetime
 from crawler.core.urls import normalize_url
 from crawler.page.links import clean_href
 from crawler.page.pageread import (
@@ -24,7 +24,6 @@ from crawler.page.pageread import (
     bool_value,
     first_text,
     html_title,
-    page_metas,
     text_value,
     url_value,
 )
@@ -63,6 +62,7 @@ class VideoFacts:
 
 
 _REQUIRED = ("thumbnail_loc", "title", "description")  # and content_loc or player_loc
+_LOCS = ("content_loc", "player_loc")
 _VIDEO_FIELDS = tuple(f.name for f in fields(VideoFacts) if f.name not in ("missing", "problems"))
 _DURATION = re.compile(
     r"P(?:(?P<weeks>\d+)W)?(?:(?P<days>\d+)D)?"
@@ -280,23 +280,13 @@ def videos(root: Any, base: str, page_url: str) -> tuple[VideoFacts, ...]:
     page = normalize_url(page_url) or page_url
     merged: list[dict[str, Any]] = []
     for draft in drafts:
-        for key in ("content_loc", "player_loc"):
+        for key in _LOCS:
             if (url := draft.get(key)) is not None and (normalize_url(url) or url) == page:
                 draft["problems"].append(
                     f"{key} {draft[key]} is the page itself (Google: it must not be): left out"
                 )
                 draft[key] = None
-        same = next(
-            (
-                kept
-                for kept in merged
-                if any(
-                    draft.get(k) is not None and draft.get(k) == kept.get(k)
-                    for k in ("content_loc", "player_loc")
-                )
-            ),
-            None,
-        )
+        same = next((kept for kept in merged if _same_video(draft, kept)), None)
         if same is None:
             merged.append(draft)
             continue
@@ -305,6 +295,10 @@ def videos(root: Any, base: str, page_url: str) -> tuple[VideoFacts, ...]:
                 same[name] = draft.get(name)
         same["problems"].extend(p for p in draft["problems"] if p not in same["problems"])
     return tuple(_facts(draft) for draft in merged)
+
+
+def _same_video(draft: Mapping[str, Any], kept: Mapping[str, Any]) -> bool:
+    return any(draft.get(k) is not None and draft.get(k) == kept.get(k) for k in _LOCS)
 
 
 def _facts(draft: Mapping[str, Any]) -> VideoFacts:
