@@ -32,12 +32,9 @@ __all__ = [
 _MONTH_NAMES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _MONTHS = {name: n for n, name in enumerate(_MONTH_NAMES, 1)}
 
-# RFC 9110, 5.6.7. Field names and day names are case-sensitive in the grammar,
-# but the same section asks recipients "to be robust in parsing timestamps", so
-# case is ignored, the day name of an IMF-fixdate is optional (RFC 5322 allows
-# that), a one-digit day and a four-digit RFC 850 year are accepted, and "UTC"
-# is taken for "GMT". The day name is redundant and is not checked against the
-# date. re.ASCII: \d must not match other scripts' digits.
+# RFC 9110, 5.6.7, read as it asks ("be robust in parsing timestamps"): any case, an
+# optional IMF-fixdate day name (RFC 5322), a one-digit day, a four-digit RFC 850 year,
+# "UTC" for "GMT"; the day name is not checked. re.ASCII: \d is not another script's.
 _TIME = r"(?P<hour>\d{2}):(?P<minute>\d{2}):(?P<second>\d{2})"
 _MONTH = r"(?P<month>[a-z]{3})"
 _HTTP_DATES = [  # IMF-fixdate, rfc850-date, asctime-date
@@ -86,12 +83,8 @@ def _format_utc(moment: datetime) -> str:
 
 def _as_text(value: str | bytes | None) -> str | None:
     if isinstance(value, bytes):
-        # Header values are octets; ISO-8859-1 maps each to one character and
-        # never fails (RFC 9110, 5.5), and a date is ASCII anyway.
-        return value.decode("latin-1")
-    if isinstance(value, str):
-        return value
-    return None
+        return value.decode("latin-1")  # never fails (RFC 9110, 5.5); a date is ASCII
+    return value if isinstance(value, str) else None
 
 
 def _expand_two_digit_year(yy: int, rest: tuple[int, ...], now: datetime) -> int:
@@ -152,11 +145,8 @@ def http_date_to_w3c(
         if modified is None:
             return None
         date_text = _as_text(date_header)
-        if date_text is not None:
-            sent = _parse_http_date(date_text, now)
-            if sent is not None and sent < modified:
-                modified = sent
-        return _format_utc(modified)
+        sent = _parse_http_date(date_text, now) if date_text is not None else None
+        return _format_utc(min(modified, sent) if sent is not None else modified)
     except (ValueError, OverflowError, TypeError, AttributeError):
         # Belt and braces: the contract is "None, never an exception".
         return None
@@ -304,8 +294,7 @@ def _node_names(node: dict[str, Any], base: str) -> list[str]:
     """The loose forms of the URLs a JSON-LD node names itself by (``@id``, ``url``,
     ``mainEntityOfPage``); a blank node's ``_:b0`` names nothing."""
     found: list[str] = []
-    values: list[Any] = [node.get("@id"), node.get("url"), node.get("mainEntityOfPage")]
-    for value in values:
+    for value in (node.get("@id"), node.get("url"), node.get("mainEntityOfPage")):
         for item in value if isinstance(value, list) else [value]:
             if isinstance(item, dict):
                 item = item.get("@id") or item.get("url")
