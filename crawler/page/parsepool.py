@@ -51,14 +51,11 @@ logger = logging.getLogger(__name__)
 # How the pool's workers start: forked by fork_workers, else spawned.
 StartMethod = Literal["fork", "spawn"]
 
-# The crawl's process spends about as much CPU on a page (fetching, judging,
-# recording) as a worker spends parsing it, so it is the slower side as soon as
-# there is one worker: more than two would only wait (an estimate; a 2-core machine
-# cannot measure it).
+# The crawl's process spends about as much CPU on a page as a worker parsing it: more
+# than two workers would only wait (an estimate; a 2-core machine cannot measure it).
 MAX_AUTO_PROCESSES = 2
-# A page this large always goes to a worker, backlog or not: its tree would stall
-# this process for as long as it takes to parse, and add its size (a multi-megabyte
-# page parses into a tree of hundreds of megabytes) to this process's memory.
+# A page this large always goes to a worker, backlog or not: its tree (hundreds of
+# megabytes for a multi-megabyte page) would stall this process and swell its memory.
 BACKLOG_MAX_BYTES = 1024 * 1024
 
 
