@@ -217,20 +217,17 @@ class LedgerReader:
         Raises LedgerError when it cannot be read as a ledger."""
         failure: sqlite3.Error | None = None
         for mode in ("mode=ro", "immutable=1") if immutable else ("mode=ro",):
+            db = None
             try:
                 db = sqlite3.connect(
                     f"{Path(path).absolute().as_uri()}?{mode}", uri=True, check_same_thread=False
                 )
-            except sqlite3.Error as e:
-                failure = e
-                continue
-            try:
                 db.execute("SELECT key, url, decision FROM urls LIMIT 1").fetchall()
+                return cls(Path(path), db)
             except sqlite3.Error as e:
-                db.close()
+                if db is not None:
+                    db.close()
                 failure = e
-                continue
-            return cls(Path(path), db)
         raise LedgerError(f"cannot read the ledger {path}: {failure}")
 
     def __enter__(self) -> Self:

@@ -220,25 +220,18 @@ def says_not_found(root: Any, title: str | None, text_length: int = 0) -> str | 
     whole = region is None
     if region is None:
         region = first.get("body", root)
-    found = None
-    for where, said, says in (
-        ("title", title, _SAYS_NOT_FOUND),
-        ("heading", heading, _SAYS_NOT_FOUND),
-        ("text", None, _TEXT_SAYS_NOT_FOUND),
-    ):
-        if where == "text":
-            said = _start(region, chrome=not whole)
-        if said and says.search(said):
-            found = where, said
-            break
+    said_by = (("title", title), ("heading", heading))
+    found = next(((w, t) for w, t in said_by if t and _SAYS_NOT_FOUND.search(t)), None)
     if found is None:
-        return None
+        found = "text", _start(region, chrome=not whole)
+        if not _TEXT_SAYS_NOT_FOUND.search(found[1]):
+            return None
+    where, said = found
     if whole:
         etree.strip_elements(region, *_CHROME, with_tail=False)
     words = len(_WORD.findall(_text(region)))
     if words > THIN_WORDS:
         return None
-    where, said = found
     if len(said) > 80:
         said = said[:77].rstrip() + "..."
     return f"{where} says {said!r}; {words} words"
