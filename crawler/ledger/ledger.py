@@ -212,9 +212,8 @@ class LedgerReader:
     @classmethod
     def open(cls, path: Path, *, immutable: bool = False) -> Self:
         """The ledger at *path*, read-only (a running crawl is not disturbed); with
-        *immutable*, as an immutable file when even that cannot be (a read-only
-        directory without the ledger's -shm file: nothing writes a filed ledger).
-        Raises LedgerError when it cannot be read as a ledger."""
+        *immutable*, as an immutable file when even that cannot be (a read-only directory
+        without its -shm file: nothing writes a filed ledger). Else LedgerError."""
         failure: sqlite3.Error | None = None
         for mode in ("mode=ro", "immutable=1") if immutable else ("mode=ro",):
             db = None
@@ -341,10 +340,9 @@ class LedgerReader:
         return self._count("SELECT count(*) FROM urls WHERE rule IS NULL")
 
     def referring(self, url: str) -> dict[str, dict[str, Any]]:
-        """How the crawled pages refer to *url* without the crawl following it (the
-        ``unfollowed`` column): by kind, the number of pages and the first of them (a
-        listed one first, then the shallowest), with its robots directives. A scan of
-        the ledger, as the shortest path is: one question, asked once."""
+        """How the crawled pages refer to *url* without following it (``unfollowed``): by
+        kind, the number of pages and the first (listed first, then the shallowest), with
+        its robots directives. A scan of the ledger: one question, asked once."""
         try:
             rows = self._dicts(
                 "SELECT url, decision, depth, robots, unfollowed FROM urls"
@@ -622,8 +620,7 @@ class Ledger(LedgerReader):
         )
 
     def latest_change(self) -> str | None:
-        """The latest lastmod, listing or lastmod move of any listed page (text order:
-        the caller checks)."""
+        """The latest lastmod, listing or lastmod move of a listed page (text order)."""
         row = self._q(
             "SELECT max(max(coalesce(lastmod, ''), coalesce(listed_at, ''),"
             " coalesce(lastmod_moved_at, ''))) FROM urls WHERE decision = ?",
@@ -692,8 +689,7 @@ class Ledger(LedgerReader):
         ).fetchall()
 
     def decided(self, decision: str, most: int) -> Iterator[dict[str, Any]]:
-        """The first *most* URLs (by URL) with *decision*: url, reason, target,
-        status, referrer."""
+        """url, reason, target, status, referrer of the first *most* URLs with *decision*."""
         yield from self._dicts(
             "SELECT url, reason, target, status, referrer FROM urls WHERE decision = ?"
             " ORDER BY url LIMIT ?",

@@ -220,10 +220,8 @@ def _og_videos(metas: Mapping[str, list[str]], root: Any, base: str) -> list[dic
         if url is None:
             continue
         kind = group.get("type", "").strip().lower()
-        if kind:
-            player = kind in _PLAYER_TYPES
-        else:
-            player = not urlsplit(url).path.lower().endswith(_VIDEO_EXTENSIONS)
+        a_file = urlsplit(url).path.lower().endswith(_VIDEO_EXTENSIONS)
+        player = kind in _PLAYER_TYPES if kind else not a_file
         out.append(
             {
                 "thumbnail_loc": thumbnail,
