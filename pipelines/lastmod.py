@@ -110,9 +110,8 @@ class LastmodPipeline(RecordPipeline):
     def _page(self, item: UrlRecord, prev: dict[str, Any] | None) -> tuple[str | None, str | None]:
         """The first date the page declares that passes the guards, and where it was
         declared; every declaration's verdict goes into ``item.page_verdicts``."""
-        sent = None
-        if item.date and (date := http_date_to_w3c(item.date)) is not None:
-            sent = lastmod_datetime(date)
+        date = http_date_to_w3c(item.date) if item.date else None
+        sent = lastmod_datetime(date) if date is not None else None
         verdicts: list[list[str | None]] = []
         first: list[str | None] | None = None  # the first that passes (template aside)
         for declared in item.page_dates:
@@ -129,16 +128,13 @@ class LastmodPipeline(RecordPipeline):
             value = str(first[1])
             self.dated += 1
             self.declared[value] += 1
-            if (
-                value not in self.templates
-                and self.declared[value] >= TEMPLATE_PAGES
-                and 2 * self.declared[value] > self.dated
-            ):
+            count = self.declared[value]
+            if value not in self.templates and count >= TEMPLATE_PAGES and 2 * count > self.dated:
                 self.templates.add(value)
                 logger.info(
                     "%s pages declare the date %s alike: a template date, not believed "
                     "(logged once)",
-                    self.declared[value],
+                    count,
                     value,
                 )
         chosen = self._choose(verdicts)

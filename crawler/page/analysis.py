@@ -148,14 +148,11 @@ def _rich(
             encoding=response.encoding,
         )
 
-    alternates: list[tuple[str, str]] = []
-    if rich.hreflang:
-        for code, href in declared(root, response, base):
-            if (url := normal(href)) is not None:
-                alternates.append((code, url))
+    pairs = declared(root, response, base) if rich.hreflang else ()
+    alternates = tuple((code, url) for code, href in pairs if (url := normal(href)) is not None)
     found_images = (normal(image) for image in images(root, base)) if rich.images else ()
     return RichFacts(
-        alternates=tuple(alternates),
+        alternates=alternates,
         images=tuple(dict.fromkeys(url for url in found_images if url is not None)),
         videos=videos(root, base, response.url) if rich.videos else (),
         news=news(root, response) if rich.news else None,
