@@ -225,12 +225,10 @@ _COMMENT_PAGE = re.compile(r"/comment-page-\d+/?$")
 
 
 class Declared(NamedTuple):
-    """One date the page declares: *label* says where (``meta article:modified_time``,
-    ``JSON-LD WebPage dateModified``), *value* the date by :func:`w3c_datetime` (None:
-    malformed), *raw* as written (100 characters at most), *published* whether it is a
-    publication date, *why* the reason it is not the page's date when the page itself
-    shows it (None for a candidate). The guards that need the response or the whole site
-    are the lastmod pipeline's."""
+    """One date the page declares: *label* says where (``meta article:modified_time``),
+    *value* the date by :func:`w3c_datetime` (None: malformed), *raw* as written (100
+    characters at most), *why* it is not the page's date when the page itself shows it
+    (None for a candidate: the lastmod pipeline guards those)."""
 
     label: str
     value: str | None

@@ -73,12 +73,10 @@ def valid_code(code: str) -> bool:
 
 
 def declared(root: Any, response: Response, base: str) -> tuple[tuple[str, str], ...]:
-    """The (code, href) alternates one page declares, each pair once (the code compared
-    case-insensitively), in order: ``Link`` headers with ``rel="alternate"`` and an
-    ``hreflang``, resolved against the response's URL (RFC 8288, 3.1: ``<base href>``
-    does not apply to headers), then the head's ``<link rel="alternate" hreflang href>``
-    (not one the parser put in the body: Google does not read it), resolved against
-    *base*. Codes as written, stripped; hrefs absolute, not normalised."""
+    """The (code, href) alternates one page declares, each pair once, in order: ``Link``
+    headers, against the response's URL (RFC 8288, 3.1: ``<base href>`` does not apply),
+    then the head's ``<link>`` (Google reads none in the body), against *base*. Codes as
+    written, stripped; hrefs absolute, not normalised."""
     found: list[tuple[str, str]] = []
     for target, params in link_headers(response):
         if "alternate" not in params.get("rel", "").lower().split():
@@ -172,9 +170,8 @@ def verify(
     alternate_hosts: frozenset[str] = frozenset(),
 ) -> Verdict:
     """Check every page's hreflang cluster (the module docstring's rules). *pages*: each
-    listed page's normalised URL -> the (code, normalised href) pairs it declares (a page
-    that *listed* says is not listed is left out); *listed*: for a URL, None when it is
-    listed, else why not (``"noindex"``, ``"canonicalised to X"``...); *alternate_hosts*:
+    listed page's URL -> the (code, href) pairs it declares, all normalised; *listed*: for
+    a URL, None when it is listed, else why not (``"noindex"``...); *alternate_hosts*:
     lowercase host names whose alternates are written unverified."""
     read = {url: _read(url, decl) for url, decl in pages.items()}
     reason = functools.cache(listed)  # each URL asked once

@@ -304,13 +304,9 @@ def page_analyser(settings: BaseSettings) -> PageAnalyser:
 
 @dataclass(eq=False)
 class PageAnalyser:
-    """Analyses HTML responses in the shared worker pool (or in this process).
-
-    *processes*: workers (0: analyse here); *agents*: the robots-directive agents of the
-    crawl; *volatile*: CSS selectors left out of the main-content hash; *resolver*: this
-    process's (a worker keeps its own); *local_below*: bodies smaller than this are analysed
-    here; *backlog*: at this many pages waiting for the least busy worker the next one is
-    analysed here (0: never); *rich*: :class:`crawler.page.analysis.Rich`."""
+    """Analyses HTML responses in the shared worker pool (or in this process). *processes*:
+    workers (0: none); *resolver*: this process's (a worker keeps its own); *local_below*,
+    *backlog*: ``SITEMAP_PARSE_LOCAL_BELOW``, ``SITEMAP_PARSE_BACKLOG``."""
 
     processes: int
     agents: Iterable[str]

@@ -43,9 +43,8 @@ def probe_url(start_url: str, second: bool = False) -> str:
 
 
 def page_print(text: str, url: str, similar: bool = True) -> PagePrint | None:
-    """The fingerprint of a page whose main text is *text* at *url* (see the module
-    docstring), or None for a long page; without its simhash (-1) unless *similar*:
-    such a print matches only an equal text."""
+    """The fingerprint of a page whose main text is *text* at *url*, or None for a long
+    page; without its simhash (-1, matching only an equal text) unless *similar*."""
     if len(text) > MAX_TEXT:
         return None
     parts = urlsplit(url)
@@ -202,12 +201,10 @@ def _start(region: Any, chrome: bool) -> str:
 
 
 def says_not_found(root: Any, title: str | None, text_length: int = 0) -> str | None:
-    """The evidence that the page is a "not found" page answered 200, in words (``title says
-    'Product not found'; 19 words``), or None: its title, first heading or main text's
-    start says so, and its main content (``<main>``, else ``<article>``, else the body
-    without navigation, header, footer and asides) is thin (:data:`THIN_WORDS`). Call it
-    last: it may strip the tree. A page whose whole text is longer than
-    :data:`MAX_NOT_FOUND_TEXT` (*text_length*) is not read."""
+    """Why the page is a "not found" page answered 200 (``title says 'Product not found';
+    19 words``), or None: its title, first heading or main text's start says so, and its
+    ``<main>``, else ``<article>``, else body without chrome is thin. Call it last: it may
+    strip the tree. Not read past :data:`MAX_NOT_FOUND_TEXT` (*text_length*)."""
     if root is None or not hasattr(root, "iter") or text_length > MAX_NOT_FOUND_TEXT:
         return None
     # One walk (libxml2's, filtered by tag) finds the first of each.
