@@ -352,8 +352,7 @@ def jsonld_walk(
 
 
 def _top_level(node: dict[str, Any]) -> tuple[bool, Iterable[Any]]:
-    """A block's top-level nodes: an object, a list's, an ``@graph``'s members (not an
-    author, an image)."""
+    """A block's top-level nodes: an object, a list's, an ``@graph``'s (not an author)."""
     return any(k not in ("@context", "@graph") for k in node), [node.get("@graph")]
 
 

@@ -124,9 +124,8 @@ CREATE TABLE IF NOT EXISTS meta (
 _TYPES = dict(re.findall(r"^    (\w+) (\w+)", SCHEMA.partition(") WITHOUT ROWID")[0], re.M))
 COLUMNS = tuple(_TYPES)
 
-#: Set when a URL is first found (its ``queued`` record, or a decision the frontier
-#: makes at once); a final decision made later keeps them (and a referrer a seed
-#: got when a page linked to it: Ledger.linked).
+#: Set when a URL is first found; a later final decision keeps them (and a seed's
+#: referrer, set when a page links to it: Ledger.linked).
 _KEPT = ("found_by", "found_from", "referrer")
 
 _INSERT = f"INSERT INTO urls ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
@@ -402,8 +401,7 @@ class Ledger(LedgerReader):
         self._pending = 0
 
     def _add_missing_columns(self) -> None:
-        """A ledger an earlier version wrote lacks the newer columns (the rich data
-        of issue #14): add them, empty, before the indexes that use them."""
+        """An earlier version's ledger gets the newer columns, before the indexes use them."""
         have = {row[1] for row in self._q("PRAGMA table_info(urls)")}
         if not have:
             return  # a new ledger: SCHEMA makes the table

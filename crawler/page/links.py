@@ -1,14 +1,9 @@
 """Link discovery and the indexing signals of one HTML page, in one pass (issue #2):
-
-* links to follow: ``<a href>``, ``<area href>``, ``<link rel=alternate hreflang>``,
-  against ``<base href>``; none with ``rel=nofollow``, none on a ``nofollow`` page;
-* what the page refers to without the crawl following it, for ``explain``: its
-  nofollow links, ``<img src>``, ``<link rel=stylesheet href>``, ``<script src>``;
-* canonicals: ``<link rel=canonical>`` in the head, ``Link`` headers (search engines
-  ignore one in the body);
-* ``noindex``/``nofollow`` from ``<meta name=robots|googlebot|OUR-TOKEN>`` and
-  ``X-Robots-Tag`` (unprefixed, or prefixed with one of those agents);
-* meta refresh (Scrapy's ``get_meta_refresh``), and the dates the page declares."""
+links to follow (``<a>``, ``<area>``, ``<link rel=alternate hreflang>``; none with
+``rel=nofollow`` or on a ``nofollow`` page), what the page refers to without the crawl
+following it (for ``explain``), canonicals (the head's and ``Link`` headers: search
+engines ignore one in the body), ``noindex``/``nofollow`` from ``<meta name=robots|
+googlebot|OUR-TOKEN>`` and ``X-Robots-Tag``, meta refresh, and the dates it declares."""
 
 from __future__ import annotations
 

@@ -113,8 +113,7 @@ def _date(value: Any, what: str, problems: list[str]) -> str | None:
 
 
 def _live(value: Any) -> bool | None:
-    """From ``publication``: a ``BroadcastEvent`` is live unless its
-    ``isLiveBroadcast`` says it is not; any event's ``isLiveBroadcast`` counts."""
+    """From ``publication``: an event's ``isLiveBroadcast``, else a ``BroadcastEvent``."""
     events = value if isinstance(value, list) else [value]
     for event in events:
         if not isinstance(event, dict):

@@ -77,10 +77,9 @@ def processes_from(settings: BaseSettings) -> int:
 
 
 def fork_workers(processes: int, timeout: float = 10) -> bool:
-    """Start the shared pool of *processes* workers now, by fork, if this process
-    can still fork safely: no reactor yet, no other thread (so no lock held), and
-    nothing open that a child must not share (the caller's word). The command line
-    calls it before the crawl; returns whether the pool was forked."""
+    """Fork the shared pool of *processes* workers now if this process still can safely:
+    no reactor, no other thread (so no lock held), nothing open a child must not share
+    (the caller's word: the command line, before the crawl). Whether it was forked."""
     if (
         processes <= 0
         or processes in _pools

@@ -1,12 +1,9 @@
 """Soft 404s: a site's "not found" page served with status 200 (issue #19;
-docs/crawling.md). The spider's probes (:func:`probe_url`: addresses that cannot exist)
-leave prints (:func:`page_print`) that a page matches (:meth:`SoftNotFound.matches`):
-the hash of its main text's words without its own address (a "not found" page echoes
-it), and a 64-bit simhash of its word pairs, within :data:`MAX_DISTANCE` bits (a time,
-a counter). A probe answered 404 leaves the words' hash only. Probes are never listed
-nor recorded; their stats: ``sitemap/soft404/probes``, ``sitemap/soft404/probe_status``,
-``sitemap/soft404/detected``. :func:`says_not_found` reads a real address that says it
-is not there and is thin (``SITEMAP_SOFT404_CONTENT``)."""
+docs/crawling.md). The spider's probes (:func:`probe_url`) leave prints
+(:func:`page_print`) that a page matches (:meth:`SoftNotFound.matches`): its main
+text's words without its own address (a "not found" page echoes it), hashed, and their
+simhash within :data:`MAX_DISTANCE` bits. :func:`says_not_found` reads a real address
+that says it is not there and is thin (``SITEMAP_SOFT404_CONTENT``)."""
 
 from __future__ import annotations
 
