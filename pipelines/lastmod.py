@@ -3,16 +3,9 @@
 ``Last-Modified`` header unless malformed, in the future or volatile (``_header``); the
 page's first declaration that passes the guards (``_guard``; template dates are found
 as the crawl goes, and the pages that took one are decided again in ``close_spider``);
-the content's evidence (``_evidence``). Never "now" for a page that did not change: a
-search engine ignores a lastmod that is not accurate.
+the content's evidence (``_evidence``). Never "now" for a page that did not change.
 
-Settings: ``SITEMAP_LASTMOD_FROM_PAGE``.
-Stats: ``sitemap/lastmod/header``, ``sitemap/lastmod/page``, ``sitemap/lastmod/content``,
-``sitemap/lastmod/none``, ``sitemap/lastmod/malformed``, ``sitemap/lastmod/volatile``,
-``sitemap/lastmod/changed``; ``sitemap/lastmod/page_ignored/<why>`` (``future``,
-``early``, ``volatile``, ``template``) for a page's declaration the guards refused,
-and ``sitemap/lastmod/template_dates`` (each template date and how many pages
-declared it)."""
+Settings: ``SITEMAP_LASTMOD_FROM_PAGE``. Stats: ``sitemap/lastmod/*``."""
 
 from __future__ import annotations
 
@@ -117,9 +110,8 @@ class LastmodPipeline(RecordPipeline):
     def _page(self, item: UrlRecord, prev: dict[str, Any] | None) -> tuple[str | None, str | None]:
         """The first date the page declares that passes the guards, and where it was
         declared; every declaration's verdict goes into ``item.page_verdicts``."""
-        sent = None
-        if item.date and (date := http_date_to_w3c(item.date)) is not None:
-            sent = lastmod_datetime(date)
+        date = http_date_to_w3c(item.date) if item.date else None
+        sent = lastmod_datetime(date) if date is not None else None
         verdicts: list[list[str | None]] = []
         first: list[str | None] | None = None  # the first that passes (template aside)
         for declared in item.page_dates:
@@ -136,16 +128,13 @@ class LastmodPipeline(RecordPipeline):
             value = str(first[1])
             self.dated += 1
             self.declared[value] += 1
-            if (
-                value not in self.templates
-                and self.declared[value] >= TEMPLATE_PAGES
-                and 2 * self.declared[value] > self.dated
-            ):
+            count = self.declared[value]
+            if value not in self.templates and count >= TEMPLATE_PAGES and 2 * count > self.dated:
                 self.templates.add(value)
                 logger.info(
                     "%s pages declare the date %s alike: a template date, not believed "
                     "(logged once)",
-                    self.declared[value],
+                    count,
                     value,
                 )
         chosen = self._choose(verdicts)
@@ -222,12 +211,9 @@ class LastmodPipeline(RecordPipeline):
                 changed_at: str | None = None
                 if lastmod is None:
                     prev = self.previous.get(row["key"]) if self.previous else None
-                    lastmod, changed_at = self._evidence(
-                        row["main_hash"], row["content_hash"], prev
-                    )
-                    source = CONTENT if row["main_hash"] is not None else None
-                    if lastmod is None:
-                        source = None
+                    main = row["main_hash"]
+                    lastmod, changed_at = self._evidence(main, row["content_hash"], prev)
+                    source = CONTENT if lastmod is not None and main is not None else None
                 self.stats.inc_value("sitemap/lastmod/page", -1)
                 self.stats.inc_value(f"sitemap/lastmod/{source or 'none'}")
                 self.ledger.set_lastmod(

@@ -35,11 +35,9 @@ class NormalizePipeline(RecordPipeline):
             item.key = url_key(item.url)
             return item
         if isinstance(item, UrlRecord) and item.key is None:
-            item.url = (
-                normalize_url(
-                    item.url, strip_params=self.strip_params, extra_strip=self.extra_strip
-                )
-                or item.url
+            url = normalize_url(
+                item.url, strip_params=self.strip_params, extra_strip=self.extra_strip
             )
+            item.url = url or item.url
             item.key = url_key(item.url)
         return item

@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from typing import Self
 
     from scrapy.crawler import Crawler
-    from scrapy.settings import BaseSettings
 
 AUTO = "auto"
 #: A section's name: what its file names carry.
@@ -95,16 +94,13 @@ class RulesPipeline(RecordPipeline):
     priority_rules: list[tuple[re.Pattern[str] | None, str]]
 
     @classmethod
-    def from_settings(cls, settings: BaseSettings) -> Self:
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        settings = crawler.settings
         return cls(
             sections(settings.getlist("SITEMAP_SECTIONS")),
             value_rules(settings.getlist("SITEMAP_CHANGEFREQ_RULES")),
             value_rules(settings.getlist("SITEMAP_PRIORITY_RULES")),
         )
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls.from_settings(crawler.settings)
 
     def _process(self, item: Any) -> Any:
         if not isinstance(item, UrlRecord) or item.decision != LISTED or item.loc is None:

@@ -372,6 +372,12 @@ OG = '<meta property="og:updated_time" content="2023-01-01T00:00:00Z">'
             '<script type=" Application/LD+JSON ">{"dateModified": "2022-05-06"}</script>',
             "2022-05-06",
         ),
+        # A media type parameter, as the rich-data readers accept it.
+        (
+            '<script type="application/ld+json; charset=utf-8">'
+            '{"dateModified": "2022-05-06"}</script>',
+            "2022-05-06",
+        ),
         # Only a publication date: the last change the page states.
         ('<meta property="article:published_time" content="2024-03-04">', "2024-03-04"),
         (_ld('{"datePublished": "2022-05-06"}'), "2022-05-06"),

@@ -1,24 +1,17 @@
-"""Where a page's ``<lastmod>`` comes from, and what a valid one looks like.
+"""Where a page's ``<lastmod>`` comes from: the HTTP ``Last-Modified`` header
+(:func:`http_date_to_w3c`, RFC 9110's three date formats, clamped to ``Date``), or what
+the page declares (:func:`page_dates`, parsed by :func:`w3c_datetime`; the lastmod
+pipeline guards them); never "now": Google ignores a lastmod that is not accurate.
 
-* the HTTP ``Last-Modified`` header (:func:`http_date_to_w3c`), in the three date
-  formats of RFC 9110, 5.6.7, clamped to the ``Date`` header;
-* what the page declares (:func:`page_dates`, each a :class:`Declared`; the lastmod
-  pipeline guards them), parsed by :func:`w3c_datetime`;
-* nothing: Google ignores a lastmod that is not accurate, so we never stamp "now".
-
-Every parser here returns ``None`` for a missing or malformed date and never raises
-(as Scrapy's ``rfc1123_to_epoch``). :func:`lastmod_datetime` is the strict check of a
-value about to be written: both the W3C Datetime note (a time needs a zone) and the
-XSD's ``xsd:date | xsd:dateTime`` (a time needs seconds).
-
-One long module on purpose: the guards a date from the headers meets and those a date
-the page declares meets are one rule book, read together."""
+The parsers return ``None`` for a missing or malformed date and never raise;
+:func:`lastmod_datetime` is the strict check of a value about to be written (W3C
+Datetime: a time needs a zone; ``xsd:dateTime``: seconds too)."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any, NamedTuple
 from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
@@ -26,27 +19,22 @@ from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 __all__ = [
     "Declared",
     "http_date_to_w3c",
+    "item_types",
+    "jsonld_blocks",
     "jsonld_walk",
     "lastmod_datetime",
     "lastmod_from_page",
     "page_dates",
+    "page_metas",
     "w3c_datetime",
 ]
 
-_MONTHS = {
-    name: number
-    for number, name in enumerate(
-        ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"),
-        start=1,
-    )
-}
+_MONTH_NAMES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_MONTHS = {name: n for n, name in enumerate(_MONTH_NAMES, 1)}
 
-# RFC 9110, 5.6.7. Field names and day names are case-sensitive in the grammar,
-# but the same section asks recipients "to be robust in parsing timestamps", so
-# case is ignored, the day name of an IMF-fixdate is optional (RFC 5322 allows
-# that), a one-digit day and a four-digit RFC 850 year are accepted, and "UTC"
-# is taken for "GMT". The day name is redundant and is not checked against the
-# date. re.ASCII: \d must not match other scripts' digits.
+# RFC 9110, 5.6.7, read as it asks ("be robust in parsing timestamps"): any case, an
+# optional IMF-fixdate day name (RFC 5322), a one-digit day, a four-digit RFC 850 year,
+# "UTC" for "GMT"; the day name is not checked. re.ASCII: \d is not another script's.
 _TIME = r"(?P<hour>\d{2}):(?P<minute>\d{2}):(?P<second>\d{2})"
 _MONTH = r"(?P<month>[a-z]{3})"
 _HTTP_DATES = [  # IMF-fixdate, rfc850-date, asctime-date
@@ -95,12 +83,8 @@ def _format_utc(moment: datetime) -> str:
 
 def _as_text(value: str | bytes | None) -> str | None:
     if isinstance(value, bytes):
-        # Header values are octets; ISO-8859-1 maps each to one character and
-        # never fails (RFC 9110, 5.5), and a date is ASCII anyway.
-        return value.decode("latin-1")
-    if isinstance(value, str):
-        return value
-    return None
+        return value.decode("latin-1")  # never fails (RFC 9110, 5.5); a date is ASCII
+    return value if isinstance(value, str) else None
 
 
 def _expand_two_digit_year(yy: int, rest: tuple[int, ...], now: datetime) -> int:
@@ -161,11 +145,8 @@ def http_date_to_w3c(
         if modified is None:
             return None
         date_text = _as_text(date_header)
-        if date_text is not None:
-            sent = _parse_http_date(date_text, now)
-            if sent is not None and sent < modified:
-                modified = sent
-        return _format_utc(modified)
+        sent = _parse_http_date(date_text, now) if date_text is not None else None
+        return _format_utc(min(modified, sent) if sent is not None else modified)
     except (ValueError, OverflowError, TypeError, AttributeError):
         # Belt and braces: the contract is "None, never an exception".
         return None
@@ -196,15 +177,8 @@ def w3c_datetime(value: str) -> str | None:
                 offset = -offset
         else:
             return None
-        local = datetime(
-            year,
-            month,
-            day,
-            int(match["hour"]),
-            int(match["minute"]),
-            int(match["second"] or 0),
-            tzinfo=timezone(offset),
-        )
+        hour, minute, second = (int(match[part] or 0) for part in ("hour", "minute", "second"))
+        local = datetime(year, month, day, hour, minute, second, tzinfo=timezone(offset))
         return _format_utc(local.astimezone(UTC))
     except (ValueError, OverflowError):
         return None
@@ -251,12 +225,10 @@ _COMMENT_PAGE = re.compile(r"/comment-page-\d+/?$")
 
 
 class Declared(NamedTuple):
-    """One date the page declares: *label* says where (``meta article:modified_time``,
-    ``JSON-LD WebPage dateModified``), *value* the date by :func:`w3c_datetime` (None:
-    malformed), *raw* as written (100 characters at most), *published* whether it is a
-    publication date, *why* the reason it is not the page's date when the page itself
-    shows it (None for a candidate). The guards that need the response or the whole site
-    are the lastmod pipeline's."""
+    """One date the page declares: *label* says where (``meta article:modified_time``),
+    *value* the date by :func:`w3c_datetime` (None: malformed), *raw* as written (100
+    characters at most), *why* it is not the page's date when the page itself shows it
+    (None for a candidate: the lastmod pipeline guards those)."""
 
     label: str
     value: str | None
@@ -265,15 +237,17 @@ class Declared(NamedTuple):
     why: str | None = None
 
 
+def item_types(node: Mapping[str, Any]) -> list[str]:
+    """The schema.org type names of a JSON-LD object or microdata item, without
+    their vocabulary: ``VideoObject``, ``http://schema.org/VideoObject``,
+    ``schema:VideoObject`` are all ``VideoObject``."""
+    raw = node.get("@type")
+    names = raw if isinstance(raw, list) else [raw]
+    return [re.split(r"[/#:]", n.strip())[-1] for n in names if isinstance(n, str) and n.strip()]
+
+
 def _types(node: dict[str, Any]) -> list[str]:
-    kind = node.get("@type")
-    kinds = kind if isinstance(kind, list) else [kind]
-    out = []
-    for k in kinds:
-        if isinstance(k, str) and k.strip():
-            # "schema:Article", "https://schema.org/Article" -> "article"
-            out.append(re.split(r"[:/#]", k.strip())[-1].lower())
-    return out
+    return [kind.lower() for kind in item_types(node)]
 
 
 def _is_main(kinds: list[str]) -> bool:
@@ -318,8 +292,7 @@ def _node_names(node: dict[str, Any], base: str) -> list[str]:
     """The loose forms of the URLs a JSON-LD node names itself by (``@id``, ``url``,
     ``mainEntityOfPage``); a blank node's ``_:b0`` names nothing."""
     found: list[str] = []
-    values: list[Any] = [node.get("@id"), node.get("url"), node.get("mainEntityOfPage")]
-    for value in values:
+    for value in (node.get("@id"), node.get("url"), node.get("mainEntityOfPage")):
         for item in value if isinstance(value, list) else [value]:
             if isinstance(item, dict):
                 item = item.get("@id") or item.get("url")
@@ -331,6 +304,30 @@ def _node_names(node: dict[str, Any], base: str) -> list[str]:
             ):
                 found.append(loose)
     return found
+
+
+def page_metas(root: Any) -> dict[str, list[str]]:
+    """``<meta>`` content by property (Open Graph's RDFa) or name, lowercased key, in
+    page order."""
+    found: dict[str, list[str]] = {}
+    for meta in root.iter("meta"):
+        content = meta.get("content")
+        key = (meta.get("property") or meta.get("name") or "").strip().lower()
+        if content is not None and key:
+            found.setdefault(key, []).append(content)
+    return found
+
+
+def jsonld_blocks(root: Any) -> Iterator[Any]:
+    """The parsed ``application/ld+json`` scripts (a ``; charset=`` parameter allowed)."""
+    for script in root.iter("script"):
+        kind = (script.get("type") or "").partition(";")[0].strip().lower()
+        if kind != "application/ld+json":
+            continue
+        try:
+            yield json.loads(script.text or "")
+        except (ValueError, RecursionError):
+            continue  # trailing commas, unescaped quotes...: this block only
 
 
 def jsonld_walk(
@@ -355,8 +352,7 @@ def jsonld_walk(
 
 
 def _top_level(node: dict[str, Any]) -> tuple[bool, Iterable[Any]]:
-    """A block's top-level nodes: an object, a list's, an ``@graph``'s members (not an
-    author, an image)."""
+    """A block's top-level nodes: an object, a list's, an ``@graph``'s (not an author)."""
     return any(k not in ("@context", "@graph") for k in node), [node.get("@graph")]
 
 
@@ -369,17 +365,11 @@ def _declared(label: str, raw: Any, published: bool, why: str | None = None) -> 
 
 
 def _jsonld(html_root: Any, url: str, names: frozenset[str]) -> Iterator[Declared]:
-    nodes: list[dict[str, Any]] = []
-    for script in html_root.iter("script"):
-        if (script.get("type") or "").strip().lower() != "application/ld+json":
-            continue
-        try:
-            data = json.loads(script.text or "")
-        except (ValueError, RecursionError):
-            # Broken JSON-LD is common (trailing commas, unescaped quotes); it
-            # costs that block, not the page.
-            continue
-        nodes.extend(jsonld_walk(data, _top_level, _MAX_JSONLD_DEPTH))
+    nodes = [
+        node
+        for block in jsonld_blocks(html_root)
+        for node in jsonld_walk(block, _top_level, _MAX_JSONLD_DEPTH)
+    ]
     named = [n for n in nodes if names.intersection(_node_names(n, url))]
     if named:
         # Nodes that name this page (or its canonical target): the page's own.
@@ -458,14 +448,10 @@ def _microdata(html_root: Any, url: str) -> Iterator[Declared]:
 def page_dates(
     html_root: Any, url: str = "", canonicals: Iterable[str] = (), structured: bool = True
 ) -> list[Declared]:
-    """Every date the page at *url* declares, in the order they are believed (docs/lastmod.md,
-    "Which declaration"): ``article:modified_time``, ``og:updated_time``, the JSON-LD
-    ``dateModified`` of the page's own node (the one whose ``@id``, ``url`` or
-    ``mainEntityOfPage`` names the page or one of its *canonicals*, else its main entity;
-    never a Person, an Organization, the WebSite, an image or a comment), the microdata
-    ``dateModified`` of its main item; then the publication dates, which count only on a
-    page that declares no modification. *structured* False: the page's bytes hold neither
-    ``dateModified`` nor ``datePublished``, and only its ``<meta>`` are read. Never raises."""
+    """Every date the page at *url* (or one of its *canonicals*) declares, in the order
+    they are believed (docs/lastmod.md, "Which declaration"). *structured* False: the
+    page's bytes hold neither ``dateModified`` nor ``datePublished``, and only its
+    ``<meta>`` are read. Never raises."""
     if html_root is None or not hasattr(html_root, "iter"):
         return []
     try:
@@ -478,15 +464,12 @@ def page_dates(
 def _page_dates(
     html_root: Any, url: str, canonicals: tuple[str, ...], structured: bool
 ) -> list[Declared]:
-    metas = [meta for meta in html_root.iter("meta") if meta.get("content") is not None]
-    meta: dict[str, list[Declared]] = {}
-    for element in metas:
-        # Sites write property= (Open Graph's RDFa) or name=; both are seen.
-        key = (element.get("property") or element.get("name") or "").strip().lower()
-        if key in _META_PROPERTIES or key == _META_PUBLISHED:
-            meta.setdefault(key, []).append(
-                _declared(f"meta {key}", element.get("content"), key == _META_PUBLISHED)
-            )
+    metas = page_metas(html_root)
+    meta = {
+        key: [_declared(f"meta {key}", text, key == _META_PUBLISHED) for text in metas[key]]
+        for key in (*_META_PROPERTIES, _META_PUBLISHED)
+        if key in metas
+    }
     found: list[Declared] = []
     if structured:
         # An XPath over every element for microdata costs as much as a tenth of the

@@ -124,9 +124,8 @@ CREATE TABLE IF NOT EXISTS meta (
 _TYPES = dict(re.findall(r"^    (\w+) (\w+)", SCHEMA.partition(") WITHOUT ROWID")[0], re.M))
 COLUMNS = tuple(_TYPES)
 
-#: Set when a URL is first found (its ``queued`` record, or a decision the frontier
-#: makes at once); a final decision made later keeps them (and a referrer a seed
-#: got when a page linked to it: Ledger.linked).
+#: Set when a URL is first found; a later final decision keeps them (and a seed's
+#: referrer, set when a page links to it: Ledger.linked).
 _KEPT = ("found_by", "found_from", "referrer")
 
 _INSERT = f"INSERT INTO urls ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
@@ -212,25 +211,21 @@ class LedgerReader:
     @classmethod
     def open(cls, path: Path, *, immutable: bool = False) -> Self:
         """The ledger at *path*, read-only (a running crawl is not disturbed); with
-        *immutable*, as an immutable file when even that cannot be (a read-only
-        directory without the ledger's -shm file: nothing writes a filed ledger).
-        Raises LedgerError when it cannot be read as a ledger."""
+        *immutable*, as an immutable file when even that cannot be (a read-only directory
+        without its -shm file: nothing writes a filed ledger). Else LedgerError."""
         failure: sqlite3.Error | None = None
         for mode in ("mode=ro", "immutable=1") if immutable else ("mode=ro",):
+            db = None
             try:
                 db = sqlite3.connect(
                     f"{Path(path).absolute().as_uri()}?{mode}", uri=True, check_same_thread=False
                 )
-            except sqlite3.Error as e:
-                failure = e
-                continue
-            try:
                 db.execute("SELECT key, url, decision FROM urls LIMIT 1").fetchall()
+                return cls(Path(path), db)
             except sqlite3.Error as e:
-                db.close()
+                if db is not None:
+                    db.close()
                 failure = e
-                continue
-            return cls(Path(path), db)
         raise LedgerError(f"cannot read the ledger {path}: {failure}")
 
     def __enter__(self) -> Self:
@@ -244,11 +239,11 @@ class LedgerReader:
 
     def columns(self) -> set[str]:
         """The columns of the ``urls`` table (an earlier version wrote fewer)."""
-        return {row[1] for row in self._db.execute("PRAGMA table_info(urls)")}
+        return {row[1] for row in self._q("PRAGMA table_info(urls)")}
 
     def get_meta(self, name: str, default: Any = None) -> Any:
         try:
-            row = self._db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+            row = self._q("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
         except sqlite3.OperationalError:  # a ledger older than the meta table
             return default
         return json.loads(row[0]) if row else default
@@ -258,7 +253,7 @@ class LedgerReader:
         none in a ledger older than the ``params`` table)."""
         learned: dict[str, list[str]] = {}
         try:
-            found = self._db.execute("SELECT path, name FROM params ORDER BY path, name")
+            found = self._q("SELECT path, name FROM params ORDER BY path, name")
         except sqlite3.OperationalError:
             return learned
         for path, name in found.fetchall():
@@ -269,13 +264,11 @@ class LedgerReader:
         """The row of the URL with dedup key *key*, if known."""
         if key is None:
             return None
-        return self._dict(self._db.execute("SELECT * FROM urls WHERE key = ?", (key,)))
+        return self._dict("SELECT * FROM urls WHERE key = ?", (key,))
 
     def decision_of(self, key: str) -> tuple[str, str, str | None] | None:
         """``(decision, reason, target)`` of the URL with dedup key *key*, if known."""
-        row = self._db.execute(
-            "SELECT decision, reason, target FROM urls WHERE key = ?", (key,)
-        ).fetchone()
+        row = self._q("SELECT decision, reason, target FROM urls WHERE key = ?", (key,)).fetchone()
         return None if row is None else (row[0], row[1], row[2])
 
     def rows(self, **where: Any) -> Iterator[dict[str, Any]]:
@@ -285,45 +278,38 @@ class LedgerReader:
                 raise ValueError(f"unknown ledger column: {name}")
         clause = " AND ".join(f"{name} = ?" for name in where)
         sql = "SELECT * FROM urls" + (f" WHERE {clause}" if clause else "") + " ORDER BY url"
-        return self._dicts(self._db.execute(sql, tuple(where.values())))
+        return self._dicts(sql, tuple(where.values()))
 
     def conditional_rows(self) -> Iterator[dict[str, Any]]:
         """The records a conditional request can be made from (and a 304 replays):
         fetched with a 200, a replayable decision, and an ETag or a Last-Modified."""
         marks = ",".join("?" * len(REPLAYABLE))
         return self._dicts(
-            self._db.execute(
-                f"SELECT * FROM urls WHERE status = 200 AND decision IN ({marks}) "
-                "AND (etag IS NOT NULL OR last_modified IS NOT NULL)",
-                sorted(REPLAYABLE),
-            )
+            f"SELECT * FROM urls WHERE status = 200 AND decision IN ({marks}) "
+            "AND (etag IS NOT NULL OR last_modified IS NOT NULL)",
+            sorted(REPLAYABLE),
         )
 
     def listed_count(self) -> int:
         return self._count("SELECT count(*) FROM urls WHERE decision = ?", LISTED)
 
     def aliases(self) -> dict[str, str]:
-        return dict(self._db.execute("SELECT alias, key FROM aliases"))
+        return dict(self._q("SELECT alias, key FROM aliases"))
 
     def alias(self, form: str) -> str | None:
         """The key of the URL *form* is an alias of, if it is one."""
-        row = self._db.execute("SELECT key FROM aliases WHERE alias = ?", (form,)).fetchone()
+        row = self._q("SELECT key FROM aliases WHERE alias = ?", (form,)).fetchone()
         return None if row is None else str(row[0])
 
     def aliases_of(self, key: str) -> list[str]:
         return [
-            r[0]
-            for r in self._db.execute(
-                "SELECT alias FROM aliases WHERE key = ? ORDER BY alias", (key,)
-            )
+            r[0] for r in self._q("SELECT alias FROM aliases WHERE key = ? ORDER BY alias", (key,))
         ]
 
     def by_loc(self, loc: str) -> dict[str, Any] | None:
         """The listed row published as *loc*."""
         # The decision a literal, so that SQLite uses the partial index on loc.
-        return self._dict(
-            self._db.execute(f"SELECT * FROM urls WHERE decision = '{LISTED}' AND loc = ?", (loc,))
-        )
+        return self._dict(f"SELECT * FROM urls WHERE decision = '{LISTED}' AND loc = ?", (loc,))
 
     def rank(self, section: str | None, loc: str) -> int:
         """How many listed pages of *section* come before *loc* in the writer's
@@ -340,10 +326,8 @@ class LedgerReader:
         rule = "rule" if "rule" in self.columns() else "NULL AS rule"
         return list(
             self._dicts(
-                self._db.execute(
-                    f"SELECT key, url, {rule}, referrer FROM urls WHERE url >= ? AND url < ?",
-                    (prefix, prefix + "\U0010ffff"),
-                )
+                f"SELECT key, url, {rule}, referrer FROM urls WHERE url >= ? AND url < ?",
+                (prefix, prefix + "\U0010ffff"),
             )
         )
 
@@ -355,17 +339,14 @@ class LedgerReader:
         return self._count("SELECT count(*) FROM urls WHERE rule IS NULL")
 
     def referring(self, url: str) -> dict[str, dict[str, Any]]:
-        """How the crawled pages refer to *url* without the crawl following it (the
-        ``unfollowed`` column): by kind, the number of pages and the first of them (a
-        listed one first, then the shallowest), with its robots directives. A scan of
-        the ledger, as the shortest path is: one question, asked once."""
+        """How the crawled pages refer to *url* without following it (``unfollowed``): by
+        kind, the number of pages and the first (listed first, then the shallowest), with
+        its robots directives. A scan of the ledger: one question, asked once."""
         try:
             rows = self._dicts(
-                self._db.execute(
-                    "SELECT url, decision, depth, robots, unfollowed FROM urls"
-                    " WHERE instr(unfollowed || char(10), ?) > 0",
-                    (f" {url}\n",),
-                )
+                "SELECT url, decision, depth, robots, unfollowed FROM urls"
+                " WHERE instr(unfollowed || char(10), ?) > 0",
+                (f" {url}\n",),
             )
         except sqlite3.Error:  # a ledger older than these columns
             return {}
@@ -386,18 +367,21 @@ class LedgerReader:
 
     def keys_by_url(self) -> dict[str, str]:
         """Every row's key by its (normalised) URL."""
-        return {str(url): str(key) for key, url in self._db.execute("SELECT key, url FROM urls")}
+        return {str(url): str(key) for key, url in self._q("SELECT key, url FROM urls")}
+
+    def _q(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Cursor:
+        return self._db.execute(sql, tuple(params))
 
     def _count(self, sql: str, *params: Any) -> int:
-        return int(self._db.execute(sql, params).fetchone()[0])
+        return int(self._q(sql, params).fetchone()[0])
 
-    @staticmethod
-    def _dicts(cur: sqlite3.Cursor) -> Iterator[dict[str, Any]]:
+    def _dicts(self, sql: str, params: Iterable[Any] = ()) -> Iterator[dict[str, Any]]:
+        cur = self._q(sql, params)
         names = [d[0] for d in cur.description]
         return (dict(zip(names, row, strict=True)) for row in cur)
 
-    def _dict(self, cur: sqlite3.Cursor) -> dict[str, Any] | None:
-        return next(self._dicts(cur), None)
+    def _dict(self, sql: str, params: Iterable[Any] = ()) -> dict[str, Any] | None:
+        return next(self._dicts(sql, params), None)
 
 
 class Ledger(LedgerReader):
@@ -410,21 +394,20 @@ class Ledger(LedgerReader):
         self._db = sqlite3.connect(
             self.path.absolute().as_uri(), uri=True, isolation_level="DEFERRED"
         )
-        self._db.execute("PRAGMA journal_mode = WAL")
-        self._db.execute("PRAGMA synchronous = NORMAL")
+        self._q("PRAGMA journal_mode = WAL")
+        self._q("PRAGMA synchronous = NORMAL")
         self._add_missing_columns()
         self._db.executescript(SCHEMA)
         self._pending = 0
 
     def _add_missing_columns(self) -> None:
-        """A ledger an earlier version wrote lacks the newer columns (the rich data
-        of issue #14): add them, empty, before the indexes that use them."""
-        have = {row[1] for row in self._db.execute("PRAGMA table_info(urls)")}
+        """An earlier version's ledger gets the newer columns, before the indexes use them."""
+        have = {row[1] for row in self._q("PRAGMA table_info(urls)")}
         if not have:
             return  # a new ledger: SCHEMA makes the table
         for column in COLUMNS:
             if column not in have:
-                self._db.execute(f"ALTER TABLE urls ADD COLUMN {column} {_TYPES[column]}")
+                self._q(f"ALTER TABLE urls ADD COLUMN {column} {_TYPES[column]}")
         self._db.commit()
 
     # -- writing -----------------------------------------------------------------
@@ -433,7 +416,7 @@ class Ledger(LedgerReader):
         """Record *rec*; return False when the URL already had a final decision."""
         assert rec.key is not None
         row = tuple(value(rec) for value in _VALUES)
-        cur = self._db.execute(_QUEUE if rec.decision == QUEUED else _RECORD, row)
+        cur = self._q(_QUEUE if rec.decision == QUEUED else _RECORD, row)
         written = cur.rowcount > 0
         if rec.raw_url and rec.raw_url != rec.url:
             self.add_alias(rec.raw_url, rec.key)
@@ -446,32 +429,29 @@ class Ledger(LedgerReader):
     def linked(self, key: str, referrer: str) -> None:
         """A URL found in a sitemap is linked from *referrer* too: its first linking
         page, kept in ``referrer`` (a seed's is NULL until then)."""
-        self._db.execute(
+        self._write(
             "UPDATE urls SET referrer = ? WHERE key = ? AND referrer IS NULL",
             (referrer, key),
         )
-        self._tick()
 
     def add_alias(self, alias: str, key: str) -> None:
-        self._db.execute(
+        self._write(
             "INSERT INTO aliases (alias, key) VALUES (?, ?) ON CONFLICT DO NOTHING",
             (alias, key),
         )
-        self._tick()
 
     def set_meta(self, name: str, value: Any) -> None:
-        self._db.execute(
+        self._write(
             "INSERT INTO meta (name, value) VALUES (?, ?) "
             "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
             (name, json.dumps(value)),
         )
-        self._tick()
 
     # -- closing the books (the rules are crawler.core.decisions.close_books) ------------
 
     def redecide_queued(self, decision: str, reason: str) -> int:
         """Give every URL still ``queued`` *decision* and *reason*; return how many."""
-        cur = self._db.execute(
+        cur = self._q(
             "UPDATE urls SET decision = ?, reason = ?, updated = ? WHERE decision = ?",
             (decision, reason, time.time(), QUEUED),
         )
@@ -479,7 +459,7 @@ class Ledger(LedgerReader):
 
     def listed_by_content(self) -> Iterator[list[str]]:
         """The URLs of each body (``content_hash``) that more than one listed page has."""
-        cur = self._db.execute(
+        cur = self._q(
             "SELECT content_hash, url FROM urls WHERE decision = ? AND content_hash IN ("
             "  SELECT content_hash FROM urls WHERE decision = ? AND content_hash IS NOT NULL"
             "  GROUP BY content_hash HAVING count(*) > 1"
@@ -500,34 +480,31 @@ class Ledger(LedgerReader):
 
     def query_rows(self) -> Iterator[tuple[str, str, str | None]]:
         """``(url, decision, target)`` of every URL with a query, by URL."""
-        yield from self._db.execute(
+        yield from self._q(
             "SELECT url, decision, target FROM urls WHERE instr(url, '?') > 0 ORDER BY url"
         ).fetchall()
 
     def decision_by_url(self, url: str) -> tuple[str, str | None] | None:
         """``(decision, target)`` of *url* (normalised), if known."""
-        row = self._db.execute(
-            "SELECT decision, target FROM urls WHERE key = ?", (url_key(url),)
-        ).fetchone()
+        row = self._q("SELECT decision, target FROM urls WHERE key = ?", (url_key(url),)).fetchone()
         return None if row is None else (row[0], row[1])
 
     def learn_param(self, path: str, name: str, learned: bool) -> None:
         """Keep (*learned*) or forget that parameter *name* does not change the pages
         of *path* (crawler.crawl.params)."""
         if learned:
-            self._db.execute(
+            self._write(
                 "INSERT INTO params (path, name, learned_at) VALUES (?, ?, ?)"
                 " ON CONFLICT DO NOTHING",
                 (path, name, time.time()),
             )
         else:
-            self._db.execute("DELETE FROM params WHERE path = ? AND name = ?", (path, name))
-        self._tick()
+            self._write("DELETE FROM params WHERE path = ? AND name = ?", (path, name))
 
     def hops(self) -> dict[str, str]:
         """The key of every redirect and canonical -> the key of its target."""
         return dict(
-            self._db.execute(
+            self._q(
                 "SELECT key, target_key FROM urls WHERE decision IN (?, ?) "
                 "AND target_key IS NOT NULL",
                 (REDIRECT, CANONICAL),
@@ -543,12 +520,13 @@ class Ledger(LedgerReader):
     def page_dated(self, value: str) -> Iterator[dict[str, Any]]:
         """The listed pages whose lastmod is *value*, taken from their own metadata
         (the lastmod pipeline's template dates)."""
-        cur = self._db.execute(
-            "SELECT key, main_hash, content_hash, page_dates FROM urls"
-            " WHERE decision = ? AND lastmod_source = 'page' AND lastmod = ?",
-            (LISTED, value),
+        yield from list(  # read before the caller writes
+            self._dicts(
+                "SELECT key, main_hash, content_hash, page_dates FROM urls"
+                " WHERE decision = ? AND lastmod_source = 'page' AND lastmod = ?",
+                (LISTED, value),
+            )
         )
-        yield from list(self._dicts(cur))  # read before the caller writes
 
     def set_lastmod(
         self,
@@ -560,11 +538,14 @@ class Ledger(LedgerReader):
         page_dates: str | None,
     ) -> None:
         """A listed page's lastmod decided again once the crawl is over."""
-        self._db.execute(
+        self._write(
             "UPDATE urls SET lastmod = ?, lastmod_source = ?, lastmod_from = ?,"
             " changed_at = ?, page_dates = ? WHERE key = ?",
             (lastmod, source, lastmod_from, changed_at, page_dates, key),
         )
+
+    def _write(self, sql: str, params: Iterable[Any] = ()) -> None:
+        self._q(sql, params)
         self._tick()
 
     def _tick(self) -> None:
@@ -589,15 +570,11 @@ class Ledger(LedgerReader):
         per_row: bool = True,
     ) -> EntryRows:
         """The listed pages as :class:`~crawler.sitemaps.entryrows.EntryRows` streamed
-        from disk, by section (the default first) and address, with this *changefreq*
-        and *priority* unless a row has its own: answered from the covering index
-        ``urls_listed_rows`` in its order (no sort, no visit to the wide rows; the
-        decision a literal so that SQLite matches the partial index).
-
-        Without *per_row* (no rule set a section, changefreq or priority) only the
-        three other columns are read: wider rows cost sqlite3 about 0.2 s a million
-        (bench/README.md)."""
-        cursor = self._db.execute(LISTED_ROWS if per_row else LISTED_ROWS_PLAIN)
+        from disk in the covering index's order (:data:`LISTED_ROWS`), with this
+        *changefreq* and *priority* unless a row has its own. Without *per_row* (no rule
+        set a section, changefreq or priority) three columns are read: wider rows cost
+        sqlite3 about 0.2 s a million (bench/README.md)."""
+        cursor = self._q(LISTED_ROWS if per_row else LISTED_ROWS_PLAIN)
         return EntryRows(cursor, changefreq, priority)
 
     # -- rich entries (crawler.publish.richentries) -----------------------------------------
@@ -607,7 +584,7 @@ class Ledger(LedgerReader):
     ) -> Iterator[tuple[str, str, str, str | None, str | None, str | None, str | None]]:
         """``(key, url, loc, alternates, images, videos, problems)`` of every listed
         page with rich data (JSON columns), by URL."""
-        yield from self._db.execute(
+        yield from self._q(
             "SELECT key, url, loc, alternates, images, videos, problems FROM urls"
             " WHERE decision = ? AND (alternates IS NOT NULL OR images IS NOT NULL"
             " OR videos IS NOT NULL OR problems IS NOT NULL) ORDER BY url",
@@ -616,15 +593,14 @@ class Ledger(LedgerReader):
 
     def set_rich(self, key: str, extras: str | None, problems: list[str]) -> None:
         """Store a listed page's settled extensions (the writer's JSON) and problems."""
-        self._db.execute(
+        self._write(
             "UPDATE urls SET extras = ?, problems = ? WHERE key = ?",
             (extras, _json(problems), key),
         )
-        self._tick()
 
     def news_rows(self) -> Iterator[tuple[str, str]]:
         """``(loc, news)`` of every listed page that is a news article."""
-        yield from self._db.execute(
+        yield from self._q(
             "SELECT loc, news FROM urls WHERE decision = ? AND news IS NOT NULL ORDER BY loc",
             (LISTED,),
         )
@@ -635,16 +611,15 @@ class Ledger(LedgerReader):
         """``(loc, lastmod, listed_at, lastmod_moved_at, title)`` of the listed pages
         whose lastmod, listing or lastmod move may be as recent as *since* (a W3C
         date; compared as text, so the caller gives a day's slack and checks)."""
-        yield from self._db.execute(
+        yield from self._q(
             "SELECT loc, lastmod, listed_at, lastmod_moved_at, title FROM urls"
             " WHERE decision = ? AND (lastmod >= ? OR listed_at >= ? OR lastmod_moved_at >= ?)",
             (LISTED, since, since, since),
         )
 
     def latest_change(self) -> str | None:
-        """The latest lastmod, listing or lastmod move of any listed page (text order:
-        the caller checks)."""
-        row = self._db.execute(
+        """The latest lastmod, listing or lastmod move of a listed page (text order)."""
+        row = self._q(
             "SELECT max(max(coalesce(lastmod, ''), coalesce(listed_at, ''),"
             " coalesce(lastmod_moved_at, ''))) FROM urls WHERE decision = ?",
             (LISTED,),
@@ -653,7 +628,7 @@ class Ledger(LedgerReader):
 
     def rich_problems(self) -> Iterator[tuple[str, list[str]]]:
         """``(url, problems)`` of every page with problems in its rich data."""
-        for url, problems in self._db.execute(
+        for url, problems in self._q(
             "SELECT url, problems FROM urls WHERE problems IS NOT NULL ORDER BY url"
         ):
             yield url, json.loads(problems)
@@ -667,14 +642,14 @@ class Ledger(LedgerReader):
         )
 
     def counts(self) -> dict[str, int]:
-        return dict(self._db.execute("SELECT decision, count(*) FROM urls GROUP BY decision"))
+        return dict(self._q("SELECT decision, count(*) FROM urls GROUP BY decision"))
 
     # -- the HTML report's figures (crawler.publish.report) -----------------------------------
 
     def status_counts(self) -> dict[int, int]:
         """HTTP status -> URLs answered with it (a 304 replay counts as its 200)."""
         return dict(
-            self._db.execute(
+            self._q(
                 "SELECT status, count(*) FROM urls WHERE status IS NOT NULL"
                 " GROUP BY status ORDER BY status"
             )
@@ -684,7 +659,7 @@ class Ledger(LedgerReader):
         """Link depth -> (URLs found at it, of which listed)."""
         return {
             depth: (n, listed)
-            for depth, n, listed in self._db.execute(
+            for depth, n, listed in self._q(
                 "SELECT depth, count(*), coalesce(sum(decision = ?), 0) FROM urls"
                 " WHERE depth IS NOT NULL GROUP BY depth ORDER BY depth",
                 (LISTED,),
@@ -696,7 +671,7 @@ class Ledger(LedgerReader):
         (``elapsed`` or ``size``), largest first."""
         if column not in ("elapsed", "size"):
             raise ValueError(f"not a measured column: {column}")
-        return self._db.execute(
+        return self._q(
             f"SELECT url, decision, {column} FROM urls WHERE {column} IS NOT NULL"
             f" ORDER BY {column} DESC, url LIMIT ?",
             (most,),
@@ -705,26 +680,23 @@ class Ledger(LedgerReader):
     def listed_in_section(self, section: str | None, most: int) -> list[tuple[str, str | None]]:
         """The first *most* listed pages of *section* (None: the default one), by
         published address: ``(loc, lastmod)`` (from the covering index)."""
-        return self._db.execute(
+        return self._q(
             f"SELECT loc, lastmod FROM urls WHERE decision = '{LISTED}' AND section IS ?"
             " ORDER BY section, loc LIMIT ?",
             (section, most),
         ).fetchall()
 
     def decided(self, decision: str, most: int) -> Iterator[dict[str, Any]]:
-        """The first *most* URLs (by URL) with *decision*: url, reason, target,
-        status, referrer."""
+        """url, reason, target, status, referrer of the first *most* URLs with *decision*."""
         yield from self._dicts(
-            self._db.execute(
-                "SELECT url, reason, target, status, referrer FROM urls WHERE decision = ?"
-                " ORDER BY url LIMIT ?",
-                (decision, most),
-            )
+            "SELECT url, reason, target, status, referrer FROM urls WHERE decision = ?"
+            " ORDER BY url LIMIT ?",
+            (decision, most),
         )
 
     def error_counts(self) -> tuple[int, int]:
         """(pages fetched, pages that failed: 5xx or no response)."""
-        fetched, failed = self._db.execute(
+        fetched, failed = self._q(
             "SELECT count(*), coalesce(sum(decision = ? OR (decision = ? AND status >= 500)), 0)"
             " FROM urls WHERE status IS NOT NULL OR decision = ?",
             (ERROR, STATUS, ERROR),
@@ -732,14 +704,9 @@ class Ledger(LedgerReader):
         return fetched, failed
 
     def _attach(self, previous: Path) -> None:
-        if self._attached():
-            self._db.execute("DETACH DATABASE prev")
-        self._db.execute(
-            "ATTACH DATABASE ? AS prev", (Path(previous).absolute().as_uri() + "?mode=ro",)
-        )
-
-    def _attached(self) -> bool:
-        return any(row[1] == "prev" for row in self._db.execute("PRAGMA database_list"))
+        if any(row[1] == "prev" for row in self._q("PRAGMA database_list")):
+            self._q("DETACH DATABASE prev")
+        self._q("ATTACH DATABASE ? AS prev", (Path(previous).absolute().as_uri() + "?mode=ro",))
 
     def count_removed(self, previous: Path) -> int:
         """Listed URLs of the *previous* ledger that this one no longer lists."""
@@ -763,7 +730,7 @@ class Ledger(LedgerReader):
     def _lazy(self, query: str) -> Iterator[tuple[Any, ...]]:
         # A generator: the query runs when iteration starts, so several can be handed
         # out at once and read one after the other.
-        yield from self._db.execute(query)
+        yield from self._q(query)
 
     def _locs(self, query: str) -> Iterator[str]:
         return (row[0] for row in self._lazy(query))

@@ -33,6 +33,5 @@ class PreviousRun(LedgerReader):
         return previous
 
     def get(self, key: str) -> dict[str, Any] | None:
-        """The previous row of the URL with dedup key *key* (as
-        :meth:`crawler.distributed.previous.RedisPrevious.get`)."""
+        """The row of *key* (as :meth:`crawler.distributed.previous.RedisPrevious.get`)."""
         return self.row(key)

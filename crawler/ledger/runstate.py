@@ -1,24 +1,21 @@
-"""The state of one run: where it publishes and keeps its books, and what the previous
-run left. One :class:`RunState` per crawler owns what belongs to the run, not to one
-component:
+"""The state of one run: what belongs to the run, not to one component. One
+:class:`RunState` per crawler (the first extension in ``EXTENSIONS``; components get it
+with :meth:`RunState.of`; a process with no ``SITEMAP_OUT_DIR``, a distributed worker,
+has none) holds:
 
 - the lock, one run per state directory (two would interleave their ledgers and race
   to publish): a non-blocking ``flock`` on ``STATE/lock`` before any file is opened; a
   second run is *locked out* (touches no file, its spider closed at once). The kernel
   drops a dead process's lock: a crash leaves no stale one;
 - the previous successful run (:class:`crawler.ledger.previous.PreviousRun`);
-- the running ledger (``ledger.running.sqlite``), continued by ``--resume``, filed by
-  :meth:`RunState.end`; Scrapy's ``JOBDIR``, removed once the run cannot be resumed;
-- the state paths, the public-URL mapping (``--base-url``), and why the run cannot do
-  its job (:meth:`RunState.fail`).
-
-It is the first extension in ``EXTENSIONS``, built after the spider and before
-everything else; components get it with :meth:`RunState.of`. A process with no
-``SITEMAP_OUT_DIR`` (a distributed worker) has no state.
+- the running ledger, continued by ``--resume``, filed by :meth:`RunState.end`;
+  Scrapy's ``JOBDIR``, removed once the run cannot be resumed;
+- the state paths, the public-URL mapping, and why the run cannot do its job
+  (:meth:`RunState.fail`).
 
 Settings: ``SITEMAP_OUT_DIR``, ``SITEMAP_STATE_DIR``, ``SITEMAP_INCREMENTAL``,
-``SITEMAP_RESUME``, ``SITEMAP_BASE_URL``, ``JOBDIR``.
-Stats: ``sitemap/locked``, ``sitemap/fatal``."""
+``SITEMAP_RESUME``, ``SITEMAP_BASE_URL``, ``JOBDIR``. Stats: ``sitemap/locked``,
+``sitemap/fatal``."""
 
 from __future__ import annotations
 

@@ -1,14 +1,9 @@
-"""What the crawl needs from an HTML page's body, in one small value.
-
-Parsing and reading a page (links, robots directives, canonicals, dates, content
-hashes) is most of a crawl's CPU on pages of real size. :func:`analyse_response` does
-it all once and returns a :class:`PageAnalysis`: the page's facts
-(:mod:`crawler.page.links`), its links resolved (:class:`~crawler.page.links.LinkResolver`),
-both content hashes (:mod:`crawler.page.content`), and with :class:`Rich` options on its
-hreflang alternates, images, videos and news publication (:class:`RichFacts`, URLs
-normalised by the crawl's rules). The page judge (:mod:`crawler.crawl.judge`) decides
-from it. It runs in a worker of :mod:`crawler.page.parsepool` (:func:`analyse`) or in
-the crawl's process, with the same result (the tests check it)."""
+"""What the crawl needs from an HTML page's body, in one small value:
+:func:`analyse_response` parses and reads a page once (most of a crawl's CPU on pages
+of real size) and returns a :class:`PageAnalysis` that the page judge
+(:mod:`crawler.crawl.judge`) decides from. It runs in a worker of
+:mod:`crawler.page.parsepool` (:func:`analyse`) or in the crawl's process, with the same
+result (the tests check it)."""
 
 from __future__ import annotations
 
@@ -153,14 +148,11 @@ def _rich(
             encoding=response.encoding,
         )
 
-    alternates: list[tuple[str, str]] = []
-    if rich.hreflang:
-        for code, href in declared(root, response, base):
-            if (url := normal(href)) is not None:
-                alternates.append((code, url))
+    pairs = declared(root, response, base) if rich.hreflang else ()
+    alternates = tuple((code, url) for code, href in pairs if (url := normal(href)) is not None)
     found_images = (normal(image) for image in images(root, base)) if rich.images else ()
     return RichFacts(
-        alternates=tuple(alternates),
+        alternates=alternates,
         images=tuple(dict.fromkeys(url for url in found_images if url is not None)),
         videos=videos(root, base, response.url) if rich.videos else (),
         news=news(root, response) if rich.news else None,

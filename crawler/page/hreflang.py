@@ -1,16 +1,11 @@
 """hreflang: the alternates a page declares, and which of them hold up (issue #14;
-docs/rich.md). Google's rules
-(https://developers.google.com/search/docs/specialty/international/localized-versions):
-head links, ``Link`` headers and sitemap ``xhtml:link`` are equivalent; the code check
-is :func:`valid_code`; "each language version must list itself as well as all other
-language versions"; "if two pages don't both point to each other, the tags will be
-ignored"; and a sitemap lists only the indexable URLs one wants in search.
-
-:func:`declared` reads one page's declarations during the crawl; :func:`verify`, once
-it is over, says for each listed page P what to write and what is wrong:
+docs/rich.md; Google's rules:
+https://developers.google.com/search/docs/specialty/international/localized-versions).
+:func:`declared` reads one page's during the crawl; :func:`verify`, once it is over,
+says for each listed page P what to write and what is wrong:
 
 1. its declarations are taken once each (a code compared case-insensitively);
-2. one with an invalid code is dropped: ``invalid code 'en-UK'``;
+2. one with an invalid code (:func:`valid_code`) is dropped: ``invalid code 'en-UK'``;
 3. a code given to two URLs is dropped with both: ``two URLs for 'de'``;
 4. a page that does not list itself is not repaired (we do not make up its code):
    ``does not list itself``; nothing is written for it, nor for it as another page's
@@ -78,12 +73,10 @@ def valid_code(code: str) -> bool:
 
 
 def declared(root: Any, response: Response, base: str) -> tuple[tuple[str, str], ...]:
-    """The (code, href) alternates one page declares, each pair once (the code compared
-    case-insensitively), in order: ``Link`` headers with ``rel="alternate"`` and an
-    ``hreflang``, resolved against the response's URL (RFC 8288, 3.1: ``<base href>``
-    does not apply to headers), then the head's ``<link rel="alternate" hreflang href>``
-    (not one the parser put in the body: Google does not read it), resolved against
-    *base*. Codes as written, stripped; hrefs absolute, not normalised."""
+    """The (code, href) alternates one page declares, each pair once, in order: ``Link``
+    headers, against the response's URL (RFC 8288, 3.1: ``<base href>`` does not apply),
+    then the head's ``<link>`` (Google reads none in the body), against *base*. Codes as
+    written, stripped; hrefs absolute, not normalised."""
     found: list[tuple[str, str]] = []
     for target, params in link_headers(response):
         if "alternate" not in params.get("rel", "").lower().split():
@@ -125,24 +118,14 @@ class Verdict:
 
     def to_json(self) -> dict[str, Any]:
         """``{"written": {page: [[code, href], ...]}, "problems": {page: [text, ...]}}``."""
-        return {
-            "written": {
-                page: [list(pair) for pair in pairs] for page, pairs in self.written.items()
-            },
-            "problems": {page: list(texts) for page, texts in self.problems.items()},
-        }
+        written = {page: [list(pair) for pair in pairs] for page, pairs in self.written.items()}
+        return {"written": written, "problems": {p: list(t) for p, t in self.problems.items()}}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Verdict:
-        return cls(
-            written={
-                page: tuple((str(code), str(href)) for code, href in pairs)
-                for page, pairs in data.get("written", {}).items()
-            },
-            problems={
-                page: [str(t) for t in texts] for page, texts in data.get("problems", {}).items()
-            },
-        )
+        pairs, notes = data.get("written", {}), data.get("problems", {})
+        written = {page: tuple((str(c), str(h)) for c, h in pairs[page]) for page in pairs}
+        return cls(written, {page: [str(t) for t in notes[page]] for page in notes})
 
 
 @dataclass(slots=True)
@@ -187,9 +170,8 @@ def verify(
     alternate_hosts: frozenset[str] = frozenset(),
 ) -> Verdict:
     """Check every page's hreflang cluster (the module docstring's rules). *pages*: each
-    listed page's normalised URL -> the (code, normalised href) pairs it declares (a page
-    that *listed* says is not listed is left out); *listed*: for a URL, None when it is
-    listed, else why not (``"noindex"``, ``"canonicalised to X"``...); *alternate_hosts*:
+    listed page's URL -> the (code, href) pairs it declares, all normalised; *listed*: for
+    a URL, None when it is listed, else why not (``"noindex"``...); *alternate_hosts*:
     lowercase host names whose alternates are written unverified."""
     read = {url: _read(url, decl) for url, decl in pages.items()}
     reason = functools.cache(listed)  # each URL asked once

@@ -1,14 +1,9 @@
 """Link discovery and the indexing signals of one HTML page, in one pass (issue #2):
-
-* links to follow: ``<a href>``, ``<area href>``, ``<link rel=alternate hreflang>``,
-  against ``<base href>``; none with ``rel=nofollow``, none on a ``nofollow`` page;
-* what the page refers to without the crawl following it, for ``explain``: its
-  nofollow links, ``<img src>``, ``<link rel=stylesheet href>``, ``<script src>``;
-* canonicals: ``<link rel=canonical>`` in the head, ``Link`` headers (search engines
-  ignore one in the body);
-* ``noindex``/``nofollow`` from ``<meta name=robots|googlebot|OUR-TOKEN>`` and
-  ``X-Robots-Tag`` (unprefixed, or prefixed with one of those agents);
-* meta refresh (Scrapy's ``get_meta_refresh``), and the dates the page declares."""
+links to follow (``<a>``, ``<area>``, ``<link rel=alternate hreflang>``; none with
+``rel=nofollow`` or on a ``nofollow`` page), what the page refers to without the crawl
+following it (for ``explain``), canonicals (the head's and ``Link`` headers: search
+engines ignore one in the body), ``noindex``/``nofollow`` from ``<meta name=robots|
+googlebot|OUR-TOKEN>`` and ``X-Robots-Tag``, meta refresh, and the dates it declares."""
 
 from __future__ import annotations
 
@@ -149,10 +144,9 @@ def link_header_canonicals(response: Response) -> list[str]:
 
 
 def parse_html(response: HtmlResponse) -> Any:
-    """The page's lxml tree, parsed as Scrapy's ``response.selector`` parses it (parsel's
-    ``create_root_node``) but with lxml's own element classes: lxml.html's class lookup,
-    run in Python for every element touched, cost as much as the parse. (A thread pool,
-    where libxml2 runs without the GIL, was no faster on two cores.)"""
+    """The page's lxml tree, parsed as parsel's ``create_root_node`` does but with lxml's
+    own element classes: lxml.html's class lookup, run in Python for every element
+    touched, cost as much as the parse."""
     text = reopen_body(response.text.strip().replace("\x00", ""))
     body = text.encode("utf-8") or b"<html/>"
     parser = etree.HTMLParser(recover=True, encoding="utf-8", huge_tree=True)
@@ -244,13 +238,10 @@ class Resolved(NamedTuple):
 
 
 class LinkResolver:
-    """``href`` -> (absolute, normalised, key), once per distinct href and base.
-
-    Joining and normalising are most of a crawler's per-link cost, and most links repeat
-    (the navigation of every page). A relative reference that does not start with ``#`` or
-    ``?`` resolves the same against every base in one directory, a root-relative one
-    against one origin, an absolute one against any: the cache is keyed on that part of the
-    base only, and emptied at *max_entries* (65,536: about 40 MB), so memory stays flat."""
+    """``href`` -> (absolute, normalised, key), cached: joining and normalising are most of
+    a crawler's per-link cost, and most links repeat. A reference not starting with ``#``
+    or ``?`` resolves the same against every base in one directory, so the cache is keyed
+    on that part of the base, and emptied at *max_entries* (65,536: about 40 MB)."""
 
     def __init__(
         self,

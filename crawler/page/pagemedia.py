@@ -1,19 +1,7 @@
-"""A page's images and news publication (issue #14; docs/rich.md; its videos:
-:mod:`crawler.page.pagevideos`). Pure functions over a parsed page whose results are
-small and picklable (the analysis may run in a worker); URLs absolute, not normalised.
-
-:func:`images` (https://developers.google.com/search/docs/crawling-indexing/sitemaps/image-sitemaps):
-``<img src>``, the largest candidate of a ``srcset`` (the grammar of
-https://html.spec.whatwg.org/multipage/images.html#parsing-a-srcset-attribute), the
-lazy-loading ``data-*`` attributes (Google renders pages: it sees what a script puts
-there), ``og:image`` and ``<link rel="image_src">``; not ``data:`` or ``blob:``, nor a
-tracking pixel (declared 1x1 or smaller, ``style`` winning over attributes).
-
-:func:`news` (https://developers.google.com/search/docs/crawling-indexing/sitemaps/news-sitemap):
-``article:published_time`` (https://ogp.me/#type_article), else a JSON-LD article's
-``datePublished``; ``og:title``, else its ``headline``, else ``<title>``; ``<html
-lang>`` (else ``Content-Language``) by :func:`news_language`. No date, no news.
-Malformed data is skipped, never raised: broken JSON-LD costs its block only."""
+"""A page's images and news publication (issue #14; docs/rich.md, which says what is
+read; its videos: :mod:`crawler.page.pagevideos`). Pure functions over a parsed page
+whose results are small and picklable (the analysis may run in a worker); URLs
+absolute, not normalised. Malformed data is skipped, never raised."""
 
 from __future__ import annotations
 
@@ -25,7 +13,7 @@ from typing import Any
 import pycountry
 from scrapy.http import Response
 
-from crawler.core.lastmod import jsonld_walk, w3c_datetime
+from crawler.core.lastmod import item_types, jsonld_blocks, jsonld_walk, page_metas, w3c_datetime
 from crawler.page import pageread as read
 from crawler.sitemaps.limits import MAX_IMAGES_PER_URL
 
@@ -215,7 +203,10 @@ _ISO639 = frozenset(
 def _article(node: dict[str, Any]) -> tuple[bool, list[Any]]:
     """Article objects are at a block's top level, in lists, ``@graph`` and
     ``mainEntity`` (not in other properties: an article's ``citation`` is not the page)."""
-    return bool(read.item_types(node) & _ARTICLES), [node.get("@graph"), node.get("mainEntity")]
+    return bool(_ARTICLES.intersection(item_types(node))), [
+        node.get("@graph"),
+        node.get("mainEntity"),
+    ]
 
 
 def news_language(tag: str) -> str | None:
@@ -240,16 +231,17 @@ def news_language(tag: str) -> str | None:
 
 
 def news(root: Any, response: Response) -> NewsFacts | None:
-    """The page's publication (see the module docstring), or None when it gives no
-    publication date that is a W3C date or date-time with a time zone."""
+    """The page's publication: ``article:published_time``, else a JSON-LD article's
+    ``datePublished`` (None without one); ``og:title``, else its ``headline``, else
+    ``<title>``; ``<html lang>``, else ``Content-Language``, by :func:`news_language`."""
     if root is None or not hasattr(root, "iter"):
         return None
-    metas = read.page_metas(root)
+    metas = page_metas(root)
     published = next(
         (d for d in map(w3c_datetime, metas.get("article:published_time", ())) if d), None
     )
     headline: str | None = None
-    for block in read.jsonld_blocks(root):
+    for block in jsonld_blocks(root):
         for article in jsonld_walk(block, _article, read.MAX_DEPTH):
             if headline is None:
                 headline = read.text_value(article.get("headline"))

@@ -1,15 +1,10 @@
-"""Reading a parsed page's shared data: its meta tags, title, JSON-LD blocks, and
-schema.org values (texts, URLs, booleans) as the rich-data readers
-(:mod:`crawler.page.pagemedia`, :mod:`crawler.page.pagevideos`) take them.
-
-Malformed data gives ``None``, never an exception.
-"""
+"""Reading a parsed page's title and schema.org values (texts, URLs, booleans) as the
+rich-data readers (:mod:`crawler.page.pagemedia`, :mod:`crawler.page.pagevideos`) take
+them. Malformed data gives ``None``, never an exception."""
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urljoin
 
@@ -30,17 +25,6 @@ def absolute(base: str, value: Any) -> str | None:
     return url if url.partition(":")[0].lower() in HTTP else None
 
 
-def page_metas(root: Any) -> dict[str, list[str]]:
-    """``<meta>`` content by property (or name), lowercased key, in page order."""
-    found: dict[str, list[str]] = {}
-    for meta in root.iter("meta"):
-        content = meta.get("content")
-        key = (meta.get("property") or meta.get("name") or "").strip().lower()
-        if content is not None and key:
-            found.setdefault(key, []).append(content)
-    return found
-
-
 def first_text(values: list[str] | None) -> str | None:
     for value in values or ():
         text = " ".join(value.split())
@@ -55,26 +39,6 @@ def html_title(root: Any) -> str | None:
         if text:
             return text
     return None
-
-
-def jsonld_blocks(root: Any) -> Iterator[Any]:
-    for script in root.iter("script"):
-        kind = (script.get("type") or "").partition(";")[0].strip().lower()
-        if kind != "application/ld+json":
-            continue
-        try:
-            yield json.loads(script.text or "")
-        except (ValueError, RecursionError):
-            continue  # trailing commas, unescaped quotes...: this block only
-
-
-def item_types(node: Mapping[str, Any]) -> set[str]:
-    """The schema.org type names of a JSON-LD object or microdata item, without
-    their vocabulary: ``VideoObject``, ``http://schema.org/VideoObject``,
-    ``schema:VideoObject`` are all ``VideoObject``."""
-    raw = node.get("@type")
-    names = raw if isinstance(raw, list) else [raw]
-    return {re.split(r"[/#:]", n.strip())[-1] for n in names if isinstance(n, str)}
 
 
 def text_value(value: Any) -> str | None:

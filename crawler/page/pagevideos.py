@@ -1,15 +1,9 @@
 """A page's videos (issue #14; docs/rich.md), for video sitemaps
 (https://developers.google.com/search/docs/crawling-indexing/sitemaps/video-sitemaps),
-in this order: schema.org ``VideoObject`` (https://schema.org/VideoObject) in JSON-LD,
-wherever it is, and in microdata (values read as the microdata standard says;
-``itemref`` not followed); Open Graph ``og:video`` (https://ogp.me/#structured: a
-player_loc when its type is ``text/html`` or Flash, or, with no type, when the URL does
-not end in a video file extension); ``<video poster=...>``.
-
+in this order: schema.org ``VideoObject`` in JSON-LD and in microdata (``itemref`` not
+followed), Open Graph ``og:video`` (https://ogp.me/#structured), ``<video poster=...>``.
 The same video found twice (the same content_loc or player_loc) is one, each field from
-where it was found first. Google's rules: a duration of 1 to 28,800 seconds, no
-content_loc or player_loc that is the page itself, W3C dates
-(:func:`crawler.core.lastmod.w3c_datetime`); anything else is dropped with a problem.
+where it was found first. What breaks Google's rules is dropped with a problem;
 ``missing`` names what Google requires and the page did not give. Malformed data is
 skipped, never raised."""
 
@@ -21,7 +15,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from crawler.core.lastmod import jsonld_walk, w3c_datetime
+from crawler.core.lastmod import item_types, jsonld_blocks, jsonld_walk, page_metas, w3c_datetime
 from crawler.core.urls import normalize_url
 from crawler.page.links import clean_href
 from crawler.page.pageread import (
@@ -30,9 +24,6 @@ from crawler.page.pageread import (
     bool_value,
     first_text,
     html_title,
-    item_types,
-    jsonld_blocks,
-    page_metas,
     text_value,
     url_value,
 )
@@ -65,13 +56,13 @@ class VideoFacts:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> VideoFacts:
-        values: dict[str, Any] = {f.name: data[f.name] for f in fields(cls) if f.name in data}
-        values["missing"] = tuple(data.get("missing", ()))
-        values["problems"] = tuple(data.get("problems", ()))
-        return cls(**values)
+        values = {f.name: data[f.name] for f in fields(cls) if f.name in data}
+        lists = {name: tuple(data.get(name, ())) for name in ("missing", "problems")}
+        return cls(**{**values, **lists})
 
 
 _REQUIRED = ("thumbnail_loc", "title", "description")  # and content_loc or player_loc
+_LOCS = ("content_loc", "player_loc")
 _VIDEO_FIELDS = tuple(f.name for f in fields(VideoFacts) if f.name not in ("missing", "problems"))
 _DURATION = re.compile(
     r"P(?:(?P<weeks>\d+)W)?(?:(?P<days>\d+)D)?"
@@ -122,8 +113,7 @@ def _date(value: Any, what: str, problems: list[str]) -> str | None:
 
 
 def _live(value: Any) -> bool | None:
-    """From ``publication``: a ``BroadcastEvent`` is live unless its
-    ``isLiveBroadcast`` says it is not; any event's ``isLiveBroadcast`` counts."""
+    """From ``publication``: an event's ``isLiveBroadcast``, else a ``BroadcastEvent``."""
     events = value if isinstance(value, list) else [value]
     for event in events:
         if not isinstance(event, dict):
@@ -229,10 +219,8 @@ def _og_videos(metas: Mapping[str, list[str]], root: Any, base: str) -> list[dic
         if url is None:
             continue
         kind = group.get("type", "").strip().lower()
-        if kind:
-            player = kind in _PLAYER_TYPES
-        else:
-            player = not urlsplit(url).path.lower().endswith(_VIDEO_EXTENSIONS)
+        a_file = urlsplit(url).path.lower().endswith(_VIDEO_EXTENSIONS)
+        player = kind in _PLAYER_TYPES if kind else not a_file
         out.append(
             {
                 "thumbnail_loc": thumbnail,
@@ -289,23 +277,13 @@ def videos(root: Any, base: str, page_url: str) -> tuple[VideoFacts, ...]:
     page = normalize_url(page_url) or page_url
     merged: list[dict[str, Any]] = []
     for draft in drafts:
-        for key in ("content_loc", "player_loc"):
+        for key in _LOCS:
             if (url := draft.get(key)) is not None and (normalize_url(url) or url) == page:
                 draft["problems"].append(
                     f"{key} {draft[key]} is the page itself (Google: it must not be): left out"
                 )
                 draft[key] = None
-        same = next(
-            (
-                kept
-                for kept in merged
-                if any(
-                    draft.get(k) is not None and draft.get(k) == kept.get(k)
-                    for k in ("content_loc", "player_loc")
-                )
-            ),
-            None,
-        )
+        same = next((kept for kept in merged if _same_video(draft, kept)), None)
         if same is None:
             merged.append(draft)
             continue
@@ -314,6 +292,10 @@ def videos(root: Any, base: str, page_url: str) -> tuple[VideoFacts, ...]:
                 same[name] = draft.get(name)
         same["problems"].extend(p for p in draft["problems"] if p not in same["problems"])
     return tuple(_facts(draft) for draft in merged)
+
+
+def _same_video(draft: Mapping[str, Any], kept: Mapping[str, Any]) -> bool:
+    return any(draft.get(k) is not None and draft.get(k) == kept.get(k) for k in _LOCS)
 
 
 def _facts(draft: Mapping[str, Any]) -> VideoFacts:

@@ -1,24 +1,18 @@
-"""The page-parsing pool: worker processes that analyse HTML pages while the crawl's
-process fetches, judges and records.
+"""The page-parsing pool: worker processes that run :func:`crawler.page.analysis.analyse`
+while the crawl's process fetches, judges and records, and send back a small
+:class:`~crawler.page.analysis.PageAnalysis`. Parsing a page costs about as much CPU as
+everything else the crawl does with it, and threads do not help (only libxml2 runs
+without the GIL): bench/README.md, "The page-parsing workers", measures every rule here.
 
-Parsing and reading a page of real size costs about as much CPU as everything else the
-crawl does with it (bench/README.md, "The page-parsing workers", measures every rule
-here; threads do not help: only libxml2 runs without the GIL). So a worker runs
-:func:`crawler.page.analysis.analyse` and sends back a small
-:class:`~crawler.page.analysis.PageAnalysis`; with no pool (none configured, a reactor
-not asyncio's, a broken pool) pages are analysed here, with the same result.
-
-One pool per process, shared by its crawls: forked by the command line before the
-crawl (:func:`fork_workers`: up in milliseconds), else spawned when a crawl first has a
-page to send. Each worker's socket is read by the reactor's asyncio loop: no thread
-here. When the workers are behind, or a body is too small to be worth sending, the page
-is parsed here. Workers ignore SIGINT and exit when their socket ends.
+One pool per process, shared by its crawls: forked before the crawl
+(:func:`fork_workers`), else spawned when a crawl first has a page to send. Each
+worker's socket is read by the reactor's asyncio loop, with no thread. With no pool (none
+configured, another reactor, a broken pool), workers behind, or a small body, the page is
+parsed here, with the same result. Workers ignore SIGINT and exit when their socket ends.
 
 Settings: ``SITEMAP_PARSE_PROCESSES``, ``SITEMAP_PARSE_LOCAL_BELOW``,
-``SITEMAP_PARSE_BACKLOG``.
-Stats: ``sitemap/parse/remote`` (pages analysed in a worker),
-``sitemap/parse/local`` (here), ``sitemap/parse/backlog`` (here, of those, because
-the workers were behind), ``sitemap/parse/broken_pool``."""
+``SITEMAP_PARSE_BACKLOG``. Stats: ``sitemap/parse/remote``, ``sitemap/parse/local``,
+``sitemap/parse/backlog``, ``sitemap/parse/broken_pool``."""
 
 from __future__ import annotations
 
@@ -57,14 +51,11 @@ logger = logging.getLogger(__name__)
 # How the pool's workers start: forked by fork_workers, else spawned.
 StartMethod = Literal["fork", "spawn"]
 
-# The crawl's process spends about as much CPU on a page (fetching, judging,
-# recording) as a worker spends parsing it, so it is the slower side as soon as
-# there is one worker: more than two would only wait (an estimate; a 2-core machine
-# cannot measure it).
+# The crawl's process spends about as much CPU on a page as a worker parsing it: more
+# than two workers would only wait (an estimate; a 2-core machine cannot measure it).
 MAX_AUTO_PROCESSES = 2
-# A page this large always goes to a worker, backlog or not: its tree would stall
-# this process for as long as it takes to parse, and add its size (a multi-megabyte
-# page parses into a tree of hundreds of megabytes) to this process's memory.
+# A page this large always goes to a worker, backlog or not: its tree (hundreds of
+# megabytes for a multi-megabyte page) would stall this process and swell its memory.
 BACKLOG_MAX_BYTES = 1024 * 1024
 
 
@@ -86,10 +77,9 @@ def processes_from(settings: BaseSettings) -> int:
 
 
 def fork_workers(processes: int, timeout: float = 10) -> bool:
-    """Start the shared pool of *processes* workers now, by fork, if this process
-    can still fork safely: no reactor yet, no other thread (so no lock held), and
-    nothing open that a child must not share (the caller's word). The command line
-    calls it before the crawl; returns whether the pool was forked."""
+    """Fork the shared pool of *processes* workers now if this process still can safely:
+    no reactor, no other thread (so no lock held), nothing open a child must not share
+    (the caller's word: the command line, before the crawl). Whether it was forked."""
     if (
         processes <= 0
         or processes in _pools
@@ -108,14 +98,10 @@ def fork_workers(processes: int, timeout: float = 10) -> bool:
 
 # -- the workers --------------------------------------------------------------------
 #
-# Each worker has one socket to the crawl's process. The crawl writes a request
-# (the page's parts, pickled) and reads the answer, both framed by their length; a
-# worker answers in the order it was asked, so the crawl's side matches answers to
-# requests by order alone. On the crawl's side the socket is an asyncio transport
-# of the reactor's own loop: writes are buffered by the loop and answers read as
-# they come, with no thread. (concurrent.futures' pool passes both through two
-# threads of the crawl's process, whose pickling made the main thread wait for the
-# GIL: bench/README.md.)
+# Requests (the page's parts) and answers are pickles framed by their length; a worker
+# answers in order, so answers match requests by order alone. The crawl's end is an
+# asyncio transport of the reactor's loop, not concurrent.futures' pool, whose two
+# threads made the main thread wait for the GIL (bench/README.md).
 
 _FRAME = struct.Struct("!Q")  # the length of the pickle that follows
 _READY = _FRAME.pack(0)  # the first thing a worker sends, once it is up
@@ -317,13 +303,9 @@ def page_analyser(settings: BaseSettings) -> PageAnalyser:
 
 @dataclass(eq=False)
 class PageAnalyser:
-    """Analyses HTML responses in the shared worker pool (or in this process).
-
-    *processes*: workers (0: analyse here); *agents*: the robots-directive agents of the
-    crawl; *volatile*: CSS selectors left out of the main-content hash; *resolver*: this
-    process's (a worker keeps its own); *local_below*: bodies smaller than this are analysed
-    here; *backlog*: at this many pages waiting for the least busy worker the next one is
-    analysed here (0: never); *rich*: :class:`crawler.page.analysis.Rich`."""
+    """Analyses HTML responses in the shared worker pool (or in this process). *processes*:
+    workers (0: none); *resolver*: this process's (a worker keeps its own); *local_below*,
+    *backlog*: ``SITEMAP_PARSE_LOCAL_BELOW``, ``SITEMAP_PARSE_BACKLOG``."""
 
     processes: int
     agents: Iterable[str]

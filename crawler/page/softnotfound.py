@@ -1,12 +1,9 @@
 """Soft 404s: a site's "not found" page served with status 200 (issue #19;
-docs/crawling.md). The spider's probes (:func:`probe_url`: addresses that cannot exist)
-leave prints (:func:`page_print`) that a page matches (:meth:`SoftNotFound.matches`):
-the hash of its main text's words without its own address (a "not found" page echoes
-it), and a 64-bit simhash of its word pairs, within :data:`MAX_DISTANCE` bits (a time,
-a counter). A probe answered 404 leaves the words' hash only. Probes are never listed
-nor recorded; their stats: ``sitemap/soft404/probes``, ``sitemap/soft404/probe_status``,
-``sitemap/soft404/detected``. :func:`says_not_found` reads a real address that says it
-is not there and is thin (``SITEMAP_SOFT404_CONTENT``)."""
+docs/crawling.md). The spider's probes (:func:`probe_url`) leave prints
+(:func:`page_print`) that a page matches (:meth:`SoftNotFound.matches`): its main
+text's words without its own address (a "not found" page echoes it), hashed, and their
+simhash within :data:`MAX_DISTANCE` bits. :func:`says_not_found` reads a real address
+that says it is not there and is thin (``SITEMAP_SOFT404_CONTENT``)."""
 
 from __future__ import annotations
 
@@ -43,9 +40,8 @@ def probe_url(start_url: str, second: bool = False) -> str:
 
 
 def page_print(text: str, url: str, similar: bool = True) -> PagePrint | None:
-    """The fingerprint of a page whose main text is *text* at *url* (see the module
-    docstring), or None for a long page; without its simhash (-1) unless *similar*:
-    such a print matches only an equal text."""
+    """The fingerprint of a page whose main text is *text* at *url*, or None for a long
+    page; without its simhash (-1, matching only an equal text) unless *similar*."""
     if len(text) > MAX_TEXT:
         return None
     parts = urlsplit(url)
@@ -202,12 +198,10 @@ def _start(region: Any, chrome: bool) -> str:
 
 
 def says_not_found(root: Any, title: str | None, text_length: int = 0) -> str | None:
-    """The evidence that the page is a "not found" page answered 200, in words (``title says
-    'Product not found'; 19 words``), or None: its title, first heading or main text's
-    start says so, and its main content (``<main>``, else ``<article>``, else the body
-    without navigation, header, footer and asides) is thin (:data:`THIN_WORDS`). Call it
-    last: it may strip the tree. A page whose whole text is longer than
-    :data:`MAX_NOT_FOUND_TEXT` (*text_length*) is not read."""
+    """Why the page is a "not found" page answered 200 (``title says 'Product not found';
+    19 words``), or None: its title, first heading or main text's start says so, and its
+    ``<main>``, else ``<article>``, else body without chrome is thin. Call it last: it may
+    strip the tree. Not read past :data:`MAX_NOT_FOUND_TEXT` (*text_length*)."""
     if root is None or not hasattr(root, "iter") or text_length > MAX_NOT_FOUND_TEXT:
         return None
     # One walk (libxml2's, filtered by tag) finds the first of each.
@@ -220,25 +214,18 @@ def says_not_found(root: Any, title: str | None, text_length: int = 0) -> str | 
     whole = region is None
     if region is None:
         region = first.get("body", root)
-    found = None
-    for where, said, says in (
-        ("title", title, _SAYS_NOT_FOUND),
-        ("heading", heading, _SAYS_NOT_FOUND),
-        ("text", None, _TEXT_SAYS_NOT_FOUND),
-    ):
-        if where == "text":
-            said = _start(region, chrome=not whole)
-        if said and says.search(said):
-            found = where, said
-            break
+    said_by = (("title", title), ("heading", heading))
+    found = next(((w, t) for w, t in said_by if t and _SAYS_NOT_FOUND.search(t)), None)
     if found is None:
-        return None
+        found = "text", _start(region, chrome=not whole)
+        if not _TEXT_SAYS_NOT_FOUND.search(found[1]):
+            return None
+    where, said = found
     if whole:
         etree.strip_elements(region, *_CHROME, with_tail=False)
     words = len(_WORD.findall(_text(region)))
     if words > THIN_WORDS:
         return None
-    where, said = found
     if len(said) > 80:
         said = said[:77].rstrip() + "..."
     return f"{where} says {said!r}; {words} words"
