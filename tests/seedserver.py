@@ -12,16 +12,20 @@ test can tell which credentials reached which server. FILE holds::
                      "headers": {"Location": "..."},
                      "delay": 0.5,                       # seconds before the answer
                      "size": 300000,                     # a body of this many bytes
-                     "gzip": true}}}                     # the body gzipped (a .gz file)
+                     "gzip": true}},                     # the body gzipped (a .gz file)
+     "hold": {"prefix": "/x-", "until": "/y", "most": 5}}
 
 ``require``: every request must carry these headers (a ``cookie`` requirement is met
-by a ``Cookie`` header holding that pair), else 401. A missing page is a 404.
+by a ``Cookie`` header holding that pair), else 401. ``hold``: a request whose path
+starts with ``prefix`` is answered once ``until`` is asked after it, or after ``most`` seconds.
+A missing page is a 404.
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
 import json
 import time
 from pathlib import Path
@@ -38,6 +42,8 @@ class Site(resource.Resource):
         super().__init__()
         self.site = site
         self.log = log
+        self.asked: dict[str, int] = {}  # path -> the number of its last request
+        self.numbers = itertools.count(1)
 
     def render(self, request: Any) -> bytes | int:
         path = request.uri.decode("latin-1")
@@ -47,18 +53,24 @@ class Site(resource.Resource):
         }
         self.log.write(json.dumps({"path": path, "headers": headers, "time": time.time()}) + "\n")
         self.log.flush()
+        number = self.asked[path] = next(self.numbers)
         spec = json.loads(self.site.read_text())
         status, body, delay = self.respond(request, path, headers, spec)
         request.setResponseCode(status)
-        if not delay:
+        hold = spec.get("hold", {})
+        held = path.startswith(hold.get("prefix", "//"))
+        if not delay and not held:
             return body
+        end = time.monotonic() + (hold["most"] if held else delay)
 
         def answer() -> None:
-            if not request._disconnected:
+            if held and self.asked.get(hold["until"], 0) < number and time.monotonic() < end:
+                reactor.callLater(0.05, answer)
+            elif not request._disconnected:
                 request.write(body)
                 request.finish()
 
-        reactor.callLater(delay, answer)
+        reactor.callLater(0.05 if held else delay, answer)
         return server.NOT_DONE_YET
 
     def respond(

@@ -34,6 +34,7 @@ from scrapy.utils.sitemap import Sitemap
 
 from crawler.core.decisions import UNFETCHED_TIME
 from crawler.ledger.ledger import Ledger
+from crawler.page.softnotfound import PROBE_PREFIX
 from tests.conftest import ROOT
 from tests.indexnowserver import Answer, IndexNowServer
 from tests.seedserver import ScriptedSite
@@ -61,6 +62,7 @@ class Run:
     files: dict[str, bytes]  # every sitemap file published, by name, decompressed
     decisions: dict[str, tuple[str, str | None]]
     found: dict[str, tuple[str | None, str | None]]  # found_by, found_from
+    depths: dict[str, tuple[int | None, str | None]]  # depth, referrer
     feed: set[str]
     report: dict[str, Any]  # what report.html renders of the pages and decisions, robots.txt
     stderr: str
@@ -84,9 +86,7 @@ def read_sitemaps(out: Path) -> tuple[dict[str, str | None], dict[str, bytes]]:
 #: Figures of report.html about the fetching, not the pages and decisions: which
 #: process fetched a page, how often (a URL fetched before its parameter was learned
 #: elsewhere, robots.txt once a process), how fast, is a race between the processes.
-#: So is the depth a URL was first found at while seeds race the start URL: a
-#: robots.txt ``Sitemap:`` line is read during the soft-404 probe, and a seed's page
-#: that links to the start URL can be read before the start URL is queued.
+#: So is the depth a URL was first found at (the pages answer in any order).
 FETCHING = (
     "duration_seconds",
     "depths.",
@@ -141,6 +141,7 @@ def crawl(url: str, work: Path, mode: str, *options: str, env: Any = None) -> Ru
         rows = list(ledger.rows())
         decisions = {row["url"]: (row["decision"], row["reason"]) for row in rows}
         found = {row["url"]: (row["found_by"], row["found_from"]) for row in rows}
+        depths = {row["url"]: (row["depth"], row["referrer"]) for row in rows}
     finally:
         ledger.close()
     feed = set()
@@ -150,7 +151,7 @@ def crawl(url: str, work: Path, mode: str, *options: str, env: Any = None) -> Ru
     report = read_report(state / "report.html")
     # The robots.txt read, whichever process read it (with --no-fetch, a worker).
     report["robots"] = json.loads((state / "report.json").read_text())["robots"]
-    return Run(*read_sitemaps(out), decisions, found, feed, report, done.stderr)
+    return Run(*read_sitemaps(out), decisions, found, depths, feed, report, done.stderr)
 
 
 def same(one: Run, *others: Run) -> None:
@@ -240,6 +241,41 @@ def test_seeds_urls_and_sitemaps(tmp_path: Path, both: Any) -> None:
         # Each sitemap read once crawl-wide.
         for path in ("/sitemap.xml", "/maps/declared.xml"):
             assert [r["path"] for r in site.requests()].count(path) == len(MODES)
+    finally:
+        site.stop()
+
+
+#: Seconds the site holds the soft-404 probe's answer, waiting for a seed's page.
+HOLD = 5.0
+
+
+def test_start_url_before_the_seeds_of_robots_sitemap(tmp_path: Path, both: Any) -> None:
+    """robots.txt's ``Sitemap:`` line is read during the soft-404 probe, and the seed's
+    page links to the start URL. The site answers the probe only once that page was
+    asked (or after HOLD s: a crawl that reads the sitemap after the start URLs never
+    asks it sooner). The start URL is still found at depth 0, as the start, in every
+    mode, so the depth cap cuts at the same place."""
+    site = ScriptedSite(tmp_path)
+    try:
+        u = site.url
+        site.spec["robots"] = f"User-agent: *\nAllow: /\nSitemap: {u('/maps/declared.xml')}\n"
+        site.spec["hold"] = {"prefix": PROBE_PREFIX, "until": "/seed", "most": HOLD}
+        site.page("/", "/a")
+        site.page("/a", "/b")
+        site.page("/b")
+        site.page("/seed", "/")
+        ns = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+        site.raw(
+            "/maps/declared.xml",
+            f"<?xml version='1.0'?><urlset {ns}><url><loc>{u('/seed')}</loc></url></urlset>",
+            type="application/xml",
+        )
+        site.save()
+        runs = both(u("/"), "--seed-sitemaps", "--max-depth", "1", name="first")
+        same(*runs)
+        for run in runs:
+            assert (run.depths[u("/")], run.found[u("/")]) == ((0, None), ("start", None))
+            assert set(run.lastmods) == {u("/"), u("/a"), u("/seed")}
     finally:
         site.stop()
 

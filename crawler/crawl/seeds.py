@@ -127,9 +127,7 @@ class SitemapSeeds:
 
     def declared(self, sitemaps: Iterable[str], robots_url: str) -> list[Request]:
         """The requests for robots.txt's ``Sitemap:`` lines (a relative one read
-        against robots.txt's URL, as the audit reads it); none unless ``usual``."""
-        if not self.usual:
-            return []
+        against robots.txt's URL, as the audit reads it)."""
         return [r for line in sitemaps for r in self._request(urljoin(robots_url, line), depth=0)]
 
     def _request(self, raw: str, *, depth: int, quiet: bool = False) -> Iterator[Request]:

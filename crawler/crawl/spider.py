@@ -31,6 +31,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin
 
 from scrapy import Request, Spider, signals
 from scrapy.http import HtmlResponse, Response
@@ -91,6 +92,17 @@ class Sharing:
 
     #: This process leads the crawl: it probes, starts the frontier and the seeds.
     leading = True
+
+    def __init__(self) -> None:
+        self.sitemaps: list[str] = []
+
+    def hold(self, sitemaps: list[str]) -> None:
+        """robots.txt's sitemaps, read during the probe: kept for the leading process."""
+        self.sitemaps += sitemaps
+
+    def held(self) -> list[str]:
+        """The sitemaps held, once the start URLs went."""
+        return self.sitemaps
 
     def previous(self, state: RunState) -> Any:
         """The previous run's records, as the frontier and the judge ask them."""
@@ -229,12 +241,18 @@ class SiteSpider(Spider):
         yield from self._begin()
 
     def _robots_parsed(self, robotparser: Any, request: Request) -> None:
-        """robots.txt's ``Sitemap:`` lines, read for seeds (``--seed-sitemaps``)."""
+        """robots.txt's ``Sitemap:`` lines, read for seeds (``--seed-sitemaps``). Read
+        during the soft-404 probe, they wait for the start URLs (:meth:`_begin`): a
+        seed's page read first would find a start URL one level deep."""
         sitemaps = getattr(getattr(robotparser, "rp", None), "sitemaps", None)
-        if self.seeds is None or not sitemaps or self.crawler.engine is None:
+        engine = self.crawler.engine
+        if self.seeds is None or not self.seeds.usual or not sitemaps or engine is None:
+            return
+        if "sitemap_probe" in request.meta:
+            self.sharing.hold([urljoin(request.url, line) for line in sitemaps])
             return
         for sitemap in self.seeds.declared(sitemaps, request.url):
-            self.crawler.engine.crawl(sitemap)
+            engine.crawl(sitemap)
 
     @_one_item
     async def read_sitemap(self, response: Response) -> AsyncIterator[Any]:
@@ -250,7 +268,8 @@ class SiteSpider(Spider):
 
     def _begin(self) -> Iterator[Any]:
         """The start URLs (after the soft-404 probe), then the sitemap seeds' first
-        requests. ``state``: Scrapy's SpiderState, the saved frontier of an interrupted run."""
+        requests (the held ones of robots.txt first). ``state``: Scrapy's SpiderState,
+        the saved frontier of an interrupted run."""
         records: list[Any] = []
         for out in self.frontier.start(getattr(self, "state", None)):
             if isinstance(out, Request):
@@ -259,6 +278,7 @@ class SiteSpider(Spider):
                 records.append(out)
         yield self._item({BEGIN: True}, records, fetched=False)
         if self.seeds is not None:
+            yield from self.seeds.declared(self.sharing.held(), self.start_url)
             yield from self.seeds.first_requests()
 
     def _item(self, meta: dict[str, Any], records: list[Any], fetched: bool) -> PageRecords:

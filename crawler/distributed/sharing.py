@@ -244,6 +244,13 @@ class RedisSharing(Sharing):
         for url, found in self.redis.prints():
             judge.soft_not_found.add(url, found)
 
+    def hold(self, sitemaps: list[str]) -> None:
+        """In Redis, for the coordinator, before this process reports the probe."""
+        self.redis.hold_sitemaps(sitemaps)
+
+    def held(self) -> list[str]:
+        return self.redis.held_sitemaps()
+
     @cached_property
     def limits(self) -> tuple[int, int]:
         """Most query variants of a path, most pages: for the report script."""
