@@ -262,6 +262,27 @@ def test_no_fetch_coordinator_with_one_worker(
     assert "coordinator" not in counts and len(counts) == 1, err
 
 
+def test_a_budget_running_out_while_a_batch_is_in_the_pipelines_ends_the_crawl(
+    site: MockServer, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """The coordinator's batches of settled reports keep coming while the crawl closes:
+    one in the item pipelines when Scrapy's scraper begins closing (forced by the
+    pipeline of tests/closing.py) must not keep the crawl from ending."""
+    out = tmp_path / "public"
+    coordinator = cli(
+        "crawl", site.url("/"), "--out", str(out), "--redis", redis_server.url(10),
+        "--no-fetch", "--processes", "1", "--delay", "0.05",
+        "-s", 'ITEM_PIPELINES_BASE={"tests.closing.CloseOnSettled": 1000}',
+    )  # fmt: skip
+    try:
+        err = finish(coordinator, timeout=STARTUP)
+    finally:
+        coordinator.kill()
+    assert coordinator.returncode == 0, err
+    assert "the time budget (--max-time) ran out" in err, err
+    assert published(out)
+
+
 def test_no_fetch_alone_is_a_usage_error(tmp_path: Path) -> None:
     proc = cli("crawl", "http://127.0.0.1:9/", "--out", str(tmp_path / "p"), "--no-fetch")
     assert_one_line_error(finished(proc), 2, "--no-fetch needs --redis URL or --processes N")

@@ -12,9 +12,9 @@ this extension, :class:`RedisSharing`, which stands for the spider's
 * The **coordinator** leads: it queues the probe, then (once it hears the probe is
   over) the start URLs and the seeds; its ``start()`` drains the reports in batches,
   completes the candidates' records (:class:`~crawler.distributed.frontier.Settler`),
-  learns from every page as one process would, yields each batch as one
-  :class:`Settled` item, queues again what lost processes held, and returns when
-  nothing is left (or a worker stopped the crawl).
+  learns from every page as one process would, puts each batch through the item
+  pipelines as one :class:`Settled` item, queues again what lost processes held, and
+  returns when nothing is left (or a worker stopped the crawl).
 * A **worker**'s ``start()`` watches for the end of the crawl (or the coordinator's
   heartbeat going away) and takes a request when its idle engine has room (an idle
   Scrapy engine asks its scheduler only every 5 s).
@@ -337,11 +337,14 @@ class RedisSharing(Sharing):
             if payloads:
                 # One item for the whole batch: Scrapy's per-item machinery (a task,
                 # three pipeline calls, a signal) would cost more than the writing.
+                # Through the pipelines here, not yielded: Scrapy 2.19 never finishes
+                # closing if the time budget runs out while an item from start() is in
+                # them (scrapy/scrapy#7029), and this loop runs on while closing.
                 records: list[UrlRecord | Alias | Linked] = []
                 for payload in payloads:
                     self._apply(payload, records)
                 if records:
-                    yield Settled(records)
+                    await engine.scraper.itemproc.process_item_async(Settled(records))
                 self._share_learned()
                 if self.probe_heard:
                     self.probe_heard = False
