@@ -41,7 +41,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
@@ -142,6 +142,26 @@ class Run:
     recall: float | None = None
     precision: float | None = None
     note: str = ""
+    kinds: dict[str, int] = field(default_factory=dict)
+
+
+def kind_of(cmdline: bytes) -> str:
+    """What a process of the crawl is, from its command line: the crawler, Playwright's
+    driver, or Chromium's browser, renderer, GPU, network or other utility process."""
+    words = cmdline.replace(b"\0", b" ").split()  # Chromium's children rewrite theirs
+    name = Path(words[0].decode(errors="replace")).name
+    if "python" in name:
+        return "crawler"
+    if name == "node":
+        return "driver"
+    if "time" in name:
+        return "time"
+    for word in words:
+        if word.startswith(b"--utility-sub-type="):
+            return word.split(b".")[-1].decode(errors="replace").lower()
+        if word.startswith(b"--type="):
+            return word[7:].decode(errors="replace")
+    return "browser" if "chrom" in name else name
 
 
 class TreeMemory(threading.Thread):
@@ -152,6 +172,8 @@ class TreeMemory(threading.Thread):
         super().__init__(daemon=True)
         self.pid = pid
         self.peak_pss = self.peak_rss = 0
+        # The PSS of each kind of process (:func:`kind_of`) at the peak, in kB.
+        self.peak_kinds: dict[str, int] = {}
         # CPU seconds of every process of the crawl as last seen: /usr/bin/time counts
         # only the children that were waited for, and Chromium's renderers are not.
         self.cpu_ticks: dict[int, int] = {}
@@ -178,15 +200,24 @@ class TreeMemory(threading.Thread):
                 if pid in ticks:
                     self.cpu_ticks[pid] = max(self.cpu_ticks.get(pid, 0), ticks[pid])
             pss = rss = 0
+            kinds: dict[str, int] = {}
+            counts: dict[str, int] = {}
             for pid in tree:
                 try:
                     text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+                    kind = kind_of(Path(f"/proc/{pid}/cmdline").read_bytes())
                 except OSError:
                     continue
                 if m := re.search(r"^Pss:\s+(\d+) kB", text, re.M):
                     pss += int(m.group(1))
+                    kinds[kind] = kinds.get(kind, 0) + int(m.group(1))
+                    counts[kind] = counts.get(kind, 0) + 1
                 if m := re.search(r"^Rss:\s+(\d+) kB", text, re.M):
                     rss += int(m.group(1))
+            if pss > self.peak_pss:
+                self.peak_kinds = {
+                    (f"{k} x{counts[k]}" if counts[k] > 1 else k): v for k, v in kinds.items()
+                }
             self.peak_pss = max(self.peak_pss, pss)
             self.peak_rss = max(self.peak_rss, rss)
 
@@ -246,6 +277,7 @@ def crawl(
     run.wall = time.perf_counter() - started
     watch.stop()
     run.pss_kb, run.rss_kb = watch.peak_pss, watch.peak_rss
+    run.kinds = watch.peak_kinds
     if log.exists():  # the site's access log: one line a request, this crawl's at its end
         with open(log, "rb") as f:
             f.seek(before)
@@ -305,6 +337,11 @@ def table(n: int, runs: list[Run]) -> str:
             f"{fmt(per_page, '.2f'):>8} "
             f"{r.pss_kb / 1024:>7.0f} {r.rss_kb / 1024:>7.0f}  {r.note}"
         )
+    lines.append("PSS at the peak by process (MB):")
+    for r in runs:
+        parts = sorted(r.kinds.items(), key=lambda kv: -kv[1])
+        kinds = ", ".join(f"{kind} {kb / 1024:.0f}" for kind, kb in parts)
+        lines.append(f"  {r.site:<7} {r.mode:<7} {kinds}")
     return "\n".join(lines)
 
 
@@ -366,7 +403,8 @@ def main() -> int:
                 )
                 run.note = (label.strip() + " " + run.note).strip()
                 runs.append(run)
-                print(table(args.pages, [run]).splitlines()[-1], file=sys.stderr)
+                text = table(args.pages, [run]).splitlines()
+                print(text[2], text[-1], sep="\n", file=sys.stderr)
         print(
             f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  cores: "
             f"{len(os.sched_getaffinity(0))}  load: {os.getloadavg()[0]:.1f}"
