@@ -1,9 +1,11 @@
-"""The real Chromium the browser tests drive: Debian's ``chromium`` package through
-the ``playwright`` package's ``executable_path`` (no browser is downloaded).
+"""The real Chromium the browser tests drive: Debian's ``chromium-headless-shell``
+package (else its ``chromium``: the crawl's own choice,
+:data:`crawler.fetch.rendering.BROWSERS`) through the ``playwright`` package's
+``executable_path`` (no browser is downloaded).
 
-``.ci/run`` installs Debian's chromium when it is missing; ``TEST_CHROMIUM``
-names another binary. A test that needs the browser takes the ``chromium``
-fixture (tests/conftest.py): without a browser it fails with one line saying
+``.ci/run`` installs Debian's chromium-headless-shell and chromium when they are
+missing; ``TEST_CHROMIUM`` names another binary. A test that needs the browser
+takes the ``chromium`` fixture (tests/conftest.py): without a browser it fails with one line saying
 what to install, rather than being skipped, so that CI cannot pass without it.
 """
 
@@ -11,6 +13,8 @@ from __future__ import annotations
 
 import os
 import shutil
+
+from crawler.fetch.rendering import BROWSERS
 
 #: The switches a headless Chromium needs on a machine with no network and no screen,
 #: run as root: without the background-networking ones, Chromium keeps trying to reach
@@ -31,7 +35,7 @@ def chromium_path() -> str | None:
     named = os.environ.get("TEST_CHROMIUM")
     if named:
         return named if os.access(named, os.X_OK) else None
-    for name in ("chromium", "chromium-browser", "google-chrome"):
+    for name in (*BROWSERS, "google-chrome"):
         found = shutil.which(name)
         if found:
             return found

@@ -427,7 +427,8 @@ def chromium() -> str:
     path = chromium_path()
     if path is None:
         pytest.fail(
-            "no Chromium found: install Debian's chromium package (apt-get install chromium), "
+            "no Chromium found: install Debian's chromium-headless-shell package (apt-get "
+            "install chromium-headless-shell), "
             "or set TEST_CHROMIUM to a Chromium binary",
             pytrace=False,
         )

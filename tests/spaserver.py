@@ -139,7 +139,7 @@ fetch("/api/news.json").then(r => r.json()).then(items => {
 HANGS = """<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>Hangs</title></head>
 <body><div id="root"></div><script>
-setTimeout(() => { for (;;) {} }, 10);
+for (;;) {}
 </script></body></html>"""
 
 DOCS = {

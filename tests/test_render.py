@@ -1,7 +1,7 @@
 """Rendering JavaScript-built pages in a real headless Chromium (issue #16).
 
 The single-page application of tests/spaserver.py, served over real HTTP, crawled
-once per mode (``never``, ``auto``, ``always``) with Debian's chromium: the exact
+once per mode (``never``, ``auto``, ``always``) with Debian's Chromium: the exact
 listed set, why each page was rendered or not (the ledger's ``render`` column),
 what the browser was let to fetch (the servers' own logs), and a nightly run whose
 304s replay what the rendered pages gave without rendering again.
@@ -83,8 +83,15 @@ def spa(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SpaServer]:
 
 
 def crawl(spa: SpaServer, tmp: Path, chromium: str, mode: str, **settings: Any) -> CrawlResult:
+    coro = crawl_async(spa, tmp, chromium, mode, **settings)
+    return pytest_twisted.blockon(Deferred.fromCoroutine(coro))  # type: ignore[no-any-return]
+
+
+async def crawl_async(
+    spa: SpaServer, tmp: Path, chromium: str, mode: str, **settings: Any
+) -> CrawlResult:
     spa.clear_log()
-    coro = run_crawl(
+    result = await run_crawl(
         spa.base + "/",
         tmp,
         SITEMAP_RENDER=mode,
@@ -97,7 +104,6 @@ def crawl(spa: SpaServer, tmp: Path, chromium: str, mode: str, **settings: Any) 
         SITEMAP_RENDER_INCLUDE=[r"/news$"],
         **settings,
     )
-    result: CrawlResult = pytest_twisted.blockon(Deferred.fromCoroutine(coro))
     result.site_requests = spa.requests()  # type: ignore[attr-defined]
     return result
 
@@ -202,6 +208,23 @@ def test_one_request_to_the_site_per_rendered_page(spa: SpaServer, rendered: Cra
     assert rendered.stats["sitemap/render/contexts"] >= 2
     # Pages are kept open and reused from one URL to the next.
     assert rendered.stats["sitemap/render/pages_reused"] >= 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_full_browser_renders_the_same_pages(
+    spa: SpaServer, always: CrawlResult, chromium: str, tmp_path: Path
+) -> None:
+    """The crawl renders with the headless shell when it is there (the ``chromium``
+    fixture's choice too); Debian's full browser, ``--browser /usr/bin/chromium``,
+    lists the same pages for the same reasons, one request to the site a page."""
+    full = shutil.which("chromium")
+    assert full, "Debian's chromium is not installed (apt-get install chromium)"
+    result = await crawl_async(spa, tmp_path, full, "always")
+    assert result.outcome == "published", result.stats.get("sitemap/message")
+    assert paths(spa, result.listed()) == paths(spa, always.listed()) == LISTED_RENDERED
+    assert result.decisions() == always.decisions()
+    asked = Counter(r["path"] for r in result.site_requests if r["server"] == "site")  # type: ignore[attr-defined]
+    assert all(n == 1 for p, n in asked.items() if "." not in p.rsplit("/", 1)[-1]), asked
 
 
 def test_content_that_arrives_late_is_read(spa: SpaServer, rendered: CrawlResult) -> None:
@@ -322,7 +345,7 @@ def test_always_without_a_browser_says_what_to_install(
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines() == [
         "sitemap-crawler: error: --render always: rendering needs a Chromium: "
-        "apt-get install chromium (or --browser PATH)"
+        "apt-get install chromium-headless-shell (or --browser PATH)"
     ]
     proc = cli("crawl", spa.base + "/", "--out", out, "--browser", str(tmp_path / "nothing"))
     assert proc.returncode == 2
@@ -362,7 +385,7 @@ def test_auto_without_a_browser_reads_raw_html_and_warns(
     # The shells the raw HTML reaches: / and /about.
     assert (
         "warning: 2 pages look built by JavaScript but were judged on their raw HTML "
-        "(rendering needs a Chromium: apt-get install chromium (or --browser PATH))"
+        "(rendering needs a Chromium: apt-get install chromium-headless-shell (or --browser PATH))"
     ) in proc.stderr.splitlines()
     assert f"listed: {len(LISTED_RAW)}" in proc.stderr.splitlines()
 
@@ -381,6 +404,47 @@ def _children(pid: int) -> list[int]:
 
 
 @pytest_twisted.ensureDeferred
+async def test_a_page_whose_script_hangs_after_it_was_read_harms_no_other(
+    served: tuple[Path, str], chromium: str, tmp_path: Path
+) -> None:
+    """/a/ is read at once, then its script loops forever (after 0.5 s). The kept
+    page cannot leave it for /b/ (its renderer is stuck): /b/ is rendered again in a
+    fresh page, not judged on its raw HTML."""
+    root, base = served
+    (root / "robots.txt").write_text("User-agent: *\nAllow: /\n")
+    pages = {
+        "": '<a href="/a/">a</a>',
+        "a/": '<a href="/b/">b</a><script>setTimeout(() => { for (;;) {} }, 500)</script>',
+        "b/": '<div id="root"></div><script>document.getElementById("root").innerHTML = '
+        "'<a href=\"/c/\">c</a>'</script>",
+        "c/": "the end",
+    }
+    for path, body in pages.items():
+        (root / path).mkdir(parents=True, exist_ok=True)
+        (root / path / "index.html").write_text(f"<!DOCTYPE html><title>{path}</title>{body}")
+    result = await run_crawl(
+        base,
+        tmp_path,
+        SITEMAP_RENDER="always",
+        SITEMAP_RENDER_BROWSER=chromium,
+        SITEMAP_RENDER_TIMEOUT=3.0,
+        SITEMAP_RENDER_CONCURRENCY=1,
+        # /b/ is asked for a second after /a/ was: its loop has begun by then.
+        DOWNLOAD_DELAY=1.0,
+        DOWNLOAD_DELAY_JITTER=0,
+    )
+    rows = {u[len(base) :]: r for u, r in result.ledger_rows().items() if u.startswith(base)}
+    assert rows["b/"]["render"] == "rendered (always)", rows["b/"]
+    # /c/ is linked only by /b/'s script: found through /b/'s render.
+    assert rows["c/"]["decision"] == "listed"
+    assert "sitemap/render/failed" not in result.stats
+    # (On a machine too slow to read /a/ within 0.5 s, /a/'s own render fails and its
+    # page is not kept: no page was stuck. Otherwise /b/'s first page was.)
+    if rows["a/"]["render"] == "rendered (always)":
+        assert result.stats["sitemap/render/stuck_pages"] == 1
+
+
+@pytest_twisted.ensureDeferred
 async def test_a_browser_that_dies_is_launched_again(
     spa: SpaServer, chromium: str, tmp_path: Path
 ) -> None:
@@ -394,10 +458,12 @@ async def test_a_browser_that_dies_is_launched_again(
             return
         rendered.append(response.url)
         if len(rendered) == 3:
-            # Playwright's driver is a child of this process; Chromium, a child of it.
+            # Playwright's driver is a child of this process; Chromium, a child of it
+            # (or of the shell script that starts it, as Debian's headless shell's).
             for driver in _children(os.getpid()):
                 for browser in _children(driver):
-                    os.kill(browser, signal.SIGKILL)
+                    for pid in (*_children(browser), browser):
+                        os.kill(pid, signal.SIGKILL)
 
     def setup(crawler: Any) -> None:
         crawler.signals.connect(kill_after_three, signal=signals.response_received)

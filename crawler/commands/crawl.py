@@ -130,8 +130,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         f"{setting_default('SITEMAP_RENDER')})",
         "--render-include": "with --render auto, always render pages whose URL matches "
         "(repeatable; re.search on the normalised URL)",
-        "--browser": "the Chromium binary to render with (default: chromium or chromium-browser "
-        "on PATH)",
+        "--browser": "the Chromium binary to render with (default: the first on PATH of "
+        "chromium-headless-shell, chromium, chromium-browser)",
         "--render-concurrency": "render at most N pages at once, or auto: two per core the "
         "crawl may use, at most --concurrency and 8 (default "
         f"{setting_default('SITEMAP_RENDER_CONCURRENCY')})",

@@ -496,23 +496,33 @@ class Browser(ScrapyPlaywrightDownloadHandler):
         :meth:`_create_page`) loads the URL, settles (:meth:`_settle`) and its DOM is
         read, with the raw answer's status and headers (the browser's, without one)."""
         page = request.meta.get("playwright_page")
-        if not isinstance(page, Page) or page.is_closed():
-            page = await self._create_page(request=request, spider=spider)
-            request.meta["playwright_page"] = page
-        state = self.states.get(id(page)) or _PageState()
+        reused = isinstance(page, Page) and not page.is_closed()
         document = request.meta.pop("sitemap_render_document", None)
-        state.reset(request.url, document)
-        request.meta["sitemap_render_errors"] = state.errors
         started = time.time()
-        try:
-            answer = await page.goto(request.url)
-            html = await self._settle(page, request, state)
-            status, headers = document[:2] if document else (200, {})
-            if document is None and answer is not None:
-                status, headers = answer.status, await answer.all_headers()
-        except Exception:
-            await self._close_page(page)
-            raise
+        while True:
+            if not isinstance(page, Page) or page.is_closed():
+                page = await self._create_page(request=request, spider=spider)
+                request.meta["playwright_page"] = page
+            state = self.states.get(id(page)) or _PageState()
+            state.reset(request.url, document)
+            request.meta["sitemap_render_errors"] = state.errors
+            try:
+                answer = await page.goto(request.url)
+                html = await self._settle(page, request, state)
+                status, headers = document[:2] if document else (200, {})
+                if document is None and answer is not None:
+                    status, headers = answer.status, await answer.all_headers()
+                break
+            except Exception:
+                # A kept page whose last document's script went on after it was read
+                # and never ended: its renderer cannot take the next URL (the page
+                # never left the last one). Once more, in a fresh page.
+                stuck = reused and page.url != request.url
+                await self._close_page(page)
+                if not stuck:
+                    raise
+                self.stats.inc_value("sitemap/render/stuck_pages")
+                reused = False
         request.meta["download_latency"] = time.time() - started
         return HtmlResponse(
             page.url,
