@@ -490,6 +490,11 @@ def test_rendering(tmp_path: Path, both: Any, chromium: str) -> None:
         same(one, *two)
         rendered = json.dumps(one.decisions)
         assert f"http://127.0.0.1:{port}/gallery/1" in one.lastmods, rendered
+        # The summary counts every process's renders and responses (a rendered page
+        # is two), as one process does.
+        for line in ("rendered in Chromium: ", "pages fetched: "):
+            said = [[w for w in r.stderr.splitlines() if w.startswith(line)] for r in (one, *two)]
+            assert len(said[0]) == 1 and said == [said[0]] * 3, said
     finally:
         proc.kill()
         proc.wait(timeout=10)

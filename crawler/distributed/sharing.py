@@ -24,8 +24,8 @@ Stats: ``sitemap/distributed/process``, ``sitemap/distributed/pages_from_workers
 ``sitemap/distributed/workers``, ``sitemap/distributed/pages/<process>`` (reports of
 fetched pages received), ``sitemap/distributed/lost``, ``sitemap/distributed/requeued``,
 ``sitemap/distributed/end``, ``sitemap/distributed/cpu_seconds`` (the coordinator's
-CPU while crawling); the coordinator adds the workers' pages to
-``response_received_count``.
+CPU while crawling); the coordinator adds what the workers counted of
+:data:`SHARED_STATS` (their responses among them) and :data:`SHARED_PREFIXES`.
 """
 
 from __future__ import annotations
@@ -88,7 +88,17 @@ SWEEP_INTERVAL = 1.0
 DRAIN_INTERVAL = 0.1
 # Statistics counted where a page is handled that the coordinator's summary shows for
 # the whole crawl: each report carries what its process counted since the last one.
-SHARED_STATS = ("sitemap/ignored/scheme", "sitemap/conditional/not_modified")
+# The responses (a rendered page is two: raw, then rendered) and robots.txt's, so that
+# "pages fetched" counts as one process would; and everything of rendering (pages
+# wanted and rendered, failures, what the browser blocked, the cache; the render
+# concurrency, so set once a process, adds up to the crawl's).
+SHARED_STATS = (
+    "sitemap/ignored/scheme",
+    "sitemap/conditional/not_modified",
+    "response_received_count",
+    "robotstxt/response_count",
+)
+SHARED_PREFIXES = ("sitemap/render/",)
 
 
 @dataclass(slots=True)
@@ -300,10 +310,12 @@ class RedisSharing(Sharing):
         return report
 
     def _counts(self) -> dict[str, int]:
-        """What this process counted of SHARED_STATS since its last report."""
+        """What this process counted of SHARED_STATS and SHARED_PREFIXES since its last
+        report."""
         stats, counted, counts = self.crawler.stats, self.counted, {}
         assert stats is not None
-        for name in SHARED_STATS:
+        names = [*SHARED_STATS, *(n for n in stats.get_stats() if n.startswith(SHARED_PREFIXES))]
+        for name in names:
             value = stats.get_value(name, 0)
             if value != counted.get(name, 0):
                 counts[name] = value - counted.get(name, 0)
@@ -421,8 +433,6 @@ class RedisSharing(Sharing):
             stats.inc_value(f"sitemap/distributed/pages/{report.process}")
         if report.process != self.redis.process:
             if report.fetched:
-                # Pages fetched by the workers count as pages fetched by the crawl.
-                stats.inc_value("response_received_count")
                 stats.inc_value("sitemap/distributed/pages_from_workers")
             if report.process not in self.workers_seen:
                 self.workers_seen.add(report.process)
