@@ -143,12 +143,14 @@ class Run:
     precision: float | None = None
     note: str = ""
     kinds: dict[str, int] = field(default_factory=dict)
+    cpu_kinds: dict[str, float] = field(default_factory=dict)
+    cpu_from: str = "/proc"
 
 
 def kind_of(cmdline: bytes) -> str:
     """What a process of the crawl is, from its command line: the crawler, Playwright's
     driver, or Chromium's browser, renderer, GPU, network or other utility process."""
-    words = cmdline.replace(b"\0", b" ").split()  # Chromium's children rewrite theirs
+    words = cmdline.replace(b"\0", b" ").split() or [b"?"]  # (Chromium's rewrite theirs)
     name = Path(words[0].decode(errors="replace")).name
     if "python" in name:
         return "crawler"
@@ -164,6 +166,16 @@ def kind_of(cmdline: bytes) -> str:
     return "browser" if "chrom" in name else name
 
 
+def cpu_group(name: str) -> Path | None:
+    """A new cgroup (v1 cpuacct) for one crawl, or None where none can be made."""
+    group = Path("/sys/fs/cgroup/cpuacct") / f"render-bench-{os.getpid()}-{name}"
+    try:
+        group.mkdir()
+    except OSError:
+        return None
+    return group
+
+
 class TreeMemory(threading.Thread):
     """Samples the summed PSS and RSS of process *pid* and all its descendants
     (Chromium's processes start sessions of their own: a process group misses them)."""
@@ -177,6 +189,7 @@ class TreeMemory(threading.Thread):
         # CPU seconds of every process of the crawl as last seen: /usr/bin/time counts
         # only the children that were waited for, and Chromium's renderers are not.
         self.cpu_ticks: dict[int, int] = {}
+        self.pid_kinds: dict[int, str] = {}
         self._stop_event = threading.Event()
 
     def run(self) -> None:
@@ -208,6 +221,7 @@ class TreeMemory(threading.Thread):
                     kind = kind_of(Path(f"/proc/{pid}/cmdline").read_bytes())
                 except OSError:
                     continue
+                self.pid_kinds[pid] = kind
                 if m := re.search(r"^Pss:\s+(\d+) kB", text, re.M):
                     pss += int(m.group(1))
                     kinds[kind] = kinds.get(kind, 0) + int(m.group(1))
@@ -220,6 +234,15 @@ class TreeMemory(threading.Thread):
                 }
             self.peak_pss = max(self.peak_pss, pss)
             self.peak_rss = max(self.peak_rss, rss)
+
+    def cpu_by_kind(self) -> dict[str, float]:
+        """CPU seconds seen of each kind of process (a process that ended between two
+        samples loses what it used since the last one)."""
+        seconds: dict[str, float] = {}
+        for pid, ticks in self.cpu_ticks.items():
+            kind = self.pid_kinds.get(pid, "?")
+            seconds[kind] = seconds.get(kind, 0) + ticks / os.sysconf("SC_CLK_TCK")
+        return seconds
 
     def stop(self) -> None:
         self._stop_event.set()
@@ -257,10 +280,14 @@ def crawl(
         *extra,
     ]
     report = work / "time.txt"
+    group = cpu_group(work.name)
+    # In its own cpuacct cgroup when there is one: the CPU of every process of the crawl,
+    # those that ended too (Chromium's renderers come and go with their contexts).
+    enter = ["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$@"', "sh"] if group else []
     started = time.perf_counter()
     with open(work / "output.txt", "w") as out_log:
         proc = subprocess.Popen(
-            [str(TIME), "-v", "-o", str(report), *cmd],
+            [*enter, str(TIME), "-v", "-o", str(report), *cmd],
             cwd=root,
             stdout=out_log,
             stderr=subprocess.STDOUT,
@@ -278,6 +305,7 @@ def crawl(
     watch.stop()
     run.pss_kb, run.rss_kb = watch.peak_pss, watch.peak_rss
     run.kinds = watch.peak_kinds
+    run.cpu_kinds = watch.cpu_by_kind()
     if log.exists():  # the site's access log: one line a request, this crawl's at its end
         with open(log, "rb") as f:
             f.seek(before)
@@ -290,6 +318,14 @@ def crawl(
     run.cpu = tree_cpu
     if user and system:  # the larger of the two: each can miss what the other sees
         run.cpu = max(tree_cpu, float(user.group(1)) + float(system.group(1)))
+    if group is not None:
+        run.cpu, run.cpu_from = int((group / "cpuacct.usage").read_text()) / 1e9, "cgroup"
+        for _ in range(50):  # empty once the browser's last processes are gone
+            try:
+                group.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
     if m := re.search(r"^pages fetched: (\d+)", output, re.M):
         run.pages = int(m.group(1))
     if m := re.search(r"^rendered in Chromium: (\d+)", output, re.M):
@@ -342,6 +378,11 @@ def table(n: int, runs: list[Run]) -> str:
         parts = sorted(r.kinds.items(), key=lambda kv: -kv[1])
         kinds = ", ".join(f"{kind} {kb / 1024:.0f}" for kind, kb in parts)
         lines.append(f"  {r.site:<7} {r.mode:<7} {kinds}")
+    lines.append("CPU s by process (sampled from /proc; 'cpu s' above: from the cgroup if so):")
+    for r in runs:
+        parts2 = sorted(r.cpu_kinds.items(), key=lambda kv: -kv[1])
+        cpu = ", ".join(f"{kind} {sec:.1f}" for kind, sec in parts2)
+        lines.append(f"  {r.site:<7} {r.mode:<7} {cpu}; total {r.cpu or 0:.1f} ({r.cpu_from})")
     return "\n".join(lines)
 
 
@@ -404,7 +445,7 @@ def main() -> int:
                 run.note = (label.strip() + " " + run.note).strip()
                 runs.append(run)
                 text = table(args.pages, [run]).splitlines()
-                print(text[2], text[-1], sep="\n", file=sys.stderr)
+                print(text[2], text[-3], text[-1], sep="\n", file=sys.stderr)
         print(
             f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  cores: "
             f"{len(os.sched_getaffinity(0))}  load: {os.getloadavg()[0]:.1f}"
