@@ -9,6 +9,7 @@ what the browser was let to fetch (the servers' own logs), and a nightly run who
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
@@ -442,6 +443,43 @@ async def test_a_page_whose_script_hangs_after_it_was_read_harms_no_other(
     # page is not kept: no page was stuck. Otherwise /b/'s first page was.)
     if rows["a/"]["render"] == "rendered (always)":
         assert result.stats["sitemap/render/stuck_pages"] == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_driver_runs_with_a_small_young_generation(
+    served: tuple[Path, str], chromium: str, tmp_path: Path
+) -> None:
+    """Playwright's driver (Node.js) is started with DRIVER_NODE_OPTIONS added to the
+    crawl's NODE_OPTIONS, which the crawl's own environment keeps as it was."""
+    from scrapy import signals
+
+    root, base = served
+    (root / "index.html").write_text("<!DOCTYPE html><title>one</title><p>one page")
+    environs: list[bytes] = []
+
+    def read_driver(response: Any, request: Any, spider: Any) -> None:
+        for pid in _children(os.getpid()):
+            with contextlib.suppress(OSError):
+                if Path(f"/proc/{pid}/exe").resolve().name == "node":
+                    environs.append(Path(f"/proc/{pid}/environ").read_bytes())
+
+    def setup(crawler: Any) -> None:
+        crawler.signals.connect(read_driver, signal=signals.response_received)
+
+    before = os.environ.get("NODE_OPTIONS")
+    os.environ["NODE_OPTIONS"] = "--no-deprecation"
+    try:
+        result = await run_crawl(
+            base, tmp_path, setup=setup, SITEMAP_RENDER="always", SITEMAP_RENDER_BROWSER=chromium
+        )
+        assert os.environ["NODE_OPTIONS"] == "--no-deprecation"
+    finally:
+        os.environ.pop("NODE_OPTIONS")
+        if before is not None:
+            os.environ["NODE_OPTIONS"] = before
+    assert result.stats["sitemap/render/pages"] == 1
+    assert environs, "no Playwright driver among this process's children"
+    assert b"NODE_OPTIONS=--no-deprecation --max-semi-space-size=1\0" in environs[0]
 
 
 @pytest_twisted.ensureDeferred

@@ -107,6 +107,10 @@ ANALYTICS = re.compile(
 CACHED_TYPES = frozenset({"script", "fetch", "xhr"})
 CACHE_BYTES = 64 * 1024 * 1024
 CACHE_ENTRY_BYTES = 4 * 1024 * 1024
+#: Node.js options of Playwright's driver: a young generation of 1 MB a semi-space
+#: (16 MB by default), collected more often. bench/render_site.py, 1,000 rendered
+#: pages: the driver's peak 133 MB instead of 177-189, for the same CPU.
+DRIVER_NODE_OPTIONS = "--max-semi-space-size=1"
 #: Headers of the raw response not given to the browser with its (decoded) body.
 _HOP_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding", "connection"})
 
@@ -371,8 +375,18 @@ class Browser(ScrapyPlaywrightDownloadHandler):
         self.cache = ResourceCache()
 
     async def start(self) -> None:
-        """Start Playwright's driver (the browser is launched with the first page)."""
-        await self._launch()
+        """Start Playwright's driver (the browser is launched with the first page),
+        with :data:`DRIVER_NODE_OPTIONS` added to the ``NODE_OPTIONS`` it inherits."""
+        given = os.environ.get("NODE_OPTIONS")
+        if "--max-semi-space-size" not in (given or ""):
+            os.environ["NODE_OPTIONS"] = f"{given or ''} {DRIVER_NODE_OPTIONS}".strip()
+        try:
+            await self._launch()
+        finally:
+            if given is None:
+                os.environ.pop("NODE_OPTIONS", None)
+            else:
+                os.environ["NODE_OPTIONS"] = given
 
     async def download_request(self, request: Request) -> Response:
         start = getattr(self.crawler.spider, "start_url", "") or request.url
