@@ -66,6 +66,7 @@ class Run:
     feed: set[str]
     report: dict[str, Any]  # what report.html renders of the pages and decisions, robots.txt
     stderr: str
+    report_json: dict[str, Any]  # the crawl's report.json
 
 
 def read_sitemaps(out: Path) -> tuple[dict[str, str | None], dict[str, bytes]]:
@@ -150,8 +151,11 @@ def crawl(url: str, work: Path, mode: str, *options: str, env: Any = None) -> Ru
         feed = {part.split("</id>")[0] for part in text.split("<id>")[2:]}
     report = read_report(state / "report.html")
     # The robots.txt read, whichever process read it (with --no-fetch, a worker).
-    report["robots"] = json.loads((state / "report.json").read_text())["robots"]
-    return Run(*read_sitemaps(out), decisions, found, depths, feed, report, done.stderr)
+    report_json = json.loads((state / "report.json").read_text())
+    report["robots"] = report_json["robots"]
+    return Run(
+        *read_sitemaps(out), decisions, found, depths, feed, report, done.stderr, report_json
+    )
 
 
 def same(one: Run, *others: Run) -> None:
@@ -495,6 +499,10 @@ def test_rendering(tmp_path: Path, both: Any, chromium: str) -> None:
         for line in ("rendered in Chromium: ", "pages fetched: "):
             said = [[w for w in r.stderr.splitlines() if w.startswith(line)] for r in (one, *two)]
             assert len(said[0]) == 1 and said == [said[0]] * 3, said
+        # --processes 2 shares the cores: its processes render no more pages at once
+        # in all than one process does.
+        at_once = [r.report_json["render"]["concurrency"] for r in (one, *two)]
+        assert at_once[0] >= 1 and all(1 <= n <= at_once[0] for n in at_once), at_once
     finally:
         proc.kill()
         proc.wait(timeout=10)

@@ -592,3 +592,7 @@ def test_render_concurrency_follows_the_machine_and_the_site() -> None:
         {**polite, "CONCURRENT_REQUESTS_PER_DOMAIN": 1, "SITEMAP_RENDER_CONCURRENCY": "auto"}
     )
     assert render_concurrency(one) == 1
+    # crawl --processes N: each process renders its share of the cores' pages.
+    for here in (2, 3):
+        shared = Settings({**auto.copy_to_dict(), "SITEMAP_REDIS_PROCESSES_HERE": here})
+        assert render_concurrency(shared) == max(1, min(round(2 * cores / here), 8))

@@ -367,6 +367,8 @@ def _execute(args: argparse.Namespace) -> CrawlOutcome:
                 Path(overrides["SITEMAP_STATE_DIR"]), overrides.get("SITEMAP_REDIS_SERVER")
             )
         if redis_url:
+            if args.processes:  # they share this machine's cores (the workers take it too)
+                overrides["SITEMAP_REDIS_PROCESSES_HERE"] = args.processes
             redis_crawl, overrides = distributed.begin(redis_url, args.url, overrides)
             if args.no_fetch:
                 # This process's own (not sent to the workers): it parses no page.

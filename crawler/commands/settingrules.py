@@ -291,6 +291,7 @@ RULES: dict[str, Rule] = {
     "SITEMAP_PROGRESS_INTERVAL": _number(float, 0),
     "SITEMAP_REDIS_CRAWL": _optional(_text),
     "SITEMAP_REDIS_POLL_INTERVAL": _positive,
+    "SITEMAP_REDIS_PROCESSES_HERE": _number(int, 1),
     "SITEMAP_REDIS_REPORT_BATCH": _number(int, 1),
     "SITEMAP_REDIS_ROLE": _optional(_choice("coordinator", "worker")),
     "SITEMAP_REDIS_SERVER": _optional(_text),

@@ -203,16 +203,18 @@ class RenderTimeout(Exception):
 
 def render_concurrency(settings: BaseSettings) -> int:
     """Pages rendered at once: ``SITEMAP_RENDER_CONCURRENCY``, or for ``"auto"`` two
-    per core the crawl may use, within the site's politeness budget
-    (``CONCURRENT_REQUESTS_PER_DOMAIN``), at most 8."""
+    per core the crawl may use (this process's share of them, with
+    ``SITEMAP_REDIS_PROCESSES_HERE`` fetching processes on the machine), within the
+    site's politeness budget (``CONCURRENT_REQUESTS_PER_DOMAIN``), at most 8."""
     value = settings.get("SITEMAP_RENDER_CONCURRENCY")
     if value != "auto":
         return max(1, int(value))
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    share = 2 * (cores or 1) / max(1, settings.getint("SITEMAP_REDIS_PROCESSES_HERE", 1))
     polite = settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN") or settings.getint(
         "CONCURRENT_REQUESTS"
     )
-    return max(1, min(2 * (cores or 1), polite or 1, 8))
+    return max(1, min(round(share), polite or 1, 8))
 
 
 def renderers_mb(root: int) -> float:

@@ -159,6 +159,7 @@ def run_model(
             "unavailable": stats.get("sitemap/render/unavailable", 0),
             "blocked": stats.get("sitemap/render/blocked/other_host", 0)
             + stats.get("sitemap/render/blocked/robots", 0),
+            "concurrency": stats.get("sitemap/render/concurrency", 0),
         },
         "budget": (
             {"stopped": stats["sitemap/budget"], "unfetched": stats.get("sitemap/budget/unfetched")}
