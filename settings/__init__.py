@@ -221,6 +221,9 @@ SITEMAP_PUBLISH = True
 SITEMAP_REDIS_CRAWL = None
 # ... whether the coordinator fetches nothing itself (crawl --no-fetch) ...
 SITEMAP_REDIS_NO_FETCH = False
+# ... the process ids of the workers crawl --processes started (set by the command line):
+# with --no-fetch, once they have all exited with work left, the crawl fails ...
+SITEMAP_REDIS_LOCAL_WORKERS: list[int] = []
 # ... the crawl's fetching processes that share this machine's cores (crawl --processes N
 # sets N; "auto" render concurrency divides the cores among them) ...
 SITEMAP_REDIS_PROCESSES_HERE = 1

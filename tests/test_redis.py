@@ -392,6 +392,50 @@ def test_second_night_replays_the_304s_of_every_process(
         site.stop()
 
 
+def test_no_fetch_coordinator_whose_workers_all_died_fails(
+    site: MockServer, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """crawl --processes 1 --no-fetch, its worker killed mid-crawl: nobody is left to
+    fetch the rest, so the crawl fails at once with one line saying why (it waited
+    for ever), and publishes nothing."""
+    url, client = redis_server.url(8), redis_server.client(8)
+    out = tmp_path / "public"
+    site.clear_log()
+    coordinator = cli(
+        "crawl", site.url("/"), "--out", str(out), "--redis", url, "--no-fetch",
+        "--processes", "1", "--delay", "0.1",
+    )  # fmt: skip
+    wait_for(lambda: workers_up(client, 1), timeout=STARTUP)
+    wait_for(lambda: len(site.requests()) >= 5, timeout=STARTUP)
+    workers = [
+        pid
+        for pid in _children(coordinator.pid)
+        if b"worker" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    ]
+    assert len(workers) == 1, workers
+    os.kill(workers[0], signal.SIGKILL)
+    err = finish(coordinator, timeout=60)
+    assert coordinator.returncode == 3, err
+    assert (
+        "sitemap-crawler: every worker of --processes exited with pages left to "
+        "fetch, and with --no-fetch this process fetches none"
+    ) in err.splitlines(), err
+    assert not (out / "sitemap_index.xml").exists()
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
 def test_interrupted_coordinator_publishes_nothing_and_stops_the_workers(
     site: MockServer, redis_server: RedisServer, tmp_path: Path
 ) -> None:

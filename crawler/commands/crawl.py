@@ -378,6 +378,8 @@ def _execute(args: argparse.Namespace) -> CrawlOutcome:
             # (none without --processes: the workers are started elsewhere).
             count = (args.processes or 0) if args.no_fetch else (args.processes or 1) - 1
             workers = distributed.start_workers(redis_url, count, args.log_level)
+            # (Not sent to the workers: begin() has shared the settings already.)
+            overrides["SITEMAP_REDIS_LOCAL_WORKERS"] = [worker.pid for worker in workers]
         spider_run = run_spider(args.url, overrides)
     except CrawlFailure as e:
         return CrawlOutcome(EXIT_CRAWL_FAILED, error=f"{e}; this run did nothing")

@@ -290,6 +290,7 @@ RULES: dict[str, Rule] = {
     "SITEMAP_PRIORITY_RULES": _priority_rules,
     "SITEMAP_PROGRESS_INTERVAL": _number(float, 0),
     "SITEMAP_REDIS_CRAWL": _optional(_text),
+    "SITEMAP_REDIS_LOCAL_WORKERS": _each(int),
     "SITEMAP_REDIS_POLL_INTERVAL": _positive,
     "SITEMAP_REDIS_PROCESSES_HERE": _number(int, 1),
     "SITEMAP_REDIS_REPORT_BATCH": _number(int, 1),

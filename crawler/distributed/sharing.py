@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import pickle
 import time
 from collections import deque
@@ -101,6 +102,21 @@ SHARED_STATS = (
 SHARED_PREFIXES = ("sitemap/render/",)
 
 
+def alive(pid: int) -> bool:
+    """Whether process *pid* runs (an exited child not yet waited for does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc: whether a signal could reach it
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+
 @dataclass(slots=True)
 class Settled(PageRecords):
     """Records the coordinator settled from the reports: for its item pipelines."""
@@ -141,6 +157,8 @@ class RedisSharing(Sharing):
         self.redis = RedisCrawl.from_settings(s)
         self.coordinator = self.leading = self.redis.process == COORDINATOR
         self.fetching = not (self.coordinator and s.getbool("SITEMAP_REDIS_NO_FETCH"))
+        # The workers this process started (crawl --processes), to notice them all gone.
+        self.local_workers = [int(pid) for pid in s.getlist("SITEMAP_REDIS_LOCAL_WORKERS")]
         self.poll_interval = s.getfloat("SITEMAP_REDIS_POLL_INTERVAL")
         self.report_batch = s.getint("SITEMAP_REDIS_REPORT_BATCH")
         self.workers_seen: set[str] = set()
@@ -365,6 +383,7 @@ class RedisSharing(Sharing):
             now = time.monotonic()
             if now >= next_sweep:
                 next_sweep = now + SWEEP_INTERVAL
+                self._nobody_fetches()
                 lost, moved = redis.requeue_lost()
                 if lost:
                     stats.inc_value("sitemap/distributed/lost", lost)
@@ -413,6 +432,21 @@ class RedisSharing(Sharing):
         assert self.crawler.engine is not None
         await self.crawler.engine.scraper.itemproc.process_item_async(Settled(records))
         redis.finish(reason)
+
+    def _nobody_fetches(self) -> None:
+        """A coordinator that fetches nothing, whose workers (crawl --processes) have all
+        exited with pages left to fetch, would wait for ever: the crawl fails."""
+        if self.fetching or not self.local_workers or self.stopping is not None:
+            return
+        if any(map(alive, self.local_workers)) or self.redis.finished():
+            return
+        message = (
+            "every worker of --processes exited with pages left to fetch, and with "
+            "--no-fetch this process fetches none"
+        )
+        if self.run_state is not None:
+            self.run_state.fail(message, ("fetch-error", "no process was left to fetch it"))
+        self.stopping = "failed"
 
     def _idle_here(self, scheduler: ClaimingScheduler) -> bool:
         engine = self.crawler.engine
