@@ -368,6 +368,20 @@ async def run_crawl(url: str, tmp_path: Path, setup: Any = None, **overrides: An
     )
 
 
+def child_pids(pid: int) -> list[int]:
+    """The processes whose parent is *pid* (Linux's /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
 def wait_for(predicate: Any, timeout: float = 120) -> None:
     """Poll *predicate* until it is true; fail the test after *timeout* seconds, a
     limit for a hang, not for a busy machine."""

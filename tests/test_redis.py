@@ -31,7 +31,7 @@ from twisted.internet.defer import Deferred
 
 from crawler.distributed.crawl import COORDINATOR
 from crawler.distributed.server import redis_server_binary as server_binary
-from tests.conftest import ROOT, MockServer, wait_for
+from tests.conftest import ROOT, MockServer, child_pids, wait_for
 from tests.test_cli import assert_one_line_error, free_port
 from tests.test_nightly import NightlySite
 
@@ -409,7 +409,7 @@ def test_no_fetch_coordinator_whose_workers_all_died_fails(
     wait_for(lambda: len(site.requests()) >= 5, timeout=STARTUP)
     workers = [
         pid
-        for pid in _children(coordinator.pid)
+        for pid in child_pids(coordinator.pid)
         if b"worker" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     ]
     assert len(workers) == 1, workers
@@ -421,19 +421,6 @@ def test_no_fetch_coordinator_whose_workers_all_died_fails(
         "fetch, and with --no-fetch this process fetches none"
     ) in err.splitlines(), err
     assert not (out / "sitemap_index.xml").exists()
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rpartition(")")[2].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                found.append(int(entry.name))
-    return found
 
 
 def test_interrupted_coordinator_publishes_nothing_and_stops_the_workers(

@@ -27,7 +27,7 @@ import pytest
 import pytest_twisted
 from twisted.internet.defer import Deferred
 
-from tests.conftest import ROOT, CrawlResult, run_crawl
+from tests.conftest import ROOT, CrawlResult, child_pids, run_crawl
 from tests.spaserver import LISTED_RAW, LISTED_RENDERED
 
 
@@ -391,19 +391,6 @@ def test_auto_without_a_browser_reads_raw_html_and_warns(
     assert f"listed: {len(LISTED_RAW)}" in proc.stderr.splitlines()
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rpartition(")")[2].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                found.append(int(entry.name))
-    return found
-
-
 @pytest_twisted.ensureDeferred
 async def test_a_page_whose_script_hangs_after_it_was_read_harms_no_other(
     served: tuple[Path, str], chromium: str, tmp_path: Path
@@ -458,7 +445,7 @@ async def test_the_driver_runs_with_a_small_young_generation(
     environs: list[bytes] = []
 
     def read_driver(response: Any, request: Any, spider: Any) -> None:
-        for pid in _children(os.getpid()):
+        for pid in child_pids(os.getpid()):
             with contextlib.suppress(OSError):
                 if Path(f"/proc/{pid}/exe").resolve().name == "node":
                     environs.append(Path(f"/proc/{pid}/environ").read_bytes())
@@ -498,9 +485,9 @@ async def test_a_browser_that_dies_is_launched_again(
         if len(rendered) == 3:
             # Playwright's driver is a child of this process; Chromium, a child of it
             # (or of the shell script that starts it, as Debian's headless shell's).
-            for driver in _children(os.getpid()):
-                for browser in _children(driver):
-                    for pid in (*_children(browser), browser):
+            for driver in child_pids(os.getpid()):
+                for browser in child_pids(driver):
+                    for pid in (*child_pids(browser), browser):
                         os.kill(pid, signal.SIGKILL)
 
     def setup(crawler: Any) -> None:
