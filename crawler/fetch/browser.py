@@ -109,7 +109,7 @@ CACHE_BYTES = 64 * 1024 * 1024
 CACHE_ENTRY_BYTES = 4 * 1024 * 1024
 #: Node.js options of Playwright's driver: a young generation of 1 MB a semi-space
 #: (16 MB by default), collected more often. bench/render_site.py, 1,000 rendered
-#: pages: the driver's peak 133 MB instead of 177-189, for the same CPU.
+#: pages: the driver's peak 123-142 MB (once 187) instead of 177-189, for the same CPU.
 DRIVER_NODE_OPTIONS = "--max-semi-space-size=1"
 #: Headers of the raw response not given to the browser with its (decoded) body.
 _HOP_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding", "connection"})

@@ -99,8 +99,8 @@ LAUNCH_ARGS = (
 INSTALL_EXTRA = 'rendering needs scrapy-playwright: pip install -e ".[render]"'
 #: The Chromiums looked for on PATH, in order. The headless shell first: Chromium's
 #: headless build, without the browser's UI layer: on the 1,000-page application of
-#: bench/render_site.py, 0.09 s of CPU a page and 660 MB at the peak against 0.12 s
-#: and 820 MB for the full browser (docs/rendering.md).
+#: bench/render_site.py, 0.092 s of CPU a page and 573 MB at the peak against 0.181 s
+#: and 719 MB for the full browser (docs/rendering.md).
 BROWSERS = ("chromium-headless-shell", "chromium", "chromium-browser")
 INSTALL_BROWSER = (
     "rendering needs a Chromium: apt-get install chromium-headless-shell (or --browser PATH)"
