@@ -16,6 +16,7 @@ from dataclasses import InitVar, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from crawler.core import clock
 from crawler.core.decisions import LISTED
 from crawler.core.items import UrlRecord
 from crawler.core.lastmod import http_date_to_w3c, lastmod_datetime
@@ -164,7 +165,7 @@ class LastmodPipeline(RecordPipeline):
         moment = lastmod_datetime(value)
         if moment < EARLIEST:
             return "early", "before 1995: a placeholder, not evidence"
-        reference = sent or datetime.now(UTC)
+        reference = sent or clock.now()
         if len(value) == 10:  # a date: it may be a day ahead in the site's zone
             future = moment.date() > (reference + timedelta(days=1)).date()
         else:
@@ -229,7 +230,7 @@ class LastmodPipeline(RecordPipeline):
             self.stats.inc_value("sitemap/lastmod/malformed")
             item.warnings.append(f"ignored malformed Last-Modified {item.last_modified[:100]!r}")
             return None
-        if lastmod_datetime(lastmod) > datetime.now(UTC):
+        if lastmod_datetime(lastmod) > clock.now():
             # Clamping to Date needs a Date header; without one a future date is wrong.
             self.stats.inc_value("sitemap/lastmod/malformed")
             item.warnings.append(f"ignored Last-Modified in the future {item.last_modified!r}")

@@ -37,7 +37,6 @@ import json
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +44,7 @@ from crawler.audit.classes import CLASSES, FLAGS, NOT_DEAD, classify, seeded
 from crawler.audit.html import render_audit
 from crawler.audit.rules import CrawlRules
 from crawler.audit.store import AuditStore
+from crawler.core import clock
 from crawler.core import decisions as d
 from crawler.core.lastmod import http_date_to_w3c, lastmod_datetime, w3c_datetime
 from crawler.ledger.ledger import Ledger
@@ -72,7 +72,7 @@ class AuditReport:
     problems: list[dict[str, Any]] = field(default_factory=list)
     #: The past audits of the site, oldest first, this one last (filled by the command).
     history: list[dict[str, Any]] = field(default_factory=list)
-    generated: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    generated: str = field(default_factory=lambda: clock.now().isoformat(timespec="seconds"))
 
     def history_entry(self) -> dict[str, Any]:
         """This audit's line in the kept history."""

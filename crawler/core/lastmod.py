@@ -16,6 +16,8 @@ from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any, NamedTuple
 from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
+from crawler.core import clock
+
 __all__ = [
     "Declared",
     "http_date_to_w3c",
@@ -138,7 +140,7 @@ def http_date_to_w3c(
         if text is None:
             return None
         if now is None:
-            now = datetime.now(UTC)
+            now = clock.now()
         elif now.tzinfo is None:
             now = now.replace(tzinfo=UTC)
         modified = _parse_http_date(text, now)

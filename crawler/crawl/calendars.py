@@ -21,9 +21,10 @@ from __future__ import annotations
 import calendar
 import re
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 from urllib.parse import parse_qsl, urlsplit
 
+from crawler.core import clock
 from crawler.core import decisions as d
 from crawler.core.decisions import Refusal
 
@@ -135,7 +136,7 @@ class CalendarRule:
 
     def __init__(self, window: timedelta, steps: int = STEPS, today: date | None = None) -> None:
         self.window, self.steps = window, steps
-        self.today = today or datetime.now(UTC).date()
+        self.today = today or clock.now().date()
         # Template -> the dates where the crawl entered it (linked from elsewhere).
         self.entries: dict[str, set[date]] = {}
 

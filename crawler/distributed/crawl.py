@@ -54,6 +54,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Any, cast
 
 from crawler import __version__
+from crawler.core import clock
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -301,7 +302,7 @@ class RedisCrawl:
             "start_url": start_url,
             "settings": shared,
             "timeout": timeout,
-            "started": time.time(),
+            "started": clock.timestamp(),
         }
         pipe = server.pipeline()
         pipe.set(crawl.config_key, json.dumps(config))

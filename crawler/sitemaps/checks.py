@@ -21,6 +21,7 @@ from email.utils import parsedate_to_datetime
 from typing import Final
 from urllib.parse import urljoin, urlsplit
 
+from crawler.core import clock
 from crawler.core.lastmod import lastmod_datetime, w3c_datetime
 from crawler.sitemaps.entry import ChangeFreq, check_loc
 from crawler.sitemaps.limits import MAX_IMAGES_PER_URL, MAX_LOC_LENGTH, MIN_LOC_LENGTH
@@ -151,7 +152,7 @@ def _priority_fault(value: str, now: datetime) -> Fault:
 
 def aware(now: datetime | None) -> datetime:
     """``now`` as an aware datetime: the current time when None, UTC when naive."""
-    now = datetime.now(UTC) if now is None else now
+    now = clock.now() if now is None else now
     return now if now.tzinfo is not None else now.replace(tzinfo=UTC)
 
 
