@@ -77,6 +77,8 @@ DOWNLOADER_MIDDLEWARES = {
     "crawler.fetch.access.SiteAccessMiddleware": 740,
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "crawler.fetch.robots.StrictRobotsTxtMiddleware": 100,
+    # A page the revisit schedule keeps tonight is answered here, after robots.txt.
+    "crawler.fetch.kept.KeptPagesMiddleware": 120,
     "scrapy.downloadermiddlewares.cookies.CookiesMiddleware": None,
     "crawler.fetch.cookies.OfflineCookiesMiddleware": 700,
     # Just before HttpCompressionMiddleware (590) in process_response order.
@@ -109,6 +111,7 @@ ITEM_PIPELINES = {
     "pipelines.normalize.NormalizePipeline": 100,
     "pipelines.lastmod.LastmodPipeline": 200,
     "pipelines.history.HistoryPipeline": 250,
+    "pipelines.schedule.SchedulePipeline": 255,
     "pipelines.rules.RulesPipeline": 260,
     "pipelines.ledger.LedgerPipeline": 300,
 }
@@ -211,6 +214,14 @@ SITEMAP_PARSE_LOCAL_BELOW = 4 * 1024
 SITEMAP_PARSE_PROCESSES = None
 # Continue the interrupted run kept in JOBDIR and its running ledger (--resume).
 SITEMAP_RESUME = False
+# The revisit schedule of nightly runs (docs/nightly.md): verify every known URL tonight
+# (--full) ...
+SITEMAP_REVISIT_FULL = False
+# ... the longest interval between two verifications of a URL, in days (--revisit-max) ...
+SITEMAP_REVISIT_MAX = 7.0
+# ... and the shortest (--revisit-min): a URL is due on the run that starts within half of
+# it of its due time.
+SITEMAP_REVISIT_MIN = 1.0
 # <priority> by rule, "REGEX=VALUE" (the first match wins).
 SITEMAP_PRIORITY_RULES: list[str] = []
 # Published <priority> for every URL (0.0-1.0); None omits it.

@@ -397,7 +397,7 @@ def test_interrupted_run_resumes_and_finishes(nightly: NightlySite, tmp_path: Pa
     site = nightly
     pages = slow_site(site)
     out, state = tmp_path / "public", tmp_path / "state"
-    args = ("crawl", site.url("/"), "--out", str(out), "--state", str(state))
+    args = ("crawl", site.url("/"), "--out", str(out), "--state", str(state), "--full")
     first = cli(*args)
     wait_for(lambda: len(site.requests()) >= 8)
     first.send_signal(signal.SIGINT)
@@ -574,7 +574,7 @@ def test_summaries_say_what_an_interrupted_and_a_resumed_run_did(
     site.robots = "User-agent: *\nCrawl-delay: 0.2\n"
     site.save()
     out, state = tmp_path / "public", tmp_path / "state"
-    args = ("crawl", site.url("/"), "--out", str(out), "--state", str(state))
+    args = ("crawl", site.url("/"), "--out", str(out), "--state", str(state), "--full")
     first = cli(*args, "-s", "AUTOTHROTTLE_START_DELAY=0")
     _, err = first.communicate(timeout=120)
     assert first.returncode == 0, err

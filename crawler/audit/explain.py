@@ -191,6 +191,7 @@ class _Explainer:
             "lastmod": self._lastmod(row),
             "first_seen": _iso(row["first_seen"]),
             "last_seen": self.run_started or _iso(row["updated"]),
+            "revisit": _revisit(row),
             "found_via": (found := self._found_via(row)),
             "referrer": row["referrer"],
             # The same trail as plain URLs, from the start URL to the page that led here.
@@ -438,6 +439,22 @@ class _Explainer:
                 )
             out.append({"as": kind, "page": page, "pages": pages, "summary": summary})
         return out
+
+
+def _revisit(row: dict[str, Any]) -> dict[str, Any] | None:
+    """The URL's revisit schedule (crawler.ledger.schedule): when it was last verified
+    (fetched and judged), its interval, when it is next due, and how often it was
+    checked and found changed; None for a URL with none (a failure is asked again
+    on the next run; a ledger before the schedule)."""
+    if row.get("due_at") is None:
+        return None
+    return {
+        "verified": _iso(row["verified_at"]),
+        "interval_days": row["revisit_days"],
+        "due": _iso(row["due_at"]),
+        "checks": row.get("checks") or 0,
+        "changes": row.get("changes") or 0,
+    }
 
 
 def _iso(timestamp: float | None) -> str | None:

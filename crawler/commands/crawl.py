@@ -30,6 +30,7 @@ from crawler.commands.options import (
     checked_settings,
     given_settings,
     make_directories,
+    positive_float,
     positive_int,
     positive_int_or_auto,
     project_settings,
@@ -156,6 +157,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         f"{setting_default('SITEMAP_MAX_ERROR_RATE'):.0%}% of pages failed, or more than "
         f"{setting_default('SITEMAP_MAX_DROP'):.0%}% of the previously published URLs would "
         "disappear), and publish what an interrupted run found (it cannot be resumed then)",
+        "--full": "verify every known URL tonight, whatever the revisit schedule says "
+        "(a nightly run otherwise fetches the URLs due and those a change signal names)",
+        "--revisit-min": "the shortest interval between two verifications of a URL, in days "
+        f"(default {setting_default('SITEMAP_REVISIT_MIN'):g})",
+        "--revisit-max": "the longest interval between two verifications of a URL, in days: "
+        "every URL is verified at least this often (default "
+        f"{setting_default('SITEMAP_REVISIT_MAX'):g})",
         "--resume": "continue the run that was interrupted (Ctrl-C, SIGTERM) on this state "
         "directory, instead of starting over",
         "--redis": "distribute the crawl: its queue and seen-set live in the Redis database at "
@@ -222,6 +230,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add(around, "--indexnow-endpoint", metavar="URL")
     add(around, "--indexnow-all", action="store_true")
     add(p, "--force", action="store_true")
+    nightly = p.add_argument_group(
+        "nightly runs", "the revisit schedule: what a run verifies (docs/nightly.md)"
+    )
+    add(nightly, "--full", action="store_true")
+    add(nightly, "--revisit-min", type=positive_float, metavar="DAYS")
+    add(nightly, "--revisit-max", type=positive_float, metavar="DAYS")
     add(p, "--resume", action="store_true")
     add(p, "--redis", metavar="URL")
     add(p, "--no-fetch", action="store_true")
@@ -250,6 +264,8 @@ _OTHER_SETTINGS = {
     "--indexnow-key-location": "SITEMAP_INDEXNOW_KEY_LOCATION",
     # Scrapy's own budget; the publisher publishes what such a run judged.
     "--max-time": "CLOSESPIDER_TIMEOUT",
+    "--revisit-min": "SITEMAP_REVISIT_MIN",
+    "--revisit-max": "SITEMAP_REVISIT_MAX",
 }
 
 
@@ -290,6 +306,7 @@ def crawl_settings(args: argparse.Namespace) -> dict[str, Any]:
             "SITEMAP_STATE_DIR": str(paths.state),
             "SITEMAP_GZIP": not args.no_gzip,
             "SITEMAP_FORCE": args.force,
+            "SITEMAP_REVISIT_FULL": args.full,
             "SITEMAP_RESUME": args.resume,
             "SITEMAP_HREFLANG": not args.no_hreflang,
             "SITEMAP_ALTERNATE_HOSTS": [h.lower() for h in args.alternate_host],

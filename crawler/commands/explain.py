@@ -129,6 +129,13 @@ def format_answer(answer: dict[str, Any]) -> str:
     for said in lastmod.get("declared") or []:
         lines += _field("", f"  declared: {said['where']} {said['value']}: {said['verdict']}")
     lines += _field("seen", f"first {answer['first_seen']}, last {answer['last_seen']}")
+    if revisit := answer.get("revisit"):
+        lines += _field(
+            "revisit",
+            f"last verified {revisit['verified']}, every {revisit['interval_days']:g} days,"
+            f" next due {revisit['due']} ({revisit['changes']} changes in"
+            f" {revisit['checks']} checks)",
+        )
     found = answer["found_via"]
     steps = found["steps"]
     if steps:

@@ -106,6 +106,17 @@ positive_int = partial(_whole, minimum=1)
 non_negative_int = partial(_whole, minimum=0)
 
 
+def positive_float(text: str) -> float:
+    """A number above 0 (a number of days, say)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be above 0: {text!r}")
+    return value
+
+
 def positive_int_or_auto(text: str) -> int | str:
     """A whole number of at least 1, or ``auto``."""
     return "auto" if text == "auto" else _whole(text, 1)

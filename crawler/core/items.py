@@ -50,6 +50,9 @@ class UrlRecord:
     content_hash: str | None = None
     etag: str | None = None
     main_hash: str | None = None
+    # The page's own content (its <main>, without asides and navigation): what the
+    # revisit schedule counts as a change (crawler.page.content.own_hash).
+    own_hash: str | None = None
     bag_hash: str | None = None  # main_hash whatever the order (page.content); not kept
     links: list[str] = field(default_factory=list)
     # What it refers to without the crawl following it, as "KIND URL" (for explain).
@@ -62,6 +65,7 @@ class UrlRecord:
     problems: list[str] = field(default_factory=list)
     render: str | None = None  # rendered in Chromium and why, or why not (fetch.rendering)
     replayed: bool = False  # a 304 replayed the previous run's record
+    kept: bool = False  # not due tonight: the previous run's record stands, unfetched
     conditional: bool = False  # asked conditionally
     key: str | None = None  # the dedup key
     loc: str | None = None  # a listed page's published address
@@ -85,6 +89,12 @@ class UrlRecord:
     # What the fetch cost: download latency in seconds, and the decompressed body's bytes.
     elapsed: float | None = None
     size: int | None = None
+    # The revisit schedule (crawler.ledger.schedule): set by pipelines/schedule.py.
+    verified_at: float | None = None
+    revisit_days: float | None = None
+    due_at: float | None = None
+    checks: int | None = None
+    changes: int | None = None
 
 
 @dataclass(slots=True)

@@ -56,6 +56,7 @@ from crawler.crawl.rulebook import Found, RuleBook, RuleParams, starts_of
 from crawler.crawl.seeds import read_url_file
 from crawler.crawl.traps import TrapDetector
 from crawler.ledger.runstate import RunState
+from crawler.ledger.schedule import RevisitPolicy, keepable, later
 from crawler.sitemaps.limits import MAX_LOC_LENGTH
 
 if TYPE_CHECKING:
@@ -137,6 +138,7 @@ class Frontier:
         params: ParamLearner,
         more_starts: Iterable[str] = (),
         url_file: tuple[str, list[str]] | None = None,
+        policy: RevisitPolicy | None = None,
     ) -> None:
         self.rule_params, self.start_url = rule_params, rule_params.start_url
         self.more_starts, self.url_file = list(more_starts), url_file
@@ -163,6 +165,12 @@ class Frontier:
         # URLs found in a sitemap and linked from no page yet (an orphan, so far).
         self.unlinked_seeds = SeenKeys()
         self.scheduled = 0
+        # The revisit schedule (None: every known URL is asked again, conditionally).
+        self.policy = policy
+        # URLs kept from the previous run tonight (not due), and URLs a signal says to
+        # verify tonight before they were discovered (crawler.ledger.schedule).
+        self.kept = SeenKeys()
+        self.forced = SeenKeys()
         # Requests handed to the downloader and not answered yet: url -> (depth, hops,
         # referrer). Kept in the JOBDIR state so a resumed run asks them again.
         self.inflight: dict[str, tuple[int, int, str | None]] = {}
@@ -227,6 +235,7 @@ class Frontier:
             params=ParamLearner(learned, ledger.learn_param if ledger is not None else None),
             more_starts=more_starts,
             url_file=(str(path), read_url_file(path, start_url)) if path else None,
+            policy=state.policy if state is not None else None,
         )
         if ledger is not None:
             # The rules' values, for `explain` about a URL the crawl never saw.
@@ -298,9 +307,41 @@ class Frontier:
             )
         return self.discover(Lead.of(found, depth, referrer))
 
-    def seed(self, raw: str, *, found_by: str, found_from: str | None) -> Iterator[Discovered]:
-        """A seed found by no page (a sitemap's entry): judged like any URL, at depth 0."""
-        return self.discover(Lead(raw, 0, found_by=found_by, found_from=found_from))
+    def seed(
+        self, raw: str, *, found_by: str, found_from: str | None, lastmod: str | None = None
+    ) -> Iterator[Discovered]:
+        """A seed found by no page (a sitemap's entry): judged like any URL, at depth 0;
+        its *lastmod*, a signal (:meth:`signal`)."""
+        yield from self.signal(raw, lastmod=lastmod, found_by=found_by, found_from=found_from)
+        yield from self.discover(Lead(raw, 0, found_by=found_by, found_from=found_from))
+
+    def signal(
+        self, raw: str, *, lastmod: str | None, found_by: str = "", found_from: str | None = None
+    ) -> Iterator[Discovered]:
+        """A change signal (a sitemap's or feed's entry, the site's API): *raw* was
+        modified at *lastmod*, in the site's own time. When that is later than the
+        lastmod the previous run gave the page (the site's time too, not this
+        machine's clock), the page is verified tonight (:meth:`recheck`)."""
+        if self.policy is None or self.previous is None or not lastmod:
+            return
+        url = normalize_url(raw, strip_params=self.strip.params, extra_strip=self.strip.extra)
+        prev = self.previous.get(url_key(url)) if url is not None else None
+        if url is None or prev is None or not keepable(prev):
+            return
+        if later(lastmod, prev.get("lastmod")):
+            self.stats.inc_value("sitemap/schedule/signalled")
+            yield from self.recheck(url, prev.get("depth") or 0, prev.get("referrer"))
+
+    def verify(self, raw: str) -> Iterator[Discovered]:
+        """A signal says the page at *raw* may be gone (the site's API no longer lists
+        it): verified tonight, if the previous run knew it."""
+        if self.policy is None or self.previous is None:
+            return
+        url = normalize_url(raw, strip_params=self.strip.params, extra_strip=self.strip.extra)
+        prev = self.previous.get(url_key(url)) if url is not None else None
+        if url is not None and prev is not None:
+            self.stats.inc_value("sitemap/schedule/signalled")
+            yield from self.recheck(url, prev.get("depth") or 0, prev.get("referrer"))
 
     def discover(self, lead: Lead) -> Iterator[Discovered]:
         """Decide what to do with a URL found (*lead*): queue it (yielding a ``queued``
@@ -341,10 +382,35 @@ class Frontier:
         self.params.admit(url)
         self.scheduled += 1
         yield record
-        request = self._request(url, key, lead.depth, lead.hops, lead.referrer)
+        verify = lead.found_by == FOUND_START or self.forced.has_fp(fp)
+        request = self._request(url, key, lead.depth, lead.hops, lead.referrer, verify=verify)
+        if request.meta.get("sitemap_kept"):
+            self.kept.add_fp(fp)
         if reconsidered:
             request.meta["sitemap_reconsidered"] = True
         yield request
+
+    def recheck(self, url: str, depth: int, referrer: str | None) -> Iterator[Discovered]:
+        """A signal says *url* (normalised) may have changed: a page stopped linking to
+        it, the site's sitemap or API dates it after its last verification. Verified
+        tonight: asked now if it was kept from the previous run already, else when it
+        is discovered. A URL fetched tonight already is not asked again."""
+        if self.policy is None:
+            return
+        key = url_key(url)
+        fp = fingerprint(key)
+        if self.kept.has_fp(fp):
+            self.kept.discard_fp(fp)
+            yield self._recheck(url, key, depth, referrer)
+        elif not self.seen.has_fp(fp):
+            self.forced.add_fp(fp)
+
+    def _recheck(self, url: str, key: str, depth: int, referrer: str | None) -> Request:
+        """The request of a kept page a signal names (meta ``sitemap_recheck``)."""
+        self.stats.inc_value("sitemap/schedule/rechecked")
+        request = self._request(url, key, depth, 0, referrer, dont_filter=True, verify=True)
+        request.meta["sitemap_recheck"] = True
+        return request
 
     def _linked(self, fp: int, key: str, referrer: str) -> Iterator[Linked]:
         """A seed of the site's sitemaps is linked from *referrer* after all."""
@@ -409,19 +475,27 @@ class Frontier:
         hops: int,
         referrer: str | None,
         dont_filter: bool = False,
+        verify: bool = False,
     ) -> Request:
+        """The request of a page; *verify*: asked tonight whatever its schedule says
+        (a start URL, or a URL a signal named)."""
         meta = page_meta(url, depth, hops, referrer)
+        headers = self._validators(key, meta, verify)
         return PageRequest(
             url,
             callback=self.callback,
             errback=self.errback,
             meta=meta,
-            headers=self._validators(key, meta),
+            headers=headers,
             dont_filter=dont_filter,
+            priority=meta.pop("sitemap_overdue", 0),
         )
 
-    def _validators(self, key: str, meta: dict[str, Any]) -> dict[str, str]:
-        """Conditional-request headers from the previous run's record of *key*.
+    def _validators(self, key: str, meta: dict[str, Any], verify: bool) -> dict[str, str]:
+        """Conditional-request headers from the previous run's record of *key*; none,
+        and the meta key ``sitemap_kept``, for a URL the revisit schedule does not
+        verify tonight (crawler.ledger.schedule): its previous record stands, and the
+        request never leaves this process (crawler.fetch.kept).
 
         Scrapy's HttpCacheMiddleware (RFC2616Policy) would do this by keeping every
         response body on disk to replay it after a 304. The ledger already keeps what
@@ -431,7 +505,15 @@ class Frontier:
         if self.previous is None:
             return {}
         prev = self.previous.get(key)
-        if prev is None or prev["status"] != 200 or prev["decision"] not in d.REPLAYABLE:
+        if prev is None:
+            return {}
+        if self.policy is not None:
+            if not verify and not self.policy.due(prev):
+                meta["sitemap_kept"] = True
+                return {}
+            # The most overdue first, should a budget (--max-time) stop the night.
+            meta["sitemap_overdue"] = self.policy.overdue(prev)
+        if prev["status"] != 200 or prev["decision"] not in d.REPLAYABLE:
             return {}
         asked = (("If-None-Match", "etag"), ("If-Modified-Since", "last_modified"))
         headers = {header: prev[column] for header, column in asked if prev[column]}

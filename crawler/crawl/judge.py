@@ -79,6 +79,7 @@ class Leads(Protocol):
 
     def link(self, found: Resolved, depth: int, referrer: str) -> Iterable[object]: ...
     def discover(self, lead: Lead) -> Iterable[object]: ...
+    def recheck(self, url: str, depth: int, referrer: str | None) -> Iterable[object]: ...
 
 
 class NoLeads:
@@ -88,6 +89,9 @@ class NoLeads:
         return ()
 
     def discover(self, lead: Lead) -> Iterable[object]:
+        return ()
+
+    def recheck(self, url: str, depth: int, referrer: str | None) -> Iterable[object]:
         return ()
 
 
@@ -159,6 +163,9 @@ class PageJudge:
             size=len(response.body),
         )
         status = response.status
+        if meta.get("sitemap_kept"):
+            yield from self.replay(rec, None, kept=True)
+            return
         if status == 304 and meta.get("sitemap_conditional"):
             yield from self.replay(rec, _header(response, b"ETag"))
             return
@@ -213,6 +220,7 @@ class PageJudge:
                 targets.add(found.url)
                 links.append(found.url)
             yield from leads.link(found, depth, rec.url)
+        yield from self._dropped(rec, targets)
         # What it refers to on this site and the crawl does not follow (explain).
         rec.unfollowed = [
             f"{kind} {url}" for kind, url in analysis.unfollowed if site_of(url) == self.site
@@ -263,7 +271,7 @@ class PageJudge:
         else:
             if analysis is not None:
                 rec.content_hash, rec.main_hash = analysis.content_hash, analysis.main_hash
-                rec.bag_hash = analysis.bag_hash
+                rec.bag_hash, rec.own_hash = analysis.bag_hash, analysis.own_hash
             else:
                 rec.content_hash = hashlib.blake2b(response.body, digest_size=16).hexdigest()
             self._listed(rec)
@@ -348,18 +356,35 @@ class PageJudge:
             url, strip_params=self.strip.params, extra_strip=self.strip.extra, encoding=encoding
         )
 
-    # -- a 304 --------------------------------------------------------------------------
+    def _dropped(self, rec: UrlRecord, targets: set[str]) -> Iterator[object]:
+        """The URLs this page linked to last time and links to no more: verified
+        tonight (a post trashed must not stay listed until its due night)."""
+        prev = self.previous.get(rec.key or url_key(rec.url)) if self.previous else None
+        if prev is None or not prev.get("links"):
+            return
+        for url in prev["links"].split("\n"):
+            if url not in targets:
+                yield from self.leads.recheck(url, _depth(rec) + 1, rec.url)
 
-    def replay(self, rec: UrlRecord, etag: str | None) -> Iterator[object]:
-        """A 304: the page is as the previous run saw it. Its record stands (decision,
-        reason, hashes, lastmod) and its stored links are followed, unfetched."""
-        self.stats.inc_value("sitemap/conditional/not_modified")
+    # -- a 304, or a page kept from the previous run --------------------------------------
+
+    def replay(self, rec: UrlRecord, etag: str | None, kept: bool = False) -> Iterator[object]:
+        """A 304, or a page the revisit schedule keeps tonight (*kept*: not fetched):
+        the page is as the previous run saw it. Its record stands (decision, reason,
+        hashes, lastmod) and its stored links are followed, unfetched."""
+        if not kept:
+            self.stats.inc_value("sitemap/conditional/not_modified")
         prev = self.previous.get(url_key(rec.url)) if self.previous else None
-        if prev is None:  # cannot happen: only known URLs are asked conditionally
+        if prev is None:  # cannot happen: only known URLs are asked conditionally or kept
             rec.decision, rec.reason = d.STATUS, "HTTP 304 with no earlier record"
             yield rec
             return
         rec.replayed, rec.status, rec.etag = True, 200, etag or prev["etag"]
+        if kept:
+            rec.kept, rec.status, rec.conditional = True, prev["status"], False
+            rec.elapsed = prev.get("elapsed")
+            for column in _KEPT:
+                setattr(rec, column, prev.get(column))
         # The record as the previous run saw it: its size is the body's it stands for,
         # not the empty 304's; its rich data as the page declared it (a 304 has no body
         # to read it from again); a rendered page's came from its rendered DOM.
@@ -416,8 +441,11 @@ class PageJudge:
 _REPLAYED = (
     "decision", "reason", "target", "content_type", "last_modified", "content_hash",
     "main_hash", "lastmod", "lastmod_source", "changed_at", "lastmod_from", "size", "title",
-    "robots", "render",
+    "robots", "render", "own_hash",
 )  # fmt: skip
+
+#: What a page kept from the previous run keeps besides (its schedule included).
+_KEPT = ("verified_at", "revisit_days", "due_at", "checks", "changes")
 
 # Scrapy's words when a body is over DOWNLOAD_MAXSIZE: as announced or as received
 # (scrapy.utils._download_handlers.get_maxsize_msg), or once decompressed

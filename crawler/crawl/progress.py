@@ -29,9 +29,11 @@ if TYPE_CHECKING:
 
 def pages_fetched(stats: dict[str, Any]) -> int:
     """The pages the crawl fetched: the responses less those of robots.txt (a run
-    stopped by its robots.txt fetched no page)."""
+    stopped by its robots.txt fetched no page) and those of the pages the revisit
+    schedule kept, answered without a request (crawler.fetch.kept)."""
     fetched = int(stats.get("response_received_count", 0))
-    return max(0, fetched - int(stats.get("robotstxt/response_count", 0)))
+    others = int(stats.get("robotstxt/response_count", 0))
+    return max(0, fetched - others - int(stats.get("sitemap/schedule/kept", 0)))
 
 
 class Progress:

@@ -110,6 +110,9 @@ class SitemapSeeds:
     stats: StatsCollector
     max_depth: int
     max_bytes: int
+    # robots.txt's sitemaps and the start page's feeds read for change signals only
+    # (their entries' dates, crawler.crawl.frontier.Frontier.signal): a nightly run's.
+    signal: Seed | None = None
     # Each sitemap is read once (an index cycle ends here).
     visited: set[str] = field(default_factory=set)
 
@@ -125,10 +128,27 @@ class SitemapSeeds:
             for name in USUAL_PLACES:
                 yield from self._request(root + name, depth=0, quiet=True)
 
+    @property
+    def reads_robots(self) -> bool:
+        """Whether robots.txt's ``Sitemap:`` lines are read (for seeds, or signals)."""
+        return self.usual or self.signal is not None
+
+    def feeds(self, urls: Iterable[str]) -> Iterator[Request]:
+        """The requests for the start page's feeds, read for their entries' dates."""
+        if self.signal is None:
+            return
+        for url in urls:
+            for request in self._request(url, depth=0, quiet=True):
+                request.meta["sitemap_signal_only"] = True
+                yield request
+
     def declared(self, sitemaps: Iterable[str], robots_url: str) -> list[Request]:
         """The requests for robots.txt's ``Sitemap:`` lines (a relative one read
         against robots.txt's URL, as the audit reads it)."""
-        return [r for line in sitemaps for r in self._request(urljoin(robots_url, line), depth=0)]
+        found = [r for line in sitemaps for r in self._request(urljoin(robots_url, line), depth=0)]
+        for request in found:
+            request.meta["sitemap_signal_only"] = not self.usual
+        return found
 
     def _request(self, raw: str, *, depth: int, quiet: bool = False) -> Iterator[Request]:
         url = normalize_url(raw, strip_params=False)
@@ -171,12 +191,20 @@ class SitemapSeeds:
         if parsed.kind == Kind.INDEX:
             depth = meta["sitemap_seed_depth"] + 1
             for entry in entries:
-                yield from self._request(urljoin(url, entry.loc.strip()), depth=depth)
+                for request in self._request(urljoin(url, entry.loc.strip()), depth=depth):
+                    request.meta["sitemap_signal_only"] = meta.get("sitemap_signal_only", False)
+                    yield request
             return
         logger.info("sitemap %s: %d entries read as seeds", url, len(entries))
+        seed = self.seed
+        if self.signal is not None and meta.get("sitemap_signal_only"):
+            seed = self.signal  # entries read for their dates alone
         for entry in entries:
-            yield from self.seed(
-                urljoin(url, entry.loc.strip()), found_by=FOUND_SITEMAP, found_from=url
+            yield from seed(
+                urljoin(url, entry.loc.strip()),
+                found_by=FOUND_SITEMAP,
+                found_from=url,
+                lastmod=entry.lastmod,
             )
 
     def failed(self, failure: Failure) -> None:

@@ -41,6 +41,7 @@ from crawler.core.items import PageRecords, UrlRecord
 from crawler.core.urls import site_of, start_url
 from crawler.crawl.frontier import Frontier
 from crawler.crawl.judge import PageJudge
+from crawler.crawl.restapi import REST_LINKS, RestSignals, api_roots
 from crawler.crawl.seeds import SitemapSeeds
 from crawler.fetch.rendering import RenderPolicy
 from crawler.ledger.runstate import RunState
@@ -146,6 +147,7 @@ class SiteSpider(Spider):
         self.raw: dict[str, tuple[Response, PageAnalysis]] = {}
         self._warned_render = False
         self._prints_read = False
+        self.rest: RestSignals | None = None  # the site's REST API, once found
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
@@ -194,7 +196,7 @@ class SiteSpider(Spider):
     def seeds(self) -> SitemapSeeds | None:
         s = self.crawler.settings
         given = s.getlist("SITEMAP_SEED_SITEMAP_URLS")
-        if not (s.getbool("SITEMAP_SEED_SITEMAPS") or given):
+        if not (s.getbool("SITEMAP_SEED_SITEMAPS") or given or self._signals):
             return None
         assert self.crawler.stats is not None
         return SitemapSeeds(
@@ -207,7 +209,15 @@ class SiteSpider(Spider):
             stats=self.crawler.stats,
             max_depth=s.getint("SITEMAP_AUDIT_MAX_DEPTH"),
             max_bytes=s.getint("SITEMAP_AUDIT_MAX_BYTES"),
+            signal=self.frontier.signal if self._signals else None,
         )
+
+    @cached_property
+    def _signals(self) -> bool:
+        """Whether tonight reads the site's change signals: a night that keeps pages
+        from the previous run (crawler.ledger.schedule)."""
+        policy = self.frontier.policy
+        return policy is not None and not policy.full and self.previous is not None
 
     @cached_property
     def render(self) -> RenderPolicy:
@@ -246,13 +256,49 @@ class SiteSpider(Spider):
         seed's page read first would find a start URL one level deep."""
         sitemaps = getattr(getattr(robotparser, "rp", None), "sitemaps", None)
         engine = self.crawler.engine
-        if self.seeds is None or not self.seeds.usual or not sitemaps or engine is None:
+        if self.seeds is None or not self.seeds.reads_robots or not sitemaps or engine is None:
             return
         if "sitemap_probe" in request.meta:
             self.sharing.hold([urljoin(request.url, line) for line in sitemaps])
             return
         for sitemap in self.seeds.declared(sitemaps, request.url):
             engine.crawl(sitemap)
+
+    def _signal_sources(self, response: Response, record: UrlRecord) -> Iterator[Request]:
+        """The start page's feeds and the site's REST API, read for change signals."""
+        if record.url != self.start_url or self.frontier.policy is None:
+            return
+        found = [line.partition(" ")[::2] for line in record.unfollowed]
+        api = [url for kind, url in found if kind == "api"] + api_roots(response)
+        if self.seeds is not None and self.seeds.signal is not None:
+            yield from self.seeds.feeds(url for kind, url in found if kind == "feed")
+        if api and self.rest is None and site_of(api[0]) == site_of(self.start_url):
+            state = self.run_state
+            ledger, previous = state.ledger, state.previous
+            self.rest = RestSignals(
+                api[0],
+                signal=self.frontier.signal,
+                recheck=self.frontier.verify,
+                before=previous.get_meta(REST_LINKS) if previous is not None else None,
+                keep=functools.partial(ledger.set_meta, REST_LINKS) if ledger else None,
+                callback=self.read_api,
+                errback=self.api_failed,
+                stats=self.crawler.stats,
+            )
+            yield from self.rest.first_requests()
+
+    @_one_item
+    async def read_api(self, response: Response) -> AsyncIterator[Any]:
+        """A page of the site's REST API's lists: change signals."""
+        assert self.rest is not None
+        for out in self.rest.read(response):
+            yield out
+
+    @_one_item
+    async def api_failed(self, failure: Failure) -> AsyncIterator[Any]:
+        assert self.rest is not None
+        for out in self.rest.failed(failure):
+            yield out
 
     @_one_item
     async def read_sitemap(self, response: Response) -> AsyncIterator[Any]:
@@ -465,6 +511,8 @@ class SiteSpider(Spider):
                     out.warnings.append(warning)
             if isinstance(out, UrlRecord) and out.decision == d.LISTED:
                 self.frontier.observe(out.url, out.main_hash, out.bag_hash)
+            if isinstance(out, UrlRecord) and out.url == url and not out.kept:
+                yield from self._signal_sources(response, out)
             yield out
 
     @_one_item

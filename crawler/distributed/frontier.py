@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from crawler.core import decisions as d
-from crawler.core.items import Alias, UrlRecord
-from crawler.core.seen import SeenKeys
+from crawler.core.items import FOUND_START, Alias, UrlRecord
+from crawler.core.seen import SeenKeys, fingerprint
+from crawler.core.urls import url_key
 from crawler.crawl.frontier import Discovered, Frontier, Lead, refuse
 from crawler.crawl.rulebook import counted_refusal
 
@@ -72,6 +73,19 @@ class SharedFrontier(Frontier):
         """Nothing to keep: a distributed crawl is not resumed (the requests in
         flight are in Redis, each process's in-flight hash)."""
 
+    def recheck(self, url: str, depth: int, referrer: str | None) -> Iterator[Discovered]:
+        """A signal names *url*: another process may have kept it tonight, so it is
+        asked (once more, past the crawl-wide seen-set) unless this process sent it."""
+        if self.policy is None:
+            return
+        key = url_key(url)
+        fp = fingerprint(key)
+        if fp in self.known and not self.kept.has_fp(fp):
+            return  # asked tonight by this process
+        self.kept.discard_fp(fp)
+        self.forced.add_fp(fp)  # should this process be the one to find it
+        yield self._recheck(url, key, depth, referrer)
+
     def take(self) -> list[Candidate]:
         """The candidates found since the last call (those of one page)."""
         pending, self.pending = self.pending, []
@@ -102,7 +116,11 @@ class SharedFrontier(Frontier):
                 kind = "d"
             else:
                 kind = "i"
-                member = self.encode(self._request(url, key, depth, lead.hops, lead.referrer))
+                verify = lead.found_by == FOUND_START or self.forced.has_fp(fp)
+                request = self._request(url, key, depth, lead.hops, lead.referrer, verify=verify)
+                if request.meta.get("sitemap_kept"):
+                    self.kept.add_fp(fp)
+                member = self.encode(request)
         form = lead.raw.partition("#")[0]
         self.pending.append(Candidate(record, format(fp, "016x"), path, kind, member, form))
 

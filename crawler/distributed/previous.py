@@ -31,17 +31,20 @@ def _pack(value: Any) -> bytes:
     return zlib.compress(json.dumps(value, separators=(",", ":")).encode())
 
 
-def _rows(previous: PreviousRun) -> Iterator[tuple[str, bytes]]:
+def _rows(previous: PreviousRun, full: bool) -> Iterator[tuple[str, bytes]]:
     learned = previous.learned_params()
     if learned:
         yield LEARNED, _pack(learned)
     for row in previous.conditional_rows():
+        if full:
+            row["due_at"] = None  # a full night: no process keeps a page unverified
         yield row["key"], _pack(row)
 
 
-def load(crawl: RedisCrawl, previous: PreviousRun) -> int:
-    """Put the previous run's conditional records into the crawl's hash; how many."""
-    return crawl.load_previous(_rows(previous))
+def load(crawl: RedisCrawl, previous: PreviousRun, full: bool = False) -> int:
+    """Put the previous run's conditional and scheduled records into the crawl's hash
+    (*full*: tonight verifies every URL, so none is kept); how many."""
+    return crawl.load_previous(_rows(previous, full))
 
 
 class RedisPrevious:

@@ -188,6 +188,9 @@ class RedisScheduler(Scheduler):
         # sitemaps read for seeds, which several processes' robots.txt may declare)
         # is queued once.
         fingerprint = self.df.request_fingerprint(request)
+        if request.meta.get("sitemap_recheck"):
+            # A page kept tonight that a change signal names: asked after all.
+            fingerprint = ""
         if not self.queue.push(request, fingerprint):
             self.df.log(request, self.spider)
             return False

@@ -99,7 +99,7 @@ SHARED_STATS = (
     "response_received_count",
     "robotstxt/response_count",
 )
-SHARED_PREFIXES = ("sitemap/render/",)
+SHARED_PREFIXES = ("sitemap/render/", "sitemap/schedule/")
 
 
 def alive(pid: int) -> bool:
@@ -212,7 +212,8 @@ class RedisSharing(Sharing):
         if not self.coordinator:
             return RedisPrevious(self.redis)
         if state.previous is not None:
-            count = load(self.redis, state.previous)
+            full = state.policy is None or state.policy.full
+            count = load(self.redis, state.previous, full)
             logger.info("%s records of the previous run put into Redis", count)
         return state.previous
 

@@ -16,13 +16,13 @@ import itertools
 import json
 import re
 import sqlite3
-import time
 from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from crawler.core import clock
 from crawler.core.decisions import (
     CANONICAL,
     ERROR,
@@ -88,6 +88,12 @@ CREATE TABLE IF NOT EXISTS urls (
     rule TEXT,
     lastmod_from TEXT,
     page_dates TEXT,
+    own_hash TEXT,
+    verified_at REAL,
+    revisit_days REAL,
+    due_at REAL,
+    checks INTEGER,
+    changes INTEGER,
     updated REAL NOT NULL
 ) WITHOUT ROWID;
 -- The listed pages by address (the comparisons with the previous run), covering: no
@@ -128,10 +134,14 @@ COLUMNS = tuple(_TYPES)
 #: referrer, set when a page links to it: Ledger.linked).
 _KEPT = ("found_by", "found_from", "referrer")
 
+#: What a record carried over from the previous run takes from this run's instead.
+_NOT_CARRIED = frozenset({"key", "url", "depth", "referrer", "found_by", "found_from", "rule"})
+
 _INSERT = f"INSERT INTO urls ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
 # A final decision replaces a ``queued`` placeholder, never another final decision
 # (the first one about a URL wins), except a depth cap: a URL left out for depth is
-# judged after all when a shorter path to it turns up.
+# judged after all when a shorter path to it turns up, and a record kept from the
+# previous run (not due tonight), when a signal has it verified after all.
 _RECORD = (
     _INSERT
     + " ON CONFLICT (key) DO UPDATE SET "
@@ -142,6 +152,7 @@ _RECORD = (
     )
     + f" WHERE urls.decision = '{QUEUED}'"
     + f" OR urls.rule = '{RULE_DEPTH}'"
+    + " OR excluded.verified_at > urls.verified_at"
 )
 _QUEUE = _INSERT + " ON CONFLICT (key) DO NOTHING"
 
@@ -164,7 +175,7 @@ _CONVERT: dict[str, Callable[[UrlRecord], Any]] = {
     **{c: _json_of(c) for c in ("alternates", "images", "videos", "news", "problems")},
     "extras": lambda rec: None,  # decided when the books are closed
     "page_dates": attrgetter("page_verdicts"),
-    "updated": lambda rec: time.time(),
+    "updated": lambda rec: clock.timestamp(),
 }
 _VALUES = tuple(_CONVERT.get(c, attrgetter(c)) for c in COLUMNS)
 
@@ -282,11 +293,13 @@ class LedgerReader:
 
     def conditional_rows(self) -> Iterator[dict[str, Any]]:
         """The records a conditional request can be made from (and a 304 replays):
-        fetched with a 200, a replayable decision, and an ETag or a Last-Modified."""
+        fetched with a 200, a replayable decision, and an ETag or a Last-Modified; and
+        those the revisit schedule may keep (crawler.ledger.schedule)."""
         marks = ",".join("?" * len(REPLAYABLE))
+        scheduled = " OR due_at IS NOT NULL" if "due_at" in self.columns() else ""
         return self._dicts(
             f"SELECT * FROM urls WHERE status = 200 AND decision IN ({marks}) "
-            "AND (etag IS NOT NULL OR last_modified IS NOT NULL)",
+            f"AND (etag IS NOT NULL OR last_modified IS NOT NULL){scheduled}",
             sorted(REPLAYABLE),
         )
 
@@ -453,7 +466,25 @@ class Ledger(LedgerReader):
         """Give every URL still ``queued`` *decision* and *reason*; return how many."""
         cur = self._q(
             "UPDATE urls SET decision = ?, reason = ?, updated = ? WHERE decision = ?",
-            (decision, reason, time.time(), QUEUED),
+            (decision, reason, clock.timestamp(), QUEUED),
+        )
+        return cur.rowcount
+
+    def carry_queued(self, previous: Path) -> int:
+        """URLs still queued when a budget stopped the run, that the *previous* ledger
+        has a scheduled record of (crawler.ledger.schedule): that record stands, due as
+        it was, so the next night verifies them first. Returns how many."""
+        self._attach(previous)
+        have = {row[1] for row in self._q("PRAGMA prev.table_info(urls)")}
+        if "due_at" not in have:
+            return 0
+        columns = [c for c in COLUMNS if c not in _NOT_CARRIED and c in have]
+        cur = self._q(
+            f"UPDATE urls SET ({', '.join(columns)}) = (SELECT {', '.join(columns)}"
+            " FROM prev.urls AS p WHERE p.key = urls.key)"
+            " WHERE decision = ? AND key IN (SELECT key FROM prev.urls WHERE due_at IS NOT NULL"
+            " AND status IS NOT NULL AND status < 500 AND status <> 429 AND decision <> ?)",
+            (QUEUED, ERROR),
         )
         return cur.rowcount
 
@@ -496,7 +527,7 @@ class Ledger(LedgerReader):
             self._write(
                 "INSERT INTO params (path, name, learned_at) VALUES (?, ?, ?)"
                 " ON CONFLICT DO NOTHING",
-                (path, name, time.time()),
+                (path, name, clock.timestamp()),
             )
         else:
             self._write("DELETE FROM params WHERE path = ? AND name = ?", (path, name))

@@ -25,7 +25,7 @@ import os
 import shutil
 import weakref
 from dataclasses import KW_ONLY, dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,14 +33,18 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import deferred_from_coro
 
+from crawler.core import clock
 from crawler.core.outcome import RunOutcome
 from crawler.core.paths import LEDGER_FAILED, LOCK, CrawlPaths
 from crawler.core.publicurl import PublicUrls
+from crawler.ledger import schedule
 from crawler.ledger.ledger import Ledger
 from crawler.ledger.previous import PreviousRun
+from crawler.ledger.schedule import RevisitPolicy
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
     from scrapy.statscollectors import StatsCollector
 
 logger = logging.getLogger(__name__)
@@ -91,8 +95,12 @@ class RunState:
     incremental: bool
     resume: bool
     job: Path | None
-    started: datetime = field(init=False, default_factory=lambda: datetime.now(UTC))
+    started: datetime = field(init=False, default_factory=lambda: clock.now())
     previous: PreviousRun | None = field(init=False, default=None)
+    #: The revisit schedule of tonight (crawler.ledger.schedule), and why tonight
+    #: verifies every URL (None: it verifies what is due and what signals name).
+    policy: RevisitPolicy | None = field(init=False, default=None)
+    full_night: str | None = field(init=False, default=None)
     ledger: Ledger | None = field(init=False, default=None)
     locked_out: bool = field(init=False, default=False)
     fatal: str | None = field(init=False, default=None)
@@ -138,6 +146,7 @@ class RunState:
             job=Path(s["JOBDIR"]) if s.get("JOBDIR") else None,
         )
         state.open()
+        state.plan(s)
         _states[crawler] = state
         crawler.signals.connect(state._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(state._engine_stopped, signal=signals.engine_stopped)
@@ -167,6 +176,33 @@ class RunState:
         self.ledger.set_meta(
             "settings_base_url", self.public.public_prefix if self.public.rewrites else None
         )
+
+    def plan(self, settings: BaseSettings) -> None:
+        """Tonight's revisit schedule: a full night when there is no previous run to
+        keep records from, when it kept no schedule, when the options that decide
+        the set changed since, or when asked (``--full``); else what is due."""
+        if not self.incremental:
+            return
+        basis = schedule.basis(settings, self.start_url)
+        previous, why = self.previous, None
+        if self.paths is None:
+            pass  # a worker: the coordinator's records say what is due
+        elif settings.getbool("SITEMAP_REVISIT_FULL"):
+            why = "asked for (--full)"
+        elif previous is None:
+            why = "no previous run"
+        elif previous.get_meta("revisit_basis") is None:
+            why = "the previous run kept no revisit schedule"
+        elif previous.get_meta("revisit_basis") != basis:
+            why = "options that change what is crawled or listed changed since the last run"
+        self.full_night = why
+        self.policy = RevisitPolicy.from_settings(
+            settings, self.started.timestamp(), full=why is not None
+        )
+        if self.ledger is not None:
+            self.ledger.set_meta("revisit_basis", basis)
+            self.ledger.set_meta("full_night", why)
+        self.stats.set_value("sitemap/full_night", why)
 
     def _acquire(self, paths: CrawlPaths) -> bool:
         paths.state.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,7 @@ from scrapy.http import HtmlResponse
 
 from crawler.core.urls import normalize_url
 from crawler.page.appshell import shell_signs
-from crawler.page.content import bag_hash, main_content
+from crawler.page.content import bag_hash, main_content, own_hash
 from crawler.page.hreflang import declared
 from crawler.page.links import LinkResolver, PageFacts, Resolved, page_facts, parse_html
 from crawler.page.pagemedia import NewsFacts, images, news
@@ -72,6 +72,7 @@ class PageAnalysis:
     encoding: str  # the response's encoding (declared, or detected from the body)
     content_hash: str  # of the whole body
     main_hash: str | None  # of the main content (crawler.page.content)
+    own_hash: str | None = None  # of the page's own content (crawler.page.content)
     rich: RichFacts | None = None  # with Rich options on
     soft_print: PagePrint | None = None  # when asked for (crawler.page.softnotfound)
     # crawler.page.content.bag_hash, for a page with a query or a link to its own path
@@ -122,6 +123,7 @@ def analyse_response(
         content_hash=hashlib.blake2b(response.body, digest_size=16).hexdigest(),
         rich=rich_facts,
         main_hash=main_hash,
+        own_hash=own_hash(root),
         soft_print=page_print(text, response.url, prints is True) if prints else None,
         bag_hash=bag,
         shell=shell,

@@ -221,6 +221,10 @@ def page_facts(response: HtmlResponse, agents: Iterable[str], root: Any = None) 
             rels = rel.lower().split() if rel is not None else ()
             if "stylesheet" in rels:
                 unfollowed.append(("stylesheet", href))
+            elif "alternate" in rels and (el.get("type") or "").lower() in FEED_TYPES:
+                unfollowed.append(("feed", href))  # a change signal (crawler.crawl.signals)
+            elif API_REL in rels:
+                unfollowed.append(("api", href))
             if page_nofollow or "alternate" not in rels or el.get("hreflang") is None:
                 continue
         elif page_nofollow or (rel is not None and "nofollow" in rel.lower().split()):
@@ -228,6 +232,12 @@ def page_facts(response: HtmlResponse, agents: Iterable[str], root: Any = None) 
             continue
         hrefs.append(href)
     return facts
+
+
+#: The types of a feed a page declares (``<link rel=alternate type=...>``), and the
+#: relation of the WordPress REST API's root (its ``Link`` header and ``<link>``).
+FEED_TYPES = frozenset({"application/rss+xml", "application/atom+xml"})
+API_REL = "https://api.w.org/"
 
 
 class Resolved(NamedTuple):

@@ -242,6 +242,11 @@ class SitemapPublisher:
                     # The run failed before it could fetch them: say why, not a cap.
                     ledger.redecide_queued(*state.unfetched)
                 unfetched = UNFETCHED_TIME if reason == "closespider_timeout" else UNFETCHED
+                if reason in BUDGETS and state.previous is not None and state.policy is not None:
+                    # Known pages the budget left unverified keep their record, still
+                    # due: carried to the next night (crawler.ledger.schedule).
+                    carried = ledger.carry_queued(state.previous.path)
+                    stats.set_value("sitemap/schedule/carried", carried)
                 left = close_books(
                     ledger,
                     dedupe_content=self.dedupe_content,

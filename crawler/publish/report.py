@@ -18,10 +18,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from crawler.core import clock
 from crawler.core.decisions import OFF_HOST
 from crawler.crawl.progress import pages_fetched
 
@@ -55,7 +56,7 @@ def seed_counts(stats: dict[str, Any]) -> dict[str, int]:
 
 def duration(stats: dict[str, Any]) -> float | None:
     started = stats.get("start_time")
-    finished = stats.get("finish_time") or datetime.now(UTC)
+    finished = stats.get("finish_time") or clock.now()
     if not isinstance(started, datetime):
         return None
     return round((finished - started).total_seconds(), 1)
@@ -125,7 +126,7 @@ def run_model(
         "schema": SCHEMA,
         "start_url": ledger.get_meta("start_url"),
         "started": started.isoformat() if isinstance(started, datetime) else None,
-        "finished": datetime.now(UTC).isoformat(),
+        "finished": clock.now().isoformat(),
         "duration_seconds": duration(stats),
         "outcome": outcome,
         "message": message,
@@ -167,6 +168,7 @@ def run_model(
             else None
         ),
         "seeds": seed_counts(stats),
+        "schedule": schedule_counts(stats),
         "learned": {
             "parameters": stats.get("sitemap/learned/parameters", {}),
             "calendars": stats.get("sitemap/learned/calendars", 0),
@@ -250,6 +252,46 @@ def learned_line(stats: dict[str, Any]) -> str | None:
     return "learned: " + ", ".join(parts) if parts else None
 
 
+def schedule_counts(stats: dict[str, Any]) -> dict[str, Any] | None:
+    """The revisit schedule of the night (docs/nightly.md): None for a run that keeps
+    none. ``verified``: URLs fetched (or answered 304) and judged tonight, of which
+    ``changed``; ``kept``: not due, their previous record kept without a request (the
+    requests saved); ``signalled``: named by a change signal (a page that stopped
+    linking them, a sitemap's, feed's or API's date), ``rechecked``: of those, kept
+    already and asked after all; ``carried``: due, left by a budget for the next night."""
+    verified = stats.get("sitemap/schedule/verified", 0)
+    kept = stats.get("sitemap/schedule/kept", 0)
+    if not verified and not kept:
+        return None
+    return {
+        "full_night": stats.get("sitemap/full_night"),
+        "verified": verified,
+        "changed": stats.get("sitemap/schedule/changed", 0),
+        "kept": kept,
+        "requests_saved": kept,
+        "signalled": stats.get("sitemap/schedule/signalled", 0),
+        "rechecked": stats.get("sitemap/schedule/rechecked", 0),
+        "carried": stats.get("sitemap/schedule/carried", 0),
+        "api_requests": stats.get("sitemap/signals/api_requests", 0),
+    }
+
+
+def schedule_line(stats: dict[str, Any]) -> str | None:
+    """The summary's line about the revisit schedule."""
+    counts = schedule_counts(stats)
+    if counts is None:
+        return None
+    line = f"revisit: {counts['verified']} verified ({counts['changed']} changed)"
+    if counts["full_night"]:
+        return line + f"; a full night: {counts['full_night']}"
+    line += f", {counts['kept']} not due (kept, {counts['requests_saved']} requests saved)"
+    if counts["signalled"]:
+        line += f", {counts['signalled']} named by change signals"
+    if counts["carried"]:
+        line += f", {counts['carried']} due left for the next night"
+    return line
+
+
 def format_summary(stats: dict[str, Any]) -> str:
     get = stats.get
     counts = decision_counts(stats)
@@ -259,6 +301,8 @@ def format_summary(stats: dict[str, Any]) -> str:
         not_modified = get("sitemap/conditional/not_modified", 0)
         line += f" ({conditional} conditional, {not_modified} not modified)"
     lines = [line]
+    if revisit := schedule_line(stats):
+        lines.append(revisit)
     robots, why = get("sitemap/robots/state"), get("sitemap/robots/why")
     if robots == "unavailable":
         lines.append(f"robots.txt: not there ({why}), so everything is allowed")

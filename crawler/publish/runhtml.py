@@ -10,6 +10,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from crawler.core.decisions import OFF_HOST
+from crawler.core.defaults import setting_default
 from crawler.publish.htmlpage import (
     DEFAULT_CAP,
     bar_chart,
@@ -76,7 +77,8 @@ def render_run(model: RunModel, ledger: Ledger, cap: int = DEFAULT_CAP) -> str:
     """The page of the run *model* describes; *ledger* gives the listed and excluded
     URLs."""
     f = model.fields
-    parts = [_head(f), _figures(model), _changes(model, cap), _listed(f, ledger, cap)]
+    parts = [_head(f), _figures(model), _schedule(f), _changes(model, cap)]
+    parts += [_listed(f, ledger, cap)]
     parts += [_excluded(f, ledger, cap), _other_hosts(f, ledger, cap)]
     parts += [_statuses(f), _depths(f), _costly(f), _rich(model, cap), _history(f), _footer()]
     data = {k: v for k, v in f.items() if not isinstance(v, Stream)}
@@ -122,6 +124,38 @@ def _figures(model: RunModel) -> str:
         + '</div><div class="filters"><input type="search" data-filter '
         'placeholder="Filter every URL list below (words in URL, reason or target)" '
         'aria-label="filter the URL lists"></div>'
+    )
+
+
+#: The revisit schedule's figures (report.json ``schedule``): (field, label).
+_SCHEDULE = (
+    ("verified", "verified tonight"),
+    ("changed", "found changed"),
+    ("kept", "not due (kept)"),
+    ("requests_saved", "requests saved"),
+    ("signalled", "named by change signals"),
+    ("carried", "due, left for the next night"),
+)
+
+
+def _schedule(f: dict[str, Any]) -> str:
+    """What the revisit schedule verified tonight, and what it saved (docs/nightly.md)."""
+    counts = f.get("schedule")
+    if not counts:
+        return ""
+    if counts["full_night"]:
+        note = f"A full night, every known URL verified: {counts['full_night']}."
+    else:
+        note = (
+            "URLs are verified when due (at least once every "
+            f"{setting_default('SITEMAP_REVISIT_MAX'):g} days by default) or when a change "
+            "signal names them; the others keep their previous record, without a request."
+        )
+    tiles = [figure(f"schedule.{name}", counts[name], label) for name, label in _SCHEDULE]
+    return (
+        '<h2>Revisit schedule</h2><div class="figures">'
+        + "".join(tiles)
+        + f'</div><p class="muted">{esc(note)}</p>'
     )
 
 

@@ -1,0 +1,144 @@
+"""The WordPress REST API as a change signal of nightly runs (docs/nightly.md#signals).
+
+A WordPress site advertises its API on every page (``Link: <.../wp-json/>;
+rel="https://api.w.org/"``). Each night the API's lists of posts and pages are read,
+100 a request, with only each item's ``link`` and ``modified_gmt``: a post modified
+after the lastmod the previous run gave its page is verified tonight; a post or page
+the previous night's lists had and tonight's have not (trashed, made private) is
+verified tonight too. The times compared are the site's own (``modified_gmt``, the
+page's lastmod), never this machine's clock. The API is asked like any URL:
+robots.txt obeyed, this site only; a list that cannot be read is no signal, and the
+pages are then verified on their due nights.
+
+Stats: ``sitemap/signals/api_requests``, ``sitemap/signals/api_failed``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import KW_ONLY, dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode, urljoin
+
+from scrapy import Request
+
+from crawler.page.links import API_REL
+
+if TYPE_CHECKING:
+    from scrapy.http import Response
+    from scrapy.statscollectors import StatsCollector
+    from twisted.python.failure import Failure
+
+logger = logging.getLogger(__name__)
+
+#: The lists read (WordPress's public post types of pages), items a request (the
+#: API's maximum), and the most requests a list may cost a night.
+KINDS = ("posts", "pages")
+#: The ledger's meta entry of the links the lists had, for the next night.
+REST_LINKS = "rest_links"
+PER_PAGE = 100
+MAX_PAGES = 1000
+
+
+@dataclass
+class RestSignals:
+    """Reads the API at *root* (see the module docstring). *signal*: a URL and its
+    modification time; *recheck*: a URL to verify tonight; *before*: the links the
+    previous night's lists had (None: unknown, so nothing is found gone); *keep*:
+    where tonight's links go for the next night."""
+
+    root: str
+    _: KW_ONLY
+    signal: Callable[..., Iterable[Any]]
+    recheck: Callable[[str], Iterable[Any]]
+    before: list[str] | None
+    keep: Callable[[list[str]], None] | None
+    callback: Callable[..., Any]
+    errback: Callable[..., Any]
+    stats: StatsCollector
+    links: set[str] = field(default_factory=set)
+    _open: set[str] = field(default_factory=lambda: set(KINDS))
+    _failed: bool = False
+
+    def first_requests(self) -> Iterator[Request]:
+        for kind in KINDS:
+            yield self._request(kind, 1)
+
+    def _request(self, kind: str, page: int) -> Request:
+        query = urlencode({"per_page": PER_PAGE, "page": page, "_fields": "link,modified_gmt"})
+        url = f"{self.root.rstrip('/')}/wp/v2/{kind}?{query}"
+        self.stats.inc_value("sitemap/signals/api_requests")
+        meta = {"sitemap_api": (kind, page), "handle_httpstatus_all": True, "dont_redirect": True}
+        return Request(url, callback=self.callback, errback=self.errback, meta=meta)
+
+    def read(self, response: Response) -> Iterator[Any]:
+        """One page of a list: its items' signals, then the next page or the end."""
+        kind, page = response.meta["sitemap_api"]
+        try:
+            items = json.loads(response.body) if response.status == 200 else None
+        except ValueError:
+            items = None
+        if not isinstance(items, list):
+            yield from self._fail(f"{response.url}: HTTP {response.status}, no list")
+            return
+        for item in items:
+            link, modified = (
+                (item.get("link"), item.get("modified_gmt"))
+                if isinstance(item, dict)
+                else (None, None)
+            )
+            if not isinstance(link, str):
+                continue
+            self.links.add(link)
+            if isinstance(modified, str):
+                yield from self.signal(link, lastmod=modified + "Z", found_by="api")
+        pages = _int(response.headers.get(b"X-WP-TotalPages"))
+        if items and pages is not None and page < min(pages, MAX_PAGES):
+            yield self._request(kind, page + 1)
+            return
+        yield from self._done(kind)
+
+    def failed(self, failure: Failure) -> Iterator[Any]:
+        request = failure.request  # type: ignore[attr-defined]  # set by Scrapy
+        yield from self._fail(f"{request.url}: {failure.getErrorMessage()}"[:300])
+
+    def _fail(self, why: str) -> Iterator[Any]:
+        self.stats.inc_value("sitemap/signals/api_failed")
+        if not self._failed:
+            self._failed = True
+            logger.info("the site's REST API is not read as a change signal: %s", why)
+        return iter(())
+
+    def _done(self, kind: str) -> Iterator[Any]:
+        self._open.discard(kind)
+        if self._open or self._failed:
+            return
+        if self.keep is not None:
+            self.keep(sorted(self.links))
+        for url in sorted(set(self.before or ()) - self.links):
+            yield from self.recheck(url)
+
+
+def api_roots(response: Response) -> list[str]:
+    """The API roots a response's ``Link`` headers name (``rel="https://api.w.org/"``)."""
+    roots = []
+    for header in response.headers.getlist(b"Link"):
+        for part in header.decode("latin-1").split(","):
+            target, _, params = part.partition(";")
+            rels = [
+                p.split("=", 1)[1].strip().strip('"')
+                for p in params.split(";")
+                if "=" in p and p.split("=", 1)[0].strip().lower() == "rel"
+            ]
+            if any(API_REL in r.lower().split() for r in rels):
+                roots.append(urljoin(response.url, target.strip().strip("<>")))
+    return roots
+
+
+def _int(value: bytes | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None

@@ -1,0 +1,226 @@
+"""The revisit schedule of nightly runs (crawler.ledger.schedule, docs/nightly.md):
+nights simulated by moving the one clock (crawler.core.clock) a day at a time, while
+the test site's own clock stays where it is. An unchanged night fetches only what is
+due and the signals, and publishes the same set; a changed page shrinks its interval;
+an unchanged one reaches the maximum and is verified at least that often; the load
+is spread; a link that disappears and a link that appears are verified that night;
+``--full``, changed options and a ledger without a schedule make a full night."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_twisted
+
+from crawler.core import clock as clock_module
+from crawler.ledger.schedule import DAY, RevisitPolicy, later
+from tests.conftest import CrawlResult
+from tests.test_nightly import NightlySite, published
+from tests.test_nightly import night as full_night
+
+PAGES = [f"/p{i}.html" for i in range(1, 29)]
+
+
+class Clock:
+    """The crawl's clock, moved forward by whole days."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def advance(self, days: float = 1) -> None:
+        self.offset += days * DAY
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    moved = Clock()
+    now, timestamp = clock_module.now, clock_module.timestamp
+    monkeypatch.setattr(clock_module, "now", lambda: now() + timedelta(seconds=moved.offset))
+    monkeypatch.setattr(clock_module, "timestamp", lambda: timestamp() + moved.offset)
+    return moved
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[NightlySite]:
+    served = NightlySite(tmp_path)
+    served.home(*PAGES)
+    for path in PAGES:
+        served.page(path, f"page {path} <a href='/'>home</a>")
+    yield served
+    served.stop()
+
+
+async def night(site: NightlySite, tmp_path: Path, **overrides: Any) -> CrawlResult:
+    """A night with the revisit schedule (the default settings)."""
+    return await full_night(site, tmp_path, **{"SITEMAP_REVISIT_FULL": False, **overrides})
+
+
+def fetched(site: NightlySite) -> list[str]:
+    """The pages the last night asked for (not robots.txt, not the soft-404 probe)."""
+    return [
+        r["path"]
+        for r in site.requests()
+        if r["path"] != "/robots.txt" and "sitemap-crawler-probe" not in r["path"]
+    ]
+
+
+def schedule(run: CrawlResult) -> dict[str, dict[str, Any]]:
+    return {url: row for url, row in run.ledger_rows().items() if row["decision"] != "queued"}
+
+
+def test_policy_grows_shrinks_and_stays_within_bounds() -> None:
+    policy = RevisitPolicy(1.0, 7.0, now=20000 * DAY)
+    first = policy.verified(None, None, [])
+    assert first["revisit_days"] == 7.0  # no date of its own: the maximum
+    old = policy.verified(None, None, ["1998-01-01"])  # an old page: the maximum
+    assert old["revisit_days"] == 7.0
+    # 20000 days after 1970 is 2024-10-04: a page edited two days before, two days.
+    recent = policy.verified(None, None, ["2024-10-02T00:00:00Z"])
+    assert recent["revisit_days"] == pytest.approx(2.0)
+    prev = {"revisit_days": 2.0, "due_at": 19999 * DAY, "checks": 3, "changes": 1}
+    assert policy.verified(prev, False, [])["revisit_days"] == pytest.approx(2.4)
+    changed = policy.verified(prev, True, [])
+    assert changed["revisit_days"] == pytest.approx(1.6)
+    assert (changed["checks"], changed["changes"]) == (4, 2)
+    assert policy.verified({**prev, "revisit_days": 1.0}, True, [])["revisit_days"] == 1.0
+    assert policy.verified({**prev, "revisit_days": 7.0}, False, [])["revisit_days"] == 7.0
+    # Due tonight: within half the minimum of the run's start, whatever the minutes.
+    assert policy.due({"decision": "listed", "status": 200, "due_at": 20000.4 * DAY})
+    assert not policy.due({"decision": "listed", "status": 200, "due_at": 20000.6 * DAY})
+    # A failure is always asked again; a full night asks everything.
+    assert policy.due({"decision": "fetch-error", "status": None, "due_at": 21000 * DAY})
+    full = RevisitPolicy(1.0, 7.0, now=20000 * DAY, full=True)
+    assert full.due({"decision": "listed", "status": 200, "due_at": 21000 * DAY})
+    spread = [full.verified(None, None, [])["due_at"] for _ in range(14)]
+    nights = sorted(round((due - full.now) / DAY) for due in spread)
+    assert nights == [1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7]
+
+
+def test_a_signal_is_later_only_in_the_sites_own_time() -> None:
+    assert later("2024-05-02T10:00:00Z", "2024-05-01T10:00:00+00:00")
+    assert not later("2024-05-01T10:00:00Z", "2024-05-01T10:00:00+00:00")
+    assert not later("2024-05-01", "2024-05-01T10:00:00+00:00")
+    assert later("2024-05-02", "2024-05-01T10:00:00+00:00")
+    assert not later("not a date", None)
+
+
+@pytest_twisted.ensureDeferred
+async def test_unchanged_nights_fetch_what_is_due_and_publish_the_same_set(
+    site: NightlySite, tmp_path: Path, clock: Clock
+) -> None:
+    run0 = await night(site, tmp_path)
+    assert run0.outcome == "published"
+    assert run0.stats.get("sitemap/full_night") == "no previous run"
+    first = published(run0.out)
+    assert len(first) == 29 and sorted(fetched(site)) == sorted(["/", *PAGES])
+    seen: dict[str, list[int]] = {path: [] for path in PAGES}
+    for n in range(1, 15):
+        clock.advance()
+        run = await night(site, tmp_path)
+        assert run.outcome == "published", run.stats.get("sitemap/message")
+        assert published(run.out) == first  # the same set, the same lastmod
+        asked = fetched(site)
+        assert asked.count("/") == 1  # the start URL, every night
+        pages = [p for p in asked if p != "/"]
+        assert len(pages) == len(set(pages))
+        # Spread evenly: 28 pages (and the home page) over 7 nights.
+        assert 3 <= len(pages) <= 5, (n, pages)
+        for path in pages:
+            seen[path].append(n)
+        assert run.stats.get("sitemap/schedule/kept") == 28 - len(pages)
+        assert run.stats.get("sitemap/schedule/verified") == len(pages) + 1
+        assert not run.stats.get("sitemap/schedule/changed")
+    for path, nights in seen.items():
+        # Never unverified for more than the maximum (7 nights), each verified twice.
+        gaps = [b - a for a, b in zip([0, *nights], [*nights, 15], strict=True)]
+        assert len(nights) == 2 and max(gaps) <= 7, (path, nights)
+    rows = schedule(run)
+    assert all(rows[site.url(p)]["revisit_days"] == 7.0 for p in PAGES)
+    assert all(rows[site.url(p)]["checks"] == 2 for p in PAGES)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_changed_page_shrinks_its_interval(
+    site: NightlySite, tmp_path: Path, clock: Clock
+) -> None:
+    await night(site, tmp_path)
+    clock.advance(7)  # everything is due
+    site.page("/p3.html", "page 3, edited <a href='/'>home</a>")
+    run = await night(site, tmp_path)
+    assert sorted(fetched(site)) == sorted(["/", *PAGES])
+    assert run.stats.get("sitemap/schedule/changed") == 1
+    rows = schedule(run)
+    edited = rows[site.url("/p3.html")]
+    assert edited["revisit_days"] == pytest.approx(7 * 0.8)
+    assert (edited["checks"], edited["changes"]) == (1, 1)
+    same = rows[site.url("/p4.html")]
+    assert (same["revisit_days"], same["checks"], same["changes"]) == (7.0, 1, 0)
+    assert same["due_at"] == pytest.approx(same["verified_at"] + 7 * DAY)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_link_gone_and_a_link_new_are_verified_the_same_night(
+    site: NightlySite, tmp_path: Path, clock: Clock
+) -> None:
+    site.page("/p1.html", "page 1 <a href='/p2.html'>two</a> <a href='/'>home</a>")
+    run0 = await night(site, tmp_path)
+    rows = schedule(run0)
+    due = rows[site.url("/p2.html")]["due_at"] - rows[site.url("/")]["verified_at"]
+    assert due > 1.5 * DAY  # p2 is not due on night 1: only a signal fetches it
+    # The home page drops p2 (trashed: 404) and links a new page; p1 still links p2.
+    site.home(*[p for p in PAGES if p != "/p2.html"], "/new.html")
+    del site.pages["/p2.html"]
+    site.page("/new.html", "new <a href='/'>home</a>")
+    clock.advance()
+    run = await night(site, tmp_path)
+    asked = fetched(site)
+    assert "/p2.html" in asked and "/new.html" in asked
+    lastmods = published(run.out)
+    assert site.url("/p2.html") not in lastmods
+    assert site.url("/new.html") in lastmods
+    assert len(lastmods) == 29
+
+
+@pytest_twisted.ensureDeferred
+async def test_full_nights(site: NightlySite, tmp_path: Path, clock: Clock) -> None:
+    await night(site, tmp_path)
+    clock.advance()
+    run = await night(site, tmp_path, SITEMAP_REVISIT_FULL=True)
+    assert run.stats.get("sitemap/full_night") == "asked for (--full)"
+    assert len(fetched(site)) == 29
+    clock.advance()
+    run = await night(site, tmp_path, SITEMAP_EXCLUDE=["p28"])
+    assert "options" in str(run.stats.get("sitemap/full_night"))
+    assert len(fetched(site)) == 28
+    clock.advance()
+    run = await night(site, tmp_path, SITEMAP_EXCLUDE=["p28"])
+    assert run.stats.get("sitemap/full_night") is None
+    assert len(fetched(site)) < 10
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_ledger_without_a_schedule_is_read_and_spread(
+    site: NightlySite, tmp_path: Path, clock: Clock
+) -> None:
+    run0 = await night(site, tmp_path)
+    first = published(run0.out)
+    # The ledger as the version before the schedule wrote it: no columns, no basis.
+    db = sqlite3.connect(run0.state / "ledger.sqlite")
+    for column in ("verified_at", "revisit_days", "due_at", "checks", "changes", "own_hash"):
+        db.execute(f"ALTER TABLE urls DROP COLUMN {column}")
+    db.execute("DELETE FROM meta WHERE name = 'revisit_basis'")
+    db.commit()
+    db.close()
+    clock.advance()
+    run = await night(site, tmp_path)
+    assert run.stats.get("sitemap/full_night") == "the previous run kept no revisit schedule"
+    assert len(fetched(site)) == 29 and published(run.out) == first
+    clock.advance()
+    run = await night(site, tmp_path)
+    assert published(run.out) == first
+    assert 3 <= len(fetched(site)) - 1 <= 5
