@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from crawler.core.decisions import LISTED
 from crawler.core.items import UrlRecord
 from crawler.ledger.runstate import RunState
-from crawler.page.content import same_content
+from crawler.page.content import same_page
 from pipelines.records import RecordPipeline
 
 if TYPE_CHECKING:
@@ -62,10 +62,7 @@ class HistoryPipeline(RecordPipeline):
         item.lastmod_moved_at = self.run_time if moved else prev.get("lastmod_moved_at")
         changed = moved or (
             not item.replayed
-            and same_content(
-                prev["main_hash"], item.main_hash, prev["content_hash"], item.content_hash
-            )
-            is False
+            and same_page(prev, item.own_hash, item.main_hash, item.content_hash) is False
         )
         if changed:
             self.stats.inc_value("sitemap/history/changed")

@@ -21,7 +21,7 @@ from crawler.core.decisions import LISTED
 from crawler.core.items import UrlRecord
 from crawler.core.lastmod import http_date_to_w3c, lastmod_datetime
 from crawler.ledger.runstate import RunState
-from crawler.page.content import same_content
+from crawler.page.content import same_page
 from pipelines.records import RecordPipeline
 
 #: A Last-Modified this close to the response's Date is "now", stamped per request:
@@ -100,7 +100,7 @@ class LastmodPipeline(RecordPipeline):
             item.lastmod_source = PAGE
         if item.lastmod is None and item.main_hash is not None:
             item.lastmod_source = CONTENT
-            item.lastmod, item.changed_at = self._evidence(item.main_hash, item.content_hash, prev)
+            item.lastmod, item.changed_at = self._evidence(item, prev)
         if item.lastmod is None:
             item.lastmod_source = None
         self.stats.inc_value(f"sitemap/lastmod/{item.lastmod_source or 'none'}")
@@ -187,9 +187,7 @@ class LastmodPipeline(RecordPipeline):
             and prev.get("lastmod_from") == label
             and prev["lastmod"]
             and prev["lastmod"] != value
-            and same_content(
-                prev["main_hash"], item.main_hash, prev["content_hash"], item.content_hash
-            )
+            and same_page(prev, item.own_hash, item.main_hash, item.content_hash)
         ):
             return "volatile", "volatile: changed since the last run while the content did not"
         return None, None
@@ -213,7 +211,7 @@ class LastmodPipeline(RecordPipeline):
                 if lastmod is None:
                     prev = self.previous.get(row["key"]) if self.previous else None
                     main = row["main_hash"]
-                    lastmod, changed_at = self._evidence(main, row["content_hash"], prev)
+                    lastmod, changed_at = self._evidence(_hashes(row), prev)
                     source = CONTENT if lastmod is not None and main is not None else None
                 self.stats.inc_value("sitemap/lastmod/page", -1)
                 self.stats.inc_value(f"sitemap/lastmod/{source or 'none'}")
@@ -250,9 +248,7 @@ class LastmodPipeline(RecordPipeline):
             prev is not None
             and prev["last_modified"]
             and prev["last_modified"] != item.last_modified
-            and same_content(
-                prev["main_hash"], item.main_hash, prev["content_hash"], item.content_hash
-            )
+            and same_page(prev, item.own_hash, item.main_hash, item.content_hash)
         ):
             volatile = "changed while the content did not"
         else:
@@ -262,13 +258,13 @@ class LastmodPipeline(RecordPipeline):
         return None
 
     def _evidence(
-        self, main_hash: str | None, content_hash: str | None, prev: dict[str, Any] | None
+        self, page: UrlRecord, prev: dict[str, Any] | None
     ) -> tuple[str | None, str | None]:
-        """(lastmod, changed_at) from the main-content hash and the previous run."""
+        """(lastmod, changed_at) from the page's content hashes and the previous run."""
         # None: a first observation, no evidence of when it changed.
         if prev is None or prev["main_hash"] is None:
             return None, None
-        same = same_content(prev["main_hash"], main_hash, prev["content_hash"], content_hash)
+        same = same_page(prev, page.own_hash, page.main_hash, page.content_hash)
         if same is None:
             return None, None
         if not same:
@@ -282,3 +278,14 @@ class LastmodPipeline(RecordPipeline):
         if prev["changed_at"] in self.templates:
             return None, None
         return prev["changed_at"], prev["changed_at"]
+
+
+def _hashes(row: dict[str, Any]) -> UrlRecord:
+    """A ledger row's content hashes, as a record to compare with the previous run's."""
+    return UrlRecord(
+        url="",
+        decision="",
+        own_hash=row.get("own_hash"),
+        main_hash=row["main_hash"],
+        content_hash=row["content_hash"],
+    )

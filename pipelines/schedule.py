@@ -19,7 +19,7 @@ from crawler.core.decisions import QUEUED
 from crawler.core.items import UrlRecord
 from crawler.ledger.runstate import RunState
 from crawler.ledger.schedule import keepable
-from crawler.page.content import same_content
+from crawler.page.content import same_page
 from pipelines.records import RecordPipeline
 
 if TYPE_CHECKING:
@@ -78,8 +78,5 @@ def changed_since(prev: dict[str, Any] | None, rec: UrlRecord) -> bool | None:
         return False
     if prev["decision"] != rec.decision or (prev["target"] or None) != (rec.target or None):
         return True
-    prev_own = prev.get("own_hash")
-    if prev_own is not None and rec.own_hash is not None:
-        return bool(prev_own != rec.own_hash)
-    same = same_content(prev["main_hash"], rec.main_hash, prev["content_hash"], rec.content_hash)
+    same = same_page(prev, rec.own_hash, rec.main_hash, rec.content_hash)
     return None if same is None else not same

@@ -8,9 +8,12 @@ is spread; a link that disappears and a link that appears are verified that nigh
 
 from __future__ import annotations
 
+import json
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +22,8 @@ import pytest_twisted
 
 from crawler.core import clock as clock_module
 from crawler.ledger.schedule import DAY, RevisitPolicy, later
-from tests.conftest import CrawlResult
+from tests import wpserver as wp
+from tests.conftest import ROOT, CrawlResult, run_crawl
 from tests.test_nightly import NightlySite, published
 from tests.test_nightly import night as full_night
 
@@ -224,3 +228,129 @@ async def test_a_ledger_without_a_schedule_is_read_and_spread(
     run = await night(site, tmp_path)
     assert published(run.out) == first
     assert 3 <= len(fetched(site)) - 1 <= 5
+
+
+# -- a WordPress-like site: the REST API, the feed and the core sitemaps as signals ------
+
+
+class WordPress:
+    """tests/wpserver.py serving a blog whose state the test edits between nights."""
+
+    def __init__(self, tmp: Path, posts: int = 60, robots_extra: str = "") -> None:
+        self.file, self.log = tmp / "wp.json", tmp / "wp.log"
+        self.state = wp.make_site(posts, 3)
+        self.state["robots_extra"] = robots_extra
+        wp.save(self.state, self.file)
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tests.wpserver",
+                "--site",
+                str(self.file),
+                "--log",
+                str(self.log),
+            ],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        self.port = int(self.proc.stdout.readline())
+
+    def url(self, path: str = "/") -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def save(self) -> None:
+        wp.save(self.state, self.file)
+
+    def requests(self) -> list[str]:
+        lines = self.log.read_text().splitlines() if self.log.exists() else []
+        return [json.loads(line)["path"] for line in lines if line]
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+        assert self.proc.stdout is not None
+        self.proc.stdout.close()
+
+
+@pytest.fixture
+def blog(tmp_path: Path) -> Iterator[WordPress]:
+    served = WordPress(tmp_path)
+    yield served
+    served.stop()
+
+
+async def wp_night(blog: WordPress, tmp_path: Path, **overrides: Any) -> CrawlResult:
+    blog.save()
+    blog.log.write_text("")
+    return await run_crawl(
+        blog.url("/"),
+        tmp_path,
+        SITEMAP_OUT_DIR=str(tmp_path / "public"),
+        SITEMAP_STATE_DIR=str(tmp_path / "state"),
+        SITEMAP_REVISIT_FULL=False,
+        **overrides,
+    )
+
+
+def server_now() -> str:
+    """The site's own clock (the test moves only the crawl's)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_wordpress_night_finds_a_new_an_edited_and_a_trashed_post(
+    blog: WordPress, tmp_path: Path, clock: Clock
+) -> None:
+    run0 = await wp_night(blog, tmp_path)
+    assert run0.outcome == "published"
+    night0 = len(blog.requests())
+    first = published(run0.out)
+    clock.advance()
+    run1 = await wp_night(blog, tmp_path)
+    asked = blog.requests()
+    assert published(run1.out) == first  # nothing changed: the same entries
+    assert len(asked) <= 0.4 * night0, (len(asked), night0)
+    assert any(path.startswith("/wp-json/wp/v2/posts?") for path in asked)
+    assert "/feed/" in asked and "/wp-sitemap.xml" in asked
+    # An editor publishes a post, edits one deep in the archive, trashes another.
+    new = wp.publish_post(blog.state, server_now())
+    edited = wp.edit_post(blog.state, 40, server_now())
+    trashed = wp.trash_post(blog.state, 50)
+    clock.advance()
+    run2 = await wp_night(blog, tmp_path)
+    asked = blog.requests()
+    assert len(asked) <= 0.5 * night0, (len(asked), night0)
+    lastmods = published(run2.out)
+    assert blog.url(new) in lastmods
+    assert blog.url(trashed) not in lastmods
+    assert lastmods[blog.url(edited)] != first[blog.url(edited)]
+    assert edited in asked and trashed in asked
+    rows = run2.ledger_rows()
+    assert rows[blog.url(trashed)]["decision"] == "status"
+    # The full crawl of the same site tonight publishes the same set.
+    full = await run_crawl(blog.url("/"), tmp_path / "full")
+    assert set(published(full.out)) == set(lastmods)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_wordpress_api_robots_txt_disallows_is_no_signal(
+    tmp_path: Path, clock: Clock
+) -> None:
+    blog = WordPress(tmp_path, posts=30, robots_extra="User-agent: *\nDisallow: /wp-json/\n")
+    try:
+        run0 = await wp_night(blog, tmp_path)
+        first = published(run0.out)
+        edited = wp.edit_post(blog.state, 20, server_now())
+        clock.advance()
+        run = await wp_night(blog, tmp_path)
+        assert run.outcome == "published"
+        assert not any(p.startswith("/wp-json/wp/v2/") for p in blog.requests())
+        assert run.stats.get("sitemap/signals/api_failed")  # asked, refused by robots.txt
+        # The core sitemap's <lastmod> still names the edit: verified that night.
+        assert edited in blog.requests()
+        assert published(run.out)[blog.url(edited)] != first[blog.url(edited)]
+    finally:
+        blog.stop()

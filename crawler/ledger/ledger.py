@@ -553,7 +553,7 @@ class Ledger(LedgerReader):
         (the lastmod pipeline's template dates)."""
         yield from list(  # read before the caller writes
             self._dicts(
-                "SELECT key, main_hash, content_hash, page_dates FROM urls"
+                "SELECT key, own_hash, main_hash, content_hash, page_dates FROM urls"
                 " WHERE decision = ? AND lastmod_source = 'page' AND lastmod = ?",
                 (LISTED, value),
             )

@@ -7,7 +7,7 @@ regions named by ``SITEMAP_VOLATILE_SELECTORS``."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from cssselect import GenericTranslator
@@ -107,6 +107,19 @@ def bag_hash(root: Any) -> str | None:
     for piece in sorted(p for p in pieces if p):
         digest.update(piece.encode("utf-8") + b"\n")
     return VERSION + digest.hexdigest()
+
+
+def same_page(
+    prev: Mapping[str, Any], own: str | None, main: str | None, body: str | None
+) -> bool | None:
+    """Whether a page is unchanged since its previous record *prev* (a ledger row):
+    by its own content (:func:`own_hash`) when both runs have it, else as
+    :func:`same_content` compares. None when there is nothing to compare. What a
+    lastmod from evidence, the change history and the revisit schedule all ask."""
+    prev_own = prev.get("own_hash")
+    if prev_own is not None and own is not None and prev_own[:3] == own[:3]:
+        return bool(prev_own == own)
+    return same_content(prev["main_hash"], main, prev["content_hash"], body)
 
 
 def same_content(
