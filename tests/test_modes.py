@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import sys
 import time
@@ -507,3 +508,44 @@ def test_rendering(tmp_path: Path, both: Any, chromium: str) -> None:
         proc.kill()
         proc.wait(timeout=10)
         proc.stdout.close()
+
+
+def shifted(days: int) -> dict[str, str]:
+    """The environment of a crawl whose clock runs *days* ahead of the site's
+    (libfaketime, the Debian package ``faketime``: ``.ci/run`` installs it)."""
+    found = sorted(Path("/usr/lib").glob("*/faketime/libfaketime.so.1"))
+    assert found, "libfaketime is missing: apt-get install faketime"
+    return {**os.environ, "LD_PRELOAD": str(found[0]), "FAKETIME": f"+{days}d"}
+
+
+def test_revisit_schedule(tmp_path: Path) -> None:
+    """Nights one and two days later, under a shifted system clock: every mode keeps
+    the pages that are not due, fetches its share of the rest, and publishes the
+    first night's set."""
+    site = NightlySite(tmp_path)
+    pages = [f"/p{i}.html" for i in range(1, 22)]
+    site.home(*pages)
+    for path in pages:
+        site.page(path, f"page {path}")
+    site.save()
+    try:
+        shares: dict[str, list[int]] = {}
+        for mode in MODES:
+            work = tmp_path / mode.replace(" ", "-").replace(",", "")
+            first = crawl(site.url("/"), work, mode)
+            assert first.report_json["schedule"]["full_night"] == "no previous run"
+            shares[mode] = []
+            for days in (1, 2):
+                run = crawl(site.url("/"), work, mode, env=shifted(days))
+                schedule = run.report_json["schedule"]
+                assert schedule["full_night"] is None
+                assert run.lastmods == first.lastmods
+                assert schedule["kept"] + schedule["verified"] == 22
+                probes = run.report_json["learned"]["soft404"]["probes"]
+                assert run.report_json["pages_fetched"] == schedule["verified"] + probes
+                assert "revisit: " in run.stderr
+                shares[mode].append(schedule["verified"])
+        # 22 pages over 7 nights: 3 or 4 a night, the start URL always among them.
+        assert all(3 <= n <= 5 for counts in shares.values() for n in counts), shares
+    finally:
+        site.stop()
