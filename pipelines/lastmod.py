@@ -176,6 +176,7 @@ class LastmodPipeline(RecordPipeline):
             sent is not None
             and len(value) > 10
             and abs((moment - sent).total_seconds()) <= PAGE_VOLATILE_SECONDS
+            and not _edited(label, item, prev)
         ):
             return "volatile", (
                 f"volatile: within {PAGE_VOLATILE_SECONDS} seconds of the response's Date "
@@ -278,6 +279,16 @@ class LastmodPipeline(RecordPipeline):
         if prev["changed_at"] in self.templates:
             return None, None
         return prev["changed_at"], prev["changed_at"]
+
+
+def _edited(label: str, item: UrlRecord, prev: dict[str, Any] | None) -> bool:
+    """Whether a date the page declares at *label* close to the response's Date is a
+    real edit made just before the fetch, not a stamp of "now": the previous run
+    believed the page's declaration at that label (no stamp then), and the page's
+    own content changed since."""
+    if prev is None or prev.get("lastmod_source") != PAGE or prev.get("lastmod_from") != label:
+        return False
+    return same_page(prev, item.own_hash, item.main_hash, item.content_hash) is False
 
 
 def _hashes(row: dict[str, Any]) -> UrlRecord:
