@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from crawler.core.decisions import QUEUED
 from crawler.core.items import UrlRecord
+from crawler.core.lastmod import http_date_to_w3c
 from crawler.ledger.runstate import RunState
 from crawler.ledger.schedule import keepable
 from crawler.page.content import same_page
@@ -63,6 +64,9 @@ class SchedulePipeline(RecordPipeline):
         schedule = self.policy.verified(prev, changed, dates)
         for name, value in schedule.items():
             setattr(item, name, value)
+        # When, in the site's own time, it was verified: what a signal's date is
+        # compared with (crawler.crawl.frontier.Frontier.signal).
+        item.verified_date = http_date_to_w3c(item.date) if item.date else None
         self.stats.inc_value("sitemap/schedule/verified")
         if changed:
             self.stats.inc_value("sitemap/schedule/changed")

@@ -13,6 +13,7 @@ conditional headers received); with ``--gate FILE``, requests wait while FILE ex
                      "volatile_last_modified": false,   # Last-Modified = now, always
                                                         # (a number: that many seconds ago)
                      "ignore_conditional": false,       # never answers 304
+                     "delay": 0,                        # seconds before the answer
                      "headers": {"Link": "<...>; rel=alternate; hreflang=de"}}}
                      # "%NOW%" in a body: the time of the request (a theme that
                      # stamps "now"), as 2024-05-01T08:00:00Z
@@ -45,9 +46,16 @@ class Site(resource.Resource):
         self.site = site
         self.log = log
 
-    def render(self, request: Any) -> bytes:
+    def render(self, request: Any) -> bytes | int:
         path = request.uri.decode("latin-1")
         spec = json.loads(self.site.read_text())
+        delay = spec["pages"].get(path, {}).get("delay")
+        if delay:  # a slow page: answered that many seconds later
+            reactor.callLater(delay, self.answer, request, path, spec)
+            return server.NOT_DONE_YET
+        return self.answer(request, path, spec, finish=False)
+
+    def answer(self, request: Any, path: str, spec: dict[str, Any], finish: bool = True) -> bytes:
         status, body = self.respond(request, path, spec)
         self.log.write(
             json.dumps(
@@ -63,6 +71,9 @@ class Site(resource.Resource):
             + "\n"
         )
         self.log.flush()
+        if finish and not request.finished and not request._disconnected:
+            request.write(body)
+            request.finish()
         return body
 
     def respond(self, request: Any, path: str, spec: dict[str, Any]) -> tuple[int, bytes]:

@@ -21,6 +21,7 @@ import pytest
 import pytest_twisted
 
 from crawler.core import clock as clock_module
+from crawler.ledger.schedule import COLUMNS as SCHEDULE_COLUMNS
 from crawler.ledger.schedule import DAY, RevisitPolicy, later
 from tests import wpserver as wp
 from tests.conftest import ROOT, CrawlResult, run_crawl
@@ -215,7 +216,7 @@ async def test_a_ledger_without_a_schedule_is_read_and_spread(
     first = published(run0.out)
     # The ledger as the version before the schedule wrote it: no columns, no basis.
     db = sqlite3.connect(run0.state / "ledger.sqlite")
-    for column in ("verified_at", "revisit_days", "due_at", "checks", "changes", "own_hash"):
+    for column in (*SCHEDULE_COLUMNS, "own_hash"):
         db.execute(f"ALTER TABLE urls DROP COLUMN {column}")
     db.execute("DELETE FROM meta WHERE name = 'revisit_basis'")
     db.commit()
@@ -228,6 +229,32 @@ async def test_a_ledger_without_a_schedule_is_read_and_spread(
     run = await night(site, tmp_path)
     assert published(run.out) == first
     assert 3 <= len(fetched(site)) - 1 <= 5
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_budget_carries_what_is_due_to_the_next_night_most_overdue_first(
+    site: NightlySite, tmp_path: Path, clock: Clock
+) -> None:
+    run0 = await night(site, tmp_path)
+    first, rows0 = published(run0.out), schedule(run0)
+    for path in PAGES:
+        site.pages[path]["delay"] = 0.5
+    clock.advance(7)  # every page due
+    run = await night(site, tmp_path, CLOSESPIDER_TIMEOUT=1.2, CONCURRENT_REQUESTS_PER_DOMAIN=2)
+    assert run.outcome == "published", run.stats.get("sitemap/message")
+    carried = run.stats.get("sitemap/schedule/carried", 0)
+    assert carried >= 3, carried
+    assert published(run.out) == first  # the due pages left keep their record
+    rows = schedule(run)
+    left = {url for url, row in rows.items() if row["verified_at"] == rows0[url]["verified_at"]}
+    assert len(left) == carried
+    assert all(rows[url]["due_at"] == rows0[url]["due_at"] for url in left)  # still due
+    # The next night asks the carried pages first, and those alone are due.
+    for path in PAGES:
+        site.pages[path]["delay"] = 0
+    clock.advance()
+    await night(site, tmp_path)
+    assert {site.url(p) for p in fetched(site) if p != "/"} == left
 
 
 # -- a WordPress-like site: the REST API, the feed and the core sitemaps as signals ------

@@ -91,6 +91,7 @@ class UrlRecord:
     size: int | None = None
     # The revisit schedule (crawler.ledger.schedule): set by pipelines/schedule.py.
     verified_at: float | None = None
+    verified_date: str | None = None  # the site's Date then (its own clock), W3C
     revisit_days: float | None = None
     due_at: float | None = None
     checks: int | None = None

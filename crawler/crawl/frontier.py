@@ -320,15 +320,17 @@ class Frontier:
     ) -> Iterator[Discovered]:
         """A change signal (a sitemap's or feed's entry, the site's API): *raw* was
         modified at *lastmod*, in the site's own time. When that is later than the
-        lastmod the previous run gave the page (the site's time too, not this
-        machine's clock), the page is verified tonight (:meth:`recheck`)."""
+        page's last verification (the response's ``Date``: the site's time too, not
+        this machine's clock; else the lastmod the previous run gave it), the page is
+        verified tonight (:meth:`recheck`)."""
         if self.policy is None or self.previous is None or not lastmod:
             return
         url = normalize_url(raw, strip_params=self.strip.params, extra_strip=self.strip.extra)
         prev = self.previous.get(url_key(url)) if url is not None else None
         if url is None or prev is None or not keepable(prev):
             return
-        if later(lastmod, prev.get("lastmod")):
+        verified = prev.get("verified_date")
+        if later(lastmod, verified or prev.get("lastmod"), same_second=verified is not None):
             self.stats.inc_value("sitemap/schedule/signalled")
             yield from self.recheck(url, prev.get("depth") or 0, prev.get("referrer"))
 

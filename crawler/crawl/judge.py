@@ -445,7 +445,7 @@ _REPLAYED = (
 )  # fmt: skip
 
 #: What a page kept from the previous run keeps besides (its schedule included).
-_KEPT = ("verified_at", "revisit_days", "due_at", "checks", "changes")
+_KEPT = ("verified_at", "verified_date", "revisit_days", "due_at", "checks", "changes")
 
 # Scrapy's words when a body is over DOWNLOAD_MAXSIZE: as announced or as received
 # (scrapy.utils._download_handlers.get_maxsize_msg), or once decompressed

@@ -90,6 +90,7 @@ CREATE TABLE IF NOT EXISTS urls (
     page_dates TEXT,
     own_hash TEXT,
     verified_at REAL,
+    verified_date TEXT,
     revisit_days REAL,
     due_at REAL,
     checks INTEGER,

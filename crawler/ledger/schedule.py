@@ -51,7 +51,7 @@ BASIS_SETTINGS = (
 
 #: The ledger's schedule columns (crawler.ledger.ledger.SCHEMA), carried over as they
 #: are for a URL not verified tonight.
-COLUMNS = ("verified_at", "revisit_days", "due_at", "checks", "changes")
+COLUMNS = ("verified_at", "verified_date", "revisit_days", "due_at", "checks", "changes")
 
 
 def basis(settings: BaseSettings, start_url: str) -> str:
@@ -159,9 +159,11 @@ class RevisitPolicy:
         }
 
 
-def later(signal: str, known: str | None) -> bool:
-    """Whether a signal's modification time *signal* is later than the page's *known*
-    lastmod (both the site's own times; an unreadable one is no evidence). A day
+def later(signal: str, known: str | None, *, same_second: bool = False) -> bool:
+    """Whether a signal's modification time *signal* is later than *known*, the
+    page's lastmod or the time it was verified (both the site's own times; an
+    unreadable one is no evidence); *same_second*: or equal (a verification and an
+    edit in the same second of the site's clock, which counts whole seconds). A day
     alone (``2024-05-01``) is later only on a later day."""
     moment = _moment(signal)
     if moment is None:
@@ -173,7 +175,7 @@ def later(signal: str, known: str | None) -> bool:
         return True
     if len(signal.strip()) <= 10 or len(known.strip()) <= 10:
         return moment.date() > before.date()
-    return moment > before
+    return moment >= before if same_second else moment > before
 
 
 def _moment(value: str) -> datetime | None:
