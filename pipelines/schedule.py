@@ -7,7 +7,7 @@ Unchanged, its interval grows; changed, it shrinks. A page kept from the previou
 (not due) keeps its schedule as it was; a URL that failed (no answer, 5xx, 429) gets
 none, so the next night asks it again.
 
-Stats: ``sitemap/schedule/verified``, ``sitemap/schedule/changed``.
+(The publisher counts what was verified, kept and changed from the ledger.)
 """
 
 from __future__ import annotations
@@ -67,9 +67,6 @@ class SchedulePipeline(RecordPipeline):
         # When, in the site's own time, it was verified: what a signal's date is
         # compared with (crawler.crawl.frontier.Frontier.signal).
         item.verified_date = http_date_to_w3c(item.date) if item.date else None
-        self.stats.inc_value("sitemap/schedule/verified")
-        if changed:
-            self.stats.inc_value("sitemap/schedule/changed")
         return item
 
 

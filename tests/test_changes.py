@@ -54,7 +54,8 @@ def crawl(site: NightlySite, out: Path, endpoint: IndexNowServer, *extra: str) -
         [
             sys.executable, "-m", "crawler.cli", "crawl", site.url("/"), "--out", str(out),
             "--indexnow-key", KEY, "--indexnow-endpoint", endpoint.url("/indexnow"),
-            "-s", "AUTOTHROTTLE_START_DELAY=0", *extra,
+            # --full: each night verifies every page (the schedule: tests/test_revisit.py).
+            "-s", "AUTOTHROTTLE_START_DELAY=0", "--full", *extra,
         ],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )  # fmt: skip

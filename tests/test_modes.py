@@ -99,6 +99,7 @@ FETCHING = (
     "slowest.",
     "largest.",
     "history.",
+    "schedule.",  # URLs verified (fetched) and kept: the same race
 )
 #: The columns of report.html's URL tables that say how a page was judged.
 JUDGED = ("URL", "reason", "target", "lastmod")
@@ -318,7 +319,7 @@ def test_nightly_lastmod_second_night(tmp_path: Path) -> None:
             # The second night: the site changed one page; every other answers 304.
             site.page(pages[0], "page changed", etag='"changed"')
             site.save()
-            nights[mode] = crawl(site.url("/"), work, mode)
+            nights[mode] = crawl(site.url("/"), work, mode, "--full")
             site.page(pages[0], f"page {pages[0]}", etag=f'"{pages[0]}"')
             site.save()
         one, *two = nights.values()
@@ -416,7 +417,7 @@ def test_indexnow_first_run_and_the_next_night(tmp_path: Path) -> None:
             first = crawl(u("/"), work, mode, *options, "--indexnow-all")
             pages.pop("/p6.html")
             build(site, {**pages, "/p2.html": "page 2, changed", "/p7.html": "page 7"})
-            second = crawl(u("/"), work, mode, *options)
+            second = crawl(u("/"), work, mode, *options, "--full")
             sent[mode] = [post.json for post in endpoint.received]
             assert "IndexNow: 7 URLs submitted" in first.stderr
             assert "IndexNow: 4 URLs submitted" in second.stderr

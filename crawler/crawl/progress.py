@@ -33,7 +33,7 @@ def pages_fetched(stats: dict[str, Any]) -> int:
     schedule kept, answered without a request (crawler.fetch.kept)."""
     fetched = int(stats.get("response_received_count", 0))
     others = int(stats.get("robotstxt/response_count", 0))
-    return max(0, fetched - others - int(stats.get("sitemap/schedule/kept", 0)))
+    return max(0, fetched - others - int(stats.get("sitemap/schedule/kept_responses", 0)))
 
 
 class Progress:

@@ -7,7 +7,7 @@ disallows is decided as such, kept or not), answers it with an empty 304 for the
 judge to replay the previous run's record. The throttle never sees it: no delay, no
 slot taken.
 
-Stats: ``sitemap/schedule/kept``.
+Stats: ``sitemap/schedule/kept_responses`` (not pages fetched).
 """
 
 from __future__ import annotations
@@ -38,5 +38,5 @@ class KeptPagesMiddleware:
     def process_request(self, request: Request) -> Response | None:
         if not request.meta.get("sitemap_kept"):
             return None
-        self.stats.inc_value("sitemap/schedule/kept")
+        self.stats.inc_value("sitemap/schedule/kept_responses")
         return Response(request.url, status=304, request=request, flags=["kept"])

@@ -489,6 +489,26 @@ class Ledger(LedgerReader):
         )
         return cur.rowcount
 
+    def schedule_counts(self, now: float, previous: Path | None) -> tuple[int, int, int]:
+        """(verified, kept, changed) by the run that started at *now*: URLs it fetched
+        and judged, URLs whose earlier record it kept, and of the verified ones those
+        whose change count grew since the *previous* ledger (crawler.ledger.schedule)."""
+        verified, kept = self._q(
+            "SELECT coalesce(sum(verified_at >= ?), 0), coalesce(sum(verified_at < ?), 0)"
+            " FROM urls WHERE decision <> ?",
+            (now, now, QUEUED),
+        ).fetchone()
+        changed = 0
+        if previous is not None:
+            self._attach(previous)
+            if "changes" in {row[1] for row in self._q("PRAGMA prev.table_info(urls)")}:
+                changed = self._count(
+                    "SELECT count(*) FROM main.urls AS m JOIN prev.urls AS p ON m.key = p.key"
+                    " WHERE m.verified_at >= ? AND m.changes > coalesce(p.changes, 0)",
+                    now,
+                )
+        return int(verified), int(kept), changed
+
     def listed_by_content(self) -> Iterator[list[str]]:
         """The URLs of each body (``content_hash``) that more than one listed page has."""
         cur = self._q(

@@ -260,6 +260,7 @@ class SitemapPublisher:
                     stats.set_value("sitemap/budget/unfetched", left)
                 self._settle_rich(ledger)
             self._count_decisions(ledger)
+            self._count_schedule(ledger)
             outcome, message = self._publish(ledger, reason)
             if resumable:
                 message += "; run again with --resume to continue"
@@ -281,6 +282,20 @@ class SitemapPublisher:
             state.end(good=outcome in GOOD, resumable=resumable)
         log = logger.info if outcome in GOOD else logger.error
         log("Sitemap %s: %s\n%s", outcome, message, format_summary(stats.get_stats()))
+
+    def _count_schedule(self, ledger: Ledger) -> None:
+        """The revisit schedule's figures, from the books (a URL recorded twice, kept
+        then verified after all, counts once): URLs verified tonight, found changed,
+        and kept from the previous run."""
+        policy, previous = self.state.policy, self.state.previous
+        if policy is None:
+            return
+        verified, kept, changed = ledger.schedule_counts(
+            policy.now, previous.path if previous is not None else None
+        )
+        self.stats.set_value("sitemap/schedule/verified", verified)
+        self.stats.set_value("sitemap/schedule/kept", kept)
+        self.stats.set_value("sitemap/schedule/changed", changed)
 
     def _count_decisions(self, ledger: Ledger) -> None:
         """The decision stats, from the ledger's books (the pipeline counted records
