@@ -147,6 +147,30 @@ async def test_unchanged_nights_fetch_what_is_due_and_publish_the_same_set(
     rows = schedule(run)
     assert all(rows[site.url(p)]["revisit_days"] == 7.0 for p in PAGES)
     assert all(rows[site.url(p)]["checks"] == 2 for p in PAGES)
+    html = (run.state / "report.html").read_text()
+    assert "<h2>Revisit schedule</h2>" in html and "requests saved" in html
+    report = json.loads((run.state / "report.json").read_text())
+    assert report["schedule"]["kept"] == report["schedule"]["requests_saved"] > 20
+    # explain says when a URL was verified, its interval and when it is due next.
+    said = explain_json(run, site.url("/p5.html"))["revisit"]
+    row = rows[site.url("/p5.html")]
+    assert said["interval_days"] == 7.0 and (said["checks"], said["changes"]) == (2, 0)
+    due = datetime.fromtimestamp(row["due_at"], UTC).isoformat(timespec="seconds")
+    assert said["due"] == due
+    assert said["verified"] < due
+
+
+def explain_json(run: CrawlResult, url: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "crawler.cli", "explain", url, "--state", str(run.state), "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    found: dict[str, Any] = json.loads(done.stdout)
+    return found
 
 
 @pytest_twisted.ensureDeferred
