@@ -746,12 +746,14 @@ class Ledger(LedgerReader):
             (decision, most),
         )
 
-    def error_counts(self) -> tuple[int, int]:
-        """(pages fetched, pages that failed: 5xx or no response)."""
+    def error_counts(self, since: float = 0.0) -> tuple[int, int]:
+        """(pages fetched, pages that failed: 5xx or no response); with *since*, the
+        run's start, not the pages whose earlier record it kept (not fetched)."""
         fetched, failed = self._q(
             "SELECT count(*), coalesce(sum(decision = ? OR (decision = ? AND status >= 500)), 0)"
-            " FROM urls WHERE status IS NOT NULL OR decision = ?",
-            (ERROR, STATUS, ERROR),
+            " FROM urls WHERE (status IS NOT NULL OR decision = ?)"
+            " AND (verified_at IS NULL OR verified_at >= ?)",
+            (ERROR, STATUS, ERROR, since),
         ).fetchone()
         return fetched, failed
 

@@ -439,7 +439,8 @@ class SitemapPublisher:
     def _refusal(self, ledger: Ledger) -> str | None:
         """Why this run's set must not replace the published one (issue #4); when it
         may, ``checked`` says what was checked, for the report's "why"."""
-        fetched, failed = ledger.error_counts()
+        policy = self.state.policy
+        fetched, failed = ledger.error_counts(policy.now if policy is not None else 0.0)
         if fetched and failed / fetched > self.max_error_rate:
             return (
                 f"{failed} of {fetched} fetched pages failed ({failed / fetched:.0%}, over "
