@@ -216,6 +216,24 @@ async def test_a_link_gone_and_a_link_new_are_verified_the_same_night(
 
 
 @pytest_twisted.ensureDeferred
+async def test_a_sitemap_whose_dates_are_stamps_names_no_page(
+    site: NightlySite, tmp_path: Path, clock: Clock
+) -> None:
+    entries = "".join(f"<url><loc>{site.url(p)}</loc><lastmod>%NOW%</lastmod></url>" for p in PAGES)
+    site.pages["/sitemap.xml"] = {
+        "body": f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{entries}</urlset>'
+    }
+    site.robots = f"User-agent: *\nAllow: /\nSitemap: {site.url('/sitemap.xml')}\n"
+    await night(site, tmp_path)
+    clock.advance()
+    run = await night(site, tmp_path)
+    assert "/sitemap.xml" in fetched(site)
+    assert run.stats.get("sitemap/signals/stamped_sitemaps") == 1
+    assert not run.stats.get("sitemap/schedule/signalled")
+    assert len(fetched(site)) <= 8  # the home page, the sitemap and the night's share
+
+
+@pytest_twisted.ensureDeferred
 async def test_full_nights(site: NightlySite, tmp_path: Path, clock: Clock) -> None:
     await night(site, tmp_path)
     clock.advance()

@@ -23,8 +23,9 @@ not a sitemap, unreachable), ``sitemap/seeds/sitemap`` (its seeds new to the cra
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
@@ -32,6 +33,7 @@ from urllib.parse import urljoin
 from scrapy import Request
 
 from crawler.core.items import FOUND_SITEMAP
+from crawler.core.lastmod import http_date_to_w3c, lastmod_datetime
 from crawler.core.urls import normalize_url, site_of
 from crawler.sitemaps.limits import MAX_URLS_PER_FILE
 from crawler.sitemaps.model import Entry, Kind
@@ -48,6 +50,39 @@ logger = logging.getLogger(__name__)
 USUAL_PLACES = ("sitemap.xml", "sitemap_index.xml", "sitemap.xml.gz", "sitemap.txt")
 #: The most URLs a --urls file may hold (a bigger list is a sitemap's job).
 MAX_FILE_URLS = 1_000_000
+
+
+#: A file's dates are stamps when most of its entries (at least this many) are dated
+#: alike, or within an hour of the file's own Date: generated, not edited.
+STAMPED_ENTRIES = 10
+STAMP_SECONDS = 3600
+
+
+def stamped_dates(entries: list[Entry], response: Response) -> str | None:
+    """Why the ``<lastmod>`` dates of a sitemap (or feed) say nothing about its pages'
+    changes, or None: most of them one value (a template), or the time the file was
+    generated (its response's ``Date``; the site's clock). Such a generator would
+    name every page every night."""
+    dated = [entry.lastmod for entry in entries if entry.lastmod]
+    if len(dated) < STAMPED_ENTRIES:
+        return None
+    value, count = Counter(dated).most_common(1)[0]
+    if 2 * count > len(dated):
+        return f"{count} of {len(dated)} entries dated {value}"
+    date = response.headers.get(b"Date")
+    sent = http_date_to_w3c(date.decode("latin-1")) if date else None
+    if sent is None:
+        return None
+    moment = lastmod_datetime(sent)
+    recent = 0
+    for text in dated:
+        try:
+            recent += abs((lastmod_datetime(text) - moment).total_seconds()) <= STAMP_SECONDS
+        except ValueError:
+            continue
+    if 2 * recent > len(dated):
+        return f"{recent} of {len(dated)} entries dated within an hour of the file's Date"
+    return None
 
 
 def sitemap_request(
@@ -196,6 +231,11 @@ class SitemapSeeds:
                     yield request
             return
         logger.info("sitemap %s: %d entries read as seeds", url, len(entries))
+        if self.signal is not None and (stamp := stamped_dates(entries, response)):
+            # Dates that say nothing: no entry's date is a signal (as a seed, it stands).
+            logger.info("sitemap %s: its dates are no change signal: %s", url, stamp)
+            self.stats.inc_value("sitemap/signals/stamped_sitemaps")
+            entries = [replace(entry, lastmod=None) for entry in entries]
         seed = self.seed
         if self.signal is not None and meta.get("sitemap_signal_only"):
             seed = self.signal  # entries read for their dates alone
