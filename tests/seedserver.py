@@ -34,6 +34,8 @@ from typing import Any
 from twisted.internet import reactor
 from twisted.web import resource, server
 
+from tests.served import ServedSite
+
 
 class Site(resource.Resource):
     isLeaf = True
@@ -104,30 +106,16 @@ class Site(resource.Resource):
         return page.get("status", 200), body, page.get("delay", 0)
 
 
-class ScriptedSite:
+class ScriptedSite(ServedSite):
     """The test side: the site file, the server subprocess and its request log."""
 
     def __init__(self, tmp: Path, name: str = "site") -> None:
-        import subprocess
-        import sys
 
         self.file = tmp / f"{name}.json"
         self.log = tmp / f"{name}.log"
         self.spec: dict[str, Any] = {"pages": {}}
         self.save()
-        root = Path(__file__).resolve().parents[1]
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.seedserver"]
-            + ["--site", str(self.file), "--log", str(self.log)],
-            cwd=root,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        self.port = int(self.proc.stdout.readline())
-
-    def url(self, path: str = "/") -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
+        super().__init__("tests.seedserver", "--site", str(self.file), "--log", str(self.log))
 
     def page(self, path: str, *links: str, head: str = "", tail: str = "", **spec: Any) -> None:
         """An HTML page linking to *links*; *tail* goes after ``</html>``."""
@@ -148,12 +136,6 @@ class ScriptedSite:
         if not self.log.exists():
             return []
         return [json.loads(line) for line in self.log.read_text().splitlines() if line]
-
-    def stop(self) -> None:
-        self.proc.kill()
-        self.proc.wait(timeout=10)
-        assert self.proc.stdout is not None
-        self.proc.stdout.close()
 
 
 def main() -> None:

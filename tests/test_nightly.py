@@ -24,6 +24,7 @@ import pytest_twisted
 from scrapy.utils.sitemap import Sitemap
 
 from tests.conftest import ROOT, CrawlResult, run_crawl, wait_for
+from tests.served import ServedSite
 
 HTML = "<html><head><title>{title}</title>{head}</head><body>{body}</body></html>"
 
@@ -32,7 +33,7 @@ def body(title: str, text: str, head: str = "") -> str:
     return HTML.format(title=title, head=head, body=text)
 
 
-class NightlySite:
+class NightlySite(ServedSite):
     """The site file and the server that serves it."""
 
     def __init__(self, tmp: Path) -> None:
@@ -41,24 +42,10 @@ class NightlySite:
         self.pages: dict[str, dict[str, Any]] = {}
         self.robots = "User-agent: *\nAllow: /\n"
         self.save()
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tests.nightlyserver",
-                "--site",
-                str(self.file),
-                "--log",
-                str(self.log),
-                "--gate",
-                str(self.gate_path),
-            ],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            text=True,
+        super().__init__(
+            "tests.nightlyserver",
+            *("--site", str(self.file), "--log", str(self.log), "--gate", str(self.gate_path)),
         )
-        assert self.proc.stdout is not None
-        self.port = int(self.proc.stdout.readline())
 
     @property
     def gate_path(self) -> Path:
@@ -72,9 +59,6 @@ class NightlySite:
             yield
         finally:
             self.gate_path.unlink()
-
-    def url(self, path: str = "/") -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
 
     def page(self, path: str, text: str, **spec: Any) -> None:
         self.pages[path] = {"body": body(path, text, spec.pop("head", "")), **spec}
@@ -93,12 +77,6 @@ class NightlySite:
 
     def clear_log(self) -> None:
         self.log.write_text("")
-
-    def stop(self) -> None:
-        self.proc.kill()
-        self.proc.wait(timeout=10)
-        assert self.proc.stdout is not None
-        self.proc.stdout.close()
 
 
 @pytest.fixture

@@ -25,6 +25,7 @@ from crawler.ledger.schedule import COLUMNS as SCHEDULE_COLUMNS
 from crawler.ledger.schedule import DAY, RevisitPolicy, later
 from tests import wpserver as wp
 from tests.conftest import ROOT, CrawlResult, run_crawl
+from tests.served import ServedSite
 from tests.test_nightly import NightlySite, published
 from tests.test_nightly import night as full_night
 
@@ -302,7 +303,7 @@ async def test_a_budget_carries_what_is_due_to_the_next_night_most_overdue_first
 # -- a WordPress-like site: the REST API, the feed and the core sitemaps as signals ------
 
 
-class WordPress:
+class WordPress(ServedSite):
     """tests/wpserver.py serving a blog whose state the test edits between nights."""
 
     def __init__(self, tmp: Path, posts: int = 60, robots_extra: str = "") -> None:
@@ -310,25 +311,7 @@ class WordPress:
         self.state = wp.make_site(posts, 3)
         self.state["robots_extra"] = robots_extra
         wp.save(self.state, self.file)
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tests.wpserver",
-                "--site",
-                str(self.file),
-                "--log",
-                str(self.log),
-            ],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        self.port = int(self.proc.stdout.readline())
-
-    def url(self, path: str = "/") -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
+        super().__init__("tests.wpserver", "--site", str(self.file), "--log", str(self.log))
 
     def save(self) -> None:
         wp.save(self.state, self.file)
@@ -336,12 +319,6 @@ class WordPress:
     def requests(self) -> list[str]:
         lines = self.log.read_text().splitlines() if self.log.exists() else []
         return [json.loads(line)["path"] for line in lines if line]
-
-    def stop(self) -> None:
-        self.proc.kill()
-        self.proc.wait(timeout=10)
-        assert self.proc.stdout is not None
-        self.proc.stdout.close()
 
 
 @pytest.fixture
