@@ -81,8 +81,11 @@ def schedule(run: CrawlResult) -> dict[str, dict[str, Any]]:
 
 def test_policy_grows_shrinks_and_stays_within_bounds() -> None:
     policy = RevisitPolicy(1.0, 7.0, now=20000 * DAY)
-    first = policy.verified(None, None, [])
-    assert first["revisit_days"] == 7.0  # no date of its own: the maximum
+    # No date of its own: the minimum when a scheduled night finds it, the maximum
+    # on a full night (the whole site new to the schedule, spread).
+    assert policy.verified(None, None, [])["revisit_days"] == 1.0
+    whole = RevisitPolicy(1.0, 7.0, now=20000 * DAY, full=True)
+    assert whole.verified(None, None, [])["revisit_days"] == 7.0
     old = policy.verified(None, None, ["1998-01-01"])  # an old page: the maximum
     assert old["revisit_days"] == 7.0
     # 20000 days after 1970 is 2024-10-04: a page edited two days before, two days.
@@ -362,7 +365,8 @@ async def test_a_wordpress_night_finds_a_new_an_edited_and_a_trashed_post(
     assert any(path.startswith("/wp-json/wp/v2/posts?") for path in asked)
     assert "/feed/" in asked and "/wp-sitemap.xml" in asked
     # An editor publishes a post, edits one deep in the archive, trashes another.
-    new = wp.publish_post(blog.state, server_now())
+    publish_time = server_now()
+    new = wp.publish_post(blog.state, publish_time)
     edit_time = server_now()
     edited = wp.edit_post(blog.state, 40, edit_time)
     trashed = wp.trash_post(blog.state, 50)
@@ -382,6 +386,14 @@ async def test_a_wordpress_night_finds_a_new_an_edited_and_a_trashed_post(
     # The full crawl of the same site tonight publishes the same set.
     full = await run_crawl(blog.url("/"), tmp_path / "full")
     assert set(published(full.out)) == set(lastmods)
+    # The new post gave a date too close to its fetch to be believed yet (a theme
+    # stamping "now" looks the same): it starts at the minimum interval, and is
+    # verified again the next night (a day later, its date is believed).
+    assert rows[blog.url(new)]["revisit_days"] == 1.0
+    assert lastmods[blog.url(new)] in (None, publish_time + "+00:00")
+    clock.advance()
+    await wp_night(blog, tmp_path)
+    assert new in blog.requests()
 
 
 @pytest_twisted.ensureDeferred

@@ -114,14 +114,20 @@ class RevisitPolicy:
     def first_interval(self, dates: list[str]) -> float:
         """The interval of a URL never scheduled: the age of its latest own date
         (modified or published) when it has one (a page that has not changed for a
-        year is verified at the maximum; one edited yesterday, soon), else the maximum."""
+        year is verified at the maximum; one edited yesterday, soon); else the maximum
+        on a full night (the whole site is new to the schedule), and the minimum for a
+        URL found on a scheduled night (a page just published is the likeliest to be
+        edited, and a date it gave too close to its fetch to be believed is read
+        again the next night)."""
         ages = [
             age
             for value in dates
             if (moment := _moment(value)) is not None
             and (age := (self.now - moment.timestamp()) / DAY) >= 0  # not a date to come
         ]
-        return self.clamp(min(ages)) if ages else self.max_days
+        if ages:
+            return self.clamp(min(ages))
+        return self.max_days if self.full else self.min_days
 
     def verified(
         self, prev: dict[str, Any] | None, changed: bool | None, dates: list[str]
