@@ -21,8 +21,8 @@ import pytest
 import pytest_twisted
 
 from crawler.core import clock as clock_module
+from crawler.ledger.schedule import BASIS_SETTINGS, DAY, RevisitPolicy, later
 from crawler.ledger.schedule import COLUMNS as SCHEDULE_COLUMNS
-from crawler.ledger.schedule import DAY, RevisitPolicy, later
 from tests import wpserver as wp
 from tests.conftest import ROOT, CrawlResult, run_crawl
 from tests.served import ServedSite
@@ -108,6 +108,14 @@ def test_policy_grows_shrinks_and_stays_within_bounds() -> None:
     spread = [full.verified(None, None, [])["due_at"] for _ in range(14)]
     nights = sorted(round((due - full.now) / DAY) for due in spread)
     assert nights == [1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7]
+
+
+def test_the_settings_that_decide_the_set_exist() -> None:
+    from scrapy.settings import Settings
+
+    project = Settings()
+    project.setmodule("settings")
+    assert [name for name in BASIS_SETTINGS if name not in project] == []
 
 
 def test_a_signal_is_later_only_in_the_sites_own_time() -> None:
