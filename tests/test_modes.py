@@ -36,9 +36,11 @@ from scrapy.utils.sitemap import Sitemap
 from crawler.core.decisions import UNFETCHED_TIME
 from crawler.ledger.ledger import Ledger
 from crawler.page.softnotfound import PROBE_PREFIX
+from tests import wpserver as wp
 from tests.conftest import ROOT
 from tests.indexnowserver import Answer, IndexNowServer
 from tests.seedserver import ScriptedSite
+from tests.served import ServedSite
 from tests.test_changes import KEY, build
 from tests.test_nightly import NightlySite
 from tests.test_traps_learning import TrapServer
@@ -548,5 +550,28 @@ def test_revisit_schedule(tmp_path: Path) -> None:
                 shares[mode].append(schedule["verified"])
         # 22 pages over 7 nights: 3 or 4 a night, the start URL always among them.
         assert all(3 <= n <= 5 for counts in shares.values() for n in counts), shares
+    finally:
+        site.stop()
+
+
+def test_revisit_signals_of_a_wordpress_site(tmp_path: Path) -> None:
+    """A post trashed deep in the archive (linked by pages that are not due) is gone
+    the next night in every mode: the REST API's lists, read by whichever process
+    fetches the start page, are compared with the previous night's."""
+    state = wp.make_site(40, 2)
+    wp.save(state, tmp_path / "wp.json")
+    site = ServedSite("tests.wpserver", "--site", str(tmp_path / "wp.json"), "--log", "/dev/null")
+    try:
+        works = {mode: tmp_path / mode.replace(" ", "-").replace(",", "") for mode in MODES}
+        for mode, work in works.items():
+            crawl(site.url("/"), work, mode)
+        trashed = site.url(wp.trash_post(state, 30))
+        wp.save(state, tmp_path / "wp.json")
+        for mode, work in works.items():
+            run = crawl(site.url("/"), work, mode, env=shifted(1))
+            assert run.report_json["schedule"]["full_night"] is None
+            assert trashed not in run.lastmods, mode
+            assert run.decisions[trashed][0] == "status", mode
+            assert run.report_json["schedule"]["kept"] > 40, mode
     finally:
         site.stop()

@@ -36,8 +36,6 @@ logger = logging.getLogger(__name__)
 #: The lists read (WordPress's public post types of pages), items a request (the
 #: API's maximum), and the most requests a list may cost a night.
 KINDS = ("posts", "pages")
-#: The ledger's meta entry of the links the lists had, for the next night.
-REST_LINKS = "rest_links"
 PER_PAGE = 100
 MAX_PAGES = 1000
 
@@ -54,7 +52,7 @@ class RestSignals:
     signal: Callable[..., Iterable[Any]]
     recheck: Callable[[str], Iterable[Any]]
     before: list[str] | None
-    keep: Callable[[list[str]], None] | None
+    keep: Callable[[list[str]], None]
     callback: Callable[..., Any]
     errback: Callable[..., Any]
     stats: StatsCollector
@@ -115,8 +113,7 @@ class RestSignals:
         self._open.discard(kind)
         if self._open or self._failed:
             return
-        if self.keep is not None:
-            self.keep(sorted(self.links))
+        self.keep(sorted(self.links))
         for url in sorted(set(self.before or ()) - self.links):
             yield from self.recheck(url)
 

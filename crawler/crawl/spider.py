@@ -41,7 +41,7 @@ from crawler.core.items import PageRecords, UrlRecord
 from crawler.core.urls import site_of, start_url
 from crawler.crawl.frontier import Frontier
 from crawler.crawl.judge import PageJudge
-from crawler.crawl.restapi import REST_LINKS, RestSignals, api_roots
+from crawler.crawl.restapi import RestSignals, api_roots
 from crawler.crawl.seeds import SitemapSeeds
 from crawler.fetch.rendering import RenderPolicy
 from crawler.ledger.runstate import RunState
@@ -273,14 +273,13 @@ class SiteSpider(Spider):
         if self.seeds is not None and self.seeds.signal is not None:
             yield from self.seeds.feeds(url for kind, url in found if kind == "feed")
         if api and self.rest is None and site_of(api[0]) == site_of(self.start_url):
-            state = self.run_state
-            ledger, previous = state.ledger, state.previous
+            previous = self.previous
             self.rest = RestSignals(
                 api[0],
                 signal=self.frontier.signal,
                 recheck=self.frontier.verify,
-                before=previous.get_meta(REST_LINKS) if previous is not None else None,
-                keep=functools.partial(ledger.set_meta, REST_LINKS) if ledger else None,
+                before=previous.api_links() if previous is not None else None,
+                keep=self.run_state.keep_api_links,
                 callback=self.read_api,
                 errback=self.api_failed,
                 stats=self.crawler.stats,

@@ -34,3 +34,4 @@ class PageReport:
     stop: str | None = None
     probed: bool = False  # it ends the soft-404 probe
     robots: dict[str, Any] | None = None
+    api_links: list[str] | None = None  # the REST API's links tonight, sent once

@@ -23,8 +23,10 @@ if TYPE_CHECKING:
     from crawler.ledger.previous import PreviousRun
 
 
-#: The hash field of the previous run's learned parameters (path -> names).
+#: The hash fields of the previous run's learned parameters (path -> names) and of the
+#: links the site's REST API listed (crawler.crawl.restapi).
 LEARNED = "learned-params"
+API_LINKS = "api-links"
 
 
 def _pack(value: Any) -> bytes:
@@ -35,6 +37,8 @@ def _rows(previous: PreviousRun, full: bool) -> Iterator[tuple[str, bytes]]:
     learned = previous.learned_params()
     if learned:
         yield LEARNED, _pack(learned)
+    if (links := previous.api_links()) is not None:
+        yield API_LINKS, _pack(links)
     for row in previous.conditional_rows():
         if full:
             row["due_at"] = None  # a full night: no process keeps a page unverified
@@ -69,6 +73,12 @@ class RedisPrevious:
         :meth:`crawler.ledger.previous.PreviousRun.learned_params`."""
         learned: dict[str, list[str]] = self._unpack(LEARNED) or {}
         return learned
+
+    def api_links(self) -> list[str] | None:
+        """The links the site's REST API listed on the previous night, as
+        :meth:`crawler.ledger.previous.PreviousRun.api_links`."""
+        links = self._unpack(API_LINKS)
+        return [str(link) for link in links] if isinstance(links, list) else None
 
     def _unpack(self, key: str) -> Any:
         raw = self.crawl.previous_row(key)

@@ -170,6 +170,7 @@ class RedisSharing(Sharing):
         self.fatal: str | None = None
         self.fatal_sent = False
         self.robots_sent = False
+        self.api_links_sent = False
         self.started = False  # the start URLs were sent: the crawl may end
         # The coordinator read the report that ends the soft-404 probe.
         self.probe_heard = False
@@ -326,6 +327,9 @@ class RedisSharing(Sharing):
             robots = state.robots if state is not None else None
             if robots is not None and not self.robots_sent:
                 report.robots, self.robots_sent = robots, True
+            links = state.api_links if state is not None else None
+            if links is not None and not self.api_links_sent:
+                report.api_links, self.api_links_sent = links, True
         return report
 
     def _counts(self) -> dict[str, int]:
@@ -478,6 +482,8 @@ class RedisSharing(Sharing):
                 self.run_state.fail(report.fatal, report.unfetched)
             if report.robots is not None and self.run_state and self.run_state.robots is None:
                 self.run_state.read_robots(report.robots)  # --no-fetch reads none itself
+            if report.api_links is not None and self.run_state is not None:
+                self.run_state.keep_api_links(report.api_links)
             self.stopping = self.stopping or report.stop
         if report.probed:
             self.probe_heard = True

@@ -10,6 +10,9 @@ from typing import Any
 
 from crawler.ledger.ledger import LedgerError, LedgerReader
 
+#: The meta entry of the links the site's REST API listed (crawler.crawl.restapi).
+API_LINKS = "rest_links"
+
 #: The columns without which a ledger has no history to offer (an earlier version's).
 HISTORY = frozenset({"etag", "main_hash", "links"})
 
@@ -35,3 +38,8 @@ class PreviousRun(LedgerReader):
     def get(self, key: str) -> dict[str, Any] | None:
         """The row of *key* (as :meth:`crawler.distributed.previous.RedisPrevious.get`)."""
         return self.row(key)
+
+    def api_links(self) -> list[str] | None:
+        """The links the site's REST API listed on that night (None: not read)."""
+        links = self.get_meta(API_LINKS)
+        return [str(link) for link in links] if isinstance(links, list) else None

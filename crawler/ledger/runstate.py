@@ -39,7 +39,7 @@ from crawler.core.paths import LEDGER_FAILED, LOCK, CrawlPaths
 from crawler.core.publicurl import PublicUrls
 from crawler.ledger import schedule
 from crawler.ledger.ledger import Ledger
-from crawler.ledger.previous import PreviousRun
+from crawler.ledger.previous import API_LINKS, PreviousRun
 from crawler.ledger.schedule import RevisitPolicy
 
 if TYPE_CHECKING:
@@ -106,6 +106,7 @@ class RunState:
     fatal: str | None = field(init=False, default=None)
     unfetched: tuple[str, str] | None = field(init=False, default=None)  # see fail()
     robots: dict[str, Any] | None = field(init=False, default=None)  # see read_robots()
+    api_links: list[str] | None = field(init=False, default=None)  # see keep_api_links()
     #: How the run ended, set by the publisher (None until then, or in a
     #: process that keeps no books): the command's answer, not the stats.
     outcome: RunOutcome | None = field(init=False, default=None)
@@ -261,6 +262,14 @@ class RunState:
             self.stats.set_value(f"sitemap/robots/{name}", record[name])
         if self.ledger is not None:
             self.ledger.set_meta("robots", record)
+
+    def keep_api_links(self, links: list[str]) -> None:
+        """The links the site's REST API listed tonight (crawler.crawl.restapi), kept in
+        the ledger for the next night; a worker's go to the coordinator with its next
+        report."""
+        self.api_links = links
+        if self.ledger is not None:
+            self.ledger.set_meta(API_LINKS, links)
 
     # -- the run ends ---------------------------------------------------------------------
 
