@@ -371,7 +371,7 @@ def test_second_night_replays_the_304s_of_every_process(
             with site.gate():  # nothing fetched until the worker is up
                 coordinator = cli(
                     "crawl", site.url("/"), "--out", str(out), "--redis", url,
-                    "--delay", "0.05", *HELD, *alone,
+                    "--delay", "0.05", "--full", *HELD, *alone,
                 )  # fmt: skip
                 wait_for(lambda: client.get(CURRENT), timeout=STARTUP)
                 worker = cli("worker", "--redis", url)

@@ -216,8 +216,13 @@ class SiteSpider(Spider):
     def _signals(self) -> bool:
         """Whether tonight reads the site's change signals: a night that keeps pages
         from the previous run (crawler.ledger.schedule)."""
-        policy = self.frontier.policy
-        return policy is not None and not policy.full and self.previous is not None
+        policy, previous = self.frontier.policy, self.previous
+        return (
+            policy is not None
+            and not policy.full
+            and previous is not None
+            and bool(previous.scheduled())
+        )
 
     @cached_property
     def render(self) -> RenderPolicy:

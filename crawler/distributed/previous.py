@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 #: links the site's REST API listed (crawler.crawl.restapi).
 LEARNED = "learned-params"
 API_LINKS = "api-links"
+#: Set when tonight keeps the pages that are not due (no full night): the processes
+#: then read the site's change signals too.
+SCHEDULED = "scheduled-night"
 
 
 def _pack(value: Any) -> bytes:
@@ -39,6 +42,8 @@ def _rows(previous: PreviousRun, full: bool) -> Iterator[tuple[str, bytes]]:
         yield LEARNED, _pack(learned)
     if (links := previous.api_links()) is not None:
         yield API_LINKS, _pack(links)
+    if not full:
+        yield SCHEDULED, _pack(True)
     for row in previous.conditional_rows():
         if full:
             row["due_at"] = None  # a full night: no process keeps a page unverified
@@ -73,6 +78,10 @@ class RedisPrevious:
         :meth:`crawler.ledger.previous.PreviousRun.learned_params`."""
         learned: dict[str, list[str]] = self._unpack(LEARNED) or {}
         return learned
+
+    def scheduled(self) -> bool:
+        """Whether tonight keeps the pages that are not due (the coordinator says)."""
+        return bool(self._unpack(SCHEDULED))
 
     def api_links(self) -> list[str] | None:
         """The links the site's REST API listed on the previous night, as

@@ -39,6 +39,11 @@ class PreviousRun(LedgerReader):
         """The row of *key* (as :meth:`crawler.distributed.previous.RedisPrevious.get`)."""
         return self.row(key)
 
+    def scheduled(self) -> bool:
+        """Whether this run can keep pages from it (it has a schedule; whether tonight
+        does is the run state's policy)."""
+        return "due_at" in self.columns()
+
     def api_links(self) -> list[str] | None:
         """The links the site's REST API listed on that night (None: not read)."""
         links = self.get_meta(API_LINKS)
