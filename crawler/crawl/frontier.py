@@ -7,7 +7,8 @@ is judged like any URL, never trusted). It is normalised and keyed once, and che
 against the seen-set: a URL known under another form is recorded as an alias. A new
 URL is put to the rule book (:mod:`crawler.crawl.rulebook`); refused, it gets its
 final decision here, with the rule; let through, a ``queued`` record and a request
-(breadth-first), asked conditionally when the previous run knew the page.
+(breadth-first), asked conditionally when the previous run knew the page, or kept
+from it when the revisit schedule (crawler.ledger.schedule) says it is not due.
 
 Depth is the shortest link path from the start URL: a URL left out for depth is let
 in when a shorter path to it turns up later (concurrency can let a long path win
@@ -20,10 +21,14 @@ Settings: ``SITEMAP_START_URLS``, ``SITEMAP_URL_FILE``,
 ``SITEMAP_INCLUDE``, ``SITEMAP_EXCLUDE``, ``SITEMAP_STRIP_PARAMS``,
 ``SITEMAP_STRIP_EXTRA``, ``SITEMAP_TRAP_*``, ``SITEMAP_CALENDAR_WINDOW``.
 Meta keys of its requests: ``sitemap_url``, ``sitemap_depth``, ``sitemap_hops``,
-``sitemap_referrer``, ``sitemap_conditional``, ``sitemap_reconsidered``.
+``sitemap_referrer``, ``sitemap_conditional``, ``sitemap_reconsidered``, ``sitemap_kept``
+(not due tonight: answered without a request, crawler.fetch.kept), ``sitemap_recheck``
+(kept, then named by a change signal: asked after all).
 Stats: ``sitemap/discovered``, ``sitemap/ignored/scheme``,
 ``sitemap/depth_reconsidered``, ``sitemap/seeds/<found_by>`` (seeds new to the
-crawl), ``sitemap/learned/params`` (parameters learned this run).
+crawl), ``sitemap/learned/params`` (parameters learned this run),
+``sitemap/schedule/signalled``, ``sitemap/schedule/rechecked`` (change signals:
+docs/nightly.md).
 """
 
 from __future__ import annotations

@@ -4,8 +4,10 @@ Every decision about a fetched URL is made here (the frontier decides about the 
 it never fetches; :func:`crawler.core.decisions.close_books` what only the whole
 crawl can tell). In order:
 
-1. a 304 to a conditional request replays the previous run's record, and its stored
-   links are followed again, unfetched;
+1. a 304 to a conditional request, or a page the revisit schedule keeps tonight,
+   replays the previous run's record, and its stored links are followed again,
+   unfetched; a page fetched tonight that no longer links to a URL it linked to has
+   that URL verified tonight;
 2. a 3xx with a ``Location`` is a ``redirect``, its target a lead: redirects are
    judged hop by hop, not followed by Scrapy, so each hop gets its own decision;
 3. another status than 200 is ``status`` (``HTTP 404``);
