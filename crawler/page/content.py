@@ -6,6 +6,7 @@ regions named by ``SITEMAP_VOLATILE_SELECTORS``."""
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -54,45 +55,33 @@ def _targets(root: Any) -> Iterator[str]:
                 yield "\0" + value.strip()
 
 
-#: What a page repeats around its own content: left out of :func:`own_hash`.
-_AROUND = frozenset({"aside", "nav", "header", "footer", "form"})
+#: What a page repeats around its own content ("chrome"): left out of :func:`own_hash`,
+#: and of the text a soft 404 is read from (crawler.page.softnotfound).
+CHROME = ("aside", "nav", "header", "footer")
+_MAIN = etree.XPath("//main | //*[@role='main']")
 
 
 def own_hash(root: Any) -> str | None:
     """A hex digest of the page's own content: its ``<main>`` (or ``role="main"``, or
-    its one ``<article>``; else the body), without the asides, navigation, headers,
-    footers and forms that a CMS repeats on every page (a "recent posts" widget, an
-    archive list), text and link targets as :func:`main_content` hashes them. The
-    revisit schedule's evidence of a change (docs/nightly.md). Call it after
+    its one ``<article>``; else the body), without the asides, navigation, headers and
+    footers that a CMS repeats on every page (a "recent posts" widget, an archive
+    list), text and link targets as :func:`main_content` hashes them. The revisit
+    schedule's evidence of a change (docs/nightly.md). Call it after
     :func:`main_content` (scripts and volatile regions stripped); it leaves the tree
-    as it is."""
+    as it is (it reads a copy of that part)."""
     if root is None or not hasattr(root, "iter"):
         return None
-    found = root.xpath("//main | //*[@role='main']")
+    found: list[Any] = list(_MAIN(root))  # type: ignore[arg-type]  # elements, here
     if not found:
         articles = root.xpath("//article")
         found = articles if len(articles) == 1 else root.xpath("//body") or [root]
-    pieces: list[str] = []
-    targets: list[str] = []
-    for el in found[:1]:
-        _own(el, pieces, targets)
-    digest = hashlib.blake2b("".join("".join(pieces).split()).encode("utf-8"), digest_size=16)
-    for target in targets:
-        digest.update(("\0" + target).encode("utf-8"))
+    own = copy.deepcopy(found[0])  # libxml2's copy and strip: no walk in Python
+    etree.strip_elements(own, *CHROME, with_tail=False)
+    text = str(etree.tostring(own, method="text", encoding="unicode"))
+    digest = hashlib.blake2b("".join(text.split()).encode("utf-8"), digest_size=16)
+    for target in _targets(own):
+        digest.update(target.encode("utf-8"))
     return VERSION + digest.hexdigest()
-
-
-def _own(el: Any, pieces: list[str], targets: list[str]) -> None:
-    if el.text:
-        pieces.append(el.text)
-    for child in el:
-        tag = child.tag if isinstance(child.tag, str) else ""
-        if tag not in _AROUND:
-            if tag in ("a", "img", "link"):
-                targets.extend(v.strip() for a in ("href", "src") if (v := child.get(a)))
-            _own(child, pieces, targets)
-        if child.tail:
-            pieces.append(child.tail)
 
 
 def bag_hash(root: Any) -> str | None:

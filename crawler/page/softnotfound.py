@@ -17,6 +17,8 @@ from urllib.parse import unquote, urlsplit
 
 from lxml import etree
 
+from crawler.page.content import CHROME
+
 #: Probe addresses start with this path.
 PROBE_PREFIX = "/sitemap-crawler-probe-"
 #: The most main text a fingerprinted page has (characters).
@@ -162,9 +164,6 @@ def _text(element: Any) -> str:
     return " ".join(etree.tostring(element, method="text", encoding="unicode").split())
 
 
-_CHROME = frozenset({"nav", "header", "footer", "aside"})
-
-
 class _Enough(Exception):
     pass
 
@@ -185,7 +184,7 @@ def _start(region: Any, chrome: bool) -> str:
                 raise _Enough
 
     def walk(element: Any) -> None:
-        if not isinstance(element.tag, str) or (not chrome and element.tag in _CHROME):
+        if not isinstance(element.tag, str) or (not chrome and element.tag in CHROME):
             return
         add(element.text)
         for child in element:
@@ -222,7 +221,7 @@ def says_not_found(root: Any, title: str | None, text_length: int = 0) -> str | 
             return None
     where, said = found
     if whole:
-        etree.strip_elements(region, *_CHROME, with_tail=False)
+        etree.strip_elements(region, *CHROME, with_tail=False)
     words = len(_WORD.findall(_text(region)))
     if words > THIN_WORDS:
         return None
