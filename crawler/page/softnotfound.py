@@ -166,10 +166,8 @@ _TEXT_SAYS_NOT_FOUND = re.compile(
 )
 
 
-def _says(said: str | None) -> bool:
+def _says(said: str) -> bool:
     """Whether a title or heading says the page is not there."""
-    if not said:
-        return False
     return bool(_SAYS_NOT_FOUND.search(said) or _ONLY_404.fullmatch(said))
 
 
@@ -234,7 +232,7 @@ def says_not_found(root: Any, title: str | None, text_length: int = 0) -> str | 
     if region is None:
         region = first.get("body", root)
     said_by = (("title", title), ("heading", heading))
-    found = next(((w, t) for w, t in said_by if _says(t)), None)
+    found = next(((w, t) for w, t in said_by if t and _says(t)), None)
     if found is None:
         found = "text", _start(region, chrome=not whole)
         if not _TEXT_SAYS_NOT_FOUND.search(found[1]):
