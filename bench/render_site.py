@@ -108,7 +108,7 @@ def write_sites(base: Path, n: int) -> tuple[Path, Path]:
     (js / "app.js").write_text(APP_JS)
     (js / "app.css").write_text("body { font-family: sans-serif; }\n")
     for i in range(n):
-        title = f"Page p{i}"  # not "Page 404": a title that says 404 is a soft 404
+        title = f"Page p{i}"
         links = links_of(i, n)
         (js / "api" / f"{i}.json").write_text(
             json.dumps({"title": title, "text": f"{TEXT} ({i})", "links": links})

@@ -208,16 +208,17 @@ def test_deploy_and_crawl_through_scrapyd(
 ) -> None:
     project, egg = deploy(scrapyd, tmp_path)
 
-    # The egg holds the three packages and tells scrapyd which settings module to use:
-    # without the `scrapy` entry point, the runner cannot start any job.
+    # The egg holds one package, settings and pipelines inside it, and tells scrapyd
+    # which settings module to use: without the `scrapy` entry point, the runner cannot
+    # start any job. The settings' `pipelines.` paths find crawler.pipelines.
     with zipfile.ZipFile(egg) as z:
-        tops = {name.split("/", 1)[0] for name in z.namelist()}
+        names = z.namelist()
         entry_points = ConfigParser()
         entry_points.read_string(z.read("EGG-INFO/entry_points.txt").decode())
-    assert {"crawler", "pipelines", "settings"} <= tops
-    assert "tests" not in tops
+    assert {name.split("/", 1)[0] for name in names} == {"crawler", "EGG-INFO"}
+    assert {"crawler/settings/__init__.py", "crawler/pipelines/ledger.py"} <= set(names)
     assert entry_points.has_section("scrapy"), "the egg has no `scrapy` entry point"
-    assert entry_points.get("scrapy", "settings") == "settings"
+    assert entry_points.get("scrapy", "settings") == "crawler.settings"
     assert "site" in scrapyd.get("listspiders.json", project=project)["spiders"]
 
     out, state = tmp_path / "public", tmp_path / "state"

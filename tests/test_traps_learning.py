@@ -20,7 +20,7 @@ from crawler.crawl.calendars import date_of, parse_window
 from crawler.crawl.params import ParamLearner, settle
 from crawler.page.content import bag_hash, main_content
 from crawler.page.links import parse_html
-from crawler.page.softnotfound import page_print
+from crawler.page.softnotfound import page_print, says_not_found
 from crawler.publish.report import format_summary
 from tests.conftest import ROOT, run_crawl
 
@@ -460,3 +460,43 @@ def test_soft_404_print_ignores_the_echoed_path() -> None:
     assert probe is not None and other is not None and real is not None
     assert probe == other
     assert probe[0] != real[0] and bin(probe[1] ^ real[1]).count("1") > 3
+
+
+#: A short page's title and heading, and whether they say it is not there. A number
+#: is no evidence: 404 counts as a status, with "error" or "HTTP", or alone.
+SAYS_404 = [
+    # The false alarm seen on a real site, and its kin.
+    ("Chapter twelve filler page 404", "Filler page 404", None),
+    ("Route 404", "Route 404", None),
+    ("Page 404 of the archive", "Archive", None),
+    ("404 ways to cook eggs", "Eggs", None),
+    ("Bus 404 timetable", "Stops of bus 404", None),
+    # What says so: "not found", the status named as one, or 404 alone.
+    ("Page not found", "Sorry", "title says 'Page not found'"),
+    ("Error 404", "Sorry", "title says 'Error 404'"),
+    ("404 Error | Example", "Sorry", "title says '404 Error | Example'"),
+    ("HTTP 404", "Sorry", "title says 'HTTP 404'"),
+    ("Example", "Error code: 404", "heading says 'Error code: 404'"),
+    ("404", "Sorry", "title says '404'"),
+    ("Example", "404!", "heading says '404!'"),
+    ("404 - Not Found", "Sorry", "title says '404 - Not Found'"),
+    ("Erreur 404 - page introuvable", "Oups", "title says 'Erreur 404 - page introuvable'"),
+    ("Fehler 404", "Hoppla", "title says 'Fehler 404'"),
+]
+
+
+@pytest.mark.parametrize(("title", "heading", "reason"), SAYS_404)
+def test_a_number_404_is_no_evidence(title: str, heading: str, reason: str | None) -> None:
+    body = f"<h1>{heading}</h1>\n<p>" + " ".join(["word"] * 12) + "</p>"
+    html = f"<html><head><title>{title}</title></head><body>{body}</body></html>"
+    response = HtmlResponse("http://h/archive/404", body=html.encode())
+    words = 12 + len(heading.split())
+    said = says_not_found(parse_html(response), title)
+    assert said == (f"{reason}; {words} words" if reason else None)
+
+
+def test_a_thin_page_whose_text_says_error_404() -> None:
+    html = "<html><body><main><p>Fehler 404: diese Seite gibt es nicht.</p></main></body></html>"
+    response = HtmlResponse("http://h/x", body=html.encode())
+    said = says_not_found(parse_html(response), "Example")
+    assert said == "text says 'Fehler 404: diese Seite gibt es nicht.'; 7 words"

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.defer import deferred_from_coro
+from scrapy.utils.request import request_from_dict
 from scrapy_redis.dupefilter import RFPDupeFilter
 from scrapy_redis.queue import PriorityQueue
 from scrapy_redis.scheduler import Scheduler
@@ -70,7 +71,9 @@ def redis_crawl(crawler: Crawler) -> RedisCrawl:
 
 
 class ClaimQueue(PriorityQueue):
-    """scrapy-redis's priority queue, scored by link depth; popping claims."""
+    """scrapy-redis's priority queue, scored by link depth; popping claims. A request
+    is stored as Scrapy's own dict of it (``Request.to_dict``, ``request_from_dict``),
+    through the queue's serializer (``SCHEDULER_SERIALIZER``)."""
 
     def __init__(self, server: Any, spider: Spider, key: str, serializer: Any = None) -> None:
         super().__init__(server, spider, key, serializer)
@@ -80,15 +83,24 @@ class ClaimQueue(PriorityQueue):
         """Queue *request* unless *fingerprint* is in the seen-set (scrapy-redis's
         ``RFPDupeFilter.request_seen`` then ``push``, in one round trip)."""
         depth = request.meta.get("sitemap_depth", 0)
-        return self.crawl.enqueue(fingerprint, self._encode_request(request), depth)
+        return self.crawl.enqueue(fingerprint, self.encode(request), depth)
 
     def pop(self, timeout: int = 0) -> Request | None:
         member = self.crawl.claim()
         if member is None:
             return None
-        request: Request = self._decode_request(member)
+        request = self.decode(member)
         request.meta[CLAIM] = claim_id(member)
         return request
+
+    def encode(self, request: Request) -> bytes:
+        """*request* as the queue stores it."""
+        encoded: bytes = self.serializer.dumps(request.to_dict(spider=self.spider))
+        return encoded
+
+    def decode(self, member: bytes) -> Request:
+        """The request the queue stored as *member*."""
+        return request_from_dict(self.serializer.loads(member), spider=self.spider)
 
 
 class KeyDupeFilter(RFPDupeFilter):

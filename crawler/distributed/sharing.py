@@ -74,7 +74,7 @@ class ClaimingScheduler(Protocol):
 
     local: deque[Request]
     claiming: bool
-    queue: Any  # scrapy-redis's queue: its _encode_request
+    queue: Any  # crawler.distributed.scheduler.ClaimQueue: its encode
 
     def take(self, engine: ExecutionEngine) -> Request | None: ...
     def stop(self) -> None: ...
@@ -220,7 +220,7 @@ class RedisSharing(Sharing):
 
     def frontier(self, *args: Any) -> Frontier:
         frontier = SharedFrontier.from_crawler(*args)
-        frontier.encode = self._scheduler().queue._encode_request
+        frontier.encode = self._scheduler().queue.encode
         self.frontier_ = frontier
         # Where the crawl entered each date sequence: crawl-wide, in Redis.
         frontier.calendars.entries = SharedEntries(self.redis)

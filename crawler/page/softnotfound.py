@@ -1,5 +1,5 @@
-"""Soft 404s: a site's "not found" page served with status 200 (issue #19;
-docs/crawling.md). The spider's probes (:func:`probe_url`) leave prints
+"""Soft 404s: a site's "not found" page served with status 200
+(docs/crawling.md). The spider's probes (:func:`probe_url`) leave prints
 (:func:`page_print`) that a page matches (:meth:`SoftNotFound.matches`): its main
 text's words without its own address (a "not found" page echoes it), hashed, and their
 simhash within :data:`MAX_DISTANCE` bits. :func:`says_not_found` reads a real address
@@ -130,32 +130,49 @@ THIN_WORDS = 50
 MAX_NOT_FOUND_TEXT = 30_000
 # "The thing is not there", as words (not inside other words: ErrorKind::NotFound is
 # no match), in the common languages.
-_SAYS_NOT_FOUND = re.compile(
-    r"(?<!\w)(?:"
-    r"not\s+found|no\s+longer\s+available|(?:does\s+not|doesn['’]t|no\s+longer)\s+exists?"
-    r"|(?:cannot|can['’]t|could\s+not|couldn['’]t)\s+be\s+found|404"
+_NOT_THERE = (
+    r"(?:cannot|can['’]t|could\s+not|couldn['’]t)\s+be\s+found|no\s+longer\s+available"
+    r"|(?:does\s+not|doesn['’]t|no\s+longer)\s+exists?"
     r"|nicht\s+gefunden|existiert\s+nicht|nicht\s+mehr\s+verf[üu]gbar"
     r"|introuvable|n['’]existe\s+pas|n['’]est\s+plus\s+disponible|non\s+trouv[ée]e?"
     r"|no\s+encontrad[oa]|no\s+existe|ya\s+no\s+est[áa]\s+disponible"
     r"|non\s+trovat[oa]|non\s+esiste|n[ãa]o\s+encontrad[oa]|n[ãa]o\s+existe"
     r"|niet\s+gevonden|bestaat\s+niet|nie\s+znaleziono|nie\s+istnieje"
     r"|не\s+найден[аоы]?|не\s+существует|bulunamad[ıi]|hittades\s+inte|ikke\s+fundet"
-    r")(?!\w)"
-    # Scripts written without spaces between words: the phrase itself.
-    r"|見つかりません|找不到|页面不存在|頁面不存在|찾을\s*수\s*없습니다",
+)
+# A number is no evidence (a page numbered 404, "Route 404"): 404 counts as the status
+# it names, with the word "error" or "HTTP" beside it ("Error 404", "404 error",
+# "HTTP 404"), or alone ("404": a title or heading with nothing else).
+_STATUS_404 = (
+    r"(?:error|erreur|fehler|errore|erro|http)(?:\s+code)?[\s:#-]*404"
+    r"|404[\s:-]*(?:error|erreur|fehler|errore|erro)"
+)
+# Scripts written without spaces between words: the phrase itself.
+_NOT_THERE_UNSPACED = r"見つかりません|找不到|页面不存在|頁面不存在|찾을\s*수\s*없습니다"
+_SAYS_NOT_FOUND = re.compile(
+    rf"(?<!\w)(?:not\s+found|{_NOT_THERE}|{_STATUS_404})(?!\w)|{_NOT_THERE_UNSPACED}",
     re.IGNORECASE,
 )
+_ONLY_404 = re.compile(r"\W*404\W*")
 # In the main text, where "not found" and "404" are common words of real pages (an
 # error reference: "an entity was not found"), they count only as a page's words:
 # "page not found", "error 404", "the page you requested was not found".
 _TEXT_SAYS_NOT_FOUND = re.compile(
-    _SAYS_NOT_FOUND.pattern.replace(r"not\s+found|", "", 1).replace(r"|404", "", 1)
-    + r"|(?<!\w)(?:(?:page|seite|página|pagina|site)\s+not\s+found|404\s+not\s+found"
+    rf"(?<!\w)(?:{_NOT_THERE}"
+    r"|(?:page|seite|página|pagina|site)\s+not\s+found|404\s+not\s+found"
     r"|error\s+404|fehler\s+404|erreur\s+404"
     r"|you(?:['’]re|\s+are|\s+were)?\s+(?:looking\s+for|requested|trying\s+to\s+reach)"
-    r"[^.!?]{0,60}?\s+(?:was|is|could)\s+(?:not|n['’]t)\s+(?:be\s+)?found)(?!\w)",
+    rf"[^.!?]{{0,60}}?\s+(?:was|is|could)\s+(?:not|n['’]t)\s+(?:be\s+)?found)(?!\w)"
+    rf"|{_NOT_THERE_UNSPACED}",
     re.IGNORECASE,
 )
+
+
+def _says(said: str) -> bool:
+    """Whether a title or heading says the page is not there."""
+    return bool(_SAYS_NOT_FOUND.search(said) or _ONLY_404.fullmatch(said))
+
+
 # How much of the main text's start is read for the words.
 _START = 200
 
@@ -214,7 +231,7 @@ def says_not_found(root: Any, title: str | None, text_length: int = 0) -> str | 
     if region is None:
         region = first.get("body", root)
     said_by = (("title", title), ("heading", heading))
-    found = next(((w, t) for w, t in said_by if t and _SAYS_NOT_FOUND.search(t)), None)
+    found = next(((w, t) for w, t in said_by if t and _says(t)), None)
     if found is None:
         found = "text", _start(region, chrome=not whole)
         if not _TEXT_SAYS_NOT_FOUND.search(found[1]):
