@@ -116,6 +116,7 @@ def analyse_response(
         link is not None and link.url.startswith(base) for link in links
     )
     bag = bag_hash(root) if variants else None
+    not_found = says_not_found(root, facts.title, len(text))
     return PageAnalysis(
         facts=facts,
         links=links,
@@ -123,12 +124,12 @@ def analyse_response(
         content_hash=hashlib.blake2b(response.body, digest_size=16).hexdigest(),
         rich=rich_facts,
         main_hash=main_hash,
-        own_hash=own_hash(root),
+        own_hash=own_hash(root),  # last: it strips the tree
         soft_print=page_print(text, response.url, prints is True) if prints else None,
         bag_hash=bag,
         shell=shell,
         unfollowed=unfollowed,
-        not_found=says_not_found(root, facts.title, len(text)),  # last: it strips the tree
+        not_found=not_found,
     )
 
 

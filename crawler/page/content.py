@@ -6,8 +6,8 @@ regions named by ``SITEMAP_VOLATILE_SELECTORS``."""
 
 from __future__ import annotations
 
-import copy
 import hashlib
+import itertools
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -58,30 +58,32 @@ def _targets(root: Any) -> Iterator[str]:
 #: What a page repeats around its own content ("chrome"): left out of :func:`own_hash`,
 #: and of the text a soft 404 is read from (crawler.page.softnotfound).
 CHROME = ("aside", "nav", "header", "footer")
-_MAIN = etree.XPath("//main | //*[@role='main']")
+#: :func:`own_hash`'s version: a hash of another version is not compared with it.
+OWN_VERSION = "o1-"
 
 
 def own_hash(root: Any) -> str | None:
     """A hex digest of the page's own content: its ``<main>`` (or ``role="main"``, or
     its one ``<article>``; else the body), without the asides, navigation, headers and
     footers that a CMS repeats on every page (a "recent posts" widget, an archive
-    list), text and link targets as :func:`main_content` hashes them. The revisit
-    schedule's evidence of a change (docs/nightly.md). Call it after
-    :func:`main_content` (scripts and volatile regions stripped); it leaves the tree
-    as it is (it reads a copy of that part)."""
+    list): its text (whitespace left out) and the targets of its links and images.
+    The revisit schedule's evidence of a change (docs/nightly.md). Call it last, after
+    :func:`main_content` (scripts and volatile regions stripped): it strips the tree
+    of its chrome (libxml2's strip: a copy, or a walk in Python, cost more)."""
     if root is None or not hasattr(root, "iter"):
         return None
-    found: list[Any] = list(_MAIN(root))  # type: ignore[arg-type]  # elements, here
-    if not found:
-        articles = root.xpath("//article")
-        found = articles if len(articles) == 1 else root.xpath("//body") or [root]
-    own = copy.deepcopy(found[0])  # libxml2's copy and strip: no walk in Python
+    own = next(root.iter("main"), None)
+    if own is None:
+        own = root.find(".//*[@role='main']")
+    if own is None:
+        articles = list(itertools.islice(root.iter("article"), 2))
+        own = articles[0] if len(articles) == 1 else next(root.iter("body"), root)
     etree.strip_elements(own, *CHROME, with_tail=False)
     text = str(etree.tostring(own, method="text", encoding="unicode"))
     digest = hashlib.blake2b("".join(text.split()).encode("utf-8"), digest_size=16)
     for target in _targets(own):
         digest.update(target.encode("utf-8"))
-    return VERSION + digest.hexdigest()
+    return OWN_VERSION + digest.hexdigest()
 
 
 def bag_hash(root: Any) -> str | None:
