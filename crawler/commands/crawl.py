@@ -34,6 +34,7 @@ from crawler.commands.options import (
     positive_int_or_auto,
     project_settings,
     regex,
+    resolve_start,
     run_command,
     site_settings,
 )
@@ -254,7 +255,8 @@ _OTHER_SETTINGS = {
 
 
 def crawl_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """Check the ``crawl`` arguments and map them onto settings; raise UsageError."""
+    """Check the ``crawl`` arguments and map them onto settings (no directory made);
+    raise UsageError."""
     settings = site_settings(args)
     try:
         paths = CrawlPaths.create(args.out, args.state)
@@ -313,7 +315,6 @@ def crawl_settings(args: argparse.Namespace) -> dict[str, Any]:
         settings["SITEMAP_RENDER_INCLUDE"] = args.render_include
     settings.update(dict(args.settings))
     _check_render(checked_settings(settings))
-    make_directories(paths.out, paths.state)
     return settings
 
 
@@ -337,6 +338,8 @@ class CrawlOutcome:
     stats: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     run: RunOutcome | None = None
+    #: Where the crawl went and how (the start URL's redirects, TLS unverified).
+    notes: list[str] = field(default_factory=list)
 
 
 def execute(args: argparse.Namespace) -> CrawlOutcome:
@@ -356,8 +359,12 @@ def _execute(args: argparse.Namespace) -> CrawlOutcome:
     from crawler.ledger.runstate import holder
 
     overrides = crawl_settings(args)
+    origin = resolve_start(args, overrides)
+    overrides = crawl_settings(args)  # again, on the final origin
+    notes = [line] if (line := origin.line()) else []
+    make_directories(Path(overrides["SITEMAP_OUT_DIR"]), Path(overrides["SITEMAP_STATE_DIR"]))
     if busy := holder(Path(overrides["SITEMAP_STATE_DIR"])):
-        return CrawlOutcome(EXIT_CRAWL_FAILED, error=f"{busy}; this run did nothing")
+        return CrawlOutcome(EXIT_CRAWL_FAILED, error=f"{busy}; this run did nothing", notes=notes)
     redis_crawl = private = None
     redis_url = args.redis
     workers: list[subprocess.Popen[bytes]] = []
@@ -382,7 +389,7 @@ def _execute(args: argparse.Namespace) -> CrawlOutcome:
             overrides["SITEMAP_REDIS_LOCAL_WORKERS"] = [worker.pid for worker in workers]
         spider_run = run_spider(args.url, overrides)
     except CrawlFailure as e:
-        return CrawlOutcome(EXIT_CRAWL_FAILED, error=f"{e}; this run did nothing")
+        return CrawlOutcome(EXIT_CRAWL_FAILED, error=f"{e}; this run did nothing", notes=notes)
     finally:
         if redis_crawl is not None:
             # Normally done already by the scheduler; not when Scrapy never got going.
@@ -402,7 +409,7 @@ def _execute(args: argparse.Namespace) -> CrawlOutcome:
             stats["sitemap/indexnow"] = notified.message
             if not notified.ok:
                 code, failure = EXIT_NOTIFY_FAILED, notified.message
-    return CrawlOutcome(code, stats, failure, run)
+    return CrawlOutcome(code, stats, failure, run, notes)
 
 
 def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -414,6 +421,8 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 def _show(outcome: CrawlOutcome) -> None:
     """The summary goes to stderr with the errors, as a cron mail or a journal shows it."""
+    for note in outcome.notes:
+        print(note, file=sys.stderr)
     if outcome.stats:
         print(format_summary(outcome.stats), file=sys.stderr)
         if (line := distributed.summary_line(outcome.stats)) is not None:

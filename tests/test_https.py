@@ -1,0 +1,180 @@
+"""A live domain as people type it: the start URL's redirects to the real origin,
+HTTPS verified, credentials kept to the final origin (docs/crawling.md, "The start
+URL" and "HTTPS").
+
+Real servers (tests/seedserver.py) with certificates from a test CA (trustme), on
+loopback addresses 127.0.0.N at the usual ports 80 and 443, so that URLs read as a
+person types them (``http://example.test/``). Their host names resolve there through
+the test-only ``SITEMAP_TEST_HOSTS``; the CA is trusted with ``--ca-file`` or, as a CA
+installed in the system's store, through ``SSL_CERT_FILE``.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import trustme
+
+from tests.conftest import ROOT
+from tests.seedserver import ScriptedSite
+
+USER, PASSWORD = "stage", "s3cret-Pa55"
+BASIC = "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+
+
+@dataclass
+class Domain:
+    """Servers on loopback addresses of their own, 127.X.Y.N at the usual ports."""
+
+    tmp: Path
+    ca: trustme.CA
+    prefix: str = ""
+    sites: list[ScriptedSite] = field(default_factory=list)
+
+    def address(self, n: int) -> str:
+        return f"{self.prefix}.{n}"
+
+    def serve(self, name: str, host: str, n: int, *, tls: bool = True) -> ScriptedSite:
+        """A server for *host* on address *n*: HTTPS on 443 with a certificate of the
+        test CA for *host*, or plain HTTP on 80."""
+        chain = None
+        if tls:
+            chain = (self.tmp / f"{name}.crt", self.tmp / f"{name}.key")
+            cert = self.ca.issue_cert(host)
+            chain[0].write_bytes(cert.cert_chain_pems[0].bytes())
+            chain[1].write_bytes(cert.private_key_pem.bytes())
+        port = 443 if tls else 80
+        site = ScriptedSite(self.tmp, name, tls=chain, host=host, bind=(self.address(n), port))
+        self.sites.append(site)
+        return site
+
+    def stop(self) -> None:
+        for site in self.sites:
+            site.stop()
+
+
+@pytest.fixture
+def ca(tmp_path: Path) -> tuple[trustme.CA, Path]:
+    authority = trustme.CA()
+    pem = tmp_path / "ca.pem"
+    authority.cert_pem.write_to_path(str(pem))
+    return authority, pem
+
+
+@pytest.fixture
+def domain(tmp_path: Path, ca: tuple[trustme.CA, Path]) -> Iterator[Domain]:
+    """Servers on a free 127.X.Y (skips the test where port 443 cannot be bound)."""
+    found = Domain(tmp_path, ca[0])
+    for _ in range(20):
+        found.prefix = f"127.{random.randrange(1, 250)}.{random.randrange(1, 250)}"
+        try:
+            found.serve("probe", "probe.test", 1, tls=False).stop()
+        except OSError:
+            continue
+        found.sites.clear()
+        break
+    else:
+        pytest.skip("cannot listen on port 80 of a loopback address here")
+    yield found
+    found.stop()
+
+
+def crawl(
+    url: str,
+    tmp_path: Path,
+    hosts: dict[str, str],
+    *options: str,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    out = tmp_path / "public"
+    return subprocess.run(
+        [sys.executable, "-m", "crawler.cli", "crawl", url, "--out", str(out)]
+        + [*options, "-s", f"SITEMAP_TEST_HOSTS={json.dumps(hosts)}"]
+        + ["-s", "SITEMAP_PROGRESS_INTERVAL=0", "-s", "SITEMAP_PARSE_PROCESSES=0"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def published(tmp_path: Path) -> set[str]:
+    """Every <loc> of the published set under tmp_path/public."""
+    locs: set[str] = set()
+    for path in (tmp_path / "public").glob("sitemap*.xml.gz"):
+        locs |= set(re.findall(r"<loc>([^<]+)</loc>", gzip.decompress(path.read_bytes()).decode()))
+    return locs
+
+
+def www_site(domain: Domain) -> ScriptedSite:
+    """https://www.example.test/ (address 1): three pages; links to the other forms of
+    its origin (http://, the bare domain), robots.txt that keeps /private out."""
+    www = domain.serve("www", "www.example.test", 1)
+    www.spec["robots"] = "User-agent: *\nDisallow: /private\n"
+    www.page("/", "/a", "http://www.example.test/b", "http://example.test/a", "/private")
+    www.page("/a", "/b", "https://example.test/")
+    www.page("/b", "/")
+    www.page("/private")
+    www.save()
+    return www
+
+
+def redirector(
+    domain: Domain, name: str, host: str, n: int, to: str, *, tls: bool = True, status: int = 301
+) -> ScriptedSite:
+    """A server that answers everything with a redirect to *to* and the path."""
+    site = domain.serve(name, host, n, tls=tls)
+    site.spec["redirect_all"] = {"to": to, "status": status}
+    site.save()
+    return site
+
+
+def example_test(domain: Domain) -> tuple[ScriptedSite, dict[str, str]]:
+    """www.example.test on address 1 (https, and http redirecting to it); example.test
+    on address 2 (http and https redirecting to https://www.example.test)."""
+    www = www_site(domain)
+    redirector(domain, "www-http", "www.example.test", 1, "https://www.example.test", tls=False)
+    redirector(domain, "apex-http", "example.test", 2, "https://www.example.test", tls=False)
+    redirector(domain, "apex-https", "example.test", 2, "https://www.example.test")
+    return www, {"www.example.test": domain.address(1), "example.test": domain.address(2)}
+
+
+FINAL = {f"https://www.example.test{p}" for p in ("/", "/a", "/b")}
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "http://example.test/",
+        "https://example.test/",
+        "example.test",
+        "http://www.example.test/",
+        "www.example.test",
+        "https://www.example.test/",
+    ],
+)
+def test_every_form_a_person_types_publishes_the_final_origin(
+    domain: Domain, ca: tuple[trustme.CA, Path], tmp_path: Path, typed: str
+) -> None:
+    www, hosts = example_test(domain)
+    done = crawl(typed, tmp_path, hosts, "--ca-file", str(ca[1]))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert published(tmp_path) == FINAL
+    if typed != "https://www.example.test/":
+        assert "crawling https://www.example.test/" in done.stderr
+    assert "Sitemap: https://www.example.test/sitemap_index.xml" in done.stderr
+    paths = [r["path"] for r in www.requests()]
+    assert "/private" not in paths  # robots.txt over HTTPS, obeyed
+    assert paths.count("/") == 2  # asked once before the crawl, once by it
