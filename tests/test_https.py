@@ -178,3 +178,106 @@ def test_every_form_a_person_types_publishes_the_final_origin(
     paths = [r["path"] for r in www.requests()]
     assert "/private" not in paths  # robots.txt over HTTPS, obeyed
     assert paths.count("/") == 2  # asked once before the crawl, once by it
+
+
+def self_signed(domain: Domain, host: str, n: int) -> ScriptedSite:
+    """An HTTPS server for *host* whose certificate signs itself (no CA knows it);
+    it records every request's headers, Authorization included."""
+    lone = trustme.CA()
+    site = Domain(domain.tmp, lone, domain.prefix, domain.sites).serve("self", host, n)
+    site.page("/", "/a")
+    site.page("/a")
+    site.save()
+    return site
+
+
+def test_a_self_signed_host_is_refused_and_never_gets_the_credentials(
+    domain: Domain, ca: tuple[trustme.CA, Path], tmp_path: Path
+) -> None:
+    site = self_signed(domain, "staging.example.test", 3)
+    hosts = {"staging.example.test": domain.address(3)}
+    done = crawl("https://staging.example.test/", tmp_path, hosts, "--auth", f"{USER}:{PASSWORD}")
+    assert done.returncode == 3, done.stderr[-3000:]
+    line = done.stderr.strip().splitlines()[-1]
+    assert "TLS certificate refused (unknown issuer" in line, line
+    assert "--insecure" in line
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "public").exists()  # nothing published, no empty --out
+    assert all("authorization" not in r["headers"] for r in site.requests())
+
+    # --insecure crawls it, says so, and still sends no credentials ...
+    done = crawl(
+        "https://staging.example.test/",
+        tmp_path,
+        hosts,
+        "--auth",
+        f"{USER}:{PASSWORD}",
+        "--insecure",
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "TLS: certificates NOT verified (--insecure)" in done.stderr
+    assert "credentials: not sent" in done.stderr
+    assert published(tmp_path) == {
+        "https://staging.example.test/",
+        "https://staging.example.test/a",
+    }
+    assert site.requests() and all("authorization" not in r["headers"] for r in site.requests())
+    report = json.loads((tmp_path / "public.sitemap-state" / "report.json").read_text())
+    assert report["tls_verified"] is False
+
+    # ... unless --insecure-credentials.
+    done = crawl(
+        "https://staging.example.test/",
+        tmp_path,
+        hosts,
+        "--auth",
+        f"{USER}:{PASSWORD}",
+        "--insecure",
+        "--insecure-credentials",
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    crawled = [r for r in site.requests() if r["headers"].get("authorization") == BASIC]
+    assert crawled
+
+
+def test_the_system_store_trusts_an_installed_ca(
+    domain: Domain, ca: tuple[trustme.CA, Path], tmp_path: Path
+) -> None:
+    """A CA installed in the system's store (OpenSSL's default paths honour
+    SSL_CERT_FILE) is trusted without --ca-file; without it, the same site fails."""
+    www, hosts = example_test(domain)
+    done = crawl("example.test", tmp_path, hosts, env={"SSL_CERT_FILE": str(ca[1])})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert published(tmp_path) == FINAL
+    done = crawl("example.test", tmp_path / "again", hosts)
+    assert done.returncode == 3
+    assert "TLS certificate refused (unknown issuer" in done.stderr
+
+
+def test_a_domain_that_moved_to_another_brand_is_not_followed(
+    domain: Domain, ca: tuple[trustme.CA, Path], tmp_path: Path
+) -> None:
+    redirector(domain, "old", "old-brand.test", 4, "https://www.new-brand.test", tls=False)
+    new = domain.serve("new", "www.new-brand.test", 5)
+    new.page("/")
+    new.save()
+    hosts = {"old-brand.test": domain.address(4), "www.new-brand.test": domain.address(5)}
+    done = crawl("http://old-brand.test/", tmp_path, hosts, "--ca-file", str(ca[1]))
+    assert done.returncode == 3, done.stderr[-3000:]
+    line = done.stderr.strip().splitlines()[-1]
+    assert "redirects to https://www.new-brand.test/ (301), another site: not followed" in line
+    assert "sitemap-crawler crawl https://www.new-brand.test/" in line
+    # Only robots.txt, which the old domain's robots.txt redirects to (RFC 9309 2.3.1.2).
+    assert [r["path"] for r in new.requests()] in ([], ["/robots.txt"])
+    assert not (tmp_path / "public").exists()
+
+
+def test_a_redirect_loop_is_one_line(domain: Domain, tmp_path: Path) -> None:
+    redirector(domain, "a", "loop.test", 6, "http://www.loop.test", tls=False)
+    redirector(domain, "b", "www.loop.test", 7, "http://loop.test", tls=False)
+    hosts = {"loop.test": domain.address(6), "www.loop.test": domain.address(7)}
+    done = crawl("http://loop.test/", tmp_path, hosts)
+    assert done.returncode == 3, done.stderr[-3000:]
+    assert "a redirect loop (http://loop.test/ -> http://www.loop.test/ -> http://loop.test/)" in (
+        done.stderr
+    )

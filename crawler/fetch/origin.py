@@ -269,6 +269,8 @@ class _Asker:
                 elif 400 <= status < 500:
                     rules = RobotsRules("")
                 break
+            else:  # more than 5 redirects: unavailable, as a 4xx (RFC 9309 2.3.1.2)
+                rules = RobotsRules("")
         except _Unreachable:
             if first:  # nothing answers at this origin at all
                 raise
