@@ -281,3 +281,26 @@ def test_a_redirect_loop_is_one_line(domain: Domain, tmp_path: Path) -> None:
     assert "a redirect loop (http://loop.test/ -> http://www.loop.test/ -> http://loop.test/)" in (
         done.stderr
     )
+
+
+def test_audit_and_processes_read_the_final_origin(
+    domain: Domain, ca: tuple[trustme.CA, Path], tmp_path: Path
+) -> None:
+    """The same pre-flight for the audit and for a crawl over several processes."""
+    www, hosts = example_test(domain)
+    done = crawl(
+        "http://example.test/", tmp_path, hosts, "--ca-file", str(ca[1]), "--processes", "2"
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert published(tmp_path) == FINAL
+    audit = subprocess.run(
+        [sys.executable, "-m", "crawler.cli", "audit", "example.test", "--ca-file", str(ca[1])]
+        + ["-s", f"SITEMAP_TEST_HOSTS={json.dumps(hosts)}", "-s", "SITEMAP_PARSE_PROCESSES=0"]
+        + ["-s", "SITEMAP_PROGRESS_INTERVAL=0"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert audit.returncode == 0, audit.stderr[-3000:]
+    assert "https://example.test/ redirects to https://www.example.test/ (301)" in audit.stdout
