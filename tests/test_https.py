@@ -304,3 +304,27 @@ def test_audit_and_processes_read_the_final_origin(
     )
     assert audit.returncode == 0, audit.stderr[-3000:]
     assert "https://example.test/ redirects to https://www.example.test/ (301)" in audit.stdout
+
+
+def test_a_night_that_finds_the_origin_moved_refuses(
+    domain: Domain, ca: tuple[trustme.CA, Path], tmp_path: Path
+) -> None:
+    www, hosts = example_test(domain)
+    done = crawl("http://example.test/", tmp_path, hosts, "--ca-file", str(ca[1]))
+    assert done.returncode == 0, done.stderr[-3000:]
+    index = (tmp_path / "public" / "sitemap_index.xml").read_bytes()
+    # The site moves back to its bare domain: https://example.test/ now answers itself.
+    named = {site.file.name: site for site in domain.sites}
+    named["apex-http.json"].spec["redirect_all"]["to"] = "https://example.test"
+    named["apex-http.json"].save()
+    apex = named["apex-https.json"]
+    apex.spec = {"pages": {}}
+    apex.page("/", "/a")
+    apex.page("/a")
+    apex.save()
+    done = crawl("http://example.test/", tmp_path, hosts, "--ca-file", str(ca[1]))
+    assert done.returncode == 3, done.stderr[-3000:]
+    line = done.stderr.strip().splitlines()[-1]
+    assert "the site moved: the last run crawled https://www.example.test/" in line
+    assert "now leads to https://example.test/" in line
+    assert (tmp_path / "public" / "sitemap_index.xml").read_bytes() == index

@@ -41,7 +41,7 @@ from crawler.commands.options import (
 from crawler.commands.process import run_spider
 from crawler.core.defaults import setting_default
 from crawler.core.outcome import RunOutcome
-from crawler.core.paths import JOB, CrawlPaths, PathError
+from crawler.core.paths import JOB, LEDGER, CrawlPaths, PathError
 from crawler.core.urls import normalize_url
 from crawler.publish.report import format_summary
 from crawler.sitemaps.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
@@ -330,6 +330,27 @@ def _check_render(settings: Settings) -> None:
         raise UsageError(f"--render always: {problem}")
 
 
+def _moved(state: Path, start: str) -> str | None:
+    """Why this run may not go on with *state*: its last run crawled another origin
+    than *start*'s (the site moved, docs/nightly.md), or None."""
+    from crawler.core.urls import origin_of
+    from crawler.ledger.previous import PreviousRun
+
+    previous = PreviousRun.find(state / LEDGER)
+    if previous is None:
+        return None
+    try:
+        before = previous.get_meta("start_url")
+    finally:
+        previous.close()
+    if not before or origin_of(before) == origin_of(start):
+        return None
+    return (
+        f"the site moved: the last run crawled {before}, the start URL now leads to {start}; "
+        "crawl it into a new --out and --state (or --force to go on in this one)"
+    )
+
+
 @dataclass
 class CrawlOutcome:
     """How a crawl ended (``run``: the publisher's outcome; None if it never got there)."""
@@ -363,6 +384,8 @@ def _execute(args: argparse.Namespace) -> CrawlOutcome:
     overrides = crawl_settings(args)  # again, on the final origin
     notes = [line] if (line := origin.line()) else []
     make_directories(Path(overrides["SITEMAP_OUT_DIR"]), Path(overrides["SITEMAP_STATE_DIR"]))
+    if not args.force and (moved := _moved(Path(overrides["SITEMAP_STATE_DIR"]), args.url)):
+        return CrawlOutcome(EXIT_CRAWL_FAILED, error=f"{moved}; this run did nothing", notes=notes)
     if busy := holder(Path(overrides["SITEMAP_STATE_DIR"])):
         return CrawlOutcome(EXIT_CRAWL_FAILED, error=f"{busy}; this run did nothing", notes=notes)
     redis_crawl = private = None
