@@ -557,3 +557,15 @@ def test_a_ledger_without_the_newer_facts_still_answers(
     assert unseen["would_fetch"] is None
     robots = next(c for c in unseen["checks"] if c["rule"] == "robots.txt")
     assert robots["ok"] is None and robots["detail"].startswith("unknown")
+
+
+def test_out_finds_the_state_beside_it(
+    capsys: pytest.CaptureFixture[str], crawled: CrawlResult, tmp_path: Path
+) -> None:
+    """``--out DIR`` reads ``DIR.sitemap-state``, as crawl keeps it."""
+    out = tmp_path / "public"
+    (tmp_path / "public.sitemap-state").symlink_to(crawled.state)
+    code = main(["explain", "/", "--out", str(out), "--json"])
+    found = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert found["decision"] == "listed"
