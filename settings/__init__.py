@@ -75,6 +75,9 @@ LOG_FORMATTER = "crawler.core.logformatter.QuietLogFormatter"
 DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
     "crawler.fetch.hostguard.HostGuardMiddleware": 50,
+    # HSTS: http:// of a host that asked for https only is taken as https://, with no
+    # request over http (robots.txt's included: before it).
+    "crawler.fetch.hsts.StrictTransportMiddleware": 60,
     # A staging site's credentials, for it alone: after the cookie middleware (700).
     "crawler.fetch.access.SiteAccessMiddleware": 740,
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,

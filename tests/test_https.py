@@ -17,9 +17,11 @@ import json
 import os
 import random
 import re
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -123,9 +125,10 @@ def www_site(domain: Domain) -> ScriptedSite:
     its origin (http://, the bare domain), robots.txt that keeps /private out."""
     www = domain.serve("www", "www.example.test", 1)
     www.spec["robots"] = "User-agent: *\nDisallow: /private\n"
-    www.page("/", "/a", "http://www.example.test/b", "http://example.test/a", "/private")
-    www.page("/a", "/b", "https://example.test/")
-    www.page("/b", "/")
+    sts = {"headers": {"Strict-Transport-Security": "max-age=31536000"}}
+    www.page("/", "/a", "http://www.example.test/b", "http://example.test/a", "/private", **sts)
+    www.page("/a", "/b", "https://example.test/", **sts)
+    www.page("/b", "/", **sts)
     www.page("/private")
     www.save()
     return www
@@ -145,9 +148,12 @@ def example_test(domain: Domain) -> tuple[ScriptedSite, dict[str, str]]:
     """www.example.test on address 1 (https, and http redirecting to it); example.test
     on address 2 (http and https redirecting to https://www.example.test)."""
     www = www_site(domain)
-    redirector(domain, "www-http", "www.example.test", 1, "https://www.example.test", tls=False)
+    http = redirector(
+        domain, "www-http", "www.example.test", 1, "https://www.example.test", tls=False
+    )
     redirector(domain, "apex-http", "example.test", 2, "https://www.example.test", tls=False)
     redirector(domain, "apex-https", "example.test", 2, "https://www.example.test")
+    www.plain = http  # type: ignore[attr-defined]
     return www, {"www.example.test": domain.address(1), "example.test": domain.address(2)}
 
 
@@ -178,6 +184,16 @@ def test_every_form_a_person_types_publishes_the_final_origin(
     paths = [r["path"] for r in www.requests()]
     assert "/private" not in paths  # robots.txt over HTTPS, obeyed
     assert paths.count("/") == 2  # asked once before the crawl, once by it
+    assert paths.count("/b") == 1
+    # HSTS: http://www.example.test/b, linked from a page that sent the header, is
+    # taken as https:// with no request over http (only the pre-flight's, if typed so).
+    plain = [r["path"] for r in www.plain.requests()]  # type: ignore[attr-defined]
+    assert "/b" not in plain and plain in ([], ["/robots.txt", "/"])
+    # ... answered as browsers do, 307 (the http:// server itself answers 301).
+    rows = {url: (decision, reason) for url, decision, reason in ledger_rows(tmp_path)}
+    assert rows["http://www.example.test/b"] == ("redirect", "307 -> https://www.example.test/b")
+    # The bare domain's links: not listed.
+    assert rows["http://example.test/a"][0] != "listed"
 
 
 def self_signed(domain: Domain, host: str, n: int) -> ScriptedSite:
@@ -328,3 +344,9 @@ def test_a_night_that_finds_the_origin_moved_refuses(
     assert "the site moved: the last run crawled https://www.example.test/" in line
     assert "now leads to https://example.test/" in line
     assert (tmp_path / "public" / "sitemap_index.xml").read_bytes() == index
+
+
+def ledger_rows(tmp_path: Path) -> list[tuple[str, str, str]]:
+    """(url, decision, reason) of every URL in the published crawl's ledger."""
+    with closing(sqlite3.connect(tmp_path / "public.sitemap-state" / "ledger.sqlite")) as con:
+        return con.execute("select url, decision, reason from urls").fetchall()
