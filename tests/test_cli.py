@@ -398,7 +398,9 @@ def test_readmes_commands_leave_git_status_clean(site: MockServer, tmp_path: Pat
     """What README's crawl and audit write where they are run (the default state
     directory beside --out, the audit's --report) is in .gitignore."""
     for args in readme_commands():
-        args = [site.url("/relative/one.html") if a.startswith("https://") else a for a in args]
+        # The site in README's examples (https://www.example.com/, or example.com as typed).
+        at = site.url("/relative/one.html")
+        args = [at if a.startswith("https://") or a == "example.com" else a for a in args]
         proc = cli(*args, "-s", "AUTOTHROTTLE_START_DELAY=0", cwd=tmp_path)
         assert proc.returncode in (0, 5), proc.stderr  # 5: the audit's --fail-under
     written = sorted(p.name + "/" if p.is_dir() else p.name for p in tmp_path.iterdir())

@@ -133,7 +133,14 @@ def test_every_listed_page_is_found_in_its_file(
         ),
         ("/noindex/meta.html", "noindex", "noindex (meta robots)", ["/noindex/meta.html"]),
         ("/noindex/header.html", "noindex", "noindex (X-Robots-Tag)", ["/noindex/header.html"]),
-        ("/private/secret.html", "robots-disallowed", "Forbidden by robots.txt", None),
+        (
+            "/private/secret.html",
+            "robots-disallowed",
+            # The group and the line of robots.txt that matched (tests/mockserver.py's).
+            "Forbidden by robots.txt: the group for sitemap-crawler, "
+            "`Disallow: /private/` (line 5)",
+            None,
+        ),
         ("/gone-404", "status", "HTTP 404", ["/gone-404"]),
         ("/err-500", "status", "HTTP 500", ["/err-500"]),
         ("/files/doc.pdf", "non-html", "application/pdf", ["/files/doc.pdf"]),

@@ -41,7 +41,7 @@ from crawler.commands.options import (
 from crawler.commands.process import run_spider
 from crawler.core.defaults import setting_default
 from crawler.core.outcome import RunOutcome
-from crawler.core.paths import JOB, LEDGER, CrawlPaths, PathError
+from crawler.core.paths import JOB, LEDGER, LEDGER_RUNNING, CrawlPaths, PathError
 from crawler.core.urls import normalize_url
 from crawler.publish.report import format_summary
 from crawler.sitemaps.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
@@ -330,6 +330,21 @@ def _check_render(settings: Settings) -> None:
         raise UsageError(f"--render always: {problem}")
 
 
+def _started_at(state: Path) -> str | None:
+    """The start URL the interrupted run in *state* crawled (its running ledger's)."""
+    from crawler.ledger.ledger import LedgerError, LedgerReader
+
+    try:
+        running = LedgerReader.open(state / LEDGER_RUNNING)
+    except LedgerError:
+        return None
+    try:
+        start = running.get_meta("start_url")
+    finally:
+        running.close()
+    return start if isinstance(start, str) else None
+
+
 def _moved(state: Path, start: str) -> str | None:
     """Why this run may not go on with *state*: its last run crawled another origin
     than *start*'s (the site moved, docs/nightly.md), or None."""
@@ -380,9 +395,13 @@ def _execute(args: argparse.Namespace) -> CrawlOutcome:
     from crawler.ledger.runstate import holder
 
     overrides = crawl_settings(args)
-    origin = resolve_start(args, overrides)
+    notes = []
+    if args.resume and (started := _started_at(Path(overrides["SITEMAP_STATE_DIR"]))):
+        # The interrupted run's origin, as it found it: not asked again.
+        args.url = [started, *overrides.get("SITEMAP_START_URLS", [])]
+    elif line := resolve_start(args, overrides).line():
+        notes.append(line)
     overrides = crawl_settings(args)  # again, on the final origin
-    notes = [line] if (line := origin.line()) else []
     make_directories(Path(overrides["SITEMAP_OUT_DIR"]), Path(overrides["SITEMAP_STATE_DIR"]))
     if not args.force and (moved := _moved(Path(overrides["SITEMAP_STATE_DIR"]), args.url)):
         return CrawlOutcome(EXIT_CRAWL_FAILED, error=f"{moved}; this run did nothing", notes=notes)
