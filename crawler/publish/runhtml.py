@@ -9,7 +9,7 @@ from __future__ import annotations
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
-from crawler.core.decisions import OFF_HOST
+from crawler.core.decisions import OFF_HOST, STATUS
 from crawler.publish.htmlpage import (
     DEFAULT_CAP,
     bar_chart,
@@ -205,10 +205,15 @@ def _other_hosts(f: dict[str, Any], ledger: Ledger, cap: int) -> str:
     )
 
 
+#: How a decision's group is called in the report, where its name says too little.
+_LABELS = {STATUS: "broken links"}
+_NOTES = {STATUS: "404s and other errors, each with a page that links to it "}
+
+
 def _excluded(f: dict[str, Any], ledger: Ledger, cap: int) -> str:
     excluded: dict[str, int] = f["excluded"]
     bars = [
-        (name, count, f"excluded.{name}")
+        (_LABELS.get(name, name), count, f"excluded.{name}")
         for name, count in sorted(excluded.items(), key=lambda kv: (-kv[1], kv[0]))
         if count and name != OFF_HOST
     ]
@@ -216,7 +221,8 @@ def _excluded(f: dict[str, Any], ledger: Ledger, cap: int) -> str:
         "<h2>Excluded, by decision</h2>",
         bar_chart(bars, title="Excluded URLs by decision"),
     ]
-    for name, count, _ in bars:
+    for label, count, key in bars:
+        name = key.removeprefix("excluded.")
         rows = [
             [
                 link(r["url"]),
@@ -228,8 +234,9 @@ def _excluded(f: dict[str, Any], ledger: Ledger, cap: int) -> str:
             for r in ledger.decided(name, cap)
         ]
         body = table(["URL", "reason", "target", "status", "found on"], rows, url_columns=(0, 2, 4))
-        summary = f"{esc(name)}: {inline_figure(f'excluded.{name}', count)}"
-        out.append(group(name, summary, len(rows), body, count, IN_LEDGER))
+        summary = f"{esc(label)}: {inline_figure(key, count)}"
+        note = _NOTES.get(name, "")
+        out.append(group(name, summary, len(rows), body, count, IN_LEDGER, note=note))
     return "".join(out)
 
 
