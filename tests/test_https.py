@@ -212,7 +212,8 @@ def test_a_self_signed_host_is_refused_and_never_gets_the_credentials(
 ) -> None:
     site = self_signed(domain, "staging.example.test", 3)
     hosts = {"staging.example.test": domain.address(3)}
-    done = crawl("https://staging.example.test/", tmp_path, hosts, "--auth", f"{USER}:{PASSWORD}")
+    staging = ("https://staging.example.test/", tmp_path, hosts, "--auth", f"{USER}:{PASSWORD}")
+    done = crawl(*staging)
     assert done.returncode == 3, done.stderr[-3000:]
     line = done.stderr.strip().splitlines()[-1]
     assert "TLS certificate refused (unknown issuer" in line, line
@@ -222,14 +223,7 @@ def test_a_self_signed_host_is_refused_and_never_gets_the_credentials(
     assert all("authorization" not in r["headers"] for r in site.requests())
 
     # --insecure crawls it, says so, and still sends no credentials ...
-    done = crawl(
-        "https://staging.example.test/",
-        tmp_path,
-        hosts,
-        "--auth",
-        f"{USER}:{PASSWORD}",
-        "--insecure",
-    )
+    done = crawl(*staging, "--insecure")
     assert done.returncode == 0, done.stderr[-3000:]
     assert "TLS: certificates NOT verified (--insecure)" in done.stderr
     assert "credentials: not sent" in done.stderr
@@ -242,15 +236,7 @@ def test_a_self_signed_host_is_refused_and_never_gets_the_credentials(
     assert report["tls_verified"] is False
 
     # ... unless --insecure-credentials.
-    done = crawl(
-        "https://staging.example.test/",
-        tmp_path,
-        hosts,
-        "--auth",
-        f"{USER}:{PASSWORD}",
-        "--insecure",
-        "--insecure-credentials",
-    )
+    done = crawl(*staging, "--insecure", "--insecure-credentials")
     assert done.returncode == 0, done.stderr[-3000:]
     crawled = [r for r in site.requests() if r["headers"].get("authorization") == BASIC]
     assert crawled
