@@ -12,6 +12,7 @@ installed in the system's store, through ``SSL_CERT_FILE``.
 from __future__ import annotations
 
 import base64
+import datetime
 import gzip
 import json
 import os
@@ -20,7 +21,7 @@ import re
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,15 +48,19 @@ class Domain:
     def address(self, n: int) -> str:
         return f"{self.prefix}.{n}"
 
-    def serve(self, name: str, host: str, n: int, *, tls: bool = True) -> ScriptedSite:
+    def serve(
+        self, name: str, host: str, n: int, *, tls: bool = True, pem: tuple[bytes, bytes] = ()
+    ) -> ScriptedSite:
         """A server for *host* on address *n*: HTTPS on 443 with a certificate of the
-        test CA for *host*, or plain HTTP on 80."""
+        test CA for *host* (or *pem*: a certificate and its key), or plain HTTP on 80."""
         chain = None
         if tls:
             chain = (self.tmp / f"{name}.crt", self.tmp / f"{name}.key")
-            cert = self.ca.issue_cert(host)
-            chain[0].write_bytes(cert.cert_chain_pems[0].bytes())
-            chain[1].write_bytes(cert.private_key_pem.bytes())
+            if not pem:
+                cert = self.ca.issue_cert(host)
+                pem = (cert.cert_chain_pems[0].bytes(), cert.private_key_pem.bytes())
+            chain[0].write_bytes(pem[0])
+            chain[1].write_bytes(pem[1])
         port = 443 if tls else 80
         site = ScriptedSite(self.tmp, name, tls=chain, host=host, bind=(self.address(n), port))
         self.sites.append(site)
@@ -196,11 +201,41 @@ def test_every_form_a_person_types_publishes_the_final_origin(
     assert rows["http://example.test/a"][0] != "listed"
 
 
+def self_signed_pem(host: str) -> tuple[bytes, bytes]:
+    """A certificate for *host* that signs itself, and its key (PEM)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=30))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    return (
+        cert.public_bytes(serialization.Encoding.PEM),
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        ),
+    )
+
+
 def self_signed(domain: Domain, host: str, n: int) -> ScriptedSite:
     """An HTTPS server for *host* whose certificate signs itself (no CA knows it);
     it records every request's headers, Authorization included."""
-    lone = trustme.CA()
-    site = Domain(domain.tmp, lone, domain.prefix, domain.sites).serve("self", host, n)
+    site = domain.serve("self", host, n, pem=self_signed_pem(host))
     site.page("/", "/a")
     site.page("/a")
     site.save()
@@ -216,7 +251,7 @@ def test_a_self_signed_host_is_refused_and_never_gets_the_credentials(
     done = crawl(*staging)
     assert done.returncode == 3, done.stderr[-3000:]
     line = done.stderr.strip().splitlines()[-1]
-    assert "TLS certificate refused (unknown issuer" in line, line
+    assert "TLS certificate refused (self-signed certificate)" in line, line
     assert "--insecure" in line
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "public").exists()  # nothing published, no empty --out
@@ -240,6 +275,51 @@ def test_a_self_signed_host_is_refused_and_never_gets_the_credentials(
     assert done.returncode == 0, done.stderr[-3000:]
     crawled = [r for r in site.requests() if r["headers"].get("authorization") == BASIC]
     assert crawled
+
+
+def _expired(ca: trustme.CA, host: str) -> tuple[bytes, bytes]:
+    now = datetime.datetime.now(datetime.UTC)
+    cert = ca.issue_cert(
+        host, not_before=now - datetime.timedelta(days=30), not_after=now - datetime.timedelta(1)
+    )
+    return cert.cert_chain_pems[0].bytes(), cert.private_key_pem.bytes()
+
+
+def _for_another_name(ca: trustme.CA, host: str) -> tuple[bytes, bytes]:
+    cert = ca.issue_cert("someone-else.test")
+    return cert.cert_chain_pems[0].bytes(), cert.private_key_pem.bytes()
+
+
+def _unknown_issuer(ca: trustme.CA, host: str) -> tuple[bytes, bytes]:
+    cert = trustme.CA().issue_cert(host)  # a CA nobody trusts
+    return cert.cert_chain_pems[0].bytes(), cert.private_key_pem.bytes()
+
+
+@pytest.mark.parametrize(
+    ("make", "problem"),
+    [
+        (_expired, "expired certificate"),
+        (_for_another_name, "certificate for another host name"),
+        (_unknown_issuer, "unknown issuer (no trusted CA signed the certificate)"),
+    ],
+)
+def test_a_certificate_that_fails_is_one_line_naming_the_problem(
+    domain: Domain,
+    ca: tuple[trustme.CA, Path],
+    tmp_path: Path,
+    make: Callable[[trustme.CA, str], tuple[bytes, bytes]],
+    problem: str,
+) -> None:
+    site = domain.serve("bad", "bad.example.test", 8, pem=make(ca[0], "bad.example.test"))
+    site.page("/")
+    site.save()
+    hosts = {"bad.example.test": domain.address(8)}
+    done = crawl("https://bad.example.test/", tmp_path, hosts, "--ca-file", str(ca[1]))
+    assert done.returncode == 3, done.stderr[-3000:]
+    assert done.stderr.count("\n") == 1, done.stderr  # one line
+    assert f"TLS certificate refused ({problem}); --insecure crawls it anyway" in done.stderr
+    assert site.requests() == []
+    assert not (tmp_path / "public").exists() and not (tmp_path / "public.sitemap-state").exists()
 
 
 def test_the_system_store_trusts_an_installed_ca(
