@@ -416,3 +416,45 @@ def ledger_rows(tmp_path: Path) -> list[tuple[str, str, str]]:
     """(url, decision, reason) of every URL in the published crawl's ledger."""
     with closing(sqlite3.connect(tmp_path / "public.sitemap-state" / "ledger.sqlite")) as con:
         return con.execute("select url, decision, reason from urls").fetchall()
+
+
+@pytest.mark.parametrize(
+    ("start", "source", "target", "followed"),
+    [
+        ("http://example.com/", "http://example.com/", "https://www.example.com/", True),
+        ("http://example.com/", "http://example.com/", "http://example.com/en/", True),
+        (
+            "https://www.example.co.uk/",
+            "https://www.example.co.uk/",
+            "https://example.co.uk/",
+            True,
+        ),
+        ("http://shop.example.com/", "http://shop.example.com/", "https://example.com/", True),
+        ("http://old-brand.com/", "http://old-brand.com/", "https://www.new-brand.com/", False),
+        # Two sites of one public suffix (github.io) are two brands.
+        ("https://a.github.io/", "https://a.github.io/", "https://b.github.io/", False),
+        ("http://127.0.0.1:8000/", "http://127.0.0.1:8000/", "https://127.0.0.1:8443/", True),
+        ("http://127.0.0.1/", "http://127.0.0.1/", "http://127.0.0.2/", False),
+        ("http://example.test/", "http://example.test/", "https://www.example.test/", True),
+    ],
+)
+def test_which_redirects_are_the_sites_answer(
+    start: str, source: str, target: str, followed: bool
+) -> None:
+    from crawler.fetch.origin import followed as is_followed
+
+    assert is_followed(start, source, target) is followed
+
+
+def test_other_start_urls_and_sitemaps_move_with_the_origin() -> None:
+    from crawler.fetch.origin import Hop, Origin
+
+    hops = (Hop("https://example.com/", "301"),)
+    origin = Origin("example.com", "https://www.example.com/", hops, guessed=True)
+    assert origin.rebase("https://example.com/docs/?a=1") == "https://www.example.com/docs/?a=1"
+    assert origin.rebase("https://elsewhere.com/x") == "https://elsewhere.com/x"
+    assert origin.rebase("sitemaps/local.xml") == "sitemaps/local.xml"
+    assert origin.line() == (
+        "example.com: https://example.com/ redirects to https://www.example.com/ (301): "
+        "crawling https://www.example.com/"
+    )

@@ -385,6 +385,8 @@ def resolve_start(args: argparse.Namespace, overrides: Mapping[str, Any]) -> Ori
         raise CrawlFailure(f"{e}; this run did nothing") from None
     others = overrides.get("SITEMAP_START_URLS") or []
     args.url = [origin.url, *(origin.rebase(url) for url in others)]
+    if isinstance(getattr(args, "sitemap", None), list):  # --sitemap URLs of the site
+        args.sitemap = [origin.rebase(url) for url in args.sitemap]
     return origin
 
 

@@ -131,8 +131,11 @@ def registrable_domain(host: str) -> str:
 def _extract() -> TLDExtract:
     import tldextract
 
-    # The list bundled with the package: no network fetch, no cache written.
-    return tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
+    # The list bundled with the package: no network fetch, no cache written. Its
+    # private part too: two github.io sites are two owners, as browsers see them.
+    return tldextract.TLDExtract(
+        suffix_list_urls=(), cache_dir=None, include_psl_private_domains=True
+    )
 
 
 def followed(start: str, source: str, target: str) -> bool:
