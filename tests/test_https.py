@@ -458,3 +458,47 @@ def test_other_start_urls_and_sitemaps_move_with_the_origin() -> None:
         "example.com: https://example.com/ redirects to https://www.example.com/ (301): "
         "crawling https://www.example.com/"
     )
+
+
+@pytest.mark.parametrize(
+    ("header", "verified", "asked", "upgraded"),
+    [
+        ("max-age=31536000", True, "http://www.example.test/b", "https://www.example.test/b"),
+        (
+            "max-age=31536000",
+            True,
+            "http://www.example.test:8080/b?q",
+            "https://www.example.test:8080/b?q",
+        ),
+        ("max-age=31536000", True, "http://cdn.www.example.test/b", None),
+        (
+            "max-age=600; includeSubDomains",
+            True,
+            "http://cdn.www.example.test/",
+            "https://cdn.www.example.test/",
+        ),
+        ("max-age=0", True, "http://www.example.test/b", None),
+        ("max-age=31536000", False, "http://www.example.test/b", None),  # --insecure: ignored
+        ("includeSubDomains", True, "http://www.example.test/b", None),  # no max-age
+    ],
+)
+def test_strict_transport_security_as_browsers_keep_it(
+    header: str, verified: bool, asked: str, upgraded: str | None
+) -> None:
+    from scrapy import Request
+    from scrapy.http import Response
+    from scrapy.statscollectors import MemoryStatsCollector
+    from scrapy.utils.test import get_crawler
+
+    from crawler.fetch.hsts import StrictTransportMiddleware
+
+    hsts = StrictTransportMiddleware(MemoryStatsCollector(get_crawler()), verified=verified)
+    page = Request("https://www.example.test/")
+    answer = Response(page.url, headers={"Strict-Transport-Security": header}, request=page)
+    hsts.process_response(page, answer)
+    got = hsts.process_request(Request(asked))
+    if upgraded is None:
+        assert got is None
+    else:
+        assert got is not None and got.status == 307
+        assert got.headers[b"Location"].decode() == upgraded
