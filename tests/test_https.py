@@ -269,6 +269,8 @@ def test_a_self_signed_host_is_refused_and_never_gets_the_credentials(
     assert site.requests() and all("authorization" not in r["headers"] for r in site.requests())
     report = json.loads((tmp_path / "public.sitemap-state" / "report.json").read_text())
     assert report["tls_verified"] is False
+    html = (tmp_path / "public.sitemap-state" / "report.html").read_text()
+    assert "TLS certificates were NOT verified (--insecure)" in html
 
     # ... unless --insecure-credentials.
     done = crawl(*staging, "--insecure", "--insecure-credentials")

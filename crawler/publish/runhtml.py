@@ -106,6 +106,11 @@ def _head(f: dict[str, Any]) -> str:
         f"<span>Why: {esc(f['message'])}</span>"
         + (f"<br><span>Index: <code>{esc(f['index'])}</code></span>" if f["index"] else "")
         + "</div>"
+        + (
+            ""
+            if f.get("tls_verified", True)
+            else '<p class="decision warn">TLS certificates were NOT verified (--insecure).</p>'
+        )
     )
 
 
