@@ -52,6 +52,8 @@ DOWNLOAD_TIMEOUT = 30
 DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
 DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
 DNS_TIMEOUT = 20
+# Scrapy's resolver, which also knows the test-only SITEMAP_TEST_HOSTS.
+DNS_RESOLVER = "crawler.fetch.resolver.TestHostsResolver"
 RETRY_TIMES = 2
 # Only robots.txt requests use Scrapy's redirects (5 hops, RFC 9309); pages hop by hop.
 REDIRECT_MAX_TIMES = 5
@@ -73,6 +75,9 @@ LOG_FORMATTER = "crawler.core.logformatter.QuietLogFormatter"
 DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
     "crawler.fetch.hostguard.HostGuardMiddleware": 50,
+    # HSTS: http:// of a host that asked for https only is taken as https://, with no
+    # request over http (robots.txt's included: before it).
+    "crawler.fetch.hsts.StrictTransportMiddleware": 60,
     # A staging site's credentials, for it alone: after the cookie middleware (700).
     "crawler.fetch.access.SiteAccessMiddleware": 740,
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
@@ -134,6 +139,8 @@ SITEMAP_AUDIT_STORE = None
 SITEMAP_AUTH = None
 # Public address of the site: the prefix published <loc>s get (None: the crawled ones).
 SITEMAP_BASE_URL = None
+# A PEM file of CA certificates trusted besides the system's store (--ca-file).
+SITEMAP_CA_FILE = None
 # A link between two dated pages of one sequence (a calendar's prev/next) is followed
 # only within this window of today, each way ("365d", "52w", "12m", "1y"; 0: off).
 SITEMAP_CALENDAR_WINDOW = "365d"
@@ -179,6 +186,9 @@ SITEMAP_INDEXNOW_ALL = False
 SITEMAP_INDEXNOW_ENDPOINT = "https://api.indexnow.org/indexnow"
 # ... with the key file here (None: <site root>/<key>.txt).
 SITEMAP_INDEXNOW_KEY_LOCATION = None
+# Send SITEMAP_AUTH, _COOKIES and _HEADERS even when SITEMAP_TLS_VERIFY is off
+# (--insecure-credentials): by default an unverified host gets none of them.
+SITEMAP_INSECURE_CREDENTIALS = False
 # Fall back to page metadata (article:modified_time, JSON-LD dateModified) for lastmod.
 SITEMAP_LASTMOD_FROM_PAGE = True
 # Content types listed besides HTML (e.g. ["application/pdf"]).
@@ -297,6 +307,12 @@ SITEMAP_STRIP_EXTRA: list[str] = []
 SITEMAP_STRIP_PARAMS = True
 # Seconds between progress lines on stderr when not a terminal (0: no progress).
 SITEMAP_PROGRESS_INTERVAL = 60.0
+# For tests only: host names resolved to these addresses ({"www.example.test":
+# "127.0.0.1"}) by the crawl and the start URL's pre-flight, as curl's --resolve does.
+SITEMAP_TEST_HOSTS: dict[str, str] = {}
+# Verify TLS certificates against the system's store and the host name (False:
+# --insecure; the summary and report say so).
+SITEMAP_TLS_VERIFY = True
 # Crawler traps: a path segment repeated more than this many times ...
 SITEMAP_TRAP_MAX_REPEATS = 2
 # ... more query strings than this fetched for one path (to learn which parameters matter) ...

@@ -254,6 +254,12 @@ class MockServer:
             return []
         return [json.loads(line) for line in self.log_path.read_text().splitlines() if line]
 
+    def crawl_requests(self) -> list[dict[str, Any]]:
+        """:meth:`requests`, less those of the start URL's pre-flight
+        (crawler.fetch.origin), which alone sends no Accept header (Scrapy's
+        DEFAULT_REQUEST_HEADERS have one)."""
+        return [r for r in self.requests() if r.get("accept") is not None]
+
     def clear_log(self) -> None:
         self.log_path.write_text("")
 

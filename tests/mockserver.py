@@ -492,6 +492,7 @@ class Site(resource.Resource):
                     "host": host,
                     "user_agent": request.getHeader("user-agent"),
                     "cookie": request.getHeader("cookie"),
+                    "accept": request.getHeader("accept"),
                     "time": time.time(),
                 }
             )

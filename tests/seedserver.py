@@ -13,12 +13,17 @@ test can tell which credentials reached which server. FILE holds::
                      "delay": 0.5,                       # seconds before the answer
                      "size": 300000,                     # a body of this many bytes
                      "gzip": true}},                     # the body gzipped (a .gz file)
-     "hold": {"prefix": "/x-", "until": "/y", "most": 5}}
+     "hold": {"prefix": "/x-", "until": "/y", "most": 5},
+     "redirect_all": {"to": "https://www.example.test", "status": 301}}
 
 ``require``: every request must carry these headers (a ``cookie`` requirement is met
 by a ``Cookie`` header holding that pair), else 401. ``hold``: a request whose path
 starts with ``prefix`` is answered once ``until`` is asked after it, or after ``most`` seconds.
-A missing page is a 404.
+A missing page is a 404. ``redirect_all``: every request is answered with a redirect
+to ``to`` and its path (a site's http:// or bare-domain server).
+
+With ``--cert`` and ``--key`` it serves HTTPS; ``--bind`` and ``--port`` choose where
+it listens (``tests/test_https.py``: 127.0.0.N on ports 80 and 443).
 """
 
 from __future__ import annotations
@@ -78,6 +83,9 @@ class Site(resource.Resource):
     def respond(
         self, request: Any, path: str, headers: dict[str, str], spec: dict[str, Any]
     ) -> tuple[int, bytes, float]:
+        if moved := spec.get("redirect_all"):
+            request.setHeader("Location", moved["to"] + path)
+            return moved.get("status", 301), b"", 0
         for name, value in spec.get("require", {}).items():
             got = headers.get(name, "")
             ok = value in [c.strip() for c in got.split(";")] if name == "cookie" else got == value
@@ -109,13 +117,35 @@ class Site(resource.Resource):
 class ScriptedSite(ServedSite):
     """The test side: the site file, the server subprocess and its request log."""
 
-    def __init__(self, tmp: Path, name: str = "site") -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        name: str = "site",
+        *,
+        tls: tuple[Path, Path] | None = None,
+        host: str = "127.0.0.1",
+        bind: tuple[str, int] = ("127.0.0.1", 0),
+    ) -> None:
+        """*tls*: serve HTTPS with this certificate chain and key (PEM files); *host*:
+        the name its URLs use; *bind*: the address and port it listens on."""
 
+        self.scheme = "https" if tls else "http"
+        self.host = host
         self.file = tmp / f"{name}.json"
         self.log = tmp / f"{name}.log"
         self.spec: dict[str, Any] = {"pages": {}}
         self.save()
-        super().__init__("tests.seedserver", "--site", str(self.file), "--log", str(self.log))
+        extra = ["--cert", str(tls[0]), "--key", str(tls[1])] if tls else []
+        super().__init__(
+            "tests.seedserver",
+            *("--site", str(self.file), "--log", str(self.log)),
+            *("--bind", bind[0], "--port", str(bind[1]), *extra),
+        )
+
+    def url(self, path: str = "/") -> str:
+        default = {"http": 80, "https": 443}[self.scheme]
+        port = "" if self.port == default else f":{self.port}"
+        return f"{self.scheme}://{self.host}{port}{path}"
 
     def page(self, path: str, *links: str, head: str = "", tail: str = "", **spec: Any) -> None:
         """An HTML page linking to *links*; *tail* goes after ``</html>``."""
@@ -142,11 +172,26 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--site", required=True, type=Path)
     parser.add_argument("--log", required=True)
+    parser.add_argument("--bind", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--cert", help="serve HTTPS: the certificate chain (PEM) ...")
+    parser.add_argument("--key", help="... and its key (PEM)")
     args = parser.parse_args()
     log = open(args.log, "a", encoding="utf-8")  # noqa: SIM115 - open for the process
     site = server.Site(Site(args.site, log))
     site.displayTracebacks = False
-    port = reactor.listenTCP(0, site, interface="127.0.0.1")
+    try:
+        if args.cert:
+            from twisted.internet import ssl
+
+            pem = Path(args.key).read_text() + Path(args.cert).read_text()
+            options = ssl.PrivateCertificate.loadPEM(pem).options()
+            port = reactor.listenSSL(args.port, site, options, interface=args.bind)
+        else:
+            port = reactor.listenTCP(args.port, site, interface=args.bind)
+    except Exception as e:  # the port is taken, or not ours to bind
+        print(f"error: {e}", flush=True)
+        return
     print(port.getHost().port, flush=True)
     reactor.run()
 

@@ -21,7 +21,11 @@ class ServedSite:
             text=True,
         )
         assert self.proc.stdout is not None
-        self.port = int(self.proc.stdout.readline())
+        line = self.proc.stdout.readline()
+        if not line.strip().isdigit():  # it could not listen (a port taken, say)
+            self.stop()
+            raise OSError(f"the test server {module} did not start: {line.strip()!r}")
+        self.port = int(line)
 
     def url(self, path: str = "/") -> str:
         return f"http://127.0.0.1:{self.port}{path}"

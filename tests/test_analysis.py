@@ -388,7 +388,9 @@ def slow_crawl(servers: Any, tmp_path: Path) -> tuple[subprocess.Popen[str], Moc
         env=dict(os.environ, **{"SCRAPY_SETTINGS_MODULE": "settings"}),
     )
     server.clear_log()
-    wait_for(lambda: len(server.requests()) >= 2 and worker_pids(proc.pid))
+    # Scrapy's own requests, after the two of the start URL's pre-flight
+    # (crawler.fetch.origin: robots.txt and the start URL) and the workers' fork.
+    wait_for(lambda: len(server.requests()) >= 4 and worker_pids(proc.pid))
     return proc, server
 
 

@@ -134,17 +134,6 @@ def test_crawl_publishes_and_prints_summary(site: MockServer, tmp_path: Path) ->
         (["crawl", "http://127.0.0.1/", "-s", "NOEQUALS"], "expected NAME=VALUE"),
         (["crawl", "http://127.0.0.1/", "--bogus"], "unrecognized arguments: --bogus"),
         (["crawl"], "a start URL is required"),
-        # A host without its scheme: the error says what was probably meant.
-        (
-            ["crawl", "127.0.0.1:8095/"],
-            "not an http(s) URL: '127.0.0.1:8095/'; "
-            "did you mean http://127.0.0.1:8095/ or https://127.0.0.1:8095/?",
-        ),
-        (
-            ["crawl", "www.example.com"],
-            "did you mean https://www.example.com or http://www.example.com?",
-        ),
-        (["audit", "localhost:8000"], "did you mean http://localhost:8000 or https://"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str, tmp_path: Path) -> None:
@@ -347,7 +336,9 @@ def test_a_second_interrupt_stops_at_once_and_tidies_up(servers: object, tmp_pat
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stderr or ()), daemon=True)
     reader.start()
-    wait_for(server.requests)  # the crawl has started: Scrapy has the signals
+    # The crawl has started (Scrapy has the signals): the second robots.txt request, after
+    # the start URL's pre-flight gave up on the first.
+    wait_for(lambda: len(server.requests()) >= 2)
     proc.send_signal(signal.SIGINT)
     # The second once the first was taken (two at once are one signal to Python).
     wait_for(lambda: any("shutting down gracefully" in line for line in lines))
@@ -407,7 +398,9 @@ def test_readmes_commands_leave_git_status_clean(site: MockServer, tmp_path: Pat
     """What README's crawl and audit write where they are run (the default state
     directory beside --out, the audit's --report) is in .gitignore."""
     for args in readme_commands():
-        args = [site.url("/relative/one.html") if a.startswith("https://") else a for a in args]
+        # The site in README's examples (https://www.example.com/, or example.com as typed).
+        at = site.url("/relative/one.html")
+        args = [at if a.startswith("https://") or a == "example.com" else a for a in args]
         proc = cli(*args, "-s", "AUTOTHROTTLE_START_DELAY=0", cwd=tmp_path)
         assert proc.returncode in (0, 5), proc.stderr  # 5: the audit's --fail-under
     written = sorted(p.name + "/" if p.is_dir() else p.name for p in tmp_path.iterdir())

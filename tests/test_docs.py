@@ -456,7 +456,7 @@ def test_audit_doc_names_every_class_and_flag() -> None:
 
 FRONT_DOOR = (
     'python3 -m venv .venv && .venv/bin/pip install -e ".[test]"',
-    ".venv/bin/sitemap-crawler crawl https://www.example.com/ --out public/",
+    ".venv/bin/sitemap-crawler crawl example.com --out public/",
     ".venv/bin/pytest",
 )
 

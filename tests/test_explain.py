@@ -133,7 +133,14 @@ def test_every_listed_page_is_found_in_its_file(
         ),
         ("/noindex/meta.html", "noindex", "noindex (meta robots)", ["/noindex/meta.html"]),
         ("/noindex/header.html", "noindex", "noindex (X-Robots-Tag)", ["/noindex/header.html"]),
-        ("/private/secret.html", "robots-disallowed", "Forbidden by robots.txt", None),
+        (
+            "/private/secret.html",
+            "robots-disallowed",
+            # The group and the line of robots.txt that matched (tests/mockserver.py's).
+            "Forbidden by robots.txt: the group for sitemap-crawler, "
+            "`Disallow: /private/` (line 5)",
+            None,
+        ),
         ("/gone-404", "status", "HTTP 404", ["/gone-404"]),
         ("/err-500", "status", "HTTP 500", ["/err-500"]),
         ("/files/doc.pdf", "non-html", "application/pdf", ["/files/doc.pdf"]),
@@ -557,3 +564,15 @@ def test_a_ledger_without_the_newer_facts_still_answers(
     assert unseen["would_fetch"] is None
     robots = next(c for c in unseen["checks"] if c["rule"] == "robots.txt")
     assert robots["ok"] is None and robots["detail"].startswith("unknown")
+
+
+def test_out_finds_the_state_beside_it(
+    capsys: pytest.CaptureFixture[str], crawled: CrawlResult, tmp_path: Path
+) -> None:
+    """``--out DIR`` reads ``DIR.sitemap-state``, as crawl keeps it."""
+    out = tmp_path / "public"
+    (tmp_path / "public.sitemap-state").symlink_to(crawled.state)
+    code = main(["explain", "/", "--out", str(out), "--json"])
+    found = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert found["decision"] == "listed"

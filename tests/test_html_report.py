@@ -314,6 +314,9 @@ async def test_crawl_report_can_be_turned_off_and_capped(
     added = len(report["added"])
     assert added > 1
     assert f"1 of {added} shown; the other {added - 1} are in report.json" in text
+    # The "status" decisions are the site's broken links, called so.
+    assert report["excluded"].get("status")
+    assert "broken links: " in text and "404s and other errors, each with a page" in text
 
 
 @pytest_twisted.ensureDeferred

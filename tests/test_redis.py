@@ -137,7 +137,7 @@ def fetches(site: MockServer) -> Counter[str]:
     probe, a random address, only by a crawl in one process)."""
     return Counter(
         r["path"]
-        for r in site.requests()
+        for r in site.crawl_requests()
         if r["path"] != "/robots.txt" and not r["path"].startswith("/sitemap-crawler-probe-")
     )
 
@@ -257,7 +257,7 @@ def test_no_fetch_coordinator_with_one_worker(
     assert published(out) == single.locs
     assert fetches(site) == single.fetches
     # The worker fetched every page (robots.txt too, once); the coordinator none.
-    assert [r["path"] for r in site.requests()].count("/robots.txt") == 1
+    assert [r["path"] for r in site.crawl_requests()].count("/robots.txt") == 1
     counts = one_count(err, None)
     assert "coordinator" not in counts and len(counts) == 1, err
 

@@ -324,6 +324,9 @@ def test_requests_that_waited_for_robots_txt_obey_it(
     )
     assert done.returncode == 0, done.stderr
     fetched = paths(site)
+    # The start URL's pre-flight (crawler.fetch.origin): robots.txt, then the start URL.
+    assert fetched[:2] == ["/robots.txt", "/"], fetched
+    fetched = fetched[2:]
     assert not set(MEMBERS) & set(fetched), fetched
     assert fetched[0] == "/robots.txt" and fetched.count("/robots.txt") <= processes
     assert published(out) == {site.url(p) for p in ("/", "/about.html", "/tools/index.html")}

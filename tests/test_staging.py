@@ -50,9 +50,19 @@ def sites(tmp_path: Path) -> Iterator[tuple[ScriptedSite, ScriptedSite]]:
     other.stop()
 
 
-def check_hosts(staging: ScriptedSite, other: ScriptedSite, cookies_enabled: bool) -> None:
-    """Every request to the staging site carried the credentials; none to the other."""
+def check_hosts(
+    staging: ScriptedSite, other: ScriptedSite, cookies_enabled: bool, preflight: bool = False
+) -> None:
+    """Every request to the staging site carried the credentials; none to the other.
+    *preflight*: the command asked the start URL first (crawler.fetch.origin), before
+    it knew the site's origin: without them (robots.txt, then /)."""
     got = staging.requests()
+    if preflight:
+        first = got[:2]
+        assert [r["path"] for r in first] == ["/robots.txt", "/"]
+        for r in first:
+            assert not any(secret in repr(r["headers"]) for secret in SECRETS)
+        got = got[2:]
     # The soft-404 probe (issue 19: an address that cannot exist, on the staging
     # site) carries the credentials too, like every request there.
     probes = {r["path"] for r in got if r["path"].startswith("/sitemap-crawler-probe-")}
@@ -141,7 +151,7 @@ def test_from_the_command_line(
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Overridden settings" in done.stderr  # Scrapy's dump is there, without them
-    check_hosts(staging, other, cookies_enabled=True)
+    check_hosts(staging, other, cookies_enabled=True, preflight=True)
     check_nothing_kept(out, Path(f"{out}.sitemap-state"), text=done.stdout + done.stderr)
 
 

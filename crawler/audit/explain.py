@@ -176,11 +176,15 @@ class _Explainer:
         }
         if row is None:
             return answer | self._unseen(url)
+        reason, robots_rule = row["reason"], None
+        if row["decision"] == d.ROBOTS and (robots_rule := self.rules.robots_rule(str(row["url"]))):
+            reason = f"{reason}: {robots_rule['says']}"
         return answer | {
             "matched_by": matched,
             "key": row["key"],
             "decision": row["decision"],
-            "reason": row["reason"],
+            "reason": reason,
+            "robots_rule": robots_rule,
             "target": row["target"],
             "chain": (chain := self._chain(row)),
             "status": row["status"],

@@ -213,7 +213,28 @@ class RunRules:
         if rules.allowed(url, token):
             return _check(name, True, f"allowed (group {group!r})")
         refusal = d.Refusal(d.ROBOTS, name, "robots", {"group": group})
-        return _check(name, False, refusal.reason, refusal.decision)
+        found = self.robots_rule(url)
+        detail = f"{refusal.reason}: {found['says']}" if found else refusal.reason
+        return _check(name, False, detail, refusal.decision)
+
+    def robots_rule(self, url: str) -> dict[str, Any] | None:
+        """The group and the line of the run's robots.txt that disallow *url*: ``group``,
+        ``rule`` (``Disallow: /index-files/``), ``line``, and ``says``, the three in
+        words; None when the ledger keeps no robots.txt or no rule disallows it."""
+        from crawler.fetch.robotsrules import RobotsRules
+
+        robots = self.ledger.get_meta("robots")
+        if not isinstance(robots, dict) or robots.get("text") is None:
+            return None
+        rules, token = RobotsRules(str(robots["text"])), str(robots.get("token") or "")
+        found = rules.deciding_rule(url, token)
+        if found is None or found[0].startswith("Allow"):
+            return None
+        group = rules.group_name(token)
+        rule, line = found
+        where = "every agent (*)" if group == "*" else group
+        says = f"the group for {where}, `{rule}` (line {line})"
+        return {"group": group, "rule": rule, "line": line, "says": says}
 
     def _listing(self, url: str) -> list[dict[str, Any]]:
         """Fetched, but never listed: another scheme, outside the ``--base-url``."""

@@ -28,6 +28,7 @@ from crawler.commands.options import (
     percent,
     print_stdout,
     project_settings,
+    resolve_start,
     run_command,
     scrapy_command,
     site_settings,
@@ -128,6 +129,10 @@ def execute(args: argparse.Namespace, base: Settings | None = None) -> AuditOutc
     from crawler.ledger.runstate import RunState
 
     overrides = audit_settings(args)
+    moved = None
+    if not args.state:  # an earlier crawl's ledger has its origin already
+        moved = resolve_start(args, overrides).line()
+        overrides = audit_settings(args)  # again, on the final origin
     work = Path(tempfile.mkdtemp(prefix="sitemap-audit-"))
     try:
         ledger = Path(args.state) / LEDGER if args.state else work / "crawl" / LEDGER
@@ -173,6 +178,8 @@ def execute(args: argparse.Namespace, base: Settings | None = None) -> AuditOutc
         report = build_report(args.url, ledger, work / "audit.sqlite")
         # The report files first: a reader that stops reading stdout loses nothing.
         summary = audit_summary(report)
+        if moved:
+            summary = f"{moved}\n{summary}"
         written: list[Path] = []
         if args.report:
             report.history = keep_history(report, Path(args.state or args.report))

@@ -35,13 +35,14 @@ from crawler.commands.options import (
     positive_int_or_auto,
     project_settings,
     regex,
+    resolve_start,
     run_command,
     site_settings,
 )
 from crawler.commands.process import run_spider
 from crawler.core.defaults import setting_default
 from crawler.core.outcome import RunOutcome
-from crawler.core.paths import JOB, CrawlPaths, PathError
+from crawler.core.paths import JOB, LEDGER, LEDGER_RUNNING, CrawlPaths, PathError
 from crawler.core.urls import normalize_url
 from crawler.publish.report import format_summary
 from crawler.sitemaps.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
@@ -270,7 +271,8 @@ _OTHER_SETTINGS = {
 
 
 def crawl_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """Check the ``crawl`` arguments and map them onto settings; raise UsageError."""
+    """Check the ``crawl`` arguments and map them onto settings (no directory made);
+    raise UsageError."""
     settings = site_settings(args)
     try:
         paths = CrawlPaths.create(args.out, args.state)
@@ -330,7 +332,6 @@ def crawl_settings(args: argparse.Namespace) -> dict[str, Any]:
         settings["SITEMAP_RENDER_INCLUDE"] = args.render_include
     settings.update(dict(args.settings))
     _check_render(checked_settings(settings))
-    make_directories(paths.out, paths.state)
     return settings
 
 
@@ -346,6 +347,42 @@ def _check_render(settings: Settings) -> None:
         raise UsageError(f"--render always: {problem}")
 
 
+def _started_at(state: Path) -> str | None:
+    """The start URL the interrupted run in *state* crawled (its running ledger's)."""
+    from crawler.ledger.ledger import LedgerError, LedgerReader
+
+    try:
+        running = LedgerReader.open(state / LEDGER_RUNNING)
+    except LedgerError:
+        return None
+    try:
+        start = running.get_meta("start_url")
+    finally:
+        running.close()
+    return start if isinstance(start, str) else None
+
+
+def _moved(state: Path, start: str) -> str | None:
+    """Why this run may not go on with *state*: its last run crawled another origin
+    than *start*'s (the site moved, docs/nightly.md), or None."""
+    from crawler.core.urls import origin_of
+    from crawler.ledger.previous import PreviousRun
+
+    previous = PreviousRun.find(state / LEDGER)
+    if previous is None:
+        return None
+    try:
+        before = previous.get_meta("start_url")
+    finally:
+        previous.close()
+    if not before or origin_of(before) == origin_of(start):
+        return None
+    return (
+        f"the site moved: the last run crawled {before}, the start URL now leads to {start}; "
+        "crawl it into a new --out and --state (or --force to go on in this one)"
+    )
+
+
 @dataclass
 class CrawlOutcome:
     """How a crawl ended (``run``: the publisher's outcome; None if it never got there)."""
@@ -354,6 +391,8 @@ class CrawlOutcome:
     stats: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     run: RunOutcome | None = None
+    #: Where the crawl went and how (the start URL's redirects, TLS unverified).
+    notes: list[str] = field(default_factory=list)
 
 
 def execute(args: argparse.Namespace) -> CrawlOutcome:
@@ -373,8 +412,18 @@ def _execute(args: argparse.Namespace) -> CrawlOutcome:
     from crawler.ledger.runstate import holder
 
     overrides = crawl_settings(args)
+    notes = []
+    if args.resume and (started := _started_at(Path(overrides["SITEMAP_STATE_DIR"]))):
+        # The interrupted run's origin, as it found it: not asked again.
+        args.url = [started, *overrides.get("SITEMAP_START_URLS", [])]
+    elif line := resolve_start(args, overrides).line():
+        notes.append(line)
+    overrides = crawl_settings(args)  # again, on the final origin
+    make_directories(Path(overrides["SITEMAP_OUT_DIR"]), Path(overrides["SITEMAP_STATE_DIR"]))
+    if not args.force and (moved := _moved(Path(overrides["SITEMAP_STATE_DIR"]), args.url)):
+        return CrawlOutcome(EXIT_CRAWL_FAILED, error=f"{moved}; this run did nothing", notes=notes)
     if busy := holder(Path(overrides["SITEMAP_STATE_DIR"])):
-        return CrawlOutcome(EXIT_CRAWL_FAILED, error=f"{busy}; this run did nothing")
+        return CrawlOutcome(EXIT_CRAWL_FAILED, error=f"{busy}; this run did nothing", notes=notes)
     redis_crawl = private = None
     redis_url = args.redis
     workers: list[subprocess.Popen[bytes]] = []
@@ -399,7 +448,7 @@ def _execute(args: argparse.Namespace) -> CrawlOutcome:
             overrides["SITEMAP_REDIS_LOCAL_WORKERS"] = [worker.pid for worker in workers]
         spider_run = run_spider(args.url, overrides)
     except CrawlFailure as e:
-        return CrawlOutcome(EXIT_CRAWL_FAILED, error=f"{e}; this run did nothing")
+        return CrawlOutcome(EXIT_CRAWL_FAILED, error=f"{e}; this run did nothing", notes=notes)
     finally:
         if redis_crawl is not None:
             # Normally done already by the scheduler; not when Scrapy never got going.
@@ -419,7 +468,7 @@ def _execute(args: argparse.Namespace) -> CrawlOutcome:
             stats["sitemap/indexnow"] = notified.message
             if not notified.ok:
                 code, failure = EXIT_NOTIFY_FAILED, notified.message
-    return CrawlOutcome(code, stats, failure, run)
+    return CrawlOutcome(code, stats, failure, run, notes)
 
 
 def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -431,6 +480,8 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 def _show(outcome: CrawlOutcome) -> None:
     """The summary goes to stderr with the errors, as a cron mail or a journal shows it."""
+    for note in outcome.notes:
+        print(note, file=sys.stderr)
     if outcome.stats:
         print(format_summary(outcome.stats), file=sys.stderr)
         if (line := distributed.summary_line(outcome.stats)) is not None:

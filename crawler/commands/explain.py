@@ -53,6 +53,12 @@ def add_arguments(p: argparse.ArgumentParser, *, scrapy: bool = False) -> None:
         metavar="DIR",
         help=f"the crawl's state directory (default: {default_state()}, that of crawl --out {out})",
     )
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="the crawl's --out: its state directory is found as crawl finds it "
+        "(DIR.sitemap-state)",
+    )
     p.add_argument("--json", action="store_true", help="print the answer as one JSON object")
 
 
@@ -62,7 +68,10 @@ def execute(args: argparse.Namespace) -> dict[str, Any]:
 
     if not args.url:
         raise ExplainError("a URL is required")
-    return explain(Path(args.state or default_state()), args.url)
+    state = args.state
+    if state is None and args.out is not None:
+        state = str(CrawlPaths.create(args.out).state)
+    return explain(Path(state or default_state()), args.url)
 
 
 def run(

@@ -11,6 +11,7 @@ import json
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from crawler.fetch.tls import TlsPolicy
 from crawler.publish import indexnow
 from crawler.publish.htmlpage import write_html
 
@@ -36,7 +37,8 @@ def notify(settings: BaseSettings, run: RunOutcome) -> indexnow.Outcome | None:
     parts = urlsplit(published.index_url)  # the public address of the published index
     root = f"{parts.scheme}://{parts.netloc}/"
     location = indexnow.key_location(root, key, settings.get("SITEMAP_INDEXNOW_KEY_LOCATION"))
-    problem = indexnow.check_key(location, key)
+    context = TlsPolicy.from_settings(settings).ssl_context()
+    problem = indexnow.check_key(location, key, context=context)
     if problem is not None:
         outcome = indexnow.Outcome(
             submitted=0, batches=[], ok=False, message=f"IndexNow: nothing submitted: {problem}"

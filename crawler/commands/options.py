@@ -26,13 +26,16 @@ from crawler.commands.settingrules import LOG_LEVELS, SettingError, check_settin
 from crawler.core.agent import is_product_token, product_token
 from crawler.core.defaults import setting_default
 from crawler.core.publicurl import BaseUrlError, PublicUrls
-from crawler.core.urls import host_port, normalize_url, not_a_start_url, site_of
+from crawler.core.urls import bare_host, host_port, normalize_url, not_a_start_url, site_of
 from crawler.crawl.calendars import parse_window
 from crawler.fetch.access import parse_auth, parse_cookie, parse_header
+from crawler.fetch.tls import check_ca_file
 
 if TYPE_CHECKING:
     from scrapy.commands import ScrapyCommand
     from scrapy.settings import Settings
+
+    from crawler.fetch.origin import Origin
 
 T = TypeVar("T")
 
@@ -242,6 +245,11 @@ def add_site_options(
         "--auth": "HTTP basic auth for the site; better from the SITEMAP_AUTH environment "
         "variable or auth = ... in --config, out of the shell's history",
         "--cookie": "send this cookie to the site (repeatable; with the site's own cookies)",
+        "--insecure": "do not verify TLS certificates (a self-signed staging host, say); the "
+        "summary and the report say so, and --auth, --cookie and --header are not sent",
+        "--insecure-credentials": "with --insecure, send --auth, --cookie and --header all the "
+        "same",
+        "--ca-file": "trust the CA certificates of this PEM file besides the system's",
     }
     add = adder(text)
 
@@ -274,6 +282,13 @@ def add_site_options(
     add(access, "--header", type=header_option, metavar="'NAME: VALUE'", **REPEATABLE)
     add(access, "--auth", type=auth_option, metavar="USER:PASSWORD")
     add(access, "--cookie", type=cookie_option, metavar="NAME=VALUE", **REPEATABLE)
+    tls = p.add_argument_group(
+        "HTTPS",
+        "certificates are verified against the system's trust store and the host name",
+    )
+    add(tls, "--insecure", action="store_true")
+    add(tls, "--insecure-credentials", action="store_true")
+    add(tls, "--ca-file", metavar="PEM")
     if not scrapy:
         add_log_and_settings(
             p,
@@ -311,6 +326,9 @@ def site_settings(args: argparse.Namespace) -> dict[str, Any]:
     start = None
     for raw in urls:
         normal = normalize_url(raw) if isinstance(raw, str) else None
+        if (normal is None or host_port(normal) is None) and (bare := bare_host(raw)):
+            # A host without its scheme: https, unless resolve_start() finds only http.
+            normal = normalize_url(f"https://{bare}")
         if normal is None or host_port(normal) is None:
             raise UsageError(not_a_start_url(raw))
         if start is None:
@@ -345,6 +363,14 @@ def site_settings(args: argparse.Namespace) -> dict[str, Any]:
         except argparse.ArgumentTypeError as e:
             raise UsageError(f"{e} (from the {AUTH_ENV} environment variable)") from None
         settings["SITEMAP_AUTH"] = auth
+    if args.insecure:
+        settings["SITEMAP_TLS_VERIFY"] = False
+    if args.insecure_credentials:
+        settings["SITEMAP_INSECURE_CREDENTIALS"] = True
+    if args.ca_file:
+        if problem := check_ca_file(args.ca_file):
+            raise UsageError(problem)
+        settings["SITEMAP_CA_FILE"] = str(Path(args.ca_file).absolute())
     if args.concurrency is not None:
         settings["CONCURRENT_REQUESTS"] = args.concurrency
     if args.user_agent:
@@ -353,6 +379,26 @@ def site_settings(args: argparse.Namespace) -> dict[str, Any]:
     if args.robots_agent:
         settings["ROBOTSTXT_USER_AGENT"] = args.robots_agent
     return settings
+
+
+def resolve_start(args: argparse.Namespace, overrides: Mapping[str, Any]) -> Origin:
+    """Ask the start URL where the site is (:func:`crawler.fetch.origin.resolve_origin`)
+    and move ``args.url`` there, with the other start URLs (*overrides*'
+    ``SITEMAP_START_URLS``, after :func:`site_settings`) on the site as typed; map the
+    arguments again afterwards. Raise CrawlFailure with one line when it cannot be
+    crawled."""
+    from crawler.fetch.origin import OriginError, resolve_origin
+
+    first = args.url if isinstance(args.url, str) else args.url[0]
+    try:
+        origin = resolve_origin(first, project_settings(overrides))
+    except OriginError as e:
+        raise CrawlFailure(f"{e}; this run did nothing") from None
+    others = overrides.get("SITEMAP_START_URLS") or []
+    args.url = [origin.url, *(origin.rebase(url) for url in others)]
+    if isinstance(getattr(args, "sitemap", None), list):  # --sitemap URLs of the site
+        args.sitemap = [origin.rebase(url) for url in args.sitemap]
+    return origin
 
 
 def check_writable(directory: Path) -> None:

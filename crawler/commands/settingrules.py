@@ -7,6 +7,7 @@ unknown ``SITEMAP_*`` name is an error too, with the closest name.
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import re
 from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal, InvalidOperation
@@ -16,6 +17,7 @@ import settings as project
 from crawler.core.lastmod import w3c_datetime
 from crawler.crawl.calendars import parse_window
 from crawler.fetch.access import parse_auth, parse_cookie, parse_header
+from crawler.fetch.tls import check_ca_file
 from crawler.sitemaps.entry import ChangeFreq
 from crawler.sitemaps.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
 from pipelines.rules import SECTION_NAME, split_rule
@@ -228,6 +230,25 @@ def _credentials(settings: BaseSettings, name: str) -> None:
     parse_auth(str(settings.get(name)))
 
 
+def _ca_file(settings: BaseSettings, name: str) -> None:
+    _text(settings, name)
+    if problem := check_ca_file(str(settings.get(name))):
+        raise ValueError(problem.partition(": ")[2])
+
+
+def _addresses(settings: BaseSettings, name: str) -> None:
+    """A table of host names and addresses (``{"www.example.test": "127.0.0.1"}``)."""
+    try:
+        table = settings.getdict(name)
+    except (TypeError, ValueError):
+        raise ValueError("expected a table of host names and addresses, as JSON") from None
+    for host, address in table.items():
+        try:
+            ipaddress.ip_address(str(address))
+        except ValueError:
+            raise ValueError(f"{host}: {address!r} is not an IP address") from None
+
+
 def _each(parse: Callable[[str], object]) -> Rule:
     """A list of texts whose every item *parse* accepts (its ValueError says why)."""
 
@@ -275,6 +296,7 @@ RULES: dict[str, Rule] = {
     "SITEMAP_AUDIT_STORE": _PATH,
     "SITEMAP_AUTH": _optional(_credentials),
     "SITEMAP_BASE_URL": _optional(_text),
+    "SITEMAP_CA_FILE": _optional(_ca_file),
     "SITEMAP_CALENDAR_WINDOW": _window,
     "SITEMAP_CHANGEFREQ": _optional(_choice(*(c.value for c in ChangeFreq))),
     "SITEMAP_CHANGEFREQ_RULES": _changefreq_rules,
@@ -332,6 +354,7 @@ RULES: dict[str, Rule] = {
     "SITEMAP_ROBOTS_MAX_BYTES": _number(int, 1),
     "SITEMAP_SECTIONS": _sections,
     "SITEMAP_STATE_DIR": _PATH,
+    "SITEMAP_TEST_HOSTS": _addresses,
     "SITEMAP_TRAP_MAX_QUERY_VARIANTS": _number(int, 1),
     "SITEMAP_TRAP_MAX_REPEATS": _number(int, 1),
     "SITEMAP_TRAP_MAX_SEGMENTS": _number(int, 1),

@@ -441,27 +441,44 @@ def start_url(url: str | None) -> str:
 _SCHEME_GIVEN_RE = re.compile(r"[a-z][a-z0-9+.-]*:(?![0-9]+(?:[/?#]|$))", re.IGNORECASE)
 
 
+def bare_host(text: object) -> str | None:
+    """*text* when it is a host (and maybe a port and path) without its scheme
+    (``example.com``, ``www.example.com/docs/``, ``127.0.0.1:8095/``), stripped; else None.
+    A single word without a port (``example``) is more likely a mistake than a host."""
+    if not isinstance(text, str):
+        return None
+    bare = text.strip()
+    if bare.startswith("//"):
+        bare = bare[2:]
+    if not bare or _SCHEME_GIVEN_RE.match(bare) or "://" in bare:
+        return None
+    found = host_port(normalize_url("http://" + bare) or "")
+    if found is None:
+        return None
+    host, _ = found
+    one_word = "." not in host and ":" not in host and host != "localhost"
+    if one_word and not re.search(r":[0-9]+(?:[/?#]|$)", bare):
+        return None
+    return bare
+
+
 def not_a_start_url(text: object) -> str:
     """The one-line error for a start URL that is not an http(s) URL; when *text* is
     a host without its scheme (``www.example.com``, ``127.0.0.1:8095/``), the two
     URLs it may have meant, the likelier first (https for a public name)."""
     message = f"not an http(s) URL: {text!r}"
-    if not isinstance(text, str):
+    bare = bare_host(text)
+    found = host_port(normalize_url("http://" + bare) or "") if bare else None
+    if bare is None or found is None:
         return message
-    bare = text.strip()
-    if bare.startswith("//"):
-        bare = bare[2:]
-    if not bare or _SCHEME_GIVEN_RE.match(bare) or "://" in bare:
-        return message
-    found = host_port(normalize_url("http://" + bare) or "")
-    if found is None:
-        return message
-    host, _ = found
-    one_word = "." not in host and ":" not in host and host != "localhost"
-    if one_word and not re.search(r":[0-9]+(?:[/?#]|$)", bare):
-        return message  # "example", no port: more likely a mistake than a host
-    schemes = ("https", "http") if is_public_host(host) else ("http", "https")
+    schemes = ("https", "http") if is_public_host(found[0]) else ("http", "https")
     return f"{message}; did you mean {schemes[0]}://{bare} or {schemes[1]}://{bare}?"
+
+
+def origin_of(url: str) -> tuple[str, str, int] | None:
+    """The origin of an absolute http(s) URL: ``(scheme, host, port)``, the port
+    effective (RFC 6454: http and https of one host are two origins), or None."""
+    return _scheme_host_port(url)
 
 
 def is_public_host(host: str) -> bool:

@@ -1,11 +1,16 @@
 """Downloader middleware: the credentials of a staging or private site, for it alone.
 
-``--auth``, ``--cookie`` and ``--header`` go with every request to the crawled site
-(:func:`crawler.core.urls.site_of`: its host and port) and to no other host, ever
-(docs/crawling.md, "Staging and private sites"); they live in settings of our own,
-never in ``DEFAULT_REQUEST_HEADERS``, which Scrapy logs. Scrapy's ``RedirectMiddleware``
-drops ``Authorization`` and ``Cookie`` on a redirect to another domain but copies every
-other header: a request for another host loses here whatever of ours it carries.
+``--auth``, ``--cookie`` and ``--header`` go with every request to the crawled site's
+origin (:func:`crawler.core.urls.origin_of`: its scheme, host and port, as the start
+URL's pre-flight found it) and to no other, ever: not to http:// of an https:// site
+(docs/crawling.md, "Staging and private sites"). With certificates unverified
+(``SITEMAP_TLS_VERIFY = False``) nothing is sent, unless
+``SITEMAP_INSECURE_CREDENTIALS``: anyone on the path could be the site. Over plain
+http they are sent, and the summary warns (``sitemap/access/plain_http``). They live
+in settings of our own, never in ``DEFAULT_REQUEST_HEADERS``, which Scrapy logs.
+Scrapy's ``RedirectMiddleware`` drops ``Authorization`` and ``Cookie`` on a redirect to
+another domain but copies every other header: a request for another origin loses here
+whatever of ours it carries.
 
 Scrapy's ``HttpAuthMiddleware`` takes spider attributes, not settings, and covers
 neither cookies nor headers; one middleware for the three keeps the rule in one place.
@@ -13,8 +18,11 @@ It sits between the cookie (700) and proxy (750) middlewares: the cookie is merg
 the ``Cookie`` header after the jar's cookies were written there, and never goes into
 the jar (a jar ignores ports, RFC 6265, and would send it to another server).
 
-Settings: ``SITEMAP_AUTH``, ``SITEMAP_COOKIES``, ``SITEMAP_HEADERS``.
-Stats: ``sitemap/access/stripped`` (requests to another host that lost one of them here).
+Settings: ``SITEMAP_AUTH``, ``SITEMAP_COOKIES``, ``SITEMAP_HEADERS``,
+``SITEMAP_TLS_VERIFY``, ``SITEMAP_INSECURE_CREDENTIALS``.
+Stats: ``sitemap/access/stripped`` (requests to another origin that lost one of them
+here), ``sitemap/access/plain_http`` (requests that carried them over plain http),
+``sitemap/access/withheld`` (True: certificates unverified, nothing sent).
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
 
-from crawler.core.urls import site_of
+from crawler.core.urls import origin_of
 from crawler.ledger.runstate import RunState
 
 if TYPE_CHECKING:
@@ -94,7 +102,7 @@ class SiteAccessMiddleware:
         cookies: list[tuple[str, str]],
         stats: StatsCollector,
     ) -> None:
-        self.site = site_of(start_url)
+        self.site = origin_of(start_url)
         self.headers = headers
         self.cookies = cookies
         self.stats = stats
@@ -119,6 +127,9 @@ class SiteAccessMiddleware:
         if not (auth or headers or cookies):
             raise NotConfigured("no credentials for the site (SITEMAP_AUTH, _COOKIES, _HEADERS)")
         assert crawler.stats is not None
+        if not s.getbool("SITEMAP_TLS_VERIFY") and not s.getbool("SITEMAP_INSECURE_CREDENTIALS"):
+            crawler.stats.set_value("sitemap/access/withheld", True)
+            raise NotConfigured("certificates unverified: no credentials sent")
         return cls(
             RunState.of(crawler).start_url,  # NotConfigured: not our spider
             headers=headers,
@@ -128,10 +139,10 @@ class SiteAccessMiddleware:
         )
 
     def process_request(self, request: Request) -> None:
-        if site_of(request.url) == self.site:
+        if origin_of(request.url) == self.site:
             self._add(request)
             return
-        # Another host (a robots.txt redirect is the only way there): nothing of ours.
+        # Another origin (http:// of the site, a robots.txt redirect): nothing of ours.
         stripped = False
         for name in self.ours:
             if name in request.headers:
@@ -161,10 +172,12 @@ class SiteAccessMiddleware:
             request.headers[name] = value
         if self.authorization is not None:
             request.headers[b"Authorization"] = self.authorization
-            if request.url.startswith("http:") and not self._warned_plain:
+        if request.url.startswith("http:"):
+            self.stats.inc_value("sitemap/access/plain_http")
+            if not self._warned_plain:
                 self._warned_plain = True
                 logger.warning(
-                    "basic auth is sent over plain http to %s (logged once)", request.url
+                    "credentials are sent over plain http to %s (logged once)", request.url
                 )
         if self.cookies:
             mine = [f"{n}={v}" for n, v in self.cookies]

@@ -463,9 +463,12 @@ class Browser(ScrapyPlaywrightDownloadHandler):
         self, name: str, context_kwargs: dict[str, Any] | None, spider: Spider | None = None
     ) -> Any:
         # The crawl's User-Agent on every request the browser makes, and a small window.
+        # The page's document is the crawl's verified answer; its scripts and data go
+        # through Chromium, which ignores certificate errors only under --insecure.
         kwargs = {
             "user_agent": self.crawler.settings.get("USER_AGENT"),
             "viewport": {"width": 800, "height": 600},
+            "ignore_https_errors": not self.crawler.settings.getbool("SITEMAP_TLS_VERIFY"),
             **(context_kwargs or {}),
         }
         return await super()._create_browser_context(name, kwargs, spider)

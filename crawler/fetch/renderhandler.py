@@ -8,7 +8,8 @@ started or paid for. The first request with it starts the browser side
 the system's Chromium); a crawl that renders nothing never imports Playwright nor
 starts its driver. :mod:`crawler.fetch.rendering` decides which pages are rendered.
 
-Settings: those of :mod:`crawler.fetch.browser`.
+Settings: those of :mod:`crawler.fetch.browser`, and the TLS policy's
+(:mod:`crawler.fetch.tls`). Stats: ``sitemap/tls/verified``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
+
+from crawler.fetch.tls import TlsPolicy
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -28,6 +31,12 @@ if TYPE_CHECKING:
 class RenderDownloadHandler(HTTP11DownloadHandler):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
+        # The crawl's TLS policy (crawler.fetch.tls): Scrapy's own policy checks
+        # nothing, and its setting to change it is deprecated.
+        policy = TlsPolicy.from_settings(crawler.settings)
+        self._contextFactory = policy.twisted(self._contextFactory)
+        if crawler.stats is not None:
+            crawler.stats.set_value("sitemap/tls/verified", policy.verify)
         self.crawler = crawler
         self._browser: Browser | None = None
         self._starting = asyncio.Lock()

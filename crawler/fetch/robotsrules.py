@@ -82,7 +82,8 @@ _KEYS = {
 @dataclass(eq=False)
 class _Group:
     agents: list[str] = field(default_factory=list)
-    rules: list[tuple[bool, str]] = field(default_factory=list)  # (allow, pattern)
+    # (allow, pattern, line number in the file)
+    rules: list[tuple[bool, str, int]] = field(default_factory=list)
     delays: list[str] = field(default_factory=list)
 
 
@@ -131,7 +132,7 @@ class RobotsRules:
         self._selected: dict[str, tuple[str, Protego | None, float | None, int]] = {}
         current: _Group | None = None
         in_rules = False
-        for line in _EOL.split(text):
+        for number, line in enumerate(_EOL.split(text), 1):
             found = _key_value(line)
             if found is None:
                 continue
@@ -149,7 +150,7 @@ class RobotsRules:
                     continue  # a rule outside any group
                 in_rules = True
                 if value:
-                    current.rules.append((key == _ALLOW, value))
+                    current.rules.append((key == _ALLOW, value, number))
             elif key == _CRAWL_DELAY and current is not None:
                 # Not RFC 9309's, but written as a line of a group like a rule (a
                 # "Crawl-delay"-only group for one bot must not reach the next one).
@@ -175,6 +176,29 @@ class RobotsRules:
         matcher = self._select(token)[1]
         return matcher is None or matcher.can_fetch(_matchable(url), EVERY_AGENT)
 
+    def deciding_rule(self, url: str, token: str) -> tuple[str, int] | None:
+        """The line of *token*'s group that decides *url* (RFC 9309 2.2.2: the longest
+        match; ``Allow`` on a tie), as ``("Disallow: /private/", line number)``; None
+        when no rule matches. For ``explain``: one Protego per rule, not for a crawl."""
+        key = token.lower()
+        groups = [g for g in self.groups if key in g.agents] if key else []
+        groups = groups or [g for g in self.groups if EVERY_AGENT in g.agents]
+        matchable = _matchable(url)
+        best: tuple[int, bool, str, int] | None = None
+        for group in groups:
+            for allow, pattern, number in group.rules:
+                single = Protego.parse(
+                    f"User-agent: *\nDisallow: {pattern.translate(_PROTEGO_EOL)}\n"
+                )
+                if single.can_fetch(matchable, EVERY_AGENT):
+                    continue  # no match
+                rank = (len(pattern), allow)
+                if best is None or rank > best[:2]:
+                    best = (len(pattern), allow, pattern, number)
+        if best is None:
+            return None
+        return f"{'Allow' if best[1] else 'Disallow'}: {best[2]}", best[3]
+
     def crawl_delay(self, token: str) -> float | None:
         return self._select(token)[2]
 
@@ -198,7 +222,7 @@ class RobotsRules:
                 lines = [f"User-agent: {EVERY_AGENT}"]
                 wildcards = dropped = 0
                 for group in groups:
-                    for allow, pattern in group.rules:
+                    for allow, pattern, _ in group.rules:
                         if "*" in pattern or pattern.endswith("$"):
                             wildcards += 1
                             if wildcards > MAX_WILDCARD_RULES:

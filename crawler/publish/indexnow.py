@@ -51,6 +51,7 @@ import http.client
 import ipaddress
 import json
 import re
+import ssl
 import time
 import urllib.error
 import urllib.request
@@ -127,16 +128,22 @@ def key_location(site_root: str, key: str, location: str | None) -> str:
 
 
 def check_key(
-    location: str, key: str, timeout: float = 10, *, user_agent: str = DEFAULT_USER_AGENT
+    location: str,
+    key: str,
+    timeout: float = 10,
+    *,
+    user_agent: str = DEFAULT_USER_AGENT,
+    context: ssl.SSLContext | None = None,
 ) -> str | None:
     """Fetch the key file at *location*: None when it answers 200 with exactly *key*
     (one trailing ``\\n`` or ``\\r\\n`` allowed), else one line saying what is wrong.
-    Redirects are reported, not followed. ValueError for an invalid *key*."""
+    Redirects are reported, not followed. ValueError for an invalid *key*. *context*:
+    the crawl's TLS policy for the site (crawler.fetch.tls; None: Python's default)."""
     _check_key_text(key)
     what = f"the key file {location}"
     request = urllib.request.Request(location, headers={"User-Agent": user_agent})
     try:
-        with _opener(location).open(request, timeout=timeout) as response:
+        with _opener(location, context).open(request, timeout=timeout) as response:
             status = response.status
             body: bytes = response.read(_KEY_FILE_LIMIT + 1)
     except urllib.error.HTTPError as error:
@@ -359,10 +366,14 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-def _opener(url: str) -> urllib.request.OpenerDirector:
-    """Direct for a loopback host, else through the environment's proxies."""
+def _opener(url: str, context: ssl.SSLContext | None = None) -> urllib.request.OpenerDirector:
+    """Direct for a loopback host, else through the environment's proxies; HTTPS with
+    *context* when given."""
     proxies = urllib.request.ProxyHandler({} if _loopback(url) else None)
-    return urllib.request.build_opener(proxies, _NoRedirect())
+    handlers: list[urllib.request.BaseHandler] = [proxies, _NoRedirect()]
+    if context is not None:
+        handlers.append(urllib.request.HTTPSHandler(context=context))
+    return urllib.request.build_opener(*handlers)
 
 
 def _loopback(url: str) -> bool:

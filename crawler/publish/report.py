@@ -125,6 +125,7 @@ def run_model(
     fields: dict[str, Any] = {
         "schema": SCHEMA,
         "start_url": ledger.get_meta("start_url"),
+        "tls_verified": stats.get("sitemap/tls/verified", True),
         "started": started.isoformat() if isinstance(started, datetime) else None,
         "finished": clock.now().isoformat(),
         "duration_seconds": duration(stats),
@@ -292,6 +293,21 @@ def schedule_line(stats: dict[str, Any]) -> str | None:
     return line
 
 
+def _access_lines(stats: dict[str, Any]) -> list[str]:
+    """What the summary says of TLS and the site's credentials (crawler.fetch.tls,
+    crawler.fetch.access)."""
+    lines = []
+    if stats.get("sitemap/tls/verified") is False:
+        lines.append("TLS: certificates NOT verified (--insecure)")
+    if stats.get("sitemap/access/withheld"):
+        lines.append(
+            "credentials: not sent, certificates unverified (--insecure-credentials sends them)"
+        )
+    if plain := stats.get("sitemap/access/plain_http", 0):
+        lines.append(f"warning: credentials sent over plain http ({plain} requests)")
+    return lines
+
+
 def format_summary(stats: dict[str, Any]) -> str:
     get = stats.get
     counts = decision_counts(stats)
@@ -319,6 +335,7 @@ def format_summary(stats: dict[str, Any]) -> str:
             else f"robots.txt: the group for {'every agent (*)' if group == '*' else group}"
             f" applied to {token}"
         )
+    lines.extend(_access_lines(stats))
     lines.append(f"listed: {listed}")
     other_hosts = counts.pop(OFF_HOST, 0)
     if any(counts.values()):

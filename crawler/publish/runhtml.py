@@ -9,7 +9,7 @@ from __future__ import annotations
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
-from crawler.core.decisions import OFF_HOST
+from crawler.core.decisions import OFF_HOST, STATUS
 from crawler.core.defaults import setting_default
 from crawler.publish.htmlpage import (
     DEFAULT_CAP,
@@ -108,6 +108,11 @@ def _head(f: dict[str, Any]) -> str:
         f"<span>Why: {esc(f['message'])}</span>"
         + (f"<br><span>Index: <code>{esc(f['index'])}</code></span>" if f["index"] else "")
         + "</div>"
+        + (
+            ""
+            if f.get("tls_verified", True)
+            else '<p class="decision warn">TLS certificates were NOT verified (--insecure).</p>'
+        )
     )
 
 
@@ -239,10 +244,15 @@ def _other_hosts(f: dict[str, Any], ledger: Ledger, cap: int) -> str:
     )
 
 
+#: How a decision's group is called in the report, where its name says too little.
+_LABELS = {STATUS: "broken links"}
+_NOTES = {STATUS: "404s and other errors, each with a page that links to it "}
+
+
 def _excluded(f: dict[str, Any], ledger: Ledger, cap: int) -> str:
     excluded: dict[str, int] = f["excluded"]
     bars = [
-        (name, count, f"excluded.{name}")
+        (_LABELS.get(name, name), count, f"excluded.{name}")
         for name, count in sorted(excluded.items(), key=lambda kv: (-kv[1], kv[0]))
         if count and name != OFF_HOST
     ]
@@ -250,7 +260,8 @@ def _excluded(f: dict[str, Any], ledger: Ledger, cap: int) -> str:
         "<h2>Excluded, by decision</h2>",
         bar_chart(bars, title="Excluded URLs by decision"),
     ]
-    for name, count, _ in bars:
+    for label, count, key in bars:
+        name = key.removeprefix("excluded.")
         rows = [
             [
                 link(r["url"]),
@@ -262,8 +273,9 @@ def _excluded(f: dict[str, Any], ledger: Ledger, cap: int) -> str:
             for r in ledger.decided(name, cap)
         ]
         body = table(["URL", "reason", "target", "status", "found on"], rows, url_columns=(0, 2, 4))
-        summary = f"{esc(name)}: {inline_figure(f'excluded.{name}', count)}"
-        out.append(group(name, summary, len(rows), body, count, IN_LEDGER))
+        summary = f"{esc(label)}: {inline_figure(key, count)}"
+        note = _NOTES.get(name, "")
+        out.append(group(name, summary, len(rows), body, count, IN_LEDGER, note=note))
     return "".join(out)
 
 
