@@ -1,4 +1,4 @@
-"""History pipeline: what each listed page's nightly runs have seen change (issue #15),
+"""History pipeline: what each listed page's nightly runs have seen change (docs/around.md),
 against the previous run's record, after the lastmod pipeline; the delta feed,
 ``--changefreq auto`` and IndexNow build on it:
 

@@ -1,5 +1,5 @@
-"""Lastmod pipeline: the ``<lastmod>`` of a listed page, from evidence only (issues #2 and
-#4; the rules are docs/lastmod.md's). The first that gives a date wins: the
+"""Lastmod pipeline: the ``<lastmod>`` of a listed page, from evidence only (the
+rules are docs/lastmod.md's). The first that gives a date wins: the
 ``Last-Modified`` header unless malformed, in the future or volatile (``_header``); the
 page's first declaration that passes the guards (``_guard``; template dates are found
 as the crawl goes, and the pages that took one are decided again in ``close_spider``);

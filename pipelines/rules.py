@@ -1,5 +1,5 @@
 """Rules pipeline: each listed page's section, changefreq and priority, by the user's
-rules (issue #15; docs/lastmod.md, "changefreq and priority").
+rules (docs/around.md; docs/lastmod.md, "changefreq and priority").
 
 - ``--section NAME=REGEX``: the first rule whose regex matches the page's ``<loc>``
   (``re.search``) names its section (its own files, in the one index); else the default;

@@ -55,7 +55,7 @@ from crawler.sitemaps.limits import MAX_URLS_PER_FILE
 __all__ = ["CLASSES", "FLAGS", "AuditReport", "build_report", "write_report"]
 
 SCHEMA = "sitemap-crawler/audit/1"
-# A child file of a set we published, with its section (issue #15).
+# A child file of a set we published, with its section (docs/around.md, "Sections").
 _SECTION_FILE = re.compile(
     r"^sitemap-(?:(?P<section>[a-z][a-z0-9-]*)-)?\d{5}-[0-9a-f]{10}\.(?:xml|txt)(?:\.gz)?$"
 )

@@ -2,7 +2,7 @@
 
 It runs after a crawl (or on an earlier one's ledger) with the ``site`` spider's page
 judge (:class:`crawler.crawl.judge.PageJudge`, with no leads: a listed page is
-judged, its links not followed), middlewares and politeness (issue #3):
+judged, its links not followed), middlewares and politeness (docs/audit.md, "What it does"):
 
 1. Sitemaps are found in robots.txt's ``Sitemap:`` lines (as the crawl's ledger
    recorded them; a relative one is read as robots.txt's URL resolves it, and

@@ -35,10 +35,10 @@ DUPLICATE = "duplicate"
 INVALID = "invalid-url"
 ERROR = "fetch-error"
 # Over the download size cap (DOWNLOAD_MAXSIZE, or once decompressed): the site
-# answered, so it is no failure of the site (issue #19: "too large is not down").
+# answered, so it is no failure of the site (docs/ledger.md, "Decisions").
 TOO_LARGE = "too-large"
-# Learned during the crawl (issue #19): crawler.crawl.params, crawler.crawl.calendars,
-# crawler.page.softnotfound.
+# Learned during the crawl (docs/crawling.md#traps-learned): crawler.crawl.params,
+# crawler.crawl.calendars, crawler.page.softnotfound.
 IGNORED_PARAM = "ignored-parameter"
 FACET = "facet-combination"
 CALENDAR = "calendar"
@@ -69,8 +69,8 @@ FINAL_DECISIONS = (
     SOFT_404,
 )
 
-#: Decisions the crawl learned its way to (issue #19): each has its stat
-#: ``sitemap/excluded/<decision>``, set from the closed books.
+#: Decisions the crawl learned its way to (docs/crawling.md#traps-learned): each has
+#: its stat ``sitemap/excluded/<decision>``, set from the closed books.
 LEARNED = (IGNORED_PARAM, FACET, CALENDAR, SOFT_404)
 
 #: Decisions by the crawl's rules about a URL it met and did not judge: its scope

@@ -57,7 +57,7 @@ class UrlRecord:
     links: list[str] = field(default_factory=list)
     # What it refers to without the crawl following it, as "KIND URL" (for explain).
     unfollowed: list[str] = field(default_factory=list)
-    # A listed page's rich data (issue #14), JSON-able; ``problems``: what was left out.
+    # A listed page's rich data (docs/rich.md), JSON-able; ``problems``: what was left out.
     alternates: list[list[str]] = field(default_factory=list)
     images: list[str] = field(default_factory=list)
     videos: list[dict[str, Any]] = field(default_factory=list)
@@ -112,7 +112,7 @@ class Alias:
 class Linked:
     """A URL first found in a sitemap (``found_by`` ``sitemap``) that a page links
     to after all: its ``referrer`` is that page, so an orphan (no referrer) is told
-    from a linked page (issue #19; the audit reads it)."""
+    from a linked page (the audit reads it: docs/audit.md, "Classes")."""
 
     key: str
     referrer: str

@@ -1,4 +1,5 @@
-"""Calendars and date sequences: endless by construction, cut by a window (issue #19).
+"""Calendars and date sequences: endless by construction, cut by a window
+(docs/crawling.md#traps-learned).
 
 A calendar links each day, month or year to the next and the previous one without
 end; so does an archive with "older" links. :func:`date_of` recognises the dates in a

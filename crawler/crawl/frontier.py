@@ -1,14 +1,14 @@
 """The crawl frontier: where the crawl goes next, and why not elsewhere.
 
-Every URL the crawl finds (the start URLs, a ``--urls`` file's lines, the site's
-sitemap entries, a page's links, a redirect, canonical or refresh target) comes here
-once, as a :class:`Lead` that says how it was found (``found_by``, issue #19; a seed
-is judged like any URL, never trusted). It is normalised and keyed once, and checked
-against the seen-set: a URL known under another form is recorded as an alias. A new
-URL is put to the rule book (:mod:`crawler.crawl.rulebook`); refused, it gets its
-final decision here, with the rule; let through, a ``queued`` record and a request
-(breadth-first), asked conditionally when the previous run knew the page, or kept
-from it when the revisit schedule (crawler.ledger.schedule) says it is not due.
+Every URL the crawl finds (the start URLs, a ``--urls`` file's lines, the site's sitemap
+entries, a page's links, a redirect, canonical or refresh target) comes here once, as a
+:class:`Lead` that says how it was found (``found_by``; a seed is judged like any URL,
+never trusted: docs/crawling.md#seeds-beyond-links). It is normalised and keyed once,
+and checked against the seen-set: a URL known under another form is recorded as an
+alias. A new URL is put to the rule book (:mod:`crawler.crawl.rulebook`); refused, it
+gets its final decision here, with the rule; let through, a ``queued`` record and a
+request (breadth-first), asked conditionally when the previous run knew the page, or
+kept from it when the revisit schedule (crawler.ledger.schedule) says it is not due.
 
 Depth is the shortest link path from the start URL: a URL left out for depth is let
 in when a shorter path to it turns up later (concurrency can let a long path win

@@ -282,7 +282,7 @@ class PageJudge:
         yield rec
 
     def _rich(self, rec: UrlRecord, rich: RichFacts) -> None:
-        """A listed page's rich data (issue #14). Its alternates as declared (they are
+        """A listed page's rich data (docs/rich.md). Its alternates as declared (they are
         verified once the crawl is over: crawler.publish.richentries); its images on our site
         that robots.txt lets us fetch, or on an --image-host; its videos that have
         what Google requires (the others are named in its problems); its news."""

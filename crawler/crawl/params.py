@@ -1,4 +1,4 @@
-"""Query parameters learned from the pages, and facets (issue #19, "Traps and duplicates").
+"""Query parameters learned from the pages, and facets (docs/crawling.md#traps-learned).
 
 A site can link one page under many query strings (a sort order, ``?ref=nav``, a view
 switch); counting query strings per path (:mod:`crawler.crawl.traps`) stops them

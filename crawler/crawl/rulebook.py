@@ -1,4 +1,4 @@
-"""The frontier's rule book: which URLs a crawl fetches, in one ordered list (issue 23).
+"""The frontier's rule book: which URLs a crawl fetches, in one ordered list.
 
 A URL new to the crawl is put to the rules in this order; the first that refuses it
 decides (a :class:`crawler.core.decisions.Refusal`), and a URL every rule lets pass

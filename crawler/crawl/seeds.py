@@ -1,4 +1,5 @@
-"""Seeds beyond links: a ``--urls`` file, and the site's own sitemaps (issue #19).
+"""Seeds beyond links: a ``--urls`` file, and the site's own sitemaps
+(docs/crawling.md#seeds-beyond-links).
 
 A crawl finds only what is linked, yet a sitemap exists largely for the pages links
 hardly reach. So a crawl can start from more than the start URLs: the lines of a URL

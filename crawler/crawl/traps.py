@@ -1,4 +1,5 @@
-"""Crawler-trap detection: URLs that a site can generate without end (issue #2).
+"""Crawler-trap detection: URLs that a site can generate without end
+(docs/crawling.md, "Order and limits").
 
 A URL is cut, with the reason in the ledger, when one path segment occurs more than
 ``max_repeats`` times (relative links that keep appending to themselves), the path

@@ -2,7 +2,7 @@
 
 ``crawl URL --redis URL`` starts the *coordinator*; ``worker --redis URL``, on any
 number of machines, joins it; ``crawl URL --processes N`` runs both here through a
-private Redis server (:mod:`.server`). What flows where (issue 18, docs/distributed.md):
+private Redis server (:mod:`.server`). What flows where (docs/distributed.md):
 the coordinator registers the crawl (:mod:`.crawl`), puts the previous run's records
 in Redis (:mod:`.previous`) and queues the start URL; every fetching process runs the
 site spider with the shared queue (:mod:`.scheduler`), and judges a page and decides

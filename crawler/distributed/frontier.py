@@ -1,4 +1,5 @@
-"""The frontier of a distributed crawl: discovery where the page was fetched (issue 18).
+"""The frontier of a distributed crawl: discovery where the page was fetched
+(docs/distributed.md).
 
 Every process decides about the links of the pages it fetched with the code of one
 process (:class:`crawler.crawl.frontier.Frontier`), up to the rules that count

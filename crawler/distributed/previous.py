@@ -1,4 +1,4 @@
-"""The previous run, for every process of a distributed crawl (issue 18).
+"""The previous run, for every process of a distributed crawl (docs/distributed.md).
 
 A conditional request is made where a URL is discovered, and a 304 replayed where it
 was answered, on any machine; the previous run's ledger is a file on the

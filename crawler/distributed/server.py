@@ -1,7 +1,7 @@
 """A private Redis server for one crawl: ``crawl --processes N`` without ``--redis``.
 
 Every core of one machine crawls through the same design as several machines
-(issue 18), with no setup: the crawl starts a real ``redis-server`` for itself,
+(docs/distributed.md), with no setup: the crawl starts a real ``redis-server`` for itself,
 listening on a Unix socket in the state directory only (no TCP port, the socket
 readable by this user alone), keeping nothing on disk, and stops it when the crawl
 ends. The server is the one on PATH (Debian's ``redis-server`` package, say), else

@@ -1,5 +1,5 @@
 """The headless Chromium that renders pages: scrapy-playwright's download handler,
-made polite and bounded for a crawl (issue #16).
+made polite and bounded for a crawl (docs/rendering.md, "In the browser").
 
 Imported only when a page is first rendered (:mod:`crawler.fetch.renderhandler`). It
 drives the system's Chromium (``SITEMAP_RENDER_BROWSER``, else ``chromium`` on

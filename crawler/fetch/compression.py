@@ -4,7 +4,7 @@
 ``Response.replace`` reads every attribute of the old response first, ``encoding``
 included: for an ``HtmlResponse`` whose Content-Type names no charset, that runs
 charset detection over the *gzip bytes*, only to throw the answer away. On a static
-site served gzipped it was half of the fetch time (issue #5). This middleware sits
+site served gzipped it was half of the fetch time. This middleware sits
 just before it in ``process_response`` order and hands it a plain ``Response`` for a
 compressed body; Scrapy's middleware then picks the response class and the encoding
 from the decompressed body, exactly as before.

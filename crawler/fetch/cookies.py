@@ -1,10 +1,10 @@
 """Scrapy's cookie middleware, with the public-suffix list kept offline.
 
-Scrapy's ``CookiesMiddleware`` asks ``tldextract`` whether a cookie's domain is a
-public suffix. A default ``TLDExtract`` downloads the public-suffix list from the
-internet the first time a site sets a cookie with a domain, which breaks the rule
-that the crawl talks to the crawled host and nothing else (issue #2). This subclass
-uses the snapshot bundled with tldextract, with no fetch and no cache directory.
+Scrapy's ``CookiesMiddleware`` asks ``tldextract`` whether a cookie's domain is a public
+suffix. A default ``TLDExtract`` downloads the public-suffix list from the internet the
+first time a site sets a cookie with a domain, which breaks the rule that the crawl
+talks to the crawled host and nothing else (docs/crawling.md, "Same site only"). This
+subclass uses the snapshot bundled with tldextract: no fetch, no cache directory.
 """
 
 from __future__ import annotations

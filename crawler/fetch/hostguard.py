@@ -1,10 +1,10 @@
 """Downloader middleware that keeps the crawl on the crawled host.
 
-The crawl talks to the crawled host and nothing else (issue #2): every request,
-including whatever a redirect middleware builds, must go to the start URL's site
-(:func:`crawler.core.urls.site_of`: its host and port, http or https). Anything else is
-refused here, at the first downloader middleware, so no component can reach another
-host by accident.
+The crawl talks to the crawled host and nothing else (docs/crawling.md, "Same site
+only"): every request, including whatever a redirect middleware builds, must go to the
+start URL's site (:func:`crawler.core.urls.site_of`: its host and port, http or https).
+Anything else is refused here, at the first downloader middleware, so no component can
+reach another host by accident.
 
 One exception: a robots.txt fetch (:mod:`crawler.fetch.robots` marks it with the meta
 key :data:`ROBOTS_TXT`) follows its redirects wherever they lead (RFC 9309 2.3.1.2).

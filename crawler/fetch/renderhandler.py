@@ -1,5 +1,5 @@
 """The crawl's HTTP(S) download handler: Scrapy's own, plus a headless Chromium for
-the pages that must be rendered (issue #16).
+the pages that must be rendered (docs/rendering.md).
 
 A request without ``meta["playwright"]`` is downloaded by Scrapy's
 ``HTTP11DownloadHandler``, exactly as without rendering: nothing else is imported,

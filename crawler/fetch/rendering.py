@@ -1,4 +1,4 @@
-"""Which pages are rendered in a headless Chromium, and why (issue #16).
+"""Which pages are rendered in a headless Chromium, and why.
 
 Sites built by JavaScript (React, Vue, Angular apps, client-side routers, lists
 filled by ``fetch()``) send an *application shell*: raw HTML with no content and no

@@ -1,7 +1,7 @@
 """robots.txt with RFC 9309 semantics, replacing Scrapy's allow-all fallback.
 
 Scrapy's ``RobotsTxtMiddleware`` treats any failure to fetch robots.txt as "allow
-all"; RFC 9309 (2.3.1) and issue #2 do not. What each answer means, the redirects,
+all"; RFC 9309 (2.3.1) does not. What each answer means, the redirects,
 the size limit and the re-fetch: docs/crawling.md, "robots.txt, RFC 9309". How:
 
 * robots.txt is asked for uncompressed and its download stopped once more than
@@ -165,7 +165,7 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
     def allows(self, url: str) -> bool:
         """Whether the rules already fetched for *url*'s origin let us fetch it
         (rules not fetched yet, or no robots.txt: allowed). For what the crawl lists
-        without fetching it, such as a page's images (issue #14)."""
+        without fetching it, such as a page's images (docs/rich.md, "Images")."""
         authority = URL_AUTHORITY.match(url)
         if authority is None:
             return True  # no origin: nothing of ours can be fetched from it
@@ -338,7 +338,7 @@ def _waiting(shared: Deferred[RobotParser | None]) -> Deferred[RobotParser | Non
     """A Deferred of one request's own that fires with *shared*'s result. Awaiting
     *shared* itself would consume its result: the first waiter would get the rules
     and every later one None, "no robots.txt", so everything allowed (the requests a
-    process takes together before its robots.txt came: issue 23)."""
+    process takes together before its robots.txt came)."""
     own: Deferred[RobotParser | None] = Deferred()
 
     def passing(result: RobotParser | None) -> RobotParser | None:

@@ -2,7 +2,7 @@
 
 Scrapy's AutoThrottle adapts the delay between requests to the server's latency but
 may lower it below what the site asked for, and does not slow down when the server
-says it is overloaded. This subclass adds two floors (issue #2, "Safe defaults"):
+says it is overloaded. This subclass adds two floors (docs/crawling.md, "Safe defaults"):
 
 * ``Crawl-delay`` from robots.txt, read through Scrapy's ``robots_parsed`` signal and
   capped at ``SITEMAP_MAX_CRAWL_DELAY`` seconds; the slot then sends one request at a

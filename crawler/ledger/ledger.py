@@ -1,6 +1,6 @@
 """The crawl's ledger: one row per discovered URL with its decision and reason.
 
-An SQLite database in the state directory (issue #2), written as the crawl goes and
+An SQLite database in the state directory, written as the crawl goes and
 read back by the publisher, sorted and streamed; later commands (audit, nightly runs,
 ``explain``) query it. The schema and every decision are documented in docs/ledger.md,
 which tests/test_docs.py holds to :data:`SCHEMA`.

@@ -1,5 +1,5 @@
-"""What the previous successful run learned: the state a nightly run starts from (issue
-#4). Its ``ledger.sqlite`` stays in place until this run succeeds, and is read here,
+"""What the previous successful run learned: the state a nightly run starts from
+(docs/nightly.md). Its ``ledger.sqlite`` stays in place until this run succeeds, and is read here,
 read-only, one URL at a time, with the ledger's own queries
 (:class:`crawler.ledger.ledger.LedgerReader`)."""
 

@@ -1,5 +1,5 @@
-"""The signs that a raw HTML page is an application shell a script fills in (issue
-16): an empty mount element, a ``<noscript>`` asking for JavaScript, or a body of
+"""The signs that a raw HTML page is an application shell a script fills in
+(docs/rendering.md): an empty mount element, a ``<noscript>`` asking for JavaScript, or a body of
 scripts with almost no text. Read by the page analysis (:mod:`crawler.page.analysis`)
 before the main-content hash strips ``<noscript>``; the render policy
 (:mod:`crawler.fetch.rendering`) decides from them which pages the browser renders.

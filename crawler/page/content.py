@@ -1,5 +1,5 @@
-"""The hash of a page's main content: what "the page changed" means for lastmod (issue
-#4; docs/lastmod.md, rule 3). It covers the text (whitespace left out: re-indented or
+"""The hash of a page's main content: what "the page changed" means for lastmod
+(docs/lastmod.md, rule 3). It covers the text (whitespace left out: re-indented or
 minified markup is no change) and the targets of links and images, not what changes
 on every request: scripts, styles, comments, ``<noscript>``, ``<template>``, and the
 regions named by ``SITEMAP_VOLATILE_SELECTORS``."""

@@ -1,5 +1,5 @@
-"""hreflang: the alternates a page declares, and which of them hold up (issue #14;
-docs/rich.md; Google's rules:
+"""hreflang: the alternates a page declares, and which of them hold up (docs/rich.md;
+Google's rules:
 https://developers.google.com/search/docs/specialty/international/localized-versions).
 :func:`declared` reads one page's during the crawl; :func:`verify`, once it is over,
 says for each listed page P what to write and what is wrong:

@@ -1,9 +1,10 @@
-"""Link discovery and the indexing signals of one HTML page, in one pass (issue #2):
-links to follow (``<a>``, ``<area>``, ``<link rel=alternate hreflang>``; none with
-``rel=nofollow`` or on a ``nofollow`` page), what the page refers to without the crawl
-following it (for ``explain``), canonicals (the head's and ``Link`` headers: search
-engines ignore one in the body), ``noindex``/``nofollow`` from ``<meta name=robots|
-googlebot|OUR-TOKEN>`` and ``X-Robots-Tag``, meta refresh, and the dates it declares."""
+"""Link discovery and the indexing signals of one HTML page, in one pass
+(docs/crawling.md, "Links"): links to follow (``<a>``, ``<area>``,
+``<link rel=alternate hreflang>``; none with ``rel=nofollow`` or on a ``nofollow``
+page), what the page refers to without the crawl following it (for ``explain``),
+canonicals (the head's and ``Link`` headers: search engines ignore one in the body),
+``noindex``/``nofollow`` from ``<meta name=robots|googlebot|OUR-TOKEN>`` and
+``X-Robots-Tag``, meta refresh, and the dates it declares."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ _URL_STRIP = " \t\n\r\f"
 # The end tags of the document. libxml2's HTML parser stops at </html> (and what
 # follows </body> is lost with it); a browser goes on reading what follows into the
 # body (HTML's "after body" and "after after body" insertion modes), and so do
-# search engines: issue #19, links after </html> of a broken template.
+# search engines, so a broken template's links after </html> count (docs/crawling.md,
+# "Links").
 _DOCUMENT_END = re.compile(r"</(?:body|html)\s*>", re.I)
 _TAB_NL = re.compile(r"[\t\n\r]")
 

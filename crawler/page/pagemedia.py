@@ -1,4 +1,4 @@
-"""A page's images and news publication (issue #14; docs/rich.md, which says what is
+"""A page's images and news publication (docs/rich.md, which says what is
 read; its videos: :mod:`crawler.page.pagevideos`). Pure functions over a parsed page
 whose results are small and picklable (the analysis may run in a worker); URLs
 absolute, not normalised. Malformed data is skipped, never raised."""

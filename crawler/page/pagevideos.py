@@ -1,4 +1,4 @@
-"""A page's videos (issue #14; docs/rich.md), for video sitemaps
+"""A page's videos (docs/rich.md), for video sitemaps
 (https://developers.google.com/search/docs/crawling-indexing/sitemaps/video-sitemaps),
 in this order: schema.org ``VideoObject`` in JSON-LD and in microdata (``itemref`` not
 followed), Open Graph ``og:video`` (https://ogp.me/#structured), ``<video poster=...>``.

@@ -1,4 +1,4 @@
-"""What changed lately: the delta feed's entries, from the ledger (issue #15).
+"""What changed lately: the delta feed's entries, from the ledger.
 
 Which pages, with which change time: docs/around.md, "The delta feed". The first run
 is the baseline (:mod:`pipelines.history`) and lists nothing as new; an unchanged site

@@ -1,4 +1,4 @@
-"""The HTML reports' common parts: one self-contained page, its charts and tables (issue #17).
+"""The HTML reports' common parts: one self-contained page, its charts and tables.
 
 What the pages promise (no network, every string from the site escaped as hostile input,
 each figure marked with ``data-figure`` and ``data-value`` as the JSON has it, long lists

@@ -1,4 +1,4 @@
-"""IndexNow: telling search engines which URLs a run published (issue #15).
+"""IndexNow: telling search engines which URLs a run published (docs/around.md, "IndexNow").
 
 IndexNow (https://www.indexnow.org/documentation) is a protocol by which a site tells
 the search engines that take part (Bing, Yandex, Naver, Seznam and others; not

@@ -8,7 +8,7 @@ decides whether to publish, streams the listed pages from the ledger in order in
 :class:`crawler.publish.writer.SitemapSetWriter` (:class:`SitemapOutput`), and writes the
 run report (``report.json`` in the state directory, :func:`crawler.publish.report.write_json`).
 
-When it publishes and when it refuses (issue #4; a run stopped by its time budget, a
+When it publishes and when it refuses (a run stopped by its time budget, a
 :attr:`RunState.fatal <crawler.ledger.runstate.RunState.fatal>`): docs/nightly.md, "Safe
 publishing", and docs/crawling.md, "A time budget". A run that does not publish leaves
 the previous set untouched, and the run state files the ledger (:meth:`RunState.end
@@ -129,7 +129,7 @@ class SitemapOutput:
 
 @dataclass(frozen=True, slots=True)
 class RichRules:
-    """What rich entries the set gets (issue #14): *read*: whether pages were read
+    """What rich entries the set gets (docs/rich.md): *read*: whether pages were read
     for any (hreflang, images or videos); *alternate_hosts*; *news_publication*
     (None: no news sitemap) and the news window's reference time *news_time* (None:
     when the run started)."""
@@ -304,7 +304,7 @@ class SitemapPublisher:
         counts = {f"{PREFIX}{k}": v for k, v in decided.items() if k != QUEUED}
         others = {k: v for k, v in self.stats.get_stats().items() if not k.startswith(PREFIX)}
         self.stats.set_stats({**others, **counts})
-        # What the crawl learned (issue #19), for the summary and report.json.
+        # What the crawl learned (docs/crawling.md#traps-learned), for the summary and report.json.
         for decision in LEARNED:
             if decided.get(decision):
                 self.stats.set_value(f"sitemap/excluded/{decision}", decided[decision])
@@ -389,7 +389,7 @@ class SitemapPublisher:
         )
         self.stats.set_value("sitemap/index_path", str(index))
         self.stats.set_value("sitemap/index_url", self.published.index_url)
-        # Which file holds which page, for `explain` (issue 17): the files in the
+        # Which file holds which page, for `explain` (docs/explain.md): the files in the
         # order written, each section's in address order, so that a page's rank in
         # its section finds its file without reading any.
         ledger.set_meta(
@@ -437,7 +437,8 @@ class SitemapPublisher:
             self.stats.set_value(f"sitemap/rich/{name}", getattr(counts, name))
 
     def _refusal(self, ledger: Ledger) -> str | None:
-        """Why this run's set must not replace the published one (issue #4); when it
+        """Why this run's set must not replace the published one (docs/nightly.md, "Safe
+        publishing"); when it
         may, ``checked`` says what was checked, for the report's "why"."""
         policy = self.state.policy
         fetched, failed = ledger.error_counts(policy.now if policy is not None else 0.0)

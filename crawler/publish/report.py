@@ -46,9 +46,9 @@ def decision_counts(stats: dict[str, Any], prefix: str = PREFIX) -> dict[str, in
 
 
 def seed_counts(stats: dict[str, Any]) -> dict[str, int]:
-    """What the seeds brought (issue #19): URLs new to the crawl from the start URLs,
-    the --urls file and the sitemaps, the sitemaps read, and the listed pages that
-    only a sitemap led to."""
+    """What the seeds brought (docs/crawling.md#seeds-beyond-links): URLs new to the
+    crawl from the start URLs, the --urls file and the sitemaps, the sitemaps read,
+    and the listed pages that only a sitemap led to."""
     names = ("start", "url_file", "sitemap", "sitemaps_read", "listed_unlinked")
     # The stat of the --urls file is "url-file".
     return {n: stats.get(f"sitemap/seeds/{n.replace('_file', '-file')}", 0) for n in names}
@@ -79,10 +79,11 @@ class Stream:
 
 @dataclass
 class RunModel:
-    """One run's report (issue #17): ``report.json`` and ``report.html`` are both
-    written from it, so their figures agree. *fields* are report.json's, in order;
-    a :class:`Stream` field is a list read from the ledger when written. *lengths*:
-    each streamed list's length, known once report.json is written."""
+    """One run's report (docs/nightly.md, docs/reports.md): ``report.json`` and
+    ``report.html`` are both written from it, so their figures agree. *fields* are
+    report.json's, in order; a :class:`Stream` field is a list read from the ledger when
+    written. *lengths*: each streamed list's length, known once report.json is
+    written."""
 
     fields: dict[str, Any]
     lengths: dict[str, int] = field(default_factory=dict)
@@ -234,8 +235,9 @@ def _write_list(f: TextIO, values: Iterator[Any]) -> int:
 
 
 def learned_line(stats: dict[str, Any]) -> str | None:
-    """What the crawl learned (issue #19), in one line: "learned: 3 parameters ignored
-    on /shop/, 2 calendars cut, soft-404 page detected"; None when nothing."""
+    """What the crawl learned (docs/crawling.md#traps-learned), in one line: "learned:
+    3 parameters ignored on /shop/, 2 calendars cut, soft-404 page detected"; None when
+    nothing."""
     parts = []
     params: dict[str, list[str]] = stats.get("sitemap/learned/parameters") or {}
     for path, names in sorted(params.items())[:SUMMARY_PATHS]:

@@ -10,7 +10,7 @@ The set declares the namespaces of the extensions it uses (hreflang alternates, 
 videos, news), and only those, on every ``<urlset>``: a plain set is byte for byte what
 it was before extensions existed, and an entry with an undeclared extension is refused
 rather than written into a file no reader could resolve. Rows of an EntryRows with a
-section (issue 15) go into files of their own, ``sitemap-NAME-NNNNN-<h>.xml.gz``,
+section (docs/around.md, "Sections") go into files of their own, ``sitemap-NAME-NNNNN-<h>.xml.gz``,
 numbered from 00001 in each section; news entries, as ``<loc>`` and ``<news:news>``
 only, into ``sitemap-news-NNNNN-<h>.xml.gz`` (Google News wants sitemaps of their own).
 

@@ -92,7 +92,7 @@ def _check_url(value: str, line: int | None, what: str) -> Problem | None:
 def entry_url(loc: str, base: str | None) -> str:
     """The URL an entry names, for its problems: *loc* as written, or, when it is
     relative (no scheme) and the sitemap's address *base* is known, resolved against
-    it, as a reader that resolves it would fetch it (issue 17)."""
+    it, as a reader that resolves it would fetch it (docs/audit.md, "Protocol problems")."""
     if base is None or _SCHEME.match(loc):
         return loc
     try:

@@ -22,7 +22,7 @@ MAX_PROBLEMS_PER_CODE: Final = 1000
 _QUOTE = 100
 
 
-class Kind(str, Enum):  # noqa: UP042 (the issue's API: str and Enum, as callers expect)
+class Kind(str, Enum):  # noqa: UP042 (callers expect a str and an Enum)
     """What a fetched sitemap turned out to be."""
 
     URLSET = "urlset"
