@@ -29,7 +29,7 @@ CONCURRENT_REQUESTS_PER_DOMAIN = 8
 DOWNLOAD_DELAY = 0
 AUTOTHROTTLE_ENABLED = True
 # Nothing but the start URL is queued before its answer sets the delay from the site's
-# latency: a long start delay only slows the first requests (measured: bench/README.md).
+# latency: a long start delay only slows the first requests.
 AUTOTHROTTLE_START_DELAY = 0.05
 AUTOTHROTTLE_MAX_DELAY = 30.0
 AUTOTHROTTLE_TARGET_CONCURRENCY = 4.0
@@ -40,8 +40,8 @@ DUPEFILTER_CLASS = "scrapy.dupefilters.BaseDupeFilter"
 
 # Breadth-first (Scrapy's documented BFO settings): a page is first found by its
 # shortest link path, so SITEMAP_MAX_DEPTH means distance from the start URL.
-# Scrapy's default, depth-first, let long next/previous chains reach pages first at
-# a depth past the limit (62% recall on a 20,000-page site, bench/README.md).
+# Depth-first, Scrapy's default, lets long next/previous chains reach pages first at
+# a depth past the limit.
 DEPTH_PRIORITY = 1
 SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
 SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
