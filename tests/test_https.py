@@ -133,7 +133,8 @@ def www_site(domain: Domain) -> ScriptedSite:
     sts = {"headers": {"Strict-Transport-Security": "max-age=31536000"}}
     www.page("/", "/a", "http://www.example.test/b", "http://example.test/a", "/private", **sts)
     www.page("/a", "/b", "https://example.test/", **sts)
-    www.page("/b", "/", **sts)
+    www.page("/b", "/", "http://example.test/only", **sts)
+    www.page("/only", "/", **sts)  # linked only through the bare domain
     www.page("/private")
     www.save()
     return www
@@ -162,7 +163,7 @@ def example_test(domain: Domain) -> tuple[ScriptedSite, dict[str, str]]:
     return www, {"www.example.test": domain.address(1), "example.test": domain.address(2)}
 
 
-FINAL = {f"https://www.example.test{p}" for p in ("/", "/a", "/b")}
+FINAL = {f"https://www.example.test{p}" for p in ("/", "/a", "/b", "/only")}
 
 
 @pytest.mark.parametrize(
@@ -197,8 +198,9 @@ def test_every_form_a_person_types_publishes_the_final_origin(
     # ... answered as browsers do, 307 (the http:// server itself answers 301).
     rows = {url: (decision, reason) for url, decision, reason in ledger_rows(tmp_path)}
     assert rows["http://www.example.test/b"] == ("redirect", "307 -> https://www.example.test/b")
-    # The bare domain's links: not listed.
-    assert rows["http://example.test/a"][0] != "listed"
+    # The bare domain's links: followed as the redirects they are, never listed.
+    assert rows["http://example.test/a"] == ("redirect", "301 -> https://www.example.test/a")
+    assert rows["http://example.test/only"][0] == "redirect"
 
 
 def self_signed_pem(host: str) -> tuple[bytes, bytes]:
@@ -504,3 +506,30 @@ def test_strict_transport_security_as_browsers_keep_it(
     else:
         assert got is not None and got.status == 307
         assert got.headers[b"Location"].decode() == upgraded
+
+
+def test_another_form_that_does_not_redirect_is_never_listed_nor_followed(
+    domain: Domain, ca: tuple[trustme.CA, Path], tmp_path: Path
+) -> None:
+    """The bare domain serving pages of its own (another site, say): a link to it is
+    asked, decided ``excluded``, and its links go nowhere."""
+    www = domain.serve("www", "www.example.test", 1)
+    www.page("/", "/a", "https://example.test/x")
+    www.page("/a", "/")
+    www.save()
+    apex = domain.serve("apex", "example.test", 2)
+    apex.page("/x", "/y", "https://www.example.test/secret")
+    apex.page("/y")
+    apex.save()
+    hosts = {"www.example.test": domain.address(1), "example.test": domain.address(2)}
+    done = crawl("https://www.example.test/", tmp_path, hosts, "--ca-file", str(ca[1]))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert published(tmp_path) == {"https://www.example.test/", "https://www.example.test/a"}
+    rows = {url: (decision, reason) for url, decision, reason in ledger_rows(tmp_path)}
+    assert rows["https://example.test/x"] == (
+        "excluded",
+        "another form of the site's host, answered HTTP 200: not listed",
+    )
+    assert "https://example.test/y" not in rows
+    assert "https://www.example.test/secret" not in rows
+    assert [r["path"] for r in apex.requests() if r["path"] != "/robots.txt"] == ["/x"]

@@ -475,6 +475,24 @@ def not_a_start_url(text: object) -> str:
     return f"{message}; did you mean {schemes[0]}://{bare} or {schemes[1]}://{bare}?"
 
 
+def other_forms(site: tuple[str, int | None] | None) -> frozenset[tuple[str, int | None]]:
+    """The sites that are another form of *site* as people link to it: its host with
+    ``www.`` and without (``example.com`` and ``www.example.com``), on the same port.
+    A crawl follows their links as the redirects they usually are, and lists nothing
+    of theirs (docs/crawling.md, "The start URL"). None for an address or a one-word
+    host (``localhost``)."""
+    if site is None or "." not in site[0]:
+        return frozenset()
+    host, port = site
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+        return frozenset()
+    except ValueError:
+        pass
+    other = host[4:] if host.startswith("www.") else "www." + host
+    return frozenset({(other, port)}) if "." in other else frozenset()
+
+
 def origin_of(url: str) -> tuple[str, str, int] | None:
     """The origin of an absolute http(s) URL: ``(scheme, host, port)``, the port
     effective (RFC 6454: http and https of one host are two origins), or None."""

@@ -10,7 +10,9 @@ crawl can tell). In order:
    that URL verified tonight;
 2. a 3xx with a ``Location`` is a ``redirect``, its target a lead: redirects are
    judged hop by hop, not followed by Scrapy, so each hop gets its own decision;
-3. another status than 200 is ``status`` (``HTTP 404``);
+3. another form of the start URL's host (``www.`` or not) that does not redirect is
+   ``excluded``, its links not followed; another status than 200 is ``status``
+   (``HTTP 404``);
 4. an HTML page (:mod:`crawler.page.analysis`): an instant meta refresh is a redirect;
    its links (and a delayed refresh) are leads; then ``noindex``, the canonical
    (``canonical``, the target a lead; invalid or conflicting canonicals are ignored
@@ -175,6 +177,13 @@ class PageJudge:
         if 300 <= status < 400 and location is not None:
             target = urljoin(response.url, location.decode("latin-1"))
             yield from self._redirect(rec, target, f"{status}", response)
+            return
+        if site_of(url) != self.site:
+            # Another form of the host (www. or not) that does not redirect: nothing of
+            # it is listed, and its links are not followed (it may be another site).
+            rec.decision = d.EXCLUDED
+            rec.reason = f"another form of the site's host, answered HTTP {status}: not listed"
+            yield rec
             return
         if status != 200:
             rec.decision, rec.reason = d.STATUS, f"HTTP {status}"

