@@ -5,6 +5,7 @@ read-only, one URL at a time, with the ledger's own queries
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,10 @@ HISTORY = frozenset({"etag", "main_hash", "links"})
 
 class PreviousRun(LedgerReader):
     """The previous run's ledger, read-only (see the module docstring)."""
+
+    def __init__(self, path: Path, db: sqlite3.Connection) -> None:
+        super().__init__(path, db)
+        self._memo: tuple[str, dict[str, Any] | None] | None = None
 
     @classmethod
     def find(cls, path: Path) -> PreviousRun | None:
@@ -36,8 +41,14 @@ class PreviousRun(LedgerReader):
         return previous
 
     def get(self, key: str) -> dict[str, Any] | None:
-        """The row of *key* (as :meth:`crawler.distributed.previous.RedisPrevious.get`)."""
-        return self.row(key)
+        """The row of *key* (as :meth:`crawler.distributed.previous.RedisPrevious.get`).
+        The judge and each pipeline ask for the same record in turn: the last row is
+        kept (read-only to every caller), so it is read from disk once."""
+        if self._memo is not None and self._memo[0] == key:
+            return self._memo[1]
+        row = self.row(key)
+        self._memo = (key, row)
+        return row
 
     def scheduled(self) -> bool:
         """Whether this run can keep pages from it (it has a schedule; whether tonight
