@@ -68,7 +68,13 @@ class RestSignals:
         query = urlencode({"per_page": PER_PAGE, "page": page, "_fields": "link,modified_gmt"})
         url = f"{self.root.rstrip('/')}/wp/v2/{kind}?{query}"
         self.stats.inc_value("sitemap/signals/api_requests")
-        meta = {"sitemap_api": (kind, page), "handle_httpstatus_all": True, "dont_redirect": True}
+        # Fetched by this process (sitemap_local): it holds the lists read so far.
+        meta = {
+            "sitemap_api": (kind, page),
+            "sitemap_local": True,
+            "handle_httpstatus_all": True,
+            "dont_redirect": True,
+        }
         return Request(url, callback=self.callback, errback=self.errback, meta=meta)
 
     def read(self, response: Response) -> Iterator[Any]:

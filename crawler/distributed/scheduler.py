@@ -57,6 +57,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 CLAIM = "sitemap_claim"
+#: The meta key of a request fetched by the process that made it (crawler.crawl.restapi).
+LOCAL = "sitemap_local"
 
 
 def redis_crawl(crawler: Crawler) -> RedisCrawl:
@@ -190,9 +192,10 @@ class RedisScheduler(Scheduler):
         return None
 
     def enqueue_request(self, request: Request) -> bool:
-        if CLAIM in request.meta:
+        if CLAIM in request.meta or request.meta.get(LOCAL):
             # Claimed by this process already (a retry, a render, a request the
-            # spider's poll took): fetched here, never queued twice.
+            # spider's poll took), or one whose answer this process alone can read (a
+            # page of the REST API's lists): fetched here, never queued twice.
             self.local.append(request)
             self.crawl_stats.inc_value("scheduler/enqueued/local")
             return True
