@@ -13,14 +13,15 @@ test can tell which credentials reached which server. FILE holds::
                      "delay": 0.5,                       # seconds before the answer
                      "size": 300000,                     # a body of this many bytes
                      "gzip": true}},                     # the body gzipped (a .gz file)
+     "missing": {"body": "<html>...", "status": 200},      # for a path not in pages
      "hold": {"prefix": "/x-", "until": "/y", "most": 5},
      "redirect_all": {"to": "https://www.example.test", "status": 301}}
 
 ``require``: every request must carry these headers (a ``cookie`` requirement is met
 by a ``Cookie`` header holding that pair), else 401. ``hold``: a request whose path
 starts with ``prefix`` is answered once ``until`` is asked after it, or after ``most`` seconds.
-A missing page is a 404. ``redirect_all``: every request is answered with a redirect
-to ``to`` and its path (a site's http:// or bare-domain server).
+A path not in ``pages`` gets ``missing``, else a 404. ``redirect_all``: every request is
+answered with a redirect to ``to`` and its path (a site's http:// or bare-domain server).
 
 With ``--cert`` and ``--key`` it serves HTTPS; ``--bind`` and ``--port`` choose where
 it listens (``tests/test_https.py``: 127.0.0.N on ports 80 and 443).
@@ -99,7 +100,7 @@ class Site(resource.Resource):
                 return robots["status"], b"", 0
             request.setHeader("Content-Type", "text/plain")
             return 200, robots.encode(), 0
-        page = spec["pages"].get(path)
+        page = spec["pages"].get(path, spec.get("missing"))
         if page is None:
             request.setHeader("Content-Type", "text/html")
             return 404, b"<html><body>not found</body></html>", 0

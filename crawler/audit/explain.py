@@ -62,27 +62,6 @@ def _declared(page_dates: str | None, used: str | None) -> list[dict[str, Any]]:
     return out
 
 
-_WHY_NOT: Final = {
-    d.REDIRECT: "it redirects",
-    d.CANONICAL: "its canonical is another URL",
-    d.NOINDEX: "the page says noindex",
-    d.STATUS: "its status is not 200",
-    d.NON_HTML: "it is not an HTML page (nor a type listed by SITEMAP_LISTED_TYPES)",
-    d.OTHER_SCHEME: "it has another scheme than the start URL's",
-    d.DUPLICATE: "its body is byte-identical to another listed page's",
-    d.ROBOTS: "robots.txt does not let the crawler fetch it",
-    d.OFF_HOST: "it is on another host; it was never fetched",
-    d.NON_PUBLIC: "it is a private address linked from a public site; never fetched",
-    d.TOO_LONG: "it is longer than a <loc> may be",
-    d.EXCLUDED: "the crawl's rules exclude it",
-    d.TRAP: "it looks like a crawler trap; it was never fetched",
-    d.CAP: "a cap of the crawl stopped it before it was fetched",
-    d.ERROR: "fetching it failed",
-    d.INVALID: "its address is not a valid <loc>",
-    d.QUEUED: "the run ended before it was fetched",
-}
-
-
 class ExplainError(Exception):
     """Bad input (no finished crawl, an unreadable ledger, no URL): one line, exit 2."""
 
@@ -202,8 +181,10 @@ class _Explainer:
             "referrers": [step["url"] for step in found["steps"][:-1]],
             "aliases": self.ledger.aliases_of(row["key"]),
             "warnings": json.loads(row["warnings"]) if row["warnings"] else [],
-            # The run's rules put to it again (crawler.audit.explainrules).
+            # The run's rules put to it again, and its page to the judge's verdicts
+            # (crawler.audit.explainrules).
             "rules": self.rules.judge(str(row["url"]), row),
+            "listing": self.rules.listing(str(row["url"]), row),
         }
 
     def _step(self, row: dict[str, Any]) -> dict[str, Any]:
@@ -234,7 +215,7 @@ class _Explainer:
         decision = row["decision"]
         out: dict[str, Any] = {"listed": decision == d.LISTED, "in_set": False, "loc": row["loc"]}
         if decision != d.LISTED:
-            why = _WHY_NOT.get(decision, "it was not listed")
+            why = str(decision)  # the decision line says why, in the rule's words
             if decision in _HOPS and len(chain["steps"]) > 1:
                 end, ends = chain["ends_at"], chain["end_decision"]
                 if chain["loop"]:
@@ -252,7 +233,7 @@ class _Explainer:
         if not isinstance(published, dict):
             why = "listed and published (this ledger does not record the files)"
             return {**out, "in_set": True, "why": why, **self._in_file(None, None, row["section"])}
-        why = "listed: a 200 page of the start URL's scheme, not noindex, its own canonical"
+        why = "listed: " + "; ".join(rule.passes for rule in self.rules.book.rules)
         out.update(in_set=True, why=why, **self._file_of(row, published))
         if row.get("news"):
             news_files = [f for f in published.get("files", []) if f.get("section") == "news"]
@@ -414,7 +395,8 @@ class _Explainer:
         if referred and (referred[0]["as"] != "nofollow" or judged["would_fetch"] is not False):
             judged["summary"] = referred[0]["summary"]
         # How crawled pages refer to it without the crawl following it.
-        return {"decision": None, **judged, "referred": referred}
+        listing = self.rules.listing(url, None)
+        return {"decision": None, **judged, "listing": listing, "referred": referred}
 
     def _referred(self, url: str) -> list[dict[str, Any]]:
         """How the crawled pages refer to *url* without following it (what embeds it

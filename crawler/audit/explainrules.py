@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from crawler.core import decisions as d
-from crawler.core.urls import url_key
+from crawler.core.urls import site_of, url_key
 from crawler.crawl.calendars import date_of
 from crawler.crawl.params import ParamLearner
 from crawler.crawl.rulebook import Found, RuleBook, RuleParams
+from crawler.crawl.verdicts import Read, VerdictBook
 from crawler.ledger.ledger import LedgerReader
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ class RunRules:
             else RuleParams(start_url=start)
         )
         self.queued = ledger.queued()
+        self.book = VerdictBook(start, public)
 
     def judge(self, url: str, row: dict[str, Any] | None) -> dict[str, Any]:
         """What the rules say about *url* (*row*: its row, if the crawl saw it):
@@ -73,12 +75,11 @@ class RunRules:
             rule, refusal = verdicts[name]
             if refusal is not None:
                 refused = refusal
-                checks.append(_check(name, False, refusal.reason, refusal.decision, refusal.target))
+                checks.append(_check(name, False, *_said(refusal)))
                 break
             checks.append(_check(name, True, notes.get(name) or rule.passed(url, found)))
         if refused is None:
             checks.append(self._robots(url))
-            checks.extend(self._listing(url))
         return _verdict(checks, row is not None)
 
     def _missing(self, name: str) -> str:
@@ -236,16 +237,37 @@ class RunRules:
         says = f"the group for {where}, `{rule}` (line {line})"
         return {"group": group, "rule": rule, "line": line, "says": says}
 
-    def _listing(self, url: str) -> list[dict[str, Any]]:
-        """Fetched, but never listed: another scheme, outside the ``--base-url``."""
-        out = []
-        scheme = urlsplit(self.start).scheme
-        if urlsplit(url).scheme != scheme:
-            detail = f"fetched for discovery, but never listed: the set lists {scheme} URLs only"
-            out.append(_check("scheme", True, detail, d.OTHER_SCHEME))
-        if self.public.loc(url) is None:
-            out.append(_check("base-url", True, "fetched, but never listed: outside --base-url"))
-        return out
+    def listing(self, url: str, row: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The judge's verdict book replayed: on what the ledger kept of a fetched page,
+        or, for a URL the crawl never saw, the verdicts that need no page (the others
+        answer "?"); None for a URL whose page the judge never read (not fetched, a
+        redirect, another status or type). ``would_list``, ``would_decide``, ``checks``."""
+        if row is not None and not _read(row, self.book.site):
+            return None
+        read = Read() if row is None else Read.kept(row, self.public)
+        checks: list[dict[str, Any]] = []
+        for rule in self.book.rules:
+            if row is None and rule.reads_page:
+                checks.append(_check(rule.name, None, "unknown: read from the page once fetched"))
+            elif (refusal := rule.check(url, read)) is not None:
+                checks.append(_check(rule.name, False, *_said(refusal)))
+                break
+            else:
+                checks.append(_check(rule.name, True, rule.passed(url, read)))
+        oks = [check["ok"] for check in checks]
+        would = False if False in oks else None if None in oks else True
+        decision = checks[-1]["decision"] if would is False else d.LISTED if would else None
+        return {"would_list": would, "would_decide": decision, "checks": checks}
+
+
+def _read(row: dict[str, Any], site: tuple[str, int | None] | None) -> bool:
+    """Whether the judge put *row*'s page to the verdict book."""
+    fetched = row["status"] == 200 and row["decision"] not in (d.REDIRECT, d.NON_HTML)
+    return fetched and site_of(str(row["url"])) == site
+
+
+def _said(refusal: d.Refusal) -> tuple[str, str, str | None]:
+    return refusal.reason, refusal.decision, refusal.target
 
 
 def _sequence_prefix(url: str, template: str) -> str:

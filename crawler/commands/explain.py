@@ -105,7 +105,7 @@ def format_answer(answer: dict[str, Any]) -> str:
         for ref in answer.get("referred") or ():
             pages = f"{ref['pages']} page{'s' if ref['pages'] != 1 else ''}"
             lines += _field("referred", f"{ref['as']} on {ref['page']} ({pages})")
-        for check in answer["checks"]:
+        for check in [*answer["checks"], *answer["listing"]["checks"]]:
             mark = {True: "ok", False: "no", None: "?"}[check["ok"]]
             decision = f" -> {check['decision']}" if check["decision"] else ""
             lines += _field("", f"{mark:<3}{check['rule']}: {check['detail']}{decision}")

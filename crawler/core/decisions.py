@@ -161,6 +161,13 @@ _REASONS: dict[str, str] = {
     "depth": "max depth {limit}",
     "pages": "max pages {limit}",
     "robots": "disallowed by robots.txt (group {group!r})",
+    # The verdicts about a fetched page (crawler.crawl.verdicts).
+    "noindex": "noindex ({source})",
+    "canonical": "canonical -> {target}{where}",
+    "scheme": "{scheme} URL; the sitemap lists {start} only",
+    "base-url": "outside the --base-url prefix",
+    "soft-404": "soft 404: {why}",
+    "loc": "not a valid <loc>: {error}",
 }
 
 
@@ -178,9 +185,11 @@ def render(kind: str, values: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Refusal:
-    """Why a URL is not fetched, as facts: the *decision*, the *rule* (:data:`RULES`),
+    """Why a URL is not fetched (or a fetched page not listed: the verdicts of
+    :mod:`crawler.crawl.verdicts`), as facts: the *decision*, the *rule* (:data:`RULES`),
     the *kind* of refusal and its *values*, a *target* (the page it stands for). Its
-    :attr:`reason` is rendered from them; nothing parses it back."""
+    :attr:`reason` is rendered from them; nothing parses it back but what a soft-404
+    page said, which the ledger keeps in its reason alone (crawler.crawl.verdicts)."""
 
     decision: str
     rule: str

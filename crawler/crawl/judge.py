@@ -14,15 +14,11 @@ crawl can tell). In order:
    ``excluded``, its links not followed; another status than 200 is ``status``
    (``HTTP 404``);
 4. an HTML page (:mod:`crawler.page.analysis`): an instant meta refresh is a redirect;
-   its links (and a delayed refresh) are leads; then ``noindex``, the canonical
-   (``canonical``, the target a lead; invalid or conflicting canonicals are ignored
-   with a warning, as search engines do), the scheme (``other-scheme``), the
-   ``--base-url`` prefix (``excluded``), the site's "not found" page served with 200,
-   or a thin page that says it is not there (``soft-404``:
-   :mod:`crawler.page.softnotfound`, ``SITEMAP_SOFT404_CONTENT``), and a valid
-   published ``<loc>`` (``invalid-url`` otherwise): what is left is ``listed``;
+   its links (and a delayed refresh) are leads; then the verdict book
+   (:mod:`crawler.crawl.verdicts`; invalid or conflicting canonicals are ignored with
+   a warning, as search engines do; a canonical target is a lead);
 5. another content type is ``non-html``, unless ``SITEMAP_LISTED_TYPES`` lists it:
-   then only headers can say noindex or canonical;
+   then the verdict book, with only its headers to say noindex or canonical;
 6. a request that failed is ``robots-disallowed``, ``off-host``, ``too-large`` (over
    ``DOWNLOAD_MAXSIZE``: the site answered, so it is no failure) or ``fetch-error``;
    the start URL unreachable fails the run.
@@ -43,7 +39,7 @@ import json
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 from scrapy.http import HtmlResponse, Response
 
@@ -57,12 +53,12 @@ from crawler.core.items import (
 )
 from crawler.core.urls import Stripping, host_port, normalize_url, site_of, url_key
 from crawler.crawl.frontier import Lead
+from crawler.crawl.verdicts import Read, VerdictBook, directives
 from crawler.fetch.hostguard import OffHostRequest
 from crawler.fetch.robots import RobotsDisallowed, robots_allows
 from crawler.page.analysis import HTML_TYPES
-from crawler.page.links import RobotsDirectives, header_directives, link_header_canonicals
+from crawler.page.links import header_directives, link_header_canonicals
 from crawler.page.softnotfound import SoftNotFound
-from crawler.sitemaps.entry import check_loc
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -121,7 +117,6 @@ class PageJudge:
         self.public, self.analyser = public, analyser
         self.previous, self.leads, self.fail = previous, leads, fail
         self.site = site_of(start_url)
-        self.start_scheme = urlsplit(start_url).scheme
         self.agents = robots_agents(s["USER_AGENT"], s.get("ROBOTSTXT_USER_AGENT"))
         self.listed_types = frozenset(t.lower() for t in s.getlist("SITEMAP_LISTED_TYPES"))
         self.strip = Stripping.from_settings(s)
@@ -131,7 +126,7 @@ class PageJudge:
         self.allows = robots_allows(crawler)
         self.maxsize = s.getint("DOWNLOAD_MAXSIZE")  # a request's cap unless it has its own
         # A thin page that says it is not there is a soft 404 (softnotfound.says_not_found).
-        self.soft_content = s.getbool("SITEMAP_SOFT404_CONTENT")
+        self.book = VerdictBook(start_url, public, content=s.getbool("SITEMAP_SOFT404_CONTENT"))
         self._warned_canonical = False
         # The site's "not found" pages, as the start's probes found them.
         self.soft_not_found = SoftNotFound()
@@ -199,7 +194,7 @@ class PageJudge:
             return
         # Another listed type (PDF, say): only headers can say noindex or canonical.
         robots = header_directives(response, self.agents)
-        rec.robots = _directives(robots)
+        rec.robots = directives(robots)
         yield from self._judge(rec, response, robots.noindex, link_header_canonicals(response))
 
     def _judge_html(
@@ -246,7 +241,7 @@ class PageJudge:
                 yield from leads.discover(
                     Lead(target, depth, rec.url, normal=normal, found_by=FOUND_REFRESH)
                 )
-        rec.robots = _directives(facts.robots)
+        rec.robots = directives(facts.robots)
         yield from self._judge(rec, response, facts.robots.noindex, facts.canonicals, analysis)
 
     def _judge(
@@ -257,36 +252,27 @@ class PageJudge:
         canonicals: list[str],
         analysis: PageAnalysis | None = None,
     ) -> Iterator[object]:
-        """The decision about a fetched page; *analysis* is an HTML page's."""
-        canonical = self._canonical(rec, canonicals)
-        if noindex:
-            rec.decision, rec.reason = d.NOINDEX, f"noindex ({noindex})"
-        elif canonical is not None and url_key(canonical) != url_key(rec.url):
-            rec.decision, rec.target = d.CANONICAL, self.public.loc(canonical) or canonical
-            where = "" if site_of(canonical) == self.site else " (another host)"
-            rec.reason = f"canonical -> {rec.target}{where}"
+        """The decision about a fetched page (the verdict book); *analysis* is an HTML page's."""
+        page = analysis is not None and self.soft_not_found.matches(analysis.soft_print)
+        says = analysis.not_found if analysis is not None else None
+        read = Read(noindex, self._canonical(rec, canonicals), bool(page), says)
+        verdict = self.book.judge(rec.url, read)
+        if verdict is not None:
+            rec.decision, rec.reason = verdict.decision, verdict.reason
+            rec.target = verdict.target
+        if verdict is not None and verdict.rule == "canonical" and read.canonical:
             # The canonical target is judged on its own (only if it is ours).
             yield from self.leads.discover(
-                Lead(canonical, _depth(rec), rec.url, found_by=FOUND_CANONICAL)
+                Lead(read.canonical, _depth(rec), rec.url, found_by=FOUND_CANONICAL)
             )
-        elif (scheme := urlsplit(rec.url).scheme) != self.start_scheme:
-            rec.decision = d.OTHER_SCHEME
-            rec.reason = f"{scheme} URL; the sitemap lists {self.start_scheme} only"
-        elif self.public.loc(rec.url) is None:
-            rec.decision, rec.reason = d.EXCLUDED, "outside the --base-url prefix"
-        elif analysis is not None and self.soft_not_found.matches(analysis.soft_print):
-            rec.decision = d.SOFT_404
-            rec.reason = "soft 404: the page the site serves for an address that cannot exist"
-        elif analysis is not None and self.soft_content and analysis.not_found is not None:
-            rec.decision, rec.reason = d.SOFT_404, f"soft 404: {analysis.not_found}"
-        else:
+        elif verdict is None or verdict.rule == self.book.loc.name:
             if analysis is not None:
                 rec.content_hash, rec.main_hash = analysis.content_hash, analysis.main_hash
                 rec.bag_hash, rec.own_hash = analysis.bag_hash, analysis.own_hash
             else:
                 rec.content_hash = hashlib.blake2b(response.body, digest_size=16).hexdigest()
-            self._listed(rec)
-            if rec.decision == d.LISTED and analysis is not None and analysis.rich is not None:
+            rec.loc = None if verdict else self.public.loc(rec.url)
+            if verdict is None and analysis is not None and analysis.rich is not None:
                 self._rich(rec, analysis.rich)
         yield rec
 
@@ -315,15 +301,6 @@ class PageJudge:
             else:
                 rec.videos.append(video.to_json())
         rec.news = rich.news.to_json() if rich.news is not None else None
-
-    def _listed(self, rec: UrlRecord) -> None:
-        """A listed page's published address, checked against the schema's rules for
-        ``<loc>``: one bad URL is ``invalid-url``, not a failed publish."""
-        rec.loc = self.public.loc(rec.url)
-        try:
-            check_loc(rec.loc or "")
-        except ValueError as e:
-            rec.decision, rec.reason, rec.loc = d.INVALID, f"not a valid <loc>: {e}", None
 
     def _canonical(self, rec: UrlRecord, candidates: list[str]) -> str | None:
         """The page's canonical, in crawl address space, or None. Invalid and
@@ -407,8 +384,10 @@ class PageJudge:
         for column in ("alternates", "images", "videos", "news", "problems"):
             if prev.get(column):
                 setattr(rec, column, json.loads(prev[column]))
-        if rec.decision == d.LISTED:
-            self._listed(rec)  # the published address as this run publishes it
+        if rec.decision == d.LISTED and (verdict := self.book.loc.check(rec.url, Read())):
+            rec.decision, rec.reason = verdict.decision, verdict.reason
+        elif rec.decision == d.LISTED:
+            rec.loc = self.public.loc(rec.url)  # the published address as this run publishes it
         depth = _depth(rec)
         for link in rec.links:  # stored normalised
             yield from self.leads.discover(Lead(link, depth + 1, rec.url, normal=link))
@@ -478,17 +457,6 @@ def _over_size_cap(failure: Failure, request: Request, maxsize: int) -> str | No
     if cap and name in ("CancelledError", "DownloadCancelledError") and not message.strip():
         return words
     return None
-
-
-def _directives(robots: RobotsDirectives) -> str | None:
-    """The directives that apply to us, for the ledger: ``noindex (meta robots),
-    nofollow (X-Robots-Tag)``; None when there are none."""
-    found = [
-        f"{name} ({source})"
-        for name, source in (("noindex", robots.noindex), ("nofollow", robots.nofollow))
-        if source
-    ]
-    return ", ".join(found) or None
 
 
 def _latency(meta: dict[str, Any]) -> float | None:
