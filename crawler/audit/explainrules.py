@@ -18,6 +18,7 @@ from crawler.crawl.calendars import date_of
 from crawler.crawl.params import ParamLearner
 from crawler.crawl.rulebook import Found, RuleBook, RuleParams
 from crawler.crawl.verdicts import Read, VerdictBook
+from crawler.fetch.robotsrules import RobotsRules, RobotsTxtParser, robots_refusal
 from crawler.ledger.ledger import LedgerReader
 
 if TYPE_CHECKING:
@@ -199,31 +200,26 @@ class RunRules:
         return hops
 
     def _robots(self, url: str) -> dict[str, Any]:
-        robots = self.ledger.get_meta("robots")
-        name = d.RULE_ROBOTS
+        """The crawl's robots.txt rule, on the rules the run read (none: unavailable)."""
+        robots, name = self.ledger.get_meta("robots"), d.RULE_ROBOTS
         if self.recorded and not self.params.robots_obey:
             return _check(name, True, "not obeyed (ROBOTSTXT_OBEY is off)")
         if not isinstance(robots, dict):
             return _check(name, None, "unknown: this ledger keeps no robots.txt")
-        if robots.get("state") == "unavailable" or robots.get("text") is None:
+        text, token = robots.get("text"), str(robots.get("token") or "")
+        rp = None if text is None else RobotsTxtParser(str(text).encode())
+        if (refusal := robots_refusal(rp, url, token)) is not None:
+            found = self.robots_rule(url)
+            detail = f"{refusal.reason}: {found['says']}" if found else refusal.reason
+            return _check(name, False, detail, refusal.decision)
+        if rp is None:
             return _check(name, True, "robots.txt was unavailable: all allowed")
-        from crawler.fetch.robotsrules import RobotsRules
-
-        rules, token = RobotsRules(str(robots["text"])), str(robots.get("token") or "")
-        group = rules.group_name(token)
-        if rules.allowed(url, token):
-            return _check(name, True, f"allowed (group {group!r})")
-        refusal = d.Refusal(d.ROBOTS, name, "robots", {"group": group})
-        found = self.robots_rule(url)
-        detail = f"{refusal.reason}: {found['says']}" if found else refusal.reason
-        return _check(name, False, detail, refusal.decision)
+        return _check(name, True, f"allowed (group {rp.group_name(token)!r})")
 
     def robots_rule(self, url: str) -> dict[str, Any] | None:
         """The group and the line of the run's robots.txt that disallow *url*: ``group``,
         ``rule`` (``Disallow: /index-files/``), ``line``, and ``says``, the three in
         words; None when the ledger keeps no robots.txt or no rule disallows it."""
-        from crawler.fetch.robotsrules import RobotsRules
-
         robots = self.ledger.get_meta("robots")
         if not isinstance(robots, dict) or robots.get("text") is None:
             return None

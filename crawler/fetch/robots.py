@@ -51,7 +51,13 @@ from twisted.internet.defer import Deferred
 from crawler.core.agent import token_of
 from crawler.core.decisions import ERROR, ROBOTS
 from crawler.fetch.hostguard import ROBOTS_TXT, OffHostRequest
-from crawler.fetch.robotsrules import NO_GROUP, URL_AUTHORITY, UTF8_BOM, RobotsTxtParser
+from crawler.fetch.robotsrules import (
+    NO_GROUP,
+    URL_AUTHORITY,
+    UTF8_BOM,
+    RobotsTxtParser,
+    robots_refusal,
+)
 from crawler.ledger.runstate import RunState
 
 if TYPE_CHECKING:
@@ -134,10 +140,9 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
         if isinstance(rp, _DisallowAll):
             self._stats.inc_value("robotstxt/forbidden")
             raise RobotsDisallowed(f"robots.txt unreachable: {rp.reason}")
-        try:
-            self.process_request_2(rp, request)
-        except IgnoreRequest as e:
-            raise RobotsDisallowed(str(e)) from None
+        if robots_refusal(rp, request.url, self._robotstxt_useragent or "") is not None:
+            self._stats.inc_value("robotstxt/forbidden")
+            raise RobotsDisallowed("Forbidden by robots.txt")
 
     async def robot_parser(self, request: Request) -> RobotParser | None:
         url = urlparse_cached(request)

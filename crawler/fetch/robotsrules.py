@@ -35,6 +35,7 @@ from scrapy.robotstxt import RobotParser
 from scrapy.utils.python import to_unicode
 
 from crawler.core.agent import is_product_token, product_token
+from crawler.core.decisions import ROBOTS, RULE_ROBOTS, Refusal
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -308,3 +309,13 @@ class RobotsTxtParser(RobotParser):
 def _token(user_agent: str | bytes) -> str:
     text = to_unicode(user_agent, errors="replace")
     return text if is_product_token(text) else product_token(text)
+
+
+def robots_refusal(rp: RobotParser | None, url: str, token: str) -> Refusal | None:
+    """robots.txt's refusal of *url* for *token*, or None: allowed, or no rules (none
+    fetched, or unavailable: everything allowed, RFC 9309 2.3.1.3). The crawl's rule
+    (:mod:`crawler.fetch.robots`), which ``explain`` puts a URL to."""
+    if rp is None or rp.allowed(url, token):
+        return None
+    group = rp.group_name(token) if isinstance(rp, RobotsTxtParser) else NO_GROUP
+    return Refusal(ROBOTS, RULE_ROBOTS, "robots", {"group": group})
