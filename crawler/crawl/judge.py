@@ -125,7 +125,7 @@ class PageJudge:
         # Whether robots.txt lets us fetch a URL of our site (an image it disallows is not).
         self.allows = robots_allows(crawler)
         self.maxsize = s.getint("DOWNLOAD_MAXSIZE")  # a request's cap unless it has its own
-        # A thin page that says it is not there is a soft 404 (softnotfound.says_not_found).
+        # What a page read makes of its URL (a thin page saying it is not there included).
         self.book = VerdictBook(start_url, public, content=s.getbool("SITEMAP_SOFT404_CONTENT"))
         self._warned_canonical = False
         # The site's "not found" pages, as the start's probes found them.
