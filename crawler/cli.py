@@ -10,6 +10,7 @@ from types import ModuleType
 
 from crawler import __version__
 from crawler.commands import audit, crawl, explain, worker
+from crawler.commands.declarations import add_options
 from crawler.commands.options import EXIT_USAGE, PROG, Parser
 
 #: The commands, in the order ``--help`` lists them.
@@ -29,7 +30,7 @@ def build_parser() -> Parser:
         command = sub.add_parser(
             module.NAME, help=module.HELP, description=module.DESCRIPTION, epilog=module.EPILOG
         )
-        module.add_arguments(command)
+        add_options(command, module.OPTIONS)
         command.set_defaults(command_module=module, command_parser=command)
     return parser
 
@@ -38,7 +39,7 @@ def command_parser(name: str) -> Parser:
     """The parser of the command *name* alone, as ``sitemap-crawler NAME`` has it."""
     module = {module.NAME: module for module in COMMANDS}[name]
     parser = Parser(prog=f"{PROG} {name}", description=module.DESCRIPTION, epilog=module.EPILOG)
-    module.add_arguments(parser)
+    add_options(parser, module.OPTIONS)
     return parser
 
 

@@ -26,7 +26,7 @@ import pytest
 
 import settings
 from crawler.cli import COMMANDS, command_parser
-from crawler.commands.options import OPTION_DEFAULTS
+from crawler.commands.declarations import Option
 from crawler.core.decisions import FINAL_DECISIONS, QUEUED
 from crawler.ledger import ledger
 
@@ -164,6 +164,31 @@ def test_reference_gives_each_options_own_default(command: str) -> None:
     )
 
 
+@pytest.mark.parametrize("command", [module.NAME for module in COMMANDS])
+def test_reference_shows_each_option_as_declared(command: str) -> None:
+    """Each option's row has its value as declared (``--max-pages N``) and names the
+    setting the option sets, or says it is as ``crawl``'s: a declaration changed in
+    crawler/commands/declarations.py without this page following fails here."""
+    rows = {
+        option: row
+        for row in documented_options(command)
+        for option in OPTION.findall(row["option"])
+    }
+    wrong = []
+    for option in declared(command):
+        row = rows.get(option.flag)
+        if row is None:  # test_reference_documents_every_option says so
+            continue
+        if option.metavar and f"{option.flag} {option.metavar}" not in row["option"]:
+            wrong.append(f"{option.flag}: {row['option']!r}, declared {option.metavar!r}")
+        as_crawl = re.search(r"\bas (for )?`crawl`", row["meaning"])
+        named = re.search(rf"`{option.setting}\b", row["meaning"])
+        if option.setting and not named and not as_crawl:
+            wrong.append(f"{option.flag}: its row does not name {option.setting}")
+    where = f"docs/reference.md, section 'sitemap-crawler {command}'"
+    assert not wrong, f"{where}: rows differ from the declarations: {wrong}"
+
+
 def test_reference_has_a_section_per_command_and_no_other() -> None:
     names = {module.NAME for module in COMMANDS}
     documented = {
@@ -251,9 +276,24 @@ def test_docs_name_only_settings_that_exist(path: Path) -> None:
 CRAWLING_COMMANDS = ("crawl", "audit")
 
 
+def declared(command: str) -> list[Option]:
+    (module,) = [module for module in COMMANDS if command == module.NAME]
+    return list(module.OPTIONS)
+
+
+#: The options whose default is a setting's, which their help and docs/reference.md
+#: give (the test below changes each one).
+OPTION_DEFAULTS = {
+    option.flag: option.setting
+    for command in CRAWLING_COMMANDS
+    for option in declared(command)
+    if option.setting and (option.from_setting or "{" + option.setting in option.help)
+}
+
+
 def sentinel(value: Any) -> Any:
     """A default no text holds, of *value*'s type."""
-    return 97531 if isinstance(value, int) else "zq-default"
+    return 97531 if isinstance(value, int | float) else "zq-default"
 
 
 def expanded_help(parser: argparse.ArgumentParser, option: str) -> str:
@@ -307,7 +347,8 @@ def test_reference_gives_the_settings_default_of_each_option(command: str) -> No
         for option in OPTION.findall(row["option"]):
             if option in OPTION_DEFAULTS:
                 value = getattr(settings, OPTION_DEFAULTS[option])
-                if f"`{value}`" not in row.get("default", ""):
+                shown = f"{value:g}" if isinstance(value, float) else value
+                if f"`{shown}`" not in row.get("default", ""):
                     wrong.append(f"{option}: docs {row.get('default')!r}, settings `{value}`")
     assert not wrong, f"docs/reference.md, section 'sitemap-crawler {command}': {wrong}"
 

@@ -250,7 +250,7 @@ def test_url_file_with_a_line_that_is_no_url_is_a_usage_error(
     ("text", "seconds"), [("90s", 90), ("30m", 1800), ("2h", 7200), ("1h30m", 5400), ("45", 45)]
 )
 def test_durations(text: str, seconds: float) -> None:
-    from crawler.commands.crawl import duration
+    from crawler.commands.values import duration
 
     assert duration(text) == seconds
 
@@ -259,7 +259,7 @@ def test_durations(text: str, seconds: float) -> None:
 def test_bad_durations(text: str) -> None:
     import argparse
 
-    from crawler.commands.crawl import duration
+    from crawler.commands.values import duration
 
     with pytest.raises(argparse.ArgumentTypeError):
         duration(text)

@@ -13,19 +13,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from crawler.audit.classes import CLASSES, FAILABLE, FLAGS
+from crawler.audit.classes import CLASSES, FLAGS
+from crawler.commands.declarations import AUDIT
 from crawler.commands.options import (
     EXIT_AUDIT_FAILED,
     EXIT_CRAWL_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
     UsageError,
-    add_site_options,
-    adder,
     check_writable,
     checked_settings,
     make_directories,
-    percent,
     print_stdout,
     project_settings,
     resolve_start,
@@ -58,40 +56,12 @@ EPILOG = (
 )
 
 
-def classes(text: str) -> list[str]:
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    unknown = [n for n in names if n not in FAILABLE]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"unknown class {', '.join(map(repr, unknown)) or repr(text)}; "
-            f"one of: {', '.join(sorted(FAILABLE))}"
-        )
-    return names
-
-
-def add_arguments(p: argparse.ArgumentParser, *, scrapy: bool = False) -> None:
-    # Each option's help, the options below in --help's order.
-    text = {
-        "--sitemap": "a sitemap to read besides the discovered ones (repeatable; a local file "
-        "works)",
-        "--state": "use the ledger of an earlier crawl in DIR instead of crawling now",
-        "--report": "write audit.json and one CSV per class to DIR",
-        "--fail-under": "exit 5 when coverage is under PCT percent",
-        "--fail-on": "exit 5 when any of these classes or flags has a URL",
-    }
-    add = adder(text)
-
-    add_site_options(p, scrapy=scrapy)
-    add(p, "--sitemap", action="append", default=[], metavar="URL|FILE")
-    add(p, "--state", metavar="DIR")
-    add(p, "--report", metavar="DIR")
-    add(p, "--fail-under", type=percent, metavar="PCT")
-    add(p, "--fail-on", type=classes, default=[], metavar="CLASS,...")
+OPTIONS = AUDIT
 
 
 def audit_settings(args: argparse.Namespace) -> dict[str, Any]:
     """Check the ``audit`` arguments and map them onto settings; raise UsageError."""
-    settings = site_settings(args)
+    settings = site_settings(args, OPTIONS)
     if args.state and not (ledger := Path(args.state) / LEDGER).is_file():
         raise UsageError(f"no finished crawl in {args.state}: {ledger} is missing")
     for item in args.sitemap:

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from crawler.commands.declarations import EXPLAIN
 from crawler.commands.options import EXIT_OK, EXIT_USAGE, error, print_stdout, scrapy_command
 from crawler.core.defaults import setting_default
 from crawler.core.paths import CrawlPaths
@@ -40,26 +41,7 @@ def default_state() -> str:
     return CrawlPaths.create(setting_default("SITEMAP_OUT_DIR")).state.name
 
 
-def add_arguments(p: argparse.ArgumentParser, *, scrapy: bool = False) -> None:
-    p.add_argument(
-        "url",
-        nargs="?",
-        help="the URL as you have it: any spelling of a crawled URL, a path of the site "
-        "(/about.html), or its public --base-url address",
-    )
-    out = setting_default("SITEMAP_OUT_DIR")
-    p.add_argument(
-        "--state",
-        metavar="DIR",
-        help=f"the crawl's state directory (default: {default_state()}, that of crawl --out {out})",
-    )
-    p.add_argument(
-        "--out",
-        metavar="DIR",
-        help="the crawl's --out: its state directory is found as crawl finds it "
-        "(DIR.sitemap-state)",
-    )
-    p.add_argument("--json", action="store_true", help="print the answer as one JSON object")
+OPTIONS = EXPLAIN
 
 
 def execute(args: argparse.Namespace) -> dict[str, Any]:

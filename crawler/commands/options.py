@@ -1,8 +1,7 @@
-"""What every command shares: exit statuses, one-line errors, the options of the
-commands that crawl and their one mapping onto settings, the TOML ``--config`` file and
-the Python API's keyword arguments (through the same argparse actions as the command
-line, which wins), and how a command runs. Over 500 lines as one module on purpose: that
-one mapping, for the command line, ``--config`` and the API alike, one import away.
+"""What every command shares: exit statuses, one-line errors, the start URLs and the
+options given mapped onto settings (the options themselves: :mod:`.declarations`), the
+TOML ``--config`` file and the Python API's keyword arguments (through the same argparse
+actions as the command line, which wins), and how a command runs.
 """
 
 from __future__ import annotations
@@ -12,24 +11,20 @@ import difflib
 import errno
 import logging
 import os
-import re
 import sys
 import tempfile
 import tomllib
-from collections.abc import Callable, Mapping
-from functools import partial
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 
-from crawler.commands.settingrules import LOG_LEVELS, SettingError, check_settings
-from crawler.core.agent import is_product_token, product_token
-from crawler.core.defaults import setting_default
+from crawler.commands import declarations
+from crawler.commands.declarations import SITE, Option, given_settings
+from crawler.commands.settingrules import SettingError, check_settings
+from crawler.commands.values import auth_option, setting
 from crawler.core.publicurl import BaseUrlError, PublicUrls
 from crawler.core.urls import bare_host, host_port, normalize_url, not_a_start_url, site_of
-from crawler.crawl.calendars import parse_window
-from crawler.fetch.access import parse_auth, parse_cookie, parse_header
-from crawler.fetch.tls import check_ca_file
 
 if TYPE_CHECKING:
     from scrapy.commands import ScrapyCommand
@@ -61,130 +56,12 @@ OUTCOME_EXIT = {
 PROG = "sitemap-crawler"
 
 
-#: The options whose default is a setting's, which they set when given: their help and
-#: docs/reference.md give that setting's value (tests/test_docs.py changes each one).
-OPTION_DEFAULTS = {
-    "--max-pages": "SITEMAP_MAX_PAGES",
-    "--max-depth": "SITEMAP_MAX_DEPTH",
-    "--max-variants-per-path": "SITEMAP_MAX_VARIANTS_PER_PATH",
-    "--calendar-window": "SITEMAP_CALENDAR_WINDOW",
-    "--concurrency": "CONCURRENT_REQUESTS_PER_DOMAIN",
-    "--delay": "DOWNLOAD_DELAY",
-    "--out": "SITEMAP_OUT_DIR",
-    "--max-urls-per-file": "SITEMAP_MAX_URLS_PER_FILE",
-    "--max-bytes-per-file": "SITEMAP_MAX_BYTES_PER_FILE",
-    "--format": "SITEMAP_FORMAT",
-    "--render": "SITEMAP_RENDER",
-    "--render-concurrency": "SITEMAP_RENDER_CONCURRENCY",
-    "--feed-days": "SITEMAP_FEED_DAYS",
-    "--feed-max": "SITEMAP_FEED_MAX",
-    "--indexnow-endpoint": "SITEMAP_INDEXNOW_ENDPOINT",
-}
-
-
 class UsageError(Exception):
     """Bad input: reported as one line, exit status 2."""
 
 
 class CrawlFailure(Exception):
     """The crawl cannot start (Redis unreachable, busy): one line, exit status 3."""
-
-
-# -- values ---------------------------------------------------------------------------
-
-
-def _whole(text: str, minimum: int) -> int:
-    try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < minimum:
-        raise argparse.ArgumentTypeError(
-            f"must be at least 1: {text!r}" if minimum else f"must not be negative: {text!r}"
-        )
-    return value
-
-
-positive_int = partial(_whole, minimum=1)
-non_negative_int = partial(_whole, minimum=0)
-
-
-def positive_float(text: str) -> float:
-    """A number above 0 (a number of days, say)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be above 0: {text!r}")
-    return value
-
-
-def positive_int_or_auto(text: str) -> int | str:
-    """A whole number of at least 1, or ``auto``."""
-    return "auto" if text == "auto" else _whole(text, 1)
-
-
-def _between(what: str, high: int, unit: str = "", strip: str = "") -> Callable[[str], float]:
-    """An argparse type: a number from 0 to *high* (*what*, in the errors)."""
-
-    def check(text: str) -> float:
-        try:
-            value = float(text.rstrip(strip))
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a {what}: {text!r}") from None
-        if not 0 <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be between 0 and {high}{unit}: {text!r}")
-        return value
-
-    return check
-
-
-seconds = _between("number of seconds", 3600, " seconds")
-percent = _between("percentage", 100, strip="%")
-
-
-def regex(text: str) -> str:
-    try:
-        re.compile(text)
-    except re.error as e:
-        raise argparse.ArgumentTypeError(f"invalid regular expression {text!r}: {e}") from None
-    return text
-
-
-def setting(text: str) -> tuple[str, str]:
-    name, sep, value = text.partition("=")
-    if not sep or not name.strip():
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
-    return name.strip(), value
-
-
-def robots_token(text: str) -> str:
-    if not is_product_token(text):
-        raise argparse.ArgumentTypeError(
-            f"not a product token (letters, digits, '_' and '-'): {text!r}"
-        )
-    return text
-
-
-def _parsed(parse: Callable[[str], object]) -> Callable[[str], str]:
-    """An argparse type: the text itself, once *parse* accepts it. Its ValueError is
-    the message, which names no value: it may be a secret (argparse names the option)."""
-
-    def check(text: str) -> str:
-        try:
-            parse(text)
-        except ValueError as e:
-            raise argparse.ArgumentTypeError(str(e)) from None
-        return text
-
-    return check
-
-
-window = _parsed(parse_window)
-header_option = _parsed(parse_header)
-cookie_option = _parsed(parse_cookie)
-auth_option = _parsed(parse_auth)
 
 
 #: The environment variable that holds --auth's USER:PASSWORD.
@@ -198,128 +75,10 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
 
 
-# -- the options of every command that crawls -----------------------------------------
-
-
-def adder(helps: Mapping[str, str]) -> Callable[..., None]:
-    """``add(group, flag, **kw)``: ``group.add_argument`` with *flag*'s help in *helps*."""
-
-    def add(group: argparse._ActionsContainer, flag: str, **kw: Any) -> None:
-        group.add_argument(flag, help=helps[flag], **kw)
-
-    return add
-
-
-#: The keyword arguments of a repeatable option (argparse copies the list it appends to).
-REPEATABLE: dict[str, Any] = {"action": "append", "default": []}
-
-
-def add_site_options(
-    p: argparse.ArgumentParser, *, scrapy: bool = False, several: bool = False
-) -> None:
-    """Options of every command that crawls (*several*: one or more start URLs of one
-    site); ``--log-level`` and ``-s`` unless *scrapy* (Scrapy's own are there)."""
-    # Each option's help, the options below in --help's order.
-    text = {
-        "--config": "a TOML file holding any of these options (names as here, without the "
-        'dashes or with _ for -, e.g. url = "https://...", max-pages = 1000, '
-        'include = ["..."], [settings] NAME = value); the command line wins',
-        "--base-url": "public address of the crawled site: every published <loc> is "
-        "rewritten from the start URL's directory to this prefix",
-        "--calendar-window": "follow a calendar's or date archive's prev/next links only within "
-        f"this window of today, each way (default {setting_default('SITEMAP_CALENDAR_WINDOW')}; "
-        "also 52w, 12m, 1y; 0 turns it off)",
-        "--concurrency": "concurrent requests (default "
-        f"{setting_default('CONCURRENT_REQUESTS_PER_DOMAIN')} per host, "
-        f"{setting_default('CONCURRENT_REQUESTS')} in all)",
-        "--delay": "minimum delay between requests in seconds (default "
-        f"{setting_default('DOWNLOAD_DELAY')}, with AutoThrottle adapting to the server; "
-        "robots.txt Crawl-delay wins when larger)",
-        "--user-agent": "User-Agent header; its product token (AcmeBot in 'AcmeBot/1.0 (...)' or "
-        "in 'Mozilla/5.0 (compatible; AcmeBot/1.0)') is matched against robots.txt groups",
-        "--robots-agent": "the product token matched against robots.txt groups, instead of the "
-        "User-Agent's",
-        "--include": "crawl only URLs matching REGEX (repeatable; any one matches)",
-        "--exclude": "do not crawl URLs matching REGEX (repeatable)",
-        "--header": "send this header with every request to the site (repeatable)",
-        "--auth": "HTTP basic auth for the site; better from the SITEMAP_AUTH environment "
-        "variable or auth = ... in --config, out of the shell's history",
-        "--cookie": "send this cookie to the site (repeatable; with the site's own cookies)",
-        "--insecure": "do not verify TLS certificates (a self-signed staging host, say); the "
-        "summary and the report say so, and --auth, --cookie and --header are not sent",
-        "--insecure-credentials": "with --insecure, send --auth, --cookie and --header all the "
-        "same",
-        "--ca-file": "trust the CA certificates of this PEM file besides the system's",
-    }
-    add = adder(text)
-
-    url = "start URL{}, e.g. https://www.example.com/ (or in --config)"
-    if several:
-        p.add_argument("url", nargs="*", default=[], help=url.format("(s) of one site"))
-    else:
-        p.add_argument("url", nargs="?", help=url.format(""))
-    add(p, "--config", metavar="FILE")
-    add(p, "--base-url", metavar="URL")
-    for flag, what in (
-        ("--max-pages", "fetch at most N pages"),
-        ("--max-depth", "follow links at most N levels from the start URL"),
-        ("--max-variants-per-path", "list at most N query variants of one path"),
-    ):
-        limit = f"{what} (default {setting_default(OPTION_DEFAULTS[flag])}; 0 means no limit)"
-        p.add_argument(flag, type=non_negative_int, metavar="N", help=limit)
-    add(p, "--calendar-window", type=window, metavar="DURATION")
-    add(p, "--concurrency", type=positive_int, metavar="N")
-    add(p, "--delay", type=seconds, metavar="S")
-    add(p, "--user-agent", metavar="UA")
-    add(p, "--robots-agent", type=robots_token, metavar="TOKEN")
-    add(p, "--include", type=regex, metavar="REGEX", **REPEATABLE)
-    add(p, "--exclude", type=regex, metavar="REGEX", **REPEATABLE)
-    access = p.add_argument_group(
-        "staging and private sites",
-        "sent to the crawled site only (never to another host, even on a redirect) and "
-        "never logged, recorded or reported",
-    )
-    add(access, "--header", type=header_option, metavar="'NAME: VALUE'", **REPEATABLE)
-    add(access, "--auth", type=auth_option, metavar="USER:PASSWORD")
-    add(access, "--cookie", type=cookie_option, metavar="NAME=VALUE", **REPEATABLE)
-    tls = p.add_argument_group(
-        "HTTPS",
-        "certificates are verified against the system's trust store and the host name",
-    )
-    add(tls, "--insecure", action="store_true")
-    add(tls, "--insecure-credentials", action="store_true")
-    add(tls, "--ca-file", metavar="PEM")
-    if not scrapy:
-        add_log_and_settings(
-            p,
-            "Scrapy's log on stderr (default: %(default)s, i.e. only this command's summary, "
-            "progress and a one-line error; every decision is in the ledger either way)",
-            "set any Scrapy or SITEMAP_* setting (repeatable)",
-        )
-
-
-def add_log_and_settings(p: argparse.ArgumentParser, log_help: str, set_help: str) -> None:
-    p.add_argument("--log-level", default="CRITICAL", choices=LOG_LEVELS, help=log_help)
-    p.add_argument(
-        "-s",
-        "--set",
-        dest="settings",
-        type=setting,
-        metavar="NAME=VALUE",
-        help=set_help,
-        **REPEATABLE,
-    )
-
-
-def given_settings(args: argparse.Namespace, names: Mapping[str, str]) -> dict[str, Any]:
-    """The settings *names* maps the options given in *args* onto (None: left out)."""
-    values = {name: getattr(args, flag[2:].replace("-", "_"), None) for flag, name in names.items()}
-    return {name: value for name, value in values.items() if value is not None}
-
-
-def site_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """Check the shared options and map them onto settings. Several start URLs must be
-    of one site: ``args.url`` becomes the first, the others ``SITEMAP_START_URLS``."""
+def site_settings(args: argparse.Namespace, options: Iterable[Option] = SITE) -> dict[str, Any]:
+    """Check the start URLs and ``--base-url``, and map the *options* given in *args*
+    onto settings. Several start URLs must be of one site: ``args.url`` becomes the
+    first, the others ``SITEMAP_START_URLS``."""
     urls = [args.url] if isinstance(args.url, str) else list(args.url or [])
     if not urls:
         raise UsageError("a start URL is required (as an argument or url = ... in --config)")
@@ -343,41 +102,15 @@ def site_settings(args: argparse.Namespace) -> dict[str, Any]:
         PublicUrls.create(start, args.base_url)
     except BaseUrlError as e:
         raise UsageError(str(e)) from None
-    settings: dict[str, Any] = {
-        "SITEMAP_BASE_URL": args.base_url,
-        "SITEMAP_INCLUDE": args.include,
-        "SITEMAP_EXCLUDE": args.exclude,
-        "LOG_LEVEL": args.log_level,
-        **given_settings(args, OPTION_DEFAULTS),
-    }
+    settings = given_settings(args, options)
     if len(urls) > 1:
         settings["SITEMAP_START_URLS"] = urls[1:]
-    if args.header:
-        settings["SITEMAP_HEADERS"] = args.header
-    if args.cookie:
-        settings["SITEMAP_COOKIES"] = args.cookie
-    auth = args.auth or os.environ.get(AUTH_ENV)
-    if auth:
+    if "SITEMAP_AUTH" not in settings and (auth := os.environ.get(AUTH_ENV)):
         try:
             auth_option(auth)
         except argparse.ArgumentTypeError as e:
             raise UsageError(f"{e} (from the {AUTH_ENV} environment variable)") from None
         settings["SITEMAP_AUTH"] = auth
-    if args.insecure:
-        settings["SITEMAP_TLS_VERIFY"] = False
-    if args.insecure_credentials:
-        settings["SITEMAP_INSECURE_CREDENTIALS"] = True
-    if args.ca_file:
-        if problem := check_ca_file(args.ca_file):
-            raise UsageError(problem)
-        settings["SITEMAP_CA_FILE"] = str(Path(args.ca_file).absolute())
-    if args.concurrency is not None:
-        settings["CONCURRENT_REQUESTS"] = args.concurrency
-    if args.user_agent:
-        settings["USER_AGENT"] = args.user_agent
-        settings["ROBOTSTXT_USER_AGENT"] = product_token(args.user_agent)
-    if args.robots_agent:
-        settings["ROBOTSTXT_USER_AGENT"] = args.robots_agent
     return settings
 
 
@@ -616,7 +349,7 @@ def scrapy_command(module: ModuleType) -> type[ScrapyCommand]:
 
         def add_options(self, parser: argparse.ArgumentParser) -> None:
             super().add_options(parser)
-            module.add_arguments(parser, scrapy=True)
+            declarations.add_options(parser, module.OPTIONS, scrapy=True)
 
         def run(self, args: list[str], opts: argparse.Namespace) -> None:
             assert self.settings is not None
@@ -629,7 +362,7 @@ def scrapy_command(module: ModuleType) -> type[ScrapyCommand]:
                 self.exitcode = EXIT_USAGE
                 return
             parser = argparse.ArgumentParser()
-            module.add_arguments(parser, scrapy=True)
+            declarations.add_options(parser, module.OPTIONS, scrapy=True)
             self.exitcode = module.run(parser, opts, self.settings)
 
     Command.__module__ = module.__name__

@@ -34,8 +34,11 @@ class SettingError(ValueError):
 Rule = Callable[["BaseSettings", str], None]
 
 
-def _number(kind: Callable[[str], Any], low: float | None, high: float | None = None) -> Rule:
-    """A number (``int``: a whole one) from *low* to *high* (None: unbounded)."""
+def _number(
+    kind: Callable[[str], Any], low: float | None, high: float | None = None, cap: str = ""
+) -> Rule:
+    """A number (``int``: a whole one) from *low* to *high* (None: unbounded); *high*
+    is the sitemap protocol's cap on a file of *cap* (bytes, URLs) when given."""
     what = "a whole number" if kind is int else "a number"
 
     def rule(settings: BaseSettings, name: str) -> None:
@@ -48,7 +51,8 @@ def _number(kind: Callable[[str], Any], low: float | None, high: float | None = 
         if value is None or fraction or (low is not None and value < low):
             raise ValueError(_allowed(what, low, high))
         if high is not None and value > high:
-            raise ValueError(_allowed(what, low, high))
+            over = f" (a file cannot exceed the protocol's {high} {cap})" if cap else ""
+            raise ValueError(_allowed(what, low, high) + over)
 
     return rule
 
@@ -311,14 +315,14 @@ RULES: dict[str, Rule] = {
     "SITEMAP_INDEXNOW_KEY": _optional(_indexnow_key),
     "SITEMAP_INDEXNOW_KEY_LOCATION": _optional(_text),
     "SITEMAP_LISTED_TYPES": _each(_media_type),
-    "SITEMAP_MAX_BYTES_PER_FILE": _number(int, 1, MAX_BYTES_PER_FILE),
+    "SITEMAP_MAX_BYTES_PER_FILE": _number(int, 1, MAX_BYTES_PER_FILE, "bytes"),
     "SITEMAP_MAX_CRAWL_DELAY": _number(float, 0),
     "SITEMAP_MAX_DEPTH": _number(int, 0),
     "SITEMAP_MAX_DROP": _number(float, 0, 1),
     "SITEMAP_MAX_ERROR_RATE": _number(float, 0, 1),
     "SITEMAP_MAX_PAGES": _number(int, 0),
     "SITEMAP_MAX_REDIRECTS": _number(int, 0),
-    "SITEMAP_MAX_URLS_PER_FILE": _number(int, 1, MAX_URLS_PER_FILE),
+    "SITEMAP_MAX_URLS_PER_FILE": _number(int, 1, MAX_URLS_PER_FILE, "URLs"),
     "SITEMAP_MAX_VARIANTS_PER_PATH": _number(int, 0),
     "SITEMAP_NEWS_PUBLICATION": _optional(_text),
     "SITEMAP_NEWS_TIME": _optional(_w3c),

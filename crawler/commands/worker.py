@@ -11,17 +11,14 @@ import sys
 from typing import TYPE_CHECKING
 
 from crawler.commands import distributed
+from crawler.commands.declarations import WORKER, given_settings
 from crawler.commands.options import (
     EXIT_CRAWL_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
-    add_log_and_settings,
-    adder,
     attempt,
     checked_settings,
     error,
-    given_settings,
-    positive_int,
     scrapy_command,
 )
 from crawler.commands.process import run_spider
@@ -46,21 +43,7 @@ EPILOG = (
 )
 
 
-def add_arguments(p: argparse.ArgumentParser, *, scrapy: bool = False) -> None:
-    add = adder(
-        {
-            "--redis": "the crawl's Redis database, as given to crawl --redis",
-            "--concurrency": "concurrent requests of this worker (default: the crawl's)",
-        }
-    )
-    add(p, "--redis", required=True, metavar="URL")
-    add(p, "--concurrency", type=positive_int, metavar="N")
-    if not scrapy:
-        add_log_and_settings(
-            p,
-            "Scrapy's log on stderr (default: %(default)s)",
-            "set any Scrapy or SITEMAP_* setting for this worker (repeatable)",
-        )
+OPTIONS = WORKER
 
 
 def run(
@@ -69,8 +52,7 @@ def run(
     """Join the crawl on ``--redis`` and work for it until it ends."""
     from crawler.distributed import worker_settings
 
-    mine = given_settings(args, {"--concurrency": "CONCURRENT_REQUESTS_PER_DOMAIN"})
-    local = {"LOG_LEVEL": args.log_level, **mine, **dict(args.settings)}
+    local = {**given_settings(args, OPTIONS), **dict(args.settings)}
 
     def work() -> tuple[str, str, SpiderRun]:
         crawl_id, config = distributed.join(args.redis)
