@@ -144,6 +144,7 @@ def _limit(flag: str, setting: str, what: str) -> Option:
     )
 
 
+# A table: each option's declaration and help together, its help closing its line.
 # fmt: off
 ACCESS: Group = (
     "staging and private sites",
@@ -312,8 +313,8 @@ CRAWL = (
            group=AROUND).says(
         "<changefreq> VALUE for pages whose address matches REGEX (repeatable; the first match "
         "wins), or auto: from each page's change history"),
-    Option("--priority", "SITEMAP_PRIORITY_RULES", None, "REGEX=VALUE", "append", group=AROUND)
-    .says(
+    Option("--priority", "SITEMAP_PRIORITY_RULES", None, "REGEX=VALUE", "append",
+           group=AROUND).says(
         "<priority> VALUE (0.0 to 1.0) for pages whose address matches REGEX (repeatable; the "
         "first match wins)"),
     Option("--indexnow-key", "SITEMAP_INDEXNOW_KEY", metavar="KEY", group=AROUND).says(
