@@ -421,6 +421,20 @@ def test_the_author_is_the_site() -> None:
     assert root.xpath("count(//a:published | //a:summary | //a:content)", namespaces=NS) == 0
 
 
+def test_a_short_home_page_may_name_the_feed_but_not_an_entry() -> None:
+    # http://p.t/ is shorter than a <loc> may be (12), which binds the entries
+    # (the feed is read as a sitemap) and not Atom's own URLs.
+    short = "http://p.t/"
+    data = render_feed([page(1)], **{**FEED, "site_url": short, "feed_id": short})
+    root = assert_valid_atom(data)
+    assert text_of(root, "a:id") == short
+    assert text_of(root, "a:author/a:uri") == short
+    with pytest.raises(ValueError, match="feed entry url is not a URL that may be published"):
+        FeedEntry(short, "2026-11-20")
+    with pytest.raises(ValueError, match="site_url is not a URL"):
+        render_feed([page(1)], **{**FEED, "site_url": "p.t/"})
+
+
 def test_an_empty_feed_is_valid_and_dated_by_the_caller() -> None:
     data = render_feed([], **FEED)
     root = assert_valid_atom(data)

@@ -67,10 +67,11 @@ def test_the_crawl_and_explain_agree_verdict_by_verdict(
     tmp_path: Path,
 ) -> None:
     hosts = serve(domain)
-    # No feed: its site URL would be http://p.t/, no URL it may publish.
-    options = ("--ca-file", str(ca[1]), "--base-url", "http://p.t/", "-s", "SITEMAP_FEED=0")
+    # The feed's home page is then http://p.t/, shorter than a <loc>: Atom allows it.
+    options = ("--ca-file", str(ca[1]), "--base-url", "http://p.t/")
     done = test_https.crawl(START, tmp_path, hosts, *options)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert b"<uri>http://p.t/</uri>" in (tmp_path / "public" / "changes.atom").read_bytes()
     state = tmp_path / "public.sitemap-state"
     with closing(sqlite3.connect(state / "ledger.sqlite")) as db:
         db.row_factory = sqlite3.Row

@@ -45,7 +45,7 @@ from crawler.publish.childfile import fsync_dir, write_synced
 from crawler.publish.sitemapxml import escape, escape_attribute, escape_text
 from crawler.sitemaps.entry import NOT_XML_CHAR, _check_date, _check_text, check_loc
 from crawler.sitemaps.feeds import ATOM_NS
-from crawler.sitemaps.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
+from crawler.sitemaps.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE, MIN_LOC_LENGTH
 
 __all__ = [
     "ATOM_NS",
@@ -69,9 +69,9 @@ _FOOTER: Final = "</feed>\n"
 _DATE_ONLY: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", re.ASCII)
 
 
-def _check_url(value: object, what: str) -> None:
+def _check_url(value: object, what: str, shortest: int = MIN_LOC_LENGTH) -> None:
     try:
-        check_loc(value)  # type: ignore[arg-type]  # check_loc() checks the type
+        check_loc(value, shortest)  # type: ignore[arg-type]  # check_loc() checks the type
     except ValueError as exc:
         raise ValueError(f"{what} is not a URL that may be published: {exc}") from None
 
@@ -140,8 +140,10 @@ def render_feed(
     ``ValueError`` for a bad URL, date or text, a URL listed twice, or a feed
     over the sitemap limits (50,000 entries, 50 MiB).
     """
+    # The feed's own URLs are Atom's, which sets no shortest length: only the
+    # entries are read as a sitemap's <loc> (a home page like http://a.b/ is 11).
     for value, what in ((feed_id, "feed_id"), (self_url, "self_url"), (site_url, "site_url")):
-        _check_url(value, what)
+        _check_url(value, what, shortest=1)
     _check_text(title, "feed title")
     _check_date(empty_updated, "empty_updated")
     if len(entries) > MAX_URLS_PER_FILE:

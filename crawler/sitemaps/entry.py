@@ -75,23 +75,23 @@ _HREFLANG = re.compile(
 _NEWS_LANGUAGE = re.compile(r"zh-cn|zh-tw|[a-z]{2,3}", re.ASCII)
 
 
-def check_loc(loc: str) -> None:
+def check_loc(loc: str, shortest: int = MIN_LOC_LENGTH) -> None:
     """Raise ``ValueError`` unless ``loc`` may be published as a ``<loc>``: an absolute
-    http(s) URL with a host, 12 to 2,047 characters, without whitespace or controls,
+    http(s) URL with a host, 12 (``shortest``) to 2,047 characters, without whitespace or controls,
     nor what makes libxml2's ``xsd:anyURI`` fail (a "%" that starts no %XX escape, "["
     or "]" outside an IPv6 host, a second "#"). An IRI (non-ASCII) is allowed."""
     if not isinstance(loc, str):
         raise ValueError(f"loc must be a str, not {type(loc).__name__}")
-    if MIN_LOC_LENGTH <= len(loc) <= MAX_LOC_LENGTH and _COMMON_LOC.fullmatch(loc) is not None:
+    if shortest <= len(loc) <= MAX_LOC_LENGTH and _COMMON_LOC.fullmatch(loc) is not None:
         return
-    _check_loc_fully(loc)
+    _check_loc_fully(loc, shortest)
 
 
-def _check_loc_fully(loc: str) -> None:
+def _check_loc_fully(loc: str, shortest: int = MIN_LOC_LENGTH) -> None:
     # check_loc() without its fast path; tests compare the two.
-    if not MIN_LOC_LENGTH <= len(loc) <= MAX_LOC_LENGTH:
+    if not shortest <= len(loc) <= MAX_LOC_LENGTH:
         raise ValueError(
-            f"loc must be {MIN_LOC_LENGTH} to {MAX_LOC_LENGTH} characters long,"
+            f"loc must be {shortest} to {MAX_LOC_LENGTH} characters long,"
             f" not {len(loc)}: {loc[:80]!r}"
         )
     if _FORBIDDEN_IN_LOC.search(loc):
