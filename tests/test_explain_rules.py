@@ -191,7 +191,7 @@ def test_a_url_never_seen_is_judged_with_the_runs_values(
     settings_traps = TrapDetector(
         max_repeats=SITEMAP_TRAP_MAX_REPEATS, max_segments=20, max_query_variants=40
     )
-    assert settings_traps.check(thrice) is not None  # the settings would refuse it
+    assert settings_traps.shape(thrice) is not None  # the settings would refuse it
     found, check = _unseen(capsys, crawled, thrice)
     assert check is None and found["would_fetch"] is True
     found, check = _unseen(capsys, crawled, site.url("/q/q/q/q/"))

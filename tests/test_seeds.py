@@ -422,7 +422,8 @@ def test_unstripped_session_parameter_is_still_a_trap() -> None:
     traps = TrapDetector(max_repeats=2, max_segments=20, max_query_variants=100)
     url = normalize_url("http://h/p?ASPSESSIONIDQQ=1", strip_params=False)
     assert url is not None
-    assert traps.check(url) == "session identifier in query (ASPSESSIONIDQQ)"
+    refusal = traps.shape(url)
+    assert refusal is not None and refusal.reason == "session identifier in query (ASPSESSIONIDQQ)"
 
 
 @pytest_twisted.ensureDeferred

@@ -13,7 +13,10 @@ from crawler.core.agent import product_token
 from crawler.core.decisions import CANONICAL, CAP, LISTED, QUEUED, REDIRECT, UNFETCHED, close_books
 from crawler.core.items import UrlRecord
 from crawler.core.publicurl import BaseUrlError, PublicUrls, prefix_of
+from crawler.core.seen import fingerprint
 from crawler.core.urls import site_of, url_key
+from crawler.crawl.counted import MemoryCounters
+from crawler.crawl.rulebook import RuleBook, RuleParams
 from crawler.crawl.traps import TrapDetector
 from crawler.fetch.cookies import is_public_suffix
 from crawler.ledger.ledger import Ledger
@@ -127,12 +130,26 @@ def test_meta_refresh() -> None:
     ],
 )
 def test_trap_rules(url: str, reason: str | None) -> None:
-    assert TrapDetector(max_repeats=2, max_segments=20, max_query_variants=100).check(url) == reason
+    refusal = TrapDetector(max_repeats=2, max_segments=20, max_query_variants=100).shape(url)
+    assert (refusal.reason if refusal else None) == reason
 
 
 def test_trap_query_variants() -> None:
-    traps = TrapDetector(max_repeats=2, max_segments=20, max_query_variants=3)
-    results = [traps.check(f"http://h/cal?d={i}") for i in range(5)]
+    """Counted: the rule book names the counter, the backend counts."""
+    params = RuleParams(
+        "http://h/", trap_max_repeats=2, trap_max_segments=20, trap_max_query_variants=3
+    )
+    book = RuleBook.of(
+        params, public=PublicUrls.create("http://h/", None), learner=None, calendars=None
+    )
+    counters = MemoryCounters()
+
+    def reason(url: str) -> str | None:
+        claim = book.claim(url, book.found(url, 1))
+        refusal = counters.apply(fingerprint(url_key(url)), claim).refusal(claim)
+        return None if refusal is None else refusal.reason
+
+    results = [reason(f"http://h/cal?d={i}") for i in range(5)]
     assert results == [
         None,
         None,
@@ -140,7 +157,7 @@ def test_trap_query_variants() -> None:
         "more than 3 query variants of /cal",
         "more than 3 query variants of /cal",
     ]
-    assert traps.check("http://h/other?d=1") is None
+    assert reason("http://h/other?d=1") is None
 
 
 # -- public URLs and sites ---------------------------------------------------------------------

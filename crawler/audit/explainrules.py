@@ -16,7 +16,7 @@ from crawler.core import decisions as d
 from crawler.core.urls import site_of, url_key
 from crawler.crawl.calendars import date_of
 from crawler.crawl.params import ParamLearner
-from crawler.crawl.rulebook import Found, RuleBook, RuleParams
+from crawler.crawl.rulebook import Found, QueryVariants, RuleBook, RuleParams
 from crawler.crawl.verdicts import Read, VerdictBook
 from crawler.fetch.robotsrules import RobotsRules, RobotsTxtParser, robots_refusal
 from crawler.ledger.ledger import LedgerReader
@@ -94,10 +94,9 @@ class RunRules:
         params = self.params
         notes: dict[str, str] = {}
         others = self._others(url, key)
-        traps = params.traps()
-        if traps is not None and (path := traps.variant_path(url)) is not None:
-            # The query variants of *url*'s path that the crawl let through.
-            traps.variants[path] = sum(1 for r in others if _passed(r["rule"], d.RULE_VARIANTS))
+        # What the crawl counted: the query variants of the path it let through, the queued.
+        passed = sum(1 for r in others if _passed(r["rule"], d.RULE_VARIANTS))
+        counters = {QueryVariants.counter(urlsplit(url).path): passed}
         calendars = params.calendars()
         referrer = row["referrer"] if row is not None else None
         if calendars is not None and (nearest := self._calendar(calendars, url, row, key, notes)):
@@ -105,13 +104,13 @@ class RunRules:
         queued = self.queued
         if queued is not None and row is not None and row.get("rule") is None:
             queued -= 1  # the URL itself
+        counters[d.RULE_PAGES] = queued or 0
         book = RuleBook.of(
             params,
             public=self.public,
             learner=self._learner(url, others),
-            traps=traps,
             calendars=calendars,
-            pages=lambda: queued or 0,
+            counters=counters,
             counted=queued is not None,
         )
         depth, hops = (int(row.get("depth") or 0), self._hops(row)) if row else (0, 0)

@@ -12,9 +12,9 @@ kept from it when the revisit schedule (crawler.ledger.schedule) says it is not 
 
 Depth is the shortest link path from the start URL: a URL left out for depth is let
 in when a shorter path to it turns up later (concurrency can let a long path win
-the race). The frontier's state is saved into the spider's ``state`` at the end of
-an interrupted run, so ``--resume`` continues where it stopped (``JOBDIR`` keeps the
-queue).
+the race; :mod:`crawler.crawl.counted`). The frontier's state is saved into the
+spider's ``state`` at the end of an interrupted run, so ``--resume`` continues where it
+stopped (``JOBDIR`` keeps the queue).
 
 Settings: ``SITEMAP_START_URLS``, ``SITEMAP_URL_FILE``,
 ``SITEMAP_MAX_PAGES``, ``SITEMAP_MAX_DEPTH``, ``SITEMAP_MAX_REDIRECTS``,
@@ -56,10 +56,10 @@ from crawler.core.items import (
 from crawler.core.seen import SeenKeys, fingerprint
 from crawler.core.urls import Stripping, normalize_url, url_key
 from crawler.crawl.calendars import CalendarRule, parse_window
+from crawler.crawl.counted import AGAIN, KNOWN, MemoryCounters, Outcome
 from crawler.crawl.params import ParamLearner
 from crawler.crawl.rulebook import Found, RuleBook, RuleParams, starts_of
 from crawler.crawl.seeds import read_url_file
-from crawler.crawl.traps import TrapDetector
 from crawler.ledger.runstate import RunState
 from crawler.ledger.schedule import RevisitPolicy, keepable, later
 from crawler.sitemaps.limits import MAX_LOC_LENGTH
@@ -138,7 +138,6 @@ class Frontier:
         stats: StatsCollector,
         public: PublicUrls,
         previous: PreviousRun | None,
-        traps: TrapDetector,
         calendars: CalendarRule,
         params: ParamLearner,
         more_starts: Iterable[str] = (),
@@ -149,27 +148,16 @@ class Frontier:
         self.more_starts, self.url_file = list(more_starts), url_file
         self.callback, self.errback = callback, errback
         self.stats, self.public, self.previous = stats, public, previous
-        self.traps, self.calendars, self.params = traps, calendars, params
+        self.calendars, self.params = calendars, params
         self.params.known = self._known
-        self.max_depth = rule_params.max_depth or 0
         self.strip = Stripping(rule_params.strip_params, rule_params.strip_extra)
-        self.rules = RuleBook.of(
-            rule_params,
-            public=public,
-            learner=params,
-            traps=traps,
-            calendars=calendars,
-            pages=lambda: self.scheduled,
-        )
-        # Keys of every URL discovered so far: each URL gets one decision.
-        self.seen = SeenKeys()
+        # The seen-set, the URLs left out for depth and the counters of the counted rules.
+        self.counters = MemoryCounters()
+        self.rules = RuleBook.of(rule_params, public=public, learner=params, calendars=calendars)
         # Other forms of known URLs, kept once each (fingerprints of the forms).
         self.alias_forms = SeenKeys()
-        # URLs left out for depth: a shorter path found later lets them in.
-        self.depth_capped = SeenKeys()
         # URLs found in a sitemap and linked from no page yet (an orphan, so far).
         self.unlinked_seeds = SeenKeys()
-        self.scheduled = 0
         # The revisit schedule (None: every known URL is asked again, conditionally).
         self.policy = policy
         # URLs kept from the previous run tonight (not due), and URLs a signal says to
@@ -207,7 +195,6 @@ class Frontier:
             for learned_path, names in learned.items():
                 for name in names:
                     ledger.learn_param(learned_path, name, True)
-        traps = TrapDetector.from_settings(s)
         calendars = CalendarRule(parse_window(s.get("SITEMAP_CALENDAR_WINDOW")), today=today)
         more_starts = s.getlist("SITEMAP_START_URLS")
         rule_params = RuleParams(
@@ -220,9 +207,9 @@ class Frontier:
             calendar_window_days=calendars.window.days,
             calendar_steps=calendars.steps,
             calendar_today=calendars.today.isoformat(),
-            trap_max_repeats=traps.max_repeats,
-            trap_max_segments=traps.max_segments,
-            trap_max_query_variants=traps.max_query_variants,
+            trap_max_repeats=s.getint("SITEMAP_TRAP_MAX_REPEATS"),
+            trap_max_segments=s.getint("SITEMAP_TRAP_MAX_SEGMENTS"),
+            trap_max_query_variants=s.getint("SITEMAP_TRAP_MAX_QUERY_VARIANTS"),
             max_depth=s.getint("SITEMAP_MAX_DEPTH"),
             max_pages=s.getint("SITEMAP_MAX_PAGES"),
             strip_params=strip.params,
@@ -235,7 +222,6 @@ class Frontier:
             stats=crawler.stats,
             public=public,
             previous=previous,
-            traps=traps,
             calendars=calendars,
             params=ParamLearner(learned, ledger.learn_param if ledger is not None else None),
             more_starts=more_starts,
@@ -258,10 +244,8 @@ class Frontier:
         given the *saved* state of an interrupted run, the requests that were in the
         downloader when it stopped (Scrapy's JOBDIR queue no longer holds them)."""
         if saved and "seen" in saved:
-            self.seen, self.alias_forms = saved["seen"], saved["alias_forms"]
-            self.depth_capped = saved.get("depth_capped", SeenKeys())
+            self.counters, self.alias_forms = saved["seen"], saved["alias_forms"]
             self.unlinked_seeds = saved.get("unlinked_seeds", SeenKeys())
-            self.scheduled, self.traps.variants = saved["scheduled"], saved["trap_variants"]
             self.stats.set_value("sitemap/resumed", True)
             for url, (depth, hops, referrer) in saved.get("inflight", {}).items():
                 yield self._request(url, url_key(url), depth, hops, referrer, dont_filter=True)
@@ -277,12 +261,9 @@ class Frontier:
         """Put what a resumed run needs into the spider's *state* (Scrapy's
         SpiderState pickles it into the JOBDIR when the spider closes)."""
         state.update(
-            seen=self.seen,
+            seen=self.counters,  # and what was counted, and the URLs held aside
             alias_forms=self.alias_forms,
-            depth_capped=self.depth_capped,
             unlinked_seeds=self.unlinked_seeds,
-            scheduled=self.scheduled,
-            trap_variants=self.traps.variants,
             inflight=self.inflight,
         )
 
@@ -305,7 +286,7 @@ class Frontier:
     def link(self, found: Resolved, depth: int, referrer: str) -> Iterable[Discovered]:
         """A link of a fetched page, resolved (joined, normalised, keyed). Most links
         are known already: those cost a fingerprint lookup, and at most an alias."""
-        if self.seen.has_fp(found.fp) and not self.depth_capped.has_fp(found.fp):
+        if self.counters.known(found.fp):
             return (
                 *self._linked(found.fp, found.key, referrer),
                 *self._alias(found.raw, found.url),
@@ -357,43 +338,31 @@ class Frontier:
         if keyed is None:
             return
         url, key, fp = keyed
-        reconsidered = False
-        if self.seen.has_fp(fp):
-            if self.depth_capped.has_fp(fp) and not (
-                self.max_depth and lead.depth > self.max_depth
-            ):
-                reconsidered = True
-                # Left out for depth, now found by a shorter path: judge it after all.
-                self.depth_capped.discard_fp(fp)
-                self.stats.inc_value("sitemap/depth_reconsidered")
-            else:
-                if lead.found_by == FOUND_LINK and lead.referrer is not None:
-                    yield from self._linked(fp, key, lead.referrer)
-                yield from self._alias(lead.raw, url)
-                return
+        claim = None if self.counters.known(fp) else self.rules.claim(url, self._found(lead, url))
+        outcome = Outcome(KNOWN) if claim is None else self.counters.apply(fp, claim)
+        if claim is None or outcome.seen == KNOWN:
+            if lead.found_by == FOUND_LINK and lead.referrer is not None:
+                yield from self._linked(fp, key, lead.referrer)
+            yield from self._alias(lead.raw, url)
+            return
+        if outcome.seen == AGAIN:
+            self.stats.inc_value("sitemap/depth_reconsidered")
         else:
-            self.seen.add_fp(fp)
             self.stats.inc_value("sitemap/discovered")
             if lead.found_by in SEEDS:
                 self.stats.inc_value(f"sitemap/seeds/{lead.found_by}")
                 if lead.found_by == FOUND_SITEMAP:
                     self.unlinked_seeds.add_fp(fp)
         record = self._record(lead, url, key)
-        refusal = self.rules.judge(url, self._found(lead, url))
+        refusal = outcome.refusal(claim)
         if refusal is not None:
             refuse(record, refusal)
-            if refusal.rule == d.RULE_DEPTH:
-                self.depth_capped.add_fp(fp)
             yield record
             return
         self.params.admit(url)
-        self.scheduled += 1
         yield record
-        verify = lead.found_by == FOUND_START or self.forced.has_fp(fp)
-        request = self._request(url, key, lead.depth, lead.hops, lead.referrer, verify=verify)
-        if request.meta.get("sitemap_kept"):
-            self.kept.add_fp(fp)
-        if reconsidered:
+        request = self._queued(lead, url, key, fp)
+        if outcome.seen == AGAIN:
             request.meta["sitemap_reconsidered"] = True
         yield request
 
@@ -409,7 +378,7 @@ class Frontier:
         if self.kept.has_fp(fp):
             self.kept.discard_fp(fp)
             yield self._recheck(url, key, depth, referrer)
-        elif not self.seen.has_fp(fp):
+        elif not self.counters.seen.has_fp(fp):
             self.forced.add_fp(fp)
 
     def _recheck(self, url: str, key: str, depth: int, referrer: str | None) -> Request:
@@ -464,7 +433,7 @@ class Frontier:
         return url, key, fingerprint(key) if lead.fp is None else lead.fp
 
     def _known(self, url: str) -> bool:
-        return self.seen.has_fp(fingerprint(url_key(url)))
+        return self.counters.seen.has_fp(fingerprint(url_key(url)))
 
     def observe(self, url: str, main_hash: str | None, bag: str | None = None) -> None:
         """A listed page's main-content hash (and its hash whatever the order), to
@@ -473,6 +442,15 @@ class Frontier:
             self.stats.inc_value("sitemap/learned/params")
 
     # -- requests ----------------------------------------------------------------------
+
+    def _queued(self, lead: Lead, url: str, key: str, fp: int) -> Request:
+        """The request of a URL the rules let in (verified tonight if a start URL, or
+        named by a signal)."""
+        verify = lead.found_by == FOUND_START or self.forced.has_fp(fp)
+        request = self._request(url, key, lead.depth, lead.hops, lead.referrer, verify=verify)
+        if request.meta.get("sitemap_kept"):
+            self.kept.add_fp(fp)
+        return request
 
     def _request(
         self,

@@ -21,11 +21,11 @@ is queued:
 
 Start URLs are exempt from rules 3, 5 and 6. robots.txt is read where a URL is
 fetched (:mod:`crawler.fetch.robots`): ``explain`` applies it as the eleventh rule.
-A distributed crawl's processes apply the rules before ``query-variants`` and the
-report script counts the rest in Redis, whose answers become the same refusals
-(:func:`counted_refusal`); ``explain`` builds the book from what the run recorded
-(:class:`RuleParams`), so that a URL the crawl never saw is judged with that run's
-rules, not the current settings.
+The counted rules (8 and 10) and the depth cap's second chance are applied by a
+backend of :mod:`crawler.crawl.counted` (in memory, or in Redis for a distributed
+crawl) to the :class:`~crawler.crawl.counted.Claim` the book makes (:meth:`RuleBook.claim`);
+``explain`` builds the book from what the run recorded (:class:`RuleParams`), so that a
+URL the crawl never saw is judged with that run's rules, not the current settings.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from crawler.core import decisions as d
 from crawler.core.decisions import Refusal
 from crawler.core.urls import is_public_host, normalize_url, other_forms, site_of
 from crawler.crawl.calendars import STEPS, CalendarRule
+from crawler.crawl.counted import HOLD, REFUSE, Claim, Count
 from crawler.crawl.params import ParamLearner
 from crawler.crawl.traps import TrapDetector
 
@@ -242,34 +243,62 @@ class Delegated:
         return EXEMPT if self.exempt and found.start else self.passes
 
 
-@dataclass
-class QueryVariants:
-    """Counted: the variants of each path in the detector's ``variants``."""
+class Counted:
+    """A counted rule: :meth:`count` names the counter a URL counts in and its limit;
+    ``check`` and ``passed`` read *counters*, what was counted so far (``explain``)."""
 
-    traps: TrapDetector
-    name = d.RULE_VARIANTS
+    name: str
+    counters: Mapping[str, int]
+
+    def count(self, url: str, found: Found) -> Count | None:
+        raise NotImplementedError
 
     def check(self, url: str, found: Found) -> Refusal | None:
-        return self.traps.variant(url)
+        count = self.count(url, found)
+        if count is not None and self.counters.get(count.counter, 0) >= count.limit:
+            return count.refusal
+        return None
+
+
+@dataclass
+class QueryVariants(Counted):
+    """Counted: the query variants of each path."""
+
+    traps: TrapDetector
+    counters: Mapping[str, int]
+    name = d.RULE_VARIANTS
+
+    def count(self, url: str, found: Found) -> Count | None:
+        path = self.traps.variant_path(url)
+        if path is None:
+            return None
+        limit = self.traps.max_query_variants
+        refusal = Refusal(d.TRAP, self.name, "query-variants", {"limit": limit, "path": path})
+        return Count(self.counter(path), limit, refusal)
+
+    @staticmethod
+    def counter(path: str) -> str:
+        return f"{d.RULE_VARIANTS} {path}"
 
     def passed(self, url: str, found: Found) -> str:
         path = self.traps.variant_path(url)
         if path is None:
             return "no query"
-        before, limit = self.traps.variants[path] - 1, self.traps.max_query_variants
+        before, limit = self.counters.get(self.counter(path), 0), self.traps.max_query_variants
         return f"{before} query variants of {path} before it (at most {limit})"
 
 
 @dataclass
 class Depth:
+    """A URL it refuses is held aside, for a shorter path (:meth:`RuleBook.claim`)."""
+
     limit: int
     name = d.RULE_DEPTH
 
-    def refusal(self) -> Refusal:
-        return Refusal(d.CAP, self.name, "depth", {"limit": self.limit})
-
     def check(self, url: str, found: Found) -> Refusal | None:
-        return self.refusal() if self.limit and found.depth > self.limit else None
+        if self.limit and found.depth > self.limit:
+            return Refusal(d.CAP, self.name, "depth", {"limit": self.limit})
+        return None
 
     def passed(self, url: str, found: Found) -> str:
         if not self.limit:
@@ -278,23 +307,22 @@ class Depth:
 
 
 @dataclass
-class Pages:
-    """Counted: *count* says how many URLs were queued so far."""
+class Pages(Counted):
+    """Counted: the URLs queued (0: no cap)."""
 
     limit: int
-    count: Callable[[], int]
+    counters: Mapping[str, int]
     name = d.RULE_PAGES
 
-    def refusal(self) -> Refusal:
-        return Refusal(d.CAP, self.name, "pages", {"limit": self.limit})
-
-    def check(self, url: str, found: Found) -> Refusal | None:
-        return self.refusal() if self.limit and self.count() >= self.limit else None
+    def count(self, url: str, found: Found) -> Count | None:
+        refusal = Refusal(d.CAP, self.name, "pages", {"limit": self.limit})
+        return Count(self.name, self.limit, refusal) if self.limit else None
 
     def passed(self, url: str, found: Found) -> str:
         if not self.limit:
             return "no page cap"
-        return f"{self.count()} URLs queued before it (at most {self.limit})"
+        before = self.counters.get(self.name, 0)
+        return f"{before} URLs queued before it (at most {self.limit})"
 
 
 class RuleBook:
@@ -313,13 +341,14 @@ class RuleBook:
         *,
         public: PublicUrls,
         learner: ParamLearner | None,
-        traps: TrapDetector | None,
         calendars: CalendarRule | None,
-        pages: Callable[[], int],
+        counters: Mapping[str, int] | None = None,
         counted: bool = True,
     ) -> RuleBook:
         """The book of *params*, without the rules whose values are missing (an older
-        ledger), nor the counted ones (query variants, pages) unless *counted*."""
+        ledger), nor the counted ones (query variants, pages) unless *counted*; those
+        read *counters* (what was counted: ``explain``; a crawl's book only claims)."""
+        counters, traps = {} if counters is None else counters, params.traps()
         rules: list[Rule] = [Host(params.start_url)]
         if params.max_loc_length is not None:
             rules.append(Length(public, params.max_loc_length))
@@ -338,26 +367,30 @@ class RuleBook:
             shape, why = traps.shape, "no trap rule matches"
             rules.append(Delegated(d.RULE_TRAPS, lambda u, f: shape(u), why, exempt=False))
             if counted:
-                rules.append(QueryVariants(traps))
+                rules.append(QueryVariants(traps, counters))
         if params.max_depth is not None:
             rules.append(Depth(params.max_depth))
         if params.max_pages is not None and counted:
-            rules.append(Pages(params.max_pages, pages))
+            rules.append(Pages(params.max_pages, counters))
         return cls(rules, params.starts or (params.start_url,))
 
     def found(self, url: str, depth: int, hops: int = 0, referrer: str | None = None) -> Found:
         return Found(depth, hops, referrer, url in self.starts)
 
-    def judge(self, url: str, found: Found, *, until: str | None = None) -> Refusal | None:
-        """The first refusal of *url*, or None: every rule (before the rule named
-        *until*, if given) lets it pass."""
+    def claim(self, url: str, found: Found) -> Claim:
+        """What *url* asks of the counters (crawler.crawl.counted): the counts of the
+        counted rules before the first rule that refuses it, then that refusal. The
+        depth cap's refusal holds the URL aside: a claim that queues it later (a
+        shorter path) takes it back."""
+        counts: list[Count] = []
         for rule in self.rules:
-            if rule.name == until:
-                break
-            refusal = rule.check(url, found)
-            if refusal is not None:
-                return refusal
-        return None
+            if isinstance(rule, Counted):
+                count = rule.count(url, found)
+                if count is not None:
+                    counts.append(count)
+            elif (refusal := rule.check(url, found)) is not None:
+                return Claim(tuple(counts), HOLD if isinstance(rule, Depth) else REFUSE, refusal)
+        return Claim(tuple(counts))
 
     def verdicts(self, url: str, found: Found) -> Iterator[tuple[Rule, Refusal | None]]:
         """Each rule and what it says, up to the first refusal (``explain``)."""
@@ -366,19 +399,3 @@ class RuleBook:
             yield rule, refusal
             if refusal is not None:
                 return
-
-
-def counted_refusal(
-    code: str, path: str, max_variants: int, max_depth: int, max_pages: int
-) -> Refusal:
-    """The refusal of a rule the report script of a distributed crawl counts in
-    Redis: ``t`` a query variant too many of *path*, ``d`` the depth cap, ``c`` the
-    page cap (the same refusals as :class:`QueryVariants`, :class:`Depth` and
-    :class:`Pages` make in one process)."""
-    if code == "t":
-        return TrapDetector(
-            max_repeats=0, max_segments=0, max_query_variants=max_variants
-        ).variants_refusal(path)
-    if code == "d":
-        return Depth(max_depth).refusal()
-    return Pages(max_pages, lambda: max_pages).refusal()

@@ -18,16 +18,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlsplit
 
 from crawler.core import decisions as d
 from crawler.core.decisions import Refusal
 from crawler.core.urls import is_session_param
-
-if TYPE_CHECKING:
-    from scrapy.settings import BaseSettings
 
 _SESSION_PATH = re.compile(r"/\((?:[A-Z]\([^)]*\))+\)/", re.I)
 
@@ -37,25 +33,10 @@ class TrapDetector:
     max_repeats: int
     max_segments: int
     max_query_variants: int
-    variants: Counter[str] = field(default_factory=Counter, init=False)
-
-    @classmethod
-    def from_settings(cls, settings: BaseSettings) -> TrapDetector:
-        return cls(
-            max_repeats=settings.getint("SITEMAP_TRAP_MAX_REPEATS"),
-            max_segments=settings.getint("SITEMAP_TRAP_MAX_SEGMENTS"),
-            max_query_variants=settings.getint("SITEMAP_TRAP_MAX_QUERY_VARIANTS"),
-        )
-
-    def check(self, url: str) -> str | None:
-        """Why *url* is a trap, or None. Counts query variants as it goes, so call it
-        once per distinct URL."""
-        refusal = self.shape(url) or self.variant(url)
-        return None if refusal is None else refusal.reason
 
     def shape(self, url: str) -> Refusal | None:
-        """Why *url* is a trap by its own shape (every check but the query variants,
-        which count what the crawl met before), or None."""
+        """Why *url* is a trap by its own shape, or None (the query variants are
+        counted: crawler.crawl.rulebook.QueryVariants)."""
         parts = urlsplit(url)
         segments = [s for s in parts.path.split("/") if s]
         if len(segments) > self.max_segments:
@@ -72,25 +53,11 @@ class TrapDetector:
                     return _trap("session-query", name=name)
         return None
 
-    def variant(self, url: str) -> Refusal | None:
-        """Why *url* is one query variant too many of its path, or None (then it
-        is counted as one)."""
-        path = self.variant_path(url)
-        if path is not None:
-            if self.variants[path] >= self.max_query_variants:
-                return self.variants_refusal(path)
-            self.variants[path] += 1
-        return None
-
     @staticmethod
     def variant_path(url: str) -> str | None:
         """The path whose query variants *url* counts as one of (None: no query)."""
         parts = urlsplit(url)
         return parts.path if parts.query else None
-
-    def variants_refusal(self, path: str) -> Refusal:
-        values = {"limit": self.max_query_variants, "path": path}
-        return Refusal(d.TRAP, d.RULE_VARIANTS, "query-variants", values)
 
 
 def _trap(kind: str, **values: object) -> Refusal:

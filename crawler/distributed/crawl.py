@@ -17,11 +17,10 @@ key                         type    holds
 ``…:alive:<process>``       string  the process's heartbeat; expires after the timeout
 ``…:workers``               set     the processes that took requests
 ``…:reports``               list    pickled page reports, for the coordinator, each
-                                    with the claim codes of the URLs it led to
-``…:capped``                set     fingerprints left out for depth (a shorter path
-                                    lets them in)
-``…:variants``              hash    path -> query variants queued (a trap counter)
-``…:scheduled``             string  URLs queued, for the page cap
+                                    with the outcomes of the URLs it led to
+``…:held``                  set     fingerprints held aside by the depth cap (a
+                                    shorter path lets them in)
+``…:counters``              hash    counter -> its count (the counted rules)
 ``…:previous``              hash    key -> the previous run's record (zlib'd JSON) of
                                     each URL that can be asked conditionally
 ``…:sitemaps``              list    robots.txt's sitemaps read during the soft-404 probe,
@@ -55,6 +54,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from crawler import __version__
 from crawler.core import clock
+from crawler.crawl.counted import Outcome
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -84,53 +84,41 @@ if ARGV[1] ~= '' and redis.call('SADD', KEYS[1], ARGV[1]) == 0 then return 0 end
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
 return 1
 """
-# The report of one page, with the URLs it led to, in one move (see
-# crawler/distributed/frontier.py). KEYS: inflight, reports, done, seen, capped,
-# variants, scheduled, queue. ARGV: claim ('' for none), report, most query variants,
-# most pages (0: no cap), n, then n times: fingerprint, variant path ('' for none),
-# kind ('o' decided out of scope here, 'i' to queue, 'd' deeper than the depth cap),
-# serialized request ('' unless 'i'), score. Pushes an 8-digit n, one code a URL
-# (k known, n new and decided here, q queued, R queued again after a depth cap,
-# t query-variant trap, d depth cap, c page cap), then the report.
+# The report of one page, with the claims of the URLs it led to, applied by the steps
+# of crawler/crawl/counted.py (which holds the rules: this script applies claims).
+# KEYS: inflight, reports, done, seen, held, counters, queue. ARGV: claim ('' for
+# none), report, then for each URL: fingerprint, claim (JSON: counts, after), request,
+# score. Pushes the outcomes (JSON, after their 8-digit length), then the report.
 _REPORT = """
 if redis.call('EXISTS', KEYS[3]) == 1 then return -1 end
 if ARGV[1] ~= '' and redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 0 end
-local maxv, maxp, n = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local codes = {}
-for i = 0, n - 1 do
-  local b = 6 + i * 5
-  local fp, path, kind = ARGV[b], ARGV[b + 1], ARGV[b + 2]
-  local code = 'k'
+local outcomes = {}
+for i = 3, #ARGV, 4 do
+  local fp, claim = ARGV[i], cjson.decode(ARGV[i + 1])
+  local seen, refused = 'known', 0
   if redis.call('SADD', KEYS[4], fp) == 1 then
-    code = 'n'
-  elseif kind == 'i' and redis.call('SREM', KEYS[5], fp) == 1 then
-    code = 'R'
+    seen = 'new'
+  elseif claim.after == 'queue' and redis.call('SREM', KEYS[5], fp) == 1 then
+    seen = 'again'
   end
-  if code ~= 'k' and kind ~= 'o' then
-    local trapped = false
-    if path ~= '' then
-      if tonumber(redis.call('HGET', KEYS[6], path) or '0') >= maxv then
-        trapped = true
-      else
-        redis.call('HINCRBY', KEYS[6], path, 1)
+  if seen ~= 'known' then
+    for number, count in ipairs(claim.counts) do
+      if tonumber(redis.call('HGET', KEYS[6], count[1]) or '0') >= count[2] then
+        refused = number
+        break
       end
+      redis.call('HINCRBY', KEYS[6], count[1], 1)
     end
-    if trapped then
-      code = 't'
-    elseif kind == 'd' then
+    if refused == 0 and claim.after == 'hold' then
       redis.call('SADD', KEYS[5], fp)
-      code = 'd'
-    elseif maxp > 0 and tonumber(redis.call('GET', KEYS[7]) or '0') >= maxp then
-      code = 'c'
-    else
-      if maxp > 0 then redis.call('INCR', KEYS[7]) end
-      redis.call('ZADD', KEYS[8], ARGV[b + 4], ARGV[b + 3])
-      if code == 'n' then code = 'q' end
+    elseif refused == 0 and claim.after == 'queue' then
+      redis.call('ZADD', KEYS[7], ARGV[i + 3], ARGV[i + 2])
     end
   end
-  codes[#codes + 1] = code
+  outcomes[#outcomes + 1] = {seen, refused}
 end
-redis.call('RPUSH', KEYS[2], string.format('%08d', n) .. table.concat(codes) .. ARGV[2])
+local told = #outcomes > 0 and cjson.encode(outcomes) or '[]'
+redis.call('RPUSH', KEYS[2], string.format('%08d', #told) .. told .. ARGV[2])
 return 1
 """
 # KEYS: workers, queue. ARGV: inflight prefix, alive prefix, the coordinator's name.
@@ -216,6 +204,13 @@ def connect(url: str, **params: Any) -> Redis:
     return server
 
 
+def outcomes_of(reported: bytes) -> tuple[list[Outcome], bytes]:
+    """The outcomes of a report's candidates, and the report (from the report list)."""
+    size = int(reported[:8])
+    told = json.loads(reported[8 : 8 + size])
+    return [Outcome(seen, refused) for seen, refused in told], reported[8 + size :]
+
+
 def _text(value: bytes | str | None) -> str | None:
     return value.decode() if isinstance(value, bytes) else value
 
@@ -238,9 +233,8 @@ class RedisCrawl:
         self.reports = prefix + "reports"
         self.workers = prefix + "workers"
         self.done_key = prefix + "done"
-        self.capped = prefix + "capped"
-        self.variants = prefix + "variants"
-        self.scheduled = prefix + "scheduled"
+        self.held = prefix + "held"
+        self.counters = prefix + "counters"
         self.previous = prefix + "previous"
         self.soft404 = prefix + "soft404"
         self.sitemaps = prefix + "sitemaps"
@@ -367,16 +361,16 @@ class RedisCrawl:
         claim: str | None,
         payload: bytes,
         found: Sequence[tuple[Any, ...]] = (),
-        limits: tuple[int, int] = (0, 0),
     ) -> int:
-        """Hand a page's report to the coordinator, claim the URLs it led to (*found*, as
-        ``_REPORT`` reads them) and end the page's claim, atomically. 1: sent; 0: dropped,
-        the claim was taken back (this process was thought lost); -1: the crawl is over."""
-        args: list[Any] = [claim or "", payload, limits[0], limits[1], len(found)]
+        """Hand a page's report to the coordinator, apply the claims of the URLs it led
+        to (*found*, as ``_REPORT`` reads them) and end the page's claim, atomically.
+        1: sent; 0: dropped, the claim was taken back (this process was thought lost);
+        -1: the crawl is over."""
+        args: list[Any] = [claim or "", payload]
         for one in found:
             args.extend(one)
-        keys = [self.inflight, self.reports, self.done_key, self.seen, self.capped]
-        keys += [self.variants, self.scheduled, self.queue]
+        keys = [self.inflight, self.reports, self.done_key, self.seen, self.held]
+        keys += [self.counters, self.queue]
         result: int = self._report(keys=keys, args=args)
         return result
 

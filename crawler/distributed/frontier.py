@@ -2,23 +2,19 @@
 (docs/distributed.md).
 
 Every process decides about the links of the pages it fetched with the code of one
-process (:class:`crawler.crawl.frontier.Frontier`), up to the rules that count
-(:mod:`crawler.crawl.rulebook`), then the depth cap. What needs the whole crawl's view
-is settled in Redis, atomically, by the script that reports the page (``_REPORT`` in
-:mod:`crawler.distributed.crawl`): the seen-set (a URL new to this process is sent as
-a :class:`Candidate`; only the process whose report adds its fingerprint decides
-about it, so every URL keeps one decision; exact up to the 64-bit fingerprints'
-collisions, about n**2 / 2**65), depth (shallowest wins: a shorter path found later
-takes a URL out of the ``capped`` set), the query variants of a path and the page
-cap. Their codes become the same refusals as in one process
-(:func:`crawler.crawl.rulebook.counted_refusal`), which the coordinator turns into
-records (:class:`Settler`). A page is thus reported with everything it led to, or
-not at all.
+process (:class:`crawler.crawl.frontier.Frontier`): the rule book makes each URL new
+to the process a :class:`~crawler.crawl.counted.Claim`, sent as a :class:`Candidate`.
+What needs the whole crawl's view is applied in Redis by the report script of the
+page (``_REPORT`` in :mod:`crawler.distributed.crawl`), by the steps of
+:mod:`crawler.crawl.counted`: the seen-set (only the process whose report adds a
+URL's fingerprint decides about it, so every URL keeps one decision; exact up to the
+64-bit fingerprints' collisions, about n**2 / 2**65), the URLs held aside by the depth
+cap and the counters. The coordinator turns the outcomes into records
+(:class:`Settler`). A page is thus reported with everything it led to, or not at all.
 
-A process remembers which URLs it has sent (``known``: fingerprint -> the shallowest
-depth sent), so the navigation links every page repeats cost a dictionary lookup
-after the first time, not a round trip; with a depth cap, a URL is sent again when
-found by a shorter path.
+A process remembers which URLs it has sent (``sent``: fingerprint -> what their claim
+said after the counts), so the navigation links every page repeats cost a dictionary
+lookup after the first time, not a claim; a URL sent held aside is claimed again.
 
 Settings: those of :class:`crawler.crawl.frontier.Frontier`.
 """
@@ -29,12 +25,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from crawler.core import decisions as d
-from crawler.core.items import FOUND_START, Alias, UrlRecord
+from crawler.core.items import Alias, UrlRecord
 from crawler.core.seen import SeenKeys, fingerprint
 from crawler.core.urls import url_key
+from crawler.crawl.counted import AGAIN, HOLD, KNOWN, QUEUE, Claim, Outcome
 from crawler.crawl.frontier import Discovered, Frontier, Lead, refuse
-from crawler.crawl.rulebook import counted_refusal
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -48,13 +43,12 @@ class Candidate(NamedTuple):
 
     record: UrlRecord
     fp: str  # the seen-set member (16 hex digits)
-    path: str  # the path whose query variants it counts as one of ('' for none)
-    kind: str  # 'o' decided out of scope here, 'i' to queue, 'd' beyond the depth cap
-    member: bytes  # the serialized request (kind 'i')
+    claim: Claim
+    member: bytes  # the serialized request (a claim that queues it)
     form: str  # the form it was found in, without fragment (an alias if known)
 
-    def args(self) -> tuple[str, str, str, bytes, int]:
-        return self.fp, self.path, self.kind, self.member, self.record.depth or 0
+    def args(self) -> tuple[str, str, bytes, int]:
+        return self.fp, self.claim.plan(), self.member, self.record.depth or 0
 
 
 class SharedFrontier(Frontier):
@@ -67,7 +61,7 @@ class SharedFrontier(Frontier):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.known: dict[int, int] = {}
+        self.sent: dict[int, str] = {}
         self.pending: list[Candidate] = []
 
     def reached_downloader(self, request: Request) -> None:
@@ -81,7 +75,7 @@ class SharedFrontier(Frontier):
             return
         key = url_key(url)
         fp = fingerprint(key)
-        if fp in self.known and not self.kept.has_fp(fp):
+        if fp in self.sent and not self.kept.has_fp(fp):
             return  # asked tonight by this process
         self.kept.discard_fp(fp)
         self.forced.add_fp(fp)  # should this process be the one to find it
@@ -100,57 +94,37 @@ class SharedFrontier(Frontier):
         if keyed is None:
             return
         url, key, fp = keyed
-        depth, sent = lead.depth, self.known.get(fp)
-        if sent is not None and not (self.max_depth and depth < sent and depth <= self.max_depth):
+        if self.sent.get(fp, HOLD) != HOLD:
             yield from self._alias(lead.raw, url)
             return
-        self.known[fp] = depth if sent is None else min(sent, depth)
-        record = self._record(lead, url, key)
-        path, member = "", b""
-        refusal = self.rules.judge(url, self._found(lead, url), until=d.RULE_VARIANTS)
-        if refusal is not None:
-            refuse(record, refusal)
-            kind = "o"
-        else:
-            path = self.traps.variant_path(url) or ""
-            if self.max_depth and depth > self.max_depth:
-                kind = "d"
-            else:
-                kind = "i"
-                verify = lead.found_by == FOUND_START or self.forced.has_fp(fp)
-                request = self._request(url, key, depth, lead.hops, lead.referrer, verify=verify)
-                if request.meta.get("sitemap_kept"):
-                    self.kept.add_fp(fp)
-                member = self.encode(request)
-        form = lead.raw.partition("#")[0]
-        self.pending.append(Candidate(record, format(fp, "016x"), path, kind, member, form))
+        claim = self.rules.claim(url, self._found(lead, url))
+        self.sent[fp] = claim.after
+        member = self.encode(self._queued(lead, url, key, fp)) if claim.after == QUEUE else b""
+        record, form = self._record(lead, url, key), lead.raw.partition("#")[0]
+        self.pending.append(Candidate(record, format(fp, "016x"), claim, member, form))
 
 
 @dataclass
 class Settler:
-    """The coordinator's side: the records of a report's candidates, from the codes
-    the report script gave them. *alias_forms* keeps each alias once crawl-wide."""
+    """The coordinator's side: the records of a report's candidates, from the outcomes
+    of their claims. *alias_forms* keeps each alias once crawl-wide."""
 
     stats: StatsCollector
-    max_variants: int
-    max_depth: int
-    max_pages: int
     alias_forms: SeenKeys = field(default_factory=SeenKeys)
 
-    def settle(self, candidates: list[Candidate], codes: str) -> Iterator[UrlRecord | Alias]:
-        stats = self.stats
-        for c, code in zip(candidates, codes, strict=True):
+    def settle(
+        self, candidates: list[Candidate], told: list[Outcome]
+    ) -> Iterator[UrlRecord | Alias]:
+        for c, outcome in zip(candidates, told, strict=True):
             rec = c.record
-            if code == "k":
+            if outcome.seen == KNOWN:
                 if c.form != rec.url and c.form not in self.alias_forms:
                     self.alias_forms.add(c.form)
                     yield Alias(alias=c.form, url=rec.url)
                 continue
-            if code == "R":
-                stats.inc_value("sitemap/depth_reconsidered")
-            else:
-                stats.inc_value("sitemap/discovered")
-            if code in ("t", "d", "c"):
-                limits = self.max_variants, self.max_depth, self.max_pages
-                refuse(rec, counted_refusal(code, c.path, *limits))
+            again = outcome.seen == AGAIN
+            self.stats.inc_value("sitemap/depth_reconsidered" if again else "sitemap/discovered")
+            refusal = outcome.refusal(c.claim)
+            if refusal is not None:
+                refuse(rec, refusal)
             yield rec

@@ -60,7 +60,7 @@ class ReportPipeline:
         else:
             payload = pickle.dumps(report, protocol=pickle.HIGHEST_PROTOCOL)
         found = [c.args() for c in report.candidates]
-        sent = redis.report(report.claim, payload, found, sharing.limits)
+        sent = redis.report(report.claim, payload, found)
         if item.meta.get(BEGIN):
             sharing.started = True
         stats = self.crawler.stats

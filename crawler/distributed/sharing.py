@@ -50,7 +50,7 @@ from scrapy.utils.defer import deferred_from_coro
 from crawler.core.decisions import LISTED, QUEUED
 from crawler.core.items import Alias, Linked, PageRecords, UrlRecord
 from crawler.crawl.spider import PROBED, Sharing
-from crawler.distributed.crawl import COORDINATOR, DONE_TTL, RedisCrawl
+from crawler.distributed.crawl import COORDINATOR, DONE_TTL, RedisCrawl, outcomes_of
 from crawler.distributed.frontier import Candidate, Settler, SharedFrontier
 from crawler.distributed.messages import PageReport
 from crawler.distributed.previous import RedisPrevious, load
@@ -282,17 +282,9 @@ class RedisSharing(Sharing):
         return self.redis.held_sitemaps()
 
     @cached_property
-    def limits(self) -> tuple[int, int]:
-        """Most query variants of a path, most pages: for the report script."""
-        s = self.crawler.settings
-        return s.getint("SITEMAP_TRAP_MAX_QUERY_VARIANTS"), s.getint("SITEMAP_MAX_PAGES")
-
-    @cached_property
     def settler(self) -> Settler:
         assert self.crawler.stats is not None
-        variants, pages = self.limits
-        depth = self.crawler.settings.getint("SITEMAP_MAX_DEPTH")
-        return Settler(self.crawler.stats, variants, depth, pages)
+        return Settler(self.crawler.stats)
 
     def _scheduler(self) -> ClaimingScheduler:
         assert self.crawler.engine is not None
@@ -461,10 +453,9 @@ class RedisSharing(Sharing):
         )
 
     def _apply(self, payload: bytes, records: list[UrlRecord | Alias | Linked]) -> None:
-        """Add the records of one report to *records*. *payload*: the claim codes of its
+        """Add the records of one report to *records*. *payload*: the outcomes of its
         candidates, then the pickled report (nothing for one of this process's own)."""
-        n = int(payload[:8])
-        codes, body = payload[8 : 8 + n].decode("ascii"), payload[8 + n :]
+        outcomes, body = outcomes_of(payload)
         report: PageReport = self.own_reports.popleft() if not body else pickle.loads(body)
         stats = self.crawler.stats
         assert stats is not None
@@ -488,7 +479,7 @@ class RedisSharing(Sharing):
         if report.probed:
             self.probe_heard = True
         settled: list[UrlRecord | Alias] = (
-            list(self.settler.settle(report.candidates, codes)) if report.candidates else []
+            list(self.settler.settle(report.candidates, outcomes)) if report.candidates else []
         )
         if report.process != self.redis.process and self.frontier_ is not None:
             # What the workers' pages teach, learned here too, as one process learns
