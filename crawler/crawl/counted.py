@@ -20,9 +20,8 @@ from typing import NamedTuple
 from crawler.core.decisions import Refusal
 from crawler.core.seen import SeenKeys
 
-#: What follows a claim's counts.
+#: What follows a claim's counts; whether the URL of a claim was seen before.
 QUEUE, HOLD, REFUSE = "queue", "hold", "refuse"
-#: Whether the URL of a claim was seen before.
 KNOWN, NEW, AGAIN = "known", "new", "again"
 
 

@@ -151,7 +151,6 @@ class Frontier:
         self.calendars, self.params = calendars, params
         self.params.known = self._known
         self.strip = Stripping(rule_params.strip_params, rule_params.strip_extra)
-        # The seen-set, the URLs left out for depth and the counters of the counted rules.
         self.counters = MemoryCounters()
         self.rules = RuleBook.of(rule_params, public=public, learner=params, calendars=calendars)
         # Other forms of known URLs, kept once each (fingerprints of the forms).

@@ -244,14 +244,12 @@ class Delegated:
 
 
 class Counted:
-    """A counted rule: :meth:`count` names the counter a URL counts in and its limit;
+    """A counted rule: ``count`` names the counter a URL counts in and its limit;
     ``check`` and ``passed`` read *counters*, what was counted so far (``explain``)."""
 
     name: str
     counters: Mapping[str, int]
-
-    def count(self, url: str, found: Found) -> Count | None:
-        raise NotImplementedError
+    count: Callable[[str, Found], Count | None]
 
     def check(self, url: str, found: Found) -> Refusal | None:
         count = self.count(url, found)
@@ -269,10 +267,9 @@ class QueryVariants(Counted):
     name = d.RULE_VARIANTS
 
     def count(self, url: str, found: Found) -> Count | None:
-        path = self.traps.variant_path(url)
+        path, limit = self.traps.variant_path(url), self.traps.max_query_variants
         if path is None:
             return None
-        limit = self.traps.max_query_variants
         refusal = Refusal(d.TRAP, self.name, "query-variants", {"limit": limit, "path": path})
         return Count(self.counter(path), limit, refusal)
 
@@ -379,9 +376,8 @@ class RuleBook:
 
     def claim(self, url: str, found: Found) -> Claim:
         """What *url* asks of the counters (crawler.crawl.counted): the counts of the
-        counted rules before the first rule that refuses it, then that refusal. The
-        depth cap's refusal holds the URL aside: a claim that queues it later (a
-        shorter path) takes it back."""
+        counted rules before the first rule that refuses it, then that refusal; the
+        depth cap's holds the URL aside, for a claim that queues it (a shorter path)."""
         counts: list[Count] = []
         for rule in self.rules:
             if isinstance(rule, Counted):

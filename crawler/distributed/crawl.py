@@ -85,10 +85,10 @@ redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
 return 1
 """
 # The report of one page, with the claims of the URLs it led to, applied by the steps
-# of crawler/crawl/counted.py (which holds the rules: this script applies claims).
-# KEYS: inflight, reports, done, seen, held, counters, queue. ARGV: claim ('' for
-# none), report, then for each URL: fingerprint, claim (JSON: counts, after), request,
-# score. Pushes the outcomes (JSON, after their 8-digit length), then the report.
+# of crawler/crawl/counted.py. KEYS: inflight, reports, done, seen, held, counters,
+# queue. ARGV: claim ('' for none), report, then for each URL: fingerprint, claim
+# (JSON: counts, after), request, score. Pushes the outcomes (JSON, after their
+# 8-digit length), then the report.
 _REPORT = """
 if redis.call('EXISTS', KEYS[3]) == 1 then return -1 end
 if ARGV[1] ~= '' and redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 0 end
@@ -207,8 +207,8 @@ def connect(url: str, **params: Any) -> Redis:
 def outcomes_of(reported: bytes) -> tuple[list[Outcome], bytes]:
     """The outcomes of a report's candidates, and the report (from the report list)."""
     size = int(reported[:8])
-    told = json.loads(reported[8 : 8 + size])
-    return [Outcome(seen, refused) for seen, refused in told], reported[8 + size :]
+    outcomes = [Outcome(seen, refused) for seen, refused in json.loads(reported[8 : 8 + size])]
+    return outcomes, reported[8 + size :]
 
 
 def _text(value: bytes | str | None) -> str | None:

@@ -3,25 +3,24 @@
 
 Every process decides about the links of the pages it fetched with the code of one
 process (:class:`crawler.crawl.frontier.Frontier`): the rule book makes each URL new
-to the process a :class:`~crawler.crawl.counted.Claim`, sent as a :class:`Candidate`.
-What needs the whole crawl's view is applied in Redis by the report script of the
-page (``_REPORT`` in :mod:`crawler.distributed.crawl`), by the steps of
-:mod:`crawler.crawl.counted`: the seen-set (only the process whose report adds a
-URL's fingerprint decides about it, so every URL keeps one decision; exact up to the
-64-bit fingerprints' collisions, about n**2 / 2**65), the URLs held aside by the depth
-cap and the counters. The coordinator turns the outcomes into records
+to the process a :class:`~crawler.crawl.counted.Claim`, sent as a :class:`Candidate`,
+which the page's report script (``_REPORT`` in :mod:`crawler.distributed.crawl`)
+applies in Redis with the whole crawl's view: the seen-set (only the process whose
+report adds a URL's fingerprint decides about it, so every URL keeps one decision;
+exact up to the 64-bit fingerprints' collisions, about n**2 / 2**65), the URLs held
+aside by the depth cap, the counters. The coordinator turns the outcomes into records
 (:class:`Settler`). A page is thus reported with everything it led to, or not at all.
 
 A process remembers which URLs it has sent (``sent``: fingerprint -> what their claim
 said after the counts), so the navigation links every page repeats cost a dictionary
-lookup after the first time, not a claim; a URL sent held aside is claimed again.
+lookup after the first time; a URL sent held aside is claimed again.
 
 Settings: those of :class:`crawler.crawl.frontier.Frontier`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -34,8 +33,6 @@ from crawler.crawl.frontier import Discovered, Frontier, Lead, refuse
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.statscollectors import StatsCollector
-
-    from crawler.page.links import Resolved
 
 
 class Candidate(NamedTuple):
@@ -52,7 +49,8 @@ class Candidate(NamedTuple):
 
 
 class SharedFrontier(Frontier):
-    """The frontier of one process of a distributed crawl (see the module docstring).
+    """The frontier of one process of a distributed crawl (see the module docstring;
+    its memory counters stay empty, so every link is put to :meth:`discover`).
     ``encode`` serializes a request for the shared queue (the spider sets it: the
     scheduler's serializer). Its requests are never yielded: :meth:`take` hands the
     page's candidates to its report."""
@@ -85,9 +83,6 @@ class SharedFrontier(Frontier):
         """The candidates found since the last call (those of one page)."""
         pending, self.pending = self.pending, []
         return pending
-
-    def link(self, found: Resolved, depth: int, referrer: str) -> Iterable[Discovered]:
-        return self.discover(Lead.of(found, depth, referrer))
 
     def discover(self, lead: Lead) -> Iterator[Discovered]:
         keyed = self._keyed(lead)
