@@ -206,6 +206,36 @@ def test_traps_calendars_and_learned_parameters(traps: TrapServer, both: Any) ->
     assert {"listed", "calendar", "ignored-parameter"} <= kinds, kinds
 
 
+def test_caps_of_depth_query_variants_and_pages(tmp_path: Path, both: Any) -> None:
+    """The depth cap and the counted rules decide the same in every mode: the rule book
+    names them, and memory or Redis applies them (crawler/crawl/counted.py)."""
+    site = NightlySite(tmp_path)
+    lists = [f"/list?p={n}" for n in range(1, 6)]
+    pages = [f"/p{n}.html" for n in range(1, 9)]
+    site.home("/deep/1.html", *lists, *pages)
+    site.page("/deep/1.html", '<a href="/deep/2.html">2</a> <a href="/list?p=9">9</a>')
+    for path in (*lists, *pages, "/deep/2.html"):
+        site.page(path, f"page {path}")
+    site.save()
+    caps = ("--max-depth", "1", "--max-pages", "9", "-s", "SITEMAP_TRAP_MAX_QUERY_VARIANTS=3")
+    try:
+        one, *two = both(site.url("/"), *caps, name="caps")
+    finally:
+        site.stop()
+    same(one, *two)
+    decided = {url[len(site.url("")) :]: decision for url, decision in one.decisions.items()}
+    variants = ("trap", "more than 3 query variants of /list")
+    # The home page, /deep/1.html, three variants of /list and four pages: nine.
+    assert [decided[p] for p in ("/list?p=3", "/list?p=4", "/p4.html", "/p5.html")] == [
+        ("listed", ""),
+        variants,
+        ("listed", ""),
+        ("cap-reached", "max pages 9"),
+    ]
+    assert decided["/list?p=9"] == variants  # counted before the depth cap
+    assert decided["/deep/2.html"] == ("cap-reached", "max depth 1")
+
+
 def test_soft_404_probe(soft: TrapServer, both: Any) -> None:
     one, *two = both(soft.url("/"), name="soft")
     same(one, *two)

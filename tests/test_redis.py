@@ -574,3 +574,76 @@ def test_a_workers_fatal_robots_txt_leaves_the_ledger_as_one_process_does(
     one, worker = decisions
     assert one[server.url("/")][0] == "robots-disallowed", one
     assert worker == one
+
+
+def test_the_report_script_applies_claims_as_one_process_does(redis_server: RedisServer) -> None:
+    """The caps are the rule book's alone: the same claims, applied in memory and by the
+    report script in Redis, have the same outcomes, counters and queue."""
+    from crawler.core.publicurl import PublicUrls
+    from crawler.core.seen import fingerprint
+    from crawler.core.urls import url_key
+    from crawler.crawl.counted import KNOWN, QUEUE, MemoryCounters
+    from crawler.crawl.rulebook import RuleBook, RuleParams
+    from crawler.distributed.crawl import RedisCrawl, outcomes_of
+
+    params = RuleParams(
+        "http://h/",
+        max_depth=1,
+        max_pages=5,
+        trap_max_query_variants=2,
+        trap_max_repeats=3,
+        trap_max_segments=9,
+    )
+    public = PublicUrls.create("http://h/", None)
+    book = RuleBook.of(params, public=public, learner=None, calendars=None)
+    found = ["/ 0", "/l?p=1 1", "/l?p=2 1", "/l?p=3 1", "/deep 2", "/deep 2", "//other/ 1"]
+    found += ["/a 1", "/deep 1", "/b 1", "/l?p=1 1", "/c 1"]
+    claims = []
+    for one in found:
+        path, depth = one.split()
+        url = "http:" + path if path.startswith("//") else "http://h" + path
+        claims.append((fingerprint(url_key(url)), book.claim(url, book.found(url, int(depth)))))
+    memory = MemoryCounters()
+    expected = [memory.apply(fp, claim) for fp, claim in claims]
+    told = []
+    for outcome, (_, claim) in zip(expected, claims, strict=True):
+        refusal = outcome.refusal(claim)
+        told.append((outcome.seen, refusal.reason if refusal is not None else None))
+    assert told == [
+        ("new", None),
+        ("new", None),
+        ("new", None),
+        ("new", "more than 2 query variants of /l"),
+        ("new", "max depth 1"),
+        ("known", "max depth 1"),
+        ("new", "another host"),
+        ("new", None),
+        ("again", None),  # held aside for depth, then found by a shorter path
+        ("new", "max pages 5"),
+        ("known", None),
+        ("new", "max pages 5"),
+    ]
+    server = redis.Redis(port=redis_server.port, db=8)
+    crawl = RedisCrawl.begin(server, redis_server.url(8), "http://h/", {}, 30)
+    try:
+        args = []
+        for n, (fp, claim) in enumerate(claims):
+            request = f"request {n}".encode() if claim.after == QUEUE else b""
+            args.append((format(fp, "016x"), claim.plan(), request, n))
+        # Two reports: what the first counted and held, the second finds.
+        assert crawl.report(None, b"first", args[:6]) == 1
+        assert crawl.report(None, b"second", args[6:]) == 1
+        reports = [outcomes_of(reported) for reported in crawl.pop_reports(2)]
+        assert [report for _, report in reports] == [b"first", b"second"]
+        assert reports[0][0] + reports[1][0] == expected
+        counted = {k.decode(): int(v) for k, v in server.hgetall(crawl.counters).items()}
+        assert counted == dict(memory.counters) == {"pages": 5, "query-variants /l": 2}
+        queued = [
+            f"request {n}".encode()
+            for n, (outcome, (_, claim)) in enumerate(zip(expected, claims, strict=True))
+            if outcome.seen != KNOWN and not outcome.refused and claim.after == QUEUE
+        ]
+        assert len(queued) == 5
+        assert server.zrange(crawl.queue, 0, -1) == queued
+    finally:
+        crawl.finish("finished")
