@@ -3,11 +3,10 @@
 The rule book makes a URL a :class:`Claim` (:meth:`crawler.crawl.rulebook.RuleBook.claim`):
 the counters it counts in, with their limits, then whether it is queued, held aside
 (the depth cap) or refused. A backend applies claims and knows no rule:
-:class:`MemoryCounters` in one process, the report script in Redis
-(:mod:`crawler.distributed.crawl`), by the same steps. 1. A URL seen before is
-``known``, unless held aside and now queued (a shorter path): claimed ``again``.
-2. A counter at its limit refuses it, else counts it, in turn. 3. Past every count,
-it is queued, held aside or refused (docs/crawling.md, "Order and limits").
+:class:`MemoryCounters` here, the report script in Redis (crawler.distributed.crawl),
+by the same steps. 1. A URL seen before is ``known``, unless held aside and now
+queued: claimed ``again``. 2. Each counter at its limit refuses it, else counts it.
+3. It is queued, held aside or refused (docs/crawling.md, "Order and limits").
 """
 
 from __future__ import annotations

@@ -337,7 +337,9 @@ class Frontier:
         if keyed is None:
             return
         url, key, fp = keyed
-        claim = None if self.counters.known(fp) else self.rules.claim(url, self._found(lead, url))
+        claim, counters = None, self.counters
+        if not counters.known(fp):
+            claim = self.rules.claim(url, self._found(lead, url), counters.held.has_fp(fp))
         outcome = Outcome(KNOWN) if claim is None else self.counters.apply(fp, claim)
         if claim is None or outcome.seen == KNOWN:
             if lead.found_by == FOUND_LINK and lead.referrer is not None:

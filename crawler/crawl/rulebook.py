@@ -374,10 +374,13 @@ class RuleBook:
     def found(self, url: str, depth: int, hops: int = 0, referrer: str | None = None) -> Found:
         return Found(depth, hops, referrer, url in self.starts)
 
-    def claim(self, url: str, found: Found) -> Claim:
+    def claim(self, url: str, found: Found, held: bool = False) -> Claim:
         """What *url* asks of the counters (crawler.crawl.counted): the counts of the
         counted rules before the first rule that refuses it, then that refusal; the
-        depth cap's holds the URL aside, for a claim that queues it (a shorter path)."""
+        depth cap's holds the URL aside, for a claim that queues it (a shorter path).
+        A URL *held* aside already is put to the depth cap first."""
+        if held and (refusal := self.by_name[d.RULE_DEPTH].check(url, found)) is not None:
+            return Claim((), HOLD, refusal)
         counts: list[Count] = []
         for rule in self.rules:
             if isinstance(rule, Counted):

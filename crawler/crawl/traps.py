@@ -3,15 +3,12 @@
 
 A URL is cut, with the reason in the ledger, when one path segment occurs more than
 ``max_repeats`` times (relative links that keep appending to themselves), the path
-has more than ``max_segments`` segments, its path was seen with
-``max_query_variants`` distinct query strings already (the most fetched to learn
-from: :mod:`crawler.crawl.params` and :mod:`crawler.crawl.calendars` learn before this
-counts), or it carries a session identifier that normalisation did not strip (an
-ASP.NET ``/(S(...))/`` path, or a session parameter when ``SITEMAP_STRIP_PARAMS`` is
-off: with it on, they are removed and the URL is the page without them).
-
-Settings: ``SITEMAP_TRAP_MAX_REPEATS``, ``SITEMAP_TRAP_MAX_SEGMENTS``,
-``SITEMAP_TRAP_MAX_QUERY_VARIANTS``.
+has more than ``max_segments`` segments, or it carries a session identifier that
+normalisation did not strip (an ASP.NET ``/(S(...))/`` path, or a session parameter
+when ``SITEMAP_STRIP_PARAMS`` is off: with it on, they are removed and the URL is the
+page without them). ``max_query_variants``, the query strings of one path fetched at
+most (the most to learn from: :mod:`crawler.crawl.params`), is counted by the rule
+book (:class:`crawler.crawl.rulebook.QueryVariants`).
 """
 
 from __future__ import annotations

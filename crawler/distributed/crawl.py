@@ -207,8 +207,7 @@ def connect(url: str, **params: Any) -> Redis:
 def outcomes_of(reported: bytes) -> tuple[list[Outcome], bytes]:
     """The outcomes of a report's candidates, and the report (from the report list)."""
     size = int(reported[:8])
-    outcomes = [Outcome(seen, refused) for seen, refused in json.loads(reported[8 : 8 + size])]
-    return outcomes, reported[8 + size :]
+    return [Outcome(*told) for told in json.loads(reported[8 : 8 + size])], reported[8 + size :]
 
 
 def _text(value: bytes | str | None) -> str | None:

@@ -89,10 +89,12 @@ class SharedFrontier(Frontier):
         if keyed is None:
             return
         url, key, fp = keyed
-        if self.sent.get(fp, HOLD) != HOLD:
-            yield from self._alias(lead.raw, url)
+        sent = self.sent.get(fp)
+        claim = self.rules.claim(url, self._found(lead, url), True) if sent == HOLD else None
+        if sent is not None and (claim is None or claim.after != QUEUE):
+            yield from self._alias(lead.raw, url)  # sent, and no claim of it changed
             return
-        claim = self.rules.claim(url, self._found(lead, url))
+        claim = claim or self.rules.claim(url, self._found(lead, url))
         self.sent[fp] = claim.after
         member = self.encode(self._queued(lead, url, key, fp)) if claim.after == QUEUE else b""
         record, form = self._record(lead, url, key), lead.raw.partition("#")[0]

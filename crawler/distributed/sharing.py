@@ -39,7 +39,6 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from datetime import date
-from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from scrapy import Request, signals
@@ -164,6 +163,8 @@ class RedisSharing(Sharing):
         self.workers_seen: set[str] = set()
         # The coordinator's reports on its own pages (see the report pipeline).
         self.own_reports: deque[PageReport] = deque()
+        assert crawler.stats is not None
+        self.settler = Settler(crawler.stats)
         self.counted: dict[str, int] = {}
         # The coordinator's "queued" records, by key, until the URL's final record comes.
         self.waiting: dict[str, UrlRecord] = {}
@@ -280,11 +281,6 @@ class RedisSharing(Sharing):
 
     def held(self) -> list[str]:
         return self.redis.held_sitemaps()
-
-    @cached_property
-    def settler(self) -> Settler:
-        assert self.crawler.stats is not None
-        return Settler(self.crawler.stats)
 
     def _scheduler(self) -> ClaimingScheduler:
         assert self.crawler.engine is not None
