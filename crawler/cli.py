@@ -9,12 +9,12 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from crawler import __version__
-from crawler.commands import audit, crawl, explain, worker
+from crawler.commands import audit, crawl, explain, export, worker
 from crawler.commands.declarations import add_options
 from crawler.commands.options import EXIT_USAGE, PROG, Parser
 
 #: The commands, in the order ``--help`` lists them.
-COMMANDS: tuple[ModuleType, ...] = (crawl, worker, audit, explain)
+COMMANDS: tuple[ModuleType, ...] = (crawl, worker, audit, explain, export)
 
 
 def build_parser() -> Parser:

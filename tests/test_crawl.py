@@ -284,11 +284,21 @@ def test_index_entries_use_the_public_prefix(result: CrawlResult, site: MockServ
     assert [e["loc"] for e in Sitemap(index)] == [site.url("/" + n) for n in children]
 
 
-def test_jsonl_export_matches_ledger(result: CrawlResult) -> None:
-    lines = (result.state / "ledger.jsonl").read_text().splitlines()
+def test_jsonl_export_matches_ledger(result: CrawlResult, tmp_path: Path) -> None:
+    from crawler.cli import main
+
+    # A run writes no copy of its ledger; the export command does, when asked.
+    assert not (result.state / "ledger.jsonl").exists()
+    out = tmp_path / "ledger.jsonl"
+    assert main(["export", "--state", str(result.state), "--file", str(out)]) == 0
+    lines = out.read_text().splitlines()
     rows: dict[str, Any] = {json.loads(line)["url"]: json.loads(line) for line in lines}
-    assert set(rows) == set(result.ledger_rows())
+    ledger = result.ledger_rows()
+    assert set(rows) == set(ledger)
     assert all(set(r) >= {"url", "decision", "reason", "loc", "lastmod"} for r in rows.values())
+    # The lists as JSON lists, as the ledger gives them.
+    assert all(rows[url]["links"] == row["links"] for url, row in ledger.items())
+    assert any(row["links"] for row in rows.values())
 
 
 def test_state_kept_outside_output(result: CrawlResult) -> None:

@@ -68,11 +68,11 @@ class ExplainError(Exception):
 
 def explain(state: Path, text: str) -> dict[str, Any]:
     """The answer for *text* (a URL as pasted) from the ledger in *state*."""
-    with _open_ledger(state) as ledger:
+    with open_ledger(state) as ledger:
         return _Explainer(ledger).explain(text)
 
 
-def _open_ledger(state: Path) -> LedgerReader:
+def open_ledger(state: Path) -> LedgerReader:
     """The last finished crawl's ledger in *state*, read-only (a running crawl is not disturbed)."""
     path = state / LEDGER
     if not state.is_dir():
@@ -363,7 +363,7 @@ class _Explainer:
             page = self.ledger.row(node)
             if page is None:
                 continue
-            following = [(keys.get(link), "link") for link in (page["links"] or "").split("\n")]
+            following = [(keys.get(link), "link") for link in page["links"]]
             if page["target"]:
                 target = self.public.to_crawl(page["target"])
                 following.append((keys.get(target) or url_key(target), "target"))

@@ -391,4 +391,11 @@ EXPLAIN = (
         "the crawl's --out: its state directory is found as crawl finds it (DIR.sitemap-state)"),
     Option("--json", action="store_true").says("print the answer as one JSON object"),
 )
+
+#: ``export``'s options: the ledger it reads is found as ``explain`` finds it.
+EXPORT = (
+    *EXPLAIN[1:3],
+    Option("--file", metavar="FILE").says(
+        "where to write (default: ledger.jsonl in the state directory; - for standard output)"),
+)
 # fmt: on

@@ -44,16 +44,20 @@ def default_state() -> str:
 OPTIONS = EXPLAIN
 
 
+def state_of(args: argparse.Namespace) -> Path:
+    """The state directory ``--state`` or ``--out`` names, else the default one."""
+    if args.state is None and args.out is not None:
+        return CrawlPaths.create(args.out).state
+    return Path(args.state or default_state())
+
+
 def execute(args: argparse.Namespace) -> dict[str, Any]:
     """The answer for ``args.url``; raises ExplainError for bad input."""
     from crawler.audit.explain import ExplainError, explain
 
     if not args.url:
         raise ExplainError("a URL is required")
-    state = args.state
-    if state is None and args.out is not None:
-        state = str(CrawlPaths.create(args.out).state)
-    return explain(Path(state or default_state()), args.url)
+    return explain(state_of(args), args.url)
 
 
 def run(

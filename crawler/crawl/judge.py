@@ -350,7 +350,7 @@ class PageJudge:
         prev = self.previous.get(rec.key or url_key(rec.url)) if self.previous else None
         if prev is None or not prev.get("links"):
             return
-        for url in prev["links"].split("\n"):
+        for url in prev["links"]:
             if url not in targets:
                 yield from self.leads.recheck(url, _depth(rec) + 1, rec.url)
 
@@ -379,8 +379,7 @@ class PageJudge:
         for column in _REPLAYED:
             setattr(rec, column, prev.get(column))
         rec.page_verdicts = prev.get("page_dates")
-        rec.links = prev["links"].split("\n") if prev["links"] else []
-        rec.unfollowed = prev["unfollowed"].split("\n") if prev.get("unfollowed") else []
+        rec.links, rec.unfollowed = list(prev["links"]), list(prev.get("unfollowed") or ())
         for column in ("alternates", "images", "videos", "news", "problems"):
             if prev.get(column):
                 setattr(rec, column, json.loads(prev[column]))

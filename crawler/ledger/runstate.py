@@ -35,7 +35,7 @@ from scrapy.utils.defer import deferred_from_coro
 
 from crawler.core import clock
 from crawler.core.outcome import RunOutcome
-from crawler.core.paths import LEDGER_FAILED, LOCK, CrawlPaths
+from crawler.core.paths import LEDGER_FAILED, LEDGER_JSONL, LOCK, CrawlPaths
 from crawler.core.publicurl import PublicUrls
 from crawler.ledger import schedule
 from crawler.ledger.ledger import Ledger
@@ -283,6 +283,8 @@ class RunState:
         running = self.paths.running_ledger
         if running.exists():
             running.replace(self.paths.ledger if good else self.paths.state / LEDGER_FAILED)
+            if good:  # a copy of the ledger just replaced (crawler.commands.export)
+                (self.paths.state / LEDGER_JSONL).unlink(missing_ok=True)
 
     def _close_files(self) -> None:
         if self.ledger is not None:

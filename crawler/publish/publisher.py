@@ -39,7 +39,7 @@ from crawler.core.decisions import (
 )
 from crawler.core.lastmod import lastmod_datetime, w3c_datetime
 from crawler.core.outcome import GOOD, INTERRUPTED, Outcome, Published, RunOutcome
-from crawler.core.paths import LEDGER_JSONL, REPORT, REPORT_HTML, RUNS
+from crawler.core.paths import REPORT, REPORT_HTML, RUNS
 from crawler.core.urls import url_key
 from crawler.crawl.calendars import date_of
 from crawler.crawl.params import settler
@@ -276,8 +276,6 @@ class SitemapPublisher:
                 report,
                 html,
             )
-            if outcome in GOOD:
-                ledger.export_jsonl(state.paths.state / LEDGER_JSONL)
         finally:
             state.end(good=outcome in GOOD, resumable=resumable)
         log = logger.info if outcome in GOOD else logger.error
