@@ -12,7 +12,8 @@ page a canonical to itself). Then the ledger is closed as a run files it, and wi
 is written beside it.
 
 It prints the pages, the CPU seconds spent in ``record`` and in closing (the crawl's
-cost of its writes; CPU time, as the machine is shared), every file of the state directory with its size, and the bytes a page.
+cost of its writes; CPU time, as the machine is shared), every file of the state
+directory with its size, and the bytes a page.
 The figures are in bench/README.md ("The ledger's disk").
 """
 

@@ -7,7 +7,7 @@
 Builds a ledger of N listed pages (default 1,000,000) in a temporary directory with
 direct SQL through :class:`crawler.ledger.ledger.Ledger`'s connection, as a crawl leaves it:
 URLs of about 60 to 90 characters, some with a query that needs escaping (``&``),
-some with %-escapes, a lastmod on most, every column filled (``links`` too), and
+some with %-escapes, a lastmod on most, every column of ``urls`` filled, and
 about 15% rows that are not listed (redirects, 404s, noindex, caps). Building it is
 not timed.
 
@@ -150,8 +150,11 @@ def lastmod(rng: random.Random) -> str | None:
     return None
 
 
-def ledger_rows(urls: int, links_per_page: int, seed: int) -> Iterator[tuple[Any, ...]]:
-    """Rows in ``COLUMNS`` order: ``urls`` listed pages and ~15% others, in crawl order."""
+def ledger_rows(
+    urls: int, links_per_page: int, seed: int
+) -> Iterator[tuple[tuple[Any, ...], list[str]]]:
+    """Rows in ``COLUMNS`` order, each with its links: ``urls`` listed pages and ~15%
+    others, in crawl order."""
     rng = random.Random(seed)
     now = time.time()
     listed = 0
@@ -159,7 +162,7 @@ def ledger_rows(urls: int, links_per_page: int, seed: int) -> Iterator[tuple[Any
     while listed < urls:
         i += 1
         url = page_url(rng, i)
-        links = "\n".join(page_url(rng, rng.randrange(1, 10 * urls)) for _ in range(links_per_page))
+        links = [page_url(rng, rng.randrange(1, 10 * urls)) for _ in range(links_per_page)]
         values: dict[str, Any] = {
             "key": url,
             "url": url,
@@ -187,15 +190,17 @@ def ledger_rows(urls: int, links_per_page: int, seed: int) -> Iterator[tuple[Any
                 content_hash=f"{rng.getrandbits(256):064x}",
                 main_hash=f"{rng.getrandbits(256):064x}",
                 etag=f'"{rng.getrandbits(64):016x}"',
-                links=links,
             )
-        yield tuple(values.get(column, "" if column == "reason" else None) for column in COLUMNS)
+        row = tuple(values.get(column, "" if column == "reason" else None) for column in COLUMNS)
+        yield row, links if values["decision"] == "listed" else []
 
 
 def build_ledger(path: Path, urls: int, links_per_page: int, seed: int) -> None:
     ledger = Ledger(path)
     insert = f"INSERT INTO urls ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
-    ledger._db.executemany(insert, ledger_rows(urls, links_per_page, seed))
+    for row, links in ledger_rows(urls, links_per_page, seed):
+        ledger._db.execute(insert, row)
+        ledger.keep_links(row[0], links, [])
     ledger.close()
 
 

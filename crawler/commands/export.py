@@ -1,7 +1,6 @@
 """``sitemap-crawler export``: the ledger of the last finished crawl as JSON lines, for
 people and tools that read no SQLite (docs/ledger.md, "Exporting"). A crawl writes no
-such copy: ``ledger.sqlite`` is what is queried, and the copy would be written again on
-every run."""
+such copy: ``ledger.sqlite`` is what is queried, and a copy would be rewritten nightly."""
 
 from __future__ import annotations
 
@@ -17,8 +16,6 @@ from crawler.commands.options import EXIT_OK, EXIT_USAGE, error
 from crawler.core.paths import LEDGER_JSONL
 
 if TYPE_CHECKING:
-    from scrapy.settings import Settings
-
     from crawler.ledger.ledger import LedgerReader
 
 NAME = "export"
@@ -36,36 +33,30 @@ EPILOG = (
 OPTIONS = EXPORT
 
 
-def write_rows(ledger: LedgerReader, out: TextIO) -> int:
-    """Every row of *ledger* as a JSON line on *out*; how many."""
-    n = 0
+def write_rows(ledger: LedgerReader, out: TextIO) -> None:
+    """Every row of *ledger* as a JSON line on *out*."""
     for row in ledger.rows():
         if row["warnings"]:
             row["warnings"] = json.loads(row["warnings"])
         out.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
-        n += 1
-    return n
 
 
-def run(
-    parser: argparse.ArgumentParser, args: argparse.Namespace, base: Settings | None = None
-) -> int:
+def run(parser: argparse.ArgumentParser, args: argparse.Namespace, base: object = None) -> int:
     """``sitemap-crawler export``: write the rows, return the exit status."""
     from crawler.audit.explain import ExplainError, open_ledger
 
     state = state_of(args)
-    path = None if args.file == "-" else Path(args.file or state / LEDGER_JSONL)
+    path = Path(args.file or state / LEDGER_JSONL)
+    tmp = path.with_name(f".{path.name}.tmp")
     try:
         with open_ledger(state) as ledger:
-            if path is None:
+            if args.file == "-":
                 write_rows(ledger, sys.stdout)
                 return EXIT_OK
-            tmp = path.with_name(f".{path.name}.tmp")
             with tmp.open("w", encoding="utf-8") as f:
-                n = write_rows(ledger, f)
+                write_rows(ledger, f)
             tmp.replace(path)
     except (ExplainError, OSError) as e:
         error(f"error: {e}")
         return EXIT_USAGE
-    print(f"{n} rows written to {path}", file=sys.stderr)
     return EXIT_OK

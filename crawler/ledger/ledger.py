@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from crawler.ledger import links, records, runs
-from crawler.ledger.records import COLUMNS
+from crawler.ledger.records import COLUMNS, LISTED_ROWS, LISTED_ROWS_PLAIN
 from crawler.ledger.revisits import Revisits
 from crawler.ledger.runs import Runs
 from crawler.ledger.sql import COMMIT_EVERY
@@ -27,7 +27,16 @@ from crawler.ledger.sql import COMMIT_EVERY
 if TYPE_CHECKING:
     from typing import Self
 
-__all__ = ["COLUMNS", "COMMIT_EVERY", "SCHEMA", "Ledger", "LedgerError", "LedgerReader"]
+__all__ = [
+    "COLUMNS",
+    "COMMIT_EVERY",
+    "LISTED_ROWS",
+    "LISTED_ROWS_PLAIN",
+    "SCHEMA",
+    "Ledger",
+    "LedgerError",
+    "LedgerReader",
+]
 
 SCHEMA = records.SCHEMA + links.SCHEMA + runs.SCHEMA
 

@@ -126,8 +126,9 @@ class Links(Tables):
         """How the crawled pages refer to *url* without following it (``unfollowed``): by
         kind, the number of pages and the first (listed first, then the shallowest), with
         its robots directives. A scan of the lists: one question, asked once."""
+        robots = "u.robots" if "robots" in self._columns_of("urls") else "NULL"
         rows = self._q(
-            "SELECT json_extract(j.value, '$[0]'), u.url, u.decision, u.depth, u.robots"
+            f"SELECT json_extract(j.value, '$[0]'), u.url, u.decision, u.depth, {robots}"
             " FROM addresses AS t, links AS l, json_each(l.unfollowed) AS j"
             " JOIN urls AS u ON u.key = l.key"
             " WHERE t.url = ? AND json_extract(j.value, '$[1]') = t.id",

@@ -43,9 +43,6 @@ class Tables:
         names = [d[0] for d in cur.description]
         return (dict(zip(names, row, strict=True)) for row in cur)
 
-    def _dict(self, sql: str, params: Iterable[Any] = ()) -> dict[str, Any] | None:
-        return next(self._dicts(sql, params), None)
-
     def _lazy(self, query: str) -> Iterator[tuple[Any, ...]]:
         # A generator: the query runs when iteration starts, so several can be handed
         # out at once and read one after the other.

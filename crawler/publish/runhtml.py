@@ -69,8 +69,13 @@ _NO_PAGE = "No page was fetched this run."
 
 #: Where the full lists are, for a capped group.
 IN_JSON = "report.json"
-IN_LEDGER = "the ledger (ledger.jsonl, or ledger.failed.sqlite after a run that did not publish)"
-IN_LEDGER_LISTED = "the ledger (ledger.jsonl: the rows whose decision is listed)"
+IN_LEDGER = (
+    "the ledger (ledger.sqlite, or ledger.failed.sqlite after a run that did not publish;"
+    " sitemap-crawler export writes it as JSON lines)"
+)
+IN_LEDGER_LISTED = (
+    "the ledger (ledger.sqlite, or sitemap-crawler export: the rows whose decision is listed)"
+)
 
 
 def render_run(model: RunModel, ledger: Ledger, cap: int = DEFAULT_CAP) -> str:
@@ -364,6 +369,6 @@ def _history(f: dict[str, Any]) -> str:
 def _footer() -> str:
     return (
         '<p class="muted">Written by sitemap-crawler beside report.json, from the same '
-        "figures. Every URL's decision is in the ledger (ledger.sqlite, ledger.jsonl) of "
-        "the state directory.</p>"
+        "figures. Every URL's decision is in the ledger (ledger.sqlite) of the state "
+        "directory; sitemap-crawler export writes it as JSON lines.</p>"
     )
