@@ -125,7 +125,11 @@ def test_crawl_publishes_and_prints_summary(site: MockServer, tmp_path: Path) ->
         (["crawl", "http://127.0.0.1/", "--format", "json"], "invalid choice: 'json'"),
         (
             ["crawl", "http://127.0.0.1/", "--max-urls-per-file", "60000"],
-            "cannot exceed the protocol's 50000",
+            "cannot exceed the protocol's 50000 URLs) (option --max-urls-per-file)",
+        ),
+        (
+            ["crawl", "http://127.0.0.1/", "--ca-file", "no-such-ca.pem"],
+            "no such file (option --ca-file)",
         ),
         (
             ["crawl", "http://127.0.0.1/", "--base-url", "mailto:x@y"],

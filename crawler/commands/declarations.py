@@ -399,3 +399,6 @@ EXPORT = (
         "where to write (default: ledger.jsonl in the state directory; - for standard output)"),
 )
 # fmt: on
+
+#: The option that sets each setting, named beside the setting in its error.
+FLAG_OF = {o.setting: o.flag for o in (*CRAWL, *AUDIT, *WORKER) if o.setting and o.flag[0] == "-"}

@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 
 from crawler.commands import declarations
-from crawler.commands.declarations import SITE, Option, given_settings
+from crawler.commands.declarations import FLAG_OF, SITE, Option, given_settings
 from crawler.commands.settingrules import SettingError, check_settings
 from crawler.commands.values import auth_option, setting
 from crawler.core.publicurl import BaseUrlError, PublicUrls
@@ -256,7 +256,7 @@ def checked_settings(overrides: Mapping[str, Any], base: Settings | None = None)
     """:func:`project_settings`, checked against every setting's rule; raise UsageError."""
     settings = project_settings(overrides, base)
     try:
-        check_settings(settings, overrides)
+        check_settings(settings, overrides, FLAG_OF)
     except SettingError as e:
         raise UsageError(str(e)) from None
     return settings

@@ -391,9 +391,14 @@ RULES: dict[str, Rule] = {
 }
 
 
-def check_settings(settings: BaseSettings, given: Mapping[str, Any] | Iterable[str]) -> None:
+def check_settings(
+    settings: BaseSettings,
+    given: Mapping[str, Any] | Iterable[str],
+    flags: Mapping[str, str] | None = None,
+) -> None:
     """Raise SettingError for the first setting that breaks its rule, or for a
-    ``SITEMAP_*`` name in *given* (the names the user set) that does not exist."""
+    ``SITEMAP_*`` name in *given* (the names the user set) that does not exist.
+    *flags*: the command-line option of a setting, named in its error."""
     known = sorted(name for name in RULES if name.startswith("SITEMAP_"))
     for name in given:
         if name.startswith("SITEMAP_") and name not in known:
@@ -407,4 +412,6 @@ def check_settings(settings: BaseSettings, given: Mapping[str, Any] | Iterable[s
             rule(settings, name)
         except ValueError as e:
             shown = "(hidden)" if name in SECRET else repr(settings.get(name))
-            raise SettingError(f"setting {name} = {shown}: {e}") from None
+            flag = (flags or {}).get(name)
+            said = f" (option {flag})" if flag else ""
+            raise SettingError(f"setting {name} = {shown}: {e}{said}") from None
