@@ -131,10 +131,13 @@ async def test_a_night_after_an_earlier_ledger_keeps_its_records_and_schedule(
     every = list(run0.ledger_rows().values())
     ledger.replace(new)
     write_old(ledger, every, copy_from=new)
+    # That version's copy of it, written on every run: out of date once a run files its own.
+    (run0.state / "ledger.jsonl").write_text("{}\n")
     clock.advance()
     run = await night(site, tmp_path)
     assert run.outcome == "published", run.stats.get("sitemap/message")
     assert run.stats.get("sitemap/full_night") is None  # the schedule was kept
+    assert not (run.state / "ledger.jsonl").exists()
     assert published(run.out) == first
     pages = [p for p in fetched(site) if p != "/"]
     assert 3 <= len(pages) <= 5, pages
