@@ -41,6 +41,7 @@ The memory run: ``--sites synthetic --synthetic 1000000 --tools ours``.
 from __future__ import annotations
 
 import argparse
+import html
 import os
 import re
 import shutil
@@ -61,6 +62,7 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
 import python3_doc  # noqa: E402
+from pagecost import profile_ours  # noqa: E402
 from python3_doc import DOCS  # noqa: E402
 from reachability import file_for, reachable  # noqa: E402
 from synthetic import file_of, url_of, write_site  # noqa: E402
@@ -76,8 +78,15 @@ DOC_SITES = {
     "python3-doc": ("python3-doc", DOCS),  # 526 pages of about 95 KB
     "openjdk-17-doc": ("openjdk-17-doc", Path("/usr/share/doc/openjdk-17-doc/api")),  # 10,000
     "rust-doc": ("rust-doc", Path("/usr/share/doc/rust-doc/html")),  # 32,000 files
+    "postgresql-doc": ("postgresql-doc-15", Path("/usr/share/doc/postgresql-doc-15/html")),  # 1,169
 }
-TOOLS = ("ours", "baseline", "wget", "fetch", "fetch-plain")
+# Without Debian's rust-doc, rustup's copy of the same book and API docs, when present.
+RUSTUP_DOCS = sorted(Path.home().glob(".rustup/toolchains/stable-*/share/doc/rust/html"))
+if not DOC_SITES["rust-doc"][1].exists() and RUSTUP_DOCS:
+    DOC_SITES["rust-doc"] = ("", RUSTUP_DOCS[0])
+# c4software/python-sitemap (threads, regular expressions), from a checkout outside the repo.
+PYTHON_SITEMAP = Path(os.environ.get("PYTHON_SITEMAP", "/work/peers/python-sitemap"))
+TOOLS = ("ours", "before", "python-sitemap", "baseline", "wget", "fetch", "fetch-plain")
 DEFAULT_TOOLS = ("ours", "baseline", "wget")
 # Used when /usr/bin/time is missing: run the command, then report the children's peak RSS.
 RUSAGE_WRAPPER = """\
@@ -107,6 +116,22 @@ class Run:
     @property
     def rate(self) -> float | None:
         return self.pages / self.wall if self.pages and self.wall else None
+
+    @property
+    def cpu_ms(self) -> float | None:
+        """CPU milliseconds a page, every process of the command counted."""
+        return 1000 * self.cpu / self.pages if self.pages and self.cpu else None
+
+    def exactness(
+        self, urls: list[str], site: str, site_root: Path, expected: frozenset[Path] | set[Path]
+    ) -> None:
+        """Recall and precision of the URLs found as pages against the file-based set;
+        a URL that maps to no file, or a second URL for one file, counts against precision."""
+        found = {file_for(u, site, site_root) for u in urls}
+        found.discard(None)
+        hits = len(expected & found)
+        self.recall = hits / len(expected) if expected else None
+        self.precision = hits / len(urls) if urls else None
 
 
 class TreeRss(threading.Thread):
@@ -141,7 +166,7 @@ class TreeRss(threading.Thread):
 
 def ensure_packages(sites: list[str], tools: list[str]) -> None:
     wanted = [(p, probe) for p, probe in PACKAGES if p != "wget" or "wget" in tools]
-    wanted += [(pkg, root) for name, (pkg, root) in DOC_SITES.items() if name in sites]
+    wanted += [(pkg, root) for name, (pkg, root) in DOC_SITES.items() if name in sites and pkg]
     missing = [p for p, probe in wanted if not probe.exists()]
     if missing:
         subprocess.run(["apt-get", "update", "-qq"], check=True)
@@ -202,15 +227,23 @@ def measure(
 
 
 def run_ours(
-    url: str, tmp: Path, site_root: Path, expected: set[Path], timeout: float, extra: list[str]
+    url: str,
+    tmp: Path,
+    site_root: Path,
+    expected: set[Path],
+    timeout: float,
+    extra: list[str],
+    root: Path = ROOT,
+    tool: str = "ours",
 ) -> Run:
-    run = Run("ours")
-    out = tmp / "ours" / "public"
+    """Our crawl, run from the checkout *root* (``--before`` names another one)."""
+    run = Run(tool)
+    out = tmp / tool / "public"
     python = PYTHON if PYTHON.exists() else Path(sys.executable)
     measure(
         run,
         [str(python), "-m", "crawler.cli", "crawl", url, "--out", str(out), *extra],
-        ROOT,
+        root,
         tmp,
         timeout,
     )
@@ -226,12 +259,7 @@ def run_ours(
             urls = [u for (u,) in db.execute("SELECT url FROM urls WHERE decision = 'listed'")]
         finally:
             db.close()
-        listed = {file_for(u, site, site_root) for u in urls}
-        listed.discard(None)
-        hits = len(expected & listed)
-        run.recall = hits / len(expected) if expected else None
-        # A listed URL that maps to no file, or a second URL for one file, counts against precision.
-        run.precision = hits / len(urls) if urls else None
+        run.exactness(urls, site, site_root, expected)
     if run.rc != 0 and not run.note:
         run.note = (
             f"exit {run.rc}: " + run.output.strip().splitlines()[-1][:80]
@@ -276,7 +304,7 @@ WGET_STATUS = re.compile(r"awaiting response\.\.\. (\d{3})")
 WGET_TYPE = re.compile(r"^Length: .*\[([^\]]+)\]")
 
 
-def count_wget(log: str) -> tuple[int, int]:
+def count_wget(log: str) -> tuple[set[str], int]:
     """(distinct URLs answered 200 with text/html, requests) from a wget log."""
     pages: set[str] = set()
     requests = 0
@@ -294,10 +322,39 @@ def count_wget(log: str) -> tuple[int, int]:
             and m.group(1).startswith("text/html")
         ):
             pages.add(url)
-    return len(pages), requests
+    return pages, requests
 
 
-def run_wget(url: str, tmp: Path, timeout: float) -> Run:
+def run_python_sitemap(
+    url: str, tmp: Path, site_root: Path, expected: set[Path], timeout: float
+) -> Run:
+    """python-sitemap with 8 threads (our concurrency), robots.txt obeyed; "pages"
+    counts the distinct <loc> of its sitemap, the note its duplicates."""
+    run = Run("python-sitemap")
+    cwd = tmp / run.tool
+    cwd.mkdir()
+    out = cwd / "sitemap.xml"
+    main = PYTHON_SITEMAP / "main.py"
+    cmd = [sys.executable, str(main), "--domain", url, "--output", str(out), "-n", "8"]
+    measure(run, [*cmd, "--parserobots"], PYTHON_SITEMAP, tmp, timeout)
+    if out.exists():
+        locs = re.findall(r"<loc>([^<]*)</loc>", out.read_text(errors="replace"))
+        urls = sorted({html.unescape(u) for u in locs})
+        run.pages = len(urls)
+        run.exactness(urls, url, site_root, expected)
+        run.note = f"{len(locs) - len(urls)} listed twice, exit {run.rc}"
+    elif not run.note:
+        run.note = f"no sitemap ({main}), exit {run.rc}"
+    return run
+
+
+def run_wget(
+    url: str,
+    tmp: Path,
+    timeout: float,
+    site_root: Path | None = None,
+    expected: frozenset[Path] | set[Path] = frozenset(),
+) -> Run:
     run = Run("wget")
     cwd = tmp / "wget"
     cwd.mkdir()
@@ -318,7 +375,10 @@ def run_wget(url: str, tmp: Path, timeout: float) -> Run:
     ]
     measure(run, cmd, cwd, tmp, timeout)
     if log.exists():
-        run.pages, requests = count_wget(log.read_text(errors="replace"))
+        pages, requests = count_wget(log.read_text(errors="replace"))
+        run.pages = len(pages)
+        if site_root is not None:
+            run.exactness(sorted(pages), url, site_root, expected)
         run.note = f"{requests} requests, exit {run.rc}" + (f"; {run.note}" if run.note else "")
     return run
 
@@ -345,14 +405,15 @@ def table(site: str, expected: int, runs: list[Run]) -> str:
     lines = [
         f"site: {site}  (expected: {expected} reachable indexable HTML files)",
         f"{'tool':<11} {'pages':>6} {'listed':>6} {'wall s':>7} {'cpu s':>7} "
-        f"{'pages/s':>8} {'RSS MB':>7} "
+        f"{'pages/s':>8} {'cpu ms/p':>8} {'RSS MB':>7} "
         f"{'/base':>6} {'/wget':>6} {'recall':>7} {'precis.':>7}  note",
     ]
     for r in runs:
         lines.append(
             f"{r.tool:<11} {fmt(r.pages, 'd'):>6} {fmt(r.listed, 'd'):>6} {r.wall:>7.1f} "
             f"{fmt(r.cpu, '.1f'):>7} "
-            f"{fmt(r.rate, '.1f'):>8} {fmt(r.rss_kb and r.rss_kb / 1024, '.0f'):>7} "
+            f"{fmt(r.rate, '.1f'):>8} {fmt(r.cpu_ms, '.2f'):>8} "
+            f"{fmt(r.rss_kb and r.rss_kb / 1024, '.0f'):>7} "
             f"{fmt(r.rate / base if r.rate and base else None, '.2f'):>6} "
             f"{fmt(r.rate / wget if r.rate and wget else None, '.2f'):>6} "
             f"{fmt(r.recall and 100 * r.recall, '.2f'):>7} "
@@ -399,14 +460,25 @@ def bench_site(name: str, args: argparse.Namespace, keep: Path | None) -> str:
                 print(f"[{name}] {tool}{turn} ...", file=sys.stderr)
                 if tool == "ours":
                     run = run_ours(url, work, site_root, expected, args.timeout, args.ours_arg)
+                elif tool == "before":
+                    run = run_ours(
+                        url, work, site_root, expected, args.timeout, [], args.before, "before"
+                    )
+                elif tool == "python-sitemap":
+                    run = run_python_sitemap(url, work, site_root, expected, args.timeout)
                 elif tool == "baseline":
                     run = run_baseline(url, work, args.timeout)
                 elif tool == "wget":
-                    run = run_wget(url, work, args.timeout)
+                    run = run_wget(url, work, args.timeout, site_root, expected)
                 else:
                     run = run_baseline(url, work, args.timeout, pages, tool == "fetch-plain")
                 rounds[tool].append(run)
-        return table(name, len(expected), [median_run(runs) for runs in rounds.values()])
+        result = table(name, len(expected), [median_run(runs) for runs in rounds.values()])
+        for tool, root in (("ours", ROOT), ("before", args.before)):
+            if args.profile and tool in args.tools and root is not None:
+                print(f"[{name}] {tool}: profile of {args.profile} pages ...", file=sys.stderr)
+                result += "\n\n" + profile_ours(url, tmp / f"profile-{tool}", root, args, tool)
+        return result
     finally:
         if pid_file and pid_file.exists():
             subprocess.run(["kill", pid_file.read_text().strip()], check=False)
@@ -466,6 +538,21 @@ def main() -> int:
         help="run the tools N times each, taking turns, and report each tool's run of "
         "median wall time (default 1)",
     )
+    parser.add_argument(
+        "--before",
+        type=Path,
+        metavar="DIR",
+        help="another checkout of the project (e.g. a worktree of main) whose crawl runs as "
+        "the tool 'before', with this checkout's .venv",
+    )
+    parser.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="after the tools, profile N pages of ours (and before) with the pages parsed "
+        "in the crawl's process, and print the time a page by part (default 0: no profile)",
+    )
     parser.add_argument("--keep", type=Path, help="copy logs, ledgers and outputs here")
     args = parser.parse_args()
     sites = [s.strip() for s in args.sites.split(",") if s.strip()]
@@ -479,6 +566,8 @@ def main() -> int:
         parser.error(f"--tools: choose from {', '.join(TOOLS)}")
     if args.repeat < 1:
         parser.error("--repeat: at least 1")
+    if "before" in args.tools and args.before is None:
+        parser.error("--tools before: name the checkout with --before DIR")
     ensure_packages(sites, args.tools)
     print(
         f"date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC  cores: {os.cpu_count()}  "
