@@ -212,20 +212,21 @@ def url_key(normalized_url: str) -> str:
 def host_port(url: str) -> tuple[str, int] | None:
     """``(host, port)`` of an absolute http(s) URL, or ``None``: the host as
     :func:`normalize_url` writes it (IPv6 without brackets), the effective port."""
-    found = _scheme_host_port(url)
+    found = origin_of(url)
     return None if found is None else found[1:]
 
 
-def _scheme_host_port(url: str) -> tuple[str, str, int] | None:
-    """(scheme, host, port) as :func:`host_port` gives host and port."""
+@functools.lru_cache(maxsize=1 << 12)
+def origin_of(url: str) -> tuple[str, str, int] | None:
+    """The origin of an absolute http(s) URL: ``(scheme, host, port)``, the port
+    effective (RFC 6454: http and https of one host are two origins), the host as
+    :func:`normalize_url` writes it (IPv6 without brackets), or None. Cached: the
+    judge, the rules and the middlewares ask it of one URL in turn (site_of)."""
     parts = _split(url)
-    if parts is None:
+    parsed = None if parts is None else _parse_authority(parts[0], parts[1])
+    if parts is None or parsed is None:
         return None
-    parsed = _parse_authority(parts[0], parts[1])
-    if parsed is None:
-        return None
-    _, host, port = parsed
-    return parts[0], host.removeprefix("[").removesuffix("]"), port
+    return parts[0], parsed[1].removeprefix("[").removesuffix("]"), parsed[2]
 
 
 def _split(url: str) -> tuple[str, str, str, str] | None:
@@ -414,7 +415,7 @@ def site_of(url: str) -> tuple[str, int | None] | None:
     """The site a URL belongs to for discovery: its host, and its port when not the
     scheme's default (http and https of one host are one site; another port or host
     name, subdomains included, is another)."""
-    found = _scheme_host_port(url)
+    found = origin_of(url)
     if found is None:
         return None
     scheme, host, port = found
@@ -491,12 +492,6 @@ def other_forms(site: tuple[str, int | None] | None) -> frozenset[tuple[str, int
         pass
     other = host[4:] if host.startswith("www.") else "www." + host
     return frozenset({(other, port)}) if "." in other else frozenset()
-
-
-def origin_of(url: str) -> tuple[str, str, int] | None:
-    """The origin of an absolute http(s) URL: ``(scheme, host, port)``, the port
-    effective (RFC 6454: http and https of one host are two origins), or None."""
-    return _scheme_host_port(url)
 
 
 def is_public_host(host: str) -> bool:
