@@ -216,7 +216,7 @@ def host_port(url: str) -> tuple[str, int] | None:
     return None if found is None else found[1:]
 
 
-@functools.lru_cache(maxsize=1 << 12)
+@functools.lru_cache(maxsize=1 << 14)
 def origin_of(url: str) -> tuple[str, str, int] | None:
     """The origin of an absolute http(s) URL: ``(scheme, host, port)``, the port
     effective (RFC 6454: http and https of one host are two origins), the host as
