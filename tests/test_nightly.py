@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import pickle
 import re
 import signal
 import subprocess
@@ -371,7 +372,22 @@ def cli(*args: str, **kw: Any) -> subprocess.Popen[str]:
     )
 
 
-def test_interrupted_run_resumes_and_finishes(nightly: NightlySite, tmp_path: Path) -> None:
+def _as_earlier_version_saved(job: Path) -> None:
+    # An earlier version pickled the seen-set, the URLs held by the depth cap, the
+    # count of pages queued and the query variants of each path apart.
+    path = job / "spider.state"
+    state = pickle.loads(path.read_bytes())
+    counters = state.pop("seen")
+    variants = {k.split(" ", 1)[1]: n for k, n in counters.counters.items() if " " in k}
+    state.update(seen=counters.seen, depth_capped=counters.held, trap_variants=variants)
+    state["scheduled"] = counters.counters["pages"]
+    path.write_bytes(pickle.dumps(state))
+
+
+@pytest.mark.parametrize("earlier", [False, True], ids=["same-version", "earlier-version"])
+def test_interrupted_run_resumes_and_finishes(
+    nightly: NightlySite, tmp_path: Path, earlier: bool
+) -> None:
     site = nightly
     pages = slow_site(site)
     out, state = tmp_path / "public", tmp_path / "state"
@@ -386,6 +402,12 @@ def test_interrupted_run_resumes_and_finishes(nightly: NightlySite, tmp_path: Pa
     assert not (out / "sitemap_index.xml").exists()
     fetched_first = Counter(r["path"] for r in site.requests() if r["status"] == 200)
 
+    if earlier:
+        _as_earlier_version_saved(state / "job")
+        # Links the resumed run finds put the converted seen-set and counters to use.
+        for path in pages:
+            site.page(path, f'page {path} <a href="/">home</a> <a href="/p0.html">first</a>')
+        site.save()
     site.clear_log()
     second = cli(*args, "--resume")
     _, err = second.communicate(timeout=120)

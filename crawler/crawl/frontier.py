@@ -34,6 +34,7 @@ docs/nightly.md).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import date
@@ -58,7 +59,7 @@ from crawler.core.urls import Stripping, normalize_url, url_key
 from crawler.crawl.calendars import CalendarRule, parse_window
 from crawler.crawl.counted import AGAIN, KNOWN, MemoryCounters, Outcome
 from crawler.crawl.params import ParamLearner
-from crawler.crawl.rulebook import Found, RuleBook, RuleParams, starts_of
+from crawler.crawl.rulebook import Found, QueryVariants, RuleBook, RuleParams, starts_of
 from crawler.crawl.seeds import read_url_file
 from crawler.ledger.runstate import RunState
 from crawler.ledger.schedule import RevisitPolicy, keepable, later
@@ -243,7 +244,7 @@ class Frontier:
         given the *saved* state of an interrupted run, the requests that were in the
         downloader when it stopped (Scrapy's JOBDIR queue no longer holds them)."""
         if saved and "seen" in saved:
-            self.counters, self.alias_forms = saved["seen"], saved["alias_forms"]
+            self.counters, self.alias_forms = _counters(saved), saved["alias_forms"]
             self.unlinked_seeds = saved.get("unlinked_seeds", SeenKeys())
             self.stats.set_value("sitemap/resumed", True)
             for url, (depth, hops, referrer) in saved.get("inflight", {}).items():
@@ -506,3 +507,15 @@ class Frontier:
         if headers:
             meta["sitemap_conditional"] = True
         return headers
+
+
+def _counters(saved: dict[str, Any]) -> MemoryCounters:
+    """The counters a resumed run goes on with; from the state an earlier version saved
+    (the seen-set, the URLs held by the depth cap, the pages queued and the query
+    variants of each path apart), the same counts under the rule book's names."""
+    seen = saved["seen"]
+    if isinstance(seen, MemoryCounters):
+        return seen
+    counts = {QueryVariants.counter(path): n for path, n in saved["trap_variants"].items()}
+    counts[d.RULE_PAGES] = saved["scheduled"]
+    return MemoryCounters(seen, saved.get("depth_capped", SeenKeys()), Counter(counts))
