@@ -1,50 +1,12 @@
 """The headless Chromium that renders pages: scrapy-playwright's download handler,
-made polite and bounded for a crawl (docs/rendering.md, "In the browser").
+made polite and bounded for a crawl. What goes out and what is blocked, the document
+answered from the raw response, the per-crawl cache, when a page is done and how
+contexts are renewed: docs/rendering.md, "In the browser".
 
-Imported only when a page is first rendered (:mod:`crawler.fetch.renderhandler`). It
-drives the system's Chromium (``SITEMAP_RENDER_BROWSER``, else ``chromium`` on
-PATH: :func:`crawler.fetch.rendering.find_browser`) through Playwright's
-``executable_path``, with :data:`crawler.fetch.rendering.LAUNCH_ARGS`; no browser is
-downloaded. Within it:
-
-- **What goes out.** Every request the page makes passes a route handler
-  (:meth:`Browser._route`): images, fonts, media, stylesheets, beacons and the like
-  (:data:`ABORTED_TYPES`) and analytics on the crawled host (:data:`ANALYTICS`) are
-  not loaded; a request to another host than the crawled one is blocked; one to the
-  crawled host goes out only if robots.txt, as the crawl read it, allows it.
-  Service workers are blocked. The browser sends the crawl's User-Agent.
-- **One request to the site a page.** The raw answer the crawl has
-  (``meta["sitemap_render_document"]``, set by :mod:`crawler.fetch.rendering`) answers the
-  browser's request for the document (``route.fulfill``).
-- **A cache for the crawl** (:class:`ResourceCache`). Playwright turns the browser's
-  HTTP cache off while requests are routed; scripts, and data asked a second time,
-  are fetched once (``route.fetch``) and kept as their headers allow
-  (:func:`freshness`).
-- **When a page is done.** After the load event, as soon as nothing is pending: no
-  request in flight (counted from the page's request events) and none of the page's
-  own fetches and XHRs unanswered or unread (counted in the page by
-  :data:`INIT_SCRIPT`), twice in a row a task apart; at most
-  ``SITEMAP_RENDER_TIMEOUT`` seconds (an unsettled page is read as it is then).
-  Navigation itself is capped by the same timeout; a page that fails to load fails
-  its request, and the spider judges it on its raw HTML.
-- **What is kept besides the DOM.** URLs a script passed to ``history.pushState``
-  or ``replaceState`` (a client-side router's routes) are added to the DOM read as
-  ``<a href>`` links; uncaught script errors are counted and noted.
-- **Bounds.** At most ``SITEMAP_RENDER_CONCURRENCY`` pages at once (``"auto"``:
-  :func:`render_concurrency`); pages are kept open and reused from one URL to the
-  next within a context (routed once); a browser context is closed and a fresh one
-  opened after ``SITEMAP_RENDER_CONTEXT_PAGES`` pages, or sooner once its renderers
-  use over ``SITEMAP_RENDER_CONTEXT_MB`` of memory each on average
-  (:func:`renderers_mb`, looked at every 10 pages from the 20th): its storage and
-  the memory of its pages go with it; a browser that dies is launched again on the
-  next page (scrapy-playwright's ``PLAYWRIGHT_RESTART_DISCONNECTED_BROWSER``).
-
+Imported only when a page is first rendered (:mod:`crawler.fetch.renderhandler`).
 Settings: ``SITEMAP_RENDER_*`` and any ``PLAYWRIGHT_*`` setting of scrapy-playwright
 (``PLAYWRIGHT_LAUNCH_OPTIONS`` is merged over ours); meta keys set on a rendered
 response and stats: docs/rendering.md.
-
-It is one long module on purpose: the handler, the routing, the per-crawl cache
-and the settling of a render share one page state.
 """
 
 from __future__ import annotations
@@ -66,7 +28,7 @@ from scrapy.http import HtmlResponse
 from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 
 from crawler.core.urls import site_of
-from crawler.fetch.rendering import LAUNCH_ARGS, find_browser
+from crawler.fetch.rendering import HOP_HEADERS, LAUNCH_ARGS, find_browser
 from crawler.fetch.robots import robots_allows
 
 if TYPE_CHECKING:
@@ -108,11 +70,9 @@ CACHED_TYPES = frozenset({"script", "fetch", "xhr"})
 CACHE_BYTES = 64 * 1024 * 1024
 CACHE_ENTRY_BYTES = 4 * 1024 * 1024
 #: Node.js options of Playwright's driver: a young generation of 1 MB a semi-space
-#: (16 MB by default), collected more often. bench/render_site.py, 1,000 rendered
-#: pages: the driver's peak 123-142 MB (once 187) instead of 177-189, for the same CPU.
+#: (16 MB by default), collected more often: less memory for the same CPU
+#: (docs/rendering.md).
 DRIVER_NODE_OPTIONS = "--max-semi-space-size=1"
-#: Headers of the raw response not given to the browser with its (decoded) body.
-_HOP_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding", "connection"})
 
 # Run in every page before its own scripts: counts the page's own fetches and XHRs
 # until their answers are read (and the callbacks that read them have run), and
@@ -280,9 +240,7 @@ def freshness(headers: dict[str, str], now: float) -> float | None:
     directives = {
         d.strip().partition("=")[0]: d.strip().partition("=")[2] for d in control.split(",")
     }
-    if "no-store" in directives or "no-cache" in directives:
-        return None
-    if headers.get("vary", "").strip() == "*":
+    if {"no-store", "no-cache"} & directives.keys() or headers.get("vary", "").strip() == "*":
         return None
     if "max-age" in directives:
         try:
@@ -314,9 +272,7 @@ class ResourceCache:
 
     def get(self, url: str) -> _Entry | None:
         entry = self.entries.get(url)
-        if entry is None:
-            return None
-        if entry.expires <= time.time():
+        if entry is None or entry.expires <= time.time():
             self._drop(url)
             return None
         self.entries.move_to_end(url)
@@ -329,7 +285,7 @@ class ResourceCache:
         if expires is None:
             return False
         self._drop(url)
-        kept = {k: v for k, v in headers.items() if k not in _HOP_HEADERS}
+        kept = {k: v for k, v in headers.items() if k not in HOP_HEADERS}
         self.entries[url] = _Entry(status, kept, body, expires)
         self.size += len(body)
         while self.size > self.budget and self.entries:
@@ -429,8 +385,6 @@ class Browser(ScrapyPlaywrightDownloadHandler):
                 self.open_pages[name] -= 1
                 current = name == f"render-{self.generation}"
                 retire = self.open_pages[name] == 0 and not current
-                if retire:
-                    del self.open_pages[name]
                 if page is not None and not page.is_closed():
                     if keep and current:
                         self.idle_pages.setdefault(name, []).append(page)
@@ -449,6 +403,7 @@ class Browser(ScrapyPlaywrightDownloadHandler):
 
     async def _retire(self, name: str) -> None:
         """Close the context *name*, done with its pages."""
+        del self.open_pages[name]
         for page in self.idle_pages.pop(name, []):
             self.states.pop(id(page), None)
         wrapper = self.context_wrappers.get(name)
@@ -477,10 +432,8 @@ class Browser(ScrapyPlaywrightDownloadHandler):
         try:
             page: Page = await asyncio.wait_for(super()._create_page(request, spider), self.timeout)
         except TimeoutError:
-            # A context whose browser died before it heard so: Playwright's new_page
-            # waits without a limit, and every render behind it would wait too. The
-            # context is dropped (the next page opens a new one, in a browser
-            # launched again) and this render fails: its page is judged raw.
+            # In a context whose browser died, new_page waits without a limit: the
+            # context is dropped (the next page opens a new one) and this page is judged raw.
             name = request.meta.get("playwright_context", "default")
             self.context_wrappers.pop(name, None)
             raise PlaywrightError(f"the browser opened no page in {self.timeout:g} s") from None
@@ -533,9 +486,8 @@ class Browser(ScrapyPlaywrightDownloadHandler):
                     status, headers = answer.status, await answer.all_headers()
                 break
             except Exception:
-                # A kept page whose last document's script went on after it was read
-                # and never ended: its renderer cannot take the next URL (the page
-                # never left the last one). Once more, in a fresh page.
+                # A kept page still busy in its last document's script cannot take
+                # the next URL: once more, in a fresh page.
                 stuck = reused and page.url != request.url
                 await self._close_page(page)
                 if not stuck:
@@ -561,10 +513,7 @@ class Browser(ScrapyPlaywrightDownloadHandler):
         pushed: list[str] = []
         html: str | None = None
         settled = False
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
+        while (left := deadline - time.monotonic()) > 0:
             try:
                 await asyncio.wait_for(state.idle.wait(), left)
             except TimeoutError:
@@ -581,10 +530,8 @@ class Browser(ScrapyPlaywrightDownloadHandler):
                 continue
             except TimeoutError:
                 raise RenderTimeout(f"the page did not answer in {self.timeout:g} s") from None
-            if quiet and state.idle.is_set() and state.started == mark:
-                settled = True
-                break
-            if not quiet:
+            settled = quiet and state.idle.is_set() and state.started == mark
+            if settled or not quiet:
                 break
         if html is None:  # out of time before a look: read the page as it is
             _, pushed, html = await page.evaluate(_SETTLE, 0)

@@ -1,38 +1,12 @@
-"""Which pages are rendered in a headless Chromium, and why.
+"""Which pages are rendered in a headless Chromium, and the request that renders one.
 
-Sites built by JavaScript (React, Vue, Angular apps, client-side routers, lists
-filled by ``fetch()``) send an *application shell*: raw HTML with no content and no
-links, which a script fills in. Search engines render such pages; a crawl that
-reads raw HTML only finds their home page. This module holds the rule that picks
-the pages to render (docs/rendering.md) and builds the request that renders one:
-
-- every page is fetched raw first, as today, and its raw HTML analysed
-  (:mod:`crawler.page.analysis`, which notes the signs of a shell:
-  :func:`crawler.page.appshell.shell_signs`);
-- ``SITEMAP_RENDER = "never"``: nothing is rendered;
-- ``"auto"`` (the default): a 200 HTML page is rendered when its URL matches a
-  ``SITEMAP_RENDER_INCLUDE`` regex, or when its raw HTML has fewer than
-  ``SITEMAP_RENDER_SHELL_LINKS`` links to the crawled host *and* a sign of a shell
-  (an empty mount element, a ``<noscript>`` asking for JavaScript...).
-  (A server-rendered page whose list a script fills from an API is not told from
-  its raw HTML: inline scripts that do so are common on plain sites too, Sphinx's
-  search page among them. ``SITEMAP_RENDER_INCLUDE`` names such pages.)
-- ``"always"``: every 200 HTML page is rendered;
-- never a page whose raw HTML (or headers) say ``noindex``: Google does not render
-  those, and a noindex in the raw HTML stands whatever a script does; nor an
-  instant meta refresh, which is a redirect.
-
-A page to render is asked again through the browser (:meth:`RenderPolicy.request`:
-``meta["playwright"]``, which :mod:`crawler.fetch.renderhandler` sends to
-scrapy-playwright; every other request keeps Scrapy's own handler), and judged on
-its rendered DOM with the raw response's status and headers. Why it was rendered,
-or why it could not be, goes into its record (``render``, a ledger column).
-
-Without scrapy-playwright or a Chromium (:func:`unavailable`), ``"auto"`` judges
-every page on its raw HTML and the summary says how many pages wanted rendering;
-the ``crawl`` command refuses ``"always"`` with what to install.
-
-Settings, the meta keys of a render request and the stats: docs/rendering.md.
+Sites built by JavaScript send an *application shell*: raw HTML with no content and
+no links, which a script fills in; a crawl that reads raw HTML only finds their home
+page. Every page is fetched raw first; ``SITEMAP_RENDER`` picks those asked again
+through the browser (:meth:`RenderPolicy.request`), which are judged on their DOM with
+the raw response's status and headers. Without scrapy-playwright or a Chromium
+(:func:`unavailable`), every page is judged raw. The rule, settings, meta keys and
+stats: docs/rendering.md.
 """
 
 from __future__ import annotations
@@ -58,7 +32,7 @@ if TYPE_CHECKING:
 
 MODES = ("never", "auto", "always")
 #: Headers of a raw answer not passed on with its (decoded) body.
-_HOP_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding", "connection"})
+HOP_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding", "connection"})
 
 #: The switches Chromium needs here: headless on a machine with no screen, no
 #: network but the crawled site's, maybe as root (--no-sandbox); without the
@@ -98,9 +72,7 @@ LAUNCH_ARGS = (
 #: What to install, in one line each.
 INSTALL_EXTRA = 'rendering needs scrapy-playwright: pip install -e ".[render]"'
 #: The Chromiums looked for on PATH, in order. The headless shell first: Chromium's
-#: headless build, without the browser's UI layer: on the 1,000-page application of
-#: bench/render_site.py, 0.092 s of CPU a page and 573 MB at the peak against 0.181 s
-#: and 719 MB for the full browser (docs/rendering.md).
+#: headless build, about half the CPU and memory a page (docs/rendering.md).
 BROWSERS = ("chromium-headless-shell", "chromium", "chromium-browser")
 INSTALL_BROWSER = (
     "rendering needs a Chromium: apt-get install chromium-headless-shell (or --browser PATH)"
@@ -233,7 +205,7 @@ class RenderPolicy:
                 {
                     k.decode("latin-1").lower(): b", ".join(v).decode("latin-1")
                     for k, v in response.headers.items()
-                    if k.decode("latin-1").lower() not in _HOP_HEADERS
+                    if k.decode("latin-1").lower() not in HOP_HEADERS
                 },
                 response.body,
             ),
