@@ -1,28 +1,17 @@
 """Downloader middleware: the credentials of a staging or private site, for it alone.
 
 ``--auth``, ``--cookie`` and ``--header`` go with every request to the crawled site's
-origin (:func:`crawler.core.urls.origin_of`: its scheme, host and port, as the start
-URL's pre-flight found it) and to no other, ever: not to http:// of an https:// site
-(docs/crawling.md, "Staging and private sites"). With certificates unverified
-(``SITEMAP_TLS_VERIFY = False``) nothing is sent, unless
-``SITEMAP_INSECURE_CREDENTIALS``: anyone on the path could be the site. Over plain
-http they are sent, and the summary warns (``sitemap/access/plain_http``). They live
-in settings of our own, never in ``DEFAULT_REQUEST_HEADERS``, which Scrapy logs.
-Scrapy's ``RedirectMiddleware`` drops ``Authorization`` and ``Cookie`` on a redirect to
-another domain but copies every other header: a request for another origin loses here
-whatever of ours it carries.
-
-Scrapy's ``HttpAuthMiddleware`` takes spider attributes, not settings, and covers
-neither cookies nor headers; one middleware for the three keeps the rule in one place.
-It sits between the cookie (700) and proxy (750) middlewares: the cookie is merged into
-the ``Cookie`` header after the jar's cookies were written there, and never goes into
-the jar (a jar ignores ports, RFC 6265, and would send it to another server).
+origin (:func:`crawler.core.urls.origin_of`) and to no other; what is sent when, and
+why: docs/crawling.md, "Staging and private sites". Scrapy's ``HttpAuthMiddleware``
+takes spider attributes, not settings, and covers neither cookies nor headers: one
+middleware for the three keeps the rule in one place. It sits between the cookie (700)
+and proxy (750) middlewares, so the cookie joins the ``Cookie`` header after the jar's
+cookies and never goes into the jar (which ignores ports, RFC 6265).
 
 Settings: ``SITEMAP_AUTH``, ``SITEMAP_COOKIES``, ``SITEMAP_HEADERS``,
 ``SITEMAP_TLS_VERIFY``, ``SITEMAP_INSECURE_CREDENTIALS``.
-Stats: ``sitemap/access/stripped`` (requests to another origin that lost one of them
-here), ``sitemap/access/plain_http`` (requests that carried them over plain http),
-``sitemap/access/withheld`` (True: certificates unverified, nothing sent).
+Stats: ``sitemap/access/stripped``, ``sitemap/access/plain_http``,
+``sitemap/access/withheld`` (docs/reference.md).
 """
 
 from __future__ import annotations

@@ -1,18 +1,16 @@
 """Stop downloading a body the crawl will not read.
 
 The page judge reads only HTML and the types ``SITEMAP_LISTED_TYPES`` lists
-(docs/crawling.md), but Scrapy downloads every body in full first: a 12 MiB video cost
-seconds and bandwidth for nothing. Scrapy's ``headers_received`` signal comes before
-the body; this extension stops the download there (``StopDownload(fail=False)``: the
-response reaches the judge with its status and headers and an empty body). Requests
-that are not the crawl's pages (robots.txt, the audit's sitemap files) are left alone, and
-so is a response with no ``Content-Type``, which the judge may read as HTML.
+(docs/crawling.md), but Scrapy downloads every body in full first. Scrapy's
+``headers_received`` signal comes before the body; this extension stops the download
+there (``StopDownload(fail=False)``: the response reaches the judge with its status and
+headers and an empty body). Requests that are not the crawl's pages, and a response
+with no ``Content-Type`` (which the judge may read as HTML), are left alone.
 
-Only a body of at least :data:`MIN_STOPPED` bytes (or of unknown length) is stopped.
-A small one has usually arrived with the headers already; stopping it then closes a
-connection that Twisted's pool has handed to the next request, which the pool sends
-again on another connection: the site sees that request twice (measured on the test
-site: 3 crawls in 100). Downloading a few kilobytes costs less than that.
+Only a body of at least :data:`MIN_STOPPED` bytes (or of unknown length) is stopped: a
+small one has usually arrived with the headers, and stopping it then closes a
+connection Twisted's pool has handed to the next request, which is sent again: the
+site would see it twice.
 
 Settings: ``SITEMAP_LISTED_TYPES``.
 Stats: ``sitemap/bodies_skipped``.

@@ -1,17 +1,12 @@
 """Downloader middleware that keeps the crawl on the crawled host.
 
-The crawl talks to the crawled host and nothing else (docs/crawling.md, "Same site
-only"): every request, including whatever a redirect middleware builds, must go to the
-start URL's site (:func:`crawler.core.urls.site_of`: its host and port, http or https).
-Anything else is refused here, at the first downloader middleware, so no component can
-reach another host by accident.
+Every request, including whatever a redirect middleware builds, must go to the start
+URL's site (:func:`crawler.core.urls.site_of`: its host and port, http or https); anything
+else is refused here, at the first downloader middleware, so no component can reach
+another host by accident (docs/crawling.md, "Same site only"). Only the redirect hops
+of a robots.txt fetch (marked :data:`ROBOTS_TXT` by :mod:`crawler.fetch.robots`) may
+leave (RFC 9309 2.3.1.2).
 
-One exception: a robots.txt fetch (:mod:`crawler.fetch.robots` marks it with the meta
-key :data:`ROBOTS_TXT`) follows its redirects wherever they lead (RFC 9309 2.3.1.2).
-Only the hops of that fetch may leave: the first request must be a ``/robots.txt``, and
-each later one a redirect of it.
-
-Meta keys: :data:`ROBOTS_TXT`.
 Settings: none; the run's start URL (:class:`crawler.ledger.runstate.RunState`)
 says which site is ours (a spider without one is not ours to guard).
 Stats: ``sitemap/hostguard/refused``.

@@ -1,20 +1,11 @@
-"""The site's answer to its start URL, asked once before a crawl (docs/crawling.md,
-"The start URL").
+"""The site's answer to its start URL, asked once before a crawl.
 
-A domain as people type it (``example.com``, ``http://example.com/``) usually answers
-with a redirect to the real origin (``https://www.example.com/``). :func:`resolve_origin`
-asks the start URL with plain GETs (no credentials, the crawl's User-Agent and TLS
-policy, :mod:`crawler.fetch.tls`) and follows its redirects (301, 302, 303, 307, 308
-and a meta refresh of 0 seconds) while they stay within its registrable domain (the
-public suffix list bundled with ``tldextract``, never fetched) or go from http to https
-of one host, at most ``SITEMAP_MAX_REDIRECTS`` hops. The crawl then starts at the end
-of the chain, so every later check (scope, robots.txt, credentials, published URLs)
-reads the final origin. A host without a scheme is asked over https first, and over
-http only when nothing answers there (connection refused or timed out, or, on a port
-given, a plain-HTTP answer to the TLS handshake); a certificate that fails is an error.
-
-The crawl, the audit and a distributed crawl's coordinator call :func:`resolve_origin`
-through :func:`crawler.commands.options.resolve_start`.
+A domain as people type it (``example.com``) usually answers with a redirect to the
+real origin (``https://www.example.com/``). :func:`resolve_origin` follows those
+redirects within the registrable domain, so every later check (scope, robots.txt,
+credentials, published URLs) reads the final origin; which redirects, and http or
+https: docs/crawling.md, "The start URL". The crawl, the audit and a distributed
+crawl's coordinator call it through :func:`crawler.commands.options.resolve_start`.
 
 Settings: ``SITEMAP_MAX_REDIRECTS``, ``SITEMAP_TLS_VERIFY``, ``SITEMAP_CA_FILE``,
 ``SITEMAP_TEST_HOSTS``, ``USER_AGENT``, ``DOWNLOAD_TIMEOUT``.

@@ -1,24 +1,12 @@
 """robots.txt with RFC 9309 semantics, replacing Scrapy's allow-all fallback.
 
 Scrapy's ``RobotsTxtMiddleware`` treats any failure to fetch robots.txt as "allow
-all"; RFC 9309 (2.3.1) does not. What each answer means, the redirects,
-the size limit and the re-fetch: docs/crawling.md, "robots.txt, RFC 9309". How:
-
-* robots.txt is asked for uncompressed and its download stopped once more than
-  ``SITEMAP_ROBOTS_MAX_BYTES`` came (Scrapy's ``bytes_received`` signal and
-  ``StopDownload(fail=False)``), so a file larger than any download cap is read, its
-  lines within the limit; a line that the limit cuts is dropped, not read as a
-  shorter rule;
-* its redirects go through Scrapy's redirect middleware (``REDIRECT_MAX_TIMES``), to
-  any host and path: their hops are the only requests that may leave the host
-  (:data:`crawler.fetch.hostguard.ROBOTS_TXT` marks them), and the rules reached
-  apply to the original host;
-* an unreachable robots.txt (5xx, 429, no answer) disallows everything; for the start
-  URL's origin the spider is closed with reason ``robots_unreachable``. A re-fetch
-  (``SITEMAP_ROBOTS_MAX_AGE``, RFC 9309 2.4) that finds it unreachable keeps the rules
-  it had (the RFC allows the cached copy then); requests wait for the new rules.
-
-The parser is :class:`crawler.fetch.robotsrules.RobotsTxtParser` (``ROBOTSTXT_PARSER``).
+all"; RFC 9309 (2.3.1) does not. What each answer means, the redirects (the only
+requests that may leave the host, marked :data:`crawler.fetch.hostguard.ROBOTS_TXT`),
+the size limit and the re-fetch: docs/crawling.md, "robots.txt, RFC 9309". The
+download stops once past the size limit (``bytes_received`` and
+``StopDownload(fail=False)``), so a file larger than any download cap is read. The
+parser is :class:`crawler.fetch.robotsrules.RobotsTxtParser` (``ROBOTSTXT_PARSER``).
 
 Settings: ``ROBOTSTXT_OBEY``, ``ROBOTSTXT_PARSER``, ``ROBOTSTXT_USER_AGENT``,
 ``SITEMAP_ROBOTS_MAX_AGE``, ``SITEMAP_ROBOTS_MAX_BYTES``.

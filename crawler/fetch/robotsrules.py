@@ -3,22 +3,10 @@
 The parser (:class:`RobotsTxtParser`, ``ROBOTSTXT_PARSER``) *replaces* Protego's line
 handling and group selection and *keeps* Protego for matching (its wildcards, ``$``,
 longest match, percent-encoding and speed: the selected rules are handed to it as one
-``*`` group). Which group applies: docs/crawling.md, "Which robots.txt group applies".
-Where Protego differs:
-
-* it let an unknown line split a group (the rules after it were lost); here it is an
-  other record (RFC 9309 2.2.4), ignored. ``crawl-delay`` ends a group as a rule does
-  (as the crawlers that read it have it), and the largest of the selected ones applies;
-* it matched a group name found at any word start in ours (``User-agent: s`` applied
-  to ``sitemap-crawler``); here the name, spelled by its leading letters, digits,
-  ``_`` and ``-``, must *equal* our product token, case-insensitively (RFC 9309 2.2.1);
-* it tries wildcard patterns one by one, so 20,000 of them (a hostile file within
-  500 KiB) cost 0.09 s a question: only the first :data:`MAX_WILDCARD_RULES` wildcard
-  rules are kept; the rest are dropped, logged and counted
-  (``sitemap/robots/rules_dropped``);
-* a question is answered whatever the URL: its scheme and authority are never parsed
-  (a host such as ``[::1`` made Protego raise), and bytes that are not UTF-8 are
-  percent-encoded, as they are sent.
+``*`` group). Which group applies, and where this differs from Protego (unknown lines,
+``crawl-delay``, an agent name that must equal ours, a cap on wildcard rules, any URL
+answered): docs/crawling.md, "robots.txt, RFC 9309" and "Which robots.txt group
+applies".
 """
 
 from __future__ import annotations

@@ -2,18 +2,10 @@
 
 Scrapy's AutoThrottle adapts the delay between requests to the server's latency but
 may lower it below what the site asked for, and does not slow down when the server
-says it is overloaded. This subclass adds two floors (docs/crawling.md, "Safe defaults"):
-
-* ``Crawl-delay`` from robots.txt, read through Scrapy's ``robots_parsed`` signal and
-  capped at ``SITEMAP_MAX_CRAWL_DELAY`` seconds; the slot then sends one request at a
-  time with no jitter, so the delay is a true minimum between requests;
-* on 429 or 503 the slot's delay doubles, at least ``Retry-After`` (docs/crawling.md,
-  "Safe defaults"): a floor counted from the answer, which neither Scrapy's randomised
-  delay nor AutoThrottle's adaptation lowers; the slot's jitter is off until its next
-  request has left.
-
-With ``AUTOTHROTTLE_ENABLED = False`` the floors still apply; only the adaptive part
-is off.
+says it is overloaded. This subclass adds two floors, ``Crawl-delay`` and a back-off
+of at least ``Retry-After``, which neither Scrapy's randomised delay nor AutoThrottle's
+adaptation lowers, also with ``AUTOTHROTTLE_ENABLED = False`` (docs/crawling.md, "Safe
+defaults").
 
 Settings: ``AUTOTHROTTLE_*``, ``ROBOTSTXT_USER_AGENT``, ``SITEMAP_MAX_CRAWL_DELAY``.
 Stats: ``sitemap/throttle/crawl_delay``, ``sitemap/throttle/backoff``.

@@ -4,13 +4,9 @@ the host name, as curl, wget and Python do (docs/crawling.md, "HTTPS").
 One policy for everything the product fetches: Scrapy's downloads
 (:class:`crawler.fetch.renderhandler.RenderDownloadHandler` installs
 :meth:`TlsPolicy.twisted`), the start URL's pre-flight (:mod:`crawler.fetch.origin`) and
-IndexNow's key check (:meth:`TlsPolicy.ssl_context`). ``SITEMAP_CA_FILE`` trusts a
-private CA besides the system's; ``SITEMAP_TLS_VERIFY = False`` (``--insecure``) checks
-nothing. OpenSSL's default paths honour ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``.
-
-Why not ``DOWNLOAD_VERIFY_CERTIFICATES`` alone: it verifies against the system's store
-only, with no way to add a CA file, and Scrapy 2.19 deprecates
-``DOWNLOADER_CLIENTCONTEXTFACTORY``, the other way in.
+IndexNow's key check (:meth:`TlsPolicy.ssl_context`). Not ``DOWNLOAD_VERIFY_CERTIFICATES``
+alone: it verifies against the system's store only, with no way to add a CA file
+(``SITEMAP_CA_FILE``).
 
 Settings: ``SITEMAP_TLS_VERIFY``, ``SITEMAP_CA_FILE``.
 """
