@@ -1,16 +1,9 @@
 """The audit report: compare what the sitemaps list with what the crawl found.
 
-Every listed URL lands in one class (:data:`crawler.audit.classes.CLASSES`: indexable,
-orphan, excluded, duplicate, redirect, 4xx, ..., missing: the indexable pages found by
-the crawl that no sitemap lists), with flags on top (``duplicate-listing``,
-``dead-orphan``); docs/audit.md says what each means. Protocol problems (faults of a
-file or an entry, an index of indexes, cycles, lastmod drift) are listed separately,
-each with its sitemap and line. Coverage is the share of the indexable pages found by
-the crawl that the sitemaps list.
-
-Only the first 50,000 entries of a file (the protocol's limit) are audited, as search
-engines ignore the rest: a later entry takes a class only when its URL alone decides it
-(``invalid-loc``, ``off-host``); a page listed only there is ``missing``, saying so.
+Every listed URL lands in one class (:data:`crawler.audit.classes.CLASSES`) with flags
+on top; protocol problems are listed separately, each with its sitemap and line. What
+each class, flag and problem means, coverage, and the entries past the protocol's
+50,000 a file: docs/audit.md.
 
 ``audit.json`` (schema ``sitemap-crawler/audit/1``)::
 

@@ -2,26 +2,13 @@
 
 It runs after a crawl (or on an earlier one's ledger) with the ``site`` spider's page
 judge (:class:`crawler.crawl.judge.PageJudge`, with no leads: a listed page is
-judged, its links not followed), middlewares and politeness (docs/audit.md, "What it does"):
-
-1. Sitemaps are found in robots.txt's ``Sitemap:`` lines (as the crawl's ledger
-   recorded them; a relative one is read as robots.txt's URL resolves it, and
-   reported), the usual places and ``SITEMAP_AUDIT_SITEMAPS`` (URLs or local files);
-   fetched without robots.txt rules (the owner declared them), parsed with
-   :mod:`crawler.sitemaps`; indexes are followed with a visited set and a depth cap.
-2. A local file stands for the file of its name at the site's root (that URL is not
-   fetched); a sitemap a local index lists is read from beside it when there (the
-   set just published, not yet uploaded), else fetched.
-3. A sitemap or ``loc`` on another host or scheme, or outside the sitemap's
-   directory, is reported and never fetched.
-4. Entries are stored as the parser reads them, so a file's entries are never all
-   in memory; past the protocol's 50,000 a file they are counted (``not-audited``).
-5. Listed URLs the crawl never met are fetched once, obeying robots.txt, and judged
-   as the crawl judges a page; one its rules left out, or would have
-   (:mod:`crawler.audit.rules`), is reported as excluded, not fetched.
-
-Everything goes into an :class:`crawler.audit.store.AuditStore`, which
-:mod:`crawler.audit.report` reports from.
+judged, its links not followed), middlewares and politeness. Where sitemaps are
+found, which are fetched and which only reported, and which listed URLs are fetched:
+docs/audit.md, "What it does". A local file stands for the file of its name at the
+site's root; a sitemap a local index lists is read from beside it when there (the set
+just published, not yet uploaded). Entries are stored as the parser reads them
+(:mod:`crawler.sitemaps`), so a file's entries are never all in memory, into an
+:class:`crawler.audit.store.AuditStore` that :mod:`crawler.audit.report` reports from.
 
 Settings: ``SITEMAP_AUDIT_STORE``, ``SITEMAP_AUDIT_LEDGER``, ``SITEMAP_AUDIT_SITEMAPS``,
 ``SITEMAP_AUDIT_MAX_DEPTH``, ``SITEMAP_AUDIT_MAX_BYTES``, and the page judge's.
