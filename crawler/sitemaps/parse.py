@@ -96,7 +96,7 @@ def parse_sitemap(
     ``entry_count`` says how many): memory follows a batch, not the file. Its
     exceptions are raised again here. Without it, ``entries`` is a list when there are
     at most :data:`KEPT_ENTRIES`, else a :class:`~.model.Rereading` that reads them
-    again from ``data`` each time it is iterated (``bench/parse_memory.py``).
+    again from ``data`` each time it is iterated.
     """
     args = (data, url, base_url, max_bytes, aware(now))
     if on_entries is not None:
