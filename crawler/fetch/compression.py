@@ -1,13 +1,12 @@
 """Keep Scrapy from guessing the charset of still-compressed bodies.
 
-``HttpCompressionMiddleware`` decompresses with ``response.replace(body=...)``, and
-``Response.replace`` reads every attribute of the old response first, ``encoding``
-included: for an ``HtmlResponse`` whose Content-Type names no charset, that runs
-charset detection over the *gzip bytes*, only to throw the answer away. On a static
-site served gzipped it was half of the fetch time. This middleware sits
-just before it in ``process_response`` order and hands it a plain ``Response`` for a
-compressed body; Scrapy's middleware then picks the response class and the encoding
-from the decompressed body, exactly as before.
+``HttpCompressionMiddleware`` decompresses with ``response.replace(body=...)``, which
+reads every attribute of the old response first, ``encoding`` included: for an
+``HtmlResponse`` whose Content-Type names no charset, that runs charset detection over
+the *gzip bytes*, only to throw the answer away. This middleware sits just before it in
+``process_response`` order and hands it a plain ``Response`` for a compressed body;
+Scrapy's middleware then picks the response class and the encoding from the
+decompressed body, exactly as before.
 """
 
 from __future__ import annotations

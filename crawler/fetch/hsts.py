@@ -1,12 +1,11 @@
-"""Downloader middleware: HTTP Strict Transport Security (RFC 6797), as browsers keep it.
+"""Downloader middleware: HTTP Strict Transport Security (RFC 6797), as browsers keep it
+(docs/crawling.md, "HTTPS").
 
-Once a host answered over verified https with ``Strict-Transport-Security`` (a
-``max-age`` above 0; ``includeSubDomains`` for its subdomains too), a request for
-``http://`` on that host never goes out: it is answered here with the redirect a browser
-makes internally (``307`` to the ``https://`` URL, RFC 6797 8.3), which the judge
-records as the redirect it is (not listed) and the frontier follows. It sits before
-robots.txt (100), so not even robots.txt is asked over http. A header over an
-unverified connection (``--insecure``) is ignored (RFC 6797 8.1).
+A request for ``http://`` on a host known for HSTS never goes out: it is answered here
+with the ``307`` to ``https://`` a browser makes internally (RFC 6797 8.3), which the
+judge records as a redirect and the frontier follows. It sits before robots.txt (100),
+so not even robots.txt is asked over http. A header over an unverified connection is
+ignored (RFC 6797 8.1).
 
 Settings: ``SITEMAP_TLS_VERIFY``.
 Stats: ``sitemap/hsts/upgraded`` (http:// requests answered here).

@@ -1,14 +1,9 @@
 """Scrapy's DNS resolver (``DNS_RESOLVER``), with the test-only host names of
-``SITEMAP_TEST_HOSTS``.
-
-``SITEMAP_TEST_HOSTS`` maps a host name to an address (``{"www.example.test":
-"127.0.0.1"}``), as curl's ``--resolve`` does: the test suite crawls real HTTPS servers
-on 127.0.0.1 under the names their certificates carry. It is for tests only; empty
-(the default), this is Scrapy's ``CachingThreadedResolver`` unchanged. The start URL's
-pre-flight (:mod:`crawler.fetch.origin`) reads the same setting through
+``SITEMAP_TEST_HOSTS`` (docs/reference.md), as curl's ``--resolve``: the test suite
+crawls real HTTPS servers on 127.0.0.1 under the names their certificates carry.
+Empty (the default), this is Scrapy's ``CachingThreadedResolver`` unchanged. The start
+URL's pre-flight (:mod:`crawler.fetch.origin`) reads the same setting through
 :func:`address_of`.
-
-Settings: ``SITEMAP_TEST_HOSTS``.
 """
 
 from __future__ import annotations
