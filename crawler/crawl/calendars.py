@@ -1,20 +1,11 @@
 """Calendars and date sequences: endless by construction, cut by a window
 (docs/crawling.md#traps-learned).
 
-A calendar links each day, month or year to the next and the previous one without
-end; so does an archive with "older" links. :func:`date_of` recognises the dates in a
-URL: path segments (``/2024/05/17/``, ``/2024-05/``, the years 1900 to 2199; ``/3.11/``
-is a version) and query parameters (``date=2024-05-17``, ``year=2024&month=5``...).
-The URL's *template* is its address with the date taken out (``/cal/{date}/``),
-whatever the date's unit: a month and its days are one sequence.
-
-The rule applies to date-sequence navigation only, a link from a page of the same
-template: such a URL is followed only within ``SITEMAP_CALENDAR_WINDOW`` of today
-(a year each way by default), and at most :data:`STEPS` dates from where the crawl
-entered the sequence from another page (a calendar within the window is still long:
-731 days); the rest is ``calendar``. Both depend on the links, not on the order pages
-were fetched in. A dated URL linked from any other page (a blog post, a year archive
-in a menu) is followed as usual, however old.
+:func:`date_of` recognises the dates in a URL; its *template* is its address with the
+date taken out, whatever the date's unit. Only date-sequence navigation (a link from a
+page of the same template) is cut: within ``SITEMAP_CALENDAR_WINDOW`` of today, and at
+most :data:`STEPS` dates from where the crawl entered the sequence from another page,
+so the cut depends on the links, not on the order pages were fetched in.
 """
 
 from __future__ import annotations

@@ -1,30 +1,10 @@
 """Query parameters learned from the pages, and facets (docs/crawling.md#traps-learned).
 
-A site can link one page under many query strings (a sort order, ``?ref=nav``, a view
-switch); counting query strings per path (:mod:`crawler.crawl.traps`) stops them
-late, after many duplicates are listed. The crawl learns instead, per path, from the
-main-content hash of the pages it fetched (:mod:`crawler.page.content`):
-
-* A parameter is **learned** on a path when pages of that path that differ only in it
-  have the same main-content hash, or the same content in another order
-  (:func:`crawler.page.content.bag_hash`), in at least :data:`EVIDENCE` such pairs
-  (``/shop/``, ``/shop/?sort=price``, ``/shop/?sort=name``), and never once a
-  different one: a pair that differs shows the parameter changes the page, and it is
-  never learned on that path (a learned one is forgotten).
-* From then on, URLs of that path that differ only in learned parameters are one
-  page: the frontier fetches one (the shortest; the URL without them when found) and
-  records the others as ``ignored-parameter``, with that one as target.
-* **Facets**: a path linked with single-parameter variants of two or more names
-  (``?color=red``, ``?size=m``) is a faceted listing; its combinations of two or more
-  parameters are ``facet-combination`` and are not fetched.
-* The listed query variants of one path are at most ``SITEMAP_MAX_VARIANTS_PER_PATH``
-  (the shortest first); the crawl may fetch more (``SITEMAP_TRAP_MAX_QUERY_VARIANTS``)
-  to learn from them.
-
-What the frontier decides depends on what was learned so far; :func:`settle` decides
-again over the whole ledger when the books are closed, so the listed set does not
-depend on the order pages were fetched in. Learned parameters are kept in the
-ledger's ``params`` table, and the next run starts with them.
+Counting query strings per path (:mod:`crawler.crawl.traps`) stops a trap late; the
+crawl learns instead, per path, which parameters leave the main-content hash
+(:mod:`crawler.page.content`) unchanged, and which paths are faceted listings. What
+the frontier decides depends on what was learned so far; :func:`settle` decides again
+over the whole ledger, so the listed set does not depend on the order of the crawl.
 """
 
 from __future__ import annotations

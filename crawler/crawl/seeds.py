@@ -2,17 +2,10 @@
 (docs/crawling.md#seeds-beyond-links).
 
 A crawl finds only what is linked, yet a sitemap exists largely for the pages links
-hardly reach. So a crawl can start from more than the start URLs: the lines of a URL
-file (:func:`read_url_file`), and with ``--seed-sitemaps`` the entries of the site's
-sitemaps (:class:`SitemapSeeds`). Every seed goes to the frontier and is judged like
-any URL; ``found_by`` and ``found_from`` in the ledger say where each came from.
-
-The sitemaps are found where the audit finds them: robots.txt's ``Sitemap:`` lines
-(Scrapy's ``robots_parsed`` signal), the usual places and the ``--sitemap`` URLs;
-read with the audit's parser (no DTD, no entity, a gzip bomb stopped at
-``SITEMAP_AUDIT_MAX_BYTES``), only on the crawled site, indexes followed at most
-``SITEMAP_AUDIT_MAX_DEPTH`` levels, each file once, its first 50,000 entries (the
-protocol's limit). A sitemap that cannot be read costs nothing but its seeds.
+hardly reach. So a crawl can start from the lines of a URL file
+(:func:`read_url_file`) and the entries of the site's sitemaps (:class:`SitemapSeeds`),
+found and read as the audit finds and reads them. Every seed goes to the frontier and
+is judged like any URL; a sitemap that cannot be read costs nothing but its seeds.
 
 Settings: ``SITEMAP_SEED_SITEMAPS``, ``SITEMAP_SEED_SITEMAP_URLS``,
 ``SITEMAP_AUDIT_MAX_DEPTH``, ``SITEMAP_AUDIT_MAX_BYTES``.

@@ -1,18 +1,10 @@
 """The revisit schedule: when each known URL is next verified, by the evidence of its
 changes (docs/nightly.md#the-revisit-schedule).
 
-Each URL's row keeps when it was last verified (``verified_at``), its interval
-(``revisit_days``), when it is next due (``due_at``), and how often it was checked and
-found changed (``checks``, ``changes``). A fetch that finds the page's own content
-unchanged multiplies the interval by :data:`GROW`, one that finds it changed by
-:data:`SHRINK` (Apache Nutch's adaptive schedule), always between the minimum and the
-maximum interval: every URL is verified at least once in the maximum. A URL is due on
-the night whose start is within half the minimum interval of its due time, so a run
-that starts a little earlier than last night's still counts it.
-
-A full night (the first, the first after a ledger without a schedule, ``--full``, or
-options that change what is crawled or listed) spreads the next verifications evenly
-over the nights up to each URL's interval, so no later night carries the whole site.
+An unchanged page's interval grows by :data:`GROW`, a changed one's shrinks by
+:data:`SHRINK` (Apache Nutch's adaptive schedule), between the minimum and the maximum
+interval. A full night spreads the next verifications evenly over the nights up to
+each URL's interval, so no later night carries the whole site.
 
 Settings: ``SITEMAP_REVISIT_MIN``, ``SITEMAP_REVISIT_MAX``, ``SITEMAP_REVISIT_FULL``.
 """
