@@ -1,18 +1,13 @@
 """Rules pipeline: each listed page's section, changefreq and priority, by the user's
 rules (docs/around.md; docs/lastmod.md, "changefreq and priority").
 
-- ``--section NAME=REGEX``: the first rule whose regex matches the page's ``<loc>``
-  (``re.search``) names its section (its own files, in the one index); else the default;
-- ``--changefreq REGEX=VALUE``, ``--priority REGEX=VALUE``: the first match wins
-  (values checked with the settings: ``crawler/commands/settingrules.py``);
-- ``--changefreq auto``: from the change history (:mod:`pipelines.history`; one run a
-  day): of the last 7 runs, 5 changed or more -> ``daily``, 1 or more -> ``weekly``;
-  else one in the history -> ``monthly``; none in 30 runs -> ``yearly``; fewer than 7
-  runs: nothing.
+For each of ``--section``, ``--changefreq`` and ``--priority`` the first rule whose
+regex matches the page's ``<loc>`` decides; ``--changefreq auto`` reads the change
+history (:mod:`pipelines.history`). A page no rule speaks for gets
+``SITEMAP_CHANGEFREQ`` and ``SITEMAP_PRIORITY``.
 
-A page no rule speaks for gets ``SITEMAP_CHANGEFREQ`` and ``SITEMAP_PRIORITY``.
-
-Settings: ``SITEMAP_SECTIONS``, ``SITEMAP_CHANGEFREQ_RULES``, ``SITEMAP_PRIORITY_RULES``."""
+Settings: ``SITEMAP_SECTIONS``, ``SITEMAP_CHANGEFREQ_RULES``, ``SITEMAP_PRIORITY_RULES``.
+"""
 
 from __future__ import annotations
 
@@ -60,7 +55,7 @@ def value_rules(texts: Iterable[str]) -> list[tuple[re.Pattern[str] | None, str]
 
 
 def auto_changefreq(history: str | None) -> str | None:
-    """``changefreq`` from a page's change history (see the module docstring)."""
+    """``changefreq`` from a page's change history (the table in docs/around.md)."""
     if history is None or len(history) < 7:
         return None
     recent = history[-7:].count("1")

@@ -75,7 +75,7 @@ def _span(y: int, m: int | None, d: int | None) -> tuple[date, date, str] | None
 
 
 def date_of(url: str) -> Dated | None:
-    """The date of *url* (see the module docstring), or None."""
+    """The date of *url* (the forms docs/crawling.md#traps-learned lists), or None."""
     parts = urlsplit(url)
     path = parts.path
     # The last date in the path is the sequence's.

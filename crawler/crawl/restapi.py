@@ -1,14 +1,8 @@
-"""The WordPress REST API as a change signal of nightly runs (docs/nightly.md#signals).
+"""The WordPress REST API as a change signal of nightly runs (docs/nightly.md#change-signals).
 
-A WordPress site advertises its API on every page (``Link: <.../wp-json/>;
-rel="https://api.w.org/"``). Each night the API's lists of posts and pages are read,
-100 a request, with only each item's ``link`` and ``modified_gmt``: a post modified
-after the lastmod the previous run gave its page is verified tonight; a post or page
-the previous night's lists had and tonight's have not (trashed, made private) is
-verified tonight too. The times compared are the site's own (``modified_gmt``, the
-page's lastmod), never this machine's clock. The API is asked like any URL:
-robots.txt obeyed, this site only; a list that cannot be read is no signal, and the
-pages are then verified on their due nights.
+A post modified after the lastmod the previous run gave its page, or a post or page
+tonight's lists no longer have, is verified tonight. The times compared are the site's
+own, never this machine's clock; a list that cannot be read is no signal.
 
 Stats: ``sitemap/signals/api_requests``, ``sitemap/signals/api_failed``.
 """
