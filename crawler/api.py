@@ -17,7 +17,7 @@ import pickle
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -156,36 +156,38 @@ def _run(command: str, url: str | None, options: dict[str, Any]) -> CrawlResult 
 
 
 def _crawl_result(outcome: CrawlOutcome, args: Namespace) -> CrawlResult:
+    from crawler.core.decisions import LISTED
     from crawler.core.paths import CrawlPaths
-    from crawler.crawl.progress import pages_fetched
-    from crawler.publish.report import decision_counts, duration, format_summary
 
-    stats, run = outcome.stats, outcome.run
-    paths = CrawlPaths.create(args.out, args.state)
-    counts = decision_counts(stats)
-    listed = counts.pop("listed", 0)
-    published = run.published if run is not None else None
-    return CrawlResult(
+    run, paths = outcome.run, CrawlPaths.create(args.out, args.state)
+    result = CrawlResult(
         exit_code=outcome.code,
         outcome=run.outcome if run is not None else None,
         message=outcome.error or (run.message if run is not None else None),
-        summary=format_summary(stats) if stats else outcome.error or "",
+        summary=outcome.summary() or outcome.error or "",
         out=paths.out,
         state=paths.state,
-        pages_fetched=pages_fetched(stats),
-        listed=listed,
-        excluded={k: v for k, v in counts.items() if v},
-        added=stats.get("sitemap/added"),
-        removed=stats.get("sitemap/removed"),
-        lastmod_changes=stats.get("sitemap/lastmod_changes"),
-        files_written=stats.get("sitemap/files_written", 0),
-        urls_written=stats.get("sitemap/urls_written", 0),
+        stats=outcome.stats,
+    )
+    if run is None or run.summary is None:
+        return result
+    summary = run.summary
+    books, published, lengths = summary.books, summary.published, summary.lengths
+    return replace(
+        result,
+        pages_fetched=summary.crawl.pages_fetched,
+        listed=books.listed,
+        excluded={k: v for k, v in sorted(books.decisions.items()) if v and k != LISTED},
+        added=lengths.get("added"),
+        removed=lengths.get("removed"),
+        lastmod_changes=lengths.get("lastmod_changes"),
+        files_written=published.files_written if published is not None else 0,
+        urls_written=published.urls_written if published is not None else 0,
         index=published.index_path if published is not None else None,
         index_url=published.index_url if published is not None else None,
-        report=run.report_path if run is not None else None,
-        report_html=run.report_html_path if run is not None else None,
-        duration=duration(stats),
-        stats=stats,
+        report=summary.report_path,
+        report_html=summary.report_html_path,
+        duration=summary.crawl.duration,
     )
 
 

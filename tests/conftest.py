@@ -26,11 +26,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import hypothesis
 import pytest
 from twisted.internet.defer import CancelledError, Deferred
+
+if TYPE_CHECKING:
+    from crawler.core.summary import RunSummary
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -308,10 +311,19 @@ class CrawlResult:
     out: Path
     state: Path
     network: list[tuple[str, Any]] = field(default_factory=list)
+    #: The run's summary, as the publisher built it (None: it never ran).
+    summary: RunSummary | None = None
 
     @property
     def outcome(self) -> str | None:
         return self.stats.get("sitemap/outcome")
+
+    def summary_text(self) -> str:
+        """The end-of-run summary the command prints."""
+        from crawler.publish.report import format_summary
+
+        assert self.summary is not None
+        return format_summary(self.summary)
 
     def ledger_rows(self) -> dict[str, dict[str, Any]]:
         from crawler.ledger.ledger import Ledger
@@ -357,6 +369,7 @@ async def run_crawl(url: str, tmp_path: Path, setup: Any = None, **overrides: An
     from scrapy.settings import Settings
 
     from crawler.crawl.spider import SiteSpider
+    from crawler.ledger.runstate import RunState
 
     settings = Settings()
     settings.setmodule("settings", priority="project")
@@ -371,11 +384,13 @@ async def run_crawl(url: str, tmp_path: Path, setup: Any = None, **overrides: An
         await Deferred.fromFuture(asyncio.ensure_future(runner.crawl(crawler, url=url)))
         seen = list(network)
     assert crawler.stats is not None
+    state = RunState.existing(crawler)
     return CrawlResult(
         crawler.stats.get_stats(),
         Path(chosen["SITEMAP_OUT_DIR"]),
         Path(chosen["SITEMAP_STATE_DIR"]),
         seen,
+        state.outcome.summary if state is not None and state.outcome is not None else None,
     )
 
 

@@ -510,6 +510,7 @@ def hostile_reports(tmp_path: Path) -> tuple[Path, Path]:
     """A crawl report and an audit report whose data carry HOSTILE everywhere."""
     from crawler.audit.report import AuditReport, write_report
     from crawler.core.items import UrlRecord
+    from crawler.core.summary import Books, CrawlFigures, RunSummary
     from crawler.ledger.ledger import Ledger
     from crawler.publish.htmlpage import write_html
     from crawler.publish.report import run_model, write_json
@@ -547,7 +548,9 @@ def hostile_reports(tmp_path: Path) -> tuple[Path, Path]:
     )
     ledger.commit()
     stats = {"start_time": datetime.now(UTC), "response_received_count": 3}
-    model = run_model(stats, ledger, None, "published", f"message {HOSTILE}")
+    figures = CrawlFigures.from_stats(stats)
+    summary = RunSummary("published", f"message {HOSTILE}", True, Books(ledger.counts()), figures)
+    model = run_model(summary, ledger, None)
     model.fields["history"] = [model.history_entry()]
     write_json(tmp_path / "report.json", model)
     crawl = write_html(tmp_path / "report.html", render_run(model, ledger))

@@ -247,14 +247,12 @@ async def test_an_unchanged_night_touches_no_published_file(
     modification times kept (rsync, a CDN, HTTP validators see no change); the
     summary and report.json say 0 written, 1 unchanged, and when the set was first
     published."""
-    from crawler.publish.report import format_summary
-
     site = nightly
     site.home("/a.html", etag='"h"')
     site.page("/a.html", "a", etag='"a"')
     run1 = await night(site, tmp_path)
     assert run1.outcome == "published"
-    assert "files: 1 written, 0 unchanged (2 URLs)" in format_summary(run1.stats)
+    assert "files: 1 written, 0 unchanged (2 URLs)" in run1.summary_text()
     rep1 = report(run1)  # the state's report.json is the last run's
     old = 1_000_000_000  # 2001: any rewrite shows
     for path in run1.out.iterdir():
@@ -266,7 +264,7 @@ async def test_an_unchanged_night_touches_no_published_file(
     assert run2.outcome == "published"
     after = {p.name: (p.stat().st_ino, p.stat().st_mtime) for p in run2.out.iterdir()}
     assert after == before
-    summary = format_summary(run2.stats)
+    summary = run2.summary_text()
     assert "files: 0 written, 1 unchanged (2 URLs)" in summary, summary
     rep2 = report(run2)
     assert (rep2["files_written"], rep2["files_unchanged"]) == (0, 1)

@@ -5,7 +5,8 @@ public address, a first run or not) to the command through the run state
 (crawler.core.outcome); the exit status and IndexNow decide on that. Here an extension
 scrambles every stat the command once read, after the publisher is done: a real
 crawl of a real site (tests/nightlyserver.py) must still exit 0 and tell a
-stand-in IndexNow endpoint (tests/indexnowserver.py) exactly what changed.
+stand-in IndexNow endpoint (tests/indexnowserver.py) exactly what changed, and print
+the run's own summary.
 """
 
 from __future__ import annotations
@@ -28,9 +29,11 @@ from tests.indexnowserver import Answer, IndexNowServer
 from tests.test_changes import KEY, build
 from tests.test_nightly import NightlySite
 
-#: What the command used to read from the stats, each set to a lie.
+#: What the command and its summary used to read from the stats, each set to a lie.
 LIES = {
     "sitemap/outcome": "failed",
+    "sitemap/decision/listed": 12345,
+    "sitemap/files_written": 12345,
     "sitemap/message": "a lie told by the stats",
     "sitemap/report_path": "/nonexistent/report.json",
     "sitemap/first_run": True,
@@ -97,6 +100,9 @@ def test_the_exit_status_and_indexnow_never_read_the_stats(
     assert code == 0, err
     assert "a lie told by the stats" not in err.strip().splitlines()[-1]
     assert endpoint.received == []
+    # The summary printed is the run's own (crawler.core.summary), not the stats'.
+    assert "12345" not in err and "/nonexistent/" not in err, err
+    assert "listed: 2\n" in err and "files: 1 written" in err, err
     # The second: b added; IndexNow is told, at the real site's host, with the key
     # file checked there (the stats say: a first run, another host, no report).
     endpoint.script = [Answer(200)]

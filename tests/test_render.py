@@ -283,9 +283,7 @@ def test_script_errors_and_failed_renders(spa: SpaServer, rendered: CrawlResult)
 
 
 def _summary(result: CrawlResult) -> str:
-    from crawler.publish.report import format_summary
-
-    return format_summary(result.stats)
+    return result.summary_text()
 
 
 @pytest_twisted.ensureDeferred

@@ -23,7 +23,6 @@ from crawler.core.decisions import UNFETCHED_TIME
 from crawler.core.urls import is_session_param, normalize_url
 from crawler.crawl.traps import TrapDetector
 from crawler.page.links import reopen_body
-from crawler.publish.report import format_summary
 from tests.conftest import ROOT, run_crawl
 from tests.seedserver import ScriptedSite
 
@@ -131,7 +130,7 @@ async def test_sitemap_seeds_list_live_orphans_and_never_dead_entries(
     assert stats["sitemap/seeds/listed_unlinked"] == 3
     report = json.loads((result.state / "report.json").read_text())
     assert report["seeds"]["listed_unlinked"] == stats["sitemap/seeds/listed_unlinked"]
-    assert "seeds: 1 start URLs" in format_summary(stats)
+    assert "seeds: 1 start URLs" in result.summary_text()
     # The other host was never contacted (the network watch of run_crawl).
     assert not [a for _, a in result.network if "localhost" in str(a)]
 
@@ -302,7 +301,7 @@ async def test_time_budget_publishes_what_was_judged(site: ScriptedSite, tmp_pat
     assert (
         f"stopped early: the time budget (--max-time) ran out; {len(unfetched)} URLs found "
         "but not fetched (cap-reached)"
-    ) in format_summary(stats)
+    ) in result.summary_text()
     report = json.loads((result.state / "report.json").read_text())
     assert report["budget"] == {
         "stopped": "the time budget (--max-time) ran out",
@@ -332,7 +331,7 @@ async def test_oversized_page_on_a_small_site_still_publishes(
         "over the download size cap (DOWNLOAD_MAXSIZE, 100000 bytes)",
     )
     assert result.stats["sitemap/too_large"] == 1
-    assert "too large: 1 pages over the download size cap" in format_summary(result.stats)
+    assert "too large: 1 pages over the download size cap" in result.summary_text()
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,6 @@ from crawler.crawl.params import ParamLearner, settle
 from crawler.page.content import bag_hash, main_content
 from crawler.page.links import parse_html
 from crawler.page.softnotfound import page_print, says_not_found
-from crawler.publish.report import format_summary
 from tests.conftest import ROOT, run_crawl
 
 
@@ -182,7 +181,7 @@ async def test_traps_learned_and_reused_the_next_night(traps: TrapServer, tmp_pa
     assert stats["sitemap/soft404/probes"] == 1
     assert stats["sitemap/soft404/probe_status"] == 404
     assert stats["sitemap/soft404/detected"] is False
-    summary = format_summary(stats)
+    summary = first.summary_text()
     assert (
         "learned: 2 parameters ignored on /shop/, 3 calendars cut, "
         "4 facet combinations left out" in summary
@@ -261,7 +260,7 @@ async def test_soft_404(soft: TrapServer, tmp_path: Path) -> None:
     assert stats["sitemap/soft404/probes"] == 2
     assert stats["sitemap/soft404/detected"] is True
     assert stats["sitemap/excluded/soft-404"] == 2
-    assert "learned: soft-404 page detected" in format_summary(stats)
+    assert "learned: soft-404 page detected" in result.summary_text()
     report = json.loads((result.state / "report.json").read_text())
     assert report["learned"]["soft404"] == {"probes": 2, "probe_status": 200, "detected": True}
 

@@ -161,6 +161,14 @@ class CrawlOutcome:
     run: RunOutcome | None = None
     #: Where the crawl went and how (the start URL's redirects, TLS unverified).
     notes: list[str] = field(default_factory=list)
+    #: What IndexNow was told (None: nothing).
+    notified: str | None = None
+
+    def summary(self) -> str | None:
+        """The summary the command prints (None: the run kept no books)."""
+        if self.run is None or self.run.summary is None:
+            return None
+        return "\n".join(filter(None, [format_summary(self.run.summary), self.notified]))
 
 
 def execute(args: argparse.Namespace) -> CrawlOutcome:
@@ -225,7 +233,7 @@ def _execute(args: argparse.Namespace) -> CrawlOutcome:
         if private is not None:
             private.stop()
     code, stats, run = spider_run.code, spider_run.stats, spider_run.outcome
-    failure = None
+    failure = told = None
     if code != EXIT_OK:
         failure = run.message if run is not None else "the crawl failed"
     elif run is not None:
@@ -233,10 +241,10 @@ def _execute(args: argparse.Namespace) -> CrawlOutcome:
 
         notified = notify(project_settings(overrides), run)
         if notified is not None:
-            stats["sitemap/indexnow"] = notified.message
+            told = notified.message
             if not notified.ok:
                 code, failure = EXIT_NOTIFY_FAILED, notified.message
-    return CrawlOutcome(code, stats, failure, run, notes)
+    return CrawlOutcome(code, stats, failure, run, notes, told)
 
 
 def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -250,7 +258,7 @@ def _show(outcome: CrawlOutcome) -> None:
     """The summary goes to stderr with the errors, as a cron mail or a journal shows it."""
     for note in outcome.notes:
         print(note, file=sys.stderr)
-    if outcome.stats:
-        print(format_summary(outcome.stats), file=sys.stderr)
-        if (line := distributed.summary_line(outcome.stats)) is not None:
-            print(line, file=sys.stderr)
+    if (summary := outcome.summary()) is not None:
+        print(summary, file=sys.stderr)
+    if (line := distributed.summary_line(outcome.stats)) is not None:
+        print(line, file=sys.stderr)

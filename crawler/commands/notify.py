@@ -25,10 +25,11 @@ def notify(settings: BaseSettings, run: RunOutcome) -> indexnow.Outcome | None:
     """Submit *run*'s changes; None when there is nothing to do (no key, nothing
     published, or a first run without ``--indexnow-all``)."""
     key = settings.get("SITEMAP_INDEXNOW_KEY")
-    published, path = run.published, run.report_path
-    if not key or published is None or path is None:
+    summary = run.summary
+    if not key or summary is None or summary.published is None or summary.report_path is None:
         return None
-    if published.first_run and not settings.getbool("SITEMAP_INDEXNOW_ALL"):
+    published, path = summary.published, summary.report_path
+    if summary.first_run and not settings.getbool("SITEMAP_INDEXNOW_ALL"):
         return None
     report = json.loads(path.read_text(encoding="utf-8"))
     urls = list(report.get("added") or [])

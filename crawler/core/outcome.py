@@ -9,8 +9,9 @@ The exit status, IndexNow and the Python API decide on these fields, never on st
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
+
+from crawler.core.summary import RunSummary
 
 #: What a run did: published its set, crawled without publishing (publishing off),
 #: refused to publish a set that looks broken, was interrupted, failed, or could not
@@ -21,25 +22,14 @@ GOOD: frozenset[str] = frozenset({"published", "crawled"})
 
 
 @dataclass(frozen=True, slots=True)
-class Published:
-    """Where a published set went, and whether it is the first (IndexNow then submits
-    nothing unless asked)."""
-
-    index_path: Path
-    index_url: str
-    first_run: bool
-
-
-@dataclass(frozen=True, slots=True)
 class RunOutcome:
-    """The end of a run: its *outcome*, the one line that says why (*message*), the
-    set published (None unless *outcome* is ``published``) and the reports written."""
+    """The end of a run: its *outcome*, the one line that says why (*message*), and its
+    :class:`RunSummary` (None: the run kept no books): the set published (IndexNow
+    submits nothing for a state's first unless asked) and the reports written."""
 
     outcome: Outcome
     message: str
-    published: Published | None = None
-    report_path: Path | None = None
-    report_html_path: Path | None = None
+    summary: RunSummary | None = None
 
     @property
     def good(self) -> bool:

@@ -4,7 +4,7 @@ On a terminal, a live line rewritten every second (pages fetched, queued, listed
 rate). Elsewhere (cron, systemd, CI) a plain line every
 ``SITEMAP_PROGRESS_INTERVAL`` seconds, so a mailed log stays short. Off with
 ``SITEMAP_PROGRESS_INTERVAL = 0``. Everything it shows comes from the stats:
-the pages fetched (:func:`pages_fetched`), Scrapy's scheduler counts (queued is
+the pages fetched (:func:`crawler.core.summary.pages_fetched`), Scrapy's scheduler counts (queued is
 enqueued less dequeued) and ``sitemap/decision/listed``.
 
 Settings: ``SITEMAP_PROGRESS_INTERVAL``.
@@ -14,26 +14,19 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
+
+from crawler.core.summary import pages_fetched
 
 if TYPE_CHECKING:
     from typing import Self
 
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
-
-
-def pages_fetched(stats: dict[str, Any]) -> int:
-    """The pages the crawl fetched: the responses less those of robots.txt (a run
-    stopped by its robots.txt fetched no page) and those of the pages the revisit
-    schedule kept, answered without a request (crawler.fetch.kept)."""
-    fetched = int(stats.get("response_received_count", 0))
-    others = int(stats.get("robotstxt/response_count", 0))
-    return max(0, fetched - others - int(stats.get("sitemap/schedule/kept_responses", 0)))
 
 
 class Progress:

@@ -1,11 +1,12 @@
 """What a run tells people: the end-of-run summary and ``report.json``.
 
-Both come from the same figures: Scrapy's stats (the crawl's contract), which the
-publisher sets from the ledger's closed books (decision counts) and from
-``report.json`` as it is written (the counts of its lists). The summary is a few
-lines for a terminal or a cron mail; ``report.json`` (schema ``sitemap-crawler/run/1``,
-its fields in docs/nightly.md, "The report") has the full lists, and ``report.html``
-(:mod:`crawler.publish.runhtml`) is written from the same :class:`RunModel`.
+Both come from the same figures: the run's summary
+(:class:`crawler.core.summary.RunSummary`), built by the publisher once a run from the
+closed books, the set it published and what the crawl counted; never the stats. The
+summary is a few lines for a terminal or a cron mail; ``report.json`` (schema
+``sitemap-crawler/run/1``, its fields in docs/nightly.md, "The report") has the full
+lists, and ``report.html`` (:mod:`crawler.publish.runhtml`) is written from the same
+:class:`RunModel`.
 
 ``added``, ``removed`` and ``lastmod_changes`` say what the run changed: they are
 null for a run that neither published nor finished its crawl (interrupted,
@@ -18,19 +19,17 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from crawler.core import clock
-from crawler.core.decisions import OFF_HOST
-from crawler.crawl.progress import pages_fetched
+from crawler.core.decisions import FACET, LISTED, OFF_HOST
+from crawler.core.summary import RichCounts
 
 if TYPE_CHECKING:
+    from crawler.core.summary import RunSummary
     from crawler.ledger.ledger import Ledger
 
-PREFIX = "sitemap/decision/"
-SECTION_PREFIX = "sitemap/section/"
 #: How the summary and report.json name the default section (no rule matched).
 DEFAULT_SECTION = "(default)"
 SCHEMA = "sitemap-crawler/run/1"
@@ -38,28 +37,6 @@ SCHEMA = "sitemap-crawler/run/1"
 COMPARABLE = frozenset({"published", "crawled", "refused"})
 #: Paths with learned parameters named in the summary line; report.json has all.
 SUMMARY_PATHS = 3
-
-
-def decision_counts(stats: dict[str, Any], prefix: str = PREFIX) -> dict[str, int]:
-    """URLs per decision; with *prefix* SECTION_PREFIX, URLs written per section."""
-    return {k[len(prefix) :]: int(v) for k, v in sorted(stats.items()) if k.startswith(prefix)}
-
-
-def seed_counts(stats: dict[str, Any]) -> dict[str, int]:
-    """What the seeds brought (docs/crawling.md#seeds-beyond-links): URLs new to the
-    crawl from the start URLs, the --urls file and the sitemaps, the sitemaps read,
-    and the listed pages that only a sitemap led to."""
-    names = ("start", "url_file", "sitemap", "sitemaps_read", "listed_unlinked")
-    # The stat of the --urls file is "url-file".
-    return {n: stats.get(f"sitemap/seeds/{n.replace('_file', '-file')}", 0) for n in names}
-
-
-def duration(stats: dict[str, Any]) -> float | None:
-    started = stats.get("start_time")
-    finished = stats.get("finish_time") or clock.now()
-    if not isinstance(started, datetime):
-        return None
-    return round((finished - started).total_seconds(), 1)
 
 
 #: Pages in the report's slowest and largest lists.
@@ -103,81 +80,84 @@ class RunModel:
         }
 
 
-def run_model(
-    stats: dict[str, Any],
-    ledger: Ledger,
-    previous: Path | None,
-    outcome: str,
-    message: str,
-) -> RunModel:
-    """The report of the run whose books *ledger* holds (see the module docstring);
-    ``history`` is empty until the caller adds the runs kept in the state."""
-    counts = ledger.counts()
-    queued = counts.pop("queued", 0)
-    comparable = outcome in COMPARABLE
+def run_model(summary: RunSummary, ledger: Ledger, previous: Path | None) -> RunModel:
+    """The report of the run *summary* tells, whose books *ledger* holds (see the module
+    docstring); ``history`` is empty until the caller adds the runs kept in the state."""
+    books, crawl, out = summary.books, summary.crawl, summary.published
+    comparable = summary.outcome in COMPARABLE
 
     def change(i: int) -> Stream | None:
         if not comparable:
             return None
         return Stream(lambda: ledger.changes_since(previous)[i])
 
-    started = stats.get("start_time")
-    excluded = {k: v for k, v in sorted(counts.items()) if k != "listed"}
+    excluded = {k: v for k, v in sorted(books.decisions.items()) if k != LISTED}
+    rich = books.rich or RichCounts()
     fields: dict[str, Any] = {
         "schema": SCHEMA,
         "start_url": ledger.get_meta("start_url"),
-        "tls_verified": stats.get("sitemap/tls/verified", True),
-        "started": started.isoformat() if isinstance(started, datetime) else None,
+        "tls_verified": crawl.tls_verified,
+        "started": crawl.started.isoformat() if crawl.started else None,
         "finished": clock.now().isoformat(),
-        "duration_seconds": duration(stats),
-        "outcome": outcome,
-        "message": message,
-        "published": outcome == "published",
+        "duration_seconds": crawl.duration,
+        "outcome": summary.outcome,
+        "message": summary.message,
+        "published": summary.outcome == "published",
         "first_run": previous is None,
-        "pages_fetched": pages_fetched(stats),
-        "conditional_requests": stats.get("sitemap/conditional/requests", 0),
-        "not_modified": stats.get("sitemap/conditional/not_modified", 0),
-        "listed": counts.get("listed", 0),
+        "pages_fetched": crawl.pages_fetched,
+        "conditional_requests": crawl.conditional,
+        "not_modified": crawl.not_modified,
+        "listed": books.listed,
         "excluded": excluded,
-        "queued": queued,
+        "queued": books.queued,
         "added": change(0),
         "removed": change(1),
         "lastmod_changes": change(2),
-        "files_written": stats.get("sitemap/files_written", 0),
-        "files_unchanged": stats.get("sitemap/files_unchanged", 0),
-        "published_since": stats.get("sitemap/published_since"),
-        "set_unchanged": bool(stats.get("sitemap/set_unchanged")),
-        "index": stats.get("sitemap/index_path"),
-        "robots": {k: stats.get(f"sitemap/robots/{k}") for k in ("token", "group", "state", "why")},
-        "sections": decision_counts(stats, SECTION_PREFIX),
+        "files_written": out.files_written if out else 0,
+        "files_unchanged": out.files_unchanged if out else 0,
+        "published_since": out.published_since if out else None,
+        "set_unchanged": bool(out and out.set_unchanged),
+        "index": str(out.index_path) if out else None,
+        "robots": {
+            "token": crawl.robots_token,
+            "group": crawl.robots_group,
+            "state": crawl.robots_state,
+            "why": crawl.robots_why,
+        },
+        "sections": out.sections if out else {},
         "rich": {
-            name: stats.get(f"sitemap/rich/{name}", 0)
-            for name in ("alternates", "images", "videos", "news", "problems")
+            "alternates": rich.alternates,
+            "images": rich.images,
+            "videos": rich.videos,
+            "news": out.news if out else 0,
+            "problems": rich.problems,
         },
         # Pages rendered in the headless browser (docs/rendering.md).
         "render": {
-            "rendered": stats.get("sitemap/render/wanted", 0)
-            - stats.get("sitemap/render/failed", 0),
-            "failed": stats.get("sitemap/render/failed", 0),
-            "unavailable": stats.get("sitemap/render/unavailable", 0),
-            "blocked": stats.get("sitemap/render/blocked/other_host", 0)
-            + stats.get("sitemap/render/blocked/robots", 0),
-            "concurrency": stats.get("sitemap/render/concurrency", 0),
+            "rendered": crawl.rendered - crawl.render_failed,
+            "failed": crawl.render_failed,
+            "unavailable": crawl.render_unavailable,
+            "blocked": crawl.blocked_other_host + crawl.blocked_robots,
+            "concurrency": crawl.render_concurrency,
         },
         "budget": (
-            {"stopped": stats["sitemap/budget"], "unfetched": stats.get("sitemap/budget/unfetched")}
-            if stats.get("sitemap/budget")
-            else None
+            {"stopped": books.budget, "unfetched": books.unfetched} if books.budget else None
         ),
-        "seeds": seed_counts(stats),
-        "schedule": schedule_counts(stats),
+        "seeds": {
+            "start": crawl.seeds_start,
+            "url_file": crawl.seeds_url_file,
+            "sitemap": crawl.seeds_sitemap,
+            "sitemaps_read": crawl.sitemaps_read,
+            "listed_unlinked": books.listed_unlinked or 0,
+        },
+        "schedule": schedule_counts(summary),
         "learned": {
-            "parameters": stats.get("sitemap/learned/parameters", {}),
-            "calendars": stats.get("sitemap/learned/calendars", 0),
+            "parameters": books.parameters,
+            "calendars": books.calendars,
             "soft404": {
-                "probes": stats.get("sitemap/soft404/probes", 0),
-                "probe_status": stats.get("sitemap/soft404/probe_status"),
-                "detected": bool(stats.get("sitemap/soft404/detected")),
+                "probes": crawl.soft404_probes,
+                "probe_status": crawl.soft404_status,
+                "detected": bool(crawl.soft404_detected),
             },
         },
         "rich_problems": Stream(
@@ -234,54 +214,54 @@ def _write_list(f: TextIO, values: Iterator[Any]) -> int:
     return n
 
 
-def learned_line(stats: dict[str, Any]) -> str | None:
+def learned_line(summary: RunSummary) -> str | None:
     """What the crawl learned (docs/crawling.md#traps-learned), in one line: "learned:
     3 parameters ignored on /shop/, 2 calendars cut, soft-404 page detected"; None when
     nothing."""
     parts = []
-    params: dict[str, list[str]] = stats.get("sitemap/learned/parameters") or {}
+    books = summary.books
+    params = books.parameters
     for path, names in sorted(params.items())[:SUMMARY_PATHS]:
         where = "/" + path.split("/", 3)[3] if path.count("/") >= 3 else path
         n = len(names)
         parts.append(f"{n} parameter{'s' if n != 1 else ''} ignored on {where}")
     if len(params) > SUMMARY_PATHS:
         parts.append(f"and on {len(params) - SUMMARY_PATHS} more paths (report.json)")
-    if calendars := stats.get("sitemap/learned/calendars", 0):
+    if calendars := books.calendars:
         parts.append(f"{calendars} calendar{'s' if calendars != 1 else ''} cut")
-    if facets := stats.get("sitemap/excluded/facet-combination", 0):
+    if facets := books.learned.get(FACET, 0):
         parts.append(f"{facets} facet combination{'s' if facets != 1 else ''} left out")
-    if stats.get("sitemap/soft404/detected"):
+    if summary.crawl.soft404_detected:
         parts.append("soft-404 page detected")
     return "learned: " + ", ".join(parts) if parts else None
 
 
-def schedule_counts(stats: dict[str, Any]) -> dict[str, Any] | None:
+def schedule_counts(summary: RunSummary) -> dict[str, Any] | None:
     """The revisit schedule of the night (docs/nightly.md): None for a run that keeps
     none. ``verified``: URLs fetched (or answered 304) and judged tonight, of which
     ``changed``; ``kept``: not due, their previous record kept without a request (the
     requests saved); ``signalled``: named by a change signal (a page that stopped
     linking them, a sitemap's, feed's or API's date), ``rechecked``: of those, kept
     already and asked after all; ``carried``: due, left by a budget for the next night."""
-    verified = stats.get("sitemap/schedule/verified", 0)
-    kept = stats.get("sitemap/schedule/kept", 0)
-    if not verified and not kept:
+    books, crawl = summary.books, summary.crawl
+    if not (books.verified or books.kept):
         return None
     return {
-        "full_night": stats.get("sitemap/full_night"),
-        "verified": verified,
-        "changed": stats.get("sitemap/schedule/changed", 0),
-        "kept": kept,
-        "requests_saved": kept,
-        "signalled": stats.get("sitemap/schedule/signalled", 0),
-        "rechecked": stats.get("sitemap/schedule/rechecked", 0),
-        "carried": stats.get("sitemap/schedule/carried", 0),
-        "api_requests": stats.get("sitemap/signals/api_requests", 0),
+        "full_night": summary.full_night,
+        "verified": books.verified,
+        "changed": books.changed,
+        "kept": books.kept,
+        "requests_saved": books.kept,
+        "signalled": crawl.signalled,
+        "rechecked": crawl.rechecked,
+        "carried": books.carried,
+        "api_requests": crawl.api_requests,
     }
 
 
-def schedule_line(stats: dict[str, Any]) -> str | None:
+def schedule_line(summary: RunSummary) -> str | None:
     """The summary's line about the revisit schedule."""
-    counts = schedule_counts(stats)
+    counts = schedule_counts(summary)
     if counts is None:
         return None
     line = f"revisit: {counts['verified']} verified ({counts['changed']} changed)"
@@ -295,33 +275,33 @@ def schedule_line(stats: dict[str, Any]) -> str | None:
     return line
 
 
-def _access_lines(stats: dict[str, Any]) -> list[str]:
+def _access_lines(summary: RunSummary) -> list[str]:
     """What the summary says of TLS and the site's credentials (crawler.fetch.tls,
     crawler.fetch.access)."""
     lines = []
-    if stats.get("sitemap/tls/verified") is False:
+    if summary.crawl.tls_verified is False:
         lines.append("TLS: certificates NOT verified (--insecure)")
-    if stats.get("sitemap/access/withheld"):
+    if summary.crawl.withheld:
         lines.append(
             "credentials: not sent, certificates unverified (--insecure-credentials sends them)"
         )
-    if plain := stats.get("sitemap/access/plain_http", 0):
+    if plain := summary.crawl.plain_http:
         lines.append(f"warning: credentials sent over plain http ({plain} requests)")
     return lines
 
 
-def format_summary(stats: dict[str, Any]) -> str:
-    get = stats.get
-    counts = decision_counts(stats)
-    listed = counts.pop("listed", 0)
-    line = f"pages fetched: {pages_fetched(stats)}"
-    if conditional := get("sitemap/conditional/requests", 0):
-        not_modified = get("sitemap/conditional/not_modified", 0)
-        line += f" ({conditional} conditional, {not_modified} not modified)"
+def format_summary(summary: RunSummary) -> str:
+    """The end-of-run summary: a few lines for a terminal or a cron mail."""
+    books, crawl, out = summary.books, summary.crawl, summary.published
+    counts = dict(books.decisions)
+    listed = counts.pop(LISTED, 0)
+    line = f"pages fetched: {crawl.pages_fetched}"
+    if conditional := crawl.conditional:
+        line += f" ({conditional} conditional, {crawl.not_modified} not modified)"
     lines = [line]
-    if revisit := schedule_line(stats):
+    if revisit := schedule_line(summary):
         lines.append(revisit)
-    robots, why = get("sitemap/robots/state"), get("sitemap/robots/why")
+    robots, why, group = crawl.robots_state, crawl.robots_why, crawl.robots_group
     if robots == "unavailable":
         lines.append(f"robots.txt: not there ({why}), so everything is allowed")
     elif robots == "unreachable":
@@ -329,102 +309,97 @@ def format_summary(stats: dict[str, Any]) -> str:
             f"robots.txt: unreachable ({why}), so nothing may be fetched until it can be"
             " read (RFC 9309)"
         )
-    elif (group := get("sitemap/robots/group")) is not None:
-        token = get("sitemap/robots/token")
+    elif group is not None:
+        token = crawl.robots_token
         lines.append(
             f"robots.txt: no group for {token} or for every agent (everything allowed)"
             if group == "none"
             else f"robots.txt: the group for {'every agent (*)' if group == '*' else group}"
             f" applied to {token}"
         )
-    lines.extend(_access_lines(stats))
+    lines.extend(_access_lines(summary))
     lines.append(f"listed: {listed}")
     other_hosts = counts.pop(OFF_HOST, 0)
     if any(counts.values()):
-        by_count = sorted(counts.items(), key=lambda kv: -kv[1])
+        by_count = sorted(sorted(counts.items()), key=lambda kv: -kv[1])
         lines.append("excluded: " + ", ".join(f"{name} {n}" for name, n in by_count if n))
     if other_hosts:
         lines.append(f"links to other hosts: {other_hosts} (not crawled)")
-    if learned := learned_line(stats):
+    if learned := learned_line(summary):
         lines.append(learned)
-    if templates := get("sitemap/lastmod/template_dates"):
+    if templates := crawl.template_dates:
         lines.append(
             "lastmod: not believed, a date that many pages declare alike (a template): "
             + ", ".join(f"{value} ({n} pages)" for value, n in templates.items())
         )
-    if wanted := get("sitemap/render/wanted", 0):
-        failed = get("sitemap/render/failed", 0)
+    if wanted := crawl.rendered:
+        failed = crawl.render_failed
         line = f"rendered in Chromium: {wanted - failed} pages"
         if failed:
             line += f", {failed} failed (judged on their raw HTML)"
-        blocked = sum(get(f"sitemap/render/blocked/{k}", 0) for k in ("other_host", "robots"))
-        if blocked:
+        if blocked := crawl.blocked_other_host + crawl.blocked_robots:
             line += f"; {blocked} requests of theirs blocked (other hosts, robots.txt)"
         lines.append(line)
-    if unavailable := get("sitemap/render/unavailable", 0):
+    if unavailable := crawl.render_unavailable:
         lines.append(
             f"warning: {unavailable} pages look built by JavaScript but were judged on "
-            f"their raw HTML ({get('sitemap/render/problem')})"
+            f"their raw HTML ({crawl.render_problem})"
         )
-    if "sitemap/added" in stats:
+    if "added" in (lengths := summary.lengths):
         changed = (
-            f"{stats['sitemap/added']} added, {stats['sitemap/removed']} removed, "
-            f"{stats['sitemap/lastmod_changes']} lastmod changes"
+            f"{lengths['added']} added, {lengths['removed']} removed, "
+            f"{lengths['lastmod_changes']} lastmod changes"
         )
         what = "since the last run"
-        if get("sitemap/outcome") == "refused":
+        if summary.outcome == "refused":
             what = "the refused set would have made"
         lines.append(f"{what}: {changed}")
-    rich = {n: get(f"sitemap/rich/{n}", 0) for n in ("alternates", "images", "videos", "news")}
-    if any(rich.values()) or get("sitemap/rich/problems"):
+    rich, news = books.rich or RichCounts(), out.news if out else 0
+    if rich.alternates or rich.images or rich.videos or rich.problems or news:
         line = (
-            f"rich entries: {rich['alternates']} hreflang alternates, {rich['images']} images, "
-            f"{rich['videos']} videos, {rich['news']} news articles"
+            f"rich entries: {rich.alternates} hreflang alternates, {rich.images} images, "
+            f"{rich.videos} videos, {news} news articles"
         )
-        if problems := get("sitemap/rich/problems", 0):
-            line += f"; {problems} left out (rich_problems in report.json)"
+        if rich.problems:
+            line += f"; {rich.problems} left out (rich_problems in report.json)"
         lines.append(line)
-    seeds = seed_counts(stats)
-    if seeds["start"] > 1 or seeds["url_file"] or seeds["sitemaps_read"] or seeds["sitemap"]:
-        line = f"seeds: {seeds['start']} start URLs"
-        if seeds["url_file"]:
-            line += f", {seeds['url_file']} from --urls"
-        if seeds["sitemaps_read"] or seeds["sitemap"]:
+    if crawl.seeds_start > 1 or crawl.seeds_url_file or crawl.sitemaps_read or crawl.seeds_sitemap:
+        line = f"seeds: {crawl.seeds_start} start URLs"
+        if crawl.seeds_url_file:
+            line += f", {crawl.seeds_url_file} from --urls"
+        if crawl.sitemaps_read or crawl.seeds_sitemap:
             line += (
-                f", {seeds['sitemap']} from {seeds['sitemaps_read']} sitemaps"
-                f" ({seeds['listed_unlinked']} listed that no link leads to)"
+                f", {crawl.seeds_sitemap} from {crawl.sitemaps_read} sitemaps"
+                f" ({books.listed_unlinked or 0} listed that no link leads to)"
             )
         lines.append(line)
-    if too_large := get("sitemap/too_large"):
+    if too_large := crawl.too_large:
         lines.append(
             f"too large: {too_large} pages over the download size cap (DOWNLOAD_MAXSIZE);"
             " not failures"
         )
-    if (seconds := duration(stats)) is not None:
-        lines.append(f"duration: {seconds:.1f} s")
-    if budget := get("sitemap/budget"):
+    if crawl.duration is not None:
+        lines.append(f"duration: {crawl.duration:.1f} s")
+    if books.budget:
         lines.append(
-            f"stopped early: {budget}; {get('sitemap/budget/unfetched', 0)} URLs found"
+            f"stopped early: {books.budget}; {books.unfetched or 0} URLs found"
             " but not fetched (cap-reached)"
         )
-    if sections := decision_counts(stats, SECTION_PREFIX):
-        lines.append("sections: " + ", ".join(f"{n} {c}" for n, c in sections.items()))
-    outcome = get("sitemap/outcome")
-    if outcome == "published":
+    if out is not None and out.sections:
+        lines.append("sections: " + ", ".join(f"{n} {c}" for n, c in out.sections.items()))
+    if out is not None:
         lines.append(
-            f"files: {get('sitemap/files_written', 0)} written, "
-            f"{get('sitemap/files_unchanged', 0)} unchanged "
-            f"({get('sitemap/urls_written', 0)} URLs) + index {get('sitemap/index_path')}"
+            f"files: {out.files_written} written, {out.files_unchanged} unchanged "
+            f"({out.urls_written} URLs) + index {out.index_path}"
         )
-        lines += ["add to robots.txt:", f"Sitemap: {get('sitemap/index_url')}"]
-        if get("sitemap/feed_url"):
-            lines.append(f"Sitemap: {stats['sitemap/feed_url']}")
-    elif outcome:
+        lines += ["add to robots.txt:", f"Sitemap: {out.index_url}"]
+        if out.feed_url:
+            lines.append(f"Sitemap: {out.feed_url}")
+    else:
         # Why is the command's last line (and the report's message): said once.
-        lines.append(f"not published ({outcome})")
-    for key, label in (("report_path", "report"), ("report_html_path", "html report")):
-        if get(f"sitemap/{key}"):
-            lines.append(f"{label}: {stats[f'sitemap/{key}']}")
-    if get("sitemap/indexnow"):
-        lines.append(str(stats["sitemap/indexnow"]))
+        lines.append(f"not published ({summary.outcome})")
+    if summary.report_path is not None:
+        lines.append(f"report: {summary.report_path}")
+    if summary.report_html_path is not None:
+        lines.append(f"html report: {summary.report_html_path}")
     return "\n".join(lines)

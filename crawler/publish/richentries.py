@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from crawler.core import decisions as d
 from crawler.core.lastmod import lastmod_datetime
+from crawler.core.summary import RichCounts
 from crawler.core.urls import site_of, url_key
 from crawler.page.hreflang import verify
 from crawler.sitemaps.entry import Alternate, News, SitemapEntry, Video
@@ -30,23 +31,6 @@ if TYPE_CHECKING:
 
 #: How far back a news sitemap reaches: "articles published in the last two days".
 NEWS_WINDOW = timedelta(hours=48)
-
-
-@dataclass
-class RichCounts:
-    """What the set's rich entries hold, for the stats, the summary and report.json."""
-
-    alternates: int = 0
-    images: int = 0
-    videos: int = 0
-    news: int = 0
-    problems: int = 0
-
-    @property
-    def extensions(self) -> frozenset[str]:
-        """The extensions the urlset files use (the namespaces they declare)."""
-        used = {"xhtml": self.alternates, "image": self.images, "video": self.videos}
-        return frozenset(name for name, n in used.items() if n)
 
 
 @dataclass(frozen=True)
