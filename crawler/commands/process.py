@@ -70,7 +70,6 @@ def run_spider(url: str, overrides: Mapping[str, Any]) -> SpiderRun:
         if state is not None:
             state.abandon()
         message = "stopped at once by a second interrupt; nothing was published"
-        stats = {**stats, "sitemap/outcome": "interrupted", "sitemap/message": message}
         return SpiderRun(EXIT_INTERRUPTED, RunOutcome("interrupted", message), reason, fatal, stats)
     outcome = state.outcome if state is not None else None
     if outcome is None:
