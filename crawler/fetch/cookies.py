@@ -4,7 +4,8 @@ Scrapy's ``CookiesMiddleware`` asks ``tldextract`` whether a cookie's domain is 
 suffix. A default ``TLDExtract`` downloads the public-suffix list from the internet the
 first time a site sets a cookie with a domain, which breaks the rule that the crawl
 talks to the crawled host and nothing else (docs/crawling.md, "Same site only"). This
-subclass uses the snapshot bundled with tldextract: no fetch, no cache directory.
+subclass uses the snapshot bundled with tldextract
+(:func:`crawler.fetch.origin.public_suffix_list`).
 """
 
 from __future__ import annotations
@@ -16,14 +17,12 @@ from scrapy.downloadermiddlewares.cookies import CookiesMiddleware
 from scrapy.http import Request
 from scrapy.http.cookies import CookieJar
 from scrapy.utils.httpobj import urlparse_cached
-from tldextract import TLDExtract
 
-# suffix_list_urls=() means "never fetch"; cache_dir=None means "never write".
-_split_domain = TLDExtract(suffix_list_urls=(), cache_dir=None, include_psl_private_domains=True)
+from crawler.fetch.origin import public_suffix_list
 
 
 def is_public_suffix(domain: str) -> bool:
-    return not _split_domain(domain).domain
+    return not public_suffix_list()(domain).domain
 
 
 class OfflineCookiesMiddleware(CookiesMiddleware):

@@ -13,6 +13,7 @@ Settings: ``SITEMAP_MAX_REDIRECTS``, ``SITEMAP_TLS_VERIFY``, ``SITEMAP_CA_FILE``
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.client
 import ipaddress
@@ -106,24 +107,22 @@ def registrable_domain(host: str) -> str:
     """The registrable domain of *host* (``www.example.co.uk`` -> ``example.co.uk``) by
     the public suffix list; an address is its own; an unknown suffix (``.test``,
     ``.internal``) counts as one label."""
-    try:
+    with contextlib.suppress(ValueError):
         ipaddress.ip_address(host)
-    except ValueError:
-        pass
-    else:
         return host
-    found = _extract()(host)
+    found = public_suffix_list()(host)
     if found.suffix and found.domain:
         return f"{found.domain}.{found.suffix}"
     return ".".join(host.split(".")[-2:])
 
 
 @functools.cache
-def _extract() -> TLDExtract:
+def public_suffix_list() -> TLDExtract:
+    """tldextract with the list bundled with the package: no network fetch (the crawl
+    talks to the crawled host alone), no cache written. Its private part too: two
+    github.io sites are two owners, as browsers see them."""
     import tldextract
 
-    # The list bundled with the package: no network fetch, no cache written. Its
-    # private part too: two github.io sites are two owners, as browsers see them.
     return tldextract.TLDExtract(
         suffix_list_urls=(), cache_dir=None, include_psl_private_domains=True
     )

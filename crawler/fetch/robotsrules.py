@@ -169,12 +169,9 @@ class RobotsRules:
         """The line of *token*'s group that decides *url* (RFC 9309 2.2.2: the longest
         match; ``Allow`` on a tie), as ``("Disallow: /private/", line number)``; None
         when no rule matches. For ``explain``: one Protego per rule, not for a crawl."""
-        key = token.lower()
-        groups = [g for g in self.groups if key in g.agents] if key else []
-        groups = groups or [g for g in self.groups if EVERY_AGENT in g.agents]
         matchable = _matchable(url)
         best: tuple[int, bool, str, int] | None = None
-        for group in groups:
+        for group in self._groups(token)[1]:
             for allow, pattern, number in group.rules:
                 single = Protego.parse(
                     f"User-agent: *\nDisallow: {pattern.translate(_PROTEGO_EOL)}\n"
@@ -196,15 +193,18 @@ class RobotsRules:
         obeyed."""
         return self._select(token)[3]
 
+    def _groups(self, token: str) -> tuple[str, list[_Group]]:
+        """The groups that apply to *token*, and their name: those naming it, else ``*``'s."""
+        key = token.lower()
+        if key and (groups := [g for g in self.groups if key in g.agents]):
+            return token, groups
+        return EVERY_AGENT, [g for g in self.groups if EVERY_AGENT in g.agents]
+
     def _select(self, token: str) -> tuple[str, Protego | None, float | None, int]:
         key = token.lower()
         selected = self._selected.get(key)
         if selected is None:
-            name = token
-            groups = [g for g in self.groups if key in g.agents] if key else []
-            if not groups:
-                name = EVERY_AGENT
-                groups = [g for g in self.groups if EVERY_AGENT in g.agents]
+            name, groups = self._groups(token)
             if not groups:
                 selected = (NO_GROUP, None, None, 0)
             else:
