@@ -14,16 +14,15 @@ is failed without stopping the reactor (see :func:`pytest_timeout_set_timer`).
 from __future__ import annotations
 
 import asyncio
-import json
-import re
+import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
 import traceback
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,10 +31,12 @@ import hypothesis
 import pytest
 from twisted.internet.defer import CancelledError, Deferred
 
+from tests.served import ROOT, ServedSite, serve_directory
+
 if TYPE_CHECKING:
     from crawler.core.summary import RunSummary
 
-ROOT = Path(__file__).resolve().parents[1]
+__all__ = ["ROOT"]  # imported from here by the test modules
 
 # -- network audit -------------------------------------------------------------------
 
@@ -205,57 +206,15 @@ hypothesis.settings.load_profile("suite")
 # -- test servers ------------------------------------------------------------------------
 
 
-@dataclass
-class MockServer:
-    robots: str
-    log_path: Path
-    proc: subprocess.Popen[str] | None = None
-    port: int = 0
+class MockServer(ServedSite):
+    """A ``tests.mockserver`` site whose robots.txt behaves as *robots*."""
 
-    def start(self) -> MockServer:
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tests.mockserver",
-                "--robots",
-                self.robots,
-                "--log",
-                str(self.log_path),
-                "--gate",
-                str(self.gate_path),
-            ],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            text=True,
+    def __init__(self, robots: str, log: Path) -> None:
+        self.robots = robots
+        self.log = log
+        super().__init__(
+            "tests.mockserver", "--robots", robots, "--gate", str(self.gate_path), log=log
         )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line.strip().isdigit():
-            self.stop()
-            raise RuntimeError(f"mock server did not start: {line!r}")
-        self.port = int(line)
-        return self
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-            if self.proc.stdout is not None:
-                self.proc.stdout.close()
-            self.proc = None
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def url(self, path: str = "/") -> str:
-        return self.base + path
-
-    def requests(self) -> list[dict[str, Any]]:
-        if not self.log_path.exists():
-            return []
-        return [json.loads(line) for line in self.log_path.read_text().splitlines() if line]
 
     def crawl_requests(self) -> list[dict[str, Any]]:
         """:meth:`requests`, less those of the start URL's pre-flight
@@ -263,21 +222,49 @@ class MockServer:
         DEFAULT_REQUEST_HEADERS have one)."""
         return [r for r in self.requests() if r.get("accept") is not None]
 
-    def clear_log(self) -> None:
-        self.log_path.write_text("")
 
-    @property
-    def gate_path(self) -> Path:
-        return self.log_path.with_suffix(".gate")
+class TrapServer(ServedSite):
+    """A ``tests.trapserver`` site serving *mode*."""
 
-    @contextmanager
-    def gate(self) -> Iterator[None]:
-        """Hold every request until the block ends (``tests/gate.py``)."""
-        self.gate_path.touch()
-        try:
-            yield
-        finally:
-            self.gate_path.unlink()
+    def __init__(self, mode: str, log: Path) -> None:
+        super().__init__("tests.trapserver", "--mode", mode, log=log)
+
+    def paths(self) -> list[str]:
+        return [request["path"] for request in self.requests()]
+
+
+@pytest.fixture(scope="module")
+def traps(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrapServer]:
+    """tests/trapserver.py's traps: calendars, archives, a shop's sort and filter links."""
+    with TrapServer("traps", tmp_path_factory.mktemp("traps") / "log") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def soft(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrapServer]:
+    """A site whose missing pages answer 200 (soft 404s)."""
+    with TrapServer("soft404", tmp_path_factory.mktemp("soft") / "log") as server:
+        yield server
+
+
+@pytest.fixture
+def nightly(tmp_path: Path) -> Iterator[Any]:
+    """The site of ``tests/nightlyserver.py``, which a test edits between runs
+    (``tests.test_nightly.NightlySite``)."""
+    from tests.test_nightly import NightlySite
+
+    with NightlySite(tmp_path) as site:
+        yield site
+
+
+@pytest.fixture
+def endpoint() -> Iterator[Any]:
+    """An IndexNow endpoint that records what it is sent (``tests/indexnowserver.py``)."""
+    from tests.indexnowserver import IndexNowServer
+
+    server = IndexNowServer().start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -289,7 +276,7 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
     def get(mode: str = "rules") -> MockServer:
         if mode not in started:
-            started[mode] = MockServer(mode, tmp / f"{mode}.log").start()
+            started[mode] = MockServer(mode, tmp / f"{mode}.log")
         return started[mode]
 
     yield get
@@ -394,6 +381,53 @@ async def run_crawl(url: str, tmp_path: Path, setup: Any = None, **overrides: An
     )
 
 
+def start_cli(*args: str, cwd: Path = ROOT, **options: Any) -> subprocess.Popen[str]:
+    """``sitemap-crawler ARGS`` started (from the project root), its output piped;
+    *options* as subprocess.Popen's (``env``, say)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "crawler.cli", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **options,
+    )
+
+
+def cli(*args: str, timeout: float = 240, **options: Any) -> subprocess.CompletedProcess[str]:
+    """``sitemap-crawler ARGS`` run to its end (:func:`start_cli`), killed after
+    *timeout* seconds."""
+    with start_cli(*args, **options) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def scrapy(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``scrapy ARGS`` run from the project root (crawler/commands is Scrapy's
+    COMMANDS_MODULE there)."""
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+
+
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A port of 127.0.0.1 that refuses connections: the OS gave it to a socket that
+    holds it for the test without listening, so no other test's server can take it."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield held.getsockname()[1]
+
+
 def child_pids(pid: int) -> list[int]:
     """The processes whose parent is *pid* (Linux's /proc)."""
     found = []
@@ -425,25 +459,8 @@ def wait_for(predicate: Any, timeout: float = 120) -> None:
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[Path, str]]:
     """A directory served by Python's http.server on 127.0.0.1, and its base URL."""
-    root = tmp_path / "public"
-    root.mkdir()
-    proc = subprocess.Popen(
-        [sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1"],
-        cwd=root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        match = re.search(r"port (\d+)", proc.stdout.readline())
-        assert match, "http.server did not start"
-        yield root, f"http://127.0.0.1:{match[1]}/"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        if proc.stdout is not None:
-            proc.stdout.close()
+    with serve_directory(tmp_path / "public") as directory:
+        yield directory.root, directory.url("/")
 
 
 def usp_tree(url: str) -> Any:

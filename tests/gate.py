@@ -19,6 +19,17 @@ from twisted.web import resource, server
 LOOK_SECONDS = 0.05
 
 
+class Leaf(resource.Resource):
+    """A test site's resource: it answers every path itself, and writes to *log* (an
+    open file) a line a request."""
+
+    isLeaf = True
+
+    def __init__(self, log: Any) -> None:
+        super().__init__()
+        self.log = log
+
+
 class Gated(resource.Resource):
     """*site*, whose requests wait while the file *gate* exists."""
 

@@ -33,18 +33,15 @@ from pathlib import Path
 from typing import Any
 
 from twisted.internet import reactor
-from twisted.web import resource, server
+from twisted.web import server
 
-from tests.gate import Gated
+from tests.gate import Gated, Leaf
 
 
-class Site(resource.Resource):
-    isLeaf = True
-
+class Site(Leaf):
     def __init__(self, site: Path, log: Any) -> None:
-        super().__init__()
+        super().__init__(log)
         self.site = site
-        self.log = log
 
     def render(self, request: Any) -> bytes | int:
         path = request.uri.decode("latin-1")

@@ -51,15 +51,15 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from twisted.internet import reactor
 from twisted.web import resource, server
+
+from tests.served import ServedSite
 
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT = 500 * 1024  # SITEMAP_ROBOTS_MAX_BYTES
@@ -284,69 +284,25 @@ class Site(resource.Resource):
         return page("no such page", "404")
 
 
-@dataclass
-class RobotsServer:
-    """A :mod:`tests.robotsserver` subprocess (as ``tests.conftest.MockServer``)."""
+class RobotsServer(ServedSite):
+    """A :mod:`tests.robotsserver` subprocess serving *mode*; *other*, *delay*, *hops*
+    and *retry_after* as its options of those names."""
 
-    mode: str
-    log_path: Path
-    other: str = "http://localhost:1"
-    delay: float = 2.0
-    hops: int = 1
-    retry_after: str = "1"
-    proc: subprocess.Popen[str] | None = None
-    port: int = 0
-
-    def start(self) -> RobotsServer:
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tests.robotsserver",
-                "--mode",
-                self.mode,
-                "--log",
-                str(self.log_path),
-                "--other",
-                self.other,
-                "--delay",
-                str(self.delay),
-                "--hops",
-                str(self.hops),
-                "--retry-after",
-                self.retry_after,
-            ],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            text=True,
+    def __init__(
+        self,
+        mode: str,
+        log: Path,
+        other: str = "http://localhost:1",
+        delay: float = 2.0,
+        hops: int = 1,
+        retry_after: str = "1",
+    ) -> None:
+        super().__init__(
+            "tests.robotsserver",
+            *("--mode", mode, "--other", other, "--delay", str(delay)),
+            *("--hops", str(hops), "--retry-after", retry_after),
+            log=log,
         )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line.strip().isdigit():
-            self.stop()
-            raise RuntimeError(f"robots server did not start: {line!r}")
-        self.port = int(line)
-        return self
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-            if self.proc.stdout is not None:
-                self.proc.stdout.close()
-            self.proc = None
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def url(self, path: str = "/") -> str:
-        return self.base + path
-
-    def requests(self) -> list[dict[str, Any]]:
-        if not self.log_path.exists():
-            return []
-        return [json.loads(line) for line in self.log_path.read_text().splitlines() if line]
 
 
 def main() -> None:

@@ -38,18 +38,16 @@ from pathlib import Path
 from typing import Any
 
 from twisted.internet import reactor
-from twisted.web import resource, server
+from twisted.web import server
 
+from tests.gate import Leaf
 from tests.served import ServedSite
 
 
-class Site(resource.Resource):
-    isLeaf = True
-
+class Site(Leaf):
     def __init__(self, site: Path, log: Any) -> None:
-        super().__init__()
+        super().__init__(log)
         self.site = site
-        self.log = log
         self.asked: dict[str, int] = {}  # path -> the number of its last request
         self.numbers = itertools.count(1)
 
@@ -139,8 +137,8 @@ class ScriptedSite(ServedSite):
         extra = ["--cert", str(tls[0]), "--key", str(tls[1])] if tls else []
         super().__init__(
             "tests.seedserver",
-            *("--site", str(self.file), "--log", str(self.log)),
-            *("--bind", bind[0], "--port", str(bind[1]), *extra),
+            *("--site", str(self.file), "--bind", bind[0], "--port", str(bind[1]), *extra),
+            log=self.log,
         )
 
     def url(self, path: str = "/") -> str:
@@ -162,11 +160,6 @@ class ScriptedSite(ServedSite):
 
     def save(self) -> None:
         self.file.write_text(json.dumps(self.spec))
-
-    def requests(self) -> list[dict[str, Any]]:
-        if not self.log.exists():
-            return []
-        return [json.loads(line) for line in self.log.read_text().splitlines() if line]
 
 
 def main() -> None:

@@ -33,6 +33,9 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from tests.served import ServedSite
 
 ROBOTS = "User-agent: *\nDisallow: /private-api/\n"
 #: How long /api/slow.json takes to answer.
@@ -249,6 +252,19 @@ def make_handler(name: str, log: str, lock: threading.Lock, other: list[str]) ->
             self.wfile.write(data)
 
     return Handler
+
+
+class SpaServer(ServedSite):
+    """This application in a process of its own: the site on :attr:`port`, the other
+    host on :attr:`other_port`."""
+
+    def __init__(self, log: Path) -> None:
+        log.write_text("")
+        super().__init__("tests.spaserver", log=log)
+
+    @property
+    def other_port(self) -> int:
+        return self.ports[1]
 
 
 def main() -> None:

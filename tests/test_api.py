@@ -52,11 +52,9 @@ def test_bad_options_raise_the_command_lines_message(tmp_path: Path) -> None:
         api.audit("http://127.0.0.1:1/", fail_on="bogus")
 
 
-def test_a_failed_crawl_is_a_result(tmp_path: Path) -> None:
-    from tests.test_cli import free_port
-
+def test_a_failed_crawl_is_a_result(tmp_path: Path, closed_port: int) -> None:
     result = api.crawl(
-        f"http://127.0.0.1:{free_port()}/", out=str(tmp_path / "p"), settings={"RETRY_TIMES": 0}
+        f"http://127.0.0.1:{closed_port}/", out=str(tmp_path / "p"), settings={"RETRY_TIMES": 0}
     )
     assert result.exit_code == 3 and result.outcome == "failed"
     assert result.message is not None and "cannot reach http://127.0.0.1:" in result.message

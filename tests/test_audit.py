@@ -19,7 +19,8 @@ from twisted.internet.defer import Deferred
 
 from crawler.audit.report import AuditReport, build_report, write_report
 from crawler.audit.summary import failures, format_summary
-from tests.conftest import ROOT, MockServer, NetworkWatch, crawl_settings, run_crawl
+from tests.conftest import ROOT, MockServer, NetworkWatch, cli, crawl_settings, run_crawl, scrapy
+from tests.test_cli import assert_one_line_error
 
 # path -> (class, reason fragment, found by the crawl)
 EXPECTED = {
@@ -365,23 +366,9 @@ def test_60000_url_file(hostile: tuple[AuditReport, Path], site: MockServer) -> 
 
 
 def test_audit_cli_with_report_and_bars(site: MockServer, tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "crawler.cli",
-            "audit",
-            site.url("/"),
-            "--report",
-            str(tmp_path / "r"),
-            "--fail-on",
-            "dead-orphan,redirect",
-            "-s",
-            "AUTOTHROTTLE_START_DELAY=0",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    proc = cli(
+        *("audit", site.url("/"), "--report", str(tmp_path / "r")),
+        *("--fail-on", "dead-orphan,redirect", "-s", "AUTOTHROTTLE_START_DELAY=0"),
         timeout=300,
     )
     assert proc.returncode == 5, proc.stderr
@@ -393,43 +380,15 @@ def test_audit_cli_with_report_and_bars(site: MockServer, tmp_path: Path) -> Non
 
 
 def test_audit_cli_from_state_passes_without_bars(site: MockServer, tmp_path: Path) -> None:
-    crawl = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "crawler.cli",
-            "crawl",
-            site.url("/"),
-            "--out",
-            str(tmp_path / "pub"),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    crawl = cli("crawl", site.url("/"), "--out", str(tmp_path / "pub"), timeout=300)
     assert crawl.returncode == 0, crawl.stderr
     # Our own published files, read as local files: they cover every indexable page.
     ours = [str(p) for p in sorted((tmp_path / "pub").glob("sitemap-*.xml.gz"))]
     assert ours
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "crawler.cli",
-            "audit",
-            site.url("/"),
-            "--state",
-            str(tmp_path / "pub.sitemap-state"),
-            *(a for p in ours for a in ("--sitemap", p)),
-            "--fail-under",
-            "100",
-            "--fail-on",
-            "missing",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    proc = cli(
+        *("audit", site.url("/"), "--state", str(tmp_path / "pub.sitemap-state")),
+        *(a for p in ours for a in ("--sitemap", p)),
+        *("--fail-under", "100", "--fail-on", "missing"),
         timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -446,42 +405,15 @@ def test_audit_cli_from_state_passes_without_bars(site: MockServer, tmp_path: Pa
     ],
 )
 def test_audit_bad_input(args: list[str], message: str) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "crawler.cli", "audit", "http://127.0.0.1:9/", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert proc.returncode == 2
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and message in lines[0]
+    proc = cli("audit", "http://127.0.0.1:9/", *args, timeout=60)
+    assert_one_line_error(proc, 2, message)
 
 
 def test_scrapy_audit_from_the_project_root(site: MockServer, tmp_path: Path) -> None:
     # crawler/commands is Scrapy's COMMANDS_MODULE: the same command, Scrapy's options.
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "scrapy",
-            "audit",
-            site.url("/"),
-            "--report",
-            str(tmp_path / "r"),
-            "--fail-on",
-            "redirect",
-            "-s",
-            "AUTOTHROTTLE_START_DELAY=0",
-            "-L",
-            "WARNING",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
+    proc = scrapy(
+        *("audit", site.url("/"), "--report", str(tmp_path / "r"), "--fail-on", "redirect"),
+        *("-s", "AUTOTHROTTLE_START_DELAY=0", "-L", "WARNING"),
     )
     assert proc.returncode == 5, proc.stderr
     assert "coverage:" in proc.stdout

@@ -13,11 +13,7 @@ from __future__ import annotations
 import csv
 import json
 import shutil
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +26,7 @@ from crawler.audit.summary import format_summary
 from crawler.ledger.ledger import Ledger
 from crawler.sitemaps.limits import MAX_URLS_PER_FILE, SITEMAP_NS
 from tests.conftest import MockServer, run_crawl
+from tests.served import ServedDirectory, serve_directory
 from tests.test_audit import audit
 
 XHTML_NS = "http://www.w3.org/1999/xhtml"
@@ -179,51 +176,21 @@ async def test_mobile_alternates_are_counted_not_reported(
 # -- 9: a site without any sitemap -------------------------------------------------------------
 
 
-@dataclass
-class StaticSite:
-    """A directory served on 127.0.0.1, shaped like MockServer for audit()."""
-
-    port: int
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def url(self, path: str = "/") -> str:
-        return self.base + path
-
-
-class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
-def no_sitemap_site(tmp_path: Path) -> Iterator[StaticSite]:
-    root = tmp_path / "www"
-    root.mkdir()
-    (root / "index.html").write_text(
-        "<html><head><title>home</title></head><body>"
-        '<a href="/a.html">a</a> <a href="/b.html">b</a></body></html>'
-    )
-    for name in ("a", "b"):
-        (root / f"{name}.html").write_text(
-            f"<html><head><title>{name}</title></head><body>page {name}</body></html>"
-        )
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(root)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield StaticSite(server.server_address[1])
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+def no_sitemap_site(tmp_path: Path) -> Iterator[ServedDirectory]:
+    home = '<a href="/a.html">a</a> <a href="/b.html">b</a>'
+    pages = (("index", "home", home), ("a", "a", "page a"), ("b", "b", "page b"))
+    files = {
+        f"{name}.html": f"<html><head><title>{title}</title></head><body>{text}</body></html>"
+        for name, title, text in pages
+    }
+    with serve_directory(tmp_path / "www", files) as site:
+        yield site
 
 
 @pytest_twisted.ensureDeferred
 async def test_no_sitemap_at_all_is_the_headline(
-    no_sitemap_site: StaticSite, tmp_path: Path
+    no_sitemap_site: ServedDirectory, tmp_path: Path
 ) -> None:
     site = no_sitemap_site
     report, _ = await audit(site, tmp_path)  # type: ignore[arg-type]

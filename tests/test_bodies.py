@@ -5,9 +5,6 @@ page linking to a 12 MiB video, a PDF and an HTML page."""
 
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,39 +12,23 @@ import pytest
 import pytest_twisted
 
 from tests.conftest import run_crawl
+from tests.served import serve_directory
 
 VIDEO_BYTES = 12 * 1024 * 1024
 
 
 @pytest.fixture
 def static_site(tmp_path: Path) -> Iterator[str]:
-    root = tmp_path / "www"
-    root.mkdir()
-    (root / "index.html").write_text(
-        '<html><head><title>home</title></head><body><a href="/film.mp4">film</a>'
-        '<a href="/paper.pdf">paper</a><a href="/page.html">page</a></body></html>'
-    )
-    (root / "page.html").write_text("<html><body>a page</body></html>")
-    (root / "paper.pdf").write_bytes(b"%PDF-1.4 a small document\n" * 40)
-    (root / "film.mp4").write_bytes(b"\0" * VIDEO_BYTES)
-    (root / "robots.txt").write_text("User-agent: *\nAllow: /\n")
-    proc = subprocess.Popen(
-        [sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1"],
-        cwd=root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        match = re.search(r"port (\d+)", proc.stdout.readline())
-        assert match, "http.server did not start"
-        yield f"http://127.0.0.1:{match[1]}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        if proc.stdout is not None:
-            proc.stdout.close()
+    files: dict[str, str | bytes] = {
+        "index.html": '<html><head><title>home</title></head><body><a href="/film.mp4">film</a>'
+        '<a href="/paper.pdf">paper</a><a href="/page.html">page</a></body></html>',
+        "page.html": "<html><body>a page</body></html>",
+        "paper.pdf": b"%PDF-1.4 a small document\n" * 40,
+        "film.mp4": b"\0" * VIDEO_BYTES,
+        "robots.txt": "User-agent: *\nAllow: /\n",
+    }
+    with serve_directory(tmp_path / "www", files) as site:
+        yield site.base
 
 
 @pytest_twisted.ensureDeferred

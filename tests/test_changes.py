@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,20 +21,6 @@ from tests.test_nightly import NightlySite
 
 ATOM = {"a": "http://www.w3.org/2005/Atom"}
 KEY = "a1b2c3d4e5f6"
-
-
-@pytest.fixture
-def endpoint() -> Iterator[IndexNowServer]:
-    server = IndexNowServer().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def changing(tmp_path: Path) -> Iterator[NightlySite]:
-    site = NightlySite(tmp_path)
-    yield site
-    site.stop()
 
 
 def build(site: NightlySite, pages: dict[str, str]) -> None:
@@ -70,8 +55,8 @@ def feed(out: Path) -> list[tuple[str, str]]:
     ]
 
 
-def test_three_nights(changing: NightlySite, endpoint: IndexNowServer, tmp_path: Path) -> None:
-    site, out = changing, tmp_path / "public"
+def test_three_nights(nightly: NightlySite, endpoint: IndexNowServer, tmp_path: Path) -> None:
+    site, out = nightly, tmp_path / "public"
     u = site.url
     pages = {f"/p{i}.html": f"page {i}" for i in range(1, 7)}
     build(site, pages)
@@ -114,9 +99,9 @@ def test_three_nights(changing: NightlySite, endpoint: IndexNowServer, tmp_path:
 
 
 def test_a_missing_key_file_submits_nothing_and_exits_7(
-    changing: NightlySite, endpoint: IndexNowServer, tmp_path: Path
+    nightly: NightlySite, endpoint: IndexNowServer, tmp_path: Path
 ) -> None:
-    site, out = changing, tmp_path / "public"
+    site, out = nightly, tmp_path / "public"
     build(site, {"/a.html": "a"})
     assert crawl(site, out, endpoint)[0] == 0
     site.pages.pop(f"/{KEY}.txt")
@@ -132,9 +117,9 @@ def test_a_missing_key_file_submits_nothing_and_exits_7(
 
 
 def test_a_first_run_submits_everything_when_asked(
-    changing: NightlySite, endpoint: IndexNowServer, tmp_path: Path
+    nightly: NightlySite, endpoint: IndexNowServer, tmp_path: Path
 ) -> None:
-    site, out = changing, tmp_path / "public"
+    site, out = nightly, tmp_path / "public"
     build(site, {"/a.html": "a", "/b.html": "b"})
     endpoint.script = [Answer(200)]
     code, err = crawl(site, out, endpoint, "--indexnow-all")
@@ -145,8 +130,8 @@ def test_a_first_run_submits_everything_when_asked(
     )
 
 
-def test_no_feed(changing: NightlySite, endpoint: IndexNowServer, tmp_path: Path) -> None:
-    site, out = changing, tmp_path / "public"
+def test_no_feed(nightly: NightlySite, endpoint: IndexNowServer, tmp_path: Path) -> None:
+    site, out = nightly, tmp_path / "public"
     build(site, {"/a.html": "a"})
     code, err = crawl(site, out, endpoint, "--no-feed")
     assert code == 0, err
@@ -183,11 +168,11 @@ def published(out: Path) -> dict[str, dict[str, tuple[str | None, str | None]]]:
 
 @pytest_twisted.ensureDeferred
 async def test_sections_and_rules_split_the_set_exactly(
-    changing: NightlySite, tmp_path: Path
+    nightly: NightlySite, tmp_path: Path
 ) -> None:
     from tests.conftest import run_crawl
 
-    site = changing
+    site = nightly
     pages = ["/docs/a.html", "/docs/b.html", "/blog/x.html", "/blog/docs.html", "/about.html"]
     build(site, {p: p for p in pages})
     result = await run_crawl(
@@ -276,8 +261,8 @@ def test_the_history_of_a_page(tmp_path: Path) -> None:
     previous.close()
 
 
-def test_the_audit_counts_our_sections(changing: NightlySite, tmp_path: Path) -> None:
-    site = changing
+def test_the_audit_counts_our_sections(nightly: NightlySite, tmp_path: Path) -> None:
+    site = nightly
     build(site, {"/docs/a.html": "a", "/docs/b.html": "b", "/blog/x.html": "x"})
     out = tmp_path / "public"
     crawl = subprocess.run(

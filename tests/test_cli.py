@@ -4,12 +4,10 @@ errors and no tracebacks; plus the same crawl through ``scrapy crawl site``."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -19,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, MockServer, wait_for
+from tests.conftest import ROOT, MockServer, cli, scrapy, wait_for
 
 OPTIONS = [
     "--out",
@@ -38,22 +36,6 @@ OPTIONS = [
     "--format",
     "--set",
 ]
-
-
-def cli(*args: str, cwd: Path = ROOT, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "crawler.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess[str], code: int, text: str) -> None:
@@ -192,8 +174,8 @@ def test_unwritable_output_is_refused(tmp_path: Path) -> None:
     assert_one_line_error(proc, 2, f"cannot write to {blocker / 'public'}")
 
 
-def test_unreachable_host_exits_3(tmp_path: Path) -> None:
-    port = free_port()
+def test_unreachable_host_exits_3(tmp_path: Path, closed_port: int) -> None:
+    port = closed_port
     proc = cli(
         "crawl",
         f"http://127.0.0.1:{port}/",
@@ -216,9 +198,9 @@ def test_unreachable_host_exits_3(tmp_path: Path) -> None:
     assert "cap-reached" not in html
 
 
-def test_an_existing_out_directory_is_kept(tmp_path: Path) -> None:
+def test_an_existing_out_directory_is_kept(tmp_path: Path, closed_port: int) -> None:
     (tmp_path / "public").mkdir()
-    proc = cli("crawl", f"http://127.0.0.1:{free_port()}/", "--out", str(tmp_path / "public"))
+    proc = cli("crawl", f"http://127.0.0.1:{closed_port}/", "--out", str(tmp_path / "public"))
     assert proc.returncode == 3
     assert (tmp_path / "public").is_dir()
 
@@ -283,26 +265,10 @@ def test_sigint_publishes_nothing_and_exits_130(servers: object, tmp_path: Path)
 
 
 def test_scrapy_crawl_from_the_project_root(site: MockServer, tmp_path: Path) -> None:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "scrapy",
-            "crawl",
-            "site",
-            "-a",
-            f"url={site.url('/relative/one.html')}",
-            "-s",
-            f"SITEMAP_OUT_DIR={tmp_path / 'public'}",
-            "-s",
-            "LOG_LEVEL=INFO",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    proc = scrapy(
+        *("crawl", "site", "-a", f"url={site.url('/relative/one.html')}"),
+        *("-s", f"SITEMAP_OUT_DIR={tmp_path / 'public'}", "-s", "LOG_LEVEL=INFO"),
         timeout=120,
-        env=env,
     )
     assert proc.returncode == 0, proc.stderr
     assert "Sitemap published" in proc.stderr
@@ -376,8 +342,8 @@ def test_the_summary_says_which_robots_group_applied(site: MockServer, tmp_path:
     assert "robots.txt: the group for sitemap-crawler applied to sitemap-crawler" in proc.stderr
 
 
-def test_an_unreachable_site_is_said_once(tmp_path: Path) -> None:
-    port = free_port()
+def test_an_unreachable_site_is_said_once(tmp_path: Path, closed_port: int) -> None:
+    port = closed_port
     proc = cli("crawl", f"http://127.0.0.1:{port}/", "--out", str(tmp_path / "p"))
     assert_failure_last_line(proc, 3, f"http://127.0.0.1:{port}")
     assert proc.stderr.count("refused") == 1, proc.stderr

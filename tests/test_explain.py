@@ -8,7 +8,6 @@ import gzip
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
@@ -310,13 +309,6 @@ def test_what_a_crawled_page_refers_to_without_following_it(
     assert code == 1
     assert f"verdict    {found['summary']}" in text
     assert f"referred   {kind} on {site.url(page)} (1 page)" in text
-
-
-@pytest.fixture
-def nightly(tmp_path: Path) -> Iterator[NightlySite]:
-    site = NightlySite(tmp_path)
-    yield site
-    site.stop()
 
 
 @pytest_twisted.ensureDeferred

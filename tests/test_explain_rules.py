@@ -23,8 +23,7 @@ from twisted.internet.defer import Deferred
 from crawler.cli import main
 from crawler.crawl.traps import TrapDetector
 from settings import SITEMAP_TRAP_MAX_QUERY_VARIANTS, SITEMAP_TRAP_MAX_REPEATS
-from tests.conftest import ROOT, CrawlResult, run_crawl
-from tests.test_traps_learning import TrapServer
+from tests.conftest import ROOT, CrawlResult, TrapServer, run_crawl
 
 #: The run's own values, unlike the settings' (2 and 40): explain must follow them.
 REPEATS = 3
@@ -50,9 +49,8 @@ EVERY_RULE = {
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrapServer]:
-    server = TrapServer("rules", tmp_path_factory.mktemp("rules") / "log")
-    yield server
-    server.stop()
+    with TrapServer("rules", tmp_path_factory.mktemp("rules") / "log") as server:
+        yield server
 
 
 def _crawl(tmp: Path, url: str, **settings: Any) -> CrawlResult:

@@ -24,7 +24,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import pytest
 import pytest_twisted
 
 from crawler.publish.htmlpage import number
@@ -226,13 +225,6 @@ async def two_nights(site: NightlySite, tmp_path: Path) -> tuple[Any, Any]:
     second = await run_crawl(site.url("/"), tmp_path, **options)
     assert second.outcome == "published", second.stats.get("sitemap/message")
     return first, second
-
-
-@pytest.fixture
-def nightly(tmp_path: Path) -> Iterator[NightlySite]:
-    site = NightlySite(tmp_path)
-    yield site
-    site.stop()
 
 
 @pytest_twisted.ensureDeferred

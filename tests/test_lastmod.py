@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from email.utils import format_datetime
 from pathlib import Path
@@ -431,18 +430,30 @@ def test_lastmod_from_page_not_an_element() -> None:
     assert lastmod_from_page("<html></html>") is None
 
 
+def next_night(tmp_path: Path, night1: Any) -> tuple[Any, Any]:
+    """The lastmod pipeline of a night on 2024-03-01 after *night1* (a ledger record)."""
+    from scrapy.statscollectors import MemoryStatsCollector
+    from scrapy.utils.test import get_crawler
+
+    from crawler.ledger.ledger import Ledger
+    from crawler.ledger.previous import PreviousRun
+    from pipelines.lastmod import LastmodPipeline
+
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    ledger.record(night1)
+    ledger.close()
+    previous = PreviousRun.open(tmp_path / "ledger.sqlite")
+    assert previous is not None
+    stats = MemoryStatsCollector(get_crawler())
+    return LastmodPipeline(stats, True, previous, datetime(2024, 3, 1, tzinfo=UTC)), previous
+
+
 def test_a_moving_last_modified_keeps_the_last_real_change(tmp_path: Path) -> None:
     # Night 1 published the server's Last-Modified; on night 2 the server stamps a new
     # Last-Modified on the same content: ignored as volatile, and the page keeps
     # night 1's lastmod instead of losing it.
-    from scrapy.statscollectors import MemoryStatsCollector
-    from scrapy.utils.test import get_crawler
-
     from crawler.core.items import UrlRecord
     from crawler.core.urls import url_key
-    from crawler.ledger.ledger import Ledger
-    from crawler.ledger.previous import PreviousRun
-    from pipelines.lastmod import LastmodPipeline
 
     url = "http://h.test/a"
     night1 = UrlRecord(
@@ -450,13 +461,7 @@ def test_a_moving_last_modified_keeps_the_last_real_change(tmp_path: Path) -> No
         last_modified="Mon, 01 Jan 2024 08:00:00 GMT", lastmod="2024-01-01T08:00:00+00:00",
         lastmod_source="header", content_hash="c1", main_hash="m1", etag='"e"',
     )  # fmt: skip
-    ledger = Ledger(tmp_path / "ledger.sqlite")
-    ledger.record(night1)
-    ledger.close()
-    previous = PreviousRun.open(tmp_path / "ledger.sqlite")
-    assert previous is not None
-    stats = MemoryStatsCollector(get_crawler())
-    pipeline = LastmodPipeline(stats, True, previous, datetime(2024, 3, 1, tzinfo=UTC))
+    pipeline, previous = next_night(tmp_path, night1)
     night2 = UrlRecord(
         url=url, decision="listed", key=url_key(url), status=200,
         last_modified="Fri, 01 Mar 2024 07:00:00 GMT", date="Fri, 01 Mar 2024 09:00:00 GMT",
@@ -680,13 +685,6 @@ def _check_lying_site(
         ]
 
 
-@pytest.fixture
-def nightly(tmp_path: Path) -> Iterator[NightlySite]:
-    site = NightlySite(tmp_path)
-    yield site
-    site.stop()
-
-
 @pytest_twisted.ensureDeferred
 async def test_a_site_of_lying_dates_and_soft_404s(
     nightly: NightlySite, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -864,15 +862,10 @@ def test_a_page_date_that_moves_on_unchanged_content_keeps_the_last_real_change(
 ) -> None:
     """A date-only stamp of "today" is no volatile date-time, but it moves every night
     while the content does not: the page keeps the date it had."""
-    from scrapy.statscollectors import MemoryStatsCollector
-    from scrapy.utils.test import get_crawler
 
     from crawler.core.items import UrlRecord
     from crawler.core.lastmod import Declared
     from crawler.core.urls import url_key
-    from crawler.ledger.ledger import Ledger
-    from crawler.ledger.previous import PreviousRun
-    from pipelines.lastmod import LastmodPipeline
 
     url = "http://h.test/a"
     night1 = UrlRecord(
@@ -880,13 +873,7 @@ def test_a_page_date_that_moves_on_unchanged_content_keeps_the_last_real_change(
         lastmod="2024-01-01", lastmod_source="page", lastmod_from="meta article:modified_time",
         content_hash="c1", main_hash="m1",
     )  # fmt: skip
-    ledger = Ledger(tmp_path / "ledger.sqlite")
-    ledger.record(night1)
-    ledger.close()
-    previous = PreviousRun.open(tmp_path / "ledger.sqlite")
-    assert previous is not None
-    stats = MemoryStatsCollector(get_crawler())
-    pipeline = LastmodPipeline(stats, True, previous, datetime(2024, 3, 1, tzinfo=UTC))
+    pipeline, previous = next_night(tmp_path, night1)
     stamped = Declared("meta article:modified_time", "2024-03-01", "2024-03-01")
     night2 = UrlRecord(
         url=url, decision="listed", key=url_key(url), status=200,

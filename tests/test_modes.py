@@ -19,10 +19,8 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from email.utils import formatdate
@@ -37,13 +35,13 @@ from crawler.core.decisions import UNFETCHED_TIME
 from crawler.ledger.ledger import Ledger
 from crawler.page.softnotfound import PROBE_PREFIX
 from tests import wpserver as wp
-from tests.conftest import ROOT
+from tests.conftest import TrapServer, cli
 from tests.indexnowserver import Answer, IndexNowServer
 from tests.seedserver import ScriptedSite
 from tests.served import ServedSite
+from tests.spaserver import SpaServer
 from tests.test_changes import KEY, build
 from tests.test_nightly import NightlySite
-from tests.test_traps_learning import TrapServer
 from tests.xsd import validate_index, validate_urlset
 
 pytest.importorskip("redis")  # the test extra installs it
@@ -130,14 +128,8 @@ def read_report(path: Path) -> dict[str, Any]:
 
 def crawl(url: str, work: Path, mode: str, *options: str, env: Any = None) -> Run:
     out, state = work / "public", work / "state"
-    done = subprocess.run(
-        [sys.executable, "-m", "crawler.cli", "crawl", url, "--out", str(out)]
-        + ["--state", str(state), *MODES[mode], *options],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env=env,
+    done = cli(
+        "crawl", url, "--out", str(out), "--state", str(state), *MODES[mode], *options, env=env
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
@@ -183,20 +175,6 @@ def both(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., list[Run]]:
         ]
 
     return run
-
-
-@pytest.fixture(scope="module")
-def traps(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrapServer]:
-    server = TrapServer("traps", tmp_path_factory.mktemp("traps") / "log")
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def soft(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrapServer]:
-    server = TrapServer("soft404", tmp_path_factory.mktemp("soft") / "log")
-    yield server
-    server.stop()
 
 
 def test_traps_calendars_and_learned_parameters(traps: TrapServer, both: Any) -> None:
@@ -339,11 +317,7 @@ def test_staging_credentials(tmp_path: Path, both: Any) -> None:
 def test_nightly_lastmod_second_night(tmp_path: Path) -> None:
     site = NightlySite(tmp_path)
     try:
-        pages = [f"/p{i}.html" for i in range(12)]
-        site.home(*pages, etag='"home"')
-        for path in pages:
-            site.page(path, f"page {path}", etag=f'"{path}"')
-        site.save()
+        pages = site.numbered(12)
         nights = {}
         for mode in MODES:
             work = tmp_path / mode.replace(" ", "-")
@@ -502,19 +476,9 @@ def test_rich_entries_sections_and_feed(tmp_path: Path, both: Any) -> None:
 
 
 def test_rendering(tmp_path: Path, both: Any, chromium: str) -> None:
-    log = tmp_path / "spa.log"
-    log.write_text("")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.spaserver", "--log", str(log)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    try:
-        port = int(proc.stdout.readline().split()[0])
+    with SpaServer(tmp_path / "spa.log") as spa:
         one, *two = both(
-            f"http://127.0.0.1:{port}/",
+            spa.url("/"),
             "--render",
             "auto",
             "--browser",
@@ -527,7 +491,7 @@ def test_rendering(tmp_path: Path, both: Any, chromium: str) -> None:
         )
         same(one, *two)
         rendered = json.dumps(one.decisions)
-        assert f"http://127.0.0.1:{port}/gallery/1" in one.lastmods, rendered
+        assert spa.url("/gallery/1") in one.lastmods, rendered
         # The summary counts every process's renders and responses (a rendered page
         # is two), as one process does.
         for line in ("rendered in Chromium: ", "pages fetched: "):
@@ -537,10 +501,6 @@ def test_rendering(tmp_path: Path, both: Any, chromium: str) -> None:
         # in all than one process does.
         at_once = [r.report_json["render"]["concurrency"] for r in (one, *two)]
         assert at_once[0] >= 1 and all(1 <= n <= at_once[0] for n in at_once), at_once
-    finally:
-        proc.kill()
-        proc.wait(timeout=10)
-        proc.stdout.close()
 
 
 def shifted(days: int) -> dict[str, str]:

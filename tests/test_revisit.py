@@ -53,12 +53,11 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
 
 @pytest.fixture
 def site(tmp_path: Path) -> Iterator[NightlySite]:
-    served = NightlySite(tmp_path)
-    served.home(*PAGES)
-    for path in PAGES:
-        served.page(path, f"page {path} <a href='/'>home</a>")
-    yield served
-    served.stop()
+    with NightlySite(tmp_path) as served:
+        served.home(*PAGES)
+        for path in PAGES:
+            served.page(path, f"page {path} <a href='/'>home</a>")
+        yield served
 
 
 async def night(site: NightlySite, tmp_path: Path, **overrides: Any) -> CrawlResult:
@@ -334,9 +333,8 @@ class WordPress(ServedSite):
 
 @pytest.fixture
 def blog(tmp_path: Path) -> Iterator[WordPress]:
-    served = WordPress(tmp_path)
-    yield served
-    served.stop()
+    with WordPress(tmp_path) as served:
+        yield served
 
 
 async def wp_night(blog: WordPress, tmp_path: Path, **overrides: Any) -> CrawlResult:

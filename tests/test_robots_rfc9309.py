@@ -33,7 +33,7 @@ def robots_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
     def start(mode: str, **options: Any) -> RobotsServer:
         log = tmp / f"{len(started)}-{mode}.log"
-        srv = RobotsServer(mode, log, **options).start()
+        srv = RobotsServer(mode, log, **options)
         started.append(srv)
         return srv
 

@@ -158,7 +158,7 @@ def _stop_group(proc: subprocess.Popen[bytes]) -> None:
 
 @pytest.fixture
 def site(tmp_path: Path) -> Iterator[MockServer]:
-    server = MockServer("rules", tmp_path / "site.log").start()
+    server = MockServer("rules", tmp_path / "site.log")
     try:
         yield server
     finally:

@@ -10,7 +10,8 @@ import pytest
 import settings as project
 from crawler.commands.options import project_settings
 from crawler.commands.settingrules import RULES, SettingError, check_settings
-from tests.test_cli import assert_one_line_error, cli
+from tests.conftest import cli
+from tests.test_cli import assert_one_line_error
 
 
 def test_every_sitemap_setting_has_a_rule() -> None:

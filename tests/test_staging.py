@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import base64
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import pytest_twisted
 
-from tests.conftest import ROOT, run_crawl
+from tests.conftest import cli, run_crawl
 from tests.seedserver import ScriptedSite
+from tests.test_cli import assert_one_line_error
 
 USER, PASSWORD = "stage", "s3cret-Pa55"
 TOKEN = "tok-4f1e9a"  # the header's value
@@ -140,12 +139,9 @@ def test_from_the_command_line(
             f'cookie = ["session={SESSION}"]\n'
         )
         options = ["--config", str(config)]
-    done = subprocess.run(
-        [sys.executable, "-m", "crawler.cli", "crawl", staging.url("/"), "--out", str(out)]
-        + [*options, "--log-level", "DEBUG", "-s", "SITEMAP_PROGRESS_INTERVAL=0"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    done = cli(
+        *("crawl", staging.url("/"), "--out", str(out), *options, "--log-level", "DEBUG"),
+        *("-s", "SITEMAP_PROGRESS_INTERVAL=0"),
         timeout=120,
         env=env,
     )
@@ -159,12 +155,8 @@ def test_without_credentials_the_staging_site_refuses(
     sites: tuple[ScriptedSite, ScriptedSite], tmp_path: Path
 ) -> None:
     staging, _ = sites
-    done = subprocess.run(
-        [sys.executable, "-m", "crawler.cli", "crawl", staging.url("/")]
-        + ["--out", str(tmp_path / "o")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    done = cli(
+        *("crawl", staging.url("/"), "--out", str(tmp_path / "o")),
         timeout=120,
         env={k: v for k, v in os.environ.items() if k != "SITEMAP_AUTH"},
     )
@@ -185,14 +177,6 @@ def test_without_credentials_the_staging_site_refuses(
 def test_bad_credentials_are_one_line_without_the_secret(
     tmp_path: Path, args: list[str], message: str
 ) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "crawler.cli", "crawl", "http://127.0.0.1:9/", *args],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 2
-    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
-    assert message in done.stderr
+    done = cli("crawl", "http://127.0.0.1:9/", *args, cwd=tmp_path, timeout=60)
+    assert_one_line_error(done, 2, message)
     assert not any(secret in done.stderr for secret in SECRETS)

@@ -5,9 +5,6 @@ the page, facets, calendars and date sequences, soft 404s; on a real test site
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,55 +18,7 @@ from crawler.crawl.params import ParamLearner, settle
 from crawler.page.content import bag_hash, main_content
 from crawler.page.links import parse_html
 from crawler.page.softnotfound import page_print, says_not_found
-from tests.conftest import ROOT, run_crawl
-
-
-class TrapServer:
-    def __init__(self, mode: str, log: Path) -> None:
-        self.log = log
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.trapserver", "--mode", mode, "--log", str(log)],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line.strip().isdigit():
-            self.stop()
-            raise RuntimeError(f"trap server did not start: {line!r}")
-        self.base = f"http://127.0.0.1:{int(line)}"
-
-    def url(self, path: str) -> str:
-        return self.base + path
-
-    def paths(self) -> list[str]:
-        if not self.log.exists():
-            return []
-        return [json.loads(line)["path"] for line in self.log.read_text().splitlines()]
-
-    def clear(self) -> None:
-        self.log.write_text("")
-
-    def stop(self) -> None:
-        self.proc.kill()
-        self.proc.wait(timeout=10)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-
-
-@pytest.fixture(scope="module")
-def traps(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrapServer]:
-    server = TrapServer("traps", tmp_path_factory.mktemp("traps") / "log")
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def soft(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrapServer]:
-    server = TrapServer("soft404", tmp_path_factory.mktemp("soft") / "log")
-    yield server
-    server.stop()
+from tests.conftest import TrapServer, run_crawl
 
 
 def _today() -> date:
@@ -157,7 +106,7 @@ def _decisions(result: Any, base: str) -> dict[str, tuple[str, str, str | None]]
 
 @pytest_twisted.ensureDeferred
 async def test_traps_learned_and_reused_the_next_night(traps: TrapServer, tmp_path: Path) -> None:
-    traps.clear()
+    traps.clear_log()
     first = await run_crawl(traps.url("/"), tmp_path)
     assert first.outcome == "published"
     first_paths = traps.paths()
@@ -196,7 +145,7 @@ async def test_traps_learned_and_reused_the_next_night(traps: TrapServer, tmp_pa
 
     # The next night starts from what was learned: no variant that differs only in
     # a learned parameter is fetched, and the same set is published.
-    traps.clear()
+    traps.clear_log()
     second = await run_crawl(traps.url("/"), tmp_path)
     assert second.outcome == "published"
     second_paths = traps.paths()
@@ -242,7 +191,7 @@ async def test_calendar_window_off(traps: TrapServer, tmp_path: Path) -> None:
 async def test_soft_404(soft: TrapServer, tmp_path: Path) -> None:
     """A site that answers 200 for every unknown address: its not-found page is
     recognised wherever it is served, whatever path it echoes."""
-    soft.clear()
+    soft.clear_log()
     result = await run_crawl(soft.url("/"), tmp_path)
     assert result.outcome == "published"
     decided = _decisions(result, soft.base)
@@ -267,7 +216,7 @@ async def test_soft_404(soft: TrapServer, tmp_path: Path) -> None:
 
 @pytest_twisted.ensureDeferred
 async def test_soft_404_probe_can_be_turned_off(soft: TrapServer, tmp_path: Path) -> None:
-    soft.clear()
+    soft.clear_log()
     result = await run_crawl(
         soft.url("/"), tmp_path, SITEMAP_SOFT404_PROBE=False, SITEMAP_SOFT404_CONTENT=False
     )
@@ -287,12 +236,9 @@ async def test_soft_404_probe_can_be_turned_off(soft: TrapServer, tmp_path: Path
 async def test_soft_404_probe_obeys_robots_txt(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    server = TrapServer("soft404-robots", tmp_path_factory.mktemp("robots") / "log")
-    try:
+    with TrapServer("soft404-robots", tmp_path_factory.mktemp("robots") / "log") as server:
         result = await run_crawl(server.url("/"), tmp_path)
         assert not [p for p in server.paths() if "probe" in p]
-    finally:
-        server.stop()
     assert result.outcome == "published"
     assert result.stats["sitemap/soft404/probes"] == 1
     assert result.stats["sitemap/soft404/detected"] is False
@@ -307,12 +253,9 @@ async def test_soft_404_behind_a_redirect(
 ) -> None:
     """A site that redirects every unknown address to a "not found" page served
     with 200: the probe follows the redirect, and that page is not listed."""
-    server = TrapServer("redirect404", tmp_path_factory.mktemp("redirect") / "log")
-    try:
+    with TrapServer("redirect404", tmp_path_factory.mktemp("redirect") / "log") as server:
         result = await run_crawl(server.url("/"), tmp_path)
         paths = server.paths()
-    finally:
-        server.stop()
     decided = _decisions(result, server.base)
     assert decided["/not-found.html"] == (
         "soft-404",

@@ -33,7 +33,9 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from twisted.internet import reactor
-from twisted.web import resource, server
+from twisted.web import server
+
+from tests.gate import Leaf
 
 HTML = "text/html; charset=utf-8"
 
@@ -193,13 +195,10 @@ def redirect404(path: str, query: dict[str, list[str]]) -> tuple[int, str]:
     return 302, ""
 
 
-class Site(resource.Resource):
-    isLeaf = True
-
+class Site(Leaf):
     def __init__(self, mode: str, log: Any) -> None:
-        super().__init__()
+        super().__init__(log)
         self.mode = mode
-        self.log = log
 
     def render_GET(self, request: Any) -> bytes:
         raw = request.uri.decode("latin-1")
