@@ -13,7 +13,6 @@ from __future__ import annotations
 import csv
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ from crawler.audit.summary import format_summary
 from crawler.ledger.ledger import Ledger
 from crawler.sitemaps.limits import MAX_URLS_PER_FILE, SITEMAP_NS
 from tests.conftest import MockServer, run_crawl
-from tests.served import ServedDirectory, serve_directory
+from tests.served import serve_directory
 from tests.test_audit import audit
 
 XHTML_NS = "http://www.w3.org/1999/xhtml"
@@ -176,24 +175,18 @@ async def test_mobile_alternates_are_counted_not_reported(
 # -- 9: a site without any sitemap -------------------------------------------------------------
 
 
-@pytest.fixture
-def no_sitemap_site(tmp_path: Path) -> Iterator[ServedDirectory]:
-    home = '<a href="/a.html">a</a> <a href="/b.html">b</a>'
-    pages = (("index", "home", home), ("a", "a", "page a"), ("b", "b", "page b"))
-    files = {
-        f"{name}.html": f"<html><head><title>{title}</title></head><body>{text}</body></html>"
-        for name, title, text in pages
-    }
-    with serve_directory(tmp_path / "www", files) as site:
-        yield site
+_HOME = '<a href="/a.html">a</a> <a href="/b.html">b</a>'
+#: A site without any sitemap: a home page and the two pages it links to.
+NO_SITEMAP = {
+    f"{name}.html": f"<html><head><title>{title}</title></head><body>{text}</body></html>"
+    for name, title, text in (("index", "home", _HOME), ("a", "a", "page a"), ("b", "b", "page b"))
+}
 
 
 @pytest_twisted.ensureDeferred
-async def test_no_sitemap_at_all_is_the_headline(
-    no_sitemap_site: ServedDirectory, tmp_path: Path
-) -> None:
-    site = no_sitemap_site
-    report, _ = await audit(site, tmp_path)  # type: ignore[arg-type]
+async def test_no_sitemap_at_all_is_the_headline(tmp_path: Path) -> None:
+    with serve_directory(tmp_path / "www", NO_SITEMAP) as site:
+        report, _ = await audit(site, tmp_path)  # type: ignore[arg-type]
     assert report.no_sitemap
     first = format_summary(report).splitlines()[0]
     assert first.startswith("no sitemap found; tried: robots.txt (no Sitemap: line), ")

@@ -56,13 +56,13 @@ class NightlySite(ServedSite):
     def save(self) -> None:
         self.file.write_text(json.dumps({"robots": self.robots, "pages": self.pages}))
 
-    def numbered(self, count: int) -> list[str]:
-        """A home page linking to *count* pages /p0.html, /p1.html, ..., every page with
-        an ETag, saved: the paths."""
+    def numbered(self, count: int, etags: bool = True) -> list[str]:
+        """A home page linking to *count* pages /p0.html, /p1.html, ..., each with an
+        ETag unless not *etags*, saved: the paths."""
         pages = [f"/p{i}.html" for i in range(count)]
-        self.home(*pages, etag='"home"')
+        self.home(*pages, etag='"home"' if etags else None)
         for path in pages:
-            self.page(path, f"page {path}", etag=f'"{path}"')
+            self.page(path, f"page {path}", **({"etag": f'"{path}"'} if etags else {}))
         self.save()
         return pages
 
@@ -265,10 +265,7 @@ async def test_a_last_modified_stamped_a_moment_before_date_is_volatile(
 @pytest_twisted.ensureDeferred
 async def test_half_down_site_keeps_yesterdays_set(nightly: NightlySite, tmp_path: Path) -> None:
     site = nightly
-    pages = [f"/p{i}.html" for i in range(10)]
-    site.home(*pages)
-    for path in pages:
-        site.page(path, path)
+    pages = site.numbered(10, etags=False)
     run1 = await night(site, tmp_path)
     assert run1.outcome == "published"
     good = snapshot(run1.out)
@@ -293,10 +290,7 @@ async def test_half_down_site_keeps_yesterdays_set(nightly: NightlySite, tmp_pat
 @pytest_twisted.ensureDeferred
 async def test_dropping_too_many_urls_is_refused(nightly: NightlySite, tmp_path: Path) -> None:
     site = nightly
-    pages = [f"/p{i}.html" for i in range(10)]
-    site.home(*pages)
-    for path in pages:
-        site.page(path, path)
+    pages = site.numbered(10, etags=False)
     assert (await night(site, tmp_path)).outcome == "published"
     site.home(*pages[:7])  # 3 of 11 published URLs gone: 27% > 20%
     run2 = await night(site, tmp_path)
@@ -310,10 +304,7 @@ async def test_dropping_too_many_urls_is_refused(nightly: NightlySite, tmp_path:
 
 
 def slow_site(site: NightlySite, n: int = 30) -> list[str]:
-    pages = [f"/p{i}.html" for i in range(n)]
-    site.home(*pages)
-    for path in pages:
-        site.page(path, f"page {path}")
+    pages = site.numbered(n, etags=False)
     site.robots = "User-agent: *\nCrawl-delay: 0.2\n"
     site.save()
     return pages

@@ -9,10 +9,18 @@ from typing import Any
 import pytest
 import pytest_twisted
 
-from tests.conftest import run_crawl
+from tests.conftest import CrawlResult, run_crawl
 
 # A small crawl: the home page and what it links to directly.
 SMALL = {"SITEMAP_MAX_DEPTH": 1}
+
+
+async def crawled(server: Any, tmp_path: Path, **overrides: Any) -> tuple[CrawlResult, Any]:
+    """A small crawl of *server* (with *overrides*) that publishes: its result, and the
+    decision and reason of every URL."""
+    result = await run_crawl(server.url("/"), tmp_path, **{**SMALL, **overrides})
+    assert result.outcome == "published", result.stats.get("sitemap/fatal")
+    return result, result.decisions()
 
 
 def fetched_paths(server: Any) -> set[str]:
@@ -25,9 +33,7 @@ async def test_unavailable_robots_allows_everything(
     servers: Any, tmp_path: Path, mode: str
 ) -> None:
     server = servers(mode)
-    result = await run_crawl(server.url("/"), tmp_path, **SMALL)
-    assert result.outcome == "published"
-    decisions = result.decisions()
+    result, decisions = await crawled(server, tmp_path)
     assert decisions[server.url("/private/secret.html")][0] == "listed"
     assert decisions[server.url("/blocked-for-us/page.html")][0] == "listed"
     assert result.stats["sitemap/robots/unavailable"] >= 1

@@ -19,6 +19,7 @@ from crawler.commands.options import site_settings
 from tests.conftest import ROOT, run_crawl
 from tests.robotsserver import RobotsServer
 from tests.test_redis import published
+from tests.test_robots import crawled
 
 SMALL = {"SITEMAP_MAX_DEPTH": 1}
 COMPATIBLE_UA = "Mozilla/5.0 (compatible; AcmeBot/1.0; +https://acme.example/bot)"
@@ -53,9 +54,7 @@ async def test_robots_redirect_to_another_host_applies_there(
     # example.com/robots.txt -> www.example.com/robots.txt: two hosts, two ports.
     www = robots_servers("target")
     site = robots_servers("redirect-elsewhere", other=www.base)
-    result = await run_crawl(site.url("/"), tmp_path, **SMALL)
-    assert result.outcome == "published"
-    decisions = result.decisions()
+    result, decisions = await crawled(site, tmp_path)
     # www's rules apply to the original host.
     assert decisions[site.url("/private/secret.html")][0] == "robots-disallowed"
     assert decisions[site.url("/about.html")][0] == "listed"
@@ -77,10 +76,8 @@ async def test_robots_redirects_across_hosts_and_paths_are_followed(
     # and forth between the two hosts (RFC 9309 2.3.1.2: at least five, across hosts).
     other = robots_servers("target")
     site = robots_servers("chain", other=other.base, hops=hops)
-    result = await run_crawl(site.url("/"), tmp_path, **SMALL)
-    assert result.outcome == "published", result.stats.get("sitemap/fatal")
+    result, decisions = await crawled(site, tmp_path)
     assert result.stats.get("sitemap/robots/unavailable") is None
-    decisions = result.decisions()
     # The rules reached (robots-main.txt: /acme-only/), not the other host's robots.txt.
     assert decisions[site.url("/acme-only/page.html")][0] == "robots-disallowed"
     assert decisions[site.url("/private/secret.html")][0] == "listed"
@@ -102,10 +99,8 @@ async def test_more_than_five_robots_redirects_make_it_unavailable(
     # unavailable: everything is allowed.
     other = robots_servers("target")
     site = robots_servers("chain", other=other.base, hops=6)
-    result = await run_crawl(site.url("/"), tmp_path, **SMALL)
-    assert result.outcome == "published", result.stats.get("sitemap/fatal")
+    result, decisions = await crawled(site, tmp_path)
     assert result.stats["sitemap/robots/unavailable"] == 1
-    decisions = result.decisions()
     assert decisions[site.url("/acme-only/page.html")][0] == "listed"
     hopped = paths(site) + paths(other)
     assert "/static/robots-main.txt" not in hopped
@@ -117,9 +112,7 @@ async def test_a_rule_line_cut_at_500_kib_is_dropped(robots_servers: Any, tmp_pa
     # Byte 512000 falls right after "Disallow: /" of "Disallow: /archive/": read as
     # it was cut, the line would disallow the whole site.
     server = robots_servers("line-cut")
-    result = await run_crawl(server.url("/"), tmp_path, **SMALL)
-    assert result.outcome == "published"
-    decisions = result.decisions()
+    result, decisions = await crawled(server, tmp_path)
     assert decisions[server.url("/")][0] == "listed"
     assert decisions[server.url("/private/secret.html")][0] == "robots-disallowed"
     # "Disallow: /about.html" lies past the limit.
@@ -135,10 +128,8 @@ async def test_an_11_mib_robots_txt_is_read_up_to_the_limit(
     # Larger than robots.txt's download cap (10 MiB), with a Content-Length or none,
     # or sent gzipped to a client that accepts gzip.
     server = robots_servers(mode)
-    result = await run_crawl(server.url("/"), tmp_path, **SMALL)
-    assert result.outcome == "published", result.stats.get("sitemap/fatal")
+    result, decisions = await crawled(server, tmp_path)
     assert result.stats.get("sitemap/robots/unreachable") is None
-    decisions = result.decisions()
     assert decisions[server.url("/private/secret.html")][0] == "robots-disallowed"
     assert decisions[server.url("/about.html")][0] == "listed"
     assert result.stats["sitemap/robots/truncated"] == 1
@@ -153,9 +144,7 @@ async def test_a_group_named_by_a_prefix_of_our_token_does_not_apply(
     # "User-agent: sitemap" and "User-agent: s" disallow everything; they do not
     # name sitemap-crawler, so the "*" group applies.
     server = robots_servers("prefix-groups")
-    result = await run_crawl(server.url("/"), tmp_path, **SMALL)
-    assert result.outcome == "published"
-    decisions = result.decisions()
+    result, decisions = await crawled(server, tmp_path)
     assert decisions[server.url("/")][0] == "listed"
     assert decisions[server.url("/about.html")][0] == "listed"
     assert decisions[server.url("/private/secret.html")][0] == "robots-disallowed"
@@ -168,9 +157,7 @@ async def test_an_unknown_line_does_not_end_a_group(robots_servers: Any, tmp_pat
     # User-agent: sitemap-crawler / Clean-param: ... / Sitemap: ... /
     # User-agent: otherbot / Disallow: /private/ : one group for both agents.
     server = robots_servers("unknown-line")
-    result = await run_crawl(server.url("/"), tmp_path, **SMALL)
-    assert result.outcome == "published"
-    decisions = result.decisions()
+    result, decisions = await crawled(server, tmp_path)
     assert decisions[server.url("/private/secret.html")][0] == "robots-disallowed"
     assert decisions[server.url("/about.html")][0] == "listed"
     assert result.stats["sitemap/robots/group"] == "sitemap-crawler"
@@ -187,9 +174,7 @@ async def test_the_compatible_user_agent_names_its_crawler(
     options = site_settings(args)
     assert options["ROBOTSTXT_USER_AGENT"] == "AcmeBot"
     overrides = {k: v for k, v in options.items() if k in ("USER_AGENT", "ROBOTSTXT_USER_AGENT")}
-    result = await run_crawl(server.url("/"), tmp_path, **overrides, **SMALL)
-    assert result.outcome == "published"
-    decisions = result.decisions()
+    result, decisions = await crawled(server, tmp_path, **overrides)
     assert decisions[server.url("/about.html")][0] == "listed"
     assert decisions[server.url("/private/secret.html")][0] == "robots-disallowed"
     assert result.stats["sitemap/robots/token"] == "AcmeBot"
