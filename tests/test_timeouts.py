@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT
 
 HANGING = """
@@ -62,7 +64,9 @@ def test_plain_tests_still_run() -> None:
 """
 
 
-def test_a_hang_fails_one_test_and_the_suite_goes_on(tmp_path: Path) -> None:
+# As the suite runs (in pytest-xdist's worker processes, pyproject.toml), and in one.
+@pytest.mark.parametrize("workers", [["-n", "2"], ["-n", "0"]], ids=["workers", "one-process"])
+def test_a_hang_fails_one_test_and_the_suite_goes_on(tmp_path: Path, workers: list[str]) -> None:
     (tmp_path / "conftest.py").write_text(
         "from tests.conftest import pytest_pyfunc_call, pytest_timeout_set_timer  # noqa: F401\n"
     )
@@ -71,7 +75,7 @@ def test_a_hang_fails_one_test_and_the_suite_goes_on(tmp_path: Path) -> None:
         [
             # -rN: no short summary, so each message is counted once however wide the terminal.
             *(sys.executable, "-m", "pytest", "-q", "-rN", "-p", "no:cacheprovider"),
-            *("--reactor=asyncio", "--rootdir", str(tmp_path), str(tmp_path)),
+            *("--reactor=asyncio", *workers, "--rootdir", str(tmp_path), str(tmp_path)),
         ],
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "300"},
