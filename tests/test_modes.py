@@ -164,7 +164,7 @@ def same(one: Run, *others: Run) -> None:
         assert two.report == one.report
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def both(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., list[Run]]:
     """``both(url, *options, name=...)``: the crawl in every mode (one process first)."""
 
