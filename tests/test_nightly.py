@@ -18,6 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 import pytest_twisted
 from scrapy.utils.sitemap import Sitemap
 
