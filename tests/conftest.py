@@ -195,29 +195,6 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Any:
     )
 
 
-# -- parallel workers --------------------------------------------------------------------
-#
-# pytest-xdist sends each test to the next free worker (pyproject.toml's addopts),
-# except where a test module's own module-scoped fixture (a crawl, an audit) serves
-# several of its tests: those tests go to one worker together (--dist loadgroup), so
-# that the fixture is made once, not once a worker. Servers from this file are cheap
-# and start in each worker that needs them.
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        module = item.nodeid.split("::")[0]
-        info = getattr(item, "_fixtureinfo", None)
-        shared = info is not None and any(
-            fixture.scope == "module" and fixture.baseid == module
-            for fixtures in info.name2fixturedefs.values()
-            for fixture in fixtures
-        )
-        if shared:
-            item.add_marker(pytest.mark.xdist_group(module))
-
-
 # Hypothesis: no deadline for one example and no "too slow" health check; on a busy
 # machine an example is slower, which is no failure (a hang meets the time limit).
 hypothesis.settings.register_profile(
