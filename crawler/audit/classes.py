@@ -8,24 +8,26 @@ from typing import Any
 from crawler.core import decisions as d
 from crawler.core.items import FOUND_SITEMAP
 
-CLASSES = (
-    "indexable",
-    "orphan",
-    "redirect",
-    "4xx",
-    "5xx",
-    "noindex",
-    "canonicalised",
-    "duplicate",
-    "robots-blocked",
-    "off-host",
-    "not-html",
-    "error",
-    "not-crawled",
-    "excluded",
-    "invalid-loc",
-    "missing",
-)
+#: The classes, in the reports' order, and how each reads.
+MEANINGS = {
+    "indexable": "listed and indexable (good)",
+    "orphan": "listed and indexable, but linked from no crawled page",
+    "redirect": "listed, but redirects",
+    "4xx": "listed, but answers 4xx",
+    "5xx": "listed, but answers 5xx",
+    "noindex": "listed, but noindex",
+    "canonicalised": "listed, but names another URL as canonical",
+    "duplicate": "listed, but a byte-identical copy of another listed URL (the target)",
+    "robots-blocked": "listed, but robots.txt forbids fetching it",
+    "off-host": "listed, but on another host or scheme, or outside the sitemap's directory",
+    "not-html": "listed, but not an HTML page",
+    "error": "listed, but fetching it failed",
+    "not-crawled": "listed, never fetched",
+    "excluded": "listed, but the crawl met it and left it out by its rules (the reason)",
+    "invalid-loc": "the entry's loc is no absolute http(s) URL",
+    "missing": "indexable, found by the crawl, in no sitemap",
+}
+CLASSES = tuple(MEANINGS)
 FLAGS = ("duplicate-listing", "dead-orphan")
 #: Classes whose URLs are never dead orphans: never fetched (off-host, invalid-loc),
 #: indexable (orphan), or met by the crawl and left out by its rules (excluded).

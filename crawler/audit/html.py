@@ -9,27 +9,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from crawler.audit.classes import MEANINGS
 from crawler.publish import htmlpage as h
-
-#: How each class reads.
-MEANINGS = {
-    "indexable": "listed and indexable (good)",
-    "orphan": "listed and indexable, but linked from no crawled page",
-    "redirect": "listed, but redirects",
-    "4xx": "listed, but answers 4xx",
-    "5xx": "listed, but answers 5xx",
-    "noindex": "listed, but noindex",
-    "canonicalised": "listed, but names another URL as canonical",
-    "duplicate": "listed, but a byte-identical copy of another listed URL (the target)",
-    "robots-blocked": "listed, but robots.txt forbids fetching it",
-    "off-host": "listed, but on another host or scheme, or outside the sitemap's directory",
-    "not-html": "listed, but not an HTML page",
-    "error": "listed, but fetching it failed",
-    "not-crawled": "listed, never fetched",
-    "excluded": "listed, but the crawl met it and left it out by its rules (the reason)",
-    "invalid-loc": "the entry's loc is no absolute http(s) URL",
-    "missing": "indexable, found by the crawl, in no sitemap",
-}
 
 #: The table of the past audits: (heading, key, is a figure) per column.
 _HISTORY_COLUMNS = (
