@@ -309,27 +309,26 @@ class Frontier:
         page's last verification (the response's ``Date``: the site's time too, not
         this machine's clock; else the lastmod the previous run gave it), the page is
         verified tonight (:meth:`recheck`)."""
-        if self.policy is None or self.previous is None or not lastmod:
-            return
-        url = normalize_url(raw, strip_params=self.strip.params, extra_strip=self.strip.extra)
-        prev = self.previous.get(url_key(url)) if url is not None else None
-        if url is None or prev is None or not keepable(prev):
-            return
-        verified = prev.get("verified_date")
-        if later(lastmod, verified or prev.get("lastmod"), same_second=verified is not None):
-            self.stats.inc_value("sitemap/schedule/signalled")
-            yield from self.recheck(url, prev.get("depth") or 0, prev.get("referrer"))
+        if lastmod:
+            yield from self.verify(raw, lastmod)
 
-    def verify(self, raw: str) -> Iterator[Discovered]:
+    def verify(self, raw: str, lastmod: str | None = None) -> Iterator[Discovered]:
         """A signal says the page at *raw* may be gone (the site's API no longer lists
-        it): verified tonight, if the previous run knew it."""
+        it), or changed at *lastmod* (:meth:`signal`): verified tonight, if the previous
+        run knew it."""
         if self.policy is None or self.previous is None:
             return
         url = normalize_url(raw, strip_params=self.strip.params, extra_strip=self.strip.extra)
         prev = self.previous.get(url_key(url)) if url is not None else None
-        if url is not None and prev is not None:
-            self.stats.inc_value("sitemap/schedule/signalled")
-            yield from self.recheck(url, prev.get("depth") or 0, prev.get("referrer"))
+        if url is None or prev is None:
+            return
+        if lastmod is not None:
+            verified = prev.get("verified_date")
+            since = verified or prev.get("lastmod")
+            if not keepable(prev) or not later(lastmod, since, same_second=verified is not None):
+                return
+        self.stats.inc_value("sitemap/schedule/signalled")
+        yield from self.recheck(url, prev.get("depth") or 0, prev.get("referrer"))
 
     def discover(self, lead: Lead) -> Iterator[Discovered]:
         """Decide what to do with a URL found (*lead*): queue it (yielding a ``queued``

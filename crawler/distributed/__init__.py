@@ -1,18 +1,10 @@
 """Scaling a crawl out over several processes and machines with scrapy-redis.
 
-``crawl URL --redis URL`` starts the *coordinator*; ``worker --redis URL``, on any
-number of machines, joins it; ``crawl URL --processes N`` runs both here through a
-private Redis server (:mod:`.server`). What flows where (docs/distributed.md):
-the coordinator registers the crawl (:mod:`.crawl`), puts the previous run's records
-in Redis (:mod:`.previous`) and queues the start URL; every fetching process runs the
-site spider with the shared queue (:mod:`.scheduler`), and judges a page and decides
-about its links where it was fetched (:mod:`.frontier`); each page's report
-(:mod:`.messages`) goes to Redis with its new URLs claimed in one Lua script
-(:mod:`.pipeline`); the coordinator, the single writer, completes and writes the
-records (:mod:`.sharing`). Nothing is lost when a worker dies; a coordinator that
-dies ends the crawl unpublished, as an interrupted crawl does.
-
-:func:`coordinator_settings` and :func:`worker_settings` give each role's settings.
+``crawl URL --redis URL`` starts the *coordinator*, the single writer; ``worker --redis
+URL`` joins it; ``crawl URL --processes N`` runs both here through a private Redis
+server (:mod:`.server`). docs/distributed.md, "What flows where", walks through the
+modules. :func:`coordinator_settings` and :func:`worker_settings` give each role's
+settings.
 """
 
 from __future__ import annotations

@@ -30,14 +30,8 @@ key                         type    holds
 
 A request is always in exactly one of three places: the queue, one process's
 in-flight hash, or (as its page's report) the report list. Each move between them is
-one Lua script, so it happens whole or not at all: a claim pops the queue and
-records the request in flight; a report removes it from flight and appends the
-report; the coordinator moves the in-flight requests of a process whose heartbeat
-expired back to the queue. Killing a process at any instant therefore loses nothing,
-and the crawl is over exactly when the three places are empty at once (one script
-reads all three). The URLs a page leads to are claimed in the seen-set and queued by
-the same script that reports the page, so a page is either reported with all it
-found, or still held (and then fetched again, and what it found claimed then).
+one Lua script, so it happens whole or not at all (docs/distributed.md, "Nothing is
+lost"), and the crawl is over exactly when the three places are empty at once.
 """
 
 from __future__ import annotations

@@ -1,21 +1,13 @@
 """The frontier of a distributed crawl: discovery where the page was fetched
-(docs/distributed.md).
+(docs/distributed.md, "What flows where").
 
 Every process decides about the links of the pages it fetched with the code of one
-process (:class:`crawler.crawl.frontier.Frontier`): the rule book makes each URL new
-to the process a :class:`~crawler.crawl.counted.Claim`, sent as a :class:`Candidate`,
-which the page's report script (``_REPORT`` in :mod:`crawler.distributed.crawl`)
-applies in Redis with the whole crawl's view: the seen-set (only the process whose
-report adds a URL's fingerprint decides about it, so every URL keeps one decision;
-exact up to the 64-bit fingerprints' collisions, about n**2 / 2**65), the URLs held
-aside by the depth cap, the counters. The coordinator turns the outcomes into records
-(:class:`Settler`). A page is thus reported with everything it led to, or not at all.
-
-A process remembers which URLs it has sent (``sent``: fingerprint -> what their claim
-said after the counts), so the navigation links every page repeats cost a dictionary
-lookup after the first time; a URL sent held aside is claimed again.
-
-Settings: those of :class:`crawler.crawl.frontier.Frontier`.
+process (:class:`crawler.crawl.frontier.Frontier`); a URL new to the process is sent
+as a :class:`Candidate` with its :class:`~crawler.crawl.counted.Claim`, which the
+page's report script (``_REPORT`` in :mod:`crawler.distributed.crawl`) applies with
+the whole crawl's view. The coordinator turns the outcomes into records
+(:class:`Settler`). A process remembers the URLs it sent (``sent``), so the navigation
+links every page repeats cost a dictionary lookup after the first time.
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
 """Report pipeline: send each page's report to the coordinator through Redis.
 
 Each :class:`crawler.core.items.PageRecords` becomes a
-:class:`crawler.distributed.messages.PageReport`, pickled onto the report list in the
-Lua script that ends the request's claim and claims and queues the URLs the page led
-to: a process killed at any moment has either reported a page with all it found or
-still holds it. On the coordinator the report stays in memory and an empty marker
-takes its place in the list, which still orders every report. Settled records
-(:class:`crawler.distributed.sharing.Settled`) and other items pass through.
+:class:`crawler.distributed.messages.PageReport`, pushed in the Lua script that ends
+the request's claim and claims the URLs the page led to (docs/distributed.md,
+"Nothing is lost"). On the coordinator the report stays in memory and an empty marker
+takes its place in the list, which still orders every report. Other items pass through.
 
-Settings: ``SITEMAP_REDIS_URL`` (off without it).
 Stats: ``sitemap/distributed/reported``, ``sitemap/distributed/pages`` (reports of
 fetched pages sent), ``sitemap/distributed/dropped_reports`` (a report for a claim the
 coordinator had already taken back).

@@ -1,14 +1,10 @@
-"""The previous run, for every process of a distributed crawl (docs/distributed.md).
+"""The previous run, for every process of a distributed crawl (docs/distributed.md,
+"The previous run reaches every process").
 
-A conditional request is made where a URL is discovered, and a 304 replayed where it
-was answered, on any machine; the previous run's ledger is a file on the
-coordinator's. So the coordinator puts what those need into a Redis hash when the
-crawl starts (:func:`load`): each URL that can be asked conditionally, its record as
-zlib'd JSON (its links included), and under :data:`LEARNED` the parameters learned
-(crawler.crawl.params). :class:`RedisPrevious` reads one record at a time, as
-:class:`crawler.ledger.previous.PreviousRun` does from the file: Redis holds the run
-once, and a process asks only for the URLs it meets, where a copy per process would
-cost each one the start-up time and the memory.
+The coordinator puts what conditional requests and 304 replays need into a Redis hash
+when the crawl starts (:func:`load`), the parameters learned under :data:`LEARNED`;
+:class:`RedisPrevious` reads one record at a time, as
+:class:`crawler.ledger.previous.PreviousRun` does from the file.
 """
 
 from __future__ import annotations
