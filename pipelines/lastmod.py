@@ -5,7 +5,7 @@ page's first declaration that passes the guards (``_guard``; template dates are 
 as the crawl goes, and the pages that took one are decided again in ``close_spider``);
 the content's evidence (``_evidence``). Never "now" for a page that did not change.
 
-Settings: ``SITEMAP_LASTMOD_FROM_PAGE``. Stats: ``sitemap/lastmod/*``."""
+Stats: ``sitemap/lastmod/*``."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """Normalisation pipeline: each decision's normalised URL and dedup key
 (:func:`crawler.core.urls.url_key`; an alias gets the key of the URL it is a form of).
 A record that comes keyed (the frontier's, the judge's) is taken as it is: normalising
-them again was a measurable share of a large crawl (bench/README.md).
-
-Settings: ``SITEMAP_STRIP_PARAMS``, ``SITEMAP_STRIP_EXTRA``."""
+them again was a measurable share of a large crawl (bench/README.md)."""
 
 from __future__ import annotations
 

@@ -5,8 +5,6 @@ For each of ``--section``, ``--changefreq`` and ``--priority`` the first rule wh
 regex matches the page's ``<loc>`` decides; ``--changefreq auto`` reads the change
 history (:mod:`pipelines.history`). A page no rule speaks for gets
 ``SITEMAP_CHANGEFREQ`` and ``SITEMAP_PRIORITY``.
-
-Settings: ``SITEMAP_SECTIONS``, ``SITEMAP_CHANGEFREQ_RULES``, ``SITEMAP_PRIORITY_RULES``.
 """
 
 from __future__ import annotations

@@ -16,10 +16,6 @@ the race; :mod:`crawler.crawl.counted`). The frontier's state is saved into the
 spider's ``state`` at the end of an interrupted run, so ``--resume`` continues where it
 stopped (``JOBDIR`` keeps the queue).
 
-Settings: ``SITEMAP_START_URLS``, ``SITEMAP_URL_FILE``,
-``SITEMAP_MAX_PAGES``, ``SITEMAP_MAX_DEPTH``, ``SITEMAP_MAX_REDIRECTS``,
-``SITEMAP_INCLUDE``, ``SITEMAP_EXCLUDE``, ``SITEMAP_STRIP_PARAMS``,
-``SITEMAP_STRIP_EXTRA``, ``SITEMAP_TRAP_*``, ``SITEMAP_CALENDAR_WINDOW``.
 Meta keys of its requests: ``sitemap_url``, ``sitemap_depth``, ``sitemap_hops``,
 ``sitemap_referrer``, ``sitemap_conditional``, ``sitemap_reconsidered``, ``sitemap_kept``
 (not due tonight: answered without a request, crawler.fetch.kept), ``sitemap_recheck``

@@ -26,8 +26,6 @@ crawl can tell). In order:
 Where a page leads goes to the judge's :class:`Leads`: the frontier (a distributed
 worker's reports its candidates), or nowhere for the audit.
 
-Settings: ``SITEMAP_LISTED_TYPES``, ``SITEMAP_SOFT404_CONTENT``, ``SITEMAP_STRIP_PARAMS``,
-``SITEMAP_STRIP_EXTRA``, ``SITEMAP_IMAGE_HOSTS``, ``USER_AGENT``, ``ROBOTSTXT_USER_AGENT``.
 Stats: ``sitemap/conditional/not_modified``, ``sitemap/ignored/scheme``,
 ``sitemap/warnings/canonical``, ``sitemap/too_large`` (pages over the size cap).
 """

@@ -6,8 +6,6 @@ rate). Elsewhere (cron, systemd, CI) a plain line every
 ``SITEMAP_PROGRESS_INTERVAL = 0``. Everything it shows comes from the stats:
 the pages fetched (:func:`crawler.core.summary.pages_fetched`), Scrapy's scheduler counts (queued is
 enqueued less dequeued) and ``sitemap/decision/listed``.
-
-Settings: ``SITEMAP_PROGRESS_INTERVAL``.
 """
 
 from __future__ import annotations

@@ -7,8 +7,6 @@ hardly reach. So a crawl can start from the lines of a URL file
 found and read as the audit finds and reads them. Every seed goes to the frontier and
 is judged like any URL; a sitemap that cannot be read costs nothing but its seeds.
 
-Settings: ``SITEMAP_SEED_SITEMAPS``, ``SITEMAP_SEED_SITEMAP_URLS``,
-``SITEMAP_AUDIT_MAX_DEPTH``, ``SITEMAP_AUDIT_MAX_BYTES``.
 Meta keys of its requests: ``sitemap_seed_depth``.
 Stats: ``sitemap/seeds/sitemaps_read``, ``sitemap/seeds/sitemaps_failed`` (not found,
 not a sitemap, unreachable), ``sitemap/seeds/sitemap`` (its seeds new to the crawl).

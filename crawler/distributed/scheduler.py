@@ -17,9 +17,6 @@ under the crawl's keys (:mod:`crawler.distributed.crawl`), and three changes:
 :class:`KeyDupeFilter` is scrapy-redis's ``RFPDupeFilter`` keyed on the crawl's own
 dedup key, so a URL is queued at most once crawl-wide.
 
-Settings: ``SITEMAP_REDIS_URL``, ``SITEMAP_REDIS_CRAWL``, ``SITEMAP_REDIS_ROLE``,
-``SITEMAP_REDIS_NO_FETCH``, ``SITEMAP_REDIS_WORKER_TIMEOUT``; scrapy-redis's
-``SCHEDULER_SERIALIZER``, ``DUPEFILTER_DEBUG``.
 Meta keys: ``sitemap_claim`` (the in-flight field of a claimed request).
 Stats: ``scheduler/enqueued/redis``, ``scheduler/dequeued/redis``,
 ``scheduler/enqueued/local``.

@@ -13,9 +13,7 @@ has none) holds:
 - the state paths, the public-URL mapping, and why the run cannot do its job
   (:meth:`RunState.fail`).
 
-Settings: ``SITEMAP_OUT_DIR``, ``SITEMAP_STATE_DIR``, ``SITEMAP_INCREMENTAL``,
-``SITEMAP_RESUME``, ``SITEMAP_BASE_URL``, ``JOBDIR``. Stats: ``sitemap/locked``,
-``sitemap/fatal``."""
+Stats: ``sitemap/locked``, ``sitemap/fatal``."""
 
 from __future__ import annotations
 

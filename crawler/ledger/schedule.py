@@ -5,8 +5,6 @@ An unchanged page's interval grows by :data:`GROW`, a changed one's shrinks by
 :data:`SHRINK` (Apache Nutch's adaptive schedule), between the minimum and the maximum
 interval. A full night spreads the next verifications evenly over the nights up to
 each URL's interval, so no later night carries the whole site.
-
-Settings: ``SITEMAP_REVISIT_MIN``, ``SITEMAP_REVISIT_MAX``, ``SITEMAP_REVISIT_FULL``.
 """
 
 from __future__ import annotations
