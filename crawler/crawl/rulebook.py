@@ -1,28 +1,15 @@
 """The frontier's rule book: which URLs a crawl fetches, in one ordered list.
 
-A URL new to the crawl is put to the rules in this order; the first that refuses it
-decides (a :class:`crawler.core.decisions.Refusal`), and a URL every rule lets pass
-is queued:
+A URL new to the crawl is put to the rules in the order of :data:`crawler.core.decisions.RULES`
+(host, length, include/exclude, hops, calendar, parameters, traps, query-variants,
+depth, pages; docs/explain.md says what each refuses and with which decision); the
+first that refuses it decides (a :class:`crawler.core.decisions.Refusal`), and a URL
+every rule lets pass is queued. Start URLs are exempt from include/exclude, calendar
+and parameters. robots.txt is read where a URL is fetched (:mod:`crawler.fetch.robots`):
+``explain`` applies it as the eleventh rule.
 
-1. ``host``: the start URL's host and port (``off-host``; ``non-public`` for a
-   private address found from a public site);
-2. ``length``: the URL and its published ``<loc>`` at most
-   :data:`crawler.sitemaps.limits.MAX_LOC_LENGTH` characters (``too-long``);
-3. ``include/exclude``: ``--include`` and ``--exclude`` (``excluded``);
-4. ``hops``: at most ``SITEMAP_MAX_REDIRECTS`` redirect hops (``cap-reached``);
-5. ``calendar``: date-sequence navigation (:mod:`crawler.crawl.calendars`);
-6. ``parameters``: learned parameters, facet combinations (:mod:`crawler.crawl.params`);
-7. ``traps``: a URL's shape (:meth:`crawler.crawl.traps.TrapDetector.shape`);
-8. ``query-variants``: at most ``SITEMAP_TRAP_MAX_QUERY_VARIANTS`` query strings a
-   path (counted);
-9. ``depth``: ``SITEMAP_MAX_DEPTH`` links from the start URL (``cap-reached``; a
-   shorter path found later lets the URL in);
-10. ``pages``: ``SITEMAP_MAX_PAGES`` URLs queued (counted).
-
-Start URLs are exempt from rules 3, 5 and 6. robots.txt is read where a URL is
-fetched (:mod:`crawler.fetch.robots`): ``explain`` applies it as the eleventh rule.
-The counted rules (8 and 10) and the depth cap's second chance are applied by a
-backend of :mod:`crawler.crawl.counted` (in memory, or in Redis for a distributed
+The counted rules (query-variants, pages) and the depth cap's second chance are applied
+by a backend of :mod:`crawler.crawl.counted` (in memory, or in Redis for a distributed
 crawl) to the :class:`~crawler.crawl.counted.Claim` the book makes (:meth:`RuleBook.claim`);
 ``explain`` builds the book from what the run recorded (:class:`RuleParams`), so that a
 URL the crawl never saw is judged with that run's rules, not the current settings.
