@@ -268,25 +268,20 @@ def _each(parse: Callable[[str], object]) -> Rule:
 SECRET = frozenset({"SITEMAP_AUTH", "SITEMAP_COOKIES", "SITEMAP_HEADERS"})
 
 
-#: The rule of each setting the crawl defines or relies on. One of ours whose default is
-#: true or false, or a list, is a boolean, or a list of texts, unless named here.
 def _revisit_max(settings: BaseSettings, name: str) -> None:
     """The longest revisit interval: a number of days, not below the shortest."""
     _positive(settings, name)
     low = settings.get("SITEMAP_REVISIT_MIN")
-    known = isinstance(low, int | float | str) and _is_number(low)
-    if known and settings.getfloat(name) < float(str(low)):
+    try:
+        below = settings.getfloat(name) < float(str(low))
+    except ValueError:  # SITEMAP_REVISIT_MIN's own rule says what is wrong with it
+        return
+    if below:
         raise ValueError(f"a number of days, at least SITEMAP_REVISIT_MIN ({low})")
 
 
-def _is_number(value: object) -> bool:
-    try:
-        float(str(value))
-    except ValueError:
-        return False
-    return True
-
-
+#: The rule of each setting the crawl defines or relies on. One of ours whose default is
+#: true or false, or a list, is a boolean, or a list of texts, unless named here.
 RULES: dict[str, Rule] = {
     **{
         name: _bool if isinstance(value, bool) else _texts
@@ -351,7 +346,6 @@ RULES: dict[str, Rule] = {
     "SITEMAP_RENDER_SHELL_LINKS": _number(int, 0),
     "SITEMAP_RENDER_TIMEOUT": _positive,
     "SITEMAP_REPORT_HTML_URLS": _number(int, 1),
-    "SITEMAP_REVISIT_FULL": _bool,
     "SITEMAP_REVISIT_MAX": _revisit_max,
     "SITEMAP_REVISIT_MIN": _positive,
     "SITEMAP_ROBOTS_MAX_AGE": _number(float, 0),
