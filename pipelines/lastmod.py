@@ -222,40 +222,37 @@ class LastmodPipeline(RecordPipeline):
         self.ledger.commit()
 
     def _header(self, item: UrlRecord, prev: dict[str, Any] | None) -> str | None:
-        if not item.last_modified:
+        raw = item.last_modified
+        if not raw:
             return None
-        lastmod = http_date_to_w3c(item.last_modified, item.date)
-        if lastmod is None:
-            self.stats.inc_value("sitemap/lastmod/malformed")
-            item.warnings.append(f"ignored malformed Last-Modified {item.last_modified[:100]!r}")
-            return None
-        if lastmod_datetime(lastmod) > clock.now():
-            # Clamping to Date needs a Date header; without one a future date is wrong.
-            self.stats.inc_value("sitemap/lastmod/malformed")
-            item.warnings.append(f"ignored Last-Modified in the future {item.last_modified!r}")
-            return None
+        lastmod = http_date_to_w3c(raw, item.date)
         # Compared before clamping: a Last-Modified far in the future is clamped to
         # Date, and is then the Date, not a volatile stamp.
         date = http_date_to_w3c(item.date) if item.date else None
-        stamped = http_date_to_w3c(item.last_modified)
-        if (
+        stamped = http_date_to_w3c(raw)
+        if lastmod is None:
+            stat, why = "malformed", f"malformed Last-Modified {raw[:100]!r}"
+        elif lastmod_datetime(lastmod) > clock.now():
+            # Clamping to Date needs a Date header; without one a future date is wrong.
+            stat, why = "malformed", f"Last-Modified in the future {raw!r}"
+        elif (
             date is not None
             and stamped is not None
             and abs((lastmod_datetime(date) - lastmod_datetime(stamped)).total_seconds())
             <= VOLATILE_SECONDS
         ):
-            volatile = "equal to the response's Date"
+            stat, why = "volatile", "volatile Last-Modified (equal to the response's Date)"
         elif (
             prev is not None
             and prev["last_modified"]
-            and prev["last_modified"] != item.last_modified
+            and prev["last_modified"] != raw
             and same_page(prev, item.own_hash, item.main_hash, item.content_hash)
         ):
-            volatile = "changed while the content did not"
+            stat, why = "volatile", "volatile Last-Modified (changed while the content did not)"
         else:
             return lastmod
-        self.stats.inc_value("sitemap/lastmod/volatile")
-        item.warnings.append(f"ignored volatile Last-Modified ({volatile})")
+        self.stats.inc_value(f"sitemap/lastmod/{stat}")
+        item.warnings.append(f"ignored {why}")
         return None
 
     def _evidence(
