@@ -1,20 +1,14 @@
 """The crawl frontier: where the crawl goes next, and why not elsewhere.
 
-Every URL the crawl finds (the start URLs, a ``--urls`` file's lines, the site's sitemap
-entries, a page's links, a redirect, canonical or refresh target) comes here once, as a
-:class:`Lead` that says how it was found (``found_by``; a seed is judged like any URL,
-never trusted: docs/crawling.md#seeds-beyond-links). It is normalised and keyed once,
-and checked against the seen-set: a URL known under another form is recorded as an
-alias. A new URL is put to the rule book (:mod:`crawler.crawl.rulebook`); refused, it
-gets its final decision here, with the rule; let through, a ``queued`` record and a
-request (breadth-first), asked conditionally when the previous run knew the page, or
-kept from it when the revisit schedule (crawler.ledger.schedule) says it is not due.
-
-Depth is the shortest link path from the start URL: a URL left out for depth is let
-in when a shorter path to it turns up later (concurrency can let a long path win
-the race; :mod:`crawler.crawl.counted`). The frontier's state is saved into the
-spider's ``state`` at the end of an interrupted run, so ``--resume`` continues where it
-stopped (``JOBDIR`` keeps the queue).
+Every URL the crawl finds (a start URL, a seed, a page's link, a redirect, canonical or
+refresh target) comes here once, as a :class:`Lead`: normalised, keyed, checked against
+the seen-set (a known URL under another form is an alias), then put to the rule book
+(:mod:`crawler.crawl.rulebook`). Refused, it gets its final decision here; let through,
+a ``queued`` record and a request, conditional or kept from the previous run as the
+revisit schedule says (docs/crawling.md, "Order and limits"; docs/nightly.md). A URL
+left out for depth is let in when a shorter path turns up (concurrency can let a long
+path win the race: :mod:`crawler.crawl.counted`). Its state is saved into the spider's
+``state`` so that ``--resume`` continues where it stopped (``JOBDIR`` keeps the queue).
 
 Meta keys of its requests: ``sitemap_url``, ``sitemap_depth``, ``sitemap_hops``,
 ``sitemap_referrer``, ``sitemap_conditional``, ``sitemap_reconsidered``, ``sitemap_kept``
