@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import groupby
+from operator import itemgetter
 from urllib.parse import unquote_plus
 
 from crawler.core import decisions as d
@@ -67,12 +68,7 @@ def facet_refusal(names: Iterable[str]) -> d.Refusal:
 
 def _differs_in(a: Params, b: Params) -> str | None:
     """The one parameter name in which *a* and *b* differ, or None (none, or several)."""
-    da: dict[str, list[str]] = {}
-    db: dict[str, list[str]] = {}
-    for n, v in a:
-        da.setdefault(n, []).append(v)
-    for n, v in b:
-        db.setdefault(n, []).append(v)
+    da, db = ({n: [v for _, v in g] for n, g in groupby(p, key=itemgetter(0))} for p in (a, b))
     names = [n for n in da.keys() | db.keys() if da.get(n) != db.get(n)]
     return names[0] if len(names) == 1 else None
 
