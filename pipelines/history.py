@@ -1,12 +1,7 @@
 """History pipeline: what each listed page's nightly runs have seen change (docs/around.md),
-against the previous run's record, after the lastmod pipeline; the delta feed,
-``--changefreq auto`` and IndexNow build on it:
-
-- ``listed_at``: the start of the run that first listed the page (none for the first,
-  baseline run's pages), kept while it stays listed;
-- ``lastmod_moved_at``: the start of the last run that saw its lastmod move;
-- ``history``: one flag a run, oldest first, :data:`HISTORY_RUNS` at most: ``1`` when
-  the run saw it change (lastmod or content), else ``0`` (a 304 is no change).
+against the previous run's record, after the lastmod pipeline: the columns
+``listed_at``, ``lastmod_moved_at`` and ``history`` (docs/ledger.md, "Table urls"),
+which the delta feed, ``--changefreq auto`` and IndexNow build on. A 304 is no change.
 
 Stats: ``sitemap/history/changed``."""
 

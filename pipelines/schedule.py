@@ -2,12 +2,9 @@
 of its changes (crawler.ledger.schedule; docs/nightly.md#the-revisit-schedule).
 
 A page fetched (or answered 304) is compared with the previous run's record: its own
-content (``own_hash``, else the main-content or body hash), its decision and target.
-Unchanged, its interval grows; changed, it shrinks. A page kept from the previous run
-(not due) keeps its schedule as it was; a URL that failed (no answer, 5xx, 429) gets
-none, so the next night asks it again.
-
-(The publisher counts what was verified, kept and changed from the ledger.)
+content, its decision and target. A page kept from the previous run keeps its schedule
+as it was; a URL that failed gets none, so the next night asks it again. (The publisher
+counts what was verified, kept and changed from the ledger.)
 """
 
 from __future__ import annotations
