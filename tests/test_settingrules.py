@@ -67,3 +67,20 @@ def test_unknown_names_other_than_ours_are_scrapys_business() -> None:
     check_settings(project_settings({"MY_OWN_SETTING": "x"}), {"MY_OWN_SETTING": "x"})
     with pytest.raises(SettingError, match="unknown setting SITEMAP_NOPE"):
         check_settings(project_settings({"SITEMAP_NOPE": 1}), {"SITEMAP_NOPE": 1})
+
+
+def test_the_longest_revisit_may_not_be_shorter_than_the_shortest() -> None:
+    from crawler.commands.declarations import FLAG_OF
+
+    given = {"SITEMAP_REVISIT_MIN": "3", "SITEMAP_REVISIT_MAX": "2"}
+    with pytest.raises(SettingError) as refused:
+        check_settings(project_settings(given), given, FLAG_OF)
+    assert str(refused.value) == (
+        "setting SITEMAP_REVISIT_MAX = '2': a number of days, at least SITEMAP_REVISIT_MIN (3)"
+        " (option --revisit-max)"
+    )
+    check_settings(project_settings({**given, "SITEMAP_REVISIT_MAX": "3"}), given)
+    # A shortest that is no number is its own rule's error, not the longest's.
+    with pytest.raises(SettingError, match="setting SITEMAP_REVISIT_MIN = 'x'"):
+        bad = {**given, "SITEMAP_REVISIT_MIN": "x"}
+        check_settings(project_settings(bad), bad)
