@@ -2,11 +2,9 @@
 the pages that must be rendered (docs/rendering.md).
 
 A request without ``meta["playwright"]`` is downloaded by Scrapy's
-``HTTP11DownloadHandler``, exactly as without rendering: nothing else is imported,
-started or paid for. The first request with it starts the browser side
-(:class:`crawler.fetch.browser.Browser`, scrapy-playwright's download handler driving
-the system's Chromium); a crawl that renders nothing never imports Playwright nor
-starts its driver. :mod:`crawler.fetch.rendering` decides which pages are rendered.
+``HTTP11DownloadHandler``; the first request with it starts
+:class:`crawler.fetch.browser.Browser`, so a crawl that renders nothing never imports
+Playwright nor starts its driver.
 
 Settings: those of :mod:`crawler.fetch.browser`, and the TLS policy's
 (:mod:`crawler.fetch.tls`). Stats: ``sitemap/tls/verified``.

@@ -85,11 +85,7 @@ def find_browser(settings: BaseSettings) -> str | None:
     named = settings.get("SITEMAP_RENDER_BROWSER")
     if named:
         return str(named) if os.path.isfile(named) and os.access(named, os.X_OK) else None
-    for name in BROWSERS:
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
+    return next(filter(None, map(shutil.which, BROWSERS)), None)
 
 
 def unavailable(settings: BaseSettings) -> str | None:

@@ -1,13 +1,10 @@
 """The protocol's checks on one entry, and the location rule for a whole file.
 
-``loc``: an absolute http(s) URL (``relative-loc``, ``invalid-loc``), at most 2,047
-characters (``loc-too-long``), no whitespace (``whitespace-in-loc``); ``lastmod``: a W3C
-datetime (``invalid-lastmod``), with a zone if it has a time (``lastmod-no-timezone``),
-not more than a day ahead (``lastmod-future``); RSS ``pubDate``: an RFC 822 date;
-``changefreq``: one of seven values; ``priority``: 0.0 to 1.0; at most 1,000 images;
-hreflang and media alternates absolute http(s) URLs (``invalid-alternate``).
-:func:`check_entry` for one entry, :class:`Checker` for a whole file (each distinct
-value judged once). :class:`Scope` is the protocol's "Sitemap file location".
+:func:`check_entry` for one entry (its ``loc``, ``lastmod`` or RSS ``pubDate``,
+``changefreq``, ``priority``, images and alternates; the codes:
+:class:`~crawler.sitemaps.model.Problem`, docs/audit.md, "Protocol problems"),
+:class:`Checker` for a whole file (each distinct value judged once). :class:`Scope`
+is the protocol's "Sitemap file location".
 """
 
 from __future__ import annotations
