@@ -32,8 +32,8 @@ import pytest
 from scrapy.utils.sitemap import Sitemap
 
 from crawler.core.decisions import UNFETCHED_TIME
+from crawler.crawl.notfoundprobe import PROBE_PREFIX
 from crawler.ledger.ledger import Ledger
-from crawler.page.softnotfound import PROBE_PREFIX
 from tests import wpserver as wp
 from tests.conftest import TrapServer, cli
 from tests.indexnowserver import Answer, IndexNowServer

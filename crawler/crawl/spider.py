@@ -1,26 +1,22 @@
 """The ``site`` spider: crawl one host the way a polite search-engine bot would.
 
-The spider only wires the crawl's rooms together (its cached properties); a page is
-judged on its rendered DOM, on its raw HTML when the render fails.
+It wires the crawl's rooms together (its cached properties) and runs the crawl's
+life in order: open; ``start``, where the leading process (the one process, or the
+coordinator) probes the not-found page (:mod:`crawler.crawl.notfoundprobe`), then
+seeds the crawl; the pages, each judged on its rendered DOM, on its raw HTML when the
+render fails; close. What one request led to (its records and aliases, nothing when
+a callback failed) is yielded as one :class:`crawler.core.items.PageRecords` item.
 
-Before the start URL, it asks for an address that cannot exist (the soft-404 probe,
-:mod:`crawler.page.softnotfound`; a second of another shape when the first answers
-200): the page a site serves for it with 200 is its "not found" page, which the judge
-then recognises. The probes are never recorded in the ledger.
-
-What one request led to (its records and aliases, nothing when a callback failed)
-is yielded as one :class:`crawler.core.items.PageRecords` item, for the pipelines.
 The same spider runs every mode: a distributed crawl's extension
 (:class:`crawler.distributed.sharing.RedisSharing`) stands in for :class:`Sharing`,
 with its scheduler and report pipeline swapped in by settings, as scrapy-redis plugs
-in. Only the leading process (the one process, or the coordinator) starts the crawl.
+in: every process hands its items' reports to the coordinator, which seeds the crawl
+once a report says the probe is over (docs/distributed.md).
 
 Spider arguments: ``url`` (the start URL, required).
-Settings: those of the frontier, the judge, the run state, the seeds and the render
-policy, and ``SITEMAP_PARSE_*``, ``SITEMAP_SOFT404_PROBE``.
-Stats: ``sitemap/soft404/probes``, ``sitemap/soft404/probe_status``,
-``sitemap/soft404/detected``, ``sitemap/soft404/shell`` (the probe got an application
-shell), ``sitemap/render/failed`` (judged on the raw HTML),
+Settings: those of the frontier, the judge, the run state, the seeds, the probe and
+the render policy, and ``SITEMAP_PARSE_*``.
+Stats: ``sitemap/render/failed`` (judged on the raw HTML),
 ``sitemap/render/unavailable`` (judged on the raw HTML for want of a browser).
 """
 
@@ -31,7 +27,6 @@ import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urljoin
 
 from scrapy import Request, Spider, signals
 from scrapy.http import HtmlResponse, Response
@@ -41,13 +36,13 @@ from crawler.core.items import PageRecords, UrlRecord
 from crawler.core.urls import site_of, start_url
 from crawler.crawl.frontier import Frontier
 from crawler.crawl.judge import PageJudge
+from crawler.crawl.notfoundprobe import PROBE, NotFoundProbe
 from crawler.crawl.restapi import RestSignals, api_roots
 from crawler.crawl.seeds import SitemapSeeds
 from crawler.fetch.rendering import RenderPolicy
+from crawler.fetch.robotsrules import RobotsRules
 from crawler.ledger.runstate import RunState
-from crawler.page.analysis import not_found_print
 from crawler.page.parsepool import PageAnalyser, page_analyser
-from crawler.page.softnotfound import probe_url
 
 if TYPE_CHECKING:
     from typing import Self
@@ -61,8 +56,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-#: Seconds a soft-404 probe may take (at most DOWNLOAD_TIMEOUT).
-PROBE_TIMEOUT = 10.0
 #: Meta keys of the item of the start URLs, and of the item that ends the probe.
 BEGIN = "sitemap_begin"
 PROBED = "sitemap_probed"
@@ -88,50 +81,39 @@ def _one_item(method: Callback) -> Callback:
 
 
 class Sharing:
-    """What the processes of one crawl share: in one process, nothing (a distributed
-    crawl's extension stands in for it)."""
+    """What the processes of one crawl share, and how the crawl's steps reach the
+    leading process: in one process, nothing is shared and the leader is here."""
 
-    #: This process leads the crawl: it probes, starts the frontier and the seeds.
+    #: This process leads the crawl: it probes the not-found page and seeds the crawl.
     leading = True
 
     def __init__(self) -> None:
-        self.sitemaps: list[str] = []
+        self.prints: list[tuple[str, PagePrint]] = []  # the probe's, for the judge
 
-    def hold(self, sitemaps: list[str]) -> None:
-        """robots.txt's sitemaps, read during the probe: kept for the leading process."""
-        self.sitemaps += sitemaps
-
-    def held(self) -> list[str]:
-        """The sitemaps held, once the start URLs went."""
-        return self.sitemaps
-
-    def previous(self, state: RunState) -> Any:
-        """The previous run's records, as the frontier and the judge ask them."""
+    def previous_run(self, state: RunState) -> Any:
         return state.previous
 
-    def frontier(self, *args: Any) -> Frontier:
-        """The frontier (:meth:`Frontier.from_crawler`'s arguments)."""
+    def make_frontier(self, *args: Any) -> Frontier:
         return Frontier.from_crawler(*args)
 
-    def fail(self, state: RunState) -> Callable[[str], None]:
+    def fail_run(self, state: RunState) -> Callable[[str], None]:
         return state.fail
 
-    def collect(self, records: list[Any]) -> None:
-        """Add to *records* what the frontier keeps to send with them (nothing)."""
+    def keep_not_found_print(self, url: str, found: PagePrint) -> None:
+        self.prints.append((url, found))
 
-    def probe_over(self, spider: SiteSpider, meta: dict[str, Any]) -> Iterator[Any]:
-        """The soft-404 probe's last request (its *meta*) was answered: the crawl starts."""
-        yield from spider.after_probe()
+    def not_found_prints(self) -> list[tuple[str, PagePrint]]:
+        return self.prints
 
-    def add_print(self, judge: PageJudge, url: str, found: PagePrint) -> None:
-        """The probe of *url* found the site's "not found" page: its fingerprint."""
-        judge.soft_not_found.add(url, found)
+    def tell_leader_probe_is_over(self, spider: SiteSpider, meta: dict[str, Any]) -> Iterator[Any]:
+        """The probe's last request (its *meta*) was answered: the leader seeds the crawl."""
+        yield from spider.seed_crawl()
 
-    def prints(self, judge: PageJudge) -> None:
-        """Before the first page: the fingerprints other processes' probes found (none)."""
+    def add_to_item(self, records: list[Any]) -> None:
+        """Add to an item's *records* what the frontier keeps to send with them (nothing)."""
 
-    async def run(self, spider: SiteSpider) -> AsyncIterator[Any]:
-        """What ``start`` does once the crawl is started: nothing more."""
+    async def follow_crawl(self, spider: SiteSpider) -> AsyncIterator[Any]:
+        """What ``start`` does once the leader seeded: nothing (the engine crawls)."""
         return
         yield
 
@@ -146,13 +128,12 @@ class SiteSpider(Spider):
         # judged on them, a rendered page with their status and headers.
         self.raw: dict[str, tuple[Response, PageAnalysis]] = {}
         self._warned_render = False
-        self._prints_read = False
         self.rest: RestSignals | None = None  # the site's REST API, once found
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         spider = super().from_crawler(crawler, *args, **kwargs)
-        crawler.signals.connect(spider._opened, signal=signals.spider_opened)
+        crawler.signals.connect(spider.opened, signal=signals.spider_opened)
         crawler.signals.connect(spider._robots_parsed, signal=signals.robots_parsed)
         return spider
 
@@ -169,12 +150,13 @@ class SiteSpider(Spider):
 
     @cached_property
     def previous(self) -> Any:
-        return self.sharing.previous(self.run_state)
+        return self.sharing.previous_run(self.run_state)
 
     @cached_property
     def frontier(self) -> Frontier:
         crawler, url, public = self.crawler, self.start_url, self.run_state.public
-        return self.sharing.frontier(crawler, url, public, self.previous, self.parse, self.failed)
+        args = (crawler, url, public, self.previous, self.parse, self.failed)
+        return self.sharing.make_frontier(*args)
 
     @cached_property
     def analyser(self) -> PageAnalyser:
@@ -189,8 +171,13 @@ class SiteSpider(Spider):
             analyser=self.analyser,
             previous=self.previous,
             leads=self.frontier,
-            fail=self.sharing.fail(self.run_state),
+            fail=self.sharing.fail_run(self.run_state),
         )
+
+    @cached_property
+    def probe(self) -> NotFoundProbe:
+        keep, shared = self.sharing.keep_not_found_print, self.sharing.not_found_prints
+        return NotFoundProbe(self.judge, keep, shared, self.probed, self.crawler.settings)
 
     @cached_property
     def seeds(self) -> SitemapSeeds | None:
@@ -198,7 +185,6 @@ class SiteSpider(Spider):
         given = s.getlist("SITEMAP_SEED_SITEMAP_URLS")
         if not (s.getbool("SITEMAP_SEED_SITEMAPS") or given or self._signals):
             return None
-        assert self.crawler.stats is not None
         return SitemapSeeds(
             self.start_url,
             given=given,
@@ -228,46 +214,75 @@ class SiteSpider(Spider):
     def render(self) -> RenderPolicy:
         return RenderPolicy.from_crawler(self.crawler, self.start_url)
 
-    def _opened(self) -> None:
+    # -- the crawl's life, in order: open, probe, seed, the pages (below), close ---------
+
+    def opened(self) -> None:
         self.analyser.open(self.crawler.stats)  # the reactor and stats exist from now on
 
     async def start(self) -> AsyncIterator[Any]:
+        """The leader probes the not-found page, then seeds; then each its mode's way."""
         if self.run_state.locked_out:
             return  # another run owns the state directory
         if self.sharing.leading:
-            for out in self._lead():
+            for out in self.probe_not_found_page():
                 yield out
-        async for out in self.sharing.run(self):
+        async for out in self.sharing.follow_crawl(self):
             yield out
 
-    def _lead(self) -> Iterator[Any]:
+    def probe_not_found_page(self) -> Iterator[Any]:
+        """The start URL waits for the probe: every page is judged knowing the site's
+        "not found" page. ``state``: Scrapy's SpiderState (an interrupted run's)."""
         saved = getattr(self, "state", None)
         if saved and "seen" in saved:
-            # A resumed run: the probe's findings were saved with the frontier.
-            for url, found in saved.get("soft_prints", []):
-                self.judge.soft_not_found.add(url, found)
-            self._probed()
-        elif self.crawler.settings.getbool("SITEMAP_SOFT404_PROBE"):
-            # The start URL waits for the probe: every page is judged knowing the
-            # site's "not found" page.
-            self.analyser.prints = True
-            yield self._probe(probe_url(self.start_url), 1, 0)
+            self.probe.restore(saved)
+        elif (first := self.probe.first_request()) is not None:
+            yield first
             return
-        yield from self._begin()
+        yield from self.seed_crawl()
+
+    async def probed(self, answer: Response | Failure) -> AsyncIterator[Any]:
+        """A probe's answer, or its failure (disallowed by robots.txt, unanswered): the
+        next probe, or the probe is over."""
+        if isinstance(answer, Response):
+            meta, following = answer.meta, await self.probe.answered(answer)
+        else:
+            meta, following = answer.request.meta, None  # type: ignore[attr-defined]
+        if following is None:
+            for out in self.sharing.tell_leader_probe_is_over(self, meta):
+                yield out
+            return
+        yield following
+        yield self._item(meta, [], fetched=True)
+
+    def seed_crawl(self) -> Iterator[Any]:
+        """The probe is over: the start URLs, then the sitemap seeds' first requests, the
+        robots.txt's read during the probe (a worker's comes with its report) first: a
+        seed's page read before the start URLs would find one a level deep."""
+        self.probe.read_findings()
+        records: list[Any] = []
+        for out in self.frontier.start(getattr(self, "state", None)):
+            if isinstance(out, Request):
+                yield out
+            else:
+                records.append(out)
+        yield self._item({BEGIN: True}, records, fetched=False)
+        robots = self.run_state.robots
+        if self.seeds is not None:
+            if self.seeds.reads_robots and robots is not None and robots["text"] is not None:
+                lines = RobotsRules.parse(robots["text"].encode()).sitemaps
+                yield from self.seeds.declared(lines, robots["origin"] + "/robots.txt")
+            yield from self.seeds.first_requests()
 
     def _robots_parsed(self, robotparser: Any, request: Request) -> None:
-        """robots.txt's ``Sitemap:`` lines, read for seeds (``--seed-sitemaps``). Read
-        during the soft-404 probe, they wait for the start URLs (:meth:`_begin`): a
-        seed's page read first would find a start URL one level deep."""
+        """robots.txt's ``Sitemap:`` lines, read for seeds (``--seed-sitemaps``), unless
+        read during the probe (:meth:`seed_crawl` reads those)."""
         sitemaps = getattr(getattr(robotparser, "rp", None), "sitemaps", None)
-        engine = self.crawler.engine
-        if self.seeds is None or not self.seeds.reads_robots or not sitemaps or engine is None:
+        seeds, engine = self.seeds, self.crawler.engine
+        if seeds is None or not seeds.reads_robots or not sitemaps or engine is None:
             return
-        if "sitemap_probe" in request.meta:
-            self.sharing.hold([urljoin(request.url, line) for line in sitemaps])
-            return
-        for sitemap in self.seeds.declared(sitemaps, request.url):
-            engine.crawl(sitemap)
+        if PROBE not in request.meta:
+            for sitemap in seeds.declared(sitemaps, request.url):
+                engine.crawl(sitemap)
 
     def _signal_sources(self, response: Response, record: UrlRecord) -> Iterator[Request]:
         """The start page's feeds and the site's REST API, read for change signals."""
@@ -316,119 +331,16 @@ class SiteSpider(Spider):
         self.seeds.failed(failure)
         yield self._item(failure.request.meta, [], fetched=False)  # type: ignore[attr-defined]
 
-    def _begin(self) -> Iterator[Any]:
-        """The start URLs (after the soft-404 probe), then the sitemap seeds' first
-        requests (the held ones of robots.txt first). ``state``: Scrapy's SpiderState,
-        the saved frontier of an interrupted run."""
-        records: list[Any] = []
-        for out in self.frontier.start(getattr(self, "state", None)):
-            if isinstance(out, Request):
-                yield out
-            else:
-                records.append(out)
-        yield self._item({BEGIN: True}, records, fetched=False)
-        if self.seeds is not None:
-            yield from self.seeds.declared(self.sharing.held(), self.start_url)
-            yield from self.seeds.first_requests()
-
     def _item(self, meta: dict[str, Any], records: list[Any], fetched: bool) -> PageRecords:
         """What one request led to, as one item."""
-        self.sharing.collect(records)
+        self.sharing.add_to_item(records)
         return PageRecords(records, meta=meta, fetched=fetched)
-
-    # -- the soft-404 probe -------------------------------------------------------------
-
-    def _probe(self, url: str, number: int, hops: int) -> Request:
-        self.crawler.stats.inc_value("sitemap/soft404/probes")
-        return Request(
-            url,
-            callback=self.probed,
-            errback=self.probe_failed,
-            dont_filter=True,
-            meta={
-                "sitemap_probe": (number, hops),
-                "handle_httpstatus_all": True,
-                "dont_redirect": True,
-                # The start URL waits for it: a probe that hangs is not worth a retry.
-                "dont_retry": True,
-                "download_timeout": min(
-                    PROBE_TIMEOUT, self.crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
-                ),
-            },
-        )
-
-    async def probed(self, response: Response) -> AsyncIterator[Any]:
-        number, hops = response.meta["sitemap_probe"]
-        stats = self.crawler.stats
-        stats.set_value("sitemap/soft404/probe_status", response.status)
-        location = response.headers.get(b"Location")
-        if 300 <= response.status < 400 and location is not None and hops < 1:
-            target = response.urljoin(location.decode("latin-1"))
-            if site_of(target) == site_of(self.start_url):
-                yield self._probe(target, number, hops + 1)
-                yield self._item(response.meta, [], fetched=True)
-                return
-        found = False
-        if (
-            response.status == 200  # a "not found" page served as such is no soft 404
-            and isinstance(response, HtmlResponse)
-            and self.judge.is_html_page(response)
-        ):
-            self.analyser.prints = True  # whichever process fetched the probe
-            analysis = await self.analyser.analyse(response)
-            if analysis.shell is not None:
-                # A single-page application answers every address with its shell: the
-                # raw shell is no "not found" page, or every route would be one
-                # (the rendered routes carry their own noindex, docs/rendering.md).
-                stats.set_value("sitemap/soft404/shell", True)
-            elif analysis.soft_print is not None:
-                self.sharing.add_print(self.judge, response.url, analysis.soft_print)
-                found = True
-        elif (
-            response.status in (404, 410)
-            and isinstance(response, HtmlResponse)  # Scrapy's class for an HTML type
-            and hops == 0
-        ):
-            # The site's own "not found" page, answered as such: a page answered 200
-            # with the same words is one too. Its words only (no parse in the pool,
-            # which may not have started yet).
-            printed = not_found_print(response, self.analyser.volatile)
-            if printed is not None:
-                self.sharing.add_print(self.judge, response.url, printed)
-        if found and number == 1:
-            yield self._probe(probe_url(self.start_url, second=True), 2, 0)
-            yield self._item(response.meta, [], fetched=True)
-            return
-        for out in self.sharing.probe_over(self, response.meta):
-            yield out
-
-    def probe_failed(self, failure: Failure) -> Iterator[Any]:
-        # Disallowed by robots.txt, or no answer: the crawl goes on without it.
-        yield from self.sharing.probe_over(self, failure.request.meta)  # type: ignore[attr-defined]
-
-    def after_probe(self) -> Iterator[Any]:
-        """The probes are over: the crawl starts."""
-        self._probed()
-        yield from self._begin()
-
-    def _probed(self) -> None:
-        self._ready()
-        found = self.judge.soft_not_found
-        self.crawler.stats.set_value("sitemap/soft404/detected", found.answers_200)
-        self.analyser.prints = found.wanted
 
     # -- the pages (each callback and errback: _one_item) --------------------------------
 
-    def _ready(self) -> None:
-        """Once, before the first page is judged here: the probes' findings."""
-        if not self._prints_read:
-            self._prints_read = True
-            self.sharing.prints(self.judge)
-            self.analyser.prints = self.judge.soft_not_found.wanted
-
     @_one_item
     async def parse(self, response: Response) -> AsyncIterator[Any]:
-        self._ready()
+        self.probe.read_findings()
         url = response.meta["sitemap_url"]
         self.frontier.answered(url)
         # An HTML page is parsed and read by the page-parsing pool (maybe in a worker
@@ -445,7 +357,6 @@ class SiteSpider(Spider):
                     )
                     return
                 stats = self.crawler.stats
-                assert stats is not None
                 stats.inc_value("sitemap/render/unavailable")
                 stats.set_value("sitemap/render/problem", self.render.problem)
                 note = f"not rendered ({reason}): {self.render.problem}"
@@ -459,21 +370,17 @@ class SiteSpider(Spider):
         meta = response.meta
         url = meta["sitemap_url"]
         self.frontier.answered(url)
-        raw, raw_analysis = self.raw.pop(url, (None, None))
-        if raw is None or raw_analysis is None:  # a resumed run: the raw answer is gone
+        raw, analysis = self.raw.pop(url, (None, None))
+        if raw is None or analysis is None:  # a resumed run: the raw answer is gone
             raw = response
-        if not isinstance(response, HtmlResponse) or not isinstance(raw, HtmlResponse):
-            for out in self._judged(raw, raw_analysis, f"rendered ({meta['sitemap_render']})"):
-                yield out
-            return
-        analysis = await self.analyser.analyse(response)
-        note = f"rendered ({meta['sitemap_render']})"
-        warning = None
-        if errors := meta.get("sitemap_render_errors"):
-            note += f"; {len(errors)} script errors"
-            warning = f"script error while rendering: {errors[0]}"
-        if not meta.get("sitemap_render_settled", True):
-            note += f"; not settled after {self.crawler.settings['SITEMAP_RENDER_TIMEOUT']} s"
+        note, warning = f"rendered ({meta['sitemap_render']})", None
+        if isinstance(response, HtmlResponse) and isinstance(raw, HtmlResponse):
+            analysis = await self.analyser.analyse(response)
+            if errors := meta.get("sitemap_render_errors"):
+                note += f"; {len(errors)} script errors"
+                warning = f"script error while rendering: {errors[0]}"
+            if not meta.get("sitemap_render_settled", True):
+                note += f"; not settled after {self.crawler.settings['SITEMAP_RENDER_TIMEOUT']} s"
         for out in self._judged(raw, analysis, note, warning):
             yield out
 
@@ -488,7 +395,6 @@ class SiteSpider(Spider):
             yield self._failed(failure)
             return
         self.frontier.answered(url)
-        assert self.crawler.stats is not None
         self.crawler.stats.inc_value("sitemap/render/failed")
         error = f"{failure.type.__name__ if failure.type else 'Error'}: {failure.getErrorMessage()}"
         error = " ".join(error.split())[:300]
@@ -551,7 +457,6 @@ class SiteSpider(Spider):
                     records.append(out)
         except Exception:
             logger.exception("Spider error processing %s", meta.get("sitemap_url"))
-            assert self.crawler.stats is not None
             self.crawler.stats.inc_value("sitemap/callback_errors")
         if records or not goes_on:
             yield self._item(meta, records, fetched)
@@ -562,4 +467,4 @@ class SiteSpider(Spider):
         state = getattr(self, "state", None)
         if isinstance(state, dict):
             self.frontier.save(state)
-            state["soft_prints"] = self.judge.soft_not_found.prints
+            state["soft_prints"] = self.judge.soft_not_found.prints  # see NotFoundProbe.restore

@@ -23,8 +23,6 @@ key                         type    holds
 ``…:counters``              hash    counter -> its count (the counted rules)
 ``…:previous``              hash    key -> the previous run's record (zlib'd JSON) of
                                     each URL that can be asked conditionally
-``…:sitemaps``              list    robots.txt's sitemaps read during the soft-404 probe,
-                                    queued by the coordinator after the start URLs
 ``…:done``                  string  why the crawl ended; workers stop when it appears
 ==========================  ======  =======================================================
 
@@ -230,7 +228,6 @@ class RedisCrawl:
         self.counters = prefix + "counters"
         self.previous = prefix + "previous"
         self.soft404 = prefix + "soft404"
-        self.sitemaps = prefix + "sitemaps"
         self.learned = prefix + "learned"
         self.calendars = prefix + "calendar:"
         self.inflight_prefix = prefix + "inflight:"
@@ -391,14 +388,6 @@ class RedisCrawl:
     def prints(self) -> list[tuple[str, Any]]:
         raw = cast("list[bytes]", self.server.lrange(self.soft404, 0, -1))
         return [(url, tuple(found)) for url, found in map(json.loads, raw)]
-
-    def hold_sitemaps(self, urls: list[str]) -> None:
-        self.server.rpush(self.sitemaps, *urls)
-
-    def held_sitemaps(self) -> list[str]:
-        return [
-            url.decode() for url in cast("list[bytes]", self.server.lrange(self.sitemaps, 0, -1))
-        ]
 
     def add_calendar_entry(self, template: str, day: date) -> None:
         """A date where the crawl entered the date sequence *template* (crawler.crawl.calendars)."""

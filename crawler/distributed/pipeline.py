@@ -48,7 +48,7 @@ class ReportPipeline:
         if not isinstance(item, PageRecords) or isinstance(item, Settled):
             return item
         sharing, redis = self.sharing, self.sharing.redis
-        report = sharing.report(item)
+        report = sharing.report_of(item)
         if sharing.coordinator:
             # The coordinator's own pages: the report stays in memory and an empty
             # marker keeps its place in the list (no pickling, no payload through Redis).

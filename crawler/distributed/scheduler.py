@@ -183,7 +183,7 @@ class RedisScheduler(Scheduler):
         super().close(reason)
         if self.crawl.process == COORDINATOR:
             sharing: RedisSharing = self.spider.crawler.get_extension(RedisSharing)
-            return deferred_from_coro(sharing.end(reason))
+            return deferred_from_coro(sharing.end_crawl(reason))
         if moved := self.crawl.release():
             logger.info("gave %s unfinished requests back to the queue", moved)
         return None
@@ -229,7 +229,7 @@ class RedisScheduler(Scheduler):
             self.crawl_stats.inc_value("scheduler/dequeued/redis")
         return request
 
-    def take(self, engine: ExecutionEngine) -> Request | None:
+    def claim_if_idle(self, engine: ExecutionEngine) -> Request | None:
         """A request from the shared queue when the engine has room for one and
         nothing of its own waiting (the spider's poll: see its ``start``)."""
         if self.local or not self.claiming or engine.needs_backout():

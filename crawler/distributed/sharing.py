@@ -9,8 +9,8 @@ this extension, :class:`RedisSharing`, which stands for the spider's
   :class:`~crawler.distributed.frontier.SharedFrontier`; the previous run
   (:mod:`.previous`), the soft-404 fingerprints, calendar entries and learned
   parameters are read from Redis.
-* The **coordinator** leads: it queues the probe, then (once it hears the probe is
-  over) the start URLs and the seeds; its ``start()`` drains the reports in batches,
+* The **coordinator** leads: it queues the soft-404 probe, then (once a report tells
+  it the probe is over) seeds the crawl; its ``start()`` drains the reports in batches,
   completes the candidates' records (:class:`~crawler.distributed.frontier.Settler`),
   learns from every page as one process would, puts each batch through the item
   pipelines as one :class:`Settled` item, queues again what lost processes held, and
@@ -62,7 +62,6 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
     from crawler.crawl.frontier import Frontier
-    from crawler.crawl.judge import PageJudge
     from crawler.crawl.spider import SiteSpider
     from crawler.page.softnotfound import PagePrint
 
@@ -75,7 +74,7 @@ class ClaimingScheduler(Protocol):
     claiming: bool
     queue: Any  # crawler.distributed.scheduler.ClaimQueue: its encode
 
-    def take(self, engine: ExecutionEngine) -> Request | None: ...
+    def claim_if_idle(self, engine: ExecutionEngine) -> Request | None: ...
     def stop(self) -> None: ...
 
 
@@ -173,15 +172,14 @@ class RedisSharing(Sharing):
         self.robots_sent = False
         self.api_links_sent = False
         self.started = False  # the start URLs were sent: the crawl may end
-        # The coordinator read the report that ends the soft-404 probe.
-        self.probe_heard = False
+        self.probe_heard = False  # the coordinator read the report that ends the probe
         self.learning = False  # the coordinator learned a parameter since it shared them
         self.learned_read: bytes | None = None  # what a worker last read of them
         self.frontier_: SharedFrontier | None = None
         # A worker's reason to stop the whole crawl, heard by the coordinator.
         self.stopping: str | None = None
         crawler.signals.connect(self._opened, signal=signals.spider_opened)
-        crawler.signals.connect(self._closed, signal=signals.spider_closed)
+        crawler.signals.connect(self._tell_coordinator_of_stop, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -194,10 +192,9 @@ class RedisSharing(Sharing):
         return RunState.existing(self.crawler)
 
     def _opened(self) -> None:
-        assert self.crawler.stats is not None
         self.crawler.stats.set_value("sitemap/distributed/process", self.redis.process)
 
-    def _closed(self, reason: str) -> None:
+    def _tell_coordinator_of_stop(self, reason: str) -> None:
         """A worker that stops the crawl (the run failed) tells the coordinator."""
         state = self.run_state
         if self.coordinator or state is None or state.fatal is None or reason == "finished":
@@ -208,7 +205,7 @@ class RedisSharing(Sharing):
 
     # -- the spider's rooms, as a distributed crawl has them -----------------------------
 
-    def previous(self, state: RunState) -> Any:
+    def previous_run(self, state: RunState) -> Any:
         """The coordinator reads the previous run's ledger, and puts the records every
         process needs into Redis (before the start URLs go); a worker reads those."""
         if not self.coordinator:
@@ -219,7 +216,7 @@ class RedisSharing(Sharing):
             logger.info("%s records of the previous run put into Redis", count)
         return state.previous
 
-    def frontier(self, *args: Any) -> Frontier:
+    def make_frontier(self, *args: Any) -> Frontier:
         frontier = SharedFrontier.from_crawler(*args)
         frontier.encode = self._scheduler().queue.encode
         self.frontier_ = frontier
@@ -256,31 +253,23 @@ class RedisSharing(Sharing):
             learned.setdefault(path, set()).update(names)
         learner.learned = learned
 
-    def fail(self, state: RunState) -> Callable[[str], None]:
+    def fail_run(self, state: RunState) -> Callable[[str], None]:
         return state.fail if self.coordinator else self._worker_fail
 
-    def collect(self, records: list[Any]) -> None:
+    def add_to_item(self, records: list[Any]) -> None:
         if self.frontier_ is not None:
             records.extend(self.frontier_.take())
 
-    def probe_over(self, spider: SiteSpider, meta: dict[str, Any]) -> Iterator[Any]:
-        """The report of the probe's last request tells the coordinator to start."""
+    def tell_leader_probe_is_over(self, spider: SiteSpider, meta: dict[str, Any]) -> Iterator[Any]:
+        """The report of the probe's last request: the coordinator seeds when it reads it."""
         yield spider._item({**meta, PROBED: True}, [], fetched=True)
 
-    def add_print(self, judge: PageJudge, url: str, found: PagePrint) -> None:
+    def keep_not_found_print(self, url: str, found: PagePrint) -> None:
         self.redis.add_print(url, found)
 
-    def prints(self, judge: PageJudge) -> None:
+    def not_found_prints(self) -> list[tuple[str, PagePrint]]:
         """Every probe's findings, in Redis before the start URLs were queued."""
-        for url, found in self.redis.prints():
-            judge.soft_not_found.add(url, found)
-
-    def hold(self, sitemaps: list[str]) -> None:
-        """In Redis, for the coordinator, before this process reports the probe."""
-        self.redis.hold_sitemaps(sitemaps)
-
-    def held(self) -> list[str]:
-        return self.redis.held_sitemaps()
+        return self.redis.prints()
 
     def _scheduler(self) -> ClaimingScheduler:
         assert self.crawler.engine is not None
@@ -294,7 +283,8 @@ class RedisSharing(Sharing):
 
     # -- every process: the report of one item --------------------------------------------
 
-    def report(self, item: PageRecords) -> PageReport:
+    def report_of(self, item: PageRecords) -> PageReport:
+        """What this process hands the coordinator for *item* (see the report pipeline)."""
         events: list[Any] = []
         candidates: list[Candidate] = []
         for rec in item.records:
@@ -324,7 +314,6 @@ class RedisSharing(Sharing):
         """What this process counted of SHARED_STATS and SHARED_PREFIXES since its last
         report."""
         stats, counted, counts = self.crawler.stats, self.counted, {}
-        assert stats is not None
         names = [*SHARED_STATS, *(n for n in stats.get_stats() if n.startswith(SHARED_PREFIXES))]
         for name in names:
             value = stats.get_value(name, 0)
@@ -335,21 +324,18 @@ class RedisSharing(Sharing):
 
     # -- start: the coordinator's writing, a worker's watch -------------------------------
 
-    async def run(self, spider: SiteSpider) -> AsyncIterator[Any]:
-        scheduler, stats = self._scheduler(), self.crawler.stats
-        assert stats is not None
-        if not self.coordinator:
-            async for out in self._watch(scheduler):
-                yield out
-            return
-        # The CPU this process spends on the crawl itself (start-up and publishing
-        # aside): what sets the coordinator's ceiling in pages per second.
-        cpu = time.process_time()
+    async def follow_crawl(self, spider: SiteSpider) -> AsyncIterator[Any]:
+        """A worker watches; the coordinator drains the reports, counting the CPU it
+        spends on the crawl itself (start-up and publishing aside): what sets its
+        ceiling in pages per second."""
+        scheduler, stats, cpu = self._scheduler(), self.crawler.stats, time.process_time()
+        following = self._drain(scheduler, spider) if self.coordinator else self._watch(scheduler)
         try:
-            async for out in self._drain(scheduler, spider):
+            async for out in following:
                 yield out
         finally:
-            stats.set_value("sitemap/distributed/cpu_seconds", time.process_time() - cpu)
+            if self.coordinator:
+                stats.set_value("sitemap/distributed/cpu_seconds", time.process_time() - cpu)
 
     async def _drain(self, scheduler: ClaimingScheduler, spider: SiteSpider) -> AsyncIterator[Any]:
         redis, engine, stats = self.redis, self.crawler.engine, self.crawler.stats
@@ -371,7 +357,7 @@ class RedisSharing(Sharing):
                 self._share_learned()
                 if self.probe_heard:
                     self.probe_heard = False
-                    for out in spider.after_probe():
+                    for out in spider.seed_crawl():
                         yield out
             now = time.monotonic()
             if now >= next_sweep:
@@ -399,12 +385,12 @@ class RedisSharing(Sharing):
                 and self._idle_here(scheduler)
                 and (self.stopping is not None or redis.finished())
             ):
-                # What is still waiting goes to the ledger in end(), when the crawl closes.
+                # What is still waiting goes to the ledger in end_crawl(), when the crawl closes.
                 if self.stopping is not None:
                     deferred_from_coro(engine.close_spider_async(reason=self.stopping))
                 return
             if self.fetching and self.stopping is None:
-                request = scheduler.take(engine)
+                request = scheduler.claim_if_idle(engine)
                 if request is not None:
                     yield request
             # Nobody waits for the coordinator: the processes queue what their pages
@@ -412,7 +398,7 @@ class RedisSharing(Sharing):
             # DRAIN_INTERVAL, costs one round trip for many pages.
             await sleep(DRAIN_INTERVAL)
 
-    async def end(self, reason: str) -> None:
+    async def end_crawl(self, reason: str) -> None:
         """The coordinator ends the crawl: no process reports after this; the reports
         not read yet and the URLs queued and never answered (a crawl cut short by its
         time budget, say) go to the ledger, as one process has them; then every key goes."""
@@ -454,7 +440,6 @@ class RedisSharing(Sharing):
         outcomes, body = outcomes_of(payload)
         report: PageReport = self.own_reports.popleft() if not body else pickle.loads(body)
         stats = self.crawler.stats
-        assert stats is not None
         if report.fetched:
             stats.inc_value(f"sitemap/distributed/pages/{report.process}")
         if report.process != self.redis.process:
@@ -536,7 +521,7 @@ class RedisSharing(Sharing):
                     )
                     RunState.of(self.crawler).fail(message)  # the worker's answer, and the stat
                     break
-            request = scheduler.take(engine)
+            request = scheduler.claim_if_idle(engine)
             if request is not None:
                 yield request
                 continue

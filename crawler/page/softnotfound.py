@@ -1,5 +1,5 @@
 """Soft 404s: a site's "not found" page served with status 200
-(docs/crawling.md). The spider's probes (:func:`probe_url`) leave prints
+(docs/crawling.md). The soft-404 probe (crawler.crawl.notfoundprobe) leaves prints
 (:func:`page_print`) that a page matches (:meth:`SoftNotFound.matches`): its main
 text's words without its own address (a "not found" page echoes it), hashed, and their
 simhash within :data:`MAX_DISTANCE` bits. :func:`says_not_found` reads a real address
@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
-import secrets
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -19,8 +18,6 @@ from lxml import etree
 
 from crawler.page.content import CHROME
 
-#: Probe addresses start with this path.
-PROBE_PREFIX = "/sitemap-crawler-probe-"
 #: The most main text a fingerprinted page has (characters).
 MAX_TEXT = 20_000
 #: Simhashes this many bits apart, or fewer, are the same page.
@@ -31,14 +28,6 @@ PagePrint = tuple[str, int]
 EXACT = "exact"
 
 _WORD = re.compile(r"\w+")
-
-
-def probe_url(start_url: str, second: bool = False) -> str:
-    """An address on *start_url*'s site that cannot exist."""
-    parts = urlsplit(start_url)
-    token = secrets.token_hex(8)
-    path = f"{PROBE_PREFIX}{token}" + (f"/{secrets.token_hex(4)}.html" if second else "")
-    return f"{parts.scheme}://{parts.netloc}{path}"
 
 
 def page_print(text: str, url: str, similar: bool = True) -> PagePrint | None:
