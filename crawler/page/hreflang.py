@@ -1,23 +1,9 @@
-"""hreflang: the alternates a page declares, and which of them hold up (docs/rich.md;
-Google's rules:
-https://developers.google.com/search/docs/specialty/international/localized-versions).
-:func:`declared` reads one page's during the crawl; :func:`verify`, once it is over,
-says for each listed page P what to write and what is wrong:
-
-1. its declarations are taken once each (a code compared case-insensitively);
-2. one with an invalid code (:func:`valid_code`) is dropped: ``invalid code 'en-UK'``;
-3. a code given to two URLs is dropped with both: ``two URLs for 'de'``;
-4. a page that does not list itself is not repaired (we do not make up its code):
-   ``does not list itself``; nothing is written for it, nor for it as another page's
-   alternate (``alternate X does not list itself``, ``... with a valid code``);
-5. another member X on the crawl's own site (``crawler.core.urls.site_of``) or listed
-   must be listed (``alternate X is {reason}``), declare P (``no return link from
-   X``) with a valid code of its own (``no valid return link from X``), and list
-   itself (4.); X on one of *alternate_hosts* is written unverified; X elsewhere is
-   ``alternate X is on another host (not verified; --alternate-host writes it)``;
-6. a cluster whose only remaining member is P writes nothing.
-
-So on the crawl's own site P writes X exactly when X writes P. Codes are written as
+"""hreflang: the alternates a page declares, and which of them hold up, as Google reads
+them (https://developers.google.com/search/docs/specialty/international/localized-versions).
+:func:`declared` reads one page's during the crawl; :func:`verify`, once it is over, says
+for each listed page what to write and what is wrong, by the rules and in the words of
+docs/rich.md. So on the crawl's own site P writes X exactly when X writes P; a page that
+does not list itself is not repaired (we do not make up its code). Codes are written as
 declared, a page's pairs sorted by code (case-insensitively), then href."""
 
 from __future__ import annotations
@@ -169,7 +155,7 @@ def verify(
     listed: Callable[[str], str | None],
     alternate_hosts: frozenset[str] = frozenset(),
 ) -> Verdict:
-    """Check every page's hreflang cluster (the module docstring's rules). *pages*: each
+    """Check every page's hreflang cluster (docs/rich.md's rules). *pages*: each
     listed page's URL -> the (code, href) pairs it declares, all normalised; *listed*: for
     a URL, None when it is listed, else why not (``"noindex"``...); *alternate_hosts*:
     lowercase host names whose alternates are written unverified."""
