@@ -3,21 +3,11 @@
 A distributed crawl swaps into the ``site`` spider, by settings, what scrapy-redis
 swaps: the scheduler (:mod:`.scheduler`), where the items go (:mod:`.pipeline`), and
 this extension, :class:`RedisSharing`, which stands for the spider's
-:class:`~crawler.crawl.spider.Sharing` (docs/distributed.md):
-
-* In **every fetching process** the frontier is a
-  :class:`~crawler.distributed.frontier.SharedFrontier`; the previous run
-  (:mod:`.previous`), the soft-404 fingerprints, calendar entries and learned
-  parameters are read from Redis.
-* The **coordinator** leads: it queues the soft-404 probe, then (once a report tells
-  it the probe is over) seeds the crawl; its ``start()`` drains the reports in batches,
-  completes the candidates' records (:class:`~crawler.distributed.frontier.Settler`),
-  learns from every page as one process would, puts each batch through the item
-  pipelines as one :class:`Settled` item, queues again what lost processes held, and
-  returns when nothing is left (or a worker stopped the crawl).
-* A **worker**'s ``start()`` watches for the end of the crawl (or the coordinator's
-  heartbeat going away) and takes a request when its idle engine has room (an idle
-  Scrapy engine asks its scheduler only every 5 s).
+:class:`~crawler.crawl.spider.Sharing`. What flows where is docs/distributed.md's: here
+the coordinator's ``start()`` drains the reports in batches (one :class:`Settled` item
+each) and queues again what lost processes held; a worker's ``start()`` watches for the
+end and takes a request when its idle engine has room (an idle Scrapy engine asks its
+scheduler only every 5 s).
 
 Settings: ``SITEMAP_REDIS_*`` (off without ``SITEMAP_REDIS_URL``).
 Stats: ``sitemap/distributed/process``, ``sitemap/distributed/pages_from_workers``,
