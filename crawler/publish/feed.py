@@ -1,33 +1,15 @@
-"""The delta feed: ``changes.atom``, an Atom 1.0 feed of the URLs that changed recently.
+"""The delta feed: ``changes.atom``, an Atom 1.0 feed (RFC 4287) of the URLs that changed lately.
 
-The sitemaps protocol takes syndication feeds as sitemaps too, and advises one "as a
-delta update (containing only the newest content) to supplement a complete sitemap":
-a small file, fetched often, that says which URLs changed and when. A search engine
-takes an entry's URL from its ``<link href>`` and its date from ``<updated>``. Which
-URLs belong in it is decided elsewhere (:mod:`crawler.publish.changes`); this module
-renders the feed (RFC 4287) and publishes it.
-
-The rules it follows (RFC 4287's sections):
-
-* the feed's metadata before its entries (Appendix B), the entries in the order given
-  (newest first); an ``atom:author`` on the feed (4.1.1), so that no entry needs one;
-  ``atom:generator`` without a version, so that an upgrade alone changes no byte;
-* an entry (4.1.2) has no ``atom:content``, hence an alternate link; its id (an IRI,
-  4.2.6) and link are the page's URL, so a URL is listed once; its title (3.1.1, type
-  "text") is the page's, or its URL when it has none; no ``atom:published`` (not
-  known) and no ``atom:summary`` (4.1.1.1: "the absence of atom:summary is not an
-  error");
-* ``atom:updated`` (3.3) is an RFC 3339 date-time: an entry's lastmod as given, a date
-  alone becoming that day's ``T00:00:00Z``. The feed's is its newest entry's, so that
-  an unchanged site republishes the feed byte for byte; with no entries, the caller's
-  ``empty_updated``, which should not change while nothing changes;
-* everything is escaped (XML 1.0, 2.4 and 3.1), a CR in a title as ``&#13;`` (a reader
-  would read it as a LF); the characters XML 1.0 cannot hold at all are left out of a
-  page's title, and refused in the feed's own (configuration);
-* a feed read as a sitemap counts as one: at most 50,000 entries and 50 MiB.
-
-It is written (:func:`write_feed`) before the sitemap set and renamed into place
-(:func:`publish_feed`) right after the index: never ahead of the set it describes.
+What it lists, and why it is renamed into place only after the index: docs/around.md, "The
+delta feed"; which URLs: :mod:`crawler.publish.changes`. The sitemaps protocol takes a feed
+"as a delta update (containing only the newest content) to supplement a complete sitemap",
+so it keeps a sitemap's limits (50,000 entries, 50 MiB). The RFC's rules, beyond the docs
+page: an ``atom:author`` on the feed (4.1.1), so that no entry needs one; ``atom:generator``
+without a version, so that an upgrade alone changes no byte; no ``atom:content`` (hence the
+alternate link), ``atom:published`` (not known) or ``atom:summary`` (4.1.1.1) in an entry; a
+date alone is that day's ``T00:00:00Z`` (3.3); a CR in a title is written ``&#13;`` (a
+reader would read it as a LF), and what XML 1.0 cannot hold is left out of a page's title
+and refused in the feed's own.
 """
 
 from __future__ import annotations

@@ -1,48 +1,20 @@
 """IndexNow: telling search engines which URLs a run published (docs/around.md, "IndexNow").
 
-IndexNow (https://www.indexnow.org/documentation) is a protocol by which a site tells
-the search engines that take part (Bing, Yandex, Naver, Seznam and others; not
-Google) that some of its URLs were added, changed or deleted. One submission to the
-shared endpoint, ``https://api.indexnow.org/indexnow`` (:data:`DEFAULT_ENDPOINT`), is
-passed on to every engine taking part.
+The protocol (https://www.indexnow.org/documentation): the key (:func:`valid_key`), the
+key file that proves the host (:func:`key_location`, :func:`check_key`), the JSON
+submission of at most :data:`MAX_BATCH` URLs (:func:`submit`) and its answers
+(``_MEANINGS``). Beyond docs/around.md: no answer is retried like a 429 or a 5xx, after
+``backoff * 2**n`` seconds or the answer's ``Retry-After`` (in seconds; an HTTP-date is
+not read), at most :data:`MAX_DELAY`; a redirect fails the batch at once (urllib would
+turn the POST into a GET). The first failed batch ends the submission: the later ones
+carry the same host, key and key location, and an endpoint that kept failing or asked us
+to slow down is not sent more. A usage error raises :class:`ValueError` before anything
+is sent: it would only be refused (422).
 
-The rules, from the documentation (quoted where quoted, paraphrased elsewhere):
-
-* the key: "a minimum of 8 and a maximum of 128" characters, "lowercase characters
-  (a-z), uppercase characters (A-Z), numbers (0-9), and dashes (-)" (:func:`valid_key`);
-* ownership: the site serves a UTF-8 text file whose content is the key, by default
-  ``https://<host>/<key>.txt``; or anywhere on the same host, named in the request's
-  ``keyLocation``, and then the key is good for the URLs under that file's directory
-  only (:func:`key_location`, :func:`check_key`);
-* a submission: ``POST`` with ``Content-Type: application/json; charset=utf-8`` of
-  ``{"host": ..., "key": ..., "keyLocation": ..., "urlList": [...]}``, "up to
-  10,000 URLs per post", every URL on ``host`` (:func:`submit`);
-* the answers: 200 and 202 are success; 400, 403, 422 and 429 are not (their meanings:
-  ``_MEANINGS``), nor are server errors (5xx).
-
-What this module does with them: :func:`submit` drops repeated URLs (the first kept,
-in order), splits them into batches of at most *batch* (10,000) and POSTs each in turn.
-Any 2xx submits the batch. 429, 5xx and no answer at all are retried, at most
-*retries* times, after ``backoff * 2**n`` seconds before retry *n* (1, 2, 4 s by
-default) or the answer's ``Retry-After`` (in seconds; an HTTP-date is not read), at
-most :data:`MAX_DELAY` (60 s). Anything else (400, 403, 422, another 4xx, a redirect,
-which is not followed: urllib would turn the POST into a GET) fails the batch at once.
-The first failed batch ends the submission: the later ones carry the same host, key
-and key location, and an endpoint that kept failing or asked us to slow down is not
-sent more; the :class:`Outcome` lists them as not sent. A usage error (an invalid key,
-a key location or URL not on ``host``, a URL outside the key file's directory) raises
-:class:`ValueError` before anything is sent: it would only be refused (422).
-
-:func:`check_key` fetches the key file as an engine would and says what is wrong with
-it, in one line, or None. A redirect is reported, not followed. Its content must be
-the key, exactly, but for one trailing line break (``\\n`` or ``\\r\\n``).
-
-Why the standard library's urllib, and not Scrapy or another client: this is one
-short exchange per run, made after Scrapy has stopped, from plain code; urllib
-needs no reactor and no new dependency. Every request has an explicit time-out.
-Requests to a loopback host (127.0.0.0/8, ::1, localhost: the tests' servers) go
-direct, whatever proxies the environment names; others use the environment's
-proxies (``https_proxy``, ``no_proxy``...), as Scrapy's own requests do.
+Why the standard library's urllib, and not Scrapy or another client: one short exchange
+per run, after Scrapy has stopped, from plain code; urllib needs no reactor and no new
+dependency. Requests to a loopback host (the tests' servers) go direct, whatever proxies
+the environment names; others use the environment's proxies, as Scrapy's own requests do.
 """
 
 from __future__ import annotations
