@@ -2,35 +2,19 @@
 
 :class:`SitemapSetWriter` streams entries, or the checked batches of an
 :class:`~crawler.sitemaps.entryrows.EntryRows` (a million URLs make no object per URL),
-into child files one open at a time, with plain string writes: no XML tree and no list
-of all the entries. The protocol's ``max_bytes`` counts the uncompressed size; an entry,
-its extensions included, is never split between files.
+into child files one open at a time, with plain string writes. ``max_bytes`` counts the
+uncompressed size; an entry is never split between files. The set declares the
+namespaces of the extensions it uses, and only those: a plain set is byte for byte what
+it was before extensions existed. Sections and news sitemaps get files of their own
+(docs/around.md, "Sections"; docs/rich.md, "News").
 
-The set declares the namespaces of the extensions it uses (hreflang alternates, images,
-videos, news), and only those, on every ``<urlset>``: a plain set is byte for byte what
-it was before extensions existed, and an entry with an undeclared extension is refused
-rather than written into a file no reader could resolve. Rows of an EntryRows with a
-section (docs/around.md, "Sections") go into files of their own, ``sitemap-NAME-NNNNN-<h>.xml.gz``,
-numbered from 00001 in each section; news entries, as ``<loc>`` and ``<news:news>``
-only, into ``sitemap-news-NNNNN-<h>.xml.gz`` (Google News wants sitemaps of their own).
-
-Why the child files have content-addressed names (``<h>``: the first 10 hex digits of
-the SHA-256 of the uncompressed content): publishing must be atomic for the whole set,
-and only the index can be swapped atomically. With fixed names the new children would
-overwrite the old ones before the new index is in place, and a crash between the two
-would leave a mixed set. With content-addressed names a new child never overwrites an
-old one with different content, so the previous set survives untouched until the new
-index is renamed over the old one; and an unchanged site gives identical names and
-bytes. A file (the index too) already there with the same bytes is left untouched, not
-renamed over, so its modification time stays for rsync, a CDN and HTTP validators
-(``WrittenFile.unchanged``).
-
-One sitemap set per directory: :meth:`~SitemapSetWriter.publish` removes every child
-file (:data:`CHILD_NAME_RE`) it did not write, and other writers' temporary files;
-nothing else in the directory is touched (``sitemap-blog.xml``, ``sitemap-notes.txt``).
-
-Long, and one module: the files being written, their rotation and the publication of
-the set share one state and one failure path (a crash leaves the published set as it was).
+Why the child files have content-addressed names (the first 10 hex digits of the SHA-256
+of the uncompressed content): only the index can be swapped atomically, so a new child
+must never overwrite an old one with different content, and the previous set survives
+until the new index is renamed over it (docs/crawling.md, "Publishing is atomic"). A file
+already there with the same bytes is left untouched, its modification time too
+(docs/nightly.md, "An unchanged night"). One set per directory: only files named like
+ours (:data:`CHILD_NAME_RE`) and other writers' temporary files are ever removed.
 """
 
 from __future__ import annotations
@@ -123,10 +107,9 @@ class WrittenFile:
 
 @contextlib.contextmanager
 def _gc_paused() -> Iterator[None]:
-    """Pause CPython's cyclic garbage collector while entries are written: a million
-    rows from the ledger are a million tuples, which the collector counts as they are
-    made (some 1,600 collections, a sixth of the time of publishing 1,000,000 URLs in
-    bench/write.py) though they are in no cycle and freed by reference counting."""
+    """Pause CPython's cyclic garbage collector while entries are written: the ledger's
+    rows are tuples it counts as they are made, though they are in no cycle and freed by
+    reference counting (bench/README.md, "Publishing speed")."""
     enabled = gc.isenabled()
     gc.disable()
     try:
