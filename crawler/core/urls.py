@@ -46,9 +46,6 @@ a pure-ASCII URI, or ``None`` when it cannot be parsed or must not be crawled:
 Nothing else is touched (no trailing-slash change, no path lowercasing, no
 ``index.html`` or ``www.`` removal, no query sorting), and the function is idempotent.
 The dedup key (:func:`url_key`) is a second form, compared and never published.
-
-One long module on purpose: every place that keys or publishes a URL calls it, and its
-rules must change together.
 """
 
 from __future__ import annotations
