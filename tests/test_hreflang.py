@@ -3,7 +3,6 @@ cluster check (issue #14)."""
 
 from __future__ import annotations
 
-import json
 import pickle
 import re
 
@@ -13,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scrapy.http import HtmlResponse
 
-from crawler.page.hreflang import Verdict, declared, valid_code, verify
+from crawler.page.hreflang import declared, valid_code, verify
 from crawler.page.links import parse_html
 
 # -- valid_code --------------------------------------------------------------------
@@ -436,18 +435,7 @@ def test_verify(
     verdict = verify(pages, listed, hosts)
     assert verdict.written == written
     assert verdict.problems == problems
-    # What is stored in the ledger comes back the same.
-    data = json.loads(json.dumps(verdict.to_json()))
-    assert Verdict.from_json(data) == verdict
     assert pickle.loads(pickle.dumps(verdict)) == verdict
-
-
-def test_verify_json_form() -> None:
-    verdict = verify({EN: (("en", EN), ("de", DE)), DE: (("de", DE), ("en", EN))}, _listed_all)
-    assert verdict.to_json() == {
-        "written": {DE: [["de", DE], ["en", EN]], EN: [["de", DE], ["en", EN]]},
-        "problems": {},
-    }
 
 
 def test_verify_asks_listed_once_per_url() -> None:

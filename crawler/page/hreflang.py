@@ -102,17 +102,6 @@ class Verdict:
     written: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
     problems: dict[str, list[str]] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
-        """``{"written": {page: [[code, href], ...]}, "problems": {page: [text, ...]}}``."""
-        written = {page: [list(pair) for pair in pairs] for page, pairs in self.written.items()}
-        return {"written": written, "problems": {p: list(t) for p, t in self.problems.items()}}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Verdict:
-        pairs, notes = data.get("written", {}), data.get("problems", {})
-        written = {page: tuple((str(c), str(h)) for c, h in pairs[page]) for page in pairs}
-        return cls(written, {page: [str(t) for t in notes[page]] for page in notes})
-
 
 @dataclass(slots=True)
 class _Page:
