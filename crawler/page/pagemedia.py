@@ -6,7 +6,6 @@ absolute, not normalised. Malformed data is skipped, never raised."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -171,10 +170,6 @@ class NewsFacts:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> NewsFacts:
-        return cls(data["publication_date"], data.get("title"), data.get("language"))
 
 
 # schema.org's Article types a news page uses: Article, NewsArticle and its subtypes,

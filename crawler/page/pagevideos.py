@@ -54,12 +54,6 @@ class VideoFacts:
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "missing": list(self.missing), "problems": list(self.problems)}
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> VideoFacts:
-        values = {f.name: data[f.name] for f in fields(cls) if f.name in data}
-        lists = {name: tuple(data.get(name, ())) for name in ("missing", "problems")}
-        return cls(**{**values, **lists})
-
 
 _REQUIRED = ("thumbnail_loc", "title", "description")  # and content_loc or player_loc
 _LOCS = ("content_loc", "player_loc")
