@@ -166,12 +166,10 @@ def _distinct(links: list[Resolved | None]) -> list[Resolved | None]:
     """*links* without repeats, in order, but every None kept (each is a link the
     crawl counts as not http(s)): the spider judges a link once per page, and the
     result crosses the process boundary smaller (pages repeat their navigation)."""
-    seen: set[Resolved] = set()
+    seen: set[Resolved | None] = set()
     out: list[Resolved | None] = []
     for link in links:
-        if link is None:
-            out.append(link)
-        elif link not in seen:
+        if link is None or link not in seen:
             seen.add(link)
             out.append(link)
     return out
