@@ -34,11 +34,7 @@ def first_text(values: list[str] | None) -> str | None:
 
 
 def html_title(root: Any) -> str | None:
-    for title in root.xpath("//title[not(ancestor::svg)]"):
-        text = " ".join("".join(title.itertext()).split())
-        if text:
-            return text
-    return None
+    return first_text(["".join(t.itertext()) for t in root.xpath("//title[not(ancestor::svg)]")])
 
 
 def text_value(value: Any) -> str | None:
