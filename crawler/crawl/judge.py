@@ -2,26 +2,22 @@
 
 Every decision about a fetched URL is made here (the frontier decides about the URLs
 it never fetches; :func:`crawler.core.decisions.close_books` what only the whole
-crawl can tell). In order:
+crawl can tell), by the rules of docs/crawling.md, in order:
 
 1. a 304 to a conditional request, or a page the revisit schedule keeps tonight,
-   replays the previous run's record, and its stored links are followed again,
-   unfetched; a page fetched tonight that no longer links to a URL it linked to has
-   that URL verified tonight;
-2. a 3xx with a ``Location`` is a ``redirect``, its target a lead: redirects are
-   judged hop by hop, not followed by Scrapy, so each hop gets its own decision;
-3. another form of the start URL's host (``www.`` or not) that does not redirect is
-   ``excluded``, its links not followed; another status than 200 is ``status``
-   (``HTTP 404``);
+   replays the previous run's record and follows its stored links, unfetched; a URL
+   that a page fetched tonight links to no more is verified tonight;
+2. a 3xx with a ``Location`` is a ``redirect``, judged hop by hop (not followed by
+   Scrapy), its target a lead;
+3. another form of the start URL's host that does not redirect is ``excluded``;
+   another status than 200 is ``status`` (``HTTP 404``);
 4. an HTML page (:mod:`crawler.page.analysis`): an instant meta refresh is a redirect;
-   its links (and a delayed refresh) are leads; then the verdict book
-   (:mod:`crawler.crawl.verdicts`; invalid or conflicting canonicals are ignored with
-   a warning, as search engines do; a canonical target is a lead);
+   its links and a delayed refresh are leads; then the verdict book
+   (:mod:`crawler.crawl.verdicts`), a canonical target a lead;
 5. another content type is ``non-html``, unless ``SITEMAP_LISTED_TYPES`` lists it:
-   then the verdict book, with only its headers to say noindex or canonical;
-6. a request that failed is ``robots-disallowed``, ``off-host``, ``too-large`` (over
-   ``DOWNLOAD_MAXSIZE``: the site answered, so it is no failure) or ``fetch-error``;
-   the start URL unreachable fails the run.
+   then the verdict book, on its headers alone;
+6. a request that failed is ``robots-disallowed``, ``off-host``, ``too-large`` or
+   ``fetch-error``; the start URL unreachable fails the run.
 
 Where a page leads goes to the judge's :class:`Leads`: the frontier (a distributed
 worker's reports its candidates), or nowhere for the audit.
