@@ -8,10 +8,8 @@ render fails; close. What one request led to (its records and aliases, nothing w
 a callback failed) is yielded as one :class:`crawler.core.items.PageRecords` item.
 
 The same spider runs every mode: a distributed crawl's extension
-(:class:`crawler.distributed.sharing.RedisSharing`) stands in for :class:`Sharing`,
-with its scheduler and report pipeline swapped in by settings, as scrapy-redis plugs
-in: every process hands its items' reports to the coordinator, which seeds the crawl
-once a report says the probe is over (docs/distributed.md).
+(:class:`crawler.distributed.sharing.RedisSharing`) stands in for :class:`Sharing`
+(docs/distributed.md).
 
 Spider arguments: ``url`` (the start URL, required).
 Settings: those of the frontier, the judge, the run state, the seeds, the probe and
