@@ -76,11 +76,9 @@ SWEEP_INTERVAL = 1.0
 # Seconds between two reads of the reports by the coordinator, when it has read them all.
 DRAIN_INTERVAL = 0.1
 # Statistics counted where a page is handled that the coordinator's summary shows for
-# the whole crawl: each report carries what its process counted since the last one.
-# The responses (a rendered page is two: raw, then rendered) and robots.txt's, so that
-# "pages fetched" counts as one process would; and everything of rendering (pages
-# wanted and rendered, failures, what the browser blocked, the cache; the render
-# concurrency, so set once a process, adds up to the crawl's).
+# the whole crawl, each report carrying what its process counted since the last one:
+# the responses, so that "pages fetched" counts as one process would, and everything
+# of rendering and of the schedule (a render concurrency, set once a process, sums).
 SHARED_STATS = (
     "sitemap/ignored/scheme",
     "sitemap/conditional/not_modified",
