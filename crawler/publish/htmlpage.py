@@ -225,11 +225,6 @@ def group(
     )
 
 
-def plural(n: int, one: str, many: str | None = None) -> str:
-    """*n* and the noun: "1 file", "2 files" (*many*: an irregular plural)."""
-    return f"{n} {one if n == 1 else many or one + 's'}"
-
-
 def history_chart(
     history: Sequence[dict[str, Any]],
     time_key: str,
