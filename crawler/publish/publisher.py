@@ -1,21 +1,14 @@
 """Publisher extension: close the books of a run and publish its sitemap set.
 
-Scrapy's feed exports write items as they come; a sitemap set must be sorted,
-deduplicated and rotated, and published atomically only when the whole crawl
-succeeded. So this extension runs on ``spider_closed`` (after the item pipelines):
-it has the books of the running ledger closed (:class:`crawler.publish.books.BookKeeper`),
-decides whether to publish, streams the listed pages from the ledger in order into
-:class:`crawler.publish.writer.SitemapSetWriter` (:class:`SitemapOutput`), and writes the
-run report (``report.json`` in the state directory, :func:`crawler.publish.report.write_json`)
-from the run's summary (:class:`crawler.core.summary.RunSummary`), which the command reads.
-
-When it publishes and when it refuses (a run stopped by its time budget, a
-:attr:`RunState.fatal <crawler.ledger.runstate.RunState.fatal>`): docs/nightly.md, "Safe
-publishing", and docs/crawling.md, "A time budget". A run that does not publish leaves
-the previous set untouched, and the run state files the ledger (:meth:`RunState.end
-<crawler.ledger.runstate.RunState.end>`), so the next run starts from the last good
-state. Its settings and the ``sitemap/*`` stats it sets from the summary (for Scrapy's
-users; nothing reads them back) are listed in docs/reference.md.
+Why on ``spider_closed`` (after the item pipelines) and not through Scrapy's feed exports:
+those write items as they come, and a sitemap set must be sorted, deduplicated and rotated,
+and published atomically only when the whole crawl succeeded. In order: the books are
+closed (:class:`crawler.publish.books.BookKeeper`), the run is judged, the listed pages are
+streamed from the ledger into :class:`crawler.publish.writer.SitemapSetWriter`, and the
+reports are written from the run's :class:`crawler.core.summary.RunSummary`, which the
+command reads. When it refuses and what a refused run leaves: docs/nightly.md, "Safe
+publishing", and docs/crawling.md, "A time budget". Its settings, and the ``sitemap/*``
+stats it sets for Scrapy's users (nothing reads them back): docs/reference.md.
 """
 
 from __future__ import annotations
