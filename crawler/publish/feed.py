@@ -23,7 +23,7 @@ from typing import Final
 from urllib.parse import urlsplit
 
 from crawler.core.lastmod import lastmod_datetime
-from crawler.publish.childfile import fsync_dir, write_synced
+from crawler.publish.childfile import fsync_dir, place, write_synced
 from crawler.publish.sitemapxml import escape, escape_attribute, escape_text
 from crawler.sitemaps.entry import NOT_XML_CHAR, _check_date, _check_text, check_loc
 from crawler.sitemaps.feeds import ATOM_NS
@@ -187,11 +187,12 @@ def write_feed(path: Path, data: bytes) -> Path:
 
 def publish_feed(temp: Path, final: Path) -> None:
     """Rename ``temp`` (from :func:`write_feed`) over ``final``: readers see the
-    old feed or the new one, never part of one. Both must be in the same
-    directory (a rename across file systems is not atomic)."""
+    old feed or the new one, never part of one; the same bytes leave ``final``
+    untouched. Both must be in the same directory (a rename across file systems
+    is not atomic)."""
     if temp.parent.resolve() != final.parent.resolve():
         raise ValueError(f"{temp} and {final} are not in the same directory")
-    os.replace(temp, final)
+    place(temp, final)
     fsync_dir(final.parent)
 
 

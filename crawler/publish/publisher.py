@@ -32,7 +32,6 @@ from crawler.ledger.runstate import RunState
 from crawler.page.analysis import Rich
 from crawler.publish.books import BUDGETS, BookKeeper
 from crawler.publish.changes import feed_entries, feed_updated
-from crawler.publish.childfile import same_bytes
 from crawler.publish.feed import FEED_NAME, discard, publish_feed, render_feed, write_feed
 from crawler.publish.htmlpage import write_html
 from crawler.publish.report import DEFAULT_SECTION, format_summary, run_model, write_json
@@ -254,10 +253,7 @@ class SitemapPublisher:
             return "output-error", f"could not publish to {state.paths.out}: {e}", None
         # Right after the index: the feed describes the set now in place.
         if temp is not None:
-            if same_bytes(temp, feed):
-                discard(temp)  # left untouched, as an unchanged sitemap file is
-            else:
-                publish_feed(temp, feed)
+            publish_feed(temp, feed)
         else:
             feed.unlink(missing_ok=True)  # ours, from a run with the feed on
         unchanged = sum(f.unchanged for f in files)

@@ -33,7 +33,7 @@ from itertools import accumulate, islice
 from pathlib import Path
 from typing import Any, Final
 
-from crawler.publish.childfile import ChildFile, fsync_dir, same_bytes, write_synced
+from crawler.publish.childfile import ChildFile, fsync_dir, place, write_synced
 from crawler.publish.sitemapxml import (
     EXTENSIONS,
     INDEX_FOOTER,
@@ -434,10 +434,12 @@ class SitemapSetWriter:
         self._write_index(index_temp)
 
         for i, (written, temp) in enumerate(zip(self._files, self._final_temps, strict=True)):
-            if self._place(temp, self.out_dir / written.name):
+            if place(temp, self.out_dir / written.name):
                 self._files[i] = dataclasses.replace(written, unchanged=True)
+            self._temps.discard(temp)
         fsync_dir(self.out_dir)
-        self._place(index_temp, index_path)
+        place(index_temp, index_path)
+        self._temps.discard(index_temp)
         fsync_dir(self.out_dir)
         self._state = "published"
 
@@ -452,17 +454,6 @@ class SitemapSetWriter:
             removed,
         )
         return index_path
-
-    def _place(self, temp: Path, final: Path) -> bool:
-        """Rename *temp* over *final*; or, when *final* holds its bytes already, leave
-        *final* as it is (its modification time too) and return True."""
-        unchanged = same_bytes(temp, final)
-        if unchanged:
-            temp.unlink()
-        else:
-            os.replace(temp, final)
-        self._temps.discard(temp)
-        return unchanged
 
     def _write_index(self, path: Path) -> None:
         size = len(INDEX_HEADER) + len(INDEX_FOOTER)
