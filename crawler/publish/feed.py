@@ -108,20 +108,14 @@ def render_feed(
     site_url: str,
     empty_updated: str,
 ) -> bytes:
-    """The feed's bytes (UTF-8): the entries in the order given, after the
-    feed's own elements; the same arguments give the same bytes.
-
-    ``feed_id`` is the feed's permanent ``<id>`` (a URL; RFC 4287, 4.2.6),
-    ``title`` its ``<title>``, ``self_url`` where it is published
-    (``rel="self"``) and ``site_url`` the site's home page, which is also the
-    author's ``<uri>`` (its host is the author's ``<name>``). The feed's
-    ``<updated>`` is the newest entry's (by instant; the first such entry's text
-    on a tie); ``empty_updated`` (a W3C datetime, checked always) is used when
-    there are no entries and should not change while nothing changes.
-
-    ``ValueError`` for a bad URL, date or text, a URL listed twice, or a feed
-    over the sitemap limits (50,000 entries, 50 MiB).
-    """
+    """The feed's bytes (UTF-8): the entries in the order given, after the feed's own
+    elements; the same arguments give the same bytes. ``feed_id`` is its permanent
+    ``<id>`` (a URL; RFC 4287, 4.2.6), ``title`` its ``<title>``, ``self_url`` where it
+    is published (``rel="self"``) and ``site_url`` the site's home page, also the
+    author's ``<uri>`` (its host is the author's ``<name>``). ``<updated>`` is the newest
+    entry's (by instant; the first on a tie), else ``empty_updated`` (a W3C datetime,
+    checked always), which should not change while nothing changes. ``ValueError`` for a
+    bad URL, date or text, a URL listed twice, or a feed over a sitemap's limits."""
     # The feed's own URLs are Atom's, which sets no shortest length: only the
     # entries are read as a sitemap's <loc> (a home page like http://a.b/ is 11).
     for value, what in ((feed_id, "feed_id"), (self_url, "self_url"), (site_url, "site_url")):

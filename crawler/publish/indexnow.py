@@ -192,12 +192,11 @@ def submit(
     sleep: Callable[[float], None] = time.sleep,
     user_agent: str = DEFAULT_USER_AGENT,
 ) -> Outcome:
-    """Submit *urls* to *endpoint* for *host* (a host name, or ``host:port``), with
-    *key* and the key file at *key_location* (see the module's docstring for the
-    batches, retries and stops). *sleep* waits between attempts (the clock, for
-    tests). ValueError, before anything is sent, for an invalid key, *batch*,
-    *retries*, *backoff* or *endpoint*, a *key_location* not on *host*, or a URL not
-    on *host* or not under the key file's directory."""
+    """Submit *urls* to *endpoint* for *host* (a host name, or ``host:port``), with *key*
+    and the key file at *key_location*; the batches, retries and stops: the module's
+    docstring. *sleep* waits between attempts (the clock, for tests). ValueError, before
+    anything is sent, for a bad argument, or a URL not on *host* or not under the key
+    file's directory."""
     _check_key_text(key)
     if not 1 <= batch <= MAX_BATCH:
         raise ValueError(f"batch must be 1 to {MAX_BATCH:,} URLs, not {batch}")

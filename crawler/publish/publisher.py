@@ -327,8 +327,7 @@ class SitemapPublisher:
 
     def _refusal(self, ledger: Ledger) -> str | None:
         """Why this run's set must not replace the published one (docs/nightly.md, "Safe
-        publishing"); when it
-        may, ``checked`` says what was checked, for the report's "why"."""
+        publishing"); when it may, ``checked`` says what was checked, for the report's "why"."""
         policy = self.state.policy
         fetched, failed = ledger.error_counts(policy.now if policy is not None else 0.0)
         if fetched and failed / fetched > self.max_error_rate:

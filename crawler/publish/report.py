@@ -1,17 +1,12 @@
-"""What a run tells people: the end-of-run summary and ``report.json``.
+"""What a run tells people: the end-of-run summary, ``report.json`` and, from the same
+:class:`RunModel`, ``report.html`` (:mod:`crawler.publish.runhtml`).
 
-Both come from the same figures: the run's summary
-(:class:`crawler.core.summary.RunSummary`), built by the publisher once a run from the
-closed books, the set it published and what the crawl counted; never the stats. The
-summary is a few lines for a terminal or a cron mail; ``report.json`` (schema
-``sitemap-crawler/run/1``, its fields in docs/nightly.md, "The report") has the full
-lists, and ``report.html`` (:mod:`crawler.publish.runhtml`) is written from the same
-:class:`RunModel`.
-
-``added``, ``removed`` and ``lastmod_changes`` say what the run changed: they are
-null for a run that neither published nor finished its crawl (interrupted,
-failed), whose ledger is no set to compare; for a refused run they are what the
-refused set would have changed.
+All come from the run's summary (:class:`crawler.core.summary.RunSummary`: the closed
+books, the set published and what the crawl counted), never from the stats. The fields
+of ``report.json``: docs/nightly.md, "The report". ``added``, ``removed`` and
+``lastmod_changes`` say what the run changed: null for a run that neither published nor
+finished its crawl (interrupted, failed: its ledger is no set to compare); for a refused
+run, what the refused set would have changed.
 """
 
 from __future__ import annotations

@@ -49,11 +49,9 @@ def urlset_header(extensions: frozenset[str]) -> str:
 
 
 def escape(text: str) -> str:
-    # Character data needs only &, < and > escaped ("&" first, or the "&" of
-    # "&lt;" would be escaped again); quotes matter in attributes only, and the
-    # one with data in it (xhtml:link's href) goes through escape_attribute().
-    # Most URLs have none of the three, and a scan for a character is cheaper
-    # than a replace() that finds nothing.
+    # Character data needs only &, < and > escaped, "&" first (quotes: see
+    # escape_attribute()). Most URLs have none of the three, and a scan for a
+    # character is cheaper than a replace() that finds nothing.
     if "&" in text:
         text = text.replace("&", "&amp;")
     if "<" in text:
