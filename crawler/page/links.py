@@ -33,11 +33,8 @@ _DIRECTIVES = frozenset({
 # HTML "whitespace" stripped from attribute URLs, plus tabs and newlines inside them
 # (the URL standard removes those too).
 _URL_STRIP = " \t\n\r\f"
-# The end tags of the document. libxml2's HTML parser stops at </html> (and what
-# follows </body> is lost with it); a browser goes on reading what follows into the
-# body (HTML's "after body" and "after after body" insertion modes), and so do
-# search engines, so a broken template's links after </html> count (docs/crawling.md,
-# "Links").
+# The end tags of the document, which libxml2's parser stops at and a browser reads
+# past (HTML's "after body" insertion modes): reopen_body, docs/crawling.md, "Links".
 _DOCUMENT_END = re.compile(r"</(?:body|html)\s*>", re.I)
 _TAB_NL = re.compile(r"[\t\n\r]")
 
@@ -166,10 +163,7 @@ def reopen_body(text: str) -> str:
     first = text.find("</html")
     if first < 0:
         first = text.find("</HTML")
-        if first < 0:
-            return text
-    rest = text[first:]
-    if not _DOCUMENT_END.sub("", rest).strip():
+    if first < 0 or not _DOCUMENT_END.sub("", text[first:]).strip():
         return text
     return _DOCUMENT_END.sub("", text)
 
