@@ -64,9 +64,7 @@ _X = re.compile(r"(\d+(?:\.\d+)?|\.\d+)x", re.ASCII)
 def _largest(value: str | None) -> str | None:
     """The candidate of a srcset with the largest width (``w``), else the largest
     density (``x``; none is 1x), else the first; the first of equals."""
-    if not value:
-        return None
-    candidates = _srcset(value)
+    candidates = _srcset(value) if value else []
     if not candidates:
         return None
     widths: list[tuple[int, str]] = []
