@@ -296,9 +296,15 @@ def _drop_pool(pool: _Pool) -> None:
 def page_analyser(settings: BaseSettings) -> PageAnalyser:
     """The analyser of a crawl with these settings."""
     strip = Stripping.from_settings(settings)
-    resolver = LinkResolver(strip_params=strip.params, extra_strip=strip.extra)
-    agents = robots_agents(settings["USER_AGENT"], settings.get("ROBOTSTXT_USER_AGENT"))
-    return PageAnalyser.from_settings(settings, agents, resolver)
+    return PageAnalyser(
+        processes_from(settings),
+        robots_agents(settings["USER_AGENT"], settings.get("ROBOTSTXT_USER_AGENT")),
+        settings.getlist("SITEMAP_VOLATILE_SELECTORS"),
+        LinkResolver(strip_params=strip.params, extra_strip=strip.extra),
+        settings.getint("SITEMAP_PARSE_LOCAL_BELOW"),
+        settings.getint("SITEMAP_PARSE_BACKLOG"),
+        Rich.from_settings(settings),
+    )
 
 
 @dataclass(eq=False)
@@ -325,20 +331,6 @@ class PageAnalyser:
     def __post_init__(self) -> None:
         self.agents, self.volatile = tuple(self.agents), tuple(self.volatile)
         self.strip = (self.resolver.strip_params, self.resolver.extra_strip)
-
-    @classmethod
-    def from_settings(
-        cls, settings: BaseSettings, agents: Iterable[str], resolver: LinkResolver
-    ) -> PageAnalyser:
-        return cls(
-            processes_from(settings),
-            agents,
-            settings.getlist("SITEMAP_VOLATILE_SELECTORS"),
-            resolver,
-            settings.getint("SITEMAP_PARSE_LOCAL_BELOW"),
-            settings.getint("SITEMAP_PARSE_BACKLOG"),
-            Rich.from_settings(settings),
-        )
 
     def open(self, stats: StatsCollector | None = None) -> None:
         """When the crawl starts, with its reactor and stats."""
