@@ -105,7 +105,8 @@ class Verdict:
 
 @dataclass(slots=True)
 class _Page:
-    """One page's declarations, read once: rules 1 to 4 of the module docstring."""
+    """One page's declarations, read once: each pair once, invalid codes and codes given
+    to two URLs left out, and whether it lists itself."""
 
     valid: list[tuple[str, str]]  # valid codes given to one URL each, in order
     valid_hrefs: set[str]
@@ -186,8 +187,8 @@ def _member(
     hosts: frozenset[str],
     notes: list[str],
 ) -> bool:
-    """Whether the alternate *href* of the page *url* is written (rule 5); a reason
-    added to *notes* when it is not."""
+    """Whether the alternate *href* of the page *url* is written (docs/rich.md); a
+    reason added to *notes* when it is not."""
     why = reason(href)
     if site_of(href) != site and why is not None:
         found = host_port(href)
