@@ -1,12 +1,9 @@
 """The judge's verdict book: what a fetched page makes of its URL, in one ordered list.
 
-A 200 page of a listed type (:mod:`crawler.crawl.judge`) is put to these rules in
-order; the first against it decides (a :class:`crawler.core.decisions.Refusal`), and a
-page every rule lets pass is ``listed``: ``noindex``; ``canonical`` (another URL, the
-target's published address); ``scheme`` (``other-scheme``); ``base-url`` (outside its
-prefix: ``excluded``); ``soft-404`` (the site's "not found" page served with 200, or a
-thin page that says it is not there: :mod:`crawler.page.softnotfound`); ``loc`` (no
-valid ``<loc>``: ``invalid-url``). Declared as the frontier's rules
+A 200 page of a listed type (:mod:`crawler.crawl.judge`) is put to the rules of
+:class:`VerdictBook`, in their order there; the first against it decides (a
+:class:`crawler.core.decisions.Refusal`), and a page every rule lets pass is
+``listed`` (docs/crawling.md, "What gets listed"). Declared as the frontier's rules
 (:mod:`crawler.crawl.rulebook`); ``explain`` replays the book on what the ledger kept
 of a page (:meth:`Read.kept`), or on an unseen URL with the rules that need no page.
 """
