@@ -119,6 +119,12 @@ class Stripping:
             settings.getbool("SITEMAP_STRIP_PARAMS"), tuple(settings.getlist("SITEMAP_STRIP_EXTRA"))
         )
 
+    def normalize(self, url: str, encoding: str = "utf-8") -> str | None:
+        """:func:`normalize_url` of *url*, stripping these parameters."""
+        return normalize_url(
+            url, strip_params=self.params, extra_strip=self.extra, encoding=encoding
+        )
+
 
 _ASP_SESSION_PREFIX: Final = "aspsessionid"
 _SESSION_SPELLING: Final = str.maketrans("", "", "_-")

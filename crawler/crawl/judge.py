@@ -45,7 +45,7 @@ from crawler.core.items import (
     FOUND_REFRESH,
     UrlRecord,
 )
-from crawler.core.urls import Stripping, host_port, normalize_url, site_of, url_key
+from crawler.core.urls import Stripping, host_port, site_of, url_key
 from crawler.crawl.frontier import Lead
 from crawler.crawl.verdicts import Read, VerdictBook, directives
 from crawler.fetch.hostguard import OffHostRequest
@@ -227,7 +227,7 @@ class PageJudge:
         ]
         if facts.refresh is not None:  # a delayed refresh is a link like any other
             target = facts.refresh[1]
-            normal = self._normalize(target, analysis.encoding)
+            normal = self.strip.normalize(target, analysis.encoding)
             if normal is None:
                 self.stats.inc_value("sitemap/ignored/scheme")
             else:
@@ -301,7 +301,7 @@ class PageJudge:
         conflicting canonicals are ignored with a warning, as search engines do."""
         valid = []
         for raw in candidates:
-            url = self._normalize(raw)
+            url = self.strip.normalize(raw)
             if url is None:
                 rec.warnings.append(f"ignored canonical {raw[:200]!r}: not an http(s) URL")
                 continue
@@ -328,15 +328,10 @@ class PageJudge:
         found_by: str = FOUND_REDIRECT,
     ) -> Iterator[object]:
         hops = response.meta.get("sitemap_hops", 0) + 1
-        rec.decision, rec.target = d.REDIRECT, self._normalize(target) or target
+        rec.decision, rec.target = d.REDIRECT, self.strip.normalize(target) or target
         rec.reason = f"{how} -> {rec.target}"
         yield rec
         yield from self.leads.discover(Lead(target, _depth(rec), rec.url, hops, found_by=found_by))
-
-    def _normalize(self, url: str, encoding: str = "utf-8") -> str | None:
-        return normalize_url(
-            url, strip_params=self.strip.params, extra_strip=self.strip.extra, encoding=encoding
-        )
 
     def _dropped(self, rec: UrlRecord, targets: set[str]) -> Iterator[object]:
         """The URLs this page linked to last time and links to no more: verified

@@ -7,6 +7,7 @@ result (the tests check it)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable
 from dataclasses import astuple, dataclass
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.http import HtmlResponse
 
-from crawler.core.urls import normalize_url
+from crawler.core.urls import Stripping
 from crawler.page.appshell import shell_signs
 from crawler.page.content import bag_hash, main_content, own_hash
 from crawler.page.hreflang import declared
@@ -143,14 +144,8 @@ def not_found_print(response: HtmlResponse, volatile: Iterable[str]) -> PagePrin
 def _rich(
     response: HtmlResponse, root: object, base: str, rich: Rich, resolver: LinkResolver
 ) -> RichFacts:
-    def normal(url: str) -> str | None:
-        return normalize_url(
-            url,
-            strip_params=resolver.strip_params,
-            extra_strip=resolver.extra_strip,
-            encoding=response.encoding,
-        )
-
+    strip = Stripping(resolver.strip_params, resolver.extra_strip)
+    normal = functools.partial(strip.normalize, encoding=response.encoding)
     pairs = declared(root, response, base) if rich.hreflang else ()
     alternates = tuple((code, url) for code, href in pairs if (url := normal(href)) is not None)
     found_images = (normal(image) for image in images(root, base)) if rich.images else ()
