@@ -35,7 +35,7 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from crawler import __version__
+from crawler.core.defaults import setting_default
 
 #: The shared endpoint: every engine taking part receives what it is sent.
 DEFAULT_ENDPOINT = "https://api.indexnow.org/indexnow"
@@ -43,9 +43,8 @@ DEFAULT_ENDPOINT = "https://api.indexnow.org/indexnow"
 MAX_BATCH = 10_000
 #: The longest wait between two attempts, in seconds (Retry-After included).
 MAX_DELAY = 60.0
-DEFAULT_USER_AGENT = (
-    f"sitemap-crawler/{__version__} (+https://github.com/sitemap-crawler/sitemap-crawler)"
-)
+#: The crawl's own default User-Agent.
+DEFAULT_USER_AGENT: str = setting_default("USER_AGENT")
 CONTENT_TYPE = "application/json; charset=utf-8"
 
 _KEY = re.compile(r"[A-Za-z0-9-]{8,128}")
