@@ -85,9 +85,9 @@ class ChildFile:
         self.latest_key: str | None = None
         self.latest_text: str | None = None
 
-    def add(self, text: str, size: int) -> None:
-        """Add ``text``, ``size`` bytes in UTF-8."""
-        self.batch.append(text)
+    def add(self, texts: list[str], size: int) -> None:
+        """Add ``texts``, ``size`` bytes in UTF-8 in all."""
+        self.batch.extend(texts)
         self.size += size
         if self.size >= self.flush_at:
             self.flush_batch()
@@ -96,10 +96,7 @@ class ChildFile:
         """Add entries: ``texts``, ``size`` bytes in all, and their ``lastmods``
         (``utc``: as EntryBatch.utc)."""
         self.urls += len(texts)
-        self.batch.extend(texts)
-        self.size += size
-        if self.size >= self.flush_at:
-            self.flush_batch()
+        self.add(texts, size)
         if utc:
             lastmods = [latest_utc(lastmods)]
         for lastmod in lastmods:

@@ -391,7 +391,7 @@ class SitemapSetWriter:
         path = self.out_dir / f".{series.prefix}-{number:05d}.{self._pid}.tmp"
         self._temps.add(path)
         child = ChildFile(path, number, self.gzip, self.compresslevel)
-        child.add(series.header, len(series.header))
+        child.add([series.header], len(series.header))
         return child
 
     def _finish(self, series: _Series) -> None:
@@ -399,7 +399,7 @@ class SitemapSetWriter:
         child = series.current
         if child is None:
             return
-        child.add(series.footer, len(series.footer))
+        child.add([series.footer], len(series.footer))
         digest = child.finish()
         series.current = None
         name = f"{series.prefix}-{child.number:05d}-{digest[:10]}{series.suffix}"
