@@ -1,9 +1,8 @@
 """What changed lately: the delta feed's entries, from the ledger.
 
-Which pages, with which change time: docs/around.md, "The delta feed". The first run
-is the baseline (:mod:`pipelines.history`) and lists nothing as new; an unchanged site
-gives the same entries, so its feed is republished byte for byte.
-Settings: ``SITEMAP_FEED``, ``SITEMAP_FEED_DAYS``, ``SITEMAP_FEED_MAX``.
+Which pages, with which change time (the first run is :mod:`pipelines.history`'s
+baseline): docs/around.md, "The delta feed". Settings: ``SITEMAP_FEED``,
+``SITEMAP_FEED_DAYS``, ``SITEMAP_FEED_MAX``.
 """
 
 from __future__ import annotations

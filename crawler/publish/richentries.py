@@ -1,12 +1,10 @@
 """What the rich entries of a set hold, settled once the crawl is over (docs/rich.md).
 
-During the crawl the page judge keeps what each listed page declares (the ledger's
-``alternates``, ``images``, ``videos``, ``news``). Whether an alternate holds up depends
-on the other pages (are they listed? do they link back?), so the entries are settled
-here, over the whole ledger: :func:`settle` runs the hreflang cluster check
-(:func:`crawler.page.hreflang.verify`) and stores each rich page's extensions as the
-writer reads them (``extras``) and its problems in words (``problems``). Plain pages
-have no ``extras``: a plain site's files do not change.
+Whether an alternate a page declares holds up depends on the other pages (are they
+listed? do they link back?), so :func:`settle` runs the hreflang cluster check
+(:func:`crawler.page.hreflang.verify`) over the whole ledger and stores each rich page's
+extensions as the writer reads them (``extras``) and its problems in words
+(``problems``). Plain pages have no ``extras``: a plain site's files do not change.
 """
 
 from __future__ import annotations
