@@ -149,9 +149,9 @@ _PATH_SAFE: Final = string.ascii_letters + string.digits + "-._~" + _SUB_DELIMS 
 # query = *( pchar / "/" / "?" )
 _QUERY_SAFE: Final = _PATH_SAFE + "?"
 
-# URL standard: "remove any leading and trailing C0 control or space", then
-# "remove all ASCII tab or newline".
-_C0_CONTROL_OR_SPACE: Final = "".join(map(chr, range(0x21)))
+# URL standard: "remove any leading and trailing C0 control or space" (urlsplit strips
+# them too), then "remove all ASCII tab or newline".
+C0_CONTROL_OR_SPACE: Final = "".join(map(chr, range(0x21)))
 _TAB_OR_NEWLINE: Final = str.maketrans("", "", "\t\n\r")
 _SURROGATE_RE: Final = re.compile("[\ud800-\udfff]")
 _SCHEME_RE: Final = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
@@ -234,7 +234,7 @@ def origin_of(url: str) -> tuple[str, str, int] | None:
 
 def _split(url: str) -> tuple[str, str, str, str] | None:
     """Split an http(s) URL into scheme, authority, path and query (fragment dropped)."""
-    url = url.strip(_C0_CONTROL_OR_SPACE).translate(_TAB_OR_NEWLINE)
+    url = url.strip(C0_CONTROL_OR_SPACE).translate(_TAB_OR_NEWLINE)
     url = _SURROGATE_RE.sub("\ufffd", url)
     match = _SCHEME_RE.match(url)
     if match is None:

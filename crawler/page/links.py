@@ -20,7 +20,7 @@ from scrapy.utils.response import get_base_url, get_meta_refresh
 
 from crawler.core.lastmod import Declared, page_dates
 from crawler.core.seen import fingerprint
-from crawler.core.urls import normalize_url, url_key
+from crawler.core.urls import C0_CONTROL_OR_SPACE, normalize_url, url_key
 
 # Robots directives that are not user-agent names, so "noindex: x" is not a prefix.
 # fmt: off
@@ -278,7 +278,7 @@ class LinkResolver:
             if "\n" in href or "\t" in href or "\r" in href:
                 href = _TAB_NL.sub("", href)
             if href and href[0] <= " ":
-                href = href.lstrip(_C0_OR_SPACE)  # as urlsplit does
+                href = href.lstrip(C0_CONTROL_OR_SPACE)  # as urlsplit does
             # The fragment never reaches the server and makes no other form of a
             # URL; dropping it lets "page.html#a" and "page.html#b" share an entry.
             href = href.partition("#")[0]
@@ -329,5 +329,3 @@ def _directory(base: str) -> str:
 _SCHEME_ONLY = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:(?!//)")
 # An empty authority and no path: "//", "http://?q".
 _EMPTY_AUTHORITY = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*:)?//(?:\?|$)")
-# What urlsplit (so urljoin) strips from the start of a URL.
-_C0_OR_SPACE = "".join(map(chr, range(0x21)))
