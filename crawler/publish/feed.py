@@ -168,8 +168,7 @@ def write_feed(path: Path, data: bytes) -> Path:
     is removed if the write fails."""
     temp = path.parent / f".{path.name}.{os.getpid()}.tmp"
     try:
-        # open(), not tempfile.mkstemp(): mkstemp makes the file 0600, and a
-        # published feed must be readable by the web server (umask decides).
+        # open(), not tempfile.mkstemp(): readable by the web server (see ChildFile).
         with open(temp, "wb") as stream:
             stream.write(data)
             write_synced(stream)

@@ -520,13 +520,10 @@ def publish_sitemaps(
     news: Iterable[SitemapEntry] = (),
     **kwargs: Any,
 ) -> tuple[Path, list[WrittenFile]]:
-    """Write and publish a sitemap set in one call; see :class:`SitemapSetWriter`
-    for ``kwargs`` (``index_base_url`` is required; ``extensions`` names the
-    extensions ``entries`` use) and :meth:`SitemapSetWriter.write` for ``news``.
-
-    On any exception, KeyboardInterrupt included, the temporary files are removed
-    and the exception re-raised; the previously published set stays as it was.
-    """
+    """Write and publish a sitemap set in one call (``kwargs``: :class:`SitemapSetWriter`'s,
+    ``index_base_url`` required; ``news``: :meth:`SitemapSetWriter.write`'s). On any
+    exception, KeyboardInterrupt included, the temporary files are removed and the
+    exception re-raised; the previously published set stays as it was."""
     writer = SitemapSetWriter(Path(out_dir), **kwargs)
     try:
         writer.write(entries, news)
