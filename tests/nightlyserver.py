@@ -61,6 +61,7 @@ class Site(Leaf):
                     "status": status,
                     "if_none_match": request.getHeader("if-none-match"),
                     "if_modified_since": request.getHeader("if-modified-since"),
+                    "user_agent": request.getHeader("user-agent"),
                     "bytes": len(body),
                     "time": time.time(),
                 }

@@ -122,12 +122,16 @@ def test_a_first_run_submits_everything_when_asked(
     site, out = nightly, tmp_path / "public"
     build(site, {"/a.html": "a", "/b.html": "b"})
     endpoint.script = [Answer(200)]
-    code, err = crawl(site, out, endpoint, "--indexnow-all")
+    code, err = crawl(site, out, endpoint, "--indexnow-all", "-s", "USER_AGENT=ExampleBot/2.0")
     assert code == 0, err
     (post,) = endpoint.received
     assert sorted(post.json["urlList"]) == sorted(
         [site.url("/"), site.url("/a.html"), site.url("/b.html")]
     )
+    # The key file is fetched, and the URLs submitted, as the crawl's own User-Agent.
+    assert post.headers["User-Agent"] == "ExampleBot/2.0"
+    [key_file] = [r for r in site.requests() if r["path"] == f"/{KEY}.txt"]
+    assert key_file["user_agent"] == "ExampleBot/2.0"
 
 
 def test_no_feed(nightly: NightlySite, endpoint: IndexNowServer, tmp_path: Path) -> None:

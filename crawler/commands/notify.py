@@ -39,7 +39,8 @@ def notify(settings: BaseSettings, run: RunOutcome) -> indexnow.Outcome | None:
     root = f"{parts.scheme}://{parts.netloc}/"
     location = indexnow.key_location(root, key, settings.get("SITEMAP_INDEXNOW_KEY_LOCATION"))
     context = TlsPolicy.from_settings(settings).ssl_context()
-    problem = indexnow.check_key(location, key, context=context)
+    agent = settings.get("USER_AGENT")
+    problem = indexnow.check_key(location, key, user_agent=agent, context=context)
     if problem is not None:
         outcome = indexnow.Outcome(
             submitted=0, batches=[], ok=False, message=f"IndexNow: nothing submitted: {problem}"
@@ -51,7 +52,7 @@ def notify(settings: BaseSettings, run: RunOutcome) -> indexnow.Outcome | None:
             key=key,
             key_location=location,
             endpoint=settings.get("SITEMAP_INDEXNOW_ENDPOINT"),
-            user_agent=settings.get("USER_AGENT"),
+            user_agent=agent,
         )
     report["indexnow"] = outcome.to_json()
     write_html(path, json.dumps(report, ensure_ascii=False, indent=1) + "\n")  # atomically
