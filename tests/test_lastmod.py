@@ -875,12 +875,18 @@ def test_a_page_date_that_moves_on_unchanged_content_keeps_the_last_real_change(
     )  # fmt: skip
     pipeline, previous = next_night(tmp_path, night1)
     stamped = Declared("meta article:modified_time", "2024-03-01", "2024-03-01")
-    night2 = UrlRecord(
-        url=url, decision="listed", key=url_key(url), status=200,
-        date="Fri, 01 Mar 2024 09:00:00 GMT", content_hash="c1", main_hash="m1",
-        page_dates=[stamped],
-    )  # fmt: skip
-    pipeline.process_item(night2)
+
+    def stamped_night(content: str) -> UrlRecord:
+        """The page on 1 March, with content "c<content>" and the date stamped on it."""
+        record = UrlRecord(
+            url=url, decision="listed", key=url_key(url), status=200,
+            date="Fri, 01 Mar 2024 09:00:00 GMT", content_hash=f"c{content}",
+            main_hash=f"m{content}", page_dates=[stamped],
+        )  # fmt: skip
+        pipeline.process_item(record)
+        return record
+
+    night2 = stamped_night("1")
     assert (night2.lastmod, night2.lastmod_source) == ("2024-01-01", "content")
     assert json.loads(night2.page_verdicts or "") == [
         [
@@ -890,11 +896,6 @@ def test_a_page_date_that_moves_on_unchanged_content_keeps_the_last_real_change(
         ]
     ]
     # Changed content: the page's new date is believed.
-    night3 = UrlRecord(
-        url=url, decision="listed", key=url_key(url), status=200,
-        date="Fri, 01 Mar 2024 09:00:00 GMT", content_hash="c2", main_hash="m2",
-        page_dates=[stamped],
-    )  # fmt: skip
-    pipeline.process_item(night3)
+    night3 = stamped_night("2")
     assert (night3.lastmod, night3.lastmod_source) == ("2024-03-01", "page")
     previous.close()
