@@ -107,60 +107,58 @@ async def test_more_than_five_robots_redirects_make_it_unavailable(
     assert len([p for p in hopped if p.startswith("/hop/")]) == 5
 
 
-@pytest_twisted.ensureDeferred
-async def test_a_rule_line_cut_at_500_kib_is_dropped(robots_servers: Any, tmp_path: Path) -> None:
+L, D = "listed", "robots-disallowed"
+RULES = [
     # Byte 512000 falls right after "Disallow: /" of "Disallow: /archive/": read as
-    # it was cut, the line would disallow the whole site.
-    server = robots_servers("line-cut")
-    result, decisions = await crawled(server, tmp_path)
-    assert decisions[server.url("/")][0] == "listed"
-    assert decisions[server.url("/private/secret.html")][0] == "robots-disallowed"
-    # "Disallow: /about.html" lies past the limit.
-    assert decisions[server.url("/about.html")][0] == "listed"
-    assert result.stats["sitemap/robots/truncated"] == 1
-
-
-@pytest.mark.parametrize("mode", ["eleven-mib", "eleven-mib-chunked", "eleven-mib-gzip"])
-@pytest_twisted.ensureDeferred
-async def test_an_11_mib_robots_txt_is_read_up_to_the_limit(
-    robots_servers: Any, tmp_path: Path, mode: str
-) -> None:
+    # it was cut, the line would disallow the whole site. "Disallow: /about.html" lies
+    # past the limit.
+    pytest.param(
+        "line-cut",
+        {"/": L, "/private/secret.html": D, "/about.html": L},
+        {"sitemap/robots/truncated": 1},
+        id="a rule line cut at 500 KiB is dropped",
+    ),
     # Larger than robots.txt's download cap (10 MiB), with a Content-Length or none,
     # or sent gzipped to a client that accepts gzip.
-    server = robots_servers(mode)
-    result, decisions = await crawled(server, tmp_path)
-    assert result.stats.get("sitemap/robots/unreachable") is None
-    assert decisions[server.url("/private/secret.html")][0] == "robots-disallowed"
-    assert decisions[server.url("/about.html")][0] == "listed"
-    assert result.stats["sitemap/robots/truncated"] == 1
-    # The download stopped soon after the limit: nowhere near 11 MiB came.
-    assert result.stats["downloader/response_bytes"] < 2 * 1024 * 1024
-
-
-@pytest_twisted.ensureDeferred
-async def test_a_group_named_by_a_prefix_of_our_token_does_not_apply(
-    robots_servers: Any, tmp_path: Path
-) -> None:
+    *(
+        pytest.param(
+            mode,
+            {"/private/secret.html": D, "/about.html": L},
+            {"sitemap/robots/unreachable": None, "sitemap/robots/truncated": 1},
+            id=f"an 11 MiB robots.txt is read up to the limit ({mode})",
+        )
+        for mode in ["eleven-mib", "eleven-mib-chunked", "eleven-mib-gzip"]
+    ),
     # "User-agent: sitemap" and "User-agent: s" disallow everything; they do not
     # name sitemap-crawler, so the "*" group applies.
-    server = robots_servers("prefix-groups")
-    result, decisions = await crawled(server, tmp_path)
-    assert decisions[server.url("/")][0] == "listed"
-    assert decisions[server.url("/about.html")][0] == "listed"
-    assert decisions[server.url("/private/secret.html")][0] == "robots-disallowed"
-    assert result.stats["sitemap/robots/token"] == "sitemap-crawler"
-    assert result.stats["sitemap/robots/group"] == "*"
-
-
-@pytest_twisted.ensureDeferred
-async def test_an_unknown_line_does_not_end_a_group(robots_servers: Any, tmp_path: Path) -> None:
+    pytest.param(
+        "prefix-groups",
+        {"/": L, "/about.html": L, "/private/secret.html": D},
+        {"sitemap/robots/token": "sitemap-crawler", "sitemap/robots/group": "*"},
+        id="a group named by a prefix of our token does not apply",
+    ),
     # User-agent: sitemap-crawler / Clean-param: ... / Sitemap: ... /
     # User-agent: otherbot / Disallow: /private/ : one group for both agents.
-    server = robots_servers("unknown-line")
+    pytest.param(
+        "unknown-line",
+        {"/private/secret.html": D, "/about.html": L},
+        {"sitemap/robots/group": "sitemap-crawler"},
+        id="an unknown line does not end a group",
+    ),
+]
+
+
+@pytest.mark.parametrize(("mode", "decided", "stats"), RULES)
+@pytest_twisted.ensureDeferred
+async def test_the_rules_read_decide_the_pages(
+    robots_servers: Any, tmp_path: Path, mode: str, decided: dict[str, str], stats: Any
+) -> None:
+    server = robots_servers(mode)
     result, decisions = await crawled(server, tmp_path)
-    assert decisions[server.url("/private/secret.html")][0] == "robots-disallowed"
-    assert decisions[server.url("/about.html")][0] == "listed"
-    assert result.stats["sitemap/robots/group"] == "sitemap-crawler"
+    assert {path: decisions[server.url(path)][0] for path in decided} == decided
+    assert {name: result.stats.get(name) for name in stats} == stats
+    # The download stopped soon after the limit: nowhere near 11 MiB came.
+    assert result.stats["downloader/response_bytes"] < 2 * 1024 * 1024
 
 
 @pytest_twisted.ensureDeferred
