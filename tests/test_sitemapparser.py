@@ -16,6 +16,7 @@ import zlib
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from xml.sax.saxutils import escape
 
 import pytest
@@ -117,154 +118,86 @@ TEXT = "\n".join(GOOD).encode() + b"\n"
 HTML = b"<!DOCTYPE html>\n<html><head><title>Not Found</title></head><body>404 &nbsp;</body></html>"
 
 
+def urlset_row(data: bytes, *codes: str, id: str, layers: int = 0, **other: Any) -> Any:
+    """A row of test_formats for a urlset: GOOD in the sitemap namespace unless *other*
+    says otherwise (``kind``, ``locs``, ``namespace``)."""
+    row = {"kind": Kind.URLSET, "locs": GOOD, "namespace": SITEMAP_NS, **other}
+    return pytest.param(data, row["kind"], row["locs"], set(codes), layers, row["namespace"], id=id)
+
+
+def text_row(data: bytes, *codes: str, id: str, layers: int = 0) -> Any:
+    """A row of test_formats for a plain-text sitemap of GOOD."""
+    return pytest.param(data, Kind.TEXT, GOOD, set(codes), layers, None, id=id)
+
+
+def unknown_row(data: bytes, *, id: str, layers: int = 0) -> Any:
+    """A row of test_formats for what is no sitemap at all."""
+    return pytest.param(data, Kind.UNKNOWN, [], {"not-a-sitemap"}, layers, None, id=id)
+
+
+GOOD_URLSET = urlset(*map(url, GOOD))
+OLD_NS = "http://www.google.com/schemas/sitemap/0.84"
+
+
 @pytest.mark.parametrize(
     ("data", "kind", "expected_locs", "expected_codes", "layers", "namespace"),
     [
-        pytest.param(urlset(*map(url, GOOD)), Kind.URLSET, GOOD, set(), 0, SITEMAP_NS, id="urlset"),
-        pytest.param(
+        urlset_row(GOOD_URLSET, id="urlset"),
+        urlset_row(
             INDEX,
-            Kind.INDEX,
-            ["https://example.com/sitemap-1.xml.gz", "https://example.com/sitemap-2.xml.gz"],
-            set(),
-            0,
-            SITEMAP_NS,
             id="index",
+            kind=Kind.INDEX,
+            locs=["https://example.com/sitemap-1.xml.gz", "https://example.com/sitemap-2.xml.gz"],
         ),
-        pytest.param(
-            gzip.compress(urlset(*map(url, GOOD))),
-            Kind.URLSET,
-            GOOD,
-            set(),
-            1,
-            SITEMAP_NS,
-            id="gzip",
+        urlset_row(gzip.compress(GOOD_URLSET), layers=1, id="gzip"),
+        urlset_row(
+            gzip.compress(gzip.compress(GOOD_URLSET)), "double-gzip", layers=2, id="double-gzip"
         ),
-        pytest.param(
-            gzip.compress(gzip.compress(urlset(*map(url, GOOD)))),
-            Kind.URLSET,
-            GOOD,
-            {"double-gzip"},
-            2,
-            SITEMAP_NS,
-            id="double-gzip",
-        ),
-        pytest.param(gzip.compress(INDEX), Kind.INDEX, None, set(), 1, SITEMAP_NS, id="gzip-index"),
-        pytest.param(TEXT, Kind.TEXT, GOOD, set(), 0, None, id="text"),
-        pytest.param(b"\xef\xbb\xbf" + TEXT, Kind.TEXT, GOOD, set(), 0, None, id="text-bom"),
-        pytest.param(
-            b"\r\n  " + TEXT.replace(b"\n", b"\r\n\r\n"),
-            Kind.TEXT,
-            GOOD,
-            set(),
-            0,
-            None,
-            id="text-crlf",
-        ),
-        pytest.param(
-            TEXT + b"see also our shop\n",
-            Kind.TEXT,
-            GOOD,
-            {"not-a-url"},
-            0,
-            None,
-            id="text-non-url-line",
-        ),
-        pytest.param(gzip.compress(TEXT), Kind.TEXT, GOOD, set(), 1, None, id="text-gzip"),
+        urlset_row(gzip.compress(INDEX), layers=1, id="gzip-index", kind=Kind.INDEX, locs=None),
+        text_row(TEXT, id="text"),
+        text_row(b"\xef\xbb\xbf" + TEXT, id="text-bom"),
+        text_row(b"\r\n  " + TEXT.replace(b"\n", b"\r\n\r\n"), id="text-crlf"),
+        text_row(TEXT + b"see also our shop\n", "not-a-url", id="text-non-url-line"),
+        text_row(gzip.compress(TEXT), layers=1, id="text-gzip"),
         pytest.param(RSS, Kind.RSS, GOOD, set(), 0, None, id="rss"),
         pytest.param(ATOM, Kind.ATOM, GOOD, set(), 0, "http://www.w3.org/2005/Atom", id="atom"),
-        pytest.param(
+        urlset_row(
             urlset(*map(url, GOOD), root="<urlset>"),
-            Kind.URLSET,
-            GOOD,
-            {"no-namespace"},
-            0,
-            None,
+            "no-namespace",
             id="no-namespace",
+            namespace=None,
         ),
-        pytest.param(
-            urlset(
-                *map(url, GOOD), root='<urlset xmlns="http://www.google.com/schemas/sitemap/0.84">'
-            ),
-            Kind.URLSET,
-            GOOD,
-            {"wrong-namespace"},
-            0,
-            "http://www.google.com/schemas/sitemap/0.84",
+        urlset_row(
+            urlset(*map(url, GOOD), root=f'<urlset xmlns="{OLD_NS}">'),
+            "wrong-namespace",
             id="wrong-namespace-0.84",
+            namespace=OLD_NS,
         ),
-        pytest.param(
+        urlset_row(
             f'<sm:urlset xmlns:sm="{SITEMAP_NS}"><sm:url><sm:loc>{GOOD[0]}</sm:loc></sm:url>'
             "</sm:urlset>".encode(),
-            Kind.URLSET,
-            GOOD[:1],
-            set(),
-            0,
-            SITEMAP_NS,
             id="prefixed",
+            locs=GOOD[:1],
         ),
-        pytest.param(
-            b"\xef\xbb\xbf" + urlset(*map(url, GOOD)),
-            Kind.URLSET,
-            GOOD,
-            set(),
-            0,
-            SITEMAP_NS,
-            id="bom",
-        ),
-        pytest.param(
-            urlset(*map(url, GOOD)).decode().replace("UTF-8", "UTF-16").encode("utf-16"),
-            Kind.URLSET,
-            GOOD,
-            {"not-utf8"},
-            0,
-            SITEMAP_NS,
+        urlset_row(b"\xef\xbb\xbf" + GOOD_URLSET, id="bom"),
+        urlset_row(
+            GOOD_URLSET.decode().replace("UTF-8", "UTF-16").encode("utf-16"),
+            "not-utf8",
             id="utf-16",
         ),
-        pytest.param(
-            b"\n\n" + urlset(*map(url, GOOD)),
-            Kind.URLSET,
-            GOOD,
-            {"whitespace-before-declaration"},
-            0,
-            SITEMAP_NS,
+        urlset_row(
+            b"\n\n" + GOOD_URLSET,
+            "whitespace-before-declaration",
             id="blank-lines-before-declaration",
         ),
-        pytest.param(HTML, Kind.UNKNOWN, [], {"not-a-sitemap"}, 0, None, id="html-page"),
-        pytest.param(
-            b"<html><body><h1>Error</h1></body></html>",
-            Kind.UNKNOWN,
-            [],
-            {"not-a-sitemap"},
-            0,
-            None,
-            id="html-no-doctype",
-        ),
-        pytest.param(
-            gzip.compress(HTML), Kind.UNKNOWN, [], {"not-a-sitemap"}, 1, None, id="html-gzip"
-        ),
-        pytest.param(b"", Kind.UNKNOWN, [], {"not-a-sitemap"}, 0, None, id="empty"),
-        pytest.param(b" \n\t\n", Kind.UNKNOWN, [], {"not-a-sitemap"}, 0, None, id="blank"),
-        pytest.param(
-            b'{"error": "not found"}', Kind.UNKNOWN, [], {"not-a-sitemap"}, 0, None, id="json"
-        ),
-        pytest.param(
-            b"<?xml version='1.0'?><opml version='2.0'/>",
-            Kind.UNKNOWN,
-            [],
-            {"not-a-sitemap"},
-            0,
-            None,
-            id="other-xml",
-        ),
-        pytest.param(
-            b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR",
-            Kind.UNKNOWN,
-            [],
-            {"not-a-sitemap"},
-            0,
-            None,
-            id="binary",
-        ),
+        unknown_row(HTML, id="html-page"),
+        unknown_row(b"<html><body><h1>Error</h1></body></html>", id="html-no-doctype"),
+        unknown_row(gzip.compress(HTML), layers=1, id="html-gzip"),
+        unknown_row(b"", id="empty"),
+        unknown_row(b" \n\t\n", id="blank"),
+        unknown_row(b'{"error": "not found"}', id="json"),
+        unknown_row(b"<?xml version='1.0'?><opml version='2.0'/>", id="other-xml"),
+        unknown_row(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", id="binary"),
     ],
 )
 def test_formats(
@@ -380,32 +313,31 @@ def test_hreflang_alternates_and_images() -> None:
 LONG_LOC = "https://example.com/" + "a" * (MAX_LOC_LENGTH - len("https://example.com/") + 1)
 
 
+X = "https://example.com/x"
+
+
+def at(loc: str, *codes: str, id: str) -> Any:
+    """A row of test_fault_is_reported_and_the_rest_is_read: <url> of *loc* alone."""
+    return pytest.param(url(loc), set(codes), loc, id=id)
+
+
+def after_x(rest: str, *codes: str, id: str) -> Any:
+    """A row of test_fault_is_reported_and_the_rest_is_read: <url> of X, then *rest*."""
+    return pytest.param(f"<url><loc>{X}</loc>{rest}", set(codes), X, id=id)
+
+
 @pytest.mark.parametrize(
     ("bad", "expected_codes", "bad_loc"),
     [
-        pytest.param(url("/about"), {"relative-loc"}, "/about", id="relative-loc"),
-        pytest.param(
-            url("example.com/about"), {"relative-loc"}, "example.com/about", id="no-scheme"
-        ),
-        pytest.param(
-            url("//example.com/x"), {"relative-loc"}, "//example.com/x", id="scheme-relative"
-        ),
-        pytest.param(url("ftp://example.com/x"), {"invalid-loc"}, "ftp://example.com/x", id="ftp"),
-        pytest.param(url("https:///path"), {"invalid-loc"}, "https:///path", id="no-host"),
-        pytest.param(
-            url("https://example.com/%zz"),
-            {"invalid-loc"},
-            "https://example.com/%zz",
-            id="bad-percent",
-        ),
-        pytest.param(url(LONG_LOC), {"loc-too-long"}, LONG_LOC, id="loc-too-long"),
-        pytest.param(url(LONG_LOC[:-1]), set(), LONG_LOC[:-1], id="loc-2047-is-fine"),
-        pytest.param(
-            url("https://example.com/a b"),
-            {"whitespace-in-loc"},
-            "https://example.com/a b",
-            id="space-in-loc",
-        ),
+        at("/about", "relative-loc", id="relative-loc"),
+        at("example.com/about", "relative-loc", id="no-scheme"),
+        at("//example.com/x", "relative-loc", id="scheme-relative"),
+        at("ftp://example.com/x", "invalid-loc", id="ftp"),
+        at("https:///path", "invalid-loc", id="no-host"),
+        at("https://example.com/%zz", "invalid-loc", id="bad-percent"),
+        at(LONG_LOC, "loc-too-long", id="loc-too-long"),
+        at(LONG_LOC[:-1], id="loc-2047-is-fine"),
+        at("https://example.com/a b", "whitespace-in-loc", id="space-in-loc"),
         pytest.param(
             "<url><loc>\n  https://example.com/padded  \n</loc></url>",
             {"whitespace-around-loc"},
@@ -424,99 +356,46 @@ LONG_LOC = "https://example.com/" + "a" * (MAX_LOC_LENGTH - len("https://example
             "https://example.com/caf&eacute;",
             id="undefined-entity",
         ),
-        pytest.param(
-            "<url><loc>https://example.com/x</loc><lastmod>2024-13-01</lastmod></url>",
-            {"invalid-lastmod"},
-            "https://example.com/x",
-            id="invalid-lastmod",
-        ),
-        pytest.param(
-            "<url><loc>https://example.com/x</loc><lastmod>01/02/2024</lastmod></url>",
-            {"invalid-lastmod"},
-            "https://example.com/x",
-            id="lastmod-us-date",
-        ),
-        pytest.param(
-            "<url><loc>https://example.com/x</loc><lastmod>2024-01-01T10:00:00</lastmod></url>",
-            {"lastmod-no-timezone"},
-            "https://example.com/x",
+        after_x("<lastmod>2024-13-01</lastmod></url>", "invalid-lastmod", id="invalid-lastmod"),
+        after_x("<lastmod>01/02/2024</lastmod></url>", "invalid-lastmod", id="lastmod-us-date"),
+        after_x(
+            "<lastmod>2024-01-01T10:00:00</lastmod></url>",
+            "lastmod-no-timezone",
             id="lastmod-no-timezone",
         ),
-        pytest.param(
-            "<url><loc>https://example.com/x</loc><lastmod>2030-01-01</lastmod></url>",
-            {"lastmod-future"},
-            "https://example.com/x",
-            id="lastmod-future",
-        ),
-        pytest.param(
-            "<url><loc>https://example.com/x</loc><changefreq>sometimes</changefreq></url>",
-            {"invalid-changefreq"},
-            "https://example.com/x",
+        after_x("<lastmod>2030-01-01</lastmod></url>", "lastmod-future", id="lastmod-future"),
+        after_x(
+            "<changefreq>sometimes</changefreq></url>",
+            "invalid-changefreq",
             id="invalid-changefreq",
         ),
-        pytest.param(
-            "<url><loc>https://example.com/x</loc><priority>1.5</priority></url>",
-            {"invalid-priority"},
-            "https://example.com/x",
-            id="priority-1.5",
-        ),
-        pytest.param(
-            "<url><loc>https://example.com/x</loc><priority>high</priority></url>",
-            {"invalid-priority"},
-            "https://example.com/x",
-            id="priority-high",
-        ),
+        after_x("<priority>1.5</priority></url>", "invalid-priority", id="priority-1.5"),
+        after_x("<priority>high</priority></url>", "invalid-priority", id="priority-high"),
         pytest.param(
             "<url><lastmod>2024-01-01</lastmod></url>", {"missing-loc"}, None, id="missing-loc"
         ),
         pytest.param("<url><loc>  </loc></url>", {"empty-loc"}, None, id="empty-loc"),
         pytest.param("<url/>", {"missing-loc"}, None, id="empty-url"),
-        pytest.param(
-            "<url><loc>https://example.com/x</loc><foo>1</foo></url>",
-            {"unknown-element"},
-            "https://example.com/x",
-            id="unknown-child",
-        ),
-        pytest.param(
-            "<url><loc>https://example.com/x</loc><loc>https://example.com/y</loc></url>",
-            {"duplicate-element"},
-            "https://example.com/x",
-            id="two-locs",
-        ),
+        after_x("<foo>1</foo></url>", "unknown-element", id="unknown-child"),
+        after_x("<loc>https://example.com/y</loc></url>", "duplicate-element", id="two-locs"),
         pytest.param("<note>hello</note>", {"unknown-element"}, None, id="unknown-in-urlset"),
-        pytest.param(
-            "<url><loc>https://example.com/x</loc>",
-            {"xml-error"},
-            "https://example.com/x",
-            id="unclosed-url",
-        ),
-        pytest.param(
-            "<url><loc>https://example.com/x</lastmod></url>",
-            {"xml-error"},
-            "https://example.com/x",
-            id="mismatched-tag",
-        ),
-        pytest.param(url(GOOD[2]), {"duplicate-loc"}, GOOD[2], id="duplicate-loc"),
-        pytest.param(
-            "<url><loc>https://example.com/x</loc>"
-            + "<image:image><image:loc>https://example.com/i.png</image:loc></image:image>" * 1001
+        after_x("", "xml-error", id="unclosed-url"),
+        pytest.param(f"<url><loc>{X}</lastmod></url>", {"xml-error"}, X, id="mismatched-tag"),
+        at(GOOD[2], "duplicate-loc", id="duplicate-loc"),
+        after_x(
+            "<image:image><image:loc>https://example.com/i.png</image:loc></image:image>" * 1001
             + "</url>",
-            {"too-many-images"},
-            "https://example.com/x",
+            "too-many-images",
             id="too-many-images",
         ),
-        pytest.param(
-            "<url><loc>https://example.com/x</loc>"
+        after_x(
             '<xhtml:link rel="alternate" hreflang="de" href="/de/x"/></url>',
-            {"invalid-alternate"},
-            "https://example.com/x",
+            "invalid-alternate",
             id="relative-alternate",
         ),
-        pytest.param(
-            "<url><loc>https://example.com/x</loc>"
+        after_x(
             '<xhtml:link rel="alternate" href="https://example.com/de/x"/></url>',
-            {"invalid-alternate"},
-            "https://example.com/x",
+            "invalid-alternate",
             id="alternate-without-hreflang",
         ),
     ],
