@@ -212,6 +212,11 @@ TIE = VideoFacts(
 )
 
 
+def found(thumbnail_loc: str, title: str, description: str, **rest: Any) -> VideoFacts:
+    """A video with the three fields Google requires, and *rest*."""
+    return VideoFacts(thumbnail_loc, title, description, **rest)
+
+
 def _ld(*blocks: str) -> str:
     return "".join(f'<script type="application/ld+json">{b}</script>' for b in blocks)
 
@@ -298,31 +303,20 @@ def _ld(*blocks: str) -> str:
                 '{"@type": "VideoObject", "name": "w", "contentUrl": "/w.mp4",'
                 ' "duration": "PT2.6S"}',
             ),
-            (
+            tuple(
                 VideoFacts(
-                    title="x",
-                    content_loc=f"{E}/x.mp4",
+                    title=name,
+                    content_loc=f"{E}/{name}.mp4",
+                    duration=duration,
                     missing=("thumbnail_loc", "description"),
-                    problems=("duration '1:30' is not an ISO 8601 duration: left out",),
-                ),
-                VideoFacts(
-                    title="y",
-                    content_loc=f"{E}/y.mp4",
-                    missing=("thumbnail_loc", "description"),
-                    problems=("duration 0 s is under Google's minimum of 1 s: left out",),
-                ),
-                VideoFacts(
-                    title="z",
-                    content_loc=f"{E}/z.mp4",
-                    missing=("thumbnail_loc", "description"),
-                    problems=("duration 93600 s is over Google's limit of 28,800 s: left out",),
-                ),
-                VideoFacts(
-                    title="w",
-                    content_loc=f"{E}/w.mp4",
-                    duration=3,
-                    missing=("thumbnail_loc", "description"),
-                ),
+                    problems=problems,
+                )
+                for name, duration, problems in (
+                    ("x", None, ("duration '1:30' is not an ISO 8601 duration: left out",)),
+                    ("y", None, ("duration 0 s is under Google's minimum of 1 s: left out",)),
+                    ("z", None, ("duration 93600 s is over Google's limit of 28,800 s: left out",)),
+                    ("w", 3, ()),
+                )
             ),
             id="durations: not ISO 8601, zero, days, a fraction",
         ),
@@ -443,14 +437,7 @@ def _ld(*blocks: str) -> str:
             '<iframe itemprop="embedUrl" src="/embed/a"></iframe>'
             '<img itemprop="thumbnailUrl" src="/a.jpg"><p itemprop="description">About A</p>'
             '<meta itemprop="name" content="Video A"></div></article>',
-            (
-                VideoFacts(
-                    thumbnail_loc=f"{E}/a.jpg",
-                    title="Video A",
-                    description="About A",
-                    player_loc=f"{E}/embed/a",
-                ),
-            ),
+            (found(f"{E}/a.jpg", "Video A", "About A", player_loc=f"{E}/embed/a"),),
             id="microdata video inside an article, src of iframe and img",
         ),
         pytest.param(
@@ -464,16 +451,11 @@ def _ld(*blocks: str) -> str:
             '<meta property="og:video:url" content="https://www.youtube.com/embed/abc">'
             '<meta property="og:video:type" content="text/html"></head>',
             (
-                VideoFacts(
-                    thumbnail_loc=f"{E}/og.jpg",
-                    title="OG title",
-                    description="OG description",
-                    content_loc=f"{E}/v.mp4",
-                ),
-                VideoFacts(
-                    thumbnail_loc=f"{E}/og.jpg",
-                    title="OG title",
-                    description="OG description",
+                found(f"{E}/og.jpg", "OG title", "OG description", content_loc=f"{E}/v.mp4"),
+                found(
+                    f"{E}/og.jpg",
+                    "OG title",
+                    "OG description",
                     player_loc="https://www.youtube.com/embed/abc",
                 ),
             ),
@@ -502,18 +484,8 @@ def _ld(*blocks: str) -> str:
             '<source src="/v2.mp4"></video>'
             '<video src="/no-poster.mp4"></video></body>',
             (
-                VideoFacts(
-                    thumbnail_loc=f"{E}/p1.jpg",
-                    title="The page",
-                    description="Page description.",
-                    content_loc=f"{E}/v1.mp4",
-                ),
-                VideoFacts(
-                    thumbnail_loc=f"{E}/p2.jpg",
-                    title="Own title",
-                    description="Page description.",
-                    content_loc=f"{E}/v2.webm",
-                ),
+                found(f"{E}/p1.jpg", "The page", "Page description.", content_loc=f"{E}/v1.mp4"),
+                found(f"{E}/p2.jpg", "Own title", "Page description.", content_loc=f"{E}/v2.webm"),
             ),
             id="video elements with a poster; the page's title and description",
         ),
