@@ -75,6 +75,21 @@ async def crawl_async(
     return result
 
 
+async def rendered_one_by_one(
+    url: str, tmp: Path, chromium: str, setup: Any = None, **settings: Any
+) -> CrawlResult:
+    """Crawl *url* rendering every page with *chromium*, one page at a time."""
+    return await run_crawl(
+        url,
+        tmp,
+        setup=setup,
+        SITEMAP_RENDER="always",
+        SITEMAP_RENDER_BROWSER=chromium,
+        SITEMAP_RENDER_CONCURRENCY=1,
+        **settings,
+    )
+
+
 @pytest.fixture(scope="module")
 def runs(spa: SpaServer, chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """``runs(mode)``: the crawl of the SPA site in *mode*, once per module."""
@@ -374,13 +389,11 @@ async def test_a_page_whose_script_hangs_after_it_was_read_harms_no_other(
     for path, body in pages.items():
         (root / path).mkdir(parents=True, exist_ok=True)
         (root / path / "index.html").write_text(f"<!DOCTYPE html><title>{path}</title>{body}")
-    result = await run_crawl(
+    result = await rendered_one_by_one(
         base,
         tmp_path,
-        SITEMAP_RENDER="always",
-        SITEMAP_RENDER_BROWSER=chromium,
+        chromium,
         SITEMAP_RENDER_TIMEOUT=3.0,
-        SITEMAP_RENDER_CONCURRENCY=1,
         # /b/ is asked for a second after /a/ was: its loop has begun by then.
         DOWNLOAD_DELAY=1.0,
         DOWNLOAD_DELAY_JITTER=0,
@@ -457,14 +470,12 @@ async def test_a_browser_that_dies_is_launched_again(
     def setup(crawler: Any) -> None:
         crawler.signals.connect(kill_after_three, signal=signals.response_received)
 
-    result = await run_crawl(
+    result = await rendered_one_by_one(
         spa.base + "/",
         tmp_path,
-        setup=setup,
-        SITEMAP_RENDER="always",
-        SITEMAP_RENDER_BROWSER=chromium,
+        chromium,
+        setup,
         SITEMAP_RENDER_TIMEOUT=8.0,
-        SITEMAP_RENDER_CONCURRENCY=1,
         SITEMAP_EXCLUDE=[r"/hangs$"],  # its timeout is another test's
     )
     stats = result.stats
@@ -481,13 +492,11 @@ async def test_contexts_are_recycled_on_a_memory_budget(
 ) -> None:
     """Renderers over SITEMAP_RENDER_CONTEXT_MB: a fresh context after 20 pages, well
     before SITEMAP_RENDER_CONTEXT_PAGES, and every page still rendered."""
-    result = await run_crawl(
+    result = await rendered_one_by_one(
         spa.base + "/",
         tmp_path,
-        SITEMAP_RENDER="always",
-        SITEMAP_RENDER_BROWSER=chromium,
+        chromium,
         SITEMAP_RENDER_TIMEOUT=8.0,
-        SITEMAP_RENDER_CONCURRENCY=1,
         SITEMAP_RENDER_CONTEXT_PAGES=1000,
         SITEMAP_RENDER_CONTEXT_MB=1,
         SITEMAP_EXCLUDE=[r"/hangs$"],
