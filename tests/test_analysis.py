@@ -88,6 +88,12 @@ def started_pool() -> None:
     assert _shared_pool(1).wait_ready(60)
 
 
+async def pooled_crawl(site: MockServer, tmp: Path, **options: Any) -> CrawlResult:
+    """:func:`crawl` with one parse process, once the shared pool's worker is up."""
+    started_pool()
+    return await crawl(site, tmp, 1, **options)
+
+
 @pytest.fixture(scope="module")
 def in_worker(site: MockServer, tmp_path_factory: pytest.TempPathFactory) -> CrawlResult:
     started_pool()
@@ -153,8 +159,7 @@ async def test_killed_worker_loses_nothing(
         # weak=False: nothing else holds this closure.
         crawler.signals.connect(kill_worker, signal=signals.response_received, weak=False)
 
-    started_pool()
-    result = await crawl(site, tmp_path, 1, setup=setup)
+    result = await pooled_crawl(site, tmp_path, setup=setup)
     assert killed
     assert result.stats.get("sitemap/parse/broken_pool") == 1
     assert result.stats.get("sitemap/parse/local", 0) > 0
@@ -164,8 +169,7 @@ async def test_killed_worker_loses_nothing(
 @pytest_twisted.ensureDeferred
 async def test_pool_comes_back_after_a_broken_one(site: MockServer, tmp_path: Path) -> None:
     # The killed pool of the test above is not reused by the next crawl.
-    started_pool()
-    result = await crawl(site, tmp_path, 1)
+    result = await pooled_crawl(site, tmp_path)
     assert result.stats.get("sitemap/parse/remote", 0) > 20
     assert "sitemap/parse/broken_pool" not in result.stats
 
@@ -212,8 +216,7 @@ def test_each_link_comes_back_once() -> None:
 async def test_small_pages_are_parsed_here(
     site: MockServer, tmp_path: Path, in_process: CrawlResult
 ) -> None:
-    started_pool()
-    result = await crawl(site, tmp_path, 1, local_below=1_000_000)
+    result = await pooled_crawl(site, tmp_path, local_below=1_000_000)
     assert "sitemap/parse/remote" not in result.stats
     assert result.stats["sitemap/parse/local"] == in_process.stats["sitemap/parse/local"]
     assert rows(result) == rows(in_process)
@@ -252,8 +255,7 @@ async def test_pages_are_parsed_here_while_the_worker_is_behind() -> None:
 async def test_backlog_counts_pages_parsed_here(
     site: MockServer, tmp_path: Path, in_process: CrawlResult
 ) -> None:
-    started_pool()
-    result = await crawl(site, tmp_path, 1, backlog=1)
+    result = await pooled_crawl(site, tmp_path, backlog=1)
     stats = result.stats
     local, backlog = stats.get("sitemap/parse/local", 0), stats.get("sitemap/parse/backlog", 0)
     assert local == backlog  # every page parsed here was one the worker was behind on
