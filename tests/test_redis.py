@@ -115,6 +115,36 @@ def finish(proc: subprocess.Popen[str], timeout: float = 240) -> str:
     return err
 
 
+def gated_crawl(
+    site: Any, redis_server: RedisServer, db: int, out: Path, workers: int, *options: str
+) -> tuple[subprocess.Popen[str], list[subprocess.Popen[str]], Any]:
+    """``crawl`` of *site* through Redis database *db*, with *options*, and *workers*
+    ``worker`` processes (the site's gate holds every request until all are up); and
+    a client of that database."""
+    url, client = redis_server.url(db), redis_server.client(db)
+    site.clear_log()
+    with site.gate():
+        coordinator = cli(
+            "crawl", site.url("/"), "--out", str(out), "--redis", url, *options, *HELD
+        )
+        wait_for(lambda: client.get(CURRENT), timeout=STARTUP)
+        started = [cli("worker", "--redis", url) for _ in range(workers)]
+        wait_for(lambda: workers_up(client, workers), timeout=STARTUP)
+    return coordinator, started, client
+
+
+def no_fetch_crawl(
+    site: MockServer, redis_server: RedisServer, db: int, out: Path, *options: str
+) -> subprocess.Popen[str]:
+    """``crawl --no-fetch --processes 1`` of *site* through Redis database *db*, with
+    *options*: the one worker it starts fetches every page."""
+    site.clear_log()
+    return cli(
+        "crawl", site.url("/"), "--out", str(out), "--redis", redis_server.url(db),
+        "--no-fetch", "--processes", "1", *options,
+    )  # fmt: skip
+
+
 def workers_up(client: Any, count: int) -> bool:
     """Whether *count* workers of the running crawl are up: each has sent its first
     heartbeat, which its scheduler sends once it is open."""
@@ -165,18 +195,10 @@ def single(site: MockServer, tmp_path_factory: pytest.TempPathFactory) -> Refere
 def test_two_workers_publish_what_one_process_does(
     site: MockServer, redis_server: RedisServer, single: Reference, tmp_path: Path
 ) -> None:
-    url, client = redis_server.url(1), redis_server.client(1)
     out = tmp_path / "public"
-    site.clear_log()
     # Nothing is fetched until both workers are up, so that both take part; the delay
     # spreads the pages over the three processes.
-    with site.gate():
-        coordinator = cli(
-            "crawl", site.url("/"), "--out", str(out), "--redis", url, "--delay", "0.1", *HELD
-        )
-        wait_for(lambda: client.get(CURRENT), timeout=STARTUP)
-        workers = [cli("worker", "--redis", url) for _ in range(2)]
-        wait_for(lambda: workers_up(client, 2), timeout=STARTUP)
+    coordinator, workers, client = gated_crawl(site, redis_server, 1, out, 2, "--delay", "0.1")
     err = finish(coordinator)
     assert coordinator.returncode == 0, err
     worker_errs = []
@@ -248,13 +270,8 @@ def test_processes_two_on_a_private_redis_publish_what_one_process_does(
 def test_no_fetch_coordinator_with_one_worker(
     site: MockServer, redis_server: RedisServer, single: Reference, tmp_path: Path
 ) -> None:
-    url = redis_server.url(7)
     out = tmp_path / "public"
-    site.clear_log()
-    coordinator = cli(
-        "crawl", site.url("/"), "--out", str(out), "--redis", url, "--no-fetch",
-        "--processes", "1", "--delay", "0.05",
-    )  # fmt: skip
+    coordinator = no_fetch_crawl(site, redis_server, 7, out, "--delay", "0.05")
     err = finish(coordinator)
     assert coordinator.returncode == 0, err
     assert published(out) == single.locs
@@ -272,9 +289,8 @@ def test_a_budget_running_out_while_a_batch_is_in_the_pipelines_ends_the_crawl(
     one in the item pipelines when Scrapy's scraper begins closing (forced by the
     pipeline of tests/closing.py) must not keep the crawl from ending."""
     out = tmp_path / "public"
-    coordinator = cli(
-        "crawl", site.url("/"), "--out", str(out), "--redis", redis_server.url(10),
-        "--no-fetch", "--processes", "1", "--delay", "0.05",
+    coordinator = no_fetch_crawl(
+        site, redis_server, 10, out, "--delay", "0.05",
         "-s", 'ITEM_PIPELINES_BASE={"tests.closing.CloseOnSettled": 1000}',
     )  # fmt: skip
     try:
@@ -310,30 +326,15 @@ def test_processes_without_a_redis_server_is_one_line(
 def test_a_killed_worker_loses_nothing(
     site: MockServer, redis_server: RedisServer, single: Reference, tmp_path: Path
 ) -> None:
-    url, client = redis_server.url(2), redis_server.client(2)
     out = tmp_path / "public"
-    site.clear_log()
-    with site.gate():  # nothing fetched until both workers are up
-        coordinator = cli(
-            "crawl",
-            site.url("/"),
-            "--out",
-            str(out),
-            "--redis",
-            url,
-            "--delay",
-            "0.1",
-            "--no-fetch",  # the workers fetch every page: the victim surely holds some
-            # Short, so that the victim's pages are queued again soon; long enough
-            # that a busy machine's pause does not lose the survivor too.
-            "-s",
-            "SITEMAP_REDIS_WORKER_TIMEOUT=10",
-            *HELD,
-        )
-        wait_for(lambda: client.get(CURRENT), timeout=STARTUP)
-        crawl = client.get(CURRENT)
-        victim, survivor = cli("worker", "--redis", url), cli("worker", "--redis", url)
-        wait_for(lambda: workers_up(client, 2), timeout=STARTUP)
+    # --no-fetch: the workers fetch every page, the victim surely holds some. The
+    # worker timeout is short, so that the victim's pages are queued again soon; long
+    # enough that a busy machine's pause does not lose the survivor too.
+    timeout = ("-s", "SITEMAP_REDIS_WORKER_TIMEOUT=10")
+    coordinator, (victim, survivor), client = gated_crawl(
+        site, redis_server, 2, out, 2, "--delay", "0.1", "--no-fetch", *timeout
+    )
+    crawl = client.get(CURRENT)
 
     def victim_holds_pages() -> bool:
         for process in client.smembers(f"sitemap-crawler:{crawl}:workers"):
@@ -359,22 +360,15 @@ def test_second_night_replays_the_304s_of_every_process(
     site = NightlySite(tmp_path)
     try:
         pages = site.numbered(30)
-        url, client = redis_server.url(6), redis_server.client(6)
         out = tmp_path / "public"
         errors = []
         for night in range(2):
-            site.clear_log()
             # The second night the coordinator fetches nothing (--no-fetch): which
             # process takes a page is a race, and the worker must replay 304s too.
             alone = ["--no-fetch"] if night else []
-            with site.gate():  # nothing fetched until the worker is up
-                coordinator = cli(
-                    "crawl", site.url("/"), "--out", str(out), "--redis", url,
-                    "--delay", "0.05", "--full", *HELD, *alone,
-                )  # fmt: skip
-                wait_for(lambda: client.get(CURRENT), timeout=STARTUP)
-                worker = cli("worker", "--redis", url)
-                wait_for(lambda: workers_up(client, 1), timeout=STARTUP)
+            coordinator, [worker], _ = gated_crawl(
+                site, redis_server, 6, out, 1, "--delay", "0.05", "--full", *alone
+            )
             errors.append(finish(coordinator))
             assert coordinator.returncode == 0, errors[-1]
             assert finish(worker) and worker.returncode == 0
@@ -397,13 +391,8 @@ def test_no_fetch_coordinator_whose_workers_all_died_fails(
     """crawl --processes 1 --no-fetch, its worker killed mid-crawl: nobody is left to
     fetch the rest, so the crawl fails at once with one line saying why (it waited
     for ever), and publishes nothing."""
-    url, client = redis_server.url(8), redis_server.client(8)
-    out = tmp_path / "public"
-    site.clear_log()
-    coordinator = cli(
-        "crawl", site.url("/"), "--out", str(out), "--redis", url, "--no-fetch",
-        "--processes", "1", "--delay", "0.1",
-    )  # fmt: skip
+    client, out = redis_server.client(8), tmp_path / "public"
+    coordinator = no_fetch_crawl(site, redis_server, 8, out, "--delay", "0.1")
     wait_for(lambda: workers_up(client, 1), timeout=STARTUP)
     wait_for(lambda: len(site.requests()) >= 5, timeout=STARTUP)
     workers = [
@@ -425,16 +414,9 @@ def test_no_fetch_coordinator_whose_workers_all_died_fails(
 def test_interrupted_coordinator_publishes_nothing_and_stops_the_workers(
     site: MockServer, redis_server: RedisServer, tmp_path: Path
 ) -> None:
-    url, client = redis_server.url(5), redis_server.client(5)
     out = tmp_path / "public"
-    site.clear_log()
-    with site.gate():  # nothing fetched until the worker is up: it sees the crawl end
-        coordinator = cli(
-            "crawl", site.url("/"), "--out", str(out), "--redis", url, "--delay", "0.1", *HELD
-        )
-        wait_for(lambda: client.get(CURRENT), timeout=STARTUP)
-        worker = cli("worker", "--redis", url)
-        wait_for(lambda: workers_up(client, 1), timeout=STARTUP)
+    # Nothing fetched until the worker is up: it sees the crawl end.
+    coordinator, [worker], _ = gated_crawl(site, redis_server, 5, out, 1, "--delay", "0.1")
     wait_for(lambda: len(site.requests()) >= 10, timeout=STARTUP)
     coordinator.send_signal(signal.SIGINT)
     err = finish(coordinator)
