@@ -293,6 +293,8 @@ def test_whole_lines() -> None:
         ),
         ("Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0", "Mozilla"),
         ("sitemap-crawler/0.1 (+https://x)", "sitemap-crawler"),
+        ("Googlebot", "Googlebot"),
+        ("  A/1 B", "A"),
         ("Foo.Bar/2", "Foo"),
         ("", ""),
     ],

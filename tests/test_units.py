@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from scrapy.http import HtmlResponse
 
-from crawler.core.agent import product_token
 from crawler.core.decisions import CANONICAL, CAP, LISTED, QUEUED, REDIRECT, UNFETCHED, close_books
 from crawler.core.items import UrlRecord
 from crawler.core.publicurl import BaseUrlError, PublicUrls, prefix_of
@@ -194,18 +193,6 @@ def test_public_urls() -> None:
 )
 def test_site_identity(a: str, b: str, same: bool) -> None:
     assert (site_of(a) == site_of(b)) is same
-
-
-@pytest.mark.parametrize(
-    ("ua", "token"),
-    [
-        ("sitemap-crawler/0.1 (+https://x)", "sitemap-crawler"),
-        ("Googlebot", "Googlebot"),
-        ("  A/1 B", "A"),
-    ],
-)
-def test_product_token(ua: str, token: str) -> None:
-    assert product_token(ua) == token
 
 
 # -- ledger -----------------------------------------------------------------------------------
