@@ -20,7 +20,6 @@ from twisted.internet.defer import Deferred
 from crawler.audit.report import AuditReport, build_report, write_report
 from crawler.audit.summary import failures, format_summary
 from tests.conftest import ROOT, MockServer, NetworkWatch, cli, crawl_settings, run_crawl, scrapy
-from tests.test_cli import assert_one_line_error
 
 # path -> (class, reason fragment, found by the crawl)
 EXPECTED = {
@@ -400,20 +399,6 @@ def test_audit_cli_from_state_passes_without_bars(site: MockServer, tmp_path: Pa
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "coverage: 100.0%" in proc.stdout
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["--fail-on", "nonsense"], "unknown class 'nonsense'"),
-        (["--fail-under", "120"], "must be between 0 and 100"),
-        (["--state", "/nonexistent"], "no finished crawl in /nonexistent"),
-        (["--sitemap", "/nonexistent.xml"], "is neither a URL nor a readable file"),
-    ],
-)
-def test_audit_bad_input(args: list[str], message: str) -> None:
-    proc = cli("audit", "http://127.0.0.1:9/", *args, timeout=60)
-    assert_one_line_error(proc, 2, message)
 
 
 def test_scrapy_audit_from_the_project_root(site: MockServer, tmp_path: Path) -> None:

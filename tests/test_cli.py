@@ -120,6 +120,15 @@ def test_crawl_publishes_and_prints_summary(site: MockServer, tmp_path: Path) ->
         (["crawl", "http://127.0.0.1/", "-s", "NOEQUALS"], "expected NAME=VALUE"),
         (["crawl", "http://127.0.0.1/", "--bogus"], "unrecognized arguments: --bogus"),
         (["crawl"], "a start URL is required"),
+        *(
+            (["audit", "http://127.0.0.1:9/", *args], message)
+            for args, message in [
+                (["--fail-on", "nonsense"], "unknown class 'nonsense'"),
+                (["--fail-under", "120"], "must be between 0 and 100"),
+                (["--state", "/nonexistent"], "no finished crawl in /nonexistent"),
+                (["--sitemap", "/nonexistent.xml"], "is neither a URL nor a readable file"),
+            ]
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str, tmp_path: Path) -> None:
