@@ -25,6 +25,7 @@ from crawler.crawl.traps import TrapDetector
 from crawler.page.links import reopen_body
 from tests.conftest import ROOT, run_crawl
 from tests.seedserver import ScriptedSite
+from tests.test_cli import assert_one_line_error
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 
@@ -227,19 +228,19 @@ def test_start_urls_of_two_sites_are_a_usage_error(tmp_path: Path) -> None:
     [
         ("http://127.0.0.1:9/ok\nmailto:someone@example.com\n", "line 2: not an http(s) URL"),
         ("ftp://127.0.0.1/x\n", "line 1: not an http(s) URL"),
+        (None, "cannot read --urls"),  # no such file
     ],
 )
-def test_url_file_with_a_line_that_is_no_url_is_a_usage_error(
-    tmp_path: Path, content: str, message: str
+def test_url_file_that_is_missing_or_has_a_line_that_is_no_url_is_a_usage_error(
+    tmp_path: Path, content: str | None, message: str
 ) -> None:
-    listing = tmp_path / "urls.txt"
-    listing.write_text(content)
-    done = cli("crawl", "http://127.0.0.1:9/", "--urls", str(listing), "--out", str(tmp_path / "o"))
-    assert done.returncode == 2
-    assert len(done.stderr.strip().splitlines()) == 1
-    assert message in done.stderr
-    missing = cli("crawl", "http://127.0.0.1:9/", "--urls", str(tmp_path / "nope"))
-    assert missing.returncode == 2 and "cannot read --urls" in missing.stderr
+    listing, out = tmp_path / "urls.txt", tmp_path / "o"
+    if content is not None:
+        listing.write_text(content)
+    assert_one_line_error(
+        cli("crawl", "http://127.0.0.1:9/", "--urls", str(listing), "--out", str(out)), 2, message
+    )
+    assert not out.exists()
 
 
 # -- a time budget ---------------------------------------------------------------------------
