@@ -275,8 +275,7 @@ def _post(
         except (urllib.error.URLError, OSError, http.client.HTTPException) as error:
             status = None
             meaning = f"no answer ({_reason(error)})"
-        retryable = status is None or status == 429 or status >= 500
-        if not retryable or attempt > retries:
+        if not _retryable(status) or attempt > retries:
             break
         earlier.append(meaning.partition(":")[0] if status is not None else meaning)
         delay = retry_after if retry_after is not None else backoff * 2 ** (attempt - 1)
@@ -284,6 +283,11 @@ def _post(
     if earlier:
         meaning += f" (after {_plural(len(earlier), 'retry', 'retries')}: {', '.join(earlier)})"
     return BatchResult(status, count, attempt, meaning)
+
+
+def _retryable(status: int | None) -> bool:
+    """Worth another try: no answer, 429 Too Many Requests or a server error."""
+    return status is None or status == 429 or status >= 500
 
 
 def _outcome(results: list[BatchResult], chunks: list[list[str]], endpoint: str) -> Outcome:
@@ -299,7 +303,7 @@ def _outcome(results: list[BatchResult], chunks: list[list[str]], endpoint: str)
         )
         return Outcome(submitted, results, True, message)
     unsent = chunks[len(results) :]
-    refused = last.status is not None and last.status != 429 and last.status < 500
+    refused = not _retryable(last.status)
     if refused:
         why = f"not sent: an earlier batch was refused ({_phrase(last.status or 0)}), "
         why += "and this one would be too"
