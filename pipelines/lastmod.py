@@ -100,7 +100,8 @@ class LastmodPipeline(RecordPipeline):
             item.lastmod_source = PAGE
         if item.lastmod is None and item.main_hash is not None:
             item.lastmod_source = CONTENT
-            item.lastmod, item.changed_at = self._evidence(item, prev)
+            hashes = (item.own_hash, item.main_hash, item.content_hash)
+            item.lastmod, item.changed_at = self._evidence(hashes, prev)
         if item.lastmod is None:
             item.lastmod_source = None
         self.stats.inc_value(f"sitemap/lastmod/{item.lastmod_source or 'none'}")
@@ -172,24 +173,25 @@ class LastmodPipeline(RecordPipeline):
             future = moment > reference + FUTURE_TOLERANCE
         if future:
             return "future", "in the future (after the response's Date)"
+        # The previous run believed the page's date at this label: a date that moved
+        # while the content did not is a stamp; one next to the response's Date, on
+        # a page whose own content changed since, is a real edit made just before.
+        old: dict[str, Any] = prev or {}
+        believed = old.get("lastmod_source") == PAGE and old.get("lastmod_from") == label
+        same = (
+            same_page(old, item.own_hash, item.main_hash, item.content_hash) if believed else None
+        )
         if (
             sent is not None
             and len(value) > 10
             and abs((moment - sent).total_seconds()) <= PAGE_VOLATILE_SECONDS
-            and not _edited(label, item, prev)
+            and not (believed and same is False)
         ):
             return "volatile", (
                 f"volatile: within {PAGE_VOLATILE_SECONDS} seconds of the response's Date "
                 "(stamped when the page was built)"
             )
-        if (
-            prev is not None
-            and prev["lastmod_source"] == PAGE
-            and prev.get("lastmod_from") == label
-            and prev["lastmod"]
-            and prev["lastmod"] != value
-            and same_page(prev, item.own_hash, item.main_hash, item.content_hash)
-        ):
+        if believed and old["lastmod"] not in (None, "", value) and same:
             return "volatile", "volatile: changed since the last run while the content did not"
         return None, None
 
@@ -211,9 +213,9 @@ class LastmodPipeline(RecordPipeline):
                 changed_at: str | None = None
                 if lastmod is None:
                     prev = self.previous.get(row["key"]) if self.previous else None
-                    main = row["main_hash"]
-                    lastmod, changed_at = self._evidence(_hashes(row), prev)
-                    source = CONTENT if lastmod is not None and main is not None else None
+                    hashes = (row.get("own_hash"), row["main_hash"], row["content_hash"])
+                    lastmod, changed_at = self._evidence(hashes, prev)
+                    source = CONTENT if lastmod is not None and hashes[1] is not None else None
                 self.stats.inc_value("sitemap/lastmod/page", -1)
                 self.stats.inc_value(f"sitemap/lastmod/{source or 'none'}")
                 self.ledger.set_lastmod(
@@ -256,13 +258,14 @@ class LastmodPipeline(RecordPipeline):
         return None
 
     def _evidence(
-        self, page: UrlRecord, prev: dict[str, Any] | None
+        self, hashes: tuple[str | None, str | None, str | None], prev: dict[str, Any] | None
     ) -> tuple[str | None, str | None]:
-        """(lastmod, changed_at) from the page's content hashes and the previous run."""
+        """(lastmod, changed_at) from the page's content hashes (own, main, whole body)
+        and the previous run."""
         # None: a first observation, no evidence of when it changed.
         if prev is None or prev["main_hash"] is None:
             return None, None
-        same = same_page(prev, page.own_hash, page.main_hash, page.content_hash)
+        same = same_page(prev, *hashes)
         if same is None:
             return None, None
         if not same:
@@ -276,24 +279,3 @@ class LastmodPipeline(RecordPipeline):
         if prev["changed_at"] in self.templates:
             return None, None
         return prev["changed_at"], prev["changed_at"]
-
-
-def _edited(label: str, item: UrlRecord, prev: dict[str, Any] | None) -> bool:
-    """Whether a date the page declares at *label* close to the response's Date is a
-    real edit made just before the fetch, not a stamp of "now": the previous run
-    believed the page's declaration at that label (no stamp then), and the page's
-    own content changed since."""
-    if prev is None or prev.get("lastmod_source") != PAGE or prev.get("lastmod_from") != label:
-        return False
-    return same_page(prev, item.own_hash, item.main_hash, item.content_hash) is False
-
-
-def _hashes(row: dict[str, Any]) -> UrlRecord:
-    """A ledger row's content hashes, as a record to compare with the previous run's."""
-    return UrlRecord(
-        url="",
-        decision="",
-        own_hash=row.get("own_hash"),
-        main_hash=row["main_hash"],
-        content_hash=row["content_hash"],
-    )
