@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from crawler.core.items import Alias, UrlRecord
-from crawler.core.urls import Stripping, normalize_url, url_key
+from crawler.core.urls import Stripping, url_key
 from pipelines.records import RecordPipeline
 
 if TYPE_CHECKING:
@@ -20,22 +20,17 @@ if TYPE_CHECKING:
 
 @dataclass(eq=False)
 class NormalizePipeline(RecordPipeline):
-    strip_params: bool
-    extra_strip: tuple[str, ...]
+    strip: Stripping
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        strip = Stripping.from_settings(crawler.settings)
-        return cls(strip.params, strip.extra)
+        return cls(Stripping.from_settings(crawler.settings))
 
     def _process(self, item: Any) -> Any:
         if isinstance(item, Alias):
             item.key = url_key(item.url)
             return item
         if isinstance(item, UrlRecord) and item.key is None:
-            url = normalize_url(
-                item.url, strip_params=self.strip_params, extra_strip=self.extra_strip
-            )
-            item.url = url or item.url
+            item.url = self.strip.normalize(item.url) or item.url
             item.key = url_key(item.url)
         return item

@@ -45,11 +45,8 @@ def sections(texts: Iterable[str]) -> list[tuple[str, re.Pattern[str]]]:
 
 def value_rules(texts: Iterable[str]) -> list[tuple[re.Pattern[str] | None, str]]:
     """``REGEX=VALUE`` rules; ``auto`` alone is a rule for every page (None)."""
-    rules: list[tuple[re.Pattern[str] | None, str]] = []
-    for text in texts:
-        pattern, value = ("", AUTO) if text == AUTO else split_rule(text, value_last=True)
-        rules.append((re.compile(pattern) if pattern else None, value))
-    return rules
+    pairs = (("", AUTO) if text == AUTO else split_rule(text, value_last=True) for text in texts)
+    return [(re.compile(pattern) if pattern else None, value) for pattern, value in pairs]
 
 
 def auto_changefreq(history: str | None) -> str | None:
