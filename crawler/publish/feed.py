@@ -25,16 +25,15 @@ from urllib.parse import urlsplit
 from crawler.core.lastmod import lastmod_datetime
 from crawler.publish.childfile import fsync_dir, place, write_synced
 from crawler.publish.sitemapxml import escape, escape_attribute, escape_text
-from crawler.sitemaps.entry import NOT_XML_CHAR, _check_date, _check_text, check_loc
+from crawler.sitemaps.entry import NOT_XML_CHAR, _check_date, _check_text, _check_url
 from crawler.sitemaps.feeds import ATOM_NS
-from crawler.sitemaps.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE, MIN_LOC_LENGTH
+from crawler.sitemaps.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
 
 __all__ = [
     "ATOM_NS",
     "FEED_NAME",
     "GENERATOR",
     "FeedEntry",
-    "discard",
     "publish_feed",
     "render_feed",
     "write_feed",
@@ -49,13 +48,6 @@ _HEADER: Final = f'<?xml version="1.0" encoding="UTF-8"?>\n<feed xmlns="{ATOM_NS
 _FOOTER: Final = "</feed>\n"
 # A date without a time: lastmod allows it, RFC 3339's date-time does not.
 _DATE_ONLY: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", re.ASCII)
-
-
-def _check_url(value: object, what: str, shortest: int = MIN_LOC_LENGTH) -> None:
-    try:
-        check_loc(value, shortest)  # type: ignore[arg-type]  # check_loc() checks the type
-    except ValueError as exc:
-        raise ValueError(f"{what} is not a URL that may be published: {exc}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +156,7 @@ def render_feed(
 def write_feed(path: Path, data: bytes) -> Path:
     """Write ``data`` to a temporary file beside ``path``
     (``.<name>.<pid>.tmp``: ``.changes.atom.<pid>.tmp``), fsync it and return
-    its path, for :func:`publish_feed` or :func:`discard`. The temporary file
+    its path, for :func:`publish_feed` (or to be removed). The temporary file
     is removed if the write fails."""
     temp = path.parent / f".{path.name}.{os.getpid()}.tmp"
     try:
@@ -173,7 +165,7 @@ def write_feed(path: Path, data: bytes) -> Path:
             stream.write(data)
             write_synced(stream)
     except BaseException:
-        discard(temp)
+        temp.unlink(missing_ok=True)
         raise
     return temp
 
@@ -187,9 +179,3 @@ def publish_feed(temp: Path, final: Path) -> None:
         raise ValueError(f"{temp} and {final} are not in the same directory")
     place(temp, final)
     fsync_dir(final.parent)
-
-
-def discard(temp: Path) -> None:
-    """Remove a temporary file from :func:`write_feed` that will not be published
-    (nothing happens if it is gone already)."""
-    temp.unlink(missing_ok=True)

@@ -32,7 +32,7 @@ from crawler.ledger.runstate import RunState
 from crawler.page.analysis import Rich
 from crawler.publish.books import BUDGETS, BookKeeper
 from crawler.publish.changes import feed_entries, feed_updated
-from crawler.publish.feed import FEED_NAME, discard, publish_feed, render_feed, write_feed
+from crawler.publish.feed import FEED_NAME, publish_feed, render_feed, write_feed
 from crawler.publish.htmlpage import write_html
 from crawler.publish.report import DEFAULT_SECTION, format_summary, run_model, write_json
 from crawler.publish.reporthistory import RUNS_KEPT, append_history
@@ -249,7 +249,7 @@ class SitemapPublisher:
             )
         except (OSError, ValueError) as e:
             if temp is not None:
-                discard(temp)
+                temp.unlink(missing_ok=True)
             return "output-error", f"could not publish to {state.paths.out}: {e}", None
         # Right after the index: the feed describes the set now in place.
         if temp is not None:

@@ -112,11 +112,11 @@ def check_lastmod(lastmod: str) -> None:
         lastmod_datetime(lastmod)  # raises ValueError
 
 
-def _check_url(value: object, what: str) -> None:
+def _check_url(value: object, what: str, shortest: int = MIN_LOC_LENGTH) -> None:
     # The extensions' URLs (image:loc, xhtml:link href, the video locs) are
     # xsd:anyURI like <loc>, and read back the same way: the same rules.
     try:
-        check_loc(value)  # type: ignore[arg-type]  # check_loc() checks the type too
+        check_loc(value, shortest)  # type: ignore[arg-type]  # check_loc() checks the type too
     except ValueError as exc:
         raise ValueError(f"{what} is not a valid URL: {exc}") from None
 
