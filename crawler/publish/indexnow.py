@@ -36,9 +36,10 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from crawler.core.defaults import setting_default
+from crawler.sitemaps.model import quote
 
 #: The shared endpoint: every engine taking part receives what it is sent.
-DEFAULT_ENDPOINT = "https://api.indexnow.org/indexnow"
+DEFAULT_ENDPOINT: str = setting_default("SITEMAP_INDEXNOW_ENDPOINT")
 #: URLs in one request, at most ("up to 10,000 URLs per post").
 MAX_BATCH = 10_000
 #: The longest wait between two attempts, in seconds (Retry-After included).
@@ -136,7 +137,7 @@ def check_key(
     if text.endswith("\n"):
         text = text[: -2 if text.endswith("\r\n") else -1]
     if text != key:
-        return f"{what} holds something else than the key: {_quote(text)}"
+        return f"{what} holds something else than the key: {quote(text, _QUOTE_LIMIT)}"
     return None
 
 
@@ -424,7 +425,7 @@ def _said(error: urllib.error.HTTPError) -> str:
     except (OSError, http.client.HTTPException):
         return ""
     text = " ".join(raw.decode("utf-8", "replace").split())
-    return f"; the endpoint said: {_quote(text)}" if text else ""
+    return f"; the endpoint said: {quote(text, _QUOTE_LIMIT)}" if text else ""
 
 
 def _retry_after(headers: Message | None) -> float | None:
@@ -439,10 +440,6 @@ def _reason(error: BaseException) -> str:
         return "timed out"
     text = str(reason) or type(reason).__name__
     return " ".join(text.split())
-
-
-def _quote(text: str) -> str:
-    return repr(text[:_QUOTE_LIMIT]) + ("..." if len(text) > _QUOTE_LIMIT else "")
 
 
 def _plural(n: int, one: str, many: str | None = None) -> str:

@@ -151,9 +151,9 @@ class Problems:
         ]
 
 
-def quote(value: str) -> str:
-    """``value`` for a message: repr'd, and cut after 100 characters."""
-    return repr(value[:_QUOTE]) + ("..." if len(value) > _QUOTE else "")
+def quote(value: str, most: int = _QUOTE) -> str:
+    """``value`` for a message: repr'd, and cut after *most* characters."""
+    return repr(value[:most]) + ("..." if len(value) > most else "")
 
 
 class Rereading(Sequence[Entry]):
