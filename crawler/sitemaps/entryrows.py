@@ -152,9 +152,11 @@ class EntryBatch:
         extras = self.extras
         row_changefreqs, row_priorities = self.row_changefreqs, self.row_priorities
         if self.changefreq is not None:
-            _set_batch_changefreq(self, SitemapEntry._checked_changefreq(self.changefreq))
+            object.__setattr__(
+                self, "changefreq", SitemapEntry._checked_changefreq(self.changefreq)
+            )
         if self.priority is not None:
-            _set_batch_priority(self, SitemapEntry._checked_priority(self.priority))
+            object.__setattr__(self, "priority", SitemapEntry._checked_priority(self.priority))
         if self.section is not None and count:
             try:
                 check_section(self.section)
@@ -180,11 +182,13 @@ class EntryBatch:
             deque(map(datetime.fromisoformat, present), maxlen=0)
             if own and fast and utc:
                 # Every loc and lastmod is good: the rows' own values, in one go.
-                _set_batch_changefreqs(
-                    self, _own_values(row_changefreqs, self.changefreq, _cached_changefreq)
+                object.__setattr__(
+                    self,
+                    "changefreqs",
+                    _own_values(row_changefreqs, self.changefreq, _cached_changefreq),
                 )
-                _set_batch_priorities(
-                    self, _own_values(row_priorities, self.priority, _cached_priority)
+                object.__setattr__(
+                    self, "priorities", _own_values(row_priorities, self.priority, _cached_priority)
                 )
         except (TypeError, ValueError):
             # Not a str, a date that does not exist, a bad changefreq or priority:
@@ -203,7 +207,7 @@ class EntryBatch:
                         self.changefreq if changefreqs is None else changefreqs[i],
                         self.priority if priorities is None else priorities[i],
                     )
-        _set_batch_utc(self, utc)
+        object.__setattr__(self, "utc", utc)
 
     def _check_rows(self) -> None:
         # Row by row, in order, so that the first bad row raises, whatever is bad in it
@@ -227,8 +231,8 @@ class EntryBatch:
             text = None if extras is None else extras[i]
             if text is not None:
                 self._extend(i, _row_entry(loc, lastmod, text), changefreq, priority)
-        _set_batch_changefreqs(self, changefreqs)
-        _set_batch_priorities(self, priorities)
+        object.__setattr__(self, "changefreqs", changefreqs)
+        object.__setattr__(self, "priorities", priorities)
 
     def _extend(
         self, i: int, entry: SitemapEntry, changefreq: ChangeFreq | None, priority: Decimal | None
@@ -353,10 +357,3 @@ class EntryRows:
             column(4),
             column(5),
         )
-
-
-_set_batch_changefreq = EntryBatch.__dict__["changefreq"].__set__
-_set_batch_priority = EntryBatch.__dict__["priority"].__set__
-_set_batch_utc = EntryBatch.__dict__["utc"].__set__
-_set_batch_changefreqs = EntryBatch.__dict__["changefreqs"].__set__
-_set_batch_priorities = EntryBatch.__dict__["priorities"].__set__
