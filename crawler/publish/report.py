@@ -11,8 +11,9 @@ run, what the refused set would have changed.
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -32,21 +33,13 @@ SCHEMA = "sitemap-crawler/run/1"
 COMPARABLE = frozenset({"published", "crawled", "refused"})
 #: Paths with learned parameters named in the summary line; report.json has all.
 SUMMARY_PATHS = 3
-
-
 #: Pages in the report's slowest and largest lists.
 TOP_PAGES = 20
 
 
-@dataclass(frozen=True, slots=True)
-class Stream:
-    """A list field of the report, streamed from the ledger each time it is read
+class Stream(functools.partial[Iterator[Any]]):
+    """A list field of the report, streamed from the ledger each time it is called
     (report.json reads it whole, the HTML page its first few)."""
-
-    factory: Callable[[], Iterator[Any]]
-
-    def __call__(self) -> Iterator[Any]:
-        return self.factory()
 
 
 @dataclass
@@ -62,16 +55,11 @@ class RunModel:
 
     def history_entry(self) -> dict[str, Any]:
         """This run's line in ``runs.json`` (:mod:`crawler.publish.reporthistory`)."""
-        f = self.fields
+        kept = ("started", "finished", "outcome", "published", "pages_fetched", "listed")
         return {
-            "started": f["started"],
-            "finished": f["finished"],
-            "outcome": f["outcome"],
-            "published": f["published"],
-            "pages_fetched": f["pages_fetched"],
-            "listed": f["listed"],
-            "excluded": f["excluded_total"],
-            "queued": f["queued"],
+            **{name: self.fields[name] for name in kept},
+            "excluded": self.fields["excluded_total"],
+            "queued": self.fields["queued"],
         }
 
 
@@ -270,21 +258,6 @@ def schedule_line(summary: RunSummary) -> str | None:
     return line
 
 
-def _access_lines(summary: RunSummary) -> list[str]:
-    """What the summary says of TLS and the site's credentials (crawler.fetch.tls,
-    crawler.fetch.access)."""
-    lines = []
-    if summary.crawl.tls_verified is False:
-        lines.append("TLS: certificates NOT verified (--insecure)")
-    if summary.crawl.withheld:
-        lines.append(
-            "credentials: not sent, certificates unverified (--insecure-credentials sends them)"
-        )
-    if plain := summary.crawl.plain_http:
-        lines.append(f"warning: credentials sent over plain http ({plain} requests)")
-    return lines
-
-
 def format_summary(summary: RunSummary) -> str:
     """The end-of-run summary: a few lines for a terminal or a cron mail."""
     books, crawl, out = summary.books, summary.crawl, summary.published
@@ -312,7 +285,15 @@ def format_summary(summary: RunSummary) -> str:
             else f"robots.txt: the group for {'every agent (*)' if group == '*' else group}"
             f" applied to {token}"
         )
-    lines.extend(_access_lines(summary))
+    # TLS and the site's credentials (crawler.fetch.tls, crawler.fetch.access).
+    if crawl.tls_verified is False:
+        lines.append("TLS: certificates NOT verified (--insecure)")
+    if crawl.withheld:
+        lines.append(
+            "credentials: not sent, certificates unverified (--insecure-credentials sends them)"
+        )
+    if plain := crawl.plain_http:
+        lines.append(f"warning: credentials sent over plain http ({plain} requests)")
     lines.append(f"listed: {listed}")
     other_hosts = counts.pop(OFF_HOST, 0)
     if any(counts.values()):
