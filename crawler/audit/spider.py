@@ -413,22 +413,11 @@ class AuditSpider(Spider):
         url = response.meta["sitemap_url"]
         for out in self.judge.judge(response):
             if isinstance(out, UrlRecord) and out.url == url:
-                self._store_fetched(out)
+                self.store.add_fetched(out)
                 return
 
     def listed_failed(self, failure: Failure) -> None:
-        self._store_fetched(self.judge.failed(failure))
-
-    def _store_fetched(self, rec: UrlRecord) -> None:
-        self.store.add_fetched(
-            url_key(rec.url),
-            rec.url,
-            rec.decision,
-            rec.reason,
-            rec.target,
-            rec.status,
-            rec.last_modified,
-        )
+        self.store.add_fetched(self.judge.failed(failure))
 
     def closed(self, reason: str) -> None:
         self.store.close()

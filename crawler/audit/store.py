@@ -16,6 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from crawler.core.items import UrlRecord
+from crawler.core.urls import url_key
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sitemaps (
     url TEXT PRIMARY KEY,
@@ -111,25 +114,17 @@ class AuditStore:
 
     def audited_keys(self) -> Iterator[tuple[str, str]]:
         """``(key, url)`` of every listed URL in scope that the audit judges, by key."""
-        for row in self._db.execute(
+        yield from self._db.execute(
             "SELECT key, min(url) AS url FROM listings WHERE key IS NOT NULL "
             "AND scope IS NULL AND audited = 1 GROUP BY key ORDER BY key"
-        ):
-            yield row[0], row[1]
+        )
 
-    def add_fetched(
-        self,
-        key: str,
-        url: str,
-        decision: str,
-        reason: str,
-        target: str | None,
-        status: int | None,
-        last_modified: str | None,
-    ) -> None:
+    def add_fetched(self, rec: UrlRecord) -> None:
+        """The audit's own verdict on a listed URL the crawl did not judge."""
+        row = (url_key(rec.url), rec.url, rec.decision, rec.reason, rec.target, rec.status)
         self._db.execute(
             "INSERT INTO fetched VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING",
-            (key, url, decision, reason, target, status, last_modified),
+            (*row, rec.last_modified),
         )
 
     def commit(self) -> None:
@@ -142,8 +137,7 @@ class AuditStore:
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> Iterator[dict[str, Any]]:
         cur = self._db.execute(sql, params)
         names = [d[0] for d in cur.description]
-        for row in cur:
-            yield dict(zip(names, row, strict=True))
+        return (dict(zip(names, row, strict=True)) for row in cur)
 
     def sitemaps(self) -> list[dict[str, Any]]:
         rows = self.query("SELECT * FROM sitemaps ORDER BY depth, url")

@@ -402,14 +402,6 @@ def _jsonld(html_root: Any, url: str, names: frozenset[str]) -> Iterator[Declare
                 yield _declared(f"JSON-LD {kind} {prop}", node[prop], published, why)
 
 
-def _scope_of(element: Any) -> Any:
-    """The nearest ``itemscope`` ancestor of *element* (not itself)."""
-    parent = element.getparent()
-    while parent is not None and parent.get("itemscope") is None:
-        parent = parent.getparent()
-    return parent
-
-
 _MICRODATA_DATES = (
     "//*[not(@itemscope)][normalize-space(@itemprop)='dateModified'"
     " or normalize-space(@itemprop)='datePublished']"
@@ -421,7 +413,7 @@ def _microdata(html_root: Any, url: str) -> Iterator[Declared]:
     # Python would cost as much as the parse.
     dated: list[tuple[Any, str, Any, bool]] = []  # (item, its type, the property, published)
     for el in html_root.xpath(_MICRODATA_DATES):
-        item = _scope_of(el)
+        item = next((a for a in el.iterancestors() if a.get("itemscope") is not None), None)
         if item is None:
             continue
         kind = (item.get("itemtype") or "").strip().split()
@@ -457,27 +449,21 @@ def page_dates(
     if html_root is None or not hasattr(html_root, "iter"):
         return []
     try:
-        return _page_dates(html_root, url, tuple(canonicals), structured)
+        metas = page_metas(html_root)
+        meta = {
+            key: [_declared(f"meta {key}", text, key == _META_PUBLISHED) for text in metas[key]]
+            for key in (*_META_PROPERTIES, _META_PUBLISHED)
+            if key in metas
+        }
+        found: list[Declared] = []
+        if structured:
+            # An XPath over every element for microdata costs as much as a tenth of the
+            # parse: only on a page that has such a date at all.
+            names = page_names(url, canonicals) if url else frozenset()
+            found = [*_jsonld(html_root, url, names), *_microdata(html_root, url)]
     except (ValueError, TypeError):
         # lxml raises these on documents it could not make a tree of.
         return []
-
-
-def _page_dates(
-    html_root: Any, url: str, canonicals: tuple[str, ...], structured: bool
-) -> list[Declared]:
-    metas = page_metas(html_root)
-    meta = {
-        key: [_declared(f"meta {key}", text, key == _META_PUBLISHED) for text in metas[key]]
-        for key in (*_META_PROPERTIES, _META_PUBLISHED)
-        if key in metas
-    }
-    found: list[Declared] = []
-    if structured:
-        # An XPath over every element for microdata costs as much as a tenth of the
-        # parse: only on a page that has such a date at all.
-        names = page_names(url, canonicals) if url else frozenset()
-        found = [*_jsonld(html_root, url, names), *_microdata(html_root, url)]
     modified = [d for key in _META_PROPERTIES for d in meta.get(key, [])]
     modified += [d for d in found if not d.published]
     published = meta.get(_META_PUBLISHED, []) + [d for d in found if d.published]
@@ -492,7 +478,5 @@ def _page_dates(
 def lastmod_from_page(html_root: Any, url: str = "", canonicals: Iterable[str] = ()) -> str | None:
     """The first date of :func:`page_dates` that the page itself does not rule out, or
     ``None`` (the guards that need the response or the site are the lastmod pipeline's)."""
-    for declared in page_dates(html_root, url, canonicals):
-        if declared.why is None and declared.value is not None:
-            return declared.value
-    return None
+    dates = page_dates(html_root, url, canonicals)
+    return next((d.value for d in dates if d.why is None and d.value is not None), None)

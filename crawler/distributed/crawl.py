@@ -341,37 +341,25 @@ class RedisCrawl:
 
     def claim(self) -> bytes | None:
         """Take the shallowest request off the queue; it is in flight here now."""
-        member: bytes | None = self._claim(
-            keys=[self.queue, self.inflight, self.workers, self.done_key], args=[self.process]
-        )
-        return member
+        keys = [self.queue, self.inflight, self.workers, self.done_key]
+        return cast("bytes | None", self._claim(keys=keys, args=[self.process]))
 
-    def report(
-        self,
-        claim: str | None,
-        payload: bytes,
-        found: Sequence[tuple[Any, ...]] = (),
-    ) -> int:
+    def report(self, claim: str | None, payload: bytes, found: Sequence[Sequence[Any]] = ()) -> int:
         """Hand a page's report to the coordinator, apply the claims of the URLs it led
         to (*found*, as ``_REPORT`` reads them) and end the page's claim, atomically.
         1: sent; 0: dropped, the claim was taken back (this process was thought lost);
         -1: the crawl is over."""
-        args: list[Any] = [claim or "", payload]
-        for one in found:
-            args.extend(one)
+        args = [claim or "", payload, *(value for one in found for value in one)]
         keys = [self.inflight, self.reports, self.done_key, self.seen, self.held]
         keys += [self.counters, self.queue]
-        result: int = self._report(keys=keys, args=args)
-        return result
+        return int(self._report(keys=keys, args=args))
 
     def load_previous(self, rows: Any, batch: int = 1000) -> int:
         """Put the previous run's records that a conditional request or a 304 replay
         needs (*rows*: (key, bytes) pairs) into the crawl's ``previous`` hash."""
-        count = 0
-        pipe = self.server.pipeline(transaction=False)
-        for key, value in rows:
+        pipe, count = self.server.pipeline(transaction=False), 0
+        for count, (key, value) in enumerate(rows, 1):
             pipe.hset(self.previous, key, value)
-            count += 1
             if count % batch == 0:
                 pipe.execute()
         pipe.execute()
@@ -411,8 +399,7 @@ class RedisCrawl:
     def release(self) -> int:
         """Leave the crawl: what this process holds goes back to the queue."""
         keys = [self.inflight, self.queue, self.workers, self.alive, self.done_key]
-        moved: int = self._release(keys=keys, args=[self.process])
-        return moved
+        return int(self._release(keys=keys, args=[self.process]))
 
     def done(self) -> str | None:
         return _text(self.server.get(self.done_key))

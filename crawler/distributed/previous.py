@@ -2,7 +2,7 @@
 "The previous run reaches every process").
 
 The coordinator puts what conditional requests and 304 replays need into a Redis hash
-when the crawl starts (:func:`load`), the parameters learned under :data:`LEARNED`;
+when the crawl starts (:func:`records`), the parameters learned under :data:`LEARNED`;
 :class:`RedisPrevious` reads one record at a time, as
 :class:`crawler.ledger.previous.PreviousRun` does from the file.
 """
@@ -32,7 +32,9 @@ def _pack(value: Any) -> bytes:
     return zlib.compress(json.dumps(value, separators=(",", ":")).encode())
 
 
-def _rows(previous: PreviousRun, full: bool) -> Iterator[tuple[str, bytes]]:
+def records(previous: PreviousRun, full: bool) -> Iterator[tuple[str, bytes]]:
+    """The previous run's conditional and scheduled records, for the crawl's hash
+    (*full*: tonight verifies every URL, so none is kept)."""
     learned = previous.learned_params()
     if learned:
         yield LEARNED, _pack(learned)
@@ -44,12 +46,6 @@ def _rows(previous: PreviousRun, full: bool) -> Iterator[tuple[str, bytes]]:
         if full:
             row["due_at"] = None  # a full night: no process keeps a page unverified
         yield row["key"], _pack(row)
-
-
-def load(crawl: RedisCrawl, previous: PreviousRun, full: bool = False) -> int:
-    """Put the previous run's conditional and scheduled records into the crawl's hash
-    (*full*: tonight verifies every URL, so none is kept); how many."""
-    return crawl.load_previous(_rows(previous, full))
 
 
 class RedisPrevious:
@@ -72,8 +68,7 @@ class RedisPrevious:
     def learned_params(self) -> dict[str, list[str]]:
         """What the previous run learned about query parameters (crawler.crawl.params), as
         :meth:`crawler.ledger.previous.PreviousRun.learned_params`."""
-        learned: dict[str, list[str]] = self._unpack(LEARNED) or {}
-        return learned
+        return self._unpack(LEARNED) or {}
 
     def scheduled(self) -> bool:
         """Whether tonight keeps the pages that are not due (the coordinator says)."""

@@ -42,7 +42,7 @@ from crawler.crawl.spider import PROBED, Sharing
 from crawler.distributed.crawl import COORDINATOR, DONE_TTL, RedisCrawl, outcomes_of
 from crawler.distributed.frontier import Candidate, Settler, SharedFrontier
 from crawler.distributed.messages import PageReport
-from crawler.distributed.previous import RedisPrevious, load
+from crawler.distributed.previous import RedisPrevious, records
 from crawler.ledger.runstate import RunState
 
 if TYPE_CHECKING:
@@ -200,7 +200,7 @@ class RedisSharing(Sharing):
             return RedisPrevious(self.redis)
         if state.previous is not None:
             full = state.policy is None or state.policy.full
-            count = load(self.redis, state.previous, full)
+            count = self.redis.load_previous(records(state.previous, full))
             logger.info("%s records of the previous run put into Redis", count)
         return state.previous
 

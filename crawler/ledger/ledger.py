@@ -22,14 +22,12 @@ from crawler.ledger import links, records, runs
 from crawler.ledger.records import COLUMNS, LISTED_ROWS, LISTED_ROWS_PLAIN
 from crawler.ledger.revisits import Revisits
 from crawler.ledger.runs import Runs
-from crawler.ledger.sql import COMMIT_EVERY
 
 if TYPE_CHECKING:
     from typing import Self
 
 __all__ = [
     "COLUMNS",
-    "COMMIT_EVERY",
     "LISTED_ROWS",
     "LISTED_ROWS_PLAIN",
     "SCHEMA",

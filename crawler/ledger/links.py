@@ -102,13 +102,13 @@ class Links(Tables):
         still as text in ``urls`` (:meth:`_migrate_lists`)."""
         return not self._columns_of("links") or bool(set(LISTS) & self._columns_of("urls"))
 
-    def _migrate_lists(self) -> bool:
+    def _migrate_lists(self) -> None:
         """A ledger of the version that kept the lists as newline-joined text in ``urls``:
         they move here and the text columns go (then the file is vacuumed: their overflow
-        pages were most of it). Whether there was anything to move."""
+        pages were most of it)."""
         old = [name for name in LISTS if name in self._columns_of("urls")]
         if not old:
-            return False
+            return
         text = [name if name in old else "NULL" for name in LISTS]
         found = self._db.execute(
             f"SELECT key, {', '.join(text)} FROM urls"
@@ -120,7 +120,6 @@ class Links(Tables):
             self._q(f"ALTER TABLE urls DROP COLUMN {name}")
         self.commit()
         self._q("VACUUM")
-        return True
 
     def referring(self, url: str) -> dict[str, dict[str, Any]]:
         """How the crawled pages refer to *url* without following it (``unfollowed``): by

@@ -305,13 +305,9 @@ class RunState:
         """The run was stopped at once (a second Ctrl-C; no signal will come): file the running
         ledger as failed, drop the ``JOBDIR`` (nothing consistent to resume from), unlock."""
         self._close_files()
-        if self._lock is None:
-            return
-        if self.paths is not None and self.paths.running_ledger.exists():
-            self.paths.running_ledger.replace(self.paths.state / LEDGER_FAILED)
-        if self.job is not None:
-            shutil.rmtree(self.job, ignore_errors=True)
-        self._release()
+        if self._lock is not None:
+            self.end(good=False, resumable=False)
+            self._engine_stopped()
 
     def _release(self) -> None:
         assert self._lock is not None and self.paths is not None
