@@ -53,7 +53,8 @@ from lxml import etree  # noqa: E402
 from scrapy.settings import Settings  # noqa: E402
 
 from crawler.core.decisions import LISTED  # noqa: E402
-from crawler.ledger.ledger import COLUMNS, Ledger  # noqa: E402
+from crawler.ledger.ledger import Ledger  # noqa: E402
+from crawler.ledger.records import COLUMNS  # noqa: E402
 from crawler.publish.publisher import SitemapOutput  # noqa: E402
 from crawler.publish.writer import CHILD_NAME_RE, SitemapSetWriter  # noqa: E402
 from crawler.sitemaps.entryrows import EntryRows  # noqa: E402

@@ -28,7 +28,7 @@ import settings
 from crawler.cli import COMMANDS, command_parser
 from crawler.commands.declarations import Option
 from crawler.core.decisions import FINAL_DECISIONS, QUEUED
-from crawler.ledger import ledger
+from crawler.ledger import ledger, records
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -458,7 +458,7 @@ def schema_tables() -> dict[str, list[str]]:
 def test_schema_parsed() -> None:
     tables_ = schema_tables()
     assert {"urls", "aliases", "meta"} <= set(tables_), sorted(tables_)
-    assert tables_["urls"] == list(ledger.COLUMNS)
+    assert tables_["urls"] == list(records.COLUMNS)
 
 
 @pytest.mark.parametrize("table", sorted(schema_tables()))

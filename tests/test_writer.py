@@ -27,7 +27,8 @@ import crawler.publish.writer
 from crawler.core.decisions import LISTED, REDIRECT
 from crawler.core.items import UrlRecord
 from crawler.core.lastmod import lastmod_datetime
-from crawler.ledger.ledger import LISTED_ROWS, LISTED_ROWS_PLAIN, Ledger
+from crawler.ledger.ledger import Ledger
+from crawler.ledger.records import LISTED_ROWS, LISTED_ROWS_PLAIN
 from crawler.publish.sitemapxml import escape
 from crawler.publish.writer import (
     CHILD_NAME_RE,

@@ -10,10 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from scrapy.settings import BaseSettings
 
 LEDGER_RUNNING = "ledger.running.sqlite"
 LEDGER = "ledger.sqlite"
@@ -50,10 +46,6 @@ class CrawlPaths:
                 f"directory {out_path}"
             )
         return cls(out_path, state_path)
-
-    @classmethod
-    def from_settings(cls, settings: BaseSettings) -> CrawlPaths:
-        return cls.create(settings.get("SITEMAP_OUT_DIR"), settings.get("SITEMAP_STATE_DIR"))
 
     @property
     def running_ledger(self) -> Path:

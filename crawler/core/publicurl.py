@@ -10,12 +10,8 @@ base URL, a same-host page outside the start prefix is crawled but not listed.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from crawler.core.urls import normalize_url
-
-if TYPE_CHECKING:
-    from scrapy.settings import BaseSettings
 
 
 class BaseUrlError(ValueError):
@@ -32,10 +28,6 @@ class PublicUrls:
     start_prefix: str
     public_prefix: str
     rewrites: bool
-
-    @classmethod
-    def from_settings(cls, start_url: str, settings: BaseSettings) -> PublicUrls:
-        return cls.create(start_url, settings.get("SITEMAP_BASE_URL"))
 
     @classmethod
     def create(cls, start_url: str, base_url: str | None) -> PublicUrls:

@@ -28,7 +28,7 @@ import importlib
 import logging
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.defer import deferred_from_coro
@@ -94,8 +94,7 @@ class ClaimQueue(PriorityQueue):
 
     def encode(self, request: Request) -> bytes:
         """*request* as the queue stores it."""
-        encoded: bytes = self.serializer.dumps(request.to_dict(spider=self.spider))
-        return encoded
+        return cast(bytes, self.serializer.dumps(request.to_dict(spider=self.spider)))
 
     def decode(self, member: bytes) -> Request:
         """The request the queue stored as *member*."""

@@ -19,22 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from crawler.ledger import links, records, runs
-from crawler.ledger.records import COLUMNS, LISTED_ROWS, LISTED_ROWS_PLAIN
 from crawler.ledger.revisits import Revisits
 from crawler.ledger.runs import Runs
 
 if TYPE_CHECKING:
     from typing import Self
-
-__all__ = [
-    "COLUMNS",
-    "LISTED_ROWS",
-    "LISTED_ROWS_PLAIN",
-    "SCHEMA",
-    "Ledger",
-    "LedgerError",
-    "LedgerReader",
-]
 
 SCHEMA = records.SCHEMA + links.SCHEMA + runs.SCHEMA
 

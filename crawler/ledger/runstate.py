@@ -135,10 +135,11 @@ class RunState:
             raise NotConfigured("the run state needs a spider with a start URL")
         assert crawler.stats is not None
         s = crawler.settings
+        out = s.get("SITEMAP_OUT_DIR")
         state = cls(
             start_url,
-            PublicUrls.from_settings(start_url, s),
-            CrawlPaths.from_settings(s) if s.get("SITEMAP_OUT_DIR") else None,
+            PublicUrls.create(start_url, s.get("SITEMAP_BASE_URL")),
+            CrawlPaths.create(out, s.get("SITEMAP_STATE_DIR")) if out else None,
             crawler.stats,
             incremental=s.getbool("SITEMAP_INCREMENTAL"),
             resume=s.getbool("SITEMAP_RESUME"),

@@ -131,10 +131,8 @@ class RevisitPolicy:
         changes = int(prev.get("changes") or 0) if prev is not None else 0
         if interval is None:
             days = self.first_interval(dates)
-        elif changed:
-            days = self.clamp(float(interval) * SHRINK)
         else:
-            days = self.clamp(float(interval) * GROW)
+            days = self.clamp(float(interval) * (SHRINK if changed else GROW))
         if prev is not None and prev.get("due_at") is not None and changed is not None:
             checks += 1
             changes += 1 if changed else 0
