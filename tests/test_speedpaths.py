@@ -51,7 +51,7 @@ def slow(base: str, href: str, encoding: str) -> tuple[str, str, str, int] | Non
     return None if url is None else (raw, url, url_key(url), fingerprint(url_key(url)))
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(
     st.lists(
         st.tuples(
