@@ -59,7 +59,6 @@ if TYPE_CHECKING:
     from typing import Self
 
     from scrapy.crawler import Crawler
-    from scrapy.statscollectors import StatsCollector
 
     from crawler.core.decisions import Refusal
     from crawler.core.publicurl import PublicUrls
@@ -115,63 +114,24 @@ Discovered = UrlRecord | Alias | Request | Linked
 
 
 class Frontier:
-    """The frontier of a crawl with the rules of *rule_params* (see the module
-    docstring). *url_file* ``(file, URLs)``: the seeds of a ``--urls`` file;
-    *callback*, *errback*: the spider's methods its requests go to; *previous*: the
-    previous run, for conditional requests."""
+    """The frontier of a crawl from *start_url* with the rules of the crawler's settings
+    (see the module docstring): the seeds of a ``--urls`` file too; *callback*,
+    *errback*: the spider's methods its requests go to; *previous*: the previous run,
+    for conditional requests."""
 
     def __init__(
         self,
-        rule_params: RuleParams,
-        *,
-        callback: Callable[..., Any],
-        errback: Callable[..., Any],
-        stats: StatsCollector,
-        public: PublicUrls,
-        previous: PreviousRun | None,
-        calendars: CalendarRule,
-        params: ParamLearner,
-        more_starts: Iterable[str] = (),
-        url_file: tuple[str, list[str]] | None = None,
-        policy: RevisitPolicy | None = None,
-    ) -> None:
-        self.rule_params, self.start_url = rule_params, rule_params.start_url
-        self.more_starts, self.url_file = list(more_starts), url_file
-        self.callback, self.errback = callback, errback
-        self.stats, self.public, self.previous = stats, public, previous
-        self.calendars, self.params = calendars, params
-        self.params.known = self._known
-        self.strip = Stripping(rule_params.strip_params, rule_params.strip_extra)
-        self.counters = MemoryCounters()
-        self.rules = RuleBook.of(rule_params, public=public, learner=params, calendars=calendars)
-        # Other forms of known URLs, kept once each (fingerprints of the forms).
-        self.alias_forms = SeenKeys()
-        # URLs found in a sitemap and linked from no page yet (an orphan, so far).
-        self.unlinked_seeds = SeenKeys()
-        # The revisit schedule (None: every known URL is asked again, conditionally).
-        self.policy = policy
-        # URLs kept from the previous run tonight (not due), and URLs a signal says to
-        # verify tonight before they were discovered (crawler.ledger.schedule).
-        self.kept = SeenKeys()
-        self.forced = SeenKeys()
-        # Requests handed to the downloader and not answered yet: url -> (depth, hops,
-        # referrer). Kept in the JOBDIR state so a resumed run asks them again.
-        self.inflight: dict[str, tuple[int, int, str | None]] = {}
-
-    @classmethod
-    def from_crawler(
-        cls,
         crawler: Crawler,
         start_url: str,
         public: PublicUrls,
         previous: PreviousRun | None,
         callback: Callable[..., Any],
         errback: Callable[..., Any],
-    ) -> Self:
+    ) -> None:
         s = crawler.settings
         assert crawler.stats is not None
         path = s.get("SITEMAP_URL_FILE")
-        strip = Stripping.from_settings(s)
+        self.strip = strip = Stripping.from_settings(s)
         state = RunState.existing(crawler)
         ledger = state.ledger if state is not None else None
         learned = previous.learned_params() if previous is not None else {}
@@ -186,10 +146,10 @@ class Frontier:
                 for name in names:
                     ledger.learn_param(learned_path, name, True)
         calendars = CalendarRule(parse_window(s.get("SITEMAP_CALENDAR_WINDOW")), today=today)
-        more_starts = s.getlist("SITEMAP_START_URLS")
+        self.more_starts = s.getlist("SITEMAP_START_URLS")
         rule_params = RuleParams(
             start_url=start_url,
-            starts=starts_of(start_url, more_starts, strip.params, strip.extra),
+            starts=starts_of(start_url, self.more_starts, strip.params, strip.extra),
             include=tuple(re.compile(p).pattern for p in s.getlist("SITEMAP_INCLUDE")),
             exclude=tuple(re.compile(p).pattern for p in s.getlist("SITEMAP_EXCLUDE")),
             max_loc_length=MAX_LOC_LENGTH,
@@ -205,23 +165,36 @@ class Frontier:
             strip_params=strip.params,
             strip_extra=strip.extra,
         )
-        frontier = cls(
-            rule_params,
-            callback=callback,
-            errback=errback,
-            stats=crawler.stats,
-            public=public,
-            previous=previous,
-            calendars=calendars,
-            params=ParamLearner(learned, ledger.learn_param if ledger is not None else None),
-            more_starts=more_starts,
-            url_file=(str(path), read_url_file(path, start_url)) if path else None,
-            policy=state.policy if state is not None else None,
-        )
+        self.start_url = start_url
+        self.url_file = (str(path), read_url_file(path, start_url)) if path else None
+        self.callback, self.errback = callback, errback
+        self.stats, self.public, self.previous = crawler.stats, public, previous
+        self.calendars = calendars
+        on_learn = ledger.learn_param if ledger is not None else None
+        self.params = learner = ParamLearner(learned, on_learn, known=self._known)
+        self.counters = MemoryCounters()
+        self.rules = RuleBook.of(rule_params, public=public, learner=learner, calendars=calendars)
+        # Other forms of known URLs, kept once each (fingerprints of the forms).
+        self.alias_forms = SeenKeys()
+        # URLs found in a sitemap and linked from no page yet (an orphan, so far).
+        self.unlinked_seeds = SeenKeys()
+        # The revisit schedule (None: every known URL is asked again, conditionally).
+        self.policy: RevisitPolicy | None = state.policy if state is not None else None
+        # URLs kept from the previous run tonight (not due), and URLs a signal says to
+        # verify tonight before they were discovered (crawler.ledger.schedule).
+        self.kept = SeenKeys()
+        self.forced = SeenKeys()
+        # Requests handed to the downloader and not answered yet: url -> (depth, hops,
+        # referrer). Kept in the JOBDIR state so a resumed run asks them again.
+        self.inflight: dict[str, tuple[int, int, str | None]] = {}
         if ledger is not None:
             # The rules' values, for `explain` about a URL the crawl never saw.
             obey = s.getbool("ROBOTSTXT_OBEY")
             ledger.set_meta("scope", {**rule_params.record(), "robots_obey": obey})
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any) -> Self:
+        frontier = cls(crawler, *args)
         crawler.signals.connect(
             frontier.reached_downloader, signal=signals.request_reached_downloader
         )
