@@ -51,7 +51,7 @@ from crawler.crawl.verdicts import Read, VerdictBook, directives
 from crawler.fetch.hostguard import OffHostRequest
 from crawler.fetch.robots import RobotsDisallowed, robots_allows
 from crawler.page.analysis import HTML_TYPES
-from crawler.page.links import header_directives, link_header_canonicals
+from crawler.page.links import header_directives, link_header_targets
 from crawler.page.softnotfound import SoftNotFound
 
 if TYPE_CHECKING:
@@ -189,7 +189,7 @@ class PageJudge:
         # Another listed type (PDF, say): only headers can say noindex or canonical.
         robots = header_directives(response, self.agents)
         rec.robots = directives(robots)
-        yield from self._judge(rec, response, robots.noindex, link_header_canonicals(response))
+        yield from self._judge(rec, response, robots.noindex, link_header_targets(response))
 
     def _judge_html(
         self, rec: UrlRecord, response: HtmlResponse, analysis: PageAnalysis | None

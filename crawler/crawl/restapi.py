@@ -14,11 +14,9 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlencode, urljoin
+from urllib.parse import urlencode
 
 from scrapy import Request
-
-from crawler.page.links import API_REL
 
 if TYPE_CHECKING:
     from scrapy.http import Response
@@ -116,22 +114,6 @@ class RestSignals:
         self.keep(sorted(self.links))
         for url in sorted(set(self.before or ()) - self.links):
             yield from self.recheck(url)
-
-
-def api_roots(response: Response) -> list[str]:
-    """The API roots a response's ``Link`` headers name (``rel="https://api.w.org/"``)."""
-    roots = []
-    for header in response.headers.getlist(b"Link"):
-        for part in header.decode("latin-1").split(","):
-            target, _, params = part.partition(";")
-            rels = [
-                p.split("=", 1)[1].strip().strip('"')
-                for p in params.split(";")
-                if "=" in p and p.split("=", 1)[0].strip().lower() == "rel"
-            ]
-            if any(API_REL in r.lower().split() for r in rels):
-                roots.append(urljoin(response.url, target.strip().strip("<>")))
-    return roots
 
 
 def _int(value: bytes | None) -> int | None:

@@ -35,11 +35,12 @@ from crawler.core.urls import site_of, start_url
 from crawler.crawl.frontier import Frontier
 from crawler.crawl.judge import PageJudge
 from crawler.crawl.notfoundprobe import PROBE, NotFoundProbe
-from crawler.crawl.restapi import RestSignals, api_roots
+from crawler.crawl.restapi import RestSignals
 from crawler.crawl.seeds import SitemapSeeds
 from crawler.fetch.rendering import RenderPolicy
 from crawler.fetch.robotsrules import RobotsRules
 from crawler.ledger.runstate import RunState
+from crawler.page.links import API_REL, link_header_targets
 from crawler.page.parsepool import PageAnalyser, page_analyser
 
 if TYPE_CHECKING:
@@ -287,7 +288,7 @@ class SiteSpider(Spider):
         if record.url != self.start_url or self.frontier.policy is None:
             return
         found = [line.partition(" ")[::2] for line in record.unfollowed]
-        api = [url for kind, url in found if kind == "api"] + api_roots(response)
+        api = [url for kind, url in found if kind == "api"] + link_header_targets(response, API_REL)
         if self.seeds is not None and self.seeds.signal is not None:
             yield from self.seeds.feeds(url for kind, url in found if kind == "feed")
         if api and self.rest is None and site_of(api[0]) == site_of(self.start_url):

@@ -133,12 +133,12 @@ def link_headers(response: Response) -> Iterator[tuple[str, dict[str, str]]]:
             yield link.group("target"), params
 
 
-def link_header_canonicals(response: Response) -> list[str]:
-    """Targets of HTTP ``Link: <url>; rel="canonical"`` headers."""
+def link_header_targets(response: Response, rel: str = "canonical") -> list[str]:
+    """Targets of HTTP ``Link: <url>; rel="canonical"`` headers (or of another *rel*)."""
     return [
         urljoin(response.url, target.strip())
         for target, params in link_headers(response)
-        if "canonical" in params.get("rel", "").lower().split()
+        if rel in params.get("rel", "").lower().split()
     ]
 
 
@@ -189,7 +189,7 @@ def page_facts(response: HtmlResponse, agents: Iterable[str], root: Any = None) 
         rels = link.get("rel", "").lower().split()
         if "canonical" in rels:
             facts.canonicals.append(urljoin(base, clean_href(link.get("href", ""))))
-    facts.canonicals.extend(link_header_canonicals(response))
+    facts.canonicals.extend(link_header_targets(response))
 
     interval, url = get_meta_refresh(response, ignore_tags=["noscript"])
     if url is not None and interval is not None:
