@@ -120,13 +120,10 @@ def _started_at(state: Path) -> str | None:
     from crawler.ledger.ledger import LedgerError, LedgerReader
 
     try:
-        running = LedgerReader.open(state / LEDGER_RUNNING)
+        with LedgerReader.open(state / LEDGER_RUNNING) as running:
+            start = running.get_meta("start_url")
     except LedgerError:
         return None
-    try:
-        start = running.get_meta("start_url")
-    finally:
-        running.close()
     return start if isinstance(start, str) else None
 
 
@@ -139,10 +136,8 @@ def _moved(state: Path, start: str) -> str | None:
     previous = PreviousRun.find(state / LEDGER)
     if previous is None:
         return None
-    try:
+    with previous:
         before = previous.get_meta("start_url")
-    finally:
-        previous.close()
     if not before or origin_of(before) == origin_of(start):
         return None
     return (

@@ -19,8 +19,6 @@ from typing import TYPE_CHECKING, Any
 from crawler.commands.options import CrawlFailure, UsageError, project_settings
 
 if TYPE_CHECKING:
-    from redis import Redis
-
     from crawler.distributed.crawl import RedisCrawl
     from crawler.distributed.server import PrivateRedis
 
@@ -42,19 +40,12 @@ def _redis() -> Iterator[ModuleType]:
         raise CrawlFailure(str(e)) from None
 
 
-def connect(url: str) -> Redis:
-    with _redis() as redis_crawl:
-        server: Redis = redis_crawl.connect(url, socket_connect_timeout=10)
-    return server
-
-
 def begin(
     redis_url: str, start_url: str, overrides: dict[str, Any]
 ) -> tuple[RedisCrawl, dict[str, Any]]:
     """Register a crawl of *start_url* in Redis: its handle, the coordinator's settings."""
     from crawler.distributed import coordinator_settings, shared_settings
 
-    server = connect(redis_url)
     project = project_settings(overrides)
     shared = shared_settings(overrides)
     try:
@@ -63,6 +54,7 @@ def begin(
         raise UsageError(f"a setting cannot be sent to the workers: {e}") from None
     timeout = project.getfloat("SITEMAP_REDIS_WORKER_TIMEOUT")
     with _redis() as redis_crawl:
+        server = redis_crawl.connect(redis_url, socket_connect_timeout=10)
         crawl: RedisCrawl = redis_crawl.RedisCrawl.begin(
             server, redis_url, start_url, shared, timeout
         )
@@ -110,8 +102,8 @@ def stop_workers(workers: list[subprocess.Popen[bytes]], timeout: float = 60) ->
 
 def join(redis_url: str) -> tuple[str, dict[str, Any]]:
     """The id and configuration of the crawl running on *redis_url*."""
-    server = connect(redis_url)
     with _redis() as redis_crawl:
+        server = redis_crawl.connect(redis_url, socket_connect_timeout=10)
         joined: tuple[str, dict[str, Any]] = redis_crawl.RedisCrawl.join(server, redis_url)
     return joined
 

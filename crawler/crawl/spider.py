@@ -64,7 +64,13 @@ Callback = Callable[["SiteSpider", Any], AsyncIterator[Any]]
 
 def _one_item(method: Callback) -> Callback:
     """A page request's callback or errback that yields exactly one item, even when it
-    fails (a distributed crawl ends the request's claim with it): see :meth:`SiteSpider._one`."""
+    fails (a distributed crawl ends the request's claim with it): everything but the
+    requests *method* yields as one item, then the requests (nothing is handed to
+    Scrapy before the item is made: the frontier's candidates then all belong to this
+    request). A request for the same page (its render) carries the page on: then there
+    is no item unless there are records. A failure here is logged and counted
+    (``sitemap/callback_errors``), and the item still goes, with what was decided
+    before it: the page's URL stays "queued" and is finished as unfetched."""
 
     @functools.wraps(method)
     async def handled(spider: SiteSpider, answer: Any) -> AsyncIterator[Any]:
@@ -73,8 +79,24 @@ def _one_item(method: Callback) -> Callback:
         else:  # a Failure; a failed render of a fetched page is a fetched page
             meta = answer.request.meta
             fetched = meta.get("sitemap_url") in spider.raw
-        async for out in spider._one(meta, method(spider, answer), fetched):
-            yield out
+        records: list[Any] = []
+        requests: list[Request] = []
+        goes_on = False
+        try:
+            async for out in method(spider, answer):
+                if isinstance(out, Request):
+                    url = out.meta.get("sitemap_url")
+                    goes_on = goes_on or (url is not None and url == meta.get("sitemap_url"))
+                    requests.append(out)
+                else:
+                    records.append(out)
+        except Exception:
+            logger.exception("Spider error processing %s", meta.get("sitemap_url"))
+            spider.crawler.stats.inc_value("sitemap/callback_errors")
+        if records or not goes_on:
+            yield spider._item(meta, records, fetched)
+        for request in requests:
+            yield request
 
     return handled
 
@@ -432,35 +454,6 @@ class SiteSpider(Spider):
         record = self.judge.failed(failure)
         self.frontier.answered(record.url)
         return record
-
-    async def _one(
-        self, meta: dict[str, Any], outputs: AsyncIterator[Any], fetched: bool
-    ) -> AsyncIterator[PageRecords | Request]:
-        """Everything but the requests of *outputs* as one item, then the requests
-        (nothing is handed to Scrapy before the item is made: the frontier's
-        candidates then all belong to this request). A request for the same page
-        (its render) carries the page on: then there is no item unless there are
-        records. A failure here is logged and counted (``sitemap/callback_errors``),
-        and the item still goes, with what was decided before it: the page's URL
-        stays "queued" and is finished as unfetched."""
-        records: list[Any] = []
-        requests: list[Request] = []
-        goes_on = False
-        try:
-            async for out in outputs:
-                if isinstance(out, Request):
-                    url = out.meta.get("sitemap_url")
-                    goes_on = goes_on or (url is not None and url == meta.get("sitemap_url"))
-                    requests.append(out)
-                else:
-                    records.append(out)
-        except Exception:
-            logger.exception("Spider error processing %s", meta.get("sitemap_url"))
-            self.crawler.stats.inc_value("sitemap/callback_errors")
-        if records or not goes_on:
-            yield self._item(meta, records, fetched)
-        for request in requests:
-            yield request
 
     def closed(self, reason: str) -> None:
         state = getattr(self, "state", None)
