@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from crawler.audit.classes import CLASSES, FLAGS
-from crawler.commands.declarations import AUDIT
+from crawler.commands.declarations import AUDIT as OPTIONS
 from crawler.commands.options import (
     EXIT_AUDIT_FAILED,
     EXIT_CRAWL_FAILED,
@@ -54,9 +54,6 @@ EPILOG = (
     f"interrupted. Classes: {', '.join(CLASSES)}; flags: {', '.join(FLAGS)}; and protocol "
     "(any protocol problem)."
 )
-
-
-OPTIONS = AUDIT
 
 
 def audit_settings(args: argparse.Namespace) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from crawler.commands import distributed
-from crawler.commands.declarations import CRAWL
+from crawler.commands.declarations import CRAWL as OPTIONS
 from crawler.commands.options import (
     EXIT_CRAWL_FAILED,
     EXIT_NOTIFY_FAILED,
@@ -56,8 +56,6 @@ EPILOG = (
     "interrupted (--resume continues). Nothing is published unless the crawl finished. A "
     "summary goes to stderr and report.json to the state directory."
 )
-
-OPTIONS = CRAWL
 
 
 def distributed_here(args: argparse.Namespace) -> bool:

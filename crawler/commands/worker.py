@@ -11,7 +11,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from crawler.commands import distributed
-from crawler.commands.declarations import WORKER, given_settings
+from crawler.commands.declarations import WORKER as OPTIONS
+from crawler.commands.declarations import given_settings
 from crawler.commands.options import (
     EXIT_CRAWL_FAILED,
     EXIT_INTERRUPTED,
@@ -41,9 +42,6 @@ EPILOG = (
     "join, Redis unreachable, or the coordinator gone; 130 interrupted (what this worker "
     "held goes back to the queue)."
 )
-
-
-OPTIONS = WORKER
 
 
 def run(

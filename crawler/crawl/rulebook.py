@@ -91,13 +91,9 @@ class RuleParams:
     @classmethod
     def from_record(cls, start_url: str, record: Mapping[str, Any]) -> RuleParams:
         """The values a ledger recorded (keys it lacks are None)."""
-        values: dict[str, Any] = {}
-        for f in fields(cls):
-            if f.name == "start_url" or f.name not in record:
-                continue
-            value = record[f.name]
-            values[f.name] = tuple(value) if isinstance(value, list) else value
-        return cls(start_url=start_url, **values)
+        values = {name: record[name] for name in (f.name for f in fields(cls)) if name in record}
+        values = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+        return cls(**{**values, "start_url": start_url})
 
     def traps(self) -> TrapDetector | None:
         if None in (self.trap_max_repeats, self.trap_max_segments, self.trap_max_query_variants):
@@ -189,14 +185,9 @@ class IncludeExclude:
     def passed(self, url: str, found: Found) -> str:
         if found.start:
             return EXEMPT
-        if not self.include and not self.exclude:
-            return "no --include or --exclude rules"
-        parts = []
-        if self.include:
-            parts.append("matches an --include rule")
-        if self.exclude:
-            parts.append("matches no --exclude rule")
-        return ", ".join(parts)
+        parts = {"an --include rule": self.include, "no --exclude rule": self.exclude}
+        said = ", ".join(f"matches {p}" for p, rules in parts.items() if rules)
+        return said or "no --include or --exclude rules"
 
 
 @dataclass
