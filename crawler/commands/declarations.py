@@ -90,15 +90,12 @@ def add_options(
 ) -> None:
     """Add *options* to *parser*, in that order, each in its group (*scrapy*: not
     those Scrapy's command line has of its own)."""
-    groups: dict[Group, argparse._ActionsContainer] = {}
+    groups: dict[Group | None, argparse._ActionsContainer] = {None: parser}
     for option in options:
         if scrapy and option.flag in ("--log-level", "--set"):
             continue
-        where: argparse._ActionsContainer = parser
-        if option.group is not None:
-            if option.group not in groups:
-                groups[option.group] = parser.add_argument_group(*option.group)
-            where = groups[option.group]
+        if option.group is not None and option.group not in groups:
+            groups[option.group] = parser.add_argument_group(*option.group)
         kw: dict[str, Any] = {"help": option.help.format_map(vars(project))}
         if option.flag.startswith("-"):
             kw.update(dest=option.name, required=option.required)
@@ -109,15 +106,12 @@ def add_options(
             many = option.action == "append" or option.nargs == "*"
             kw.update(action=option.action, default=[] if many else default, type=option.type)
             kw.update(metavar=option.metavar, choices=option.choices, nargs=option.nargs)
-        where.add_argument(*filter(None, (option.alias, option.flag)), **kw)
+        groups[option.group].add_argument(*filter(None, (option.alias, option.flag)), **kw)
 
 
 def given_settings(args: argparse.Namespace, options: Iterable[Option]) -> dict[str, Any]:
     """The settings the options given in *args* set, in *options*' order."""
-    found: dict[str, Any] = {}
-    for option in options:
-        found.update(option.settings(getattr(args, option.name, None)))
-    return found
+    return {k: v for o in options for k, v in o.settings(getattr(args, o.name, None)).items()}
 
 
 def _absolute(path: str) -> str:

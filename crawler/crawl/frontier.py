@@ -45,7 +45,7 @@ from crawler.core.items import (
     UrlRecord,
 )
 from crawler.core.seen import SeenKeys, fingerprint
-from crawler.core.urls import Stripping, normalize_url, url_key
+from crawler.core.urls import Stripping, url_key
 from crawler.crawl.calendars import CalendarRule, parse_window
 from crawler.crawl.counted import AGAIN, KNOWN, MemoryCounters, Outcome
 from crawler.crawl.params import ParamLearner
@@ -149,7 +149,7 @@ class Frontier:
         self.more_starts = s.getlist("SITEMAP_START_URLS")
         rule_params = RuleParams(
             start_url=start_url,
-            starts=starts_of(start_url, self.more_starts, strip.params, strip.extra),
+            starts=starts_of(start_url, self.more_starts, strip),
             include=tuple(re.compile(p).pattern for p in s.getlist("SITEMAP_INCLUDE")),
             exclude=tuple(re.compile(p).pattern for p in s.getlist("SITEMAP_EXCLUDE")),
             max_loc_length=MAX_LOC_LENGTH,
@@ -281,7 +281,7 @@ class Frontier:
         run knew it."""
         if self.policy is None or self.previous is None:
             return
-        url = normalize_url(raw, strip_params=self.strip.params, extra_strip=self.strip.extra)
+        url = self.strip.normalize(raw)
         prev = self.previous.get(url_key(url)) if url is not None else None
         if url is None or prev is None:
             return
@@ -387,9 +387,7 @@ class Frontier:
     def _keyed(self, lead: Lead) -> tuple[str, str, int] | None:
         """The lead's normalised form, key and fingerprint (those it has are kept);
         None, counted, for a URL of another scheme."""
-        url = lead.normal or normalize_url(
-            lead.raw, strip_params=self.strip.params, extra_strip=self.strip.extra
-        )
+        url = lead.normal or self.strip.normalize(lead.raw)
         if url is None:
             self.stats.inc_value("sitemap/ignored/scheme")
             return None

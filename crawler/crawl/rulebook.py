@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from crawler.core import decisions as d
 from crawler.core.decisions import Refusal
-from crawler.core.urls import is_public_host, normalize_url, other_forms, site_of
+from crawler.core.urls import Stripping, is_public_host, other_forms, site_of
 from crawler.crawl.calendars import STEPS, CalendarRule
 from crawler.crawl.counted import HOLD, REFUSE, Claim, Count
 from crawler.crawl.params import ParamLearner
@@ -114,12 +114,10 @@ class RuleParams:
         )
 
 
-def starts_of(
-    start_url: str, more: Iterable[str], strip_params: bool, extra: tuple[str, ...]
-) -> tuple[str, ...]:
+def starts_of(start_url: str, more: Iterable[str], strip: Stripping) -> tuple[str, ...]:
     """The start URLs, normalised: exempt from include/exclude, calendars and
     learned parameters (the seeds of a ``--urls`` file are not)."""
-    normal = (normalize_url(raw, strip_params=strip_params, extra_strip=extra) for raw in more)
+    normal = (strip.normalize(raw) for raw in more)
     return tuple(dict.fromkeys([start_url, *(u for u in normal if u is not None)]))
 
 

@@ -224,12 +224,7 @@ class SiteSpider(Spider):
         """Whether tonight reads the site's change signals: a night that keeps pages
         from the previous run (crawler.ledger.schedule)."""
         policy, previous = self.frontier.policy, self.previous
-        return (
-            policy is not None
-            and not policy.full
-            and previous is not None
-            and bool(previous.scheduled())
-        )
+        return bool(policy and not policy.full and previous and previous.scheduled())
 
     @cached_property
     def render(self) -> RenderPolicy:
