@@ -36,19 +36,15 @@ EPILOG = (
 EXIT_UNKNOWN = 1
 
 
-def default_state() -> str:
-    """The state directory of ``crawl`` with its default ``--out``."""
-    return CrawlPaths.create(setting_default("SITEMAP_OUT_DIR")).state.name
-
-
 OPTIONS = EXPLAIN
 
 
 def state_of(args: argparse.Namespace) -> Path:
-    """The state directory ``--state`` or ``--out`` names, else the default one."""
+    """The state directory ``--state`` or ``--out`` names, else that of ``crawl`` with
+    its default ``--out`` (as a name: relative to here)."""
     if args.state is None and args.out is not None:
         return CrawlPaths.create(args.out).state
-    return Path(args.state or default_state())
+    return Path(args.state or CrawlPaths.create(setting_default("SITEMAP_OUT_DIR")).state.name)
 
 
 def execute(args: argparse.Namespace) -> dict[str, Any]:

@@ -84,11 +84,6 @@ class Lead:
     found_by: str = FOUND_LINK
     found_from: str | None = None
 
-    @classmethod
-    def of(cls, found: Resolved, depth: int, referrer: str) -> Lead:
-        """A page's link, resolved."""
-        return cls(found.raw, depth, referrer, normal=found.url, key=found.key, fp=found.fp)
-
 
 def refuse(record: UrlRecord, refusal: Refusal) -> None:
     """*record* is decided by *refusal*, with the rule that made it."""
@@ -254,7 +249,9 @@ class Frontier:
                 *self._linked(found.fp, found.key, referrer),
                 *self._alias(found.raw, found.url),
             )
-        return self.discover(Lead.of(found, depth, referrer))
+        return self.discover(
+            Lead(found.raw, depth, referrer, normal=found.url, key=found.key, fp=found.fp)
+        )
 
     def seed(
         self, raw: str, *, found_by: str, found_from: str | None, lastmod: str | None = None

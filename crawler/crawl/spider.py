@@ -203,13 +203,13 @@ class SiteSpider(Spider):
     @cached_property
     def seeds(self) -> SitemapSeeds | None:
         s = self.crawler.settings
-        given = s.getlist("SITEMAP_SEED_SITEMAP_URLS")
-        if not (s.getbool("SITEMAP_SEED_SITEMAPS") or given or self._signals):
+        given, usual = s.getlist("SITEMAP_SEED_SITEMAP_URLS"), s.getbool("SITEMAP_SEED_SITEMAPS")
+        if not (usual or given or self._signals):
             return None
         return SitemapSeeds(
             self.start_url,
             given=given,
-            usual=s.getbool("SITEMAP_SEED_SITEMAPS"),
+            usual=usual,
             seed=self.frontier.seed,
             callback=self.read_sitemap,
             errback=self.sitemap_failed,
