@@ -27,27 +27,18 @@ from crawler.page.pageread import (
     text_value,
     url_value,
 )
+from crawler.sitemaps.entry import VideoFields
 from crawler.sitemaps.limits import MAX_VIDEO_DURATION
 
 __all__ = ["VideoFacts", "videos"]
 
 
 @dataclass(frozen=True, slots=True)
-class VideoFacts:
+class VideoFacts(VideoFields):
     """One video of a page, as a video sitemap's ``video:video`` carries it: URLs absolute,
     *duration* in seconds, W3C dates; *missing*: what Google requires and the page did
     not give; *problems*: what was left out, and why. JSON: these fields, tuples as lists."""
 
-    thumbnail_loc: str | None = None
-    title: str | None = None
-    description: str | None = None
-    content_loc: str | None = None
-    player_loc: str | None = None
-    duration: int | None = None
-    publication_date: str | None = None
-    expiration_date: str | None = None
-    family_friendly: bool | None = None
-    live: bool | None = None
     missing: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
 
@@ -57,7 +48,7 @@ class VideoFacts:
 
 _REQUIRED = ("thumbnail_loc", "title", "description")  # and content_loc or player_loc
 _LOCS = ("content_loc", "player_loc")
-_VIDEO_FIELDS = tuple(f.name for f in fields(VideoFacts) if f.name not in ("missing", "problems"))
+_VIDEO_FIELDS = tuple(f.name for f in fields(VideoFields))
 _DURATION = re.compile(
     r"P(?:(?P<weeks>\d+)W)?(?:(?P<days>\d+)D)?"
     r"(?:T(?=\d|\.\d)(?:(?P<hours>\d+(?:[.,]\d+)?)H)?(?:(?P<minutes>\d+(?:[.,]\d+)?)M)?"

@@ -161,14 +161,13 @@ class Alternate:
 
 
 @dataclass(frozen=True, slots=True)
-class Video:
-    """A ``<video:video>`` of a page (Google's extension): a thumbnail, title and
-    description, and a ``content_loc`` (the file) or a ``player_loc``; ``duration`` in
-    whole seconds; dates as ``lastmod``; ``family_friendly`` and ``live`` yes/no."""
+class VideoFields:
+    """The fields of Google's ``<video:video>``, any of them possibly absent (as a page
+    gives them): :class:`Video` is the checked, writable form."""
 
-    thumbnail_loc: str
-    title: str
-    description: str
+    thumbnail_loc: str | None = None
+    title: str | None = None
+    description: str | None = None
     content_loc: str | None = None
     player_loc: str | None = None
     duration: int | None = None
@@ -176,6 +175,17 @@ class Video:
     expiration_date: str | None = None
     family_friendly: bool | None = None
     live: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Video(VideoFields):
+    """A ``<video:video>`` of a page (Google's extension): a thumbnail, title and
+    description, and a ``content_loc`` (the file) or a ``player_loc``; ``duration`` in
+    whole seconds; dates as ``lastmod``; ``family_friendly`` and ``live`` yes/no."""
+
+    thumbnail_loc: str
+    title: str
+    description: str
 
     def __post_init__(self) -> None:
         _check_url(self.thumbnail_loc, "video thumbnail_loc")
