@@ -66,9 +66,9 @@ class RichFacts:
 @dataclass(slots=True)
 class PageAnalysis:
     facts: PageFacts
-    # facts.hrefs resolved (None: not http(s)), each once in page order (every None
-    # kept), facts.hrefs left empty: joining and normalising was the largest part of
-    # the crawl process's own work on a page.
+    # facts.hrefs resolved (None: not http(s)), each once in page order (the spider judges
+    # a link once a page; every None kept: each counts), facts.hrefs left empty: joining
+    # and normalising was the largest part of the crawl process's own work on a page.
     links: list[Resolved | None]
     encoding: str  # the response's encoding (declared, or detected from the body)
     content_hash: str  # of the whole body
@@ -100,7 +100,8 @@ def analyse_response(
     # Before the main-content hash strips <noscript>.
     shell = shell_signs(root, len(facts.hrefs))
     encoding = response.encoding
-    links = _distinct(resolver.resolve_all(facts.base, facts.hrefs, encoding))
+    resolved = resolver.resolve_all(facts.base, facts.hrefs, encoding)
+    links = list({link or i: link for i, link in enumerate(resolved)}.values())  # see .links
     # Resolved, the raw hrefs are spent: not sent back (half the result's size).
     facts.hrefs = []
     kinds = [kind for kind, _ in facts.unfollowed]
@@ -155,19 +156,6 @@ def _rich(
         videos=videos(root, base, response.url) if rich.videos else (),
         news=news(root, response) if rich.news else None,
     )
-
-
-def _distinct(links: list[Resolved | None]) -> list[Resolved | None]:
-    """*links* without repeats, in order, but every None kept (each is a link the
-    crawl counts as not http(s)): the spider judges a link once per page, and the
-    result crosses the process boundary smaller (pages repeat their navigation)."""
-    seen: set[Resolved | None] = set()
-    out: list[Resolved | None] = []
-    for link in links:
-        if link is None or link not in seen:
-            seen.add(link)
-            out.append(link)
-    return out
 
 
 # A worker's resolvers, one per crawl configuration (their caches are what counts).

@@ -260,6 +260,7 @@ class LinkResolver:
         self.extra_strip = tuple(extra_strip)
         self.max_entries = max_entries
         self._cache: dict[tuple[str, str, str], Resolved | None] = {}
+        self._joined: dict[tuple[str, str], Resolved | None] = {}  # by the joined URL
 
     def resolve(self, base: str, href: str, encoding: str = "utf-8") -> Resolved | None:
         """The link *href* (as written in the page) on a page at *base*, or None for
@@ -271,7 +272,7 @@ class LinkResolver:
     ) -> list[Resolved | None]:
         """:meth:`resolve` for every href of one page."""
         directory = _directory(base)
-        cache, out = self._cache, []
+        cache, joined, out = self._cache, self._joined, []
         for href in hrefs:
             # clean_href, without copies for the usual href that needs no cleaning
             href = href.strip(_URL_STRIP)
@@ -300,17 +301,16 @@ class LinkResolver:
             except KeyError:
                 pass
             raw = urljoin(base, href).partition("#")[0]
-            url = normalize_url(
-                raw, strip_params=self.strip_params, extra_strip=self.extra_strip, encoding=encoding
-            )
-            if url is None:
-                found = None
-            else:
-                key_ = url_key(url)
-                found = Resolved(raw, url, key_, fingerprint(key_))
             if len(cache) >= self.max_entries:
                 cache.clear()
-            cache[key] = found
+                joined.clear()
+            # "../x.html" from each directory of a level joins to one URL: normalised once.
+            if (raw, encoding) not in joined:
+                strip, extra = self.strip_params, self.extra_strip
+                url = normalize_url(raw, strip_params=strip, extra_strip=extra, encoding=encoding)
+                k = url_key(url) if url else ""
+                joined[raw, encoding] = Resolved(raw, url, k, fingerprint(k)) if url else None
+            found = cache[key] = joined[raw, encoding]
             out.append(found)
         return out
 
