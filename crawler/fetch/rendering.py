@@ -12,6 +12,7 @@ stats: docs/rendering.md.
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
 import re
 import shutil
@@ -153,7 +154,8 @@ class RenderPolicy:
         elif any(p.search(url) for p in self.include):
             reason, kind = "matches --render-include", "include"
         elif analysis.shell is not None:
-            ours = sum(1 for link in analysis.links if link is not None and self._ours(link.url))
+            mine = (link for link in analysis.links if link is not None and self._ours(link.url))
+            ours = sum(1 for _ in itertools.islice(mine, self.shell_links))  # enough to decide
             if ours < self.shell_links:
                 reason, kind = f"{analysis.shell}, {ours} links to the site", "shell"
         if reason is None:
