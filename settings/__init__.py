@@ -58,10 +58,17 @@ RETRY_TIMES = 2
 # Only robots.txt requests use Scrapy's redirects (5 hops, RFC 9309); pages hop by hop.
 REDIRECT_MAX_TIMES = 5
 METAREFRESH_ENABLED = False
-# Every status reaches the spider: a 404 is a decision, not an error.
-HTTPERROR_ALLOW_ALL = True
-# The spider drops longer URLs with a recorded reason before Scrapy would silently.
-URLLENGTH_LIMIT = 8192
+# Scrapy's components that do nothing here, off (each costs every response or request):
+SPIDER_MIDDLEWARES = {
+    # Every status reaches the spider: a 404 is a decision, not an error.
+    "scrapy.spidermiddlewares.httperror.HttpErrorMiddleware": None,
+    # The spider refuses a long URL itself, with a recorded reason ("too-long").
+    "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": None,
+    # It warns of meta copied from a response into a request: the spider copies none.
+    "scrapy.spidermiddlewares.metacopy.MetaCopyDetectionMiddleware": None,
+}
+# The downloader's byte and status counts (the summary counts from CoreStats).
+DOWNLOADER_STATS = False
 TELNETCONSOLE_ENABLED = False
 # Scrapy reads the callback's source on every response (its cache misses on bound
 # methods) to warn about a generator's return value: our callbacks are linted instead.
@@ -74,6 +81,8 @@ LOG_FORMATTER = "crawler.core.logformatter.QuietLogFormatter"
 
 DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
+    # Credentials are SiteAccessMiddleware's (SITEMAP_AUTH).
+    "scrapy.downloadermiddlewares.httpauth.HttpAuthMiddleware": None,
     "crawler.fetch.hostguard.HostGuardMiddleware": 50,
     # HSTS: http:// of a host that asked for https only is taken as https://, with no
     # request over http (robots.txt's included: before it).

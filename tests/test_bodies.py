@@ -33,7 +33,10 @@ def static_site(tmp_path: Path) -> Iterator[str]:
 
 @pytest_twisted.ensureDeferred
 async def test_unread_bodies_are_not_downloaded(static_site: str, tmp_path: Path) -> None:
-    result = await run_crawl(static_site + "/", tmp_path, SITEMAP_LISTED_TYPES=["application/pdf"])
+    # The downloader's byte count is off by default: on here, to measure the download.
+    result = await run_crawl(
+        static_site + "/", tmp_path, SITEMAP_LISTED_TYPES=["application/pdf"], DOWNLOADER_STATS=True
+    )
     assert result.outcome == "published"
     rows = result.ledger_rows()
     assert rows[static_site + "/film.mp4"]["decision"] == "non-html"

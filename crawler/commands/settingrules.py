@@ -380,7 +380,6 @@ RULES: dict[str, Rule] = {
     "REDIRECT_MAX_TIMES": _number(int, 0),
     "RETRY_TIMES": _number(int, 0),
     "ROBOTSTXT_OBEY": _bool,
-    "URLLENGTH_LIMIT": _number(int, 1),
     "USER_AGENT": _text,
 }
 
