@@ -731,7 +731,7 @@ def test_plain_rows_keep_the_batch_path(monkeypatch: pytest.MonkeyPatch) -> None
     def refuse(*args: object) -> None:
         raise AssertionError("a plain row was checked one by one")
 
-    monkeypatch.setattr(crawler.sitemaps.entryrows, "_row_entry", refuse)
+    monkeypatch.setattr(crawler.sitemaps.entryrows.EntryBatch, "_extend", refuse)
     rows = [(f"https://example.com/{i}", "2024-01-02", None) for i in range(5000)]
     batches = list(EntryRows(rows).batches(1024))
     assert [len(b) for b in batches] == [1024] * 4 + [904]

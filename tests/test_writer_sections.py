@@ -781,7 +781,7 @@ def test_plain_wide_rows_keep_the_batch_path(monkeypatch: pytest.MonkeyPatch) ->
     def refuse(*args: object) -> None:
         raise AssertionError("a plain row was checked one by one")
 
-    monkeypatch.setattr(crawler.sitemaps.entryrows, "_row_entry", refuse)
+    monkeypatch.setattr(crawler.sitemaps.entryrows.EntryBatch, "_extend", refuse)
     monkeypatch.setattr(crawler.sitemaps.entryrows, "_row_changefreq", refuse)
     monkeypatch.setattr(crawler.sitemaps.entryrows, "_row_priority", refuse)
     monkeypatch.setattr(EntryBatch, "_check_rows", refuse)

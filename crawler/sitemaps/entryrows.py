@@ -22,7 +22,7 @@ import functools
 import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from itertools import groupby, islice
@@ -203,7 +203,7 @@ class EntryBatch:
                 if text is not None:
                     self._extend(
                         i,
-                        _row_entry(locs[i], self.lastmods[i], text),
+                        text,
                         self.changefreq if changefreqs is None else changefreqs[i],
                         self.priority if priorities is None else priorities[i],
                     )
@@ -230,17 +230,22 @@ class EntryBatch:
                 priority = priorities[i] = _row_priority(value, loc)
             text = None if extras is None else extras[i]
             if text is not None:
-                self._extend(i, _row_entry(loc, lastmod, text), changefreq, priority)
+                self._extend(i, text, changefreq, priority)
         object.__setattr__(self, "changefreqs", changefreqs)
         object.__setattr__(self, "priorities", priorities)
 
     def _extend(
-        self, i: int, entry: SitemapEntry, changefreq: ChangeFreq | None, priority: Decimal | None
+        self, i: int, text: str, changefreq: ChangeFreq | None, priority: Decimal | None
     ) -> None:
-        # Checked without changefreq and priority, which are checked already;
-        # the entry the writer renders has them.
+        # The entry of row i, kept when it has extensions. Its other values are
+        # checked already: an error here is its extras' (*text*), naming the loc.
+        loc = self.locs[i]
+        try:
+            entry = SitemapEntry(loc, self.lastmods[i], changefreq, priority, **entry_extras(text))
+        except ValueError as exc:
+            raise ValueError(f"bad extras of {loc[:80]!r}: {exc}") from None
         if entry.extended:
-            self.extended[i] = replace(entry, changefreq=changefreq, priority=priority)
+            self.extended[i] = entry
 
     def __len__(self) -> int:
         return len(self.locs)
@@ -263,19 +268,6 @@ def _own_values(
 ) -> list[_T | None] | None:
     # The values entries are written with: a row's own (checked), else the default.
     return None if values is None else [default if v is None else check(v) for v in values]
-
-
-def _row_entry(loc: str, lastmod: str | None, extras: str) -> SitemapEntry:
-    """The entry of a row with extras, without its changefreq and priority. The loc's
-    and lastmod's own errors come first, with SitemapEntry's messages; a bad
-    extension's says whose it is."""
-    check_loc(loc)
-    if lastmod is not None:
-        check_lastmod(lastmod)
-    try:
-        return SitemapEntry(loc, lastmod, **entry_extras(extras))
-    except ValueError as exc:
-        raise ValueError(f"bad extras of {loc[:80]!r}: {exc}") from None
 
 
 #: A row of :class:`EntryRows` (see the module's docstring), or its first 2 to 5 columns.
