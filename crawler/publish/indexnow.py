@@ -219,71 +219,54 @@ def submit(
     if not unique:
         return Outcome(0, [], True, "IndexNow: nothing to submit (no URLs)")
 
-    chunks = [unique[i : i + batch] for i in range(0, len(unique), batch)]
     opener = _opener(endpoint)
-    results: list[BatchResult] = []
-    for chunk in chunks:
+
+    def post(chunk: list[str]) -> BatchResult:
+        """POST one batch, retrying as the module's docstring says."""
         body = json.dumps(
             {"host": host, "key": key, "keyLocation": key_location, "urlList": chunk},
             ensure_ascii=False,
         ).encode("utf-8")
-        result = _post(
-            opener, endpoint, body, len(chunk), retries, backoff, timeout, sleep, user_agent
-        )
-        results.append(result)
-        if not result.ok:
+        headers = {"Content-Type": CONTENT_TYPE, "User-Agent": user_agent}
+        earlier: list[str] = []
+        attempt = 0
+        while True:
+            attempt += 1
+            request = urllib.request.Request(endpoint, data=body, method="POST", headers=headers)
+            retry_after: float | None = None
+            try:
+                with opener.open(request, timeout=timeout) as response:
+                    status: int | None = response.status
+                    response.read(_KEY_FILE_LIMIT)
+                meaning = _status_text(status)
+            except urllib.error.HTTPError as error:
+                with error:
+                    status = error.code
+                    said = _said(error)
+                    retry_after = _retry_after(error.headers)
+                    meaning = f"{_status_text(status)}{_redirect(error.headers)}{said}"
+            except (urllib.error.URLError, OSError, http.client.HTTPException) as error:
+                status = None
+                meaning = f"no answer ({_reason(error)})"
+            if not _retryable(status) or attempt > retries:
+                break
+            earlier.append(meaning.partition(":")[0] if status is not None else meaning)
+            delay = retry_after if retry_after is not None else backoff * 2 ** (attempt - 1)
+            sleep(min(delay, MAX_DELAY))
+        if earlier:
+            meaning += f" (after {_plural(len(earlier), 'retry', 'retries')}: {', '.join(earlier)})"
+        return BatchResult(status, len(chunk), attempt, meaning)
+
+    chunks = [unique[i : i + batch] for i in range(0, len(unique), batch)]
+    results: list[BatchResult] = []
+    for chunk in chunks:
+        results.append(post(chunk))
+        if not results[-1].ok:
             break
     return _outcome(results, chunks, endpoint)
 
 
-# -- the exchange ----------------------------------------------------------------------
-
-
-def _post(
-    opener: urllib.request.OpenerDirector,
-    endpoint: str,
-    body: bytes,
-    count: int,
-    retries: int,
-    backoff: float,
-    timeout: float,
-    sleep: Callable[[float], None],
-    user_agent: str,
-) -> BatchResult:
-    """POST one batch, retrying as the module's docstring says."""
-    earlier: list[str] = []
-    attempt = 0
-    while True:
-        attempt += 1
-        request = urllib.request.Request(
-            endpoint,
-            data=body,
-            method="POST",
-            headers={"Content-Type": CONTENT_TYPE, "User-Agent": user_agent},
-        )
-        retry_after: float | None = None
-        try:
-            with opener.open(request, timeout=timeout) as response:
-                status: int | None = response.status
-                response.read(_KEY_FILE_LIMIT)
-            meaning = _status_text(status)
-        except urllib.error.HTTPError as error:
-            with error:
-                status = error.code
-                said = _said(error)
-                retry_after = _retry_after(error.headers)
-                meaning = f"{_status_text(status)}{_redirect(error.headers)}{said}"
-        except (urllib.error.URLError, OSError, http.client.HTTPException) as error:
-            status = None
-            meaning = f"no answer ({_reason(error)})"
-        if not _retryable(status) or attempt > retries:
-            break
-        earlier.append(meaning.partition(":")[0] if status is not None else meaning)
-        delay = retry_after if retry_after is not None else backoff * 2 ** (attempt - 1)
-        sleep(min(delay, MAX_DELAY))
-    if earlier:
-        meaning += f" (after {_plural(len(earlier), 'retry', 'retries')}: {', '.join(earlier)})"
-    return BatchResult(status, count, attempt, meaning)
+# -- the outcome -----------------------------------------------------------------------
 
 
 def _retryable(status: int | None) -> bool:
