@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
-from crawler.sitemaps.checks import check_entry
+from crawler.sitemaps.checks import Checker
 from crawler.sitemaps.decompress import decompress
 from crawler.sitemaps.limits import (
     MAX_BYTES_PER_FILE,
@@ -701,17 +701,15 @@ def entry(loc: str = "https://example.com/page", **fields: object) -> Entry:
     ],
 )
 def test_check_entry(value: Entry, expected: list[str]) -> None:
-    problems = check_entry(value, now=NOW)
+    problems = Checker(NOW).check(value)
     assert [problem.code for problem in problems] == expected
     assert all(problem.line == 7 for problem in problems)
 
 
 def test_check_entry_takes_a_naive_now_as_utc() -> None:
     naive = NOW.replace(tzinfo=None)
-    assert check_entry(entry(lastmod="2026-11-21"), now=naive) == []
-    assert [p.code for p in check_entry(entry(lastmod="2027-01-01"), now=naive)] == [
-        "lastmod-future"
-    ]
+    assert Checker(naive).check(entry(lastmod="2026-11-21")) == []
+    assert [p.code for p in Checker(naive).check(entry(lastmod="2027-01-01"))] == ["lastmod-future"]
 
 
 # -- declared encodings ---------------------------------------------------------------

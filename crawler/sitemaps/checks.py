@@ -1,10 +1,10 @@
 """The protocol's checks on one entry, and the location rule for a whole file.
 
-:func:`check_entry` for one entry (its ``loc``, ``lastmod`` or RSS ``pubDate``,
+:class:`Checker` checks an entry (its ``loc``, ``lastmod`` or RSS ``pubDate``,
 ``changefreq``, ``priority``, images and alternates; the codes:
-:class:`~crawler.sitemaps.model.Problem`, docs/audit.md, "Protocol problems"),
-:class:`Checker` for a whole file (each distinct value judged once). :class:`Scope`
-is the protocol's "Sitemap file location".
+:class:`~crawler.sitemaps.model.Problem`, docs/audit.md, "Protocol problems"), each
+distinct value of a file judged once. :class:`Scope` is the protocol's "Sitemap file
+location".
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from crawler.sitemaps.entry import ChangeFreq, check_loc
 from crawler.sitemaps.limits import MAX_IMAGES_PER_URL, MAX_LOC_LENGTH, MIN_LOC_LENGTH
 from crawler.sitemaps.model import Entry, Problem, quote
 
-__all__ = ["check_entry", "entry_url"]
+__all__ = ["Checker", "Scope", "entry_url"]
 
 # A future lastmod is only reported beyond this: time zones alone put a page
 # written "today" up to 14 hours ahead of UTC.
@@ -154,8 +154,8 @@ def aware(now: datetime | None) -> datetime:
 
 
 class Checker:
-    """check_entry() with memory: a file repeats a few values thousands of times, so
-    each distinct value is judged once."""
+    """The protocol's checks on a file's entries (a naive *now* is UTC), with memory: a
+    file repeats a few values thousands of times, so each distinct value is judged once."""
 
     _CACHE_SIZE = 4096
 
@@ -166,8 +166,8 @@ class Checker:
     def check(
         self, entry: Entry, *, pubdate: bool = False, base: str | None = None
     ) -> list[Problem]:
-        """The problems of *entry*, each naming its URL (:func:`entry_url` of its
-        loc and the sitemap's address *base*)."""
+        """The problems of *entry*, each at its line and naming its URL (:func:`entry_url`
+        of its loc and the sitemap's address *base*). Never raises."""
         line = entry.line
         loc_problem = _check_url(entry.loc, line, "loc")
         problems = [] if loc_problem is None else [loc_problem]
@@ -207,12 +207,6 @@ class Checker:
             return problems
         url = entry_url(entry.loc, base)
         return [replace(problem, url=url) for problem in problems]
-
-
-def check_entry(entry: Entry, *, now: datetime, base: str | None = None) -> list[Problem]:
-    """The protocol's checks on one entry (see the module's docstring; a naive ``now``
-    is UTC); problems carry ``entry.line`` and its URL (:func:`entry_url`). Never raises."""
-    return Checker(now).check(entry, base=base)
 
 
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}

@@ -68,7 +68,7 @@ class Entry:
 
     ``loc`` is stripped, its entities decoded; ``lastmod`` (RSS: the ``pubDate``, Atom:
     ``<updated>``), ``changefreq`` and ``priority`` are the raw text, stripped, not
-    checked (:func:`crawler.sitemaps.checks.check_entry`). ``line`` is the ``<loc>``'s.
+    checked (:class:`crawler.sitemaps.checks.Checker`). ``line`` is the ``<loc>``'s.
     ``alternates``: the ``xhtml:link rel=alternate`` (hreflang, href) pairs;
     ``media_alternates``: the (media, href) pairs of those with a ``media`` query and
     no hreflang (Google's annotation of a separate mobile URL).
