@@ -308,11 +308,12 @@ def bar_chart(bars: Sequence[tuple[str, float, str | None]], *, title: str, unit
     for i, (label, value, path) in enumerate(bars):
         y = 4 + i * row
         w = max(1.0, span * value / top) if value else 0
+        short = label if len(label) <= 20 else label[:19] + "\u2026"
         parts.append(
             f'<g data-bar="{esc(label)}">'
             f"<title>{esc(label)}: {esc(number(value))}{esc(unit)}</title>"
             f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end">'
-            f"{esc(_short(label, 20))}</text>"
+            f"{esc(short)}</text>"
             f'<rect class="bar" x="{label_w}" y="{y + 3}" width="{w:.1f}" '
             f'height="{row - 8}" rx="2"/>'
             f'<text x="{label_w + w + 5:.1f}" y="{y + 15}"{_figure_attrs(path, value)}>'
@@ -386,10 +387,6 @@ def line_chart(
         for name, _, css, _ in series
     )
     return "".join(parts) + f'<div class="legend">{legend}</div>'
-
-
-def _short(text: str, most: int) -> str:
-    return text if len(text) <= most else text[: most - 1] + "\u2026"
 
 
 def link(url: str | None) -> str:
