@@ -203,13 +203,6 @@ def render_news(entry: SitemapEntry) -> str:
 def render_xml_batch(batch: EntryBatch, extensions: frozenset[str]) -> list[str]:
     # What render_xml() makes of each entry of the batch, a list at a time;
     # the few with extensions, one by one.
-    texts = _render_plain_xml_batch(batch)
-    for i, entry in batch.extended.items():
-        texts[i] = render_xml(entry, extensions)
-    return texts
-
-
-def _render_plain_xml_batch(batch: EntryBatch) -> list[str]:
     locs = batch.locs
     joined = "\n".join(locs)
     if "&" in joined or "<" in joined or ">" in joined:
@@ -226,12 +219,15 @@ def _render_plain_xml_batch(batch: EntryBatch) -> list[str]:
             [batch.changefreq] * count if changefreqs is None else changefreqs,
             [batch.priority] * count if priorities is None else priorities,
         )
-    return [
+    texts = [
         f"<url><loc>{loc}</loc>{optional}</url>\n"
         if lastmod is None
         else f"<url><loc>{loc}</loc><lastmod>{lastmod}</lastmod>{optional}</url>\n"
         for loc, lastmod, optional in zip(locs, batch.lastmods, optionals, strict=False)
     ]
+    for i, entry in batch.extended.items():
+        texts[i] = render_xml(entry, extensions)
+    return texts
 
 
 def render_txt_batch(batch: EntryBatch, extensions: frozenset[str]) -> list[str]:
