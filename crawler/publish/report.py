@@ -220,12 +220,8 @@ def learned_line(summary: RunSummary) -> str | None:
 
 
 def schedule_counts(summary: RunSummary) -> dict[str, Any] | None:
-    """The revisit schedule of the night (docs/nightly.md): None for a run that keeps
-    none. ``verified``: URLs fetched (or answered 304) and judged tonight, of which
-    ``changed``; ``kept``: not due, their previous record kept without a request (the
-    requests saved); ``signalled``: named by a change signal (a page that stopped
-    linking them, a sitemap's, feed's or API's date), ``rechecked``: of those, kept
-    already and asked after all; ``carried``: due, left by a budget for the next night."""
+    """The revisit schedule of the night, report.json's ``schedule`` (its fields:
+    docs/nightly.md#the-report-reportjson); None for a run that keeps none."""
     books, crawl = summary.books, summary.crawl
     if not (books.verified or books.kept):
         return None
