@@ -42,11 +42,3 @@ def feed_entries(ledger: Ledger, now: datetime, days: int, most: int) -> list[Fe
             found.append((when, loc, text, title))
     found.sort(key=lambda item: (-item[0].timestamp(), item[1]))
     return [FeedEntry(loc, text, title) for _, loc, text, title in found[:most]]
-
-
-def feed_updated(ledger: Ledger, entries: list[FeedEntry]) -> str:
-    """The feed's own ``<updated>``: its newest entry's, else the site's latest
-    change (so an unchanged site republishes the same bytes), else the epoch."""
-    if entries:
-        return entries[0].updated
-    return ledger.latest_change() or "1970-01-01T00:00:00+00:00"

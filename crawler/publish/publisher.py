@@ -31,7 +31,7 @@ from crawler.core.urls import url_key
 from crawler.ledger.runstate import RunState
 from crawler.page.analysis import Rich
 from crawler.publish.books import BUDGETS, BookKeeper
-from crawler.publish.changes import feed_entries, feed_updated
+from crawler.publish.changes import feed_entries
 from crawler.publish.feed import FEED_NAME, publish_feed, render_feed, write_feed
 from crawler.publish.htmlpage import write_html
 from crawler.publish.report import DEFAULT_SECTION, format_summary, run_model, write_json
@@ -319,7 +319,9 @@ class SitemapPublisher:
             title=f"Changes to {public.public_prefix}",
             self_url=public.sitemap_loc(FEED_NAME),
             site_url=public.public_prefix,
-            empty_updated=feed_updated(ledger, entries),
+            # Of a feed without entries: the site's latest change, so that an unchanged
+            # site republishes the same bytes.
+            empty_updated=ledger.latest_change() or "1970-01-01T00:00:00+00:00",
         )
         self.stats.set_value("sitemap/feed_entries", len(entries))
         feed.parent.mkdir(parents=True, exist_ok=True)
