@@ -50,11 +50,7 @@ class RunRules:
         self.public = public
         scope = ledger.get_meta("scope")
         self.recorded = isinstance(scope, Mapping) and bool(scope)
-        self.params = (
-            RuleParams.from_record(start, scope)
-            if isinstance(scope, Mapping)
-            else RuleParams(start_url=start)
-        )
+        self.params = RuleParams.from_record(start, scope if isinstance(scope, Mapping) else {})
         self.queued = ledger.queued()
         self.book = VerdictBook(start, public)
 

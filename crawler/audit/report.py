@@ -184,12 +184,11 @@ def build_report(site: str, ledger_path: Path, store_path: Path) -> AuditReport:
     unaudited: dict[str, list[str]] = {}
     for key, rows in sorted(by_key.items(), key=lambda kv: kv[1][0]["url"]):
         skipped = [r for r in rows if not r["audited"]]
-        if skipped:
-            rows = [r for r in rows if r["audited"]]
-            if not rows:
-                if any(r["scope"] is None for r in skipped):
-                    unaudited[key] = sorted({r["sitemap"] for r in skipped})
-                continue
+        rows = [r for r in rows if r["audited"]]
+        if not rows:
+            if any(r["scope"] is None for r in skipped):
+                unaudited[key] = sorted({r["sitemap"] for r in skipped})
+            continue
         files = sorted({r["sitemap"] for r in rows})
         in_scope = [r for r in rows if r["scope"] is None]
         for r in rows:

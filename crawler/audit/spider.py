@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -326,13 +326,7 @@ class AuditSpider(Spider):
             max_bytes=self.max_sitemap_bytes,
             on_entries=listing.take,
         )
-        problems = [
-            *(problems or []),
-            *(
-                {"code": p.code, "message": p.message, "line": p.line, "url": p.url}
-                for p in parsed.problems
-            ),
-        ]
+        problems = [*(problems or []), *map(asdict, parsed.problems)]
         if parsed.kind == Kind.INDEX and parent is not None:
             problems.append(
                 _problem("index-lists-index", f"listed by the index {parent}, and itself an index")

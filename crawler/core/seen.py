@@ -74,11 +74,7 @@ class SeenKeys:
             self._gone.add(fp)
 
     def _in_runs(self, fp: int) -> bool:
-        for run in self._runs:
-            i = bisect_left(run, fp)
-            if i < len(run) and run[i] == fp:
-                return True
-        return False
+        return any(run[i] == fp for run in self._runs if (i := bisect_left(run, fp)) < len(run))
 
     def _spill_run(self) -> None:
         run = array("Q", sorted(self._fps))

@@ -47,18 +47,16 @@ def shared_settings(overrides: dict[str, Any]) -> dict[str, Any]:
 
 
 def _common(url: str, crawl_id: str, role: str, project: Any) -> dict[str, Any]:
-    # One host only: no slot for another host to use the global concurrency, so
-    # a process takes from the shared queue only what its one slot can start.
-    per_domain = project.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
-    extensions = dict(project.getdict("EXTENSIONS"))
-    extensions[SHARING] = -50  # after the run state, before anything else
     return {
         "SITEMAP_REDIS_URL": url,
         "SITEMAP_REDIS_CRAWL": crawl_id,
         "SITEMAP_REDIS_ROLE": role,
         "SCHEDULER": SCHEDULER,
-        "EXTENSIONS": extensions,
-        "CONCURRENT_REQUESTS": per_domain,
+        # The sharing extension after the run state, before anything else.
+        "EXTENSIONS": {**project.getdict("EXTENSIONS"), SHARING: -50},
+        # One host only: no slot for another host to use the global concurrency, so
+        # a process takes from the shared queue only what its one slot can start.
+        "CONCURRENT_REQUESTS": project.getint("CONCURRENT_REQUESTS_PER_DOMAIN"),
     }
 
 
@@ -70,9 +68,7 @@ def coordinator_settings(
     settings = {**overrides, **_common(url, crawl_id, "coordinator", project)}
     # The queue and the seen-set are in Redis; there is nothing to resume locally.
     settings["JOBDIR"] = None
-    pipelines = dict(project.getdict("ITEM_PIPELINES"))
-    pipelines[REPORT_PIPELINE] = 50
-    settings["ITEM_PIPELINES"] = pipelines
+    settings["ITEM_PIPELINES"] = {**project.getdict("ITEM_PIPELINES"), REPORT_PIPELINE: 50}
     return settings
 
 

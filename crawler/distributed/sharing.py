@@ -447,9 +447,7 @@ class RedisSharing(Sharing):
             self.stopping = self.stopping or report.stop
         if report.probed:
             self.probe_heard = True
-        settled: list[UrlRecord | Alias] = (
-            list(self.settler.settle(report.candidates, outcomes)) if report.candidates else []
-        )
+        settled = list(self.settler.settle(report.candidates, outcomes))
         if report.process != self.redis.process and self.frontier_ is not None:
             # What the workers' pages teach, learned here too, as one process learns
             # (crawler.crawl.params): the URLs a page led to, then the page itself. Into

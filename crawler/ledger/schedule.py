@@ -88,9 +88,7 @@ class RevisitPolicy:
 
     def due(self, row: dict[str, Any]) -> bool:
         """Whether the previous *row* must be verified tonight."""
-        if self.full or not keepable(row):
-            return True
-        return float(row["due_at"]) <= self.now + self.slack
+        return self.full or not keepable(row) or float(row["due_at"]) <= self.now + self.slack
 
     def overdue(self, row: dict[str, Any]) -> int:
         """Whole nights *row* is overdue by (0: due tonight, or unscheduled)."""
