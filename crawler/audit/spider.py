@@ -180,8 +180,9 @@ class AuditSpider(Spider):
         problems = problems or []
         url = normalize_url(raw, strip_params=False)
         if url is None:
-            self._unread(
-                raw, via, parent, depth, "invalid-sitemap-url", f"not an http(s) URL: {raw!r}"
+            problems = [_problem("invalid-sitemap-url", f"not an http(s) URL: {raw!r}")]
+            self.store.add_sitemap(
+                raw, via, parent=parent, depth=depth, fetched=0, problems=problems
             )
             return
         if url in self.visited:
@@ -194,8 +195,9 @@ class AuditSpider(Spider):
         where = self.stands_for.get(parent, parent) if parent else None
         scope = self._scope(url, prefix_of(where) if where else self.start_origin + "/")
         if scope is not None:
-            self._unread(
-                url, via, parent, depth, "sitemap-out-of-scope", f"{scope}: not fetched", problems
+            problems.append(_problem("sitemap-out-of-scope", f"{scope}: not fetched"))
+            self.store.add_sitemap(
+                url, via, parent=parent, depth=depth, fetched=0, problems=problems
             )
             return
         if depth > self.max_index_depth:
@@ -227,26 +229,6 @@ class AuditSpider(Spider):
             return None
         candidate = self.local_dirs[parent] / relative
         return candidate if candidate.is_file() else None
-
-    def _unread(
-        self,
-        url: str,
-        via: str,
-        parent: str | None,
-        depth: int,
-        code: str,
-        message: str,
-        problems: list[StoredProblem] | None = None,
-    ) -> None:
-        """Record a sitemap that is reported and never fetched."""
-        self.store.add_sitemap(
-            url,
-            via,
-            parent=parent,
-            depth=depth,
-            fetched=0,
-            problems=[*(problems or []), _problem(code, message)],
-        )
 
     def _scope(self, url: str, directory: str) -> str | None:
         """Why *url* (crawl space) may not appear in a sitemap at *directory*."""
@@ -280,9 +262,9 @@ class AuditSpider(Spider):
         meta = request.meta
         assert failure.type is not None  # a Failure always holds an exception
         message = f"{failure.type.__name__}: {failure.getErrorMessage()}"[:300]
-        where = meta["audit_via"], meta["audit_parent"], meta["audit_depth"]
-        problems = meta.get("audit_problems")
-        self._unread(request.url, *where, "sitemap-unreachable", message, problems)
+        problems = [*(meta.get("audit_problems") or []), _problem("sitemap-unreachable", message)]
+        where = {"parent": meta["audit_parent"], "depth": meta["audit_depth"], "fetched": 0}
+        self.store.add_sitemap(request.url, meta["audit_via"], **where, problems=problems)
 
     def _read_local(
         self,
@@ -442,21 +424,8 @@ class _Listing:
                 crawl_url = spider.public.to_crawl(normal)
                 key = url_key(crawl_url)
                 scope = spider._scope(crawl_url, self.directory)
-            rows.append(
-                (
-                    entry.loc,
-                    key,
-                    crawl_url,
-                    self.sitemap,
-                    entry.line,
-                    entry.lastmod,
-                    entry.changefreq,
-                    entry.priority,
-                    len(entry.alternates),
-                    entry.images,
-                    scope,
-                    len(entry.media_alternates),
-                    audited,
-                )
-            )
+            # The columns of listings (crawler.audit.store): where the entry is, what it says.
+            where = (entry.loc, key, crawl_url, self.sitemap, entry.line)
+            said = (entry.lastmod, entry.changefreq, entry.priority, len(entry.alternates))
+            rows.append((*where, *said, entry.images, scope, len(entry.media_alternates), audited))
         spider.store.add_listings(rows)

@@ -76,11 +76,9 @@ class AuditStore:
         self._db.execute("PRAGMA journal_mode = WAL")
         self._db.executescript(SCHEMA)
 
-    def add_sitemap(self, url: str, via: str, **fields: Any) -> None:
-        if "problems" in fields:
-            fields["problems"] = json.dumps(fields["problems"])
-        names = ["url", "via", *fields]
-        values = [url, via, *fields.values()]
+    def add_sitemap(self, url: str, via: str, problems: list[Any], **fields: Any) -> None:
+        names = ["url", "via", "problems", *fields]
+        values = [url, via, json.dumps(problems), *fields.values()]
         self._db.execute(
             f"INSERT INTO sitemaps ({', '.join(names)}) VALUES ({', '.join('?' * len(names))}) "
             "ON CONFLICT (url) DO UPDATE SET "
@@ -88,12 +86,9 @@ class AuditStore:
             values,
         )
 
-    def sitemap_problems(self, url: str) -> list[dict[str, Any]]:
-        row = self._db.execute("SELECT problems FROM sitemaps WHERE url = ?", (url,)).fetchone()
-        return json.loads(row[0]) if row else []
-
     def add_problem(self, url: str, problem: dict[str, Any]) -> None:
-        problems = json.dumps([*self.sitemap_problems(url), problem])
+        row = self._db.execute("SELECT problems FROM sitemaps WHERE url = ?", (url,)).fetchone()
+        problems = json.dumps([*(json.loads(row[0]) if row else []), problem])
         self._db.execute("UPDATE sitemaps SET problems = ? WHERE url = ?", (problems, url))
 
     def add_listings(self, rows: list[Listing]) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 
 _TOKEN = re.compile(r"[A-Za-z0-9_-]+")
-_LEADING_TOKEN = re.compile(r"[A-Za-z0-9_-]*")
 # "compatible;" inside a parenthesised comment, then the crawler's product.
 _COMPATIBLE = re.compile(r"\([^)]*?\bcompatible\s*;\s*([A-Za-z0-9_-]+)", re.IGNORECASE)
 
@@ -30,11 +29,9 @@ def product_token(user_agent: str) -> str:
     if not text:
         return ""
     first = text.split()[0].split("/")[0]
-    if first.lower() == "mozilla":
-        compatible = _COMPATIBLE.search(text)
-        if compatible is not None:
-            return compatible.group(1)
-    match = _LEADING_TOKEN.match(first)
+    if first.lower() == "mozilla" and (compatible := _COMPATIBLE.search(text)):
+        return compatible.group(1)
+    match = _TOKEN.match(first)
     return match.group(0) if match else ""
 
 

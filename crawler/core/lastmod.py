@@ -168,17 +168,12 @@ def w3c_datetime(value: str) -> str | None:
         year, month, day = int(match["year"]), int(match["month"]), int(match["day"])
         if match["hour"] is None:
             return date(year, month, day).isoformat()
-        if match["utc"] is not None:
-            offset = timedelta(0)
-        elif match["sign"] is not None:
-            tzhour, tzminute = int(match["tzhour"]), int(match["tzminute"])
-            if tzhour > 23 or tzminute > 59:
-                return None
-            offset = timedelta(hours=tzhour, minutes=tzminute)
-            if match["sign"] == "-":
-                offset = -offset
-        else:
+        if match["utc"] is None and match["sign"] is None:
             return None
+        tzhour, tzminute = int(match["tzhour"] or 0), int(match["tzminute"] or 0)
+        if tzhour > 23 or tzminute > 59:
+            return None
+        offset = timedelta(hours=tzhour, minutes=tzminute) * (-1 if match["sign"] == "-" else 1)
         hour, minute, second = (int(match[part] or 0) for part in ("hour", "minute", "second"))
         local = datetime(year, month, day, hour, minute, second, tzinfo=timezone(offset))
         return _format_utc(local.astimezone(UTC))
