@@ -403,9 +403,7 @@ class _Explainer:
         first, then nofollow links): a page, how many pages, and what it means."""
         found = self.ledger.referring(url)
         out = []
-        for kind in (*_EMBEDDED, "nofollow"):
-            if kind not in found:
-                continue
+        for kind in [k for k in (*_EMBEDDED, "nofollow") if k in found]:
             seen = found[kind]
             page, pages = seen["page"], seen["pages"]
             others = f" (and {pages - 1} other page{'s' if pages > 2 else ''})" if pages > 1 else ""

@@ -424,14 +424,14 @@ def _microdata(html_root: Any, url: str) -> Iterator[Declared]:
         label = f"microdata {kind} {'datePublished' if published else 'dateModified'}"
         types = [kind.lower()]
         itemid = item.get("itemid")
+        why = None  # a candidate: the lastmod pipeline guards it
         if _excluded(types) or not _is_main(types):
-            yield _declared(label, raw, published, f"not this page's item ({kind})")
+            why = f"not this page's item ({kind})"
         elif len(kinds[kind.lower()]) > 1 and not kind.lower().endswith("page"):
-            yield _declared(label, raw, published, f"one of several {kind} items (a listing)")
+            why = f"one of several {kind} items (a listing)"
         elif itemid and _loose(urljoin(url, itemid)) not in page_names(url):
-            yield _declared(label, raw, published, "an item of another page")
-        else:
-            yield _declared(label, raw, published)
+            why = "an item of another page"
+        yield _declared(label, raw, published, why)
 
 
 def page_dates(
