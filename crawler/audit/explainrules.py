@@ -31,14 +31,10 @@ _ORDER = {rule: n for n, rule in enumerate(d.RULES)}
 _FRONTIER = d.RULES[:-1]
 
 
-def _passed(refused_by: str | None, rule: str) -> bool:
-    """Whether a URL refused by *refused_by* (None: queued) passed *rule*."""
-    return refused_by is None or _ORDER.get(refused_by, -1) > _ORDER[rule]
-
-
-def _reached(refused_by: str | None, rule: str) -> bool:
-    """Whether a URL refused by *refused_by* (None: queued) was put to *rule*."""
-    return refused_by is None or _ORDER.get(refused_by, -1) >= _ORDER[rule]
+def _reached(refused_by: str | None, rule: str, passed: bool = False) -> bool:
+    """Whether a URL refused by *refused_by* (None: queued) was put to *rule* (and,
+    with *passed*, passed it: a later rule refused it)."""
+    return refused_by is None or _ORDER.get(refused_by, -1) >= _ORDER[rule] + passed
 
 
 class RunRules:
@@ -91,7 +87,7 @@ class RunRules:
         notes: dict[str, str] = {}
         others = self._others(url, key)
         # What the crawl counted: the query variants of the path it let through, the queued.
-        passed = sum(1 for r in others if _passed(r["rule"], d.RULE_VARIANTS))
+        passed = sum(1 for r in others if _reached(r["rule"], d.RULE_VARIANTS, passed=True))
         counters = {QueryVariants.counter(urlsplit(url).path): passed}
         calendars = params.calendars()
         referrer = row["referrer"] if row is not None else None
