@@ -134,8 +134,7 @@ class _Explainer:
             key = self.ledger.alias(form)
             if key is not None and (row := self.ledger.row(key)) is not None:
                 return str(row["url"]), row, "alias"
-        row = self.ledger.by_loc(normal)
-        if row is not None:
+        if (row := self.ledger.by_loc(normal)) is not None:
             return str(row["url"]), row, "public address"
         return crawl, None, None
 

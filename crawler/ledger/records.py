@@ -168,8 +168,7 @@ class Records(Links):
         """Record *rec*; return False when the URL already had a final decision."""
         assert rec.key is not None
         row = tuple(value(rec) for value in _VALUES)
-        cur = self._q(_QUEUE if rec.decision == QUEUED else _RECORD, row)
-        written = cur.rowcount > 0
+        written = self._q(_QUEUE if rec.decision == QUEUED else _RECORD, row).rowcount > 0
         if rec.raw_url and rec.raw_url != rec.url:
             self.add_alias(rec.raw_url, rec.key)
         if written and rec.decision != QUEUED:
@@ -274,11 +273,10 @@ class Records(Links):
 
     def redecide_queued(self, decision: str, reason: str) -> int:
         """Give every URL still ``queued`` *decision* and *reason*; return how many."""
-        cur = self._q(
+        return self._q(
             "UPDATE urls SET decision = ?, reason = ?, updated = ? WHERE decision = ?",
             (decision, reason, clock.timestamp(), QUEUED),
-        )
-        return cur.rowcount
+        ).rowcount
 
     def listed_by_content(self) -> Iterator[list[str]]:
         """The URLs of each body (``content_hash``) that more than one listed page has."""

@@ -157,9 +157,7 @@ class RunState:
 
     def open(self) -> None:
         """Take the lock, then open what the run reads and writes."""
-        if self.paths is None:
-            return
-        if not self._acquire(self.paths):
+        if self.paths is None or not self._acquire(self.paths):
             return
         if self.job is not None and not self.resume:
             # A new night starts clean, even after an interrupted run.
