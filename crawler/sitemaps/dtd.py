@@ -5,7 +5,7 @@ so lxml never reads the document's own. :func:`read_doctype` reports it (``dtd``
 each entity it declares (``entity-declaration``, external or internal, with its value),
 checks it alone with a safe parser (:func:`~.strict.safe_parser`; malformed:
 ``xml-error``), and writes the declaration lxml reads instead
-(:attr:`Doctype.replacement`, as many lines): the same general entity names, each an
+(as many lines): the same general entity names, each an
 internal entity whose text is its own reference, so that ``&xxe;`` is read as the
 literal text ``&xxe;``, as the tolerant reading repairs an undefined one.
 """
@@ -13,7 +13,6 @@ literal text ``&xxe;``, as the tolerant reading repairs an undefined one.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Final
 
 from lxml import etree
@@ -21,7 +20,7 @@ from lxml import etree
 from crawler.sitemaps.model import Problems, quote
 from crawler.sitemaps.strict import lxml_failure, safe_parser
 
-__all__ = ["Doctype", "read_doctype"]
+__all__ = ["read_doctype"]
 
 # Quoted literals and comments inside the declaration, to skip (a comment may
 # hold anything, a literal a ">").
@@ -41,15 +40,6 @@ _PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 _PREDEFINED: Final = frozenset({"amp", "lt", "gt", "quot", "apos"})
 
 
-@dataclass(slots=True)
-class Doctype:
-    """What a ``<!DOCTYPE>`` declares, and the declaration lxml reads instead."""
-
-    name: str
-    general: list[str] = field(default_factory=list)
-    replacement: bytes = b""
-
-
 def _text(literal: bytes | None) -> str:
     return "" if literal is None else literal[1:-1].decode("utf-8", "replace")
 
@@ -62,9 +52,12 @@ def _external(match: re.Match[bytes]) -> str:
     return f"PUBLIC {quote(first)}" + (f" {quote(_text(second))}" if second is not None else "")
 
 
-def read_doctype(problems: Problems, declaration: bytes, line: int, root: str) -> Doctype:
+def read_doctype(
+    problems: Problems, declaration: bytes, line: int, root: str
+) -> tuple[list[str], bytes]:
     """Report ``declaration`` (the whole ``<!DOCTYPE ...>``, starting at ``line``) and
-    its entities into ``problems``, check it, and write its replacement (named ``root``)."""
+    its entities into ``problems``, and check it; the general entities it declares, and
+    the declaration lxml reads instead (named ``root``)."""
     head = _DOCTYPE_HEAD.match(declaration)
     name = head.group("name").decode("utf-8", "replace") if head else root
     external = _EXTERNAL_ID.match(declaration, head.end()) if head else None
@@ -74,7 +67,7 @@ def read_doctype(problems: Problems, declaration: bytes, line: int, root: str) -
         else "; ignored (no DTD is loaded)"
     )
     problems.new("dtd", f"a <!DOCTYPE {name}> declaration{what}", line)
-    doctype = Doctype(name)
+    general: list[str] = []
     # Comments are blanked (their newlines kept) so that what they hold is no
     # declaration, and lines still count right.
     text = _COMMENT.sub(lambda m: re.sub(rb"[^\n]", b" ", m.group()), declaration)
@@ -100,11 +93,10 @@ def read_doctype(problems: Problems, declaration: bytes, line: int, root: str) -
             message += f"; &{entity}; is read as that text"
             if entity not in seen and _PLAIN_NAME.fullmatch(entity) and entity not in _PREDEFINED:
                 seen.add(entity)
-                doctype.general.append(entity)
+                general.append(entity)
         problems.new("entity-declaration", message, at)
     _check(problems, declaration, line)
-    doctype.replacement = _replacement(root, doctype.general, declaration.count(b"\n"))
-    return doctype
+    return general, _replacement(root, general, declaration.count(b"\n"))
 
 
 def _check(problems: Problems, declaration: bytes, line: int) -> None:

@@ -343,17 +343,16 @@ def _read_xml(
     general: list[str] = []
     if prolog.doctype is not None:
         begin, end = prolog.doctype
-        doctype = read_doctype(
+        general, replacement = read_doctype(
             reading.problems,
             doc[begin:end],
             doc.count(b"\n", start, begin) + 1 + line_offset,
             prolog.root_name or "x",
         )
-        general = doctype.general
         # lxml reads our declaration (same lines), never the document's own.
-        pieces = [view[start:begin], doctype.replacement, view[end:]]
+        pieces = [view[start:begin], replacement, view[end:]]
         if prolog.root_position is not None:
-            prolog.root_position += len(doctype.replacement) - (end - begin)
+            prolog.root_position += len(replacement) - (end - begin)
     elif doc.find(b"<!ENTITY", start) >= 0:
         reading.problems.new("entity-declaration", "an <!ENTITY> declaration; not expanded")
     if prolog.root_name is None or prolog.root_position is None:
