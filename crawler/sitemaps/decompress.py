@@ -37,12 +37,6 @@ class _GzipState:
     finished: bool = False  # the last member was complete
 
 
-def _slices(data: bytes) -> Iterator[memoryview]:
-    view = memoryview(data)
-    for start in range(0, len(data), _INFLATE_STEP):
-        yield view[start : start + _INFLATE_STEP]
-
-
 def _gunzip(source: Iterable[bytes | memoryview], state: _GzipState) -> Iterator[bytes]:
     """Inflate a gzip stream (any number of members) in steps of _INFLATE_STEP. Never
     raises: see :class:`_GzipState` for what went wrong."""
@@ -119,7 +113,9 @@ def decompress(data: bytes, max_bytes: int) -> tuple[bytes, int, list[Problem]]:
         return data, 0, problems
 
     outer = _GzipState()
-    stream: Iterator[bytes] = _gunzip(_slices(data), outer)
+    view = memoryview(data)
+    slices = (view[i : i + _INFLATE_STEP] for i in range(0, len(data), _INFLATE_STEP))
+    stream: Iterator[bytes] = _gunzip(slices, outer)
     layers = 1
     inner: _GzipState | None = None
     head, stream = _peek(stream, len(_GZIP_MAGIC))
