@@ -102,20 +102,15 @@ def esc(value: object) -> str:
     return "" if value is None else html.escape(str(value), quote=True)
 
 
-def embedded_json(value: Any) -> str:
-    """*value* as JSON that is safe inside ``<script type="application/json">``."""
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
-
-
 def page(title: str, body: str, data: Any = None) -> str:
     """The whole document: *body* is trusted HTML built with :func:`esc`; *data*
-    (JSON-able) is embedded as ``<script type="application/json" id="report-data">``."""
-    embedded = (
-        f'<script type="application/json" id="report-data">{embedded_json(data)}</script>\n'
-        if data is not None
-        else ""
-    )
+    (JSON-able) is embedded as ``<script type="application/json" id="report-data">``,
+    its ``<``, ``>`` and ``&`` escaped (see the module's docstring)."""
+    embedded = ""
+    if data is not None:
+        text = json.dumps(data, ensure_ascii=False, default=str)
+        text = text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+        embedded = f'<script type="application/json" id="report-data">{text}</script>\n'
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
