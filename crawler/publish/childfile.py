@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import BinaryIO, Final
 
 from crawler.core.lastmod import lastmod_datetime
-from crawler.publish.sitemapxml import latest_utc, utc_key
 
 # One GzipFile.write() or encode() per entry is several times slower than a batch.
 # (The size also sets where zlib's input is split, which shows at compresslevel 0.)
@@ -56,6 +55,37 @@ def place(temp: Path, final: Path) -> bool:
 def write_synced(raw: BinaryIO) -> None:
     raw.flush()
     os.fsync(raw.fileno())
+
+
+def utc_key(lastmod: str) -> str | None:
+    """``YYYY-MM-DDThh:mm:ss`` (UTC) for the lastmod forms crawler.core.lastmod writes,
+    a date or a ``+00:00`` date-time without a fraction, else ``None``.
+
+    Fixed-width digits: these keys sort as the instants they stand for, so the
+    latest lastmod of a file is found without a datetime per entry. ``lastmod``
+    has passed SitemapEntry's check, so its length tells its form.
+    """
+    if len(lastmod) == 10:  # YYYY-MM-DD: midnight UTC, as lastmod_datetime() has it
+        return lastmod + "T00:00:00"
+    if len(lastmod) == 25 and lastmod.endswith("+00:00"):
+        return lastmod[:19]
+    return None
+
+
+def latest_utc(lastmods: list[str | None]) -> str | None:
+    """The latest of ``lastmods``, every one ``None``, a date or a ``+00:00``
+    date-time without a fraction (EntryBatch.utc); of equal instants, the first.
+
+    For these forms, text order is time order (a date sorts before any time of
+    its day), except that a date and its day's ``T00:00:00+00:00`` are one
+    instant: max() takes the date-time, and the date wins if it came first.
+    """
+    latest = max(filter(None, lastmods), default=None)
+    if latest is not None and latest.endswith("T00:00:00+00:00"):
+        date = latest[:10]
+        if date in lastmods and lastmods.index(date) < lastmods.index(latest):
+            return date
+    return latest
 
 
 class ChildFile:

@@ -4,8 +4,7 @@ What :mod:`crawler.publish.writer` writes into its child files, an entry or a ba
 :class:`~crawler.sitemaps.entryrows.EntryBatch` rows at a time: the sitemaps.org elements,
 then Google's extensions (``<xhtml:link>``, ``<image:image>``, ``<video:video>``,
 ``<news:news>``) in the order their schemas require, escaped for XML; the
-``<urlset>`` and ``<sitemapindex>`` headers and footers; and the latest
-``lastmod`` of a file's entries, found without a datetime per entry.
+``<urlset>`` and ``<sitemapindex>`` headers and footers.
 """
 
 from __future__ import annotations
@@ -234,34 +233,3 @@ def render_txt_batch(batch: EntryBatch, extensions: frozenset[str]) -> list[str]
     for entry in batch.extended.values():
         render_txt(entry)  # raises ValueError
     return [f"{loc}\n" for loc in batch.locs]
-
-
-def utc_key(lastmod: str) -> str | None:
-    """``YYYY-MM-DDThh:mm:ss`` (UTC) for the lastmod forms crawler.core.lastmod writes,
-    a date or a ``+00:00`` date-time without a fraction, else ``None``.
-
-    Fixed-width digits: these keys sort as the instants they stand for, so the
-    latest lastmod of a file is found without a datetime per entry. ``lastmod``
-    has passed SitemapEntry's check, so its length tells its form.
-    """
-    if len(lastmod) == 10:  # YYYY-MM-DD: midnight UTC, as lastmod_datetime() has it
-        return lastmod + "T00:00:00"
-    if len(lastmod) == 25 and lastmod.endswith("+00:00"):
-        return lastmod[:19]
-    return None
-
-
-def latest_utc(lastmods: list[str | None]) -> str | None:
-    """The latest of ``lastmods``, every one ``None``, a date or a ``+00:00``
-    date-time without a fraction (EntryBatch.utc); of equal instants, the first.
-
-    For these forms, text order is time order (a date sorts before any time of
-    its day), except that a date and its day's ``T00:00:00+00:00`` are one
-    instant: max() takes the date-time, and the date wins if it came first.
-    """
-    latest = max(filter(None, lastmods), default=None)
-    if latest is not None and latest.endswith("T00:00:00+00:00"):
-        date = latest[:10]
-        if date in lastmods and lastmods.index(date) < lastmods.index(latest):
-            return date
-    return latest

@@ -86,7 +86,7 @@ _ROWS_PER_BATCH: Final = 1024
 
 # Rendered entries on their way into files: their section (None: the default),
 # texts, lastmods, locs (for errors), and whether every lastmod is in a form
-# latest_utc() takes (EntryBatch.utc).
+# childfile.latest_utc() takes (EntryBatch.utc).
 _Chunk = tuple[str | None, list[str], list[str | None], list[str], bool]
 
 
