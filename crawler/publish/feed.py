@@ -15,7 +15,6 @@ and refused in the feed's own.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,8 +45,6 @@ GENERATOR: Final = "sitemap-crawler"
 
 _HEADER: Final = f'<?xml version="1.0" encoding="UTF-8"?>\n<feed xmlns="{ATOM_NS}">\n'
 _FOOTER: Final = "</feed>\n"
-# A date without a time: lastmod allows it, RFC 3339's date-time does not.
-_DATE_ONLY: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", re.ASCII)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,11 +67,10 @@ class FeedEntry:
 
 
 def _rfc3339(updated: str) -> str:
-    """A checked W3C datetime as an RFC 3339 date-time: a date alone becomes
-    midnight UTC, a date-time (seconds and zone required) stays as it is."""
-    if _DATE_ONLY.fullmatch(updated):
-        return f"{updated}T00:00:00Z"
-    return updated
+    """A checked W3C datetime as an RFC 3339 date-time: a date alone (10 characters;
+    lastmod allows it, RFC 3339 does not) is midnight UTC, a date-time (seconds and zone
+    required) stays as it is."""
+    return f"{updated}T00:00:00Z" if len(updated) == 10 else updated
 
 
 def _render_entry(entry: FeedEntry) -> str:
