@@ -191,14 +191,6 @@ def table(
     return "".join(out)
 
 
-def more_note(total: int, shown: int, where: str) -> str:
-    """What a capped list leaves out, and where the rest is."""
-    if total <= shown:
-        return ""
-    rest = "the other one is" if total - shown == 1 else f"the other {total - shown} are"
-    return f'<p class="more">{shown} of {total} shown; {rest} in {esc(where)}.</p>'
-
-
 def group(
     cls: str,
     summary: str,
@@ -213,10 +205,14 @@ def group(
     """A capped list in a ``<details>`` the filter knows (``data-group``): *summary*
     (trusted HTML), then *note* and how many rows are shown; *body*, and where the rest
     of the *total* is."""
+    more = ""
+    if total > shown:
+        rest = "the other one is" if total - shown == 1 else f"the other {total - shown} are"
+        more = f'<p class="more">{shown} of {total} shown; {rest} in {esc(where)}.</p>'
     return (
         f'<details data-group data-class="{esc(cls)}"{" open" if opened else ""}>'
         f'<summary>{summary} <span class="muted">{note}(<span data-shown>{shown}</span>'
-        " shown)</span></summary>" + body + more_note(total, shown, where) + "</details>"
+        " shown)</span></summary>" + body + more + "</details>"
     )
 
 
