@@ -257,14 +257,13 @@ class SitemapPublisher:
         else:
             feed.unlink(missing_ok=True)  # ours, from a run with the feed on
         unchanged = sum(f.unchanged for f in files)
-        names = [f.name for f in files]
         before = state.previous.get_meta("published") if state.previous is not None else None
         # When this very set was first published: an unchanged night keeps the date.
         since = state.started.isoformat()
         same_set = (
             unchanged == len(files)
             and isinstance(before, dict)
-            and [f.get("name") for f in before.get("files", [])] == names
+            and [f.get("name") for f in before.get("files", [])] == [f.name for f in files]
             and before.get("index") == str(index)
         )
         if same_set:
