@@ -117,15 +117,6 @@ def lxml_failure(exc: Exception) -> tuple[str, int | None]:
     return message, line
 
 
-def chunks(pieces: Sequence[bytes | memoryview]) -> Iterator[bytes]:
-    """The document, given as consecutive pieces (views of the data, not copies of
-    it), a feed step at a time."""
-    for piece in pieces:
-        view = memoryview(piece)
-        for start in range(0, len(view), _FEED_STEP):
-            yield bytes(view[start : start + _FEED_STEP])
-
-
 def read_strict(
     sink: Sink, pieces: Sequence[bytes | memoryview], prefix: str, line_offset: int, stopped: bool
 ) -> Iterator[None]:
@@ -138,8 +129,11 @@ def read_strict(
     events = _Events(sink, prefix or None, line_offset)
     quiet = 0  # bytes fed since the parser last reported anything
     lines = 1  # the line the data fed so far ends on
+    # The pieces are views of the data, not copies of it: fed a step at a time.
+    views = [memoryview(piece) for piece in pieces]
+    chunks = (bytes(v[i : i + _FEED_STEP]) for v in views for i in range(0, len(v), _FEED_STEP))
     try:
-        for chunk in chunks(pieces):
+        for chunk in chunks:
             parser.feed(chunk)
             lines += chunk.count(b"\n")
             quiet = 0 if events.take(parser) else quiet + len(chunk)
