@@ -17,9 +17,7 @@ if TYPE_CHECKING:
     from crawler.ledger.ledger import Ledger
 
 
-def _when(value: str | None) -> datetime | None:
-    if not value:
-        return None
+def _when(value: str) -> datetime | None:
     try:
         return lastmod_datetime(value)
     except ValueError:

@@ -27,9 +27,7 @@ def read_history(path: Path) -> list[dict[str, Any]]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return []
-    if not isinstance(data, list):
-        return []
-    return [entry for entry in data if isinstance(entry, dict)]
+    return [entry for entry in data if isinstance(entry, dict)] if isinstance(data, list) else []
 
 
 def append_history(
