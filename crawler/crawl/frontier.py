@@ -258,17 +258,15 @@ class Frontier:
     ) -> Iterator[Discovered]:
         """A seed found by no page (a sitemap's entry): judged like any URL, at depth 0;
         its *lastmod*, a signal (:meth:`signal`)."""
-        yield from self.signal(raw, lastmod=lastmod, found_by=found_by, found_from=found_from)
+        yield from self.signal(raw, lastmod=lastmod)
         yield from self.discover(Lead(raw, 0, found_by=found_by, found_from=found_from))
 
-    def signal(
-        self, raw: str, *, lastmod: str | None, found_by: str = "", found_from: str | None = None
-    ) -> Iterator[Discovered]:
-        """A change signal (a sitemap's or feed's entry, the site's API): *raw* was
-        modified at *lastmod*, in the site's own time. When that is later than the
-        page's last verification (the response's ``Date``: the site's time too, not
-        this machine's clock; else the lastmod the previous run gave it), the page is
-        verified tonight (:meth:`recheck`)."""
+    def signal(self, raw: str, *, lastmod: str | None, **found: object) -> Iterator[Discovered]:
+        """A change signal (a sitemap's or feed's entry, the site's API; how it was
+        *found* does not matter): *raw* was modified at *lastmod*, in the site's own
+        time. When that is later than the page's last verification (the response's
+        ``Date``: the site's time too, not this machine's clock; else the lastmod the
+        previous run gave it), the page is verified tonight (:meth:`recheck`)."""
         if lastmod:
             yield from self.verify(raw, lastmod)
 

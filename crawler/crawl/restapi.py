@@ -80,15 +80,10 @@ class RestSignals:
             yield from self._fail(f"{response.url}: HTTP {response.status}, no list")
             return
         for item in items:
-            link, modified = (
-                (item.get("link"), item.get("modified_gmt"))
-                if isinstance(item, dict)
-                else (None, None)
-            )
-            if not isinstance(link, str):
+            if not isinstance(item, dict) or not isinstance(link := item.get("link"), str):
                 continue
             self.links.add(link)
-            if isinstance(modified, str):
+            if isinstance(modified := item.get("modified_gmt"), str):
                 yield from self.signal(link, lastmod=modified + "Z", found_by="api")
         pages = _int(response.headers.get(b"X-WP-TotalPages"))
         if items and pages is not None and page < min(pages, MAX_PAGES):
