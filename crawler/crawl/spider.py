@@ -74,24 +74,24 @@ def _one_item(method: Callback) -> Callback:
 
     @functools.wraps(method)
     async def handled(spider: SiteSpider, answer: Any) -> AsyncIterator[Any]:
-        if isinstance(answer, Response):
-            meta, fetched = answer.meta, True
-        else:  # a Failure; a failed render of a fetched page is a fetched page
-            meta = answer.request.meta
-            fetched = meta.get("sitemap_url") in spider.raw
+        meta = answer.meta if isinstance(answer, Response) else answer.request.meta
+        url = meta.get("sitemap_url")
+        # A Failure's page was fetched when its render failed (its raw answer is kept).
+        fetched = isinstance(answer, Response) or url in spider.raw
+        if url is not None:
+            spider.frontier.answered(url)  # no longer in flight, whatever it leads to
         records: list[Any] = []
         requests: list[Request] = []
         goes_on = False
         try:
             async for out in method(spider, answer):
                 if isinstance(out, Request):
-                    url = out.meta.get("sitemap_url")
-                    goes_on = goes_on or (url is not None and url == meta.get("sitemap_url"))
+                    goes_on = goes_on or (url is not None and out.meta.get("sitemap_url") == url)
                     requests.append(out)
                 else:
                     records.append(out)
         except Exception:
-            logger.exception("Spider error processing %s", meta.get("sitemap_url"))
+            logger.exception("Spider error processing %s", url)
             spider.crawler.stats.inc_value("sitemap/callback_errors")
         if records or not goes_on:
             yield spider._item(meta, records, fetched)
@@ -358,7 +358,6 @@ class SiteSpider(Spider):
     async def parse(self, response: Response) -> AsyncIterator[Any]:
         self.probe.read_findings()
         url = response.meta["sitemap_url"]
-        self.frontier.answered(url)
         # An HTML page is parsed and read by the page-parsing pool (maybe in a worker
         # process) while this process goes on with other responses.
         analysis, note = None, None
@@ -385,7 +384,6 @@ class SiteSpider(Spider):
         answer's status and headers."""
         meta = response.meta
         url = meta["sitemap_url"]
-        self.frontier.answered(url)
         raw, analysis = self.raw.pop(url, (None, None))
         if raw is None or analysis is None:  # a resumed run: the raw answer is gone
             raw = response
@@ -408,9 +406,8 @@ class SiteSpider(Spider):
         url = request.meta["sitemap_url"]
         raw, analysis = self.raw.pop(url, (None, None))
         if raw is None:
-            yield self._failed(failure)
+            yield self.judge.failed(failure)
             return
-        self.frontier.answered(url)
         self.crawler.stats.inc_value("sitemap/render/failed")
         error = f"{failure.type.__name__ if failure.type else 'Error'}: {failure.getErrorMessage()}"
         error = " ".join(error.split())[:300]
@@ -443,12 +440,7 @@ class SiteSpider(Spider):
 
     @_one_item
     async def failed(self, failure: Failure) -> AsyncIterator[Any]:
-        yield self._failed(failure)
-
-    def _failed(self, failure: Failure) -> UrlRecord:
-        record = self.judge.failed(failure)
-        self.frontier.answered(record.url)
-        return record
+        yield self.judge.failed(failure)
 
     def closed(self, reason: str) -> None:
         state = getattr(self, "state", None)
