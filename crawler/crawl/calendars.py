@@ -95,12 +95,9 @@ def date_of(url: str) -> Dated | None:
     span = None
     used: set[str] = set()
     for name in _DATE:
-        value = lower.get(name, "")
-        valued = _VALUE_DATE.match(value)
-        if valued is not None:
+        if valued := _VALUE_DATE.match(lower.get(name, "")):
             y, m, d = valued.groups()
-            span = _span(int(y), int(m), int(d) if d else None)
-            used = {name}
+            span, used = _span(int(y), int(m), int(d) if d else None), {name}
             break
     if span is None:
         year = next((n for n in _YEAR if re.fullmatch(_SEGMENT, lower.get(n, ""))), None)

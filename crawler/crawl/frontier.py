@@ -313,8 +313,7 @@ class Frontier:
                 if lead.found_by == FOUND_SITEMAP:
                     self.unlinked_seeds.add_fp(fp)
         record = self._record(lead, url, key)
-        refusal = outcome.refusal(claim)
-        if refusal is not None:
+        if (refusal := outcome.refusal(claim)) is not None:
             refuse(record, refusal)
             yield record
             return
@@ -444,9 +443,7 @@ class Frontier:
         a replay needs (decision, hashes, lastmod and the page's links), so a few
         headers here cost no extra storage; the judge replays the 304.
         """
-        if self.previous is None:
-            return {}
-        prev = self.previous.get(key)
+        prev = self.previous.get(key) if self.previous is not None else None
         if prev is None:
             return {}
         if self.policy is not None:

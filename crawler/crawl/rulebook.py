@@ -360,8 +360,7 @@ class RuleBook:
         counts: list[Count] = []
         for rule in self.rules:
             if isinstance(rule, Counted):
-                count = rule.count(url, found)
-                if count is not None:
+                if (count := rule.count(url, found)) is not None:
                     counts.append(count)
             elif (refusal := rule.check(url, found)) is not None:
                 return Claim(tuple(counts), HOLD if isinstance(rule, Depth) else REFUSE, refusal)

@@ -81,8 +81,7 @@ class Verdict:
     passes: str
 
     def check(self, url: str, read: Read) -> Refusal | None:
-        values = self.facts(url, read)
-        if values is None:
+        if (values := self.facts(url, read)) is None:
             return None
         return Refusal(self.decision, self.name, self.name, values, values.get("target"))
 
