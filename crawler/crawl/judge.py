@@ -359,7 +359,6 @@ class PageJudge:
         rec.replayed, rec.status, rec.etag = True, 200, etag or prev["etag"]
         if kept:
             rec.kept, rec.status, rec.conditional = True, prev["status"], False
-            rec.elapsed = prev.get("elapsed")
             for column in _KEPT:
                 setattr(rec, column, prev.get(column))
         # The record as the previous run saw it: its size is the body's it stands for,
@@ -423,7 +422,7 @@ _REPLAYED = (
 )  # fmt: skip
 
 #: What a page kept from the previous run keeps besides (its schedule included).
-_KEPT = ("verified_at", "verified_date", "revisit_days", "due_at", "checks", "changes")
+_KEPT = ("elapsed", "verified_at", "verified_date", "revisit_days", "due_at", "checks", "changes")
 
 # Scrapy's words when a body is over DOWNLOAD_MAXSIZE: as announced or as received
 # (scrapy.utils._download_handlers.get_maxsize_msg), or once decompressed

@@ -150,10 +150,10 @@ class SitemapSeeds:
         """The sitemaps to read from the start: those given and the usual places."""
         root = urljoin(self.start_url, "/")
         for url in self.given:
-            yield from self._request(url, depth=0)
+            yield from self._request(url)
         if self.usual:
             for name in USUAL_PLACES:
-                yield from self._request(root + name, depth=0, quiet=True)
+                yield from self._request(root + name, quiet=True)
 
     @property
     def reads_robots(self) -> bool:
@@ -165,19 +165,17 @@ class SitemapSeeds:
         if self.signal is None:
             return
         for url in urls:
-            for request in self._request(url, depth=0, quiet=True):
-                request.meta["sitemap_signal_only"] = True
-                yield request
+            yield from self._request(url, quiet=True, only=True)
 
     def declared(self, sitemaps: Iterable[str], robots_url: str) -> list[Request]:
         """The requests for robots.txt's ``Sitemap:`` lines (a relative one read
         against robots.txt's URL, as the audit reads it)."""
-        found = [r for line in sitemaps for r in self._request(urljoin(robots_url, line), depth=0)]
-        for request in found:
-            request.meta["sitemap_signal_only"] = not self.usual
-        return found
+        urls = (urljoin(robots_url, line) for line in sitemaps)
+        return [r for url in urls for r in self._request(url, only=not self.usual)]
 
-    def _request(self, raw: str, *, depth: int, quiet: bool = False) -> Iterator[Request]:
+    def _request(
+        self, raw: str, depth: int = 0, *, quiet: bool = False, only: bool = False
+    ) -> Iterator[Request]:
         url = normalize_url(raw, strip_params=False)
         if url is None or url in self.visited:
             return
@@ -191,7 +189,9 @@ class SitemapSeeds:
             )
             return
         request = sitemap_request(url, self.callback, self.errback, self.max_bytes)
-        request.meta.update(sitemap_seed_depth=depth, sitemap_seed_quiet=quiet)
+        request.meta.update(
+            sitemap_seed_depth=depth, sitemap_seed_quiet=quiet, sitemap_signal_only=only
+        )
         yield request
 
     def read(self, response: Response) -> Iterator[Any]:
@@ -217,10 +217,9 @@ class SitemapSeeds:
         self.stats.inc_value("sitemap/seeds/sitemaps_read")
         if parsed.kind == Kind.INDEX:
             depth = meta["sitemap_seed_depth"] + 1
+            only = meta.get("sitemap_signal_only", False)
             for entry in entries:
-                for request in self._request(urljoin(url, entry.loc.strip()), depth=depth):
-                    request.meta["sitemap_signal_only"] = meta.get("sitemap_signal_only", False)
-                    yield request
+                yield from self._request(urljoin(url, entry.loc.strip()), depth, only=only)
             return
         logger.info("sitemap %s: %d entries read as seeds", url, len(entries))
         if self.signal is not None and (stamp := stamped_dates(entries, response)):
