@@ -232,8 +232,7 @@ def _execute(args: argparse.Namespace) -> CrawlOutcome:
     elif run is not None:
         from crawler.commands.notify import notify
 
-        notified = notify(project_settings(overrides), run)
-        if notified is not None:
+        if (notified := notify(project_settings(overrides), run)) is not None:
             told = notified.message
             if not notified.ok:
                 code, failure = EXIT_NOTIFY_FAILED, notified.message

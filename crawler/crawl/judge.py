@@ -2,22 +2,13 @@
 
 Every decision about a fetched URL is made here (the frontier decides about the URLs
 it never fetches; :func:`crawler.core.decisions.close_books` what only the whole
-crawl can tell), by the rules of docs/crawling.md, in order:
-
-1. a 304 to a conditional request, or a page the revisit schedule keeps tonight,
-   replays the previous run's record and follows its stored links, unfetched; a URL
-   that a page fetched tonight links to no more is verified tonight;
-2. a 3xx with a ``Location`` is a ``redirect``, judged hop by hop (not followed by
-   Scrapy), its target a lead;
-3. another form of the start URL's host that does not redirect is ``excluded``;
-   another status than 200 is ``status`` (``HTTP 404``);
-4. an HTML page (:mod:`crawler.page.analysis`): an instant meta refresh is a redirect;
-   its links and a delayed refresh are leads; then the verdict book
-   (:mod:`crawler.crawl.verdicts`), a canonical target a lead;
-5. another content type is ``non-html``, unless ``SITEMAP_LISTED_TYPES`` lists it:
-   then the verdict book, on its headers alone;
-6. a request that failed is ``robots-disallowed``, ``off-host``, ``too-large`` or
-   ``fetch-error``; the start URL unreachable fails the run.
+crawl can tell), by the rules of docs/crawling.md in the order :meth:`PageJudge.judge`
+puts them: a 304 or a page kept tonight replays the previous run's record; a redirect
+(a 3xx, an instant meta refresh) is judged hop by hop, not followed by Scrapy; another
+form of the start URL's host, another status than 200 and a content type neither HTML nor
+in ``SITEMAP_LISTED_TYPES`` are not listed; the rest goes to the verdict book
+(:mod:`crawler.crawl.verdicts`). A request that failed is ``robots-disallowed``,
+``off-host``, ``too-large`` or ``fetch-error``; the start URL unreachable fails the run.
 
 Where a page leads goes to the judge's :class:`Leads`: the frontier (a distributed
 worker's reports its candidates), or nowhere for the audit.
@@ -79,14 +70,10 @@ class Leads(Protocol):
 class NoLeads:
     """Leads followed nowhere: the audit judges a listed page without its links."""
 
-    def link(self, found: Resolved, depth: int, referrer: str) -> Iterable[object]:
+    def link(self, *_: object) -> Iterable[object]:
         return ()
 
-    def discover(self, lead: Lead) -> Iterable[object]:
-        return ()
-
-    def recheck(self, url: str, depth: int, referrer: str | None) -> Iterable[object]:
-        return ()
+    discover = recheck = link
 
 
 class PageJudge:

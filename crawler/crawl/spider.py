@@ -363,8 +363,7 @@ class SiteSpider(Spider):
         analysis, note = None, None
         if isinstance(response, HtmlResponse) and self.judge.is_html_page(response):
             analysis = await self.analyser.analyse(response)
-            reason = self.render.why(url, analysis)
-            if reason is not None:
+            if (reason := self.render.why(url, analysis)) is not None:
                 if self.render.problem is None:
                     self.raw[url] = (response, analysis)
                     yield self.render.request(
