@@ -248,9 +248,6 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 def _show(outcome: CrawlOutcome) -> None:
     """The summary goes to stderr with the errors, as a cron mail or a journal shows it."""
-    for note in outcome.notes:
-        print(note, file=sys.stderr)
-    if (summary := outcome.summary()) is not None:
-        print(summary, file=sys.stderr)
-    if (line := distributed.summary_line(outcome.stats)) is not None:
+    lines = [*outcome.notes, outcome.summary(), distributed.summary_line(outcome.stats)]
+    for line in filter(None, lines):
         print(line, file=sys.stderr)

@@ -197,8 +197,7 @@ def apply_options(
     actions = {a.dest: a for a in parser._actions if a.dest not in ("help", "config")}
     for name, value in options.items():
         dest = name.replace("-", "_")
-        action = actions.get(dest)
-        if action is None:
+        if (action := actions.get(dest)) is None:
             # The hint spelled the way *name* is: - in a config file, _ in Python.
             dash = "_" not in name
             known = {(d.replace("_", "-") if dash else d): d for d in actions}

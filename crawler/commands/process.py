@@ -72,8 +72,7 @@ def run_spider(url: str, overrides: Mapping[str, Any]) -> SpiderRun:
         message = "stopped at once by a second interrupt; nothing was published"
         return SpiderRun(EXIT_INTERRUPTED, RunOutcome("interrupted", message), reason, fatal, stats)
     outcome = state.outcome if state is not None else None
-    if outcome is None:
-        # The spider never got as far as the publisher (bad settings, say), or this
-        # process publishes nothing (a fetching worker).
-        return SpiderRun(EXIT_CRAWL_FAILED, None, reason, fatal, stats)
-    return SpiderRun(OUTCOME_EXIT[outcome.outcome], outcome, reason, fatal, stats)
+    # None: the spider never got as far as the publisher (bad settings, say), or this
+    # process publishes nothing (a fetching worker).
+    code = EXIT_CRAWL_FAILED if outcome is None else OUTCOME_EXIT[outcome.outcome]
+    return SpiderRun(code, outcome, reason, fatal, stats)

@@ -61,12 +61,11 @@ def _auto_or(rule: Rule) -> Rule:
     """``"auto"``, or what *rule* allows."""
 
     def auto_or(settings: BaseSettings, name: str) -> None:
-        if settings.get(name) == "auto":
-            return
         try:
             rule(settings, name)
         except ValueError as e:
-            raise ValueError(f"{e}, or auto") from None
+            if settings.get(name) != "auto":
+                raise ValueError(f"{e}, or auto") from None
 
     return auto_or
 

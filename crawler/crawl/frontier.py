@@ -227,8 +227,7 @@ class Frontier:
 
     def reached_downloader(self, request: Request) -> None:
         meta = request.meta
-        url = meta.get("sitemap_url")
-        if url is not None:
+        if (url := meta.get("sitemap_url")) is not None:
             self.inflight[url] = (
                 meta["sitemap_depth"],
                 meta["sitemap_hops"],
@@ -291,8 +290,7 @@ class Frontier:
     def discover(self, lead: Lead) -> Iterator[Discovered]:
         """Decide what to do with a URL found (*lead*): queue it (yielding a ``queued``
         record and its request) or record why not."""
-        keyed = self._keyed(lead)
-        if keyed is None:
+        if (keyed := self._keyed(lead)) is None:
             return
         url, key, fp = keyed
         claim, counters = None, self.counters

@@ -8,11 +8,10 @@ every rule lets pass is queued. Start URLs are exempt from include/exclude, cale
 and parameters. robots.txt is read where a URL is fetched (:mod:`crawler.fetch.robots`):
 ``explain`` applies it as the eleventh rule.
 
-The counted rules (query-variants, pages) and the depth cap's second chance are applied
-by a backend of :mod:`crawler.crawl.counted` (in memory, or in Redis for a distributed
-crawl) to the :class:`~crawler.crawl.counted.Claim` the book makes (:meth:`RuleBook.claim`);
-``explain`` builds the book from what the run recorded (:class:`RuleParams`), so that a
-URL the crawl never saw is judged with that run's rules, not the current settings.
+The counted rules and the depth cap's second chance are a claim (:meth:`RuleBook.claim`)
+that a backend applies (:mod:`crawler.crawl.counted`). ``explain`` builds the book from
+what the run recorded (:class:`RuleParams`): a URL the crawl never saw is judged with
+that run's rules, not the current settings.
 """
 
 from __future__ import annotations

@@ -64,13 +64,12 @@ Callback = Callable[["SiteSpider", Any], AsyncIterator[Any]]
 
 def _one_item(method: Callback) -> Callback:
     """A page request's callback or errback that yields exactly one item, even when it
-    fails (a distributed crawl ends the request's claim with it): everything but the
-    requests *method* yields as one item, then the requests (nothing is handed to
-    Scrapy before the item is made: the frontier's candidates then all belong to this
+    fails (a distributed crawl ends the request's claim with it): all *method* yields
+    but requests, then the requests (the frontier's candidates then all belong to this
     request). A request for the same page (its render) carries the page on: then there
-    is no item unless there are records. A failure here is logged and counted
-    (``sitemap/callback_errors``), and the item still goes, with what was decided
-    before it: the page's URL stays "queued" and is finished as unfetched."""
+    is no item unless there are records. A failure is logged and counted
+    (``sitemap/callback_errors``), and the item still goes: the page's URL stays
+    "queued" and is finished as unfetched."""
 
     @functools.wraps(method)
     async def handled(spider: SiteSpider, answer: Any) -> AsyncIterator[Any]:
