@@ -244,6 +244,8 @@ class Frontier:
         """A link of a fetched page, resolved (joined, normalised, keyed). Most links
         are known already: those cost a fingerprint lookup, and at most an alias."""
         if self.counters.known(found.fp):
+            if found.raw == found.url and not self.unlinked_seeds:
+                return ()  # the usual one: no seed left to mark linked, no other form
             return (
                 *self._linked(found.fp, found.key, referrer),
                 *self._alias(found.raw, found.url),
