@@ -154,7 +154,7 @@ class RenderPolicy:
         elif any(p.search(url) for p in self.include):
             reason, kind = "matches --render-include", "include"
         elif analysis.shell is not None:
-            mine = (link for link in analysis.links if link is not None and self._ours(link.url))
+            mine = (link for link in analysis.links if link and site_of(link.url) == self.site)
             ours = sum(1 for _ in itertools.islice(mine, self.shell_links))  # enough to decide
             if ours < self.shell_links:
                 reason, kind = f"{analysis.shell}, {ours} links to the site", "shell"
@@ -168,9 +168,6 @@ class RenderPolicy:
             return None
         self.stats.inc_value(f"sitemap/render/reason/{kind}")
         return reason
-
-    def _ours(self, url: str) -> bool:
-        return site_of(url) == self.site
 
     def request(
         self,
