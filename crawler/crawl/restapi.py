@@ -85,8 +85,8 @@ class RestSignals:
             self.links.add(link)
             if isinstance(modified := item.get("modified_gmt"), str):
                 yield from self.signal(link, lastmod=modified + "Z", found_by="api")
-        pages = _int(response.headers.get(b"X-WP-TotalPages"))
-        if items and pages is not None and page < min(pages, MAX_PAGES):
+        pages = (response.headers.get(b"X-WP-TotalPages") or b"").strip()
+        if items and pages.isdigit() and page < min(int(pages), MAX_PAGES):
             yield self._request(kind, page + 1)
             return
         yield from self._done(kind)
@@ -109,10 +109,3 @@ class RestSignals:
         self.keep(sorted(self.links))
         for url in sorted(set(self.before or ()) - self.links):
             yield from self.recheck(url)
-
-
-def _int(value: bytes | None) -> int | None:
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None
