@@ -368,8 +368,6 @@ def test_interrupted_run_resumes_and_finishes(
 
 def test_two_runs_at_once(nightly: NightlySite, tmp_path: Path) -> None:
     site = nightly
-    # Long enough (6 s at the Crawl-delay) for the second process to start on a busy
-    # machine while the first still runs.
     slow_site(site, n=30)
     args = (
         "crawl",
@@ -381,8 +379,9 @@ def test_two_runs_at_once(nightly: NightlySite, tmp_path: Path) -> None:
     )
     first = cli(*args)
     wait_for(lambda: len(site.requests()) >= 3)
-    second = cli(*args)
-    _, err2 = second.communicate(timeout=60)
+    with site.gate():  # the first run waits on the site, however slowly the second starts
+        second = cli(*args)
+        _, err2 = second.communicate(timeout=60)
     assert second.returncode == 3
     lines = [line for line in err2.splitlines() if line.strip()]
     assert len(lines) == 1 and "is using the state directory" in lines[0]
