@@ -115,18 +115,15 @@ class LastmodPipeline(RecordPipeline):
         date = http_date_to_w3c(item.date) if item.date else None
         sent = lastmod_datetime(date) if date is not None else None
         verdicts: list[list[str | None]] = []
-        first: list[str | None] | None = None  # the first that passes (template aside)
         for declared in item.page_dates:
             why = declared.why
             if why is None and declared.value is not None:
                 kind, why = self._guard(declared.label, declared.value, sent, item, prev)
                 if kind is not None:
                     self.stats.inc_value(f"sitemap/lastmod/page_ignored/{kind}")
-            verdict = [declared.label, declared.value or declared.raw, why]
-            if why is None and first is None:
-                first = verdict
-            verdicts.append(verdict)
-        if first is not None:
+            verdicts.append([declared.label, declared.value or declared.raw, why])
+        # The first that passes (template aside) counts towards the template rule.
+        if (first := next((v for v in verdicts if v[2] is None), None)) is not None:
             value = str(first[1])
             self.dated += 1
             self.declared[value] += 1
