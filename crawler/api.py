@@ -208,5 +208,7 @@ if __name__ == "__main__":
     # Through the module's importable name, so that what is pickled back names
     # crawler.api's classes, not __main__'s.
     from crawler.api import _child as child
+    from crawler.cli import exit_now
 
     child(Path(sys.argv[1]), Path(sys.argv[2]))
+    exit_now(0)
