@@ -22,13 +22,6 @@ from crawler.page.links import clean_href, link_headers
 
 __all__ = ["Verdict", "declared", "valid_code", "verify"]
 
-# ISO 639-1 (the two-letter codes of pycountry's ISO 639-3 table), ISO 15924 and
-# ISO 3166-1 alpha-2, lowercase.
-_LANGUAGES: frozenset[str] = frozenset(
-    lang.alpha_2.lower() for lang in pycountry.languages if hasattr(lang, "alpha_2")
-)
-_SCRIPTS: frozenset[str] = frozenset(script.alpha_4.lower() for script in pycountry.scripts)
-_REGIONS: frozenset[str] = frozenset(country.alpha_2.lower() for country in pycountry.countries)
 X_DEFAULT = "x-default"
 
 
@@ -43,16 +36,18 @@ def valid_code(code: str) -> bool:
     if lowered == X_DEFAULT:
         return True
     parts = lowered.split("-")
-    if len(parts) > 3 or parts[0] not in _LANGUAGES:
+    # pycountry's tables (ISO 639-3's two-letter codes, ISO 15924, ISO 3166-1 alpha-2) are
+    # read on the first lookup, which a crawl without hreflang never makes.
+    if len(parts) > 3 or pycountry.languages.get(alpha_2=parts[0]) is None:
         return False
     rest = parts[1:]
     if rest and len(rest[0]) == 4:
-        if rest[0] not in _SCRIPTS:
+        if pycountry.scripts.get(alpha_4=rest[0]) is None:
             return False
         rest = rest[1:]
     if not rest:
         return True
-    return len(rest) == 1 and len(rest[0]) == 2 and rest[0] in _REGIONS
+    return len(rest) == 1 and len(rest[0]) == 2 and bool(pycountry.countries.get(alpha_2=rest[0]))
 
 
 # -- declarations of one page ------------------------------------------------------

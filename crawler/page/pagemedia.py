@@ -179,18 +179,6 @@ _ARTICLES = frozenset({
     "BlogPosting", "LiveBlogPosting",
 })
 # fmt: on
-# ISO 639: the two-letter codes (639-1) and the three-letter ones (639-2/T and B,
-# 639-3), lowercase.
-_ISO639 = frozenset(
-    code.lower()
-    for lang in pycountry.languages
-    for code in (
-        getattr(lang, "alpha_2", None),
-        getattr(lang, "alpha_3", None),
-        getattr(lang, "bibliographic", None),
-    )
-    if code
-)
 
 
 def _article(node: dict[str, Any]) -> tuple[bool, list[Any]]:
@@ -209,7 +197,9 @@ def news_language(tag: str) -> str | None:
     else None."""
     parts = tag.strip().replace("_", "-").lower().split("-")
     primary, rest = parts[0], parts[1:]
-    if not primary.isascii() or primary not in _ISO639:
+    # ISO 639-1, 639-2/T and B, 639-3 (pycountry reads its table on the first lookup)
+    codes = ("alpha_2", "alpha_3", "bibliographic")
+    if not primary.isascii() or not any(pycountry.languages.get(**{c: primary}) for c in codes):
         return None
     if primary == "zh":
         if "hans" in rest:
