@@ -14,6 +14,7 @@ is failed without stopping the reactor (see :func:`pytest_timeout_set_timer`).
 from __future__ import annotations
 
 import asyncio
+import compileall
 import os
 import signal
 import socket
@@ -58,6 +59,14 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
 
 
 sys.addaudithook(_audit)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The checkout's bytecode, written once for the hundreds of Python processes the
+    tests start: with PYTHONDONTWRITEBYTECODE set, each would compile every module of
+    the checkout again, 0.1-0.2 s of CPU (bench/README.md, "Fixed costs of a run")."""
+    for package in ("crawler", "pipelines", "settings", "tests"):
+        compileall.compile_dir(ROOT / package, quiet=2)
 
 
 class NetworkWatch:
