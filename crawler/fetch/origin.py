@@ -211,11 +211,15 @@ class _Asker:
         agent: tuple[str, str],
         timeout: float,
     ) -> None:
-        self.context = policy.ssl_context()
+        self.policy = policy
         self.hosts = hosts
         self.user_agent, self.token = agent
         self.timeout = timeout
         self.robots: dict[tuple[str, str, int], RobotsRules | None] = {}
+
+    @functools.cached_property
+    def context(self) -> ssl.SSLContext:  # on the first https request: 20 ms of CPU
+        return self.policy.ssl_context()
 
     def ask(self, url: str, *, fallback: bool = False) -> tuple[str, str] | None:
         """*url*'s redirect as ``(how, target)``, or None when it answers otherwise.
