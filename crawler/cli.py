@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import os
 import sys
 import threading
@@ -13,10 +14,16 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import NoReturn
 
-from crawler import __version__
-from crawler.commands import audit, crawl, explain, export, worker
-from crawler.commands.declarations import add_options
-from crawler.commands.options import EXIT_USAGE, PROG, Parser
+# What the imports make (76,000 objects) lives as long as the process: made with the GC
+# off, then frozen, never walked (bench/README.md, "Fixed costs of a run").
+gc.disable()
+from crawler import __version__  # noqa: E402
+from crawler.commands import audit, crawl, explain, export, worker  # noqa: E402
+from crawler.commands.declarations import add_options  # noqa: E402
+from crawler.commands.options import EXIT_USAGE, PROG, Parser  # noqa: E402
+
+gc.freeze()
+gc.enable()
 
 #: The commands, in the order ``--help`` lists them.
 COMMANDS: tuple[ModuleType, ...] = (crawl, worker, audit, explain, export)
@@ -49,8 +56,7 @@ def command_parser(name: str) -> Parser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command *argv* asks for; its exit status. Without *argv* (the program
-    itself: the console script, ``python -m crawler.cli``) the process ends with it."""
+    """The exit status of the command *argv*; without *argv* (the program), the exit."""
     parser = build_parser()
     args = parser.parse_args(argv)
     module = getattr(args, "command_module", None)
@@ -61,12 +67,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def exit_now(code: int) -> NoReturn:
-    """End the process with *code* as the interpreter would (threads joined, atexit
-    handlers run, standard streams flushed) but without its teardown of a crawl's
-    modules and objects one by one: 0.1-0.2 s of CPU (bench/README.md, "Fixed costs of
-    a run"). Only from the main thread; from another, an ordinary exit."""
-    if threading.current_thread() is not threading.main_thread():
-        sys.exit(code)
+    """Exit as the interpreter would (threads joined, atexit handlers, streams flushed),
+    less its teardown of every object (bench/README.md, "Fixed costs of a run"). From the
+    main thread only, where the program runs."""
     threading._shutdown()  # type: ignore[attr-defined]  # what an exit does first
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
