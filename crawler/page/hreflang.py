@@ -9,6 +9,7 @@ declared, a page's pairs sorted by code (case-insensitively), then href."""
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,21 +34,14 @@ def valid_code(code: str) -> bool:
     if not code.isascii():
         return False
     lowered = code.lower()
-    if lowered == X_DEFAULT:
-        return True
-    parts = lowered.split("-")
-    # pycountry's tables (ISO 639-3's two-letter codes, ISO 15924, ISO 3166-1 alpha-2) are
-    # read on the first lookup, which a crawl without hreflang never makes.
-    if len(parts) > 3 or pycountry.languages.get(alpha_2=parts[0]) is None:
-        return False
-    rest = parts[1:]
-    if rest and len(rest[0]) == 4:
-        if pycountry.scripts.get(alpha_4=rest[0]) is None:
-            return False
-        rest = rest[1:]
-    if not rest:
-        return True
-    return len(rest) == 1 and len(rest[0]) == 2 and bool(pycountry.countries.get(alpha_2=rest[0]))
+    # Each part in pycountry's tables, which it reads on the first lookup.
+    found = re.fullmatch(r"([a-z]{2})(?:-([a-z]{4}))?(?:-([a-z]{2}))?", lowered)
+    return lowered == X_DEFAULT or bool(
+        found
+        and pycountry.languages.get(alpha_2=found[1])
+        and (found[2] is None or pycountry.scripts.get(alpha_4=found[2]))
+        and (found[3] is None or pycountry.countries.get(alpha_2=found[3]))
+    )
 
 
 # -- declarations of one page ------------------------------------------------------

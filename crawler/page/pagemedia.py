@@ -190,6 +190,9 @@ def _article(node: dict[str, Any]) -> tuple[bool, list[Any]]:
     ]
 
 
+_CHINESE = {"hans": "cn", "hant": "tw", "cn": "cn", "sg": "cn", "tw": "tw", "hk": "tw", "mo": "tw"}
+
+
 def news_language(tag: str) -> str | None:
     """A language tag (``<html lang>``) as news sitemaps want it: the primary
     subtag lowercased if it is an ISO 639 code, ``zh-cn`` or ``zh-tw`` for Chinese
@@ -197,19 +200,11 @@ def news_language(tag: str) -> str | None:
     else None."""
     parts = tag.strip().replace("_", "-").lower().split("-")
     primary, rest = parts[0], parts[1:]
-    # ISO 639-1, 639-2/T and B, 639-3 (pycountry reads its table on the first lookup)
-    codes = ("alpha_2", "alpha_3", "bibliographic")
+    codes = ("alpha_2", "alpha_3", "bibliographic")  # ISO 639-1, 2/T and B, 3: read once asked
     if not primary.isascii() or not any(pycountry.languages.get(**{c: primary}) for c in codes):
         return None
     if primary == "zh":
-        if "hans" in rest:
-            return "zh-cn"
-        if "hant" in rest:
-            return "zh-tw"
-        if any(r in ("cn", "sg") for r in rest):
-            return "zh-cn"
-        if any(r in ("tw", "hk", "mo") for r in rest):
-            return "zh-tw"
+        return next((f"zh-{_CHINESE[part]}" for part in _CHINESE if part in rest), primary)
     return primary
 
 
