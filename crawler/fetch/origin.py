@@ -19,7 +19,7 @@ import http.client
 import ipaddress
 import socket
 import ssl
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
@@ -147,7 +147,8 @@ def resolve_origin(text: str, settings: BaseSettings) -> Origin:
     asker = _Asker(
         TlsPolicy.from_settings(settings),
         test_hosts(settings),
-        (user_agent, settings.get("ROBOTSTXT_USER_AGENT") or product_token(user_agent)),
+        user_agent,
+        settings.get("ROBOTSTXT_USER_AGENT") or product_token(user_agent),
         min(settings.getfloat("DOWNLOAD_TIMEOUT", 30), _TIMEOUT),
     )
     normal = normalize_url(text)
@@ -200,22 +201,17 @@ def resolve_origin(text: str, settings: BaseSettings) -> Origin:
     return Origin(text, url, tuple(hops), guessed)
 
 
+@dataclass
 class _Asker:
     """Plain GETs, one connection each, to the address the test hosts give; each URL
     only once its origin's robots.txt allows it."""
 
-    def __init__(
-        self,
-        policy: TlsPolicy,
-        hosts: Mapping[str, str],
-        agent: tuple[str, str],
-        timeout: float,
-    ) -> None:
-        self.policy = policy
-        self.hosts = hosts
-        self.user_agent, self.token = agent
-        self.timeout = timeout
-        self.robots: dict[tuple[str, str, int], RobotsRules | None] = {}
+    policy: TlsPolicy
+    hosts: Mapping[str, str]
+    user_agent: str
+    token: str
+    timeout: float
+    robots: dict[tuple[str, str, int], RobotsRules | None] = field(default_factory=dict)
 
     @functools.cached_property
     def context(self) -> ssl.SSLContext:  # on the first https request: 20 ms of CPU

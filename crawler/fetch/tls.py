@@ -58,13 +58,11 @@ class TlsPolicy:
 
     def ssl_context(self) -> ssl.SSLContext:
         """A context for Python's own clients (http.client, urllib)."""
+        context = ssl.create_default_context()
         if not self.verify:
-            context = ssl.create_default_context()
             context.check_hostname = False
             context.verify_mode = ssl.CERT_NONE
-            return context
-        context = ssl.create_default_context()
-        if self.ca_file:
+        elif self.ca_file:
             context.load_verify_locations(cafile=self.ca_file)
         return context
 
