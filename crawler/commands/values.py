@@ -53,9 +53,7 @@ def processes_count(text: str) -> int:
     """``--processes``: a positive number, or ``auto`` for the machine's cores."""
     if text != "auto":
         return positive_int(text)
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _between(what: str, high: int, unit: str = "", strip: str = "") -> Callable[[str], float]:

@@ -425,12 +425,9 @@ def _over_size_cap(failure: Failure, request: Request, maxsize: int) -> str | No
     message = failure.getErrorMessage()
     cap = request.meta.get("download_maxsize", maxsize)
     words = f"over the download size cap (DOWNLOAD_MAXSIZE, {cap} bytes)"
-    if any(w in message for w in _SIZE_CAP_WORDS):
-        return words
     name = failure.type.__name__ if failure.type is not None else ""
-    if cap and name in ("CancelledError", "DownloadCancelledError") and not message.strip():
-        return words
-    return None
+    cancelled = name in ("CancelledError", "DownloadCancelledError") and not message.strip()
+    return words if any(w in message for w in _SIZE_CAP_WORDS) or (cap and cancelled) else None
 
 
 def _latency(meta: dict[str, Any]) -> float | None:
