@@ -354,7 +354,7 @@ class Tolerant:
             else:
                 self.sink.unknown(child, offset)
         for at, fix in fixes:
-            if at >= index:  # no block took it (cannot happen; kept rather than lost)
+            if at >= index:  # no block took it (one inside an unknown element): kept, not lost
                 self.sink.problems.add(fix)
 
     def repair(
