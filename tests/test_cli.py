@@ -392,3 +392,22 @@ def test_readmes_commands_leave_git_status_clean(site: MockServer, tmp_path: Pat
         check=False,
     ).stdout.split()
     assert sorted(ignored) == written
+
+
+def test_the_program_exits_as_the_interpreter_would_less_its_teardown() -> None:
+    """exit_now: a running thread finishes, atexit handlers run, buffered output is
+    written, and the status is kept; importing the command line leaves the GC on."""
+    code = (
+        "import atexit, gc, sys, threading\n"
+        "from crawler.cli import exit_now\n"
+        "go = threading.Event()\n"
+        "threading.Thread(target=lambda: (go.wait(), print('thread', end=' '))).start()\n"
+        "atexit.register(print, 'atexit')\n"
+        "print('gc', gc.isenabled(), end=' ')\n"
+        "go.set()\n"
+        "exit_now(5)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (5, "gc True thread atexit\n", "")
