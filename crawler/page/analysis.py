@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Iterable
-from dataclasses import astuple, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from scrapy.http import HtmlResponse
@@ -41,7 +41,7 @@ class Rich:
     news: bool = False
 
     def __bool__(self) -> bool:
-        return any(astuple(self))
+        return self.hreflang or self.images or self.videos or self.news
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Rich:
