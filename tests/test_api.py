@@ -42,7 +42,9 @@ def test_crawl_twice_in_one_process(site: MockServer, tmp_path: Path) -> None:
 
 
 def test_bad_options_raise_the_command_lines_message(tmp_path: Path) -> None:
-    with pytest.raises(api.UsageError, match="max_pages: not a whole number: 'lots'"):
+    with pytest.raises(
+        api.UsageError, match="max_pages: 'lots': must be a whole number of at least 0"
+    ):
         api.crawl("http://127.0.0.1:1/", out=str(tmp_path / "p"), max_pages="lots")
     with pytest.raises(api.UsageError, match="unknown option 'colour'"):
         api.crawl("http://127.0.0.1:1/", colour="blue")

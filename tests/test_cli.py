@@ -99,19 +99,32 @@ def test_crawl_publishes_and_prints_summary(site: MockServer, tmp_path: Path) ->
         (["crawl", "http://127.0.0.1:99999/"], "not an http(s) URL"),
         (
             ["crawl", "http://127.0.0.1/", "--max-pages", "lots"],
-            "argument --max-pages: not a whole number",
+            "argument --max-pages: 'lots': must be a whole number of at least 0",
         ),
-        (["crawl", "http://127.0.0.1/", "--concurrency", "0"], "must be at least 1"),
-        (["crawl", "http://127.0.0.1/", "--delay", "-1"], "must be between 0 and 3600"),
-        (["crawl", "http://127.0.0.1/", "--include", "("], "invalid regular expression"),
-        (["crawl", "http://127.0.0.1/", "--format", "json"], "invalid choice: 'json'"),
+        (
+            ["crawl", "http://127.0.0.1/", "--concurrency", "0"],
+            "--concurrency: '0': must be a whole number of at least 1",
+        ),
+        (
+            ["crawl", "http://127.0.0.1/", "--delay", "-1"],
+            "--delay: '-1': must be a number from 0 to 3600",
+        ),
+        (
+            ["crawl", "http://127.0.0.1/", "--include", "("],
+            "--include: '(' is not a regular expression",
+        ),
+        (
+            ["crawl", "http://127.0.0.1/", "--format", "json"],
+            "--format: 'json': must be one of xml, txt",
+        ),
         (
             ["crawl", "http://127.0.0.1/", "--max-urls-per-file", "60000"],
-            "cannot exceed the protocol's 50000 URLs) (option --max-urls-per-file)",
+            "argument --max-urls-per-file: '60000': must be a whole number from 1 to 50000 (a file "
+            "cannot exceed the protocol's 50000 URLs)",
         ),
         (
             ["crawl", "http://127.0.0.1/", "--ca-file", "no-such-ca.pem"],
-            "no such file (option --ca-file)",
+            "argument --ca-file: 'no-such-ca.pem': no such file",
         ),
         (
             ["crawl", "http://127.0.0.1/", "--base-url", "mailto:x@y"],

@@ -10,6 +10,8 @@
   crawler/audit/store.py, keeps its own tables: ``sitemaps``, ``listings``,
   ``fetched``.)
 - The report pages' URL cap is the setting's default, not a copy of it.
+- An option that sets a setting is checked by that setting's rule, the one ``-s``
+  asks (crawler/commands/settingrules.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
+from crawler.commands.declarations import AUDIT, CRAWL, WORKER, add_options
+from crawler.commands.options import Parser, UsageError, apply_options, project_settings
+from crawler.commands.settingrules import RULES, SettingError, check_settings, check_value
 from crawler.ledger import ledger
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,3 +77,50 @@ def test_the_report_pages_cap_is_the_settings_default() -> None:
 
     assert DEFAULT_CAP == settings.SITEMAP_REPORT_HTML_URLS
     assert not readers(re.compile(r"^DEFAULT_CAP\b.*=\s*\d", re.M)), "a copied number"
+
+
+def test_every_option_with_a_setting_is_checked_by_its_rule() -> None:
+    for options in (CRAWL, AUDIT, WORKER):
+        parser = Parser()
+        add_options(parser, options)
+        for action in parser._actions:
+            option = next((o for o in options if o.name == action.dest), None)
+            if option is not None and option.setting in RULES and action.nargs != 0:
+                assert getattr(action.type, "__qualname__", "") == "option_type.<locals>.check"
+
+
+@pytest.mark.parametrize(
+    ("flag", "bad"),
+    [
+        ("--max-pages", "lots"),
+        ("--concurrency", "0"),
+        ("--delay", "-1"),
+        ("--max-urls-per-file", "60000"),
+        ("--include", "("),
+        ("--indexnow-key", "short"),
+        ("--render-concurrency", "0"),
+        ("--revisit-min", "0"),
+        ("--calendar-window", "3q"),
+    ],
+)
+def test_the_command_line_the_config_file_and_s_ask_one_rule(
+    flag: str, bad: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    option = next(o for o in CRAWL if o.flag == flag)
+    with pytest.raises(ValueError) as rule:
+        check_value(option.setting, [bad] if option.action == "append" else bad)
+    said = str(rule.value)
+    parser = Parser(prog="crawl")
+    add_options(parser, CRAWL)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["http://127.0.0.1/", flag, bad])
+    line = capsys.readouterr().err
+    assert f"error: argument {flag}: " in line and said in line, line
+    key = flag.removeprefix("--")
+    with pytest.raises(UsageError) as config:
+        apply_options(parser, parser.parse_args([]), {key: bad}, where="--config c.toml")
+    assert str(config.value).startswith(f"--config c.toml: {key}: ") and said in str(config.value)
+    given = {option.setting: bad}
+    with pytest.raises(SettingError) as setting:
+        check_settings(project_settings(given), given)
+    assert str(setting.value) == f"setting {option.setting} = {bad!r}: {said}"

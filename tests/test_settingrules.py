@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import settings as project
-from crawler.commands.options import project_settings
+from crawler.commands.options import UsageError, checked_settings, project_settings
 from crawler.commands.settingrules import RULES, SettingError, check_settings
 from tests.conftest import cli
 from tests.test_cli import assert_one_line_error
@@ -80,6 +80,10 @@ def test_the_longest_revisit_may_not_be_shorter_than_the_shortest() -> None:
         " (option --revisit-max)"
     )
     check_settings(project_settings({**given, "SITEMAP_REVISIT_MAX": "3"}), given)
+    # Typed with -s, the setting is named, not the option that would set it.
+    with pytest.raises(UsageError) as typed:
+        checked_settings(given, typed=given)
+    assert str(typed.value).endswith("at least SITEMAP_REVISIT_MIN (3)")
     # A shortest that is no number is its own rule's error, not the longest's.
     with pytest.raises(SettingError, match="setting SITEMAP_REVISIT_MIN = 'x'"):
         bad = {**given, "SITEMAP_REVISIT_MIN": "x"}

@@ -67,7 +67,7 @@ def audit_settings(args: argparse.Namespace) -> dict[str, Any]:
     if args.report:
         check_writable(Path(args.report))
     settings.update(dict(args.settings))
-    checked_settings(settings)
+    checked_settings(settings, typed=dict(args.settings))
     if args.report:
         make_directories(Path(args.report))
     return settings

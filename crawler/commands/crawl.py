@@ -97,7 +97,7 @@ def crawl_settings(args: argparse.Namespace) -> dict[str, Any]:
             **dict(args.settings),
         }
     )
-    _check_render(checked_settings(settings))
+    _check_render(checked_settings(settings, typed=dict(args.settings)))
     return settings
 
 

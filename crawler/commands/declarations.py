@@ -17,26 +17,17 @@ from pathlib import Path
 from typing import Any
 
 import settings as project
-from crawler.commands.settingrules import LOG_LEVELS
+from crawler.commands.settingrules import FORMATS, LOG_LEVELS, RULES, option_type
 from crawler.commands.values import (
-    auth_option,
     classes,
-    cookie_option,
     duration,
-    header_option,
-    non_negative_int,
     percent,
-    positive_float,
-    positive_int,
-    positive_int_or_auto,
     processes_count,
-    regex,
     robots_token,
-    seconds,
     setting,
-    window,
 )
 from crawler.core.agent import product_token
+from crawler.fetch.rendering import MODES as RENDER_MODES
 from crawler.sitemaps.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
 
 #: A group of ``--help``: its title and what its options have in common.
@@ -49,7 +40,8 @@ class Option:
     None, off or empty), it sets *setting* to its value, or to what *value* makes of it,
     and the settings *also* makes of it; left out, it sets none, and the setting's
     default (``{SETTING}`` in its help) is the option's. *action*: ``store``,
-    ``store_true`` or ``append``; *from_setting*: the parser's default is the setting's."""
+    ``store_true`` or ``append``; *from_setting*: the parser's default is the setting's.
+    *type* reads the text; an option that sets a setting with a rule is checked by it."""
 
     flag: str
     setting: str = ""
@@ -104,7 +96,10 @@ def add_options(
         else:
             default = getattr(project, option.setting) if option.from_setting else option.default
             many = option.action == "append" or option.nargs == "*"
-            kw.update(action=option.action, default=[] if many else default, type=option.type)
+            read = option.type
+            if option.setting in RULES:
+                read = option_type(option.setting, read, option.action == "append")
+            kw.update(action=option.action, default=[] if many else default, type=read)
             kw.update(metavar=option.metavar, choices=option.choices, nargs=option.nargs)
         groups[option.group].add_argument(*filter(None, (option.alias, option.flag)), **kw)
 
@@ -133,7 +128,7 @@ def _hosts(flag: str, setting: str, group: Group) -> Option:
 
 
 def _limit(flag: str, setting: str, what: str) -> Option:
-    return Option(flag, setting, non_negative_int, "N").says(
+    return Option(flag, setting, metavar="N").says(
         f"{what} (default {{{setting}}}; 0 means no limit)"
     )
 
@@ -154,7 +149,7 @@ LOG_LEVEL = Option("--log-level", "LOG_LEVEL", choices=LOG_LEVELS, default="CRIT
     "a one-line error; every decision is in the ledger either way)")
 SET = Option("--set", type=setting, metavar="NAME=VALUE", action="append", alias="-s",
              dest="settings").says("set any Scrapy or SITEMAP_* setting (repeatable)")
-CONCURRENCY = Option("--concurrency", "CONCURRENT_REQUESTS_PER_DOMAIN", positive_int, "N",
+CONCURRENCY = Option("--concurrency", "CONCURRENT_REQUESTS_PER_DOMAIN", None, "N",
                      also=lambda n: {"CONCURRENT_REQUESTS": n}).says(
     "concurrent requests (default {CONCURRENT_REQUESTS_PER_DOMAIN} per host, "
     "{CONCURRENT_REQUESTS} in all)")
@@ -173,11 +168,11 @@ SITE = (
     _limit("--max-depth", "SITEMAP_MAX_DEPTH", "follow links at most N levels from the start URL"),
     _limit("--max-variants-per-path", "SITEMAP_MAX_VARIANTS_PER_PATH",
            "list at most N query variants of one path"),
-    Option("--calendar-window", "SITEMAP_CALENDAR_WINDOW", window, "DURATION").says(
+    Option("--calendar-window", "SITEMAP_CALENDAR_WINDOW", None, "DURATION").says(
         "follow a calendar's or date archive's prev/next links only within this window of today, "
         "each way (default {SITEMAP_CALENDAR_WINDOW}; also 52w, 12m, 1y; 0 turns it off)"),
     CONCURRENCY,
-    Option("--delay", "DOWNLOAD_DELAY", seconds, "S").says(
+    Option("--delay", "DOWNLOAD_DELAY", None, "S").says(
         "minimum delay between requests in seconds (default {DOWNLOAD_DELAY}, with AutoThrottle "
         "adapting to the server; robots.txt Crawl-delay wins when larger)"),
     Option("--user-agent", "USER_AGENT", metavar="UA",
@@ -186,16 +181,16 @@ SITE = (
         "(compatible; AcmeBot/1.0)') is matched against robots.txt groups"),
     Option("--robots-agent", "ROBOTSTXT_USER_AGENT", robots_token, "TOKEN").says(
         "the product token matched against robots.txt groups, instead of the User-Agent's"),
-    Option("--include", "SITEMAP_INCLUDE", regex, "REGEX", "append").says(
+    Option("--include", "SITEMAP_INCLUDE", None, "REGEX", "append").says(
         "crawl only URLs matching REGEX (repeatable; any one matches)"),
-    Option("--exclude", "SITEMAP_EXCLUDE", regex, "REGEX", "append").says(
+    Option("--exclude", "SITEMAP_EXCLUDE", None, "REGEX", "append").says(
         "do not crawl URLs matching REGEX (repeatable)"),
-    Option("--header", "SITEMAP_HEADERS", header_option, "'NAME: VALUE'", "append", group=ACCESS)
+    Option("--header", "SITEMAP_HEADERS", None, "'NAME: VALUE'", "append", group=ACCESS)
     .says("send this header with every request to the site (repeatable)"),
-    Option("--auth", "SITEMAP_AUTH", auth_option, "USER:PASSWORD", group=ACCESS).says(
+    Option("--auth", "SITEMAP_AUTH", None, "USER:PASSWORD", group=ACCESS).says(
         "HTTP basic auth for the site; better from the SITEMAP_AUTH environment variable or auth "
         "= ... in --config, out of the shell's history"),
-    Option("--cookie", "SITEMAP_COOKIES", cookie_option, "NAME=VALUE", "append", group=ACCESS).says(
+    Option("--cookie", "SITEMAP_COOKIES", None, "NAME=VALUE", "append", group=ACCESS).says(
         "send this cookie to the site (repeatable; with the site's own cookies)"),
     replace(_switch("--insecure", "SITEMAP_TLS_VERIFY", TLS), value=lambda _: False).says(
         "do not verify TLS certificates (a self-signed staging host, say); the summary and the "
@@ -250,16 +245,16 @@ CRAWL = (
     Option("--state", "SITEMAP_STATE_DIR", metavar="DIR").says(
         "directory for the crawl's ledger and state (default: beside --out, as OUT.sitemap-state; "
         "never inside --out)"),
-    Option("--max-urls-per-file", "SITEMAP_MAX_URLS_PER_FILE", positive_int, "N",
+    Option("--max-urls-per-file", "SITEMAP_MAX_URLS_PER_FILE", None, "N",
            from_setting=True).says(
         f"rotate sitemap files at N URLs, at most {MAX_URLS_PER_FILE} (default: %(default)s)"),
-    Option("--max-bytes-per-file", "SITEMAP_MAX_BYTES_PER_FILE", positive_int, "N",
+    Option("--max-bytes-per-file", "SITEMAP_MAX_BYTES_PER_FILE", None, "N",
            from_setting=True).says(
         f"rotate sitemap files at N bytes uncompressed, at most {MAX_BYTES_PER_FILE} (50 MiB; "
         "default: %(default)s)"),
     _switch("--no-gzip", "SITEMAP_GZIP").says(
         "write plain .xml/.txt files instead of gzipped ones"),
-    Option("--format", "SITEMAP_FORMAT", choices=("xml", "txt"), from_setting=True).says(
+    Option("--format", "SITEMAP_FORMAT", choices=FORMATS, from_setting=True).says(
         "sitemap file format (default: %(default)s; the index is XML)"),
     _switch("--no-hreflang", "SITEMAP_HREFLANG", RICH).says(
         "write no hreflang alternates (xhtml:link); by default every listed page's alternates are "
@@ -278,27 +273,27 @@ CRAWL = (
     Option("--news-publication", "SITEMAP_NEWS_PUBLICATION", metavar="NAME", group=RICH).says(
         "write a news sitemap of the articles published within 48 hours, for the publication NAME "
         "(news:news)"),
-    Option("--render", "SITEMAP_RENDER", choices=("never", "auto", "always"), group=RENDER).says(
+    Option("--render", "SITEMAP_RENDER", choices=RENDER_MODES, group=RENDER).says(
         "never: read raw HTML only; auto: render a page whose raw HTML looks like an application "
         "shell (few links to the site and an empty mount element or a <noscript> asking for "
         "JavaScript) or whose URL matches --render-include; always: render every HTML page that "
         "is not noindex in its raw HTML (default: {SITEMAP_RENDER})"),
-    Option("--render-include", "SITEMAP_RENDER_INCLUDE", regex, "REGEX", "append", group=RENDER)
+    Option("--render-include", "SITEMAP_RENDER_INCLUDE", None, "REGEX", "append", group=RENDER)
     .says(
         "with --render auto, always render pages whose URL matches (repeatable; re.search on the "
         "normalised URL)"),
     Option("--browser", "SITEMAP_RENDER_BROWSER", metavar="PATH", group=RENDER).says(
         "the Chromium binary to render with (default: the first on PATH of "
         "chromium-headless-shell, chromium, chromium-browser)"),
-    Option("--render-concurrency", "SITEMAP_RENDER_CONCURRENCY", positive_int_or_auto, "N|auto",
+    Option("--render-concurrency", "SITEMAP_RENDER_CONCURRENCY", None, "N|auto",
            group=RENDER).says(
         "render at most N pages at once, or auto: two per core the crawl may use, at most "
         "--concurrency and 8 (default {SITEMAP_RENDER_CONCURRENCY})"),
     _switch("--no-feed", "SITEMAP_FEED", AROUND).says(
         "publish no changes.atom (the delta feed of the URLs that changed lately)"),
-    Option("--feed-days", "SITEMAP_FEED_DAYS", positive_int, "N", group=AROUND).says(
+    Option("--feed-days", "SITEMAP_FEED_DAYS", None, "N", group=AROUND).says(
         "the feed holds the changes of the last N days (default {SITEMAP_FEED_DAYS})"),
-    Option("--feed-max", "SITEMAP_FEED_MAX", positive_int, "N", group=AROUND).says(
+    Option("--feed-max", "SITEMAP_FEED_MAX", None, "N", group=AROUND).says(
         "the feed holds at most N entries, newest first (default {SITEMAP_FEED_MAX})"),
     Option("--section", "SITEMAP_SECTIONS", None, "NAME=REGEX", "append", group=AROUND).says(
         "pages whose address matches REGEX go to section NAME, with files of their own "
@@ -327,10 +322,10 @@ CRAWL = (
     _switch("--full", "SITEMAP_REVISIT_FULL", NIGHTLY).says(
         "verify every known URL tonight, whatever the revisit schedule says (a nightly run "
         "otherwise fetches the URLs due and those a change signal names)"),
-    Option("--revisit-min", "SITEMAP_REVISIT_MIN", positive_float, "DAYS", group=NIGHTLY).says(
+    Option("--revisit-min", "SITEMAP_REVISIT_MIN", None, "DAYS", group=NIGHTLY).says(
         "the shortest interval between two verifications of a URL, in days (default "
         "{SITEMAP_REVISIT_MIN:g})"),
-    Option("--revisit-max", "SITEMAP_REVISIT_MAX", positive_float, "DAYS", group=NIGHTLY).says(
+    Option("--revisit-max", "SITEMAP_REVISIT_MAX", None, "DAYS", group=NIGHTLY).says(
         "the longest interval between two verifications of a URL, in days: every URL is verified "
         "at least this often (default {SITEMAP_REVISIT_MAX:g})"),
     _switch("--resume", "SITEMAP_RESUME").says(

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 
 from crawler.commands import declarations
 from crawler.commands.declarations import FLAG_OF, SITE, Option, given_settings
-from crawler.commands.settingrules import SettingError, check_settings
-from crawler.commands.values import auth_option, setting
+from crawler.commands.settingrules import SettingError, check_settings, check_value
+from crawler.commands.values import setting
 from crawler.core.publicurl import BaseUrlError, PublicUrls
 from crawler.core.urls import bare_host, host_port, normalize_url, not_a_start_url, site_of
 
@@ -107,8 +107,8 @@ def site_settings(args: argparse.Namespace, options: Iterable[Option] = SITE) ->
         settings["SITEMAP_START_URLS"] = urls[1:]
     if "SITEMAP_AUTH" not in settings and (auth := os.environ.get(AUTH_ENV)):
         try:
-            auth_option(auth)
-        except argparse.ArgumentTypeError as e:
+            check_value("SITEMAP_AUTH", auth)
+        except ValueError as e:
             raise UsageError(f"{e} (from the {AUTH_ENV} environment variable)") from None
         settings["SITEMAP_AUTH"] = auth
     return settings
@@ -251,11 +251,15 @@ def project_settings(overrides: Mapping[str, Any], base: Settings | None = None)
     return settings
 
 
-def checked_settings(overrides: Mapping[str, Any], base: Settings | None = None) -> Settings:
-    """:func:`project_settings`, checked against every setting's rule; raise UsageError."""
+def checked_settings(
+    overrides: Mapping[str, Any], base: Settings | None = None, typed: Iterable[str] = ()
+) -> Settings:
+    """:func:`project_settings`, checked against every setting's rule; raise UsageError.
+    An error names the option that set a setting, unless *typed* (``-s``) names it."""
     settings = project_settings(overrides, base)
+    flags = {name: flag for name, flag in FLAG_OF.items() if name not in set(typed)}
     try:
-        check_settings(settings, overrides, FLAG_OF)
+        check_settings(settings, overrides, flags)
     except SettingError as e:
         raise UsageError(str(e)) from None
     return settings

@@ -1,11 +1,14 @@
 """The rules every setting must meet, checked before a crawl starts: a bad ``-s`` value
 is one line (exit status 2), not a traceback mid-crawl. Every ``SITEMAP_*`` setting has
 a rule (tests/test_settingrules.py), as do the Scrapy settings the crawl relies on; an
-unknown ``SITEMAP_*`` name is an error too, with the closest name.
+unknown ``SITEMAP_*`` name is an error too, with the closest name. An option that sets
+a setting is checked by the same rule as its text is read (:func:`option_type`), so
+the error names the flag or the config key the user typed.
 """
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import ipaddress
 import re
@@ -17,6 +20,7 @@ import settings as project
 from crawler.core.lastmod import w3c_datetime
 from crawler.crawl.calendars import parse_window
 from crawler.fetch.access import parse_auth, parse_cookie, parse_header
+from crawler.fetch.rendering import MODES as RENDER_MODES
 from crawler.fetch.tls import check_ca_file
 from crawler.sitemaps.entry import ChangeFreq
 from crawler.sitemaps.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
@@ -218,6 +222,7 @@ def _indexnow_key(settings: BaseSettings, name: str) -> None:
 
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+FORMATS = ("xml", "txt")
 
 
 def _log_level(settings: BaseSettings, name: str) -> None:
@@ -302,7 +307,7 @@ RULES: dict[str, Rule] = {
     "SITEMAP_EXCLUDE": _each(_regex),
     "SITEMAP_FEED_DAYS": _number(int, 1),
     "SITEMAP_FEED_MAX": _number(int, 1),
-    "SITEMAP_FORMAT": _choice("xml", "txt"),
+    "SITEMAP_FORMAT": _choice(*FORMATS),
     "SITEMAP_HEADERS": _each(parse_header),
     "SITEMAP_INCLUDE": _each(_regex),
     "SITEMAP_INDEXNOW_ENDPOINT": _optional(_text),
@@ -336,7 +341,7 @@ RULES: dict[str, Rule] = {
     "SITEMAP_REDIS_SERVER": _optional(_text),
     "SITEMAP_REDIS_URL": _optional(_text),
     "SITEMAP_REDIS_WORKER_TIMEOUT": _number(float, 1),
-    "SITEMAP_RENDER": _choice("never", "auto", "always"),
+    "SITEMAP_RENDER": _choice(*RENDER_MODES),
     "SITEMAP_RENDER_BROWSER": _optional(_text),
     "SITEMAP_RENDER_CONCURRENCY": _auto_or(_number(int, 1)),
     "SITEMAP_RENDER_CONTEXT_PAGES": _number(int, 1),
@@ -371,7 +376,7 @@ RULES: dict[str, Rule] = {
     "CONCURRENT_REQUESTS_PER_DOMAIN": _number(int, 1),
     "DEPTH_PRIORITY": _number(int, None),
     "DNS_TIMEOUT": _positive,
-    "DOWNLOAD_DELAY": _number(float, 0),
+    "DOWNLOAD_DELAY": _number(float, 0, 3600),
     "DOWNLOAD_MAXSIZE": _number(int, 0),
     "DOWNLOAD_TIMEOUT": _positive,
     "DOWNLOAD_WARNSIZE": _number(int, 0),
@@ -381,6 +386,32 @@ RULES: dict[str, Rule] = {
     "ROBOTSTXT_OBEY": _bool,
     "USER_AGENT": _text,
 }
+
+
+def check_value(name: str, value: Any) -> None:
+    """Ask the rule of setting *name* about *value* alone (another setting it compares
+    with is checked with all of them); its ValueError says what is allowed."""
+    from scrapy.settings import BaseSettings
+
+    RULES[name](BaseSettings({name: value}), name)
+
+
+def option_type(name: str, read: Callable[[str], Any] | None, many: bool) -> Callable[[str], Any]:
+    """The argparse type of an option that sets *name*: its text, or what *read* makes
+    of it, once *name*'s rule accepts it (*many*: as one item of the list). The error
+    names the text unless it is a secret; argparse, the config file and the API name
+    the option."""
+
+    def check(text: str) -> Any:
+        value = read(text) if read else text
+        try:
+            check_value(name, [value] if many else value)
+        except ValueError as e:
+            said = str(e) if name in SECRET or repr(text) in str(e) else f"{text!r}: {e}"
+            raise argparse.ArgumentTypeError(said) from None
+        return value
+
+    return check
 
 
 def check_settings(

@@ -54,7 +54,7 @@ def run(
 
     def work() -> tuple[str, str, SpiderRun]:
         crawl_id, config = distributed.join(args.redis)
-        merged = checked_settings({**config["settings"], **local}, base)
+        merged = checked_settings({**config["settings"], **local}, base, dict(args.settings))
         settings = worker_settings(config, args.redis, crawl_id, local, merged)
         return crawl_id, config["start_url"], run_spider(config["start_url"], settings)
 
