@@ -11,7 +11,8 @@
   ``fetched``.)
 - The report pages' URL cap is the setting's default, not a copy of it.
 - An option that sets a setting is checked by that setting's rule, the one ``-s``
-  asks (crawler/commands/settingrules.py).
+  asks (crawler/commands/settingrules.py); the IndexNow key by
+  :func:`crawler.publish.indexnow.valid_key`.
 """
 
 from __future__ import annotations
@@ -124,3 +125,16 @@ def test_the_command_line_the_config_file_and_s_ask_one_rule(
     with pytest.raises(SettingError) as setting:
         check_settings(project_settings(given), given)
     assert str(setting.value) == f"setting {option.setting} = {bad!r}: {said}"
+
+
+@pytest.mark.parametrize("key", ["abcd1234", "A-" * 64, "short", "a" * 129, "bad_key!"])
+def test_the_indexnow_key_rule_is_the_protocols(key: str) -> None:
+    from crawler.publish.indexnow import valid_key
+
+    try:
+        check_value("SITEMAP_INDEXNOW_KEY", key)
+    except ValueError:
+        assert not valid_key(key)
+    else:
+        assert valid_key(key)
+    assert not readers(re.compile(r"8,128")).keys() - {"crawler/publish/indexnow.py"}

@@ -217,7 +217,9 @@ def _priority_rules(settings: BaseSettings, name: str) -> None:
 
 
 def _indexnow_key(settings: BaseSettings, name: str) -> None:
-    if not re.fullmatch(r"[A-Za-z0-9-]{8,128}", str(settings.get(name))):
+    from crawler.publish.indexnow import valid_key
+
+    if not valid_key(str(settings.get(name))):
         raise ValueError("must be 8 to 128 letters, digits or -, as IndexNow asks")
 
 
