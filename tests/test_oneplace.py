@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from crawler.commands.declarations import AUDIT, CRAWL, WORKER, add_options
+from crawler.commands.declarations import AUDIT, CRAWL, WORKER, add_options, given_settings
 from crawler.commands.options import Parser, UsageError, apply_options, project_settings
 from crawler.commands.settingrules import RULES, SettingError, check_settings, check_value
 from crawler.ledger import ledger
@@ -90,6 +90,22 @@ def test_every_option_with_a_setting_is_checked_by_its_rule() -> None:
                 assert getattr(action.type, "__qualname__", "") == "option_type.<locals>.check"
 
 
+def test_a_checked_option_keeps_its_type() -> None:
+    # As before its rule checked it: the nightly basis (crawler/ledger/schedule.py)
+    # digests the settings as they are given.
+    parser = Parser()
+    add_options(parser, CRAWL)
+    typed = ["--max-pages", "5", "--delay", "0.5", "--revisit-max", "3", "--max-time", "90s"]
+    given = given_settings(parser.parse_args(["http://127.0.0.1/", *typed]), CRAWL)
+    expected = {
+        "SITEMAP_MAX_PAGES": 5,
+        "DOWNLOAD_DELAY": 0.5,
+        "CLOSESPIDER_TIMEOUT": 90.0,
+        "SITEMAP_REVISIT_MAX": 3.0,
+    }
+    assert repr({name: given[name] for name in expected}) == repr(expected)
+
+
 @pytest.mark.parametrize(
     ("flag", "bad"),
     [
@@ -102,6 +118,7 @@ def test_every_option_with_a_setting_is_checked_by_its_rule() -> None:
         ("--render-concurrency", "0"),
         ("--revisit-min", "0"),
         ("--calendar-window", "3q"),
+        ("--delay", "nan"),
     ],
 )
 def test_the_command_line_the_config_file_and_s_ask_one_rule(

@@ -128,9 +128,7 @@ def _hosts(flag: str, setting: str, group: Group) -> Option:
 
 
 def _limit(flag: str, setting: str, what: str) -> Option:
-    return Option(flag, setting, metavar="N").says(
-        f"{what} (default {{{setting}}}; 0 means no limit)"
-    )
+    return Option(flag, setting, int, "N").says(f"{what} (default {{{setting}}}; 0 means no limit)")
 
 
 # A table: each option's declaration and help together, its help closing its line.
@@ -149,7 +147,7 @@ LOG_LEVEL = Option("--log-level", "LOG_LEVEL", choices=LOG_LEVELS, default="CRIT
     "a one-line error; every decision is in the ledger either way)")
 SET = Option("--set", type=setting, metavar="NAME=VALUE", action="append", alias="-s",
              dest="settings").says("set any Scrapy or SITEMAP_* setting (repeatable)")
-CONCURRENCY = Option("--concurrency", "CONCURRENT_REQUESTS_PER_DOMAIN", None, "N",
+CONCURRENCY = Option("--concurrency", "CONCURRENT_REQUESTS_PER_DOMAIN", int, "N",
                      also=lambda n: {"CONCURRENT_REQUESTS": n}).says(
     "concurrent requests (default {CONCURRENT_REQUESTS_PER_DOMAIN} per host, "
     "{CONCURRENT_REQUESTS} in all)")
@@ -172,7 +170,7 @@ SITE = (
         "follow a calendar's or date archive's prev/next links only within this window of today, "
         "each way (default {SITEMAP_CALENDAR_WINDOW}; also 52w, 12m, 1y; 0 turns it off)"),
     CONCURRENCY,
-    Option("--delay", "DOWNLOAD_DELAY", None, "S").says(
+    Option("--delay", "DOWNLOAD_DELAY", float, "S").says(
         "minimum delay between requests in seconds (default {DOWNLOAD_DELAY}, with AutoThrottle "
         "adapting to the server; robots.txt Crawl-delay wins when larger)"),
     Option("--user-agent", "USER_AGENT", metavar="UA",
@@ -245,10 +243,10 @@ CRAWL = (
     Option("--state", "SITEMAP_STATE_DIR", metavar="DIR").says(
         "directory for the crawl's ledger and state (default: beside --out, as OUT.sitemap-state; "
         "never inside --out)"),
-    Option("--max-urls-per-file", "SITEMAP_MAX_URLS_PER_FILE", None, "N",
+    Option("--max-urls-per-file", "SITEMAP_MAX_URLS_PER_FILE", int, "N",
            from_setting=True).says(
         f"rotate sitemap files at N URLs, at most {MAX_URLS_PER_FILE} (default: %(default)s)"),
-    Option("--max-bytes-per-file", "SITEMAP_MAX_BYTES_PER_FILE", None, "N",
+    Option("--max-bytes-per-file", "SITEMAP_MAX_BYTES_PER_FILE", int, "N",
            from_setting=True).says(
         f"rotate sitemap files at N bytes uncompressed, at most {MAX_BYTES_PER_FILE} (50 MiB; "
         "default: %(default)s)"),
@@ -285,15 +283,15 @@ CRAWL = (
     Option("--browser", "SITEMAP_RENDER_BROWSER", metavar="PATH", group=RENDER).says(
         "the Chromium binary to render with (default: the first on PATH of "
         "chromium-headless-shell, chromium, chromium-browser)"),
-    Option("--render-concurrency", "SITEMAP_RENDER_CONCURRENCY", None, "N|auto",
+    Option("--render-concurrency", "SITEMAP_RENDER_CONCURRENCY", int, "N|auto",
            group=RENDER).says(
         "render at most N pages at once, or auto: two per core the crawl may use, at most "
         "--concurrency and 8 (default {SITEMAP_RENDER_CONCURRENCY})"),
     _switch("--no-feed", "SITEMAP_FEED", AROUND).says(
         "publish no changes.atom (the delta feed of the URLs that changed lately)"),
-    Option("--feed-days", "SITEMAP_FEED_DAYS", None, "N", group=AROUND).says(
+    Option("--feed-days", "SITEMAP_FEED_DAYS", int, "N", group=AROUND).says(
         "the feed holds the changes of the last N days (default {SITEMAP_FEED_DAYS})"),
-    Option("--feed-max", "SITEMAP_FEED_MAX", None, "N", group=AROUND).says(
+    Option("--feed-max", "SITEMAP_FEED_MAX", int, "N", group=AROUND).says(
         "the feed holds at most N entries, newest first (default {SITEMAP_FEED_MAX})"),
     Option("--section", "SITEMAP_SECTIONS", None, "NAME=REGEX", "append", group=AROUND).says(
         "pages whose address matches REGEX go to section NAME, with files of their own "
@@ -322,10 +320,10 @@ CRAWL = (
     _switch("--full", "SITEMAP_REVISIT_FULL", NIGHTLY).says(
         "verify every known URL tonight, whatever the revisit schedule says (a nightly run "
         "otherwise fetches the URLs due and those a change signal names)"),
-    Option("--revisit-min", "SITEMAP_REVISIT_MIN", None, "DAYS", group=NIGHTLY).says(
+    Option("--revisit-min", "SITEMAP_REVISIT_MIN", float, "DAYS", group=NIGHTLY).says(
         "the shortest interval between two verifications of a URL, in days (default "
         "{SITEMAP_REVISIT_MIN:g})"),
-    Option("--revisit-max", "SITEMAP_REVISIT_MAX", None, "DAYS", group=NIGHTLY).says(
+    Option("--revisit-max", "SITEMAP_REVISIT_MAX", float, "DAYS", group=NIGHTLY).says(
         "the longest interval between two verifications of a URL, in days: every URL is verified "
         "at least this often (default {SITEMAP_REVISIT_MAX:g})"),
     _switch("--resume", "SITEMAP_RESUME").says(

@@ -52,7 +52,7 @@ def _number(
         except (TypeError, ValueError):
             value = None
         fraction = kind is int and isinstance(raw, float) and not raw.is_integer()
-        if value is None or fraction or (low is not None and value < low):
+        if value is None or fraction or (low is not None and not value >= low):  # NaN
             raise ValueError(_allowed(what, low, high))
         if high is not None and value > high:
             over = f" (a file cannot exceed the protocol's {high} {cap})" if cap else ""
@@ -399,13 +399,16 @@ def check_value(name: str, value: Any) -> None:
 
 
 def option_type(name: str, read: Callable[[str], Any] | None, many: bool) -> Callable[[str], Any]:
-    """The argparse type of an option that sets *name*: its text, or what *read* makes
-    of it, once *name*'s rule accepts it (*many*: as one item of the list). The error
+    """The argparse type of an option that sets *name*: its text, or what *read* (int,
+    say) makes of it, once *name*'s rule accepts it (*many*: as one item of the list). The error
     names the text unless it is a secret; argparse, the config file and the API name
     the option."""
 
     def check(text: str) -> Any:
-        value = read(text) if read else text
+        try:
+            value = read(text) if read else text
+        except ValueError:  # int("lots"): the rule says what is allowed
+            value = text
         try:
             check_value(name, [value] if many else value)
         except ValueError as e:
