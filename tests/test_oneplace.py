@@ -13,19 +13,29 @@
 - An option that sets a setting is checked by that setting's rule, the one ``-s``
   asks (crawler/commands/settingrules.py); the IndexNow key by
   :func:`crawler.publish.indexnow.valid_key`.
+- A body is left undownloaded (crawler/fetch/bodies.py) only when the verdict book's
+  ``type`` verdict (crawler/crawl/verdicts.py) would refuse its page unread.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
+from scrapy import Request
+from scrapy.exceptions import StopDownload
+from scrapy.http.headers import Headers
+from twisted.web.iweb import UNKNOWN_LENGTH
 
 from crawler.commands.declarations import AUDIT, CRAWL, WORKER, add_options, given_settings
 from crawler.commands.options import Parser, UsageError, apply_options, project_settings
 from crawler.commands.settingrules import RULES, SettingError, check_settings, check_value
+from crawler.crawl.verdicts import Read, VerdictBook
+from crawler.fetch.bodies import UnreadBodies
 from crawler.ledger import ledger
+from crawler.page.analysis import HTML_TYPES
 
 ROOT = Path(__file__).resolve().parent.parent
 PRODUCT = [*sorted((ROOT / "crawler").rglob("*.py")), *sorted((ROOT / "pipelines").rglob("*.py"))]
@@ -155,3 +165,28 @@ def test_the_indexnow_key_rule_is_the_protocols(key: str) -> None:
     else:
         assert valid_key(key)
     assert not readers(re.compile(r"8,128")).keys() - {"crawler/publish/indexnow.py"}
+
+
+class _Stats:
+    def inc_value(self, *_: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    "media", ["text/html", "application/xhtml+xml", "application/pdf", "image/png", "text/plain"]
+)
+def test_a_body_is_left_unread_only_when_the_type_verdict_refuses_its_page(media: str) -> None:
+    listed = ["Application/PDF"]
+    unread = UnreadBodies(listed, cast(Any, _Stats()))
+    request = Request("https://example.test/f", meta={"sitemap_url": "https://example.test/f"})
+    try:
+        headers = Headers({"Content-Type": f"{media}; charset=utf-8"})
+        unread.headers_received(headers, UNKNOWN_LENGTH, request)
+        stopped = False
+    except StopDownload:
+        stopped = True
+    book = VerdictBook("https://example.test/", public=cast(Any, None), types=listed)
+    read = Read(media_type=media, html=media in HTML_TYPES)
+    refused = book.judge(request.url, read, book.answer)
+    assert stopped == (refused is not None), refused
+    assert refused is None or (refused.decision, refused.reason) == ("non-html", media)

@@ -6,7 +6,8 @@ reason and target from the same rule.
 The site is ``x.t`` on a loopback address at ports 80 and 443 (tests/test_https.py's
 servers), so that its http:// and https:// pages are one site; it is crawled from
 ``http://x.t/d/`` and published for ``--base-url http://p.t/``, whose 11 characters are
-no valid ``<loc>``: the start URL's verdict is ``invalid-url``.
+no valid ``<loc>``: the start URL's verdict is ``invalid-url``. ``www.x.t``, another form
+of its host, answers on another address without redirecting.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ START = "http://x.t/d/"
 #: Each URL of the site, and the rule of the verdict book that decides it (None: listed).
 EACH: dict[str, tuple[str | None, str]] = {
     START: ("loc", "invalid-url"),
+    "http://www.x.t/d/www": ("host-form", "excluded"),
+    "http://x.t/d/removed": ("status", "status"),
+    "http://x.t/d/file.zip": ("type", "non-html"),
     "http://x.t/d/listed": (None, "listed"),
     "http://x.t/d/noindex": ("noindex", "noindex"),
     "http://x.t/d/canonical": ("canonical", "canonical"),
@@ -46,6 +50,8 @@ def serve(domain: Domain) -> dict[str, str]:
     plain.page("/d/noindex", head='<meta name="robots" content="noindex">')
     plain.page("/d/canonical", head='<link rel="canonical" href="http://x.t/d/listed">')
     plain.page("/outside", "/d/")
+    plain.raw("/d/removed", "<html><body>Removed.</body></html>", status=410)
+    plain.raw("/d/file.zip", "PK", type="application/zip")
     plain.raw(
         "/d/says",
         "<html><head><title>Page not found</title></head><body><h1>Page not found</h1>"
@@ -57,7 +63,10 @@ def serve(domain: Domain) -> dict[str, str]:
     secure = domain.serve("secure", "x.t", 1)
     secure.page("/d/tls")
     secure.save()
-    return {"x.t": domain.address(1)}
+    www = domain.serve("www", "www.x.t", 2, tls=False)
+    www.page("/d/www", "/d/listed")
+    www.save()
+    return {"x.t": domain.address(1), "www.x.t": domain.address(2)}
 
 
 def test_the_crawl_and_explain_agree_verdict_by_verdict(
@@ -100,8 +109,8 @@ def test_the_crawl_and_explain_agree_verdict_by_verdict(
     assert {rule for rule, _ in EACH.values()} - {None} == {r.name for r in book.rules}
     # A URL the crawl never saw: the verdicts that need no page answer, the others "?".
     unseen = ask(capsys, state, "https://x.t/d/never")["listing"]
-    assert [c["ok"] for c in unseen["checks"]] == [None, None, False]
+    assert [c["ok"] for c in unseen["checks"]] == [None] * 5 + [False]
     assert unseen["would_decide"] == "other-scheme"
     unseen = ask(capsys, state, "http://x.t/d/never")["listing"]
-    assert [c["ok"] for c in unseen["checks"]] == [None, None, True, True, None, True]
+    assert [c["ok"] for c in unseen["checks"]] == [None] * 5 + [True, True, None, True]
     assert unseen["would_list"] is None

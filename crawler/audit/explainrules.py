@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from crawler.core import decisions as d
-from crawler.core.urls import site_of, url_key
+from crawler.core.urls import url_key
 from crawler.crawl.calendars import date_of
 from crawler.crawl.params import ParamLearner
 from crawler.crawl.rulebook import Found, QueryVariants, RuleBook, RuleParams
@@ -68,7 +68,7 @@ class RunRules:
             rule, refusal = verdicts[name]
             if refusal is not None:
                 refused = refusal
-                checks.append(_check(name, False, *_said(refusal)))
+                checks.append(_check(name, False, refusal.reason, refusal))
                 break
             checks.append(_check(name, True, notes.get(name) or rule.passed(url, found)))
         if refused is None:
@@ -202,7 +202,7 @@ class RunRules:
         if (refusal := robots_refusal(rp, url, token)) is not None:
             found = self.robots_rule(url)
             detail = f"{refusal.reason}: {found['says']}" if found else refusal.reason
-            return _check(name, False, detail, refusal.decision)
+            return _check(name, False, detail, refusal)
         if rp is None:
             return _check(name, True, "robots.txt was unavailable: all allowed")
         return _check(name, True, f"allowed (group {rp.group_name(token)!r})")
@@ -227,9 +227,9 @@ class RunRules:
     def listing(self, url: str, row: dict[str, Any] | None) -> dict[str, Any] | None:
         """The judge's verdict book replayed: on what the ledger kept of a fetched page,
         or, for a URL the crawl never saw, the verdicts that need no page (the others
-        answer "?"); None for a URL whose page the judge never read (not fetched, a
-        redirect, another status or type). ``would_list``, ``would_decide``, ``checks``."""
-        if row is not None and not _read(row, self.book.site):
+        answer "?"); None for a URL the judge never put to it (not fetched, a redirect).
+        ``would_list``, ``would_decide``, ``checks``."""
+        if row is not None and (row["status"] is None or row["decision"] == d.REDIRECT):
             return None
         read = Read() if row is None else Read.kept(row, self.public)
         checks: list[dict[str, Any]] = []
@@ -237,24 +237,14 @@ class RunRules:
             if row is None and rule.reads_page:
                 checks.append(_check(rule.name, None, "unknown: read from the page once fetched"))
             elif (refusal := rule.check(url, read)) is not None:
-                checks.append(_check(rule.name, False, *_said(refusal)))
+                checks.append(_check(rule.name, False, refusal.reason, refusal))
                 break
             else:
-                checks.append(_check(rule.name, True, rule.passed(url, read)))
+                checks.append(_check(rule.name, True, rule.passes))
         oks = [check["ok"] for check in checks]
         would = False if False in oks else None if None in oks else True
         decision = checks[-1]["decision"] if would is False else d.LISTED if would else None
         return {"would_list": would, "would_decide": decision, "checks": checks}
-
-
-def _read(row: dict[str, Any], site: tuple[str, int | None] | None) -> bool:
-    """Whether the judge put *row*'s page to the verdict book."""
-    fetched = row["status"] == 200 and row["decision"] not in (d.REDIRECT, d.NON_HTML)
-    return fetched and site_of(str(row["url"])) == site
-
-
-def _said(refusal: d.Refusal) -> tuple[str, str, str | None]:
-    return refusal.reason, refusal.decision, refusal.target
 
 
 def _sequence_prefix(url: str, template: str) -> str:
@@ -265,8 +255,9 @@ def _sequence_prefix(url: str, template: str) -> str:
 
 
 def _check(
-    rule: str, ok: bool | None, detail: str, decision: str | None = None, target: str | None = None
+    rule: str, ok: bool | None, detail: str, refusal: d.Refusal | None = None
 ) -> dict[str, Any]:
+    decision, target = (refusal.decision, refusal.target) if refusal else (None, None)
     out: dict[str, Any] = {"rule": rule, "ok": ok, "detail": detail, "decision": decision}
     return out if target is None else {**out, "target": target}
 

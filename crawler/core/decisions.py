@@ -162,6 +162,9 @@ _REASONS: dict[str, str] = {
     "pages": "max pages {limit}",
     "robots": "disallowed by robots.txt (group {group!r})",
     # The verdicts about a fetched page (crawler.crawl.verdicts).
+    "host-form": "another form of the site's host, answered HTTP {status}: not listed",
+    "status": "HTTP {status}",
+    "type": "{type}",
     "noindex": "noindex ({source})",
     "canonical": "canonical -> {target}{where}",
     "scheme": "{scheme} URL; the sitemap lists {start} only",

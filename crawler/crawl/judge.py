@@ -4,11 +4,10 @@ Every decision about a fetched URL is made here (the frontier decides about the 
 it never fetches; :func:`crawler.core.decisions.close_books` what only the whole
 crawl can tell), by the rules of docs/crawling.md in the order :meth:`PageJudge.judge`
 puts them: a 304 or a page kept tonight replays the previous run's record; a redirect
-(a 3xx, an instant meta refresh) is judged hop by hop, not followed by Scrapy; another
-form of the start URL's host, another status than 200 and a content type neither HTML nor
-in ``SITEMAP_LISTED_TYPES`` are not listed; the rest goes to the verdict book
-(:mod:`crawler.crawl.verdicts`). A request that failed is ``robots-disallowed``,
-``off-host``, ``too-large`` or ``fetch-error``; the start URL unreachable fails the run.
+(a 3xx, an instant meta refresh) is judged hop by hop, not followed by Scrapy; the
+rest is put to the verdict book (:mod:`crawler.crawl.verdicts`). A request that failed
+is ``robots-disallowed``, ``off-host``, ``too-large`` or ``fetch-error``; the start URL
+unreachable fails the run.
 
 Where a page leads goes to the judge's :class:`Leads`: the frontier (a distributed
 worker's reports its candidates), or nowhere for the audit.
@@ -23,6 +22,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urljoin
 
@@ -38,7 +38,7 @@ from crawler.core.items import (
 )
 from crawler.core.urls import Stripping, host_port, site_of, url_key
 from crawler.crawl.frontier import Lead
-from crawler.crawl.verdicts import Read, VerdictBook, directives
+from crawler.crawl.verdicts import Read, VerdictBook, directives, media_type
 from crawler.fetch.hostguard import OffHostRequest
 from crawler.fetch.robots import RobotsDisallowed, robots_allows
 from crawler.page.analysis import HTML_TYPES
@@ -99,7 +99,6 @@ class PageJudge:
         self.previous, self.leads, self.fail = previous, leads, fail
         self.site = site_of(start_url)
         self.agents = robots_agents(s["USER_AGENT"], s.get("ROBOTSTXT_USER_AGENT"))
-        self.listed_types = frozenset(t.lower() for t in s.getlist("SITEMAP_LISTED_TYPES"))
         self.strip = Stripping.from_settings(s)
         # Other hosts whose images a listed page keeps.
         self.image_hosts = frozenset(h.lower() for h in s.getlist("SITEMAP_IMAGE_HOSTS"))
@@ -107,7 +106,8 @@ class PageJudge:
         self.allows = robots_allows(crawler)
         self.maxsize = s.getint("DOWNLOAD_MAXSIZE")  # a request's cap unless it has its own
         # What a page read makes of its URL (a thin page saying it is not there included).
-        self.book = VerdictBook(start_url, public, content=s.getbool("SITEMAP_SOFT404_CONTENT"))
+        content, listed = s.getbool("SITEMAP_SOFT404_CONTENT"), s.getlist("SITEMAP_LISTED_TYPES")
+        self.book = VerdictBook(start_url, public, content=content, types=listed)
         self._warned_canonical = False
         # The site's "not found" pages, as the start's probes found them.
         self.soft_not_found = SoftNotFound()
@@ -117,7 +117,7 @@ class PageJudge:
         return (
             response.status == 200
             and isinstance(response, HtmlResponse)
-            and _media_type(response) in HTML_TYPES | {""}
+            and media_type(_header(response, b"Content-Type")) in HTML_TYPES | {""}
         )
 
     # -- a response ---------------------------------------------------------------------
@@ -143,57 +143,38 @@ class PageJudge:
             size=len(response.body),
         )
         status = response.status
+        answer = Read(status, media_type(rec.content_type), self.is_html_page(response))
         if meta.get("sitemap_kept"):
             yield from self.replay(rec, None, kept=True)
-            return
-        if status == 304 and meta.get("sitemap_conditional"):
+        elif status == 304 and meta.get("sitemap_conditional"):
             yield from self.replay(rec, _header(response, b"ETag"))
-            return
-        location = response.headers.get(b"Location")
-        if 300 <= status < 400 and location is not None:
+        elif 300 <= status < 400 and (location := response.headers.get(b"Location")) is not None:
             target = urljoin(response.url, location.decode("latin-1"))
             yield from self._redirect(rec, target, f"{status}", response)
-            return
-        if site_of(url) != self.site:
-            # Another form of the host (www. or not) that does not redirect: nothing of
-            # it is listed, and its links are not followed (it may be another site).
-            rec.decision = d.EXCLUDED
-            rec.reason = f"another form of the site's host, answered HTTP {status}: not listed"
+        elif (verdict := self.book.judge(url, answer, self.book.answer)) is not None:
+            rec.decision, rec.reason = verdict.decision, verdict.reason
             yield rec
-            return
-        if status != 200:
-            rec.decision, rec.reason = d.STATUS, f"HTTP {status}"
-            yield rec
-            return
-        if isinstance(response, HtmlResponse) and self.is_html_page(response):
-            yield from self._judge_html(rec, response, analysis)
-            return
-        media_type = _media_type(response)
-        if media_type not in self.listed_types:
-            rec.decision, rec.reason = d.NON_HTML, media_type or "no Content-Type"
-            yield rec
-            return
-        # Another listed type (PDF, say): only headers can say noindex or canonical.
-        robots = header_directives(response, self.agents)
-        rec.robots = directives(robots)
-        yield from self._judge(rec, response, robots.noindex, link_header_targets(response))
+        elif isinstance(response, HtmlResponse) and answer.html:
+            yield from self._judge_html(rec, response, analysis, answer)
+        else:  # another listed type (PDF, say): only headers can say noindex or canonical
+            robots, links = header_directives(response, self.agents), link_header_targets(response)
+            rec.robots, canonical = directives(robots), self._canonical(rec, links)
+            read = replace(answer, noindex=robots.noindex, canonical=canonical)
+            yield from self._judge(rec, response, read)
 
     def _judge_html(
-        self, rec: UrlRecord, response: HtmlResponse, analysis: PageAnalysis | None
+        self, rec: UrlRecord, response: HtmlResponse, analysis: PageAnalysis | None, answer: Read
     ) -> Iterator[object]:
         if analysis is None:
             analysis = self.analyser.local(response)
         facts = analysis.facts
         rec.page_dates, rec.title = facts.page_dates, facts.title
         rec.etag = _header(response, b"ETag")
-        if facts.refresh is not None:
-            interval, target = facts.refresh
-            if interval <= 0:
-                # An instant refresh is a redirect to search engines.
-                yield from self._redirect(
-                    rec, target, "meta refresh", response, found_by=FOUND_REFRESH
-                )
-                return
+        if facts.refresh is not None and facts.refresh[0] <= 0:
+            # An instant refresh is a redirect to search engines.
+            target = facts.refresh[1]
+            yield from self._redirect(rec, target, "meta refresh", response, found_by=FOUND_REFRESH)
+            return
         depth, links, leads = _depth(rec) + 1, rec.links, self.leads
         # analysis.links has each link once; forms of one target (with tracking
         # parameters, say) share its entry in the ledger.
@@ -222,25 +203,20 @@ class PageJudge:
                 yield from leads.discover(
                     Lead(target, depth, rec.url, normal=normal, found_by=FOUND_REFRESH)
                 )
-        rec.robots = directives(facts.robots)
-        yield from self._judge(rec, response, facts.robots.noindex, facts.canonicals, analysis)
+        rec.robots, canonical = directives(facts.robots), self._canonical(rec, facts.canonicals)
+        read = replace(answer, noindex=facts.robots.noindex, canonical=canonical)
+        yield from self._judge(rec, response, read, analysis)
 
     def _judge(
-        self,
-        rec: UrlRecord,
-        response: Response,
-        noindex: str | None,
-        canonicals: list[str],
-        analysis: PageAnalysis | None = None,
+        self, rec: UrlRecord, response: Response, read: Read, analysis: PageAnalysis | None = None
     ) -> Iterator[object]:
         """The decision about a fetched page (the verdict book); *analysis* is an HTML page's."""
         page = analysis is not None and self.soft_not_found.matches(analysis.soft_print)
         says = analysis.not_found if analysis is not None else None
-        read = Read(noindex, self._canonical(rec, canonicals), bool(page), says)
+        read = replace(read, not_found_page=bool(page), says=says)
         verdict = self.book.judge(rec.url, read)
         if verdict is not None:
-            rec.decision, rec.reason = verdict.decision, verdict.reason
-            rec.target = verdict.target
+            rec.decision, rec.reason, rec.target = verdict.decision, verdict.reason, verdict.target
         if verdict is not None and verdict.rule == "canonical" and read.canonical:
             # The canonical target is judged on its own (only if it is ours).
             yield from self.leads.discover(
@@ -439,10 +415,6 @@ def _latency(meta: dict[str, Any]) -> float | None:
 def _depth(rec: UrlRecord) -> int:
     assert rec.depth is not None  # a fetched URL's record always has its depth
     return rec.depth
-
-
-def _media_type(response: Response) -> str:
-    return (_header(response, b"Content-Type") or "").split(";")[0].strip().lower()
 
 
 def _header(response: Response, name: bytes) -> str | None:

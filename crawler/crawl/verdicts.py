@@ -1,9 +1,9 @@
 """The judge's verdict book: what a fetched page makes of its URL, in one ordered list.
 
-A 200 page of a listed type (:mod:`crawler.crawl.judge`) is put to the rules of
-:class:`VerdictBook`, in their order there; the first against it decides (a
-:class:`crawler.core.decisions.Refusal`), and a page every rule lets pass is
-``listed`` (docs/crawling.md, "What gets listed"). Declared as the frontier's rules
+A response that is no redirect (:mod:`crawler.crawl.judge`) is put to the rules of
+:class:`VerdictBook` in their order there, its answer's first (host, status, type); the
+first against it decides (a :class:`crawler.core.decisions.Refusal`), and a page every
+rule lets pass is ``listed`` (docs/crawling.md). Declared as the frontier's rules
 (:mod:`crawler.crawl.rulebook`); ``explain`` replays the book on what the ledger kept
 of a page (:meth:`Read.kept`), or on an unseen URL with the rules that need no page.
 """
@@ -11,7 +11,7 @@ of a page (:meth:`Read.kept`), or on an unseen URL with the rules that need no p
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -32,10 +32,14 @@ _NOINDEX = re.compile(r"noindex \(([^)]*)\)")
 
 @dataclass(frozen=True, slots=True)
 class Read:
-    """What a fetched page says of itself: where it says *noindex*, its *canonical*
-    (in crawl address space; None: none, or ignored), whether it is the site's *not
-    found page*, and what its text *says* when it reads as "not found"."""
+    """What a fetched page says of itself: its *status*, *media type*, whether its body
+    read as *HTML*, where it says *noindex*, its *canonical* (in crawl address space;
+    None: none, or ignored), whether it is the site's *not found page*, and what its
+    text *says* when it reads as "not found"."""
 
+    status: int = 200
+    media_type: str = ""
+    html: bool = True
     noindex: str | None = None
     canonical: str | None = None
     not_found_page: bool = False
@@ -43,17 +47,26 @@ class Read:
 
     @classmethod
     def kept(cls, row: Mapping[str, Any], public: PublicUrls) -> Read:
-        """What the ledger kept of a fetched page: ``robots``, the ``target`` of a
+        """What the ledger kept of a fetched page: ``status``, ``content_type`` (a page
+        not ``non-html`` passed the type verdict), ``robots``, the ``target`` of a
         ``canonical``, and for what its text said, the reason of a ``soft-404``."""
         noindex = _NOINDEX.match(row.get("robots") or "")
         target = row["target"] if row["decision"] == d.CANONICAL else None
         soft = row["decision"] == d.SOFT_404 and str(row["reason"] or "")
         return cls(
+            status=row["status"],
+            media_type=media_type(row["content_type"]),
+            html=row["decision"] != d.NON_HTML,
             noindex=noindex.group(1) if noindex else None,
             canonical=public.to_crawl(target) if target else None,
             not_found_page=soft == d.render("soft-404", {"why": NOT_FOUND_PAGE}),
             says=soft.removeprefix(d.render("soft-404", {"why": ""})) if soft else None,
         )
+
+
+def media_type(content_type: str | None) -> str:
+    """The media type of a Content-Type header, lower case ("" for none)."""
+    return (content_type or "").split(";")[0].strip().lower()
 
 
 def directives(robots: RobotsDirectives) -> str | None:
@@ -85,19 +98,26 @@ class Verdict:
             return None
         return Refusal(self.decision, self.name, self.name, values, values.get("target"))
 
-    def passed(self, url: str, read: Read) -> str:
-        return self.passes
-
 
 class VerdictBook:
     """The verdicts of one crawl from *start_url*, in order (see the module docstring);
-    *content*: whether a page that says it is not there is a soft 404."""
+    *content*: whether a page that says it is not there is a soft 404; *types*: the
+    others than HTML whose pages are listed (``SITEMAP_LISTED_TYPES``)."""
 
-    def __init__(self, start_url: str, public: PublicUrls, *, content: bool = True) -> None:
+    def __init__(
+        self, start_url: str, public: PublicUrls, *, content: bool = True, types: Iterable[str] = ()
+    ) -> None:
         self.public, self.site, self.content = public, site_of(start_url), content
         self.scheme = urlsplit(start_url).scheme
+        self.listed_types = frozenset(t.lower() for t in types)
         self.loc = Verdict("loc", d.INVALID, False, self._loc, "a valid <loc>")
+        self.answer = [  # another form of the host that does not redirect may be another site
+            Verdict("host-form", d.EXCLUDED, True, self._host_form, "the start URL's host"),
+            Verdict("status", d.STATUS, True, _status, "HTTP 200"),
+            Verdict("type", d.NON_HTML, True, self._type, "HTML, or a listed type"),
+        ]
         self.rules = [
+            *self.answer,
             Verdict("noindex", d.NOINDEX, True, _noindex, "no noindex directive"),
             Verdict("canonical", d.CANONICAL, True, self._canonical, "its own canonical (or none)"),
             Verdict("scheme", d.OTHER_SCHEME, False, self._scheme, "the start URL's scheme"),
@@ -106,12 +126,19 @@ class VerdictBook:
             self.loc,
         ]
 
-    def judge(self, url: str, read: Read) -> Refusal | None:
-        """The first verdict against the page of *url*, or None: it is listed."""
-        for rule in self.rules:
+    def judge(self, url: str, read: Read, rules: list[Verdict] | None = None) -> Refusal | None:
+        """The first of *rules* (all by default) against the page of *url*; None: it passes."""
+        for rule in self.rules if rules is None else rules:
             if (refusal := rule.check(url, read)) is not None:
                 return refusal
         return None
+
+    def _host_form(self, url: str, read: Read) -> dict[str, Any] | None:
+        return None if site_of(url) == self.site else {"status": read.status}
+
+    def _type(self, url: str, read: Read) -> dict[str, Any] | None:
+        listed = read.html or read.media_type in self.listed_types
+        return None if listed else {"type": read.media_type or "no Content-Type"}
 
     def _canonical(self, url: str, read: Read) -> dict[str, Any] | None:
         canonical = read.canonical
@@ -137,6 +164,10 @@ class VerdictBook:
         except ValueError as e:
             return {"error": str(e)}
         return None
+
+
+def _status(url: str, read: Read) -> dict[str, Any] | None:
+    return None if read.status == 200 else {"status": read.status}
 
 
 def _noindex(url: str, read: Read) -> dict[str, Any] | None:
