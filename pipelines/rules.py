@@ -25,8 +25,6 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 AUTO = "auto"
-#: A section's name: what its file names carry.
-SECTION_NAME = re.compile(r"[a-z][a-z0-9-]{0,39}")
 
 
 def split_rule(text: str, *, value_last: bool) -> tuple[str, str]:

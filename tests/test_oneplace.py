@@ -15,6 +15,9 @@
   :func:`crawler.publish.indexnow.valid_key`.
 - A body is left undownloaded (crawler/fetch/bodies.py) only when the verdict book's
   ``type`` verdict (crawler/crawl/verdicts.py) would refuse its page unread.
+- A section's name is checked by :func:`crawler.sitemaps.entryrows.check_section`
+  alone: the settings' check and the sitemap writer refuse the same names, in the
+  same words.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from crawler.crawl.verdicts import Read, VerdictBook
 from crawler.fetch.bodies import UnreadBodies
 from crawler.ledger import ledger
 from crawler.page.analysis import HTML_TYPES
+from crawler.sitemaps.entryrows import check_section
 
 ROOT = Path(__file__).resolve().parent.parent
 PRODUCT = [*sorted((ROOT / "crawler").rglob("*.py")), *sorted((ROOT / "pipelines").rglob("*.py"))]
@@ -190,3 +194,21 @@ def test_a_body_is_left_unread_only_when_the_type_verdict_refuses_its_page(media
     refused = book.judge(request.url, read, book.answer)
     assert stopped == (refused is not None), refused
     assert refused is None or (refused.decision, refused.reason) == ("non-html", media)
+
+
+@pytest.mark.parametrize("name", ["blog", "a-1", "x" * 40, "x" * 41, "1a", "Blog", "a_b", "news"])
+def test_the_setting_check_and_the_writer_ask_one_section_name_rule(name: str) -> None:
+    try:
+        check_section(name)
+    except ValueError as e:
+        writer_says: str | None = str(e)
+    else:
+        writer_says = None
+    settings = project_settings({"SITEMAP_SECTIONS": [f"{name}=/x/"]})
+    if writer_says is None:
+        check_settings(settings, {})
+    else:
+        with pytest.raises(SettingError, match=re.escape(writer_says)):
+            check_settings(settings, {})
+    rule = readers(re.compile(r"SECTION_NAME\b|\{0,39\}|section == \"news\""))
+    assert rule == {"crawler/sitemaps/entryrows.py": 2}, rule

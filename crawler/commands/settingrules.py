@@ -23,8 +23,9 @@ from crawler.fetch.access import parse_auth, parse_cookie, parse_header
 from crawler.fetch.rendering import MODES as RENDER_MODES
 from crawler.fetch.tls import check_ca_file
 from crawler.sitemaps.entry import ChangeFreq
+from crawler.sitemaps.entryrows import check_section
 from crawler.sitemaps.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
-from pipelines.rules import SECTION_NAME, split_rule
+from pipelines.rules import split_rule
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -194,11 +195,7 @@ def _split(settings: BaseSettings, name: str, value_last: bool) -> list[tuple[st
 def _sections(settings: BaseSettings, name: str) -> None:
     names = [n for n, _ in _split(settings, name, value_last=False)]
     for section in names:
-        if not SECTION_NAME.fullmatch(section) or section == "news":
-            raise ValueError(
-                f"{section!r} is no section name: a letter, then letters, digits or -"
-                " (at most 40; not news)"
-            )
+        check_section(section)
     if len(set(names)) != len(names):
         raise ValueError("a section is named twice")
 
