@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from typing import Self
 
     from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
 
 AUTO = "auto"
 
@@ -45,6 +46,16 @@ def value_rules(texts: Iterable[str]) -> list[tuple[re.Pattern[str] | None, str]
     """``REGEX=VALUE`` rules; ``auto`` alone is a rule for every page (None)."""
     pairs = (("", AUTO) if text == AUTO else split_rule(text, value_last=True) for text in texts)
     return [(re.compile(pattern) if pattern else None, value) for pattern, value in pairs]
+
+
+def row_rules(settings: BaseSettings) -> tuple[list[Any], list[Any], list[Any]]:
+    """The section, changefreq and priority rules, read here only: the publisher asks
+    whether there are any (entries then carry values of their own)."""
+    return (
+        sections(settings.getlist("SITEMAP_SECTIONS")),
+        value_rules(settings.getlist("SITEMAP_CHANGEFREQ_RULES")),
+        value_rules(settings.getlist("SITEMAP_PRIORITY_RULES")),
+    )
 
 
 def auto_changefreq(history: str | None) -> str | None:
@@ -83,12 +94,7 @@ class RulesPipeline(RecordPipeline):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        settings = crawler.settings
-        return cls(
-            sections(settings.getlist("SITEMAP_SECTIONS")),
-            value_rules(settings.getlist("SITEMAP_CHANGEFREQ_RULES")),
-            value_rules(settings.getlist("SITEMAP_PRIORITY_RULES")),
-        )
+        return cls(*row_rules(crawler.settings))
 
     def _process(self, item: Any) -> Any:
         if not isinstance(item, UrlRecord) or item.decision != LISTED or item.loc is None:

@@ -18,6 +18,8 @@
 - A section's name is checked by :func:`crawler.sitemaps.entryrows.check_section`
   alone: the settings' check and the sitemap writer refuse the same names, in the
   same words.
+- The section, changefreq and priority rules are read in :func:`pipelines.rules.row_rules`
+  only; the publisher asks it whether entries carry values of their own.
 """
 
 from __future__ import annotations
@@ -212,3 +214,30 @@ def test_the_setting_check_and_the_writer_ask_one_section_name_rule(name: str) -
             check_settings(settings, {})
     rule = readers(re.compile(r"SECTION_NAME\b|\{0,39\}|section == \"news\""))
     assert rule == {"crawler/sitemaps/entryrows.py": 2}, rule
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        {},
+        {"SITEMAP_SECTIONS": ["blog=/blog/"]},
+        {"SITEMAP_CHANGEFREQ_RULES": ["auto"]},
+        {"SITEMAP_PRIORITY_RULES": ["/a/=0.9"]},
+    ],
+)
+def test_the_row_rules_are_read_once_and_the_publisher_follows_them(
+    given: dict[str, list[str]],
+) -> None:
+    from crawler.publish.publisher import SitemapOutput
+    from pipelines.rules import row_rules
+
+    settings = project_settings(given)
+    assert SitemapOutput.from_settings(settings).per_row is bool(given)
+    assert [len(rules) for rules in row_rules(settings)] == [
+        len(given.get(name, []))
+        for name in ("SITEMAP_SECTIONS", "SITEMAP_CHANGEFREQ_RULES", "SITEMAP_PRIORITY_RULES")
+    ]
+    read = readers(
+        re.compile(r"\.get\w*\(\s*[\"']SITEMAP_(?:SECTIONS|CHANGEFREQ_RULES|PRIORITY_RULES)[\"']")
+    )
+    assert read == {"pipelines/rules.py": 3}, read

@@ -41,6 +41,7 @@ from crawler.publish.runhtml import render_run
 from crawler.publish.writer import WrittenFile, publish_sitemaps
 from crawler.sitemaps.entry import ChangeFreq, SitemapEntry
 from crawler.sitemaps.entryrows import NEWS_SECTION
+from pipelines.rules import row_rules
 
 if TYPE_CHECKING:
     from typing import Self
@@ -55,9 +56,6 @@ logger = logging.getLogger(__name__)
 
 #: The stats the pipeline counts decisions in as they come; the closed books' replace them.
 DECISION = "sitemap/decision/"
-
-# Rules that give entries a section, changefreq or priority of their own.
-_PER_ROW = ("SITEMAP_SECTIONS", "SITEMAP_CHANGEFREQ_RULES", "SITEMAP_PRIORITY_RULES")
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +82,7 @@ class SitemapOutput:
             max_bytes=settings.getint("SITEMAP_MAX_BYTES_PER_FILE"),
             changefreq=ChangeFreq(changefreq) if changefreq else None,
             priority=Decimal(str(priority)) if priority not in (None, "") else None,
-            per_row=any(map(settings.getlist, _PER_ROW)),
+            per_row=any(row_rules(settings)),
         )
 
     def write(
