@@ -20,6 +20,11 @@
   same words.
 - The section, changefreq and priority rules are read in :func:`pipelines.rules.row_rules`
   only; the publisher asks it whether entries carry values of their own.
+- ``SITEMAP_REVISIT_FULL`` is read by the revisit policy, ``SITEMAP_REDIS_POLL_INTERVAL``
+  and ``SITEMAP_REDIS_NO_FETCH`` by the distributed crawl's extension, which the
+  scheduler asks.
+- The cores this process may use are counted in crawler/core/cores.py; a warning
+  logged the first time only is :class:`crawler.core.logonce.LogOnce`, not a flag.
 """
 
 from __future__ import annotations
@@ -241,3 +246,45 @@ def test_the_row_rules_are_read_once_and_the_publisher_follows_them(
         re.compile(r"\.get\w*\(\s*[\"']SITEMAP_(?:SECTIONS|CHANGEFREQ_RULES|PRIORITY_RULES)[\"']")
     )
     assert read == {"pipelines/rules.py": 3}, read
+
+
+def test_each_revisit_and_redis_setting_is_read_in_one_place() -> None:
+    def read(name: str) -> dict[str, int]:
+        return readers(re.compile(rf"\.get\w*\(\s*[\"']{name}[\"']"))
+
+    assert read("SITEMAP_REVISIT_FULL") == {"crawler/ledger/schedule.py": 1}
+    assert read("SITEMAP_REDIS_(?:POLL_INTERVAL|NO_FETCH)") == {"crawler/distributed/sharing.py": 2}
+
+
+@pytest.mark.parametrize("cores", [1, 2, 3, 8])
+def test_the_cores_are_counted_once_and_every_user_agrees(
+    monkeypatch: pytest.MonkeyPatch, cores: int
+) -> None:
+    import os
+
+    from scrapy.settings import Settings
+
+    from crawler.commands.values import processes_count
+    from crawler.fetch.browser import render_concurrency
+    from crawler.page.parsepool import MAX_AUTO_PROCESSES, default_processes
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)))
+    assert processes_count("auto") == cores
+    assert default_processes() == min(MAX_AUTO_PROCESSES, cores - 1)
+    auto = Settings({"SITEMAP_RENDER_CONCURRENCY": "auto", "CONCURRENT_REQUESTS_PER_DOMAIN": 64})
+    assert render_concurrency(auto) == min(2 * cores, 8)
+    counted = readers(re.compile(r"\b(?:sched_getaffinity|cpu_count)\b"))
+    assert counted == {"crawler/core/cores.py": 3}, counted
+
+
+def test_a_warning_logged_once_is_one_helper(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from crawler.core.logonce import LogOnce
+
+    warn = LogOnce(logging.getLogger("once"))
+    for n in range(3):
+        warn("trouble %d", n)
+    assert [r.getMessage() for r in caplog.records] == ["trouble 0 (logged once)"]
+    handwritten = readers(re.compile(r"\bwarned\w*\s*=\s*(?:False|True)\b"))
+    assert handwritten == {}, handwritten

@@ -179,17 +179,17 @@ class RunState:
         """Tonight's revisit schedule: a full night when there is no previous run to
         keep records from, when it kept no schedule, when the options that decide
         the set changed since, or when asked (``--full``); else what is due."""
-        now = self.started.timestamp()
+        policy = RevisitPolicy.from_settings(settings, self.started.timestamp())
         if self.paths is None:
             # A worker: the records the coordinator shares say what is due (none on a
             # full night, nor without a previous run).
-            self.policy = RevisitPolicy.from_settings(settings, now)
+            self.policy = policy
             return
         if not self.incremental:
             return
         basis = schedule.basis(settings, self.start_url)
         previous, why = self.previous, None
-        if settings.getbool("SITEMAP_REVISIT_FULL"):
+        if policy.full:
             why = "asked for (--full)"
         elif previous is None:
             why = "no previous run"
@@ -198,7 +198,8 @@ class RunState:
         elif previous.get_meta("revisit_basis") != basis:
             why = "options that change what is crawled or listed changed since the last run"
         self.full_night = why
-        self.policy = RevisitPolicy.from_settings(settings, now, full=why is not None)
+        policy.full = why is not None
+        self.policy = policy
         if self.ledger is not None:
             self.ledger.set_meta("revisit_basis", basis)
             self.ledger.set_meta("full_night", why)

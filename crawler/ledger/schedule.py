@@ -76,10 +76,10 @@ class RevisitPolicy:
     _spread: Counter[int] = field(default_factory=Counter)
 
     @classmethod
-    def from_settings(cls, settings: BaseSettings, now: float, full: bool = False) -> RevisitPolicy:
+    def from_settings(cls, settings: BaseSettings, now: float) -> RevisitPolicy:
         low = settings.getfloat("SITEMAP_REVISIT_MIN")
         high = max(low, settings.getfloat("SITEMAP_REVISIT_MAX"))
-        return cls(low, high, now, full or settings.getbool("SITEMAP_REVISIT_FULL"))
+        return cls(low, high, now, settings.getbool("SITEMAP_REVISIT_FULL"))
 
     @property
     def slack(self) -> float:
