@@ -58,15 +58,16 @@ CLAIM = "sitemap_claim"
 LOCAL = "sitemap_local"
 
 
-def redis_crawl(crawler: Crawler) -> RedisCrawl:
-    """The crawl's Redis handle, which the distributed crawl's extension holds."""
+def redis_sharing(crawler: Crawler) -> RedisSharing:
+    """The distributed crawl's extension: it holds the crawl's Redis handle and reads
+    the distributed settings the scheduler follows."""
     sharing = crawler.get_extension(RedisSharing)
     if sharing is None:
         raise ValueError(
             "RedisScheduler runs a distributed crawl only "
             "(sitemap-crawler crawl --redis URL, sitemap-crawler worker --redis URL)"
         )
-    return sharing.redis
+    return sharing
 
 
 class ClaimQueue(PriorityQueue):
@@ -76,7 +77,7 @@ class ClaimQueue(PriorityQueue):
 
     def __init__(self, server: Any, spider: Spider, key: str, serializer: Any = None) -> None:
         super().__init__(server, spider, key, serializer)
-        self.crawl: RedisCrawl = redis_crawl(spider.crawler)
+        self.crawl: RedisCrawl = redis_sharing(spider.crawler).redis
 
     def push(self, request: Request, fingerprint: str | None = None) -> bool:
         """Queue *request* unless *fingerprint* is in the seen-set (scrapy-redis's
@@ -109,7 +110,7 @@ class KeyDupeFilter(RFPDupeFilter):
 
     @classmethod
     def from_spider(cls, spider: Spider) -> Self:
-        crawl = redis_crawl(spider.crawler)
+        crawl = redis_sharing(spider.crawler).redis
         dupefilter = cls(
             crawl.server, key=crawl.seen, debug=spider.settings.getbool("DUPEFILTER_DEBUG")
         )
@@ -138,7 +139,8 @@ class RedisScheduler(Scheduler):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        crawl = redis_crawl(crawler)
+        sharing = redis_sharing(crawler)
+        crawl = sharing.redis
         serializer = crawler.settings.get("SCHEDULER_SERIALIZER")
         scheduler = cls(
             crawl,
@@ -150,8 +152,8 @@ class RedisScheduler(Scheduler):
         )
         # Not scrapy-redis's stats attribute: it passes Scrapy a deprecated argument.
         scheduler.crawl_stats = crawler.stats
-        scheduler.poll_interval = crawler.settings.getfloat("SITEMAP_REDIS_POLL_INTERVAL")
-        if crawl.process == COORDINATOR and crawler.settings.getbool("SITEMAP_REDIS_NO_FETCH"):
+        scheduler.poll_interval = sharing.poll_interval
+        if not sharing.fetching:
             scheduler.stop()  # --no-fetch: take nothing from the queue, from the start
         return scheduler
 
