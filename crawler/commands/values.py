@@ -8,12 +8,12 @@ option that sets a setting is checked by that setting's rule
 from __future__ import annotations
 
 import argparse
-import os
 import re
 
 from crawler.audit.classes import FAILABLE
 from crawler.commands.settingrules import check_value
 from crawler.core.agent import is_product_token
+from crawler.core.cores import usable_cores
 
 
 def processes_count(text: str) -> int:
@@ -24,7 +24,7 @@ def processes_count(text: str) -> int:
         except ValueError as e:
             raise argparse.ArgumentTypeError(f"{text!r}: {e}, or auto") from None
         return int(text)
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return usable_cores()
 
 
 def percent(text: str) -> float:

@@ -27,6 +27,7 @@ from playwright.async_api import Page
 from scrapy.http import HtmlResponse
 from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 
+from crawler.core.cores import usable_cores
 from crawler.core.urls import site_of
 from crawler.fetch.rendering import HOP_HEADERS, LAUNCH_ARGS, find_browser
 from crawler.fetch.robots import robots_allows
@@ -169,8 +170,7 @@ def render_concurrency(settings: BaseSettings) -> int:
     value = settings.get("SITEMAP_RENDER_CONCURRENCY")
     if value != "auto":
         return max(1, int(value))
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    share = 2 * (cores or 1) / max(1, settings.getint("SITEMAP_REDIS_PROCESSES_HERE", 1))
+    share = 2 * usable_cores() / max(1, settings.getint("SITEMAP_REDIS_PROCESSES_HERE", 1))
     polite = settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN") or settings.getint(
         "CONCURRENT_REQUESTS"
     )

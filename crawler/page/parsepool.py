@@ -20,7 +20,6 @@ import asyncio
 import functools
 import logging
 import multiprocessing
-import os
 import pickle
 import select
 import signal
@@ -38,6 +37,7 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.reactor import is_asyncio_reactor_installed, is_reactor_installed
 
 from crawler.core.agent import robots_agents
+from crawler.core.cores import usable_cores
 from crawler.core.urls import Stripping
 from crawler.page.analysis import NO_RICH, PageAnalysis, Rich, analyse, analyse_response
 from crawler.page.links import LinkResolver
@@ -61,11 +61,7 @@ BACKLOG_MAX_BYTES = 1024 * 1024
 
 def default_processes() -> int:
     """Workers for the cores the crawl's process leaves free (none on one core)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cores = os.cpu_count() or 1
-    return max(0, min(MAX_AUTO_PROCESSES, cores - 1))
+    return max(0, min(MAX_AUTO_PROCESSES, usable_cores() - 1))
 
 
 def processes_from(settings: BaseSettings) -> int:
