@@ -36,6 +36,7 @@ from crawler.core.items import (
     FOUND_REFRESH,
     UrlRecord,
 )
+from crawler.core.logonce import LogOnce
 from crawler.core.urls import Stripping, host_port, site_of, url_key
 from crawler.crawl.frontier import Lead
 from crawler.crawl.verdicts import Read, VerdictBook, directives, media_type
@@ -108,7 +109,7 @@ class PageJudge:
         # What a page read makes of its URL (a thin page saying it is not there included).
         content, listed = s.getbool("SITEMAP_SOFT404_CONTENT"), s.getlist("SITEMAP_LISTED_TYPES")
         self.book = VerdictBook(start_url, public, content=content, types=listed)
-        self._warned_canonical = False
+        self._warn_canonical = LogOnce(logger)
         # The site's "not found" pages, as the start's probes found them.
         self.soft_not_found = SoftNotFound()
 
@@ -277,9 +278,7 @@ class PageJudge:
             return None
         if rec.warnings:
             self.stats.inc_value("sitemap/warnings/canonical")
-            if not self._warned_canonical:
-                self._warned_canonical = True
-                logger.warning("%s: %s (logged once)", rec.url, rec.warnings[0])
+            self._warn_canonical("%s: %s", rec.url, rec.warnings[0])
         return next(iter(distinct.values()), None)
 
     def _redirect(

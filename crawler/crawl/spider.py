@@ -31,6 +31,7 @@ from scrapy.http import HtmlResponse, Response
 
 from crawler.core import decisions as d
 from crawler.core.items import PageRecords, UrlRecord
+from crawler.core.logonce import LogOnce
 from crawler.core.urls import site_of, start_url
 from crawler.crawl.frontier import Frontier
 from crawler.crawl.judge import PageJudge
@@ -147,7 +148,7 @@ class SiteSpider(Spider):
         # The raw answers of the pages being rendered, by URL: a failed render is
         # judged on them, a rendered page with their status and headers.
         self.raw: dict[str, tuple[Response, PageAnalysis]] = {}
-        self._warned_render = False
+        self._warn_render = LogOnce(logger)
         self.rest: RestSignals | None = None  # the site's REST API, once found
 
     @classmethod
@@ -409,10 +410,7 @@ class SiteSpider(Spider):
         self.crawler.stats.inc_value("sitemap/render/failed")
         error = f"{failure.type.__name__ if failure.type else 'Error'}: {failure.getErrorMessage()}"
         error = " ".join(error.split())[:300]
-        if not self._warned_render:
-            self._warned_render = True
-            why = "render failed, judged on its raw HTML"
-            logger.warning("%s: %s (%s; logged once)", url, why, error)
+        self._warn_render("%s: render failed, judged on its raw HTML (%s)", url, error)
         note = f"render failed ({request.meta.get('sitemap_render')}): {error}; raw HTML judged"
         for out in self._judged(raw, analysis, note, f"render failed: {error}"):
             yield out

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.exceptions import NotConfigured
 
 from crawler.core.items import PageRecords
+from crawler.core.logonce import LogOnce
 from crawler.crawl.spider import BEGIN
 from crawler.distributed.sharing import RedisSharing, Settled
 
@@ -35,7 +36,7 @@ class ReportPipeline:
     def __init__(self, crawler: Crawler, sharing: RedisSharing) -> None:
         self.crawler = crawler
         self.sharing = sharing
-        self._warned = False
+        self._warn_lost = LogOnce(logger)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -70,13 +71,11 @@ class ReportPipeline:
                 stats.inc_value("sitemap/distributed/pages")
         elif sent == 0:
             stats.inc_value("sitemap/distributed/dropped_reports")
-            if not self._warned:
-                self._warned = True
-                logger.warning(
-                    "this process was taken for lost (no heartbeat for %s s): its requests "
-                    "were queued again and its reports for them are dropped (logged once)",
-                    redis.timeout,
-                )
+            self._warn_lost(
+                "this process was taken for lost (no heartbeat for %s s): its requests "
+                "were queued again and its reports for them are dropped",
+                redis.timeout,
+            )
         # Written by the coordinator when it comes back from Redis, settled: the
         # other pipelines let a report pass.
         return report

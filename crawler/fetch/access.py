@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
 
+from crawler.core.logonce import LogOnce
 from crawler.core.urls import origin_of
 from crawler.ledger.runstate import RunState
 
@@ -105,7 +106,7 @@ class SiteAccessMiddleware:
             names.append("Authorization")
         self.ours = [n.encode("latin-1") for n in names]
         self.cookie_names = {n for n, _ in cookies}
-        self._warned_plain = False
+        self._warn_plain = LogOnce(logger)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -163,11 +164,7 @@ class SiteAccessMiddleware:
             request.headers[b"Authorization"] = self.authorization
         if request.url.startswith("http:"):
             self.stats.inc_value("sitemap/access/plain_http")
-            if not self._warned_plain:
-                self._warned_plain = True
-                logger.warning(
-                    "credentials are sent over plain http to %s (logged once)", request.url
-                )
+            self._warn_plain("credentials are sent over plain http to %s", request.url)
         if self.cookies:
             mine = [f"{n}={v}" for n, v in self.cookies]
             request.headers[b"Cookie"] = "; ".join([*self._others(request), *mine])
