@@ -37,20 +37,27 @@ def split_rule(text: str, *, value_last: bool) -> tuple[str, str]:
     return left, right
 
 
+def regex(pattern: str) -> re.Pattern[str]:
+    """ValueError, in one line, when *pattern* is no regular expression."""
+    try:
+        return re.compile(pattern)
+    except re.error as e:
+        raise ValueError(f"{pattern!r} is not a regular expression: {e}") from None
+
+
 def sections(texts: Iterable[str]) -> list[tuple[str, re.Pattern[str]]]:
     pairs = (split_rule(text, value_last=False) for text in texts)
-    return [(name, re.compile(pattern)) for name, pattern in pairs]
+    return [(name, regex(pattern)) for name, pattern in pairs]
 
 
 def value_rules(texts: Iterable[str]) -> list[tuple[re.Pattern[str] | None, str]]:
     """``REGEX=VALUE`` rules; ``auto`` alone is a rule for every page (None)."""
     pairs = (("", AUTO) if text == AUTO else split_rule(text, value_last=True) for text in texts)
-    return [(re.compile(pattern) if pattern else None, value) for pattern, value in pairs]
+    return [(regex(pattern) if pattern else None, value) for pattern, value in pairs]
 
 
 def row_rules(settings: BaseSettings) -> tuple[list[Any], list[Any], list[Any]]:
-    """The section, changefreq and priority rules, read here only: the publisher asks
-    whether there are any (entries then carry values of their own)."""
+    """The section, changefreq and priority rules, read here only (docs/around.md)."""
     return (
         sections(settings.getlist("SITEMAP_SECTIONS")),
         value_rules(settings.getlist("SITEMAP_CHANGEFREQ_RULES")),

@@ -25,7 +25,7 @@ from crawler.fetch.tls import check_ca_file
 from crawler.sitemaps.entry import ChangeFreq
 from crawler.sitemaps.entryrows import check_section
 from crawler.sitemaps.limits import MAX_BYTES_PER_FILE, MAX_URLS_PER_FILE
-from pipelines.rules import split_rule
+from pipelines.rules import regex, sections, value_rules
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -36,7 +36,7 @@ class SettingError(ValueError):
 
 
 #: A rule reads a setting and raises ValueError saying what is allowed.
-Rule = Callable[["BaseSettings", str], None]
+Rule = Callable[["BaseSettings", str], object]
 
 
 def _number(
@@ -133,20 +133,14 @@ def _path(settings: BaseSettings, name: str) -> None:
         raise ValueError("must be a path")
 
 
-def _texts(settings: BaseSettings, name: str) -> None:
+def _texts(settings: BaseSettings, name: str) -> list[str]:
     try:
         values = settings.getlist(name)
     except (TypeError, ValueError):
         raise ValueError("must be a list of texts") from None
     if not all(isinstance(v, str) for v in values):
         raise ValueError("must be a list of texts")
-
-
-def _regex(pattern: str) -> None:
-    try:
-        re.compile(pattern)
-    except re.error as e:
-        raise ValueError(f"{pattern!r} is not a regular expression: {e}") from None
+    return values
 
 
 def _media_type(value: str) -> None:
@@ -180,20 +174,8 @@ def _w3c(settings: BaseSettings, name: str) -> None:
         raise ValueError("must be a W3C datetime such as 2026-11-23T08:00:00+00:00")
 
 
-def _split(settings: BaseSettings, name: str, value_last: bool) -> list[tuple[str, str]]:
-    _texts(settings, name)
-    pairs = [
-        ("", "auto") if value_last and text == "auto" else split_rule(text, value_last=value_last)
-        for text in settings.getlist(name)
-    ]
-    for left, right in pairs:
-        if pattern := left if value_last else right:
-            _regex(pattern)
-    return pairs
-
-
 def _sections(settings: BaseSettings, name: str) -> None:
-    names = [n for n, _ in _split(settings, name, value_last=False)]
+    names = [n for n, _ in sections(_texts(settings, name))]
     for section in names:
         check_section(section)
     if len(set(names)) != len(names):
@@ -202,13 +184,13 @@ def _sections(settings: BaseSettings, name: str) -> None:
 
 def _changefreq_rules(settings: BaseSettings, name: str) -> None:
     allowed = {c.value for c in ChangeFreq}
-    for _, value in _split(settings, name, value_last=True):
+    for _, value in value_rules(_texts(settings, name)):
         if value != "auto" and value not in allowed:
             raise ValueError(f"{value!r} is not one of {', '.join(sorted(allowed))} or auto")
 
 
 def _priority_rules(settings: BaseSettings, name: str) -> None:
-    for _, value in _split(settings, name, value_last=True):
+    for _, value in value_rules(_texts(settings, name)):
         if not _is_priority(value):
             raise ValueError(f"{value!r} is not a priority from 0.0 to 1.0")
 
@@ -303,12 +285,12 @@ RULES: dict[str, Rule] = {
     "SITEMAP_CHANGEFREQ": _optional(_choice(*(c.value for c in ChangeFreq))),
     "SITEMAP_CHANGEFREQ_RULES": _changefreq_rules,
     "SITEMAP_COOKIES": _each(parse_cookie),
-    "SITEMAP_EXCLUDE": _each(_regex),
+    "SITEMAP_EXCLUDE": _each(regex),
     "SITEMAP_FEED_DAYS": _number(int, 1),
     "SITEMAP_FEED_MAX": _number(int, 1),
     "SITEMAP_FORMAT": _choice(*FORMATS),
     "SITEMAP_HEADERS": _each(parse_header),
-    "SITEMAP_INCLUDE": _each(_regex),
+    "SITEMAP_INCLUDE": _each(regex),
     "SITEMAP_INDEXNOW_ENDPOINT": _optional(_text),
     "SITEMAP_INDEXNOW_KEY": _optional(_indexnow_key),
     "SITEMAP_INDEXNOW_KEY_LOCATION": _optional(_text),
@@ -345,7 +327,7 @@ RULES: dict[str, Rule] = {
     "SITEMAP_RENDER_CONCURRENCY": _auto_or(_number(int, 1)),
     "SITEMAP_RENDER_CONTEXT_PAGES": _number(int, 1),
     "SITEMAP_RENDER_CONTEXT_MB": _number(int, 1),
-    "SITEMAP_RENDER_INCLUDE": _each(_regex),
+    "SITEMAP_RENDER_INCLUDE": _each(regex),
     "SITEMAP_RENDER_SHELL_LINKS": _number(int, 0),
     "SITEMAP_RENDER_TIMEOUT": _positive,
     "SITEMAP_REPORT_HTML_URLS": _number(int, 1),
