@@ -1,22 +1,13 @@
-"""A warning logged the first time only: a part that meets the same trouble on many
-pages says so once, and counts every case in its stats."""
-
-from __future__ import annotations
+"""A warning logged the first time only (the part's stats count every case)."""
 
 import logging
-from dataclasses import dataclass
-from typing import Any
 
 
-@dataclass(eq=False)
 class LogOnce:
-    """Calling it logs *message* % *args* on *logger* at WARNING, marked "(logged once)",
-    the first time only."""
+    def __init__(self, logger: logging.Logger) -> None:
+        self.logger: logging.Logger | None = logger
 
-    logger: logging.Logger
-    logged: bool = False
-
-    def __call__(self, message: str, *args: Any) -> None:
-        if not self.logged:
-            self.logged = True
+    def __call__(self, message: str, *args: object) -> None:
+        if self.logger is not None:
             self.logger.warning(f"{message} (logged once)", *args)
+            self.logger = None

@@ -59,8 +59,7 @@ LOCAL = "sitemap_local"
 
 
 def redis_sharing(crawler: Crawler) -> RedisSharing:
-    """The distributed crawl's extension: it holds the crawl's Redis handle and reads
-    the distributed settings the scheduler follows."""
+    """The distributed crawl's extension: the crawl's Redis handle and settings."""
     sharing = crawler.get_extension(RedisSharing)
     if sharing is None:
         raise ValueError(

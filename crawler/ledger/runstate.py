@@ -22,7 +22,7 @@ import logging
 import os
 import shutil
 import weakref
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -198,8 +198,7 @@ class RunState:
         elif previous.get_meta("revisit_basis") != basis:
             why = "options that change what is crawled or listed changed since the last run"
         self.full_night = why
-        policy.full = why is not None
-        self.policy = policy
+        self.policy = replace(policy, full=why is not None)
         if self.ledger is not None:
             self.ledger.set_meta("revisit_basis", basis)
             self.ledger.set_meta("full_night", why)
