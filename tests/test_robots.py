@@ -132,7 +132,10 @@ async def test_crawl_delay_is_honoured(servers: Any, tmp_path: Path) -> None:
     assert len(times) == 5
     assert server.requests()[1]["path"].startswith("/sitemap-crawler-probe-")
     gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
-    assert min(gaps) >= 0.9, gaps
+    # Times of arrival at the server: the first request's connection set-up and a busy
+    # machine move one of them by a few tenths of a second, not the span of four gaps.
+    assert min(gaps) >= 0.6, gaps
+    assert times[-1] - times[0] >= 3.6, gaps
 
 
 @pytest_twisted.ensureDeferred
