@@ -69,7 +69,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def exit_now(code: int) -> NoReturn:
     """Exit as the interpreter would (threads joined, atexit handlers, streams flushed),
     less its teardown of every object (bench/README.md, "Fixed costs of a run"). From the
-    main thread only, where the program runs."""
+    main thread only, where the program runs; a normal exit under a profiler or tracer
+    (``python -m cProfile``, a debugger, coverage), which writes its results after it."""
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        raise SystemExit(code)
     threading._shutdown()  # type: ignore[attr-defined]  # what an exit does first
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
