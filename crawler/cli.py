@@ -17,13 +17,14 @@ from typing import NoReturn
 # What the imports make (76,000 objects) lives as long as the process: made with the GC
 # off, then frozen, never walked (bench/README.md, "Fixed costs of a run").
 gc.disable()
-from crawler import __version__  # noqa: E402
-from crawler.commands import audit, crawl, explain, export, worker  # noqa: E402
-from crawler.commands.declarations import add_options  # noqa: E402
-from crawler.commands.options import EXIT_USAGE, PROG, Parser  # noqa: E402
-
-gc.freeze()
-gc.enable()
+try:
+    from crawler import __version__
+    from crawler.commands import audit, crawl, explain, export, worker
+    from crawler.commands.declarations import add_options
+    from crawler.commands.options import EXIT_USAGE, PROG, Parser
+finally:  # on again, even after an import that failed
+    gc.freeze()
+    gc.enable()
 
 #: The commands, in the order ``--help`` lists them.
 COMMANDS: tuple[ModuleType, ...] = (crawl, worker, audit, explain, export)
