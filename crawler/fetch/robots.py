@@ -114,7 +114,9 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
         # Match groups on the product token, not the whole User-Agent string.
         self._robotstxt_useragent = token_of(self._default_useragent, self._robotstxt_useragent)
         self._fetched_at: dict[str, float] = {}
-        crawler.signals.connect(self._bytes_received, signal=signals.bytes_received)
+        # Watched only while a robots.txt is being fetched: the signal comes with every
+        # chunk of every page, and a receiver costs each of them a call.
+        self._fetching = 0
 
     async def process_request(self, request: Request, spider: Any = None) -> None:
         if request.meta.get(ROBOTS_TXT):
@@ -196,7 +198,7 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
         )
         self._stats.inc_value("robotstxt/request_count")
         try:
-            response = await self.crawler.engine.download_async(robotsreq)
+            response = await self._download(robotsreq)
         except OffHostRequest as e:
             self._unavailable(origin, f"redirected to another host ({e})")
             return None
@@ -218,6 +220,17 @@ class StrictRobotsTxtMiddleware(RobotsTxtMiddleware):
         # 4xx; or a 3xx that was not followed (no Location), or a 1xx.
         self._unavailable(origin, f"HTTP {status}")
         return None
+
+    async def _download(self, request: Request) -> Response:
+        if not self._fetching:
+            self.crawler.signals.connect(self._bytes_received, signal=signals.bytes_received)
+        self._fetching += 1
+        try:
+            return await self.crawler.engine.download_async(request)
+        finally:
+            self._fetching -= 1
+            if not self._fetching:
+                self.crawler.signals.disconnect(self._bytes_received, signal=signals.bytes_received)
 
     def _bytes_received(self, data: bytes, request: Request) -> None:
         if not request.meta.get(ROBOTS_TXT):
