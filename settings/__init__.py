@@ -51,9 +51,9 @@ SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
 DOWNLOAD_TIMEOUT = 30
 DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
 DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
+# Each lookup of aiohttp's resolver (crawler.fetch.resolver), which also knows the
+# test-only SITEMAP_TEST_HOSTS.
 DNS_TIMEOUT = 20
-# Scrapy's resolver, which also knows the test-only SITEMAP_TEST_HOSTS.
-DNS_RESOLVER = "crawler.fetch.resolver.TestHostsResolver"
 RETRY_TIMES = 2
 # Only robots.txt requests use Scrapy's redirects (5 hops, RFC 9309); pages hop by hop.
 REDIRECT_MAX_TIMES = 5

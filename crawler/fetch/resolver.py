@@ -1,25 +1,23 @@
-"""Scrapy's DNS resolver (``DNS_RESOLVER``), with the test-only host names of
-``SITEMAP_TEST_HOSTS`` (docs/reference.md), as curl's ``--resolve``: the test suite
-crawls real HTTPS servers on 127.0.0.1 under the names their certificates carry.
-Empty (the default), this is Scrapy's ``CachingThreadedResolver`` unchanged. The start
-URL's pre-flight (:mod:`crawler.fetch.origin`) reads the same setting through
-:func:`address_of`.
+"""The crawl's DNS resolver (aiohttp's, for :mod:`crawler.fetch.renderhandler`), with
+the test-only host names of ``SITEMAP_TEST_HOSTS`` (docs/reference.md), as curl's
+``--resolve``: the test suite crawls real HTTPS servers on 127.0.0.1 under the names
+their certificates carry. Empty (the default), this is aiohttp's resolver, each
+lookup bounded by ``DNS_TIMEOUT``. The start URL's pre-flight
+(:mod:`crawler.fetch.origin`) reads the same setting through :func:`address_of`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import asyncio
+import socket
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from scrapy.resolver import CachingThreadedResolver
-from twisted.internet import defer
+from aiohttp import DefaultResolver
+from aiohttp.abc import AbstractResolver, ResolveResult
 
 if TYPE_CHECKING:
-    from typing import Self
-
-    from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
-    from twisted.internet.base import ReactorBase
 
 
 def test_hosts(settings: BaseSettings) -> dict[str, str]:
@@ -33,27 +31,37 @@ def address_of(host: str, hosts: Mapping[str, str]) -> str:
     return hosts.get(host.lower().rstrip("."), host)
 
 
-class TestHostsResolver(CachingThreadedResolver):
-    """Scrapy's resolver; a host name of ``SITEMAP_TEST_HOSTS`` resolves to its address."""
+class TestHostsResolver(AbstractResolver):
+    """aiohttp's resolver; a host name of ``SITEMAP_TEST_HOSTS`` resolves to its address."""
 
     __test__ = False  # not a pytest test class, despite the name
 
-    def __init__(
-        self, reactor: ReactorBase, cache_size: int, timeout: float, hosts: Mapping[str, str]
-    ) -> None:
-        super().__init__(reactor, cache_size, timeout)
+    def __init__(self, hosts: Mapping[str, str], timeout: float) -> None:
         self.hosts = dict(hosts)
+        self.timeout = timeout
+        self.inner = DefaultResolver()
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler, reactor: ReactorBase) -> Self:
-        s = crawler.settings
-        cache_size = s.getint("DNSCACHE_SIZE") if s.getbool("DNSCACHE_ENABLED") else 0
-        return cls(reactor, cache_size, s.getfloat("DNS_TIMEOUT"), test_hosts(s))
+    def from_settings(cls, settings: BaseSettings) -> TestHostsResolver:
+        return cls(test_hosts(settings), settings.getfloat("DNS_TIMEOUT"))
 
-    def getHostByName(  # noqa: N802 - Twisted's name
-        self, name: str, timeout: Sequence[int] = ()
-    ) -> defer.Deferred[str]:
-        address = self.hosts.get(name.lower().rstrip("."))
-        if address is not None:
-            return defer.succeed(address)
-        return super().getHostByName(name, timeout)
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        found = self.inner.resolve(address_of(host, self.hosts), port, family)
+        results = await asyncio.wait_for(found, self.timeout or None)
+        # The name asked for: TLS checks the certificate against it.
+        return [
+            ResolveResult(
+                hostname=host,
+                host=r["host"],
+                port=r["port"],
+                family=r["family"],
+                proto=r["proto"],
+                flags=r["flags"],
+            )
+            for r in results
+        ]
+
+    async def close(self) -> None:
+        await self.inner.close()

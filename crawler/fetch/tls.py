@@ -1,12 +1,11 @@
 """The crawl's TLS policy: certificates verified against the system's trust store and
 the host name, as curl, wget and Python do (docs/crawling.md, "HTTPS").
 
-One policy for everything the product fetches: Scrapy's downloads
-(:class:`crawler.fetch.renderhandler.RenderDownloadHandler` installs
-:meth:`TlsPolicy.twisted`), the start URL's pre-flight (:mod:`crawler.fetch.origin`) and
-IndexNow's key check (:meth:`TlsPolicy.ssl_context`). Not ``DOWNLOAD_VERIFY_CERTIFICATES``
-alone: it verifies against the system's store only, with no way to add a CA file
-(``SITEMAP_CA_FILE``).
+One policy, :meth:`TlsPolicy.ssl_context`, for everything the product fetches: Scrapy's
+downloads (:class:`crawler.fetch.renderhandler.RenderDownloadHandler`), the start URL's
+pre-flight (:mod:`crawler.fetch.origin`) and IndexNow's key check. Not Scrapy's
+``DOWNLOAD_VERIFY_CERTIFICATES`` alone: it verifies against the system's store only,
+with no way to add a CA file (``SITEMAP_CA_FILE``).
 
 Settings: ``SITEMAP_TLS_VERIFY``, ``SITEMAP_CA_FILE``.
 """
@@ -15,16 +14,10 @@ from __future__ import annotations
 
 import ssl
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
-
-# platformTrust()'s class, to add a CA file to what it trusts.
-from twisted.internet._sslverify import OpenSSLDefaultPaths
-from twisted.web.client import BrowserLikePolicyForHTTPS
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from OpenSSL import SSL
     from scrapy.settings import BaseSettings
-    from twisted.web.iweb import IPolicyForHTTPS
 
 #: OpenSSL's verify codes (``X509_V_ERR_*``) -> what a person is told.
 _VERIFY_CODES = {
@@ -57,7 +50,7 @@ class TlsPolicy:
         return cls(settings.getbool("SITEMAP_TLS_VERIFY", True), settings.get("SITEMAP_CA_FILE"))
 
     def ssl_context(self) -> ssl.SSLContext:
-        """A context for Python's own clients (http.client, urllib)."""
+        """A context for Python's ``ssl``: aiohttp's, http.client's and urllib's."""
         context = ssl.create_default_context()
         if not self.verify:
             context.check_hostname = False
@@ -65,28 +58,6 @@ class TlsPolicy:
         elif self.ca_file:
             context.load_verify_locations(cafile=self.ca_file)
         return context
-
-    def twisted(self, unverified: IPolicyForHTTPS) -> IPolicyForHTTPS:
-        """The policy for Scrapy's downloads (*unverified*: Scrapy's own, which checks
-        nothing): Twisted's browser-like policy, the host name checked and the chain
-        against the system's store and the CA file, unless verification is off."""
-        if not self.verify:
-            return unverified
-        # Twisted leaves it unannotated; zope's implementer is lost on mypy.
-        policy = BrowserLikePolicyForHTTPS(trustRoot=_SystemAnd(self.ca_file))  # type: ignore[no-untyped-call]
-        return cast("IPolicyForHTTPS", policy)
-
-
-class _SystemAnd(OpenSSLDefaultPaths):
-    """A trust root: OpenSSL's default paths (``platformTrust()``), and a CA file."""
-
-    def __init__(self, ca_file: str | None) -> None:
-        self.ca_file = ca_file
-
-    def _addCACertsToContext(self, context: SSL.Context) -> None:  # noqa: N802 - Twisted's
-        context.set_default_verify_paths()
-        if self.ca_file:
-            context.load_verify_locations(self.ca_file)
 
 
 def check_ca_file(path: str) -> str | None:
