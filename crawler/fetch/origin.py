@@ -25,8 +25,8 @@ from urllib.parse import urljoin, urlsplit
 
 from crawler.core.agent import product_token
 from crawler.core.urls import bare_host, host_port, normalize_url, origin_of
-from crawler.fetch.resolver import address_of, test_hosts
 from crawler.fetch.robotsrules import RobotsRules
+from crawler.fetch.testhosts import address_of, test_hosts
 from crawler.fetch.tls import INSECURE_HINT, TlsPolicy, certificate_problem
 
 if TYPE_CHECKING:

@@ -3,7 +3,8 @@ the test-only host names of ``SITEMAP_TEST_HOSTS`` (docs/reference.md), as curl'
 ``--resolve``: the test suite crawls real HTTPS servers on 127.0.0.1 under the names
 their certificates carry. Empty (the default), this is aiohttp's resolver, each
 lookup bounded by ``DNS_TIMEOUT``. The start URL's pre-flight
-(:mod:`crawler.fetch.origin`) reads the same setting through :func:`address_of`.
+(:mod:`crawler.fetch.origin`) reads the same setting through
+:mod:`crawler.fetch.testhosts`, without importing aiohttp.
 """
 
 from __future__ import annotations
@@ -11,24 +12,15 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from aiohttp import DefaultResolver
 from aiohttp.abc import AbstractResolver, ResolveResult
 
+from crawler.fetch.testhosts import address_of, test_hosts
+
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
-
-
-def test_hosts(settings: BaseSettings) -> dict[str, str]:
-    """``SITEMAP_TEST_HOSTS``, host names lowercased."""
-    hosts: Mapping[str, Any] = settings.getdict("SITEMAP_TEST_HOSTS")
-    return {str(name).lower().rstrip("."): str(address) for name, address in hosts.items()}
-
-
-def address_of(host: str, hosts: Mapping[str, str]) -> str:
-    """The address to connect to for *host*: its test address, or the host itself."""
-    return hosts.get(host.lower().rstrip("."), host)
 
 
 class TestHostsResolver(AbstractResolver):
